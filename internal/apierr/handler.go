@@ -1,0 +1,119 @@
+package apierr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/db"
+)
+
+// HeaderRequestID is where every response carries its request id.
+const HeaderRequestID = "X-Request-Id"
+
+// From turns any error a handler returns into the API error to render. This
+// is the one table from error kinds to statuses.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return fromEcho(he)
+	}
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Key: "not_found", Message: "Resource not found", Cause: err}
+	case errors.Is(err, db.ErrConflict):
+		return &Error{Status: http.StatusConflict, Key: "duplicate_found", Message: "Duplicated resource found", Cause: err}
+	case errors.Is(err, db.ErrUnavailable):
+		u := Unavailable("The database of this cluster cannot be reached; try again shortly.")
+		u.Cause = err
+		return u
+	case errors.Is(err, context.DeadlineExceeded):
+		u := Unavailable("The request took too long to complete; try again shortly.")
+		u.Cause = err
+		return u
+	}
+	return &Error{Status: http.StatusInternalServerError, Key: "internal_error", Message: "Internal server error",
+		Details: "An unexpected error occurred; the request id identifies it in our logs.", Cause: err}
+}
+
+func fromEcho(he *echo.HTTPError) *Error {
+	msg := fmt.Sprint(he.Message)
+	out := &Error{Status: he.Code, Message: http.StatusText(he.Code), Cause: he.Internal}
+	switch he.Code {
+	case http.StatusNotFound:
+		out.Key, out.Message, out.Details = "not_found", "Resource not found", "No such endpoint."
+	case http.StatusMethodNotAllowed:
+		out.Key = "method_not_allowed"
+		out.Message = "Method not allowed"
+	case http.StatusRequestEntityTooLarge:
+		out.Key, out.Message = "payload_too_large", "Payload too large"
+		out.Details = "The request body is larger than this endpoint accepts."
+	case http.StatusUnsupportedMediaType:
+		out.Key, out.Message = "unsupported_media_type", "Unsupported media type"
+		out.Details = "Send the body as JSON with the header Content-Type: application/json."
+	case http.StatusUnauthorized:
+		out.Key, out.Message = "unauthorized", "Unauthorized"
+	case http.StatusTooManyRequests:
+		out.Key, out.Message = "too_many_requests", "Too many requests hit the API too quickly."
+	case http.StatusBadRequest:
+		out.Key, out.Message, out.Details = "invalid_payload", "Invalid payload", msg
+	default:
+		if he.Code >= 500 {
+			out.Key = "internal_error"
+		} else {
+			out.Key = strings.ReplaceAll(strings.ToLower(http.StatusText(he.Code)), " ", "_")
+			out.Details = msg
+		}
+	}
+	return out
+}
+
+// Handler is the echo HTTPErrorHandler of every Tally service.
+func Handler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		e := From(err)
+		body := *e
+		body.RequestID = c.Response().Header().Get(HeaderRequestID)
+		if e.Status == http.StatusMethodNotAllowed {
+			if allow := c.Response().Header().Get(echo.HeaderAllow); allow != "" {
+				body.Details = "This endpoint accepts " + strings.ReplaceAll(allow, ", ", ", ") + "."
+			}
+		}
+		for k, vs := range e.Header {
+			c.Response().Header()[k] = vs
+		}
+		ctx := c.Request().Context()
+		switch {
+		case e.Status >= 500:
+			log.ErrorContext(ctx, "request failed", "status", e.Status, "key", e.Key, "err", errString(err))
+		case errors.Is(err, context.Canceled):
+			log.DebugContext(ctx, "request canceled by client")
+		default:
+			log.DebugContext(ctx, "request rejected", "status", e.Status, "key", e.Key, "err", errString(err))
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(e.Status)
+			return
+		}
+		_ = c.JSON(e.Status, &body)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,162 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+func open(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	url := dbtest.Shared(t, "main").NewDatabase(t)
+	pool, err := db.Open(context.Background(), url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func TestInTxRetriesConflictingSerializableTransactionsUntilBothCommit(t *testing.T) {
+	pool := open(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE counter (id INT PRIMARY KEY, n INT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO counter VALUES (1, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	// Both transactions read before either writes, so under SERIALIZABLE one
+	// of them must fail (40001) at its write or commit; InTx retries it whole.
+	var bothRead sync.WaitGroup
+	bothRead.Add(2)
+	var calls atomic.Int32
+	increment := func() error {
+		return db.InTx(ctx, pool, func(tx pgx.Tx) error {
+			calls.Add(1)
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&n); err != nil {
+				return err
+			}
+			if calls.Load() <= 2 {
+				bothRead.Done()
+				bothRead.Wait()
+			}
+			_, err := tx.Exec(ctx, `UPDATE counter SET n = $1 WHERE id = 1`, n+1)
+			return err
+		})
+	}
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() { errs <- increment() }()
+	}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("transaction failed: %v", err)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("counter = %d, want 2 (a lost update)", n)
+	}
+	if c := calls.Load(); c < 3 {
+		t.Fatalf("function ran %d times; the conflict should have forced a retry", c)
+	}
+}
+
+func TestInTxReturnsNonRetryableErrorsAtOnce(t *testing.T) {
+	pool := open(t)
+	calls := 0
+	boom := errors.New("boom")
+	err := db.InTx(context.Background(), pool, func(tx pgx.Tx) error { calls++; return boom })
+	if !errors.Is(err, boom) || calls != 1 {
+		t.Fatalf("err=%v calls=%d", err, calls)
+	}
+}
+
+func TestClassifyMapsNoRowsAndUniqueViolation(t *testing.T) {
+	pool := open(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE u (k TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO u VALUES ('a'), ('a')`)
+		return err
+	})
+	if !errors.Is(err, db.ErrConflict) {
+		t.Fatalf("duplicate insert: %v, want ErrConflict", err)
+	}
+	err = db.InTx(ctx, pool, func(tx pgx.Tx) error {
+		var k string
+		return tx.QueryRow(ctx, `SELECT k FROM u WHERE k = 'zz'`).Scan(&k)
+	})
+	if !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("missing row: %v, want ErrNotFound", err)
+	}
+}
+
+func TestStoppedDatabaseIsUnavailableQuickly(t *testing.T) {
+	srv := dbtest.Private(t)
+	pool, err := db.Open(context.Background(), srv.NewDatabase(t), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	start := time.Now()
+	err = db.InTx(context.Background(), pool, func(tx pgx.Tx) error { return nil })
+	if !errors.Is(err, db.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("took %v to report the outage", d)
+	}
+}
+
+func TestMigrateAppliesEmbeddedFilesOnce(t *testing.T) {
+	pool := open(t)
+	url := pool.Config().ConnString()
+	fsys := fstest.MapFS{
+		"m/1_init.up.sql":   {Data: []byte(`CREATE TABLE things (project_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (project_id, id));`)},
+		"m/1_init.down.sql": {Data: []byte(`DROP TABLE things;`)},
+	}
+	for i := 0; i < 2; i++ {
+		if err := db.Migrate(context.Background(), url, fsys, "m"); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if _, err := pool.Exec(context.Background(), `INSERT INTO things VALUES ('p', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCockroachDBEngine(t *testing.T) {
+	if dbtest.Engine() != "cockroachdb" {
+		t.Skipf("the database tests ran on PostgreSQL; set %s=/path/to/cockroach to run them on CockroachDB through cockroach-go's testserver", dbtest.EnvCockroach)
+	}
+	pool := open(t)
+	var v string
+	if err := pool.QueryRow(context.Background(), `SELECT version()`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(v)
+}

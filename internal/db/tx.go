@@ -1,0 +1,108 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cockroachdb/cockroach-go/v2/crdb"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+)
+
+// Beginner is what InTx needs: a pool (or a single connection).
+type Beginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// Retry policy of InTx. The backoff doubles from RetryBase up to RetryCap,
+// with full jitter, for at most MaxRetries retries.
+var (
+	MaxRetries = 30
+	RetryBase  = 2 * time.Millisecond
+	RetryCap   = 500 * time.Millisecond
+)
+
+var tracer = otel.Tracer("github.com/tallyhq/tally/internal/db")
+
+// InTx runs fn in a serializable transaction and retries the whole
+// transaction (begin, statements, commit) when the database asks for it:
+// serialization failures (40001), deadlocks (40P01) and CockroachDB's
+// statement-completion-unknown (40003), including those raised at COMMIT.
+// fn must have no effect outside the database (write side effects to the
+// outbox instead): it may run more than once.
+//
+// The loop is cockroach-go's crdb.ExecuteCtx; it retries only what it
+// recognises as 40001, so the other retryable codes are reported to it as such,
+// and the jittered backoff it lacks happens here between attempts.
+func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
+	ctx, span := tracer.Start(ctx, "db.InTx")
+	defer span.End()
+	attempt := 0
+	err := crdb.ExecuteCtx(crdb.WithMaxRetries(ctx, MaxRetries), func(ctx context.Context, _ ...any) error {
+		if attempt > 0 {
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return err
+			}
+		}
+		attempt++
+		err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+		if isRetryable(err) {
+			return retryable{err}
+		}
+		return err
+	})
+	span.SetAttributes(attribute.Int("db.tx.attempts", attempt))
+	var r retryable
+	if errors.As(err, &r) {
+		// Out of retries: report the database's own error, not the wrapper.
+		err = r.cause
+	}
+	err = Classify(err)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return err
+}
+
+func isRetryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "40001", "40P01", "40003":
+			return true
+		}
+	}
+	return false
+}
+
+// retryable tells crdb.ExecuteCtx to go again whatever the original code.
+type retryable struct{ cause error }
+
+func (r retryable) Error() string    { return r.cause.Error() }
+func (r retryable) Unwrap() error    { return r.cause }
+func (r retryable) SQLState() string { return "40001" }
+
+func backoff(attempt int) time.Duration {
+	d := RetryBase << min(attempt, 16)
+	if d > RetryCap || d <= 0 {
+		d = RetryCap
+	}
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,160 @@
+// Package dbtest gives tests real database servers: throwaway PostgreSQL
+// servers started by pglocal, or CockroachDB through cockroach-go's
+// testserver when TALLY_COCKROACH_BINARY names a cockroach binary. Each test
+// gets a fresh database; a test can have one server per region and stop one to
+// simulate an outage.
+package dbtest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/cockroach-go/v2/testserver"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/pglocal"
+)
+
+// EnvCockroach names the cockroach binary to run the database tests on.
+const EnvCockroach = "TALLY_COCKROACH_BINARY"
+
+// Server is one database server.
+type Server struct {
+	engine string
+	pg     *pglocal.Server
+	dir    string
+	crdb   testserver.TestServer
+	once   sync.Once
+}
+
+var (
+	mu     sync.Mutex
+	shared = map[string]*Server{}
+)
+
+// Engine is "cockroachdb" when TALLY_COCKROACH_BINARY is set, else "postgres".
+func Engine() string {
+	if os.Getenv(EnvCockroach) != "" {
+		return "cockroachdb"
+	}
+	return "postgres"
+}
+
+// Shared returns the test process's server called name (one per region, say),
+// starting it on first use. Main stops them when the tests are done.
+func Shared(t testing.TB, name string) *Server {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if s, ok := shared[name]; ok {
+		return s
+	}
+	s, err := start()
+	if err != nil {
+		t.Fatalf("dbtest: start %s server: %v", name, err)
+	}
+	shared[name] = s
+	return s
+}
+
+// Private starts a server only this test uses, stopped when the test ends;
+// for tests that stop a server on purpose.
+func Private(t testing.TB) *Server {
+	t.Helper()
+	s, err := start()
+	if err != nil {
+		t.Fatalf("dbtest: start server: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Main runs the tests and then stops every shared server. Use it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	for _, s := range shared {
+		s.Stop()
+	}
+	mu.Unlock()
+	os.Exit(code)
+}
+
+func start() (*Server, error) {
+	if bin := os.Getenv(EnvCockroach); bin != "" {
+		ts, err := testserver.NewTestServer(testserver.CockroachBinaryPathOpt(bin))
+		if err != nil {
+			return nil, err
+		}
+		if err := ts.WaitForInit(); err != nil {
+			ts.Stop()
+			return nil, err
+		}
+		return &Server{engine: "cockroachdb", crdb: ts}, nil
+	}
+	dir, err := os.MkdirTemp("", "tally-pg-")
+	if err != nil {
+		return nil, err
+	}
+	pg, err := pglocal.Start(context.Background(), pglocal.Options{Dir: dir, ForTests: true})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &Server{engine: "postgres", pg: pg, dir: dir}, nil
+}
+
+// NewDatabase creates a fresh, empty database and returns its URL.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	name := "t_" + ids.New("")
+	u := s.url(name)
+	admin := s.url("postgres")
+	if s.engine == "cockroachdb" {
+		admin = s.url("defaultdb")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("dbtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("dbtest: create database: %v", err)
+	}
+	return u
+}
+
+func (s *Server) url(dbname string) string {
+	if s.engine == "cockroachdb" {
+		u := *s.crdb.PGURL()
+		u.Path = "/" + dbname
+		return u.String()
+	}
+	return s.pg.URL(dbname)
+}
+
+// Stop stops the server and removes its data; it is safe to call twice.
+func (s *Server) Stop() {
+	s.once.Do(func() {
+		if s.crdb != nil {
+			s.crdb.Stop()
+			return
+		}
+		if err := s.pg.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.RemoveAll(s.dir)
+	})
+}
+
+// Addr is host:port of the server, for tests that point something at it.
+func (s *Server) Addr() string {
+	u, _ := url.Parse(s.url("x"))
+	return u.Host
+}
