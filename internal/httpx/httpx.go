@@ -1,0 +1,185 @@
+// Package httpx builds the echo servers of Tally's services alike: request
+// ids, the shared error handler, panic recovery, tracing, metrics and body
+// limits, plus JSON decoding that answers bad bodies with clear 4xx errors.
+package httpx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/telemetry"
+)
+
+// Config of a service's echo instance.
+type Config struct {
+	Service string
+	Log     *slog.Logger
+	Metrics *telemetry.Metrics
+	// BodyLimit is the largest request body accepted, e.g. "1M" (the default).
+	BodyLimit string
+	// TrustRequestID keeps a well-formed incoming X-Request-Id (set by the
+	// router) instead of making a new one. Only services behind the router set it.
+	TrustRequestID bool
+}
+
+// New returns an echo instance with the common middleware installed.
+func New(cfg Config) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = apierr.Handler(cfg.Log)
+	e.Pre(RequestID(cfg.TrustRequestID))
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			cfg.Log.ErrorContext(c.Request().Context(), "panic", "err", err.Error(), "stack", string(stack))
+			return err
+		}}))
+	e.Use(otelecho.Middleware(cfg.Service))
+	if cfg.Metrics != nil {
+		e.Use(cfg.Metrics.Middleware())
+	}
+	limit := cfg.BodyLimit
+	if limit == "" {
+		limit = "1M"
+	}
+	e.Use(middleware.BodyLimit(limit))
+	return e
+}
+
+// NewRequestID returns a fresh request id (`v-` and a time-ordered body).
+func NewRequestID() string { return ids.New("v-") }
+
+// RequestID sets X-Request-Id on every response and puts it in the context.
+func RequestID(trustIncoming bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			id := ""
+			if trustIncoming {
+				id = c.Request().Header.Get(apierr.HeaderRequestID)
+				if !validRequestID(id) {
+					id = ""
+				}
+			}
+			if id == "" {
+				id = NewRequestID()
+			}
+			c.Response().Header().Set(apierr.HeaderRequestID, id)
+			r := c.Request()
+			c.SetRequest(r.WithContext(telemetry.WithRequestID(r.Context(), id)))
+			return next(c)
+		}
+	}
+}
+
+func validRequestID(id string) bool {
+	if !strings.HasPrefix(id, "v-") || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		ch := id[i]
+		if !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch == '-' || ch == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Bind decodes a JSON request body into v. A body that is not JSON is a 415,
+// malformed JSON or a wrong type is a 400 invalid_payload that says where.
+// Unknown fields are ignored, as the interface's versioning rules require.
+func Bind(c echo.Context, v any) error {
+	r := c.Request()
+	if ct := r.Header.Get(echo.HeaderContentType); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return echo.NewHTTPError(http.StatusUnsupportedMediaType)
+		}
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return apierr.InvalidPayload("The body holds more than one JSON value.")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
+	case errors.Is(err, io.EOF):
+		return apierr.InvalidPayload("The request body is empty; send a JSON object.")
+	case errors.As(err, &syn):
+		return apierr.InvalidPayload(fmt.Sprintf("Malformed JSON at byte %d: %s.", syn.Offset, syn.Error()))
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return apierr.InvalidPayload(fmt.Sprintf("Expected a JSON object, got %s.", typ.Value))
+		}
+		return apierr.InvalidPayload(fmt.Sprintf("Property %s must be %s, got %s.", field, jsonType(typ.Type.Kind().String()), typ.Value))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apierr.InvalidPayload("Malformed JSON: the body ends too early.")
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return he
+	}
+	return apierr.InvalidPayload("Malformed JSON: " + err.Error())
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	default:
+		return "a number"
+	}
+}
+
+// Serve runs e on the listener until ctx ends, then shuts down gracefully,
+// letting requests in flight finish for up to 10 seconds.
+func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+DROP TABLE directory_changes;
+DROP TABLE management_keys;
+DROP TABLE app_keys;
+DROP TABLE projects;
+DROP TABLE clusters;

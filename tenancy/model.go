@@ -1,0 +1,99 @@
+package tenancy
+
+import (
+	"errors"
+	"time"
+)
+
+// Cluster kinds.
+const (
+	Shared    = "shared"
+	Dedicated = "dedicated"
+)
+
+// DefaultAPIVersion is the version new projects start on.
+const DefaultAPIVersion = "v2018-08-01"
+
+// Cluster is one deployment of the regional service with its own database.
+type Cluster struct {
+	Name         string // api, us1, as1, or a dedicated cluster's name
+	Region       string // e.g. europe, us, asia
+	Kind         string // Shared or Dedicated
+	APIHost      string // the public API host, e.g. us1.api.example.com
+	DownloadHost string // the public download host, or ""
+	UpstreamURL  string // where the router reaches the cluster's regional instances
+	CreatedAt    time.Time
+}
+
+// HostKind says which of a cluster's hosts a request came to.
+type HostKind int
+
+// The hosts of a cluster.
+const (
+	APIHost HostKind = iota
+	DownloadHost
+)
+
+// Settings are a project's options, in the reference's field names.
+type Settings struct {
+	Timezone                              string   `json:"timezone"`
+	Currency                              string   `json:"currency"`
+	DialCode                              *string  `json:"dial_code"`
+	WebhookVersion                        string   `json:"webhook_version"`
+	CaseSensitiveCodes                    bool     `json:"case_sensitive_codes"`
+	IsSandbox                             bool     `json:"is_sandbox"`
+	ClientTrustedDomains                  []string `json:"client_trusted_domains"`
+	ClientRedeemEnabled                   bool     `json:"client_redeem_enabled"`
+	ClientPublishEnabled                  bool     `json:"client_publish_enabled"`
+	ClientListVouchersEnabled             bool     `json:"client_list_vouchers_enabled"`
+	ClientCreateCustomerEnabled           bool     `json:"client_create_customer_enabled"`
+	ClientLoyaltyEventsEnabled            bool     `json:"client_loyalty_events_enabled"`
+	ClientSetVoucherExpirationDateEnabled bool     `json:"client_set_voucher_expiration_date_enabled"`
+}
+
+// Project is a tenant. It lives in exactly one cluster.
+type Project struct {
+	ID          string
+	Name        string
+	Description *string
+	Cluster     string
+	APIVersion  string
+	Settings    Settings
+	CreatedAt   time.Time
+	UpdatedAt   *time.Time
+}
+
+// Key kinds of application keys.
+const (
+	KeyApp    = "app"    // server-side
+	KeyClient = "client" // client-side (browser, mobile)
+)
+
+// AppKey is an application key pair; the token itself is never stored.
+type AppKey struct {
+	AppID     string
+	ProjectID string
+	Kind      string
+	Name      string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+	tokenHash []byte
+}
+
+// ManagementKey authenticates platform admins on the management API.
+type ManagementKey struct {
+	ID        string
+	Name      string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+	tokenHash []byte
+}
+
+// Errors of the directory.
+var (
+	ErrUnknownHost     = errors.New("tenancy: unknown host")
+	ErrBadCredentials  = errors.New("tenancy: missing or invalid credentials")
+	ErrUnknownCluster  = errors.New("tenancy: unknown cluster")
+	ErrProjectNotFound = errors.New("tenancy: project not found")
+	ErrKeyNotFound     = errors.New("tenancy: key not found")
+)

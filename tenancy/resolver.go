@@ -1,0 +1,282 @@
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+)
+
+// ResolverOptions size and time the caches; zero values take defaults.
+type ResolverOptions struct {
+	Size        int           // entries per cache (default 100,000)
+	TTL         time.Duration // positive entries (default 5 minutes); a safety net behind Watch
+	NegativeTTL time.Duration // unknown credentials and hosts (default 2 seconds)
+	Log         *slog.Logger
+}
+
+// Resolver answers the directory questions of every request from LRU caches
+// in front of the tenancy database.
+type Resolver struct {
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	hosts    *expirable.LRU[string, hostEntry]
+	keys     *expirable.LRU[string, AppKey]
+	projects *expirable.LRU[string, Project]
+	mgmt     *expirable.LRU[string, ManagementKey]
+	negative *expirable.LRU[string, struct{}] // "k:"+app id, "m:"+management id, "h:"+host
+	group    singleflight.Group
+
+	hits, misses atomic.Int64
+	lastSync     atomic.Int64 // unix nanos of the last successful Watch poll
+}
+
+type hostEntry struct {
+	cluster Cluster
+	kind    HostKind
+}
+
+// NewResolver makes a resolver over the tenancy database.
+func NewResolver(pool *pgxpool.Pool, o ResolverOptions) *Resolver {
+	if o.Size == 0 {
+		o.Size = 100_000
+	}
+	if o.TTL == 0 {
+		o.TTL = 5 * time.Minute
+	}
+	if o.NegativeTTL == 0 {
+		o.NegativeTTL = 2 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Resolver{
+		pool:     pool,
+		log:      o.Log,
+		hosts:    expirable.NewLRU[string, hostEntry](o.Size, nil, o.TTL),
+		keys:     expirable.NewLRU[string, AppKey](o.Size, nil, o.TTL),
+		projects: expirable.NewLRU[string, Project](o.Size, nil, o.TTL),
+		mgmt:     expirable.NewLRU[string, ManagementKey](1000, nil, o.TTL),
+		negative: expirable.NewLRU[string, struct{}](o.Size, nil, o.NegativeTTL),
+	}
+}
+
+// Host resolves a request's host name (no port) to its cluster.
+func (r *Resolver) Host(ctx context.Context, host string) (Cluster, HostKind, error) {
+	if e, ok := r.hosts.Get(host); ok {
+		r.hits.Add(1)
+		return e.cluster, e.kind, nil
+	}
+	if _, ok := r.negative.Get("h:" + host); ok {
+		r.hits.Add(1)
+		return Cluster{}, 0, ErrUnknownHost
+	}
+	r.misses.Add(1)
+	v, err, _ := r.group.Do("h:"+host, func() (any, error) {
+		c, kind, err := ClusterByHost(ctx, r.pool, host)
+		if errors.Is(err, ErrUnknownHost) {
+			r.negative.Add("h:"+host, struct{}{})
+		}
+		if err != nil {
+			return nil, err
+		}
+		e := hostEntry{c, kind}
+		r.hosts.Add(host, e)
+		return e, nil
+	})
+	if err != nil {
+		return Cluster{}, 0, err
+	}
+	e := v.(hostEntry)
+	return e.cluster, e.kind, nil
+}
+
+// App resolves an application key pair to its key and live project.
+// Unknown, revoked and wrong credentials are all ErrBadCredentials.
+func (r *Resolver) App(ctx context.Context, appID, token string) (AppKey, Project, error) {
+	if appID == "" || token == "" || len(appID) > 128 {
+		return AppKey{}, Project{}, ErrBadCredentials
+	}
+	k, ok := r.keys.Get(appID)
+	if ok {
+		r.hits.Add(1)
+	} else {
+		if _, neg := r.negative.Get("k:" + appID); neg {
+			r.hits.Add(1)
+			return AppKey{}, Project{}, ErrBadCredentials
+		}
+		r.misses.Add(1)
+		v, err, _ := r.group.Do("k:"+appID, func() (any, error) {
+			k, err := GetAppKey(ctx, r.pool, appID)
+			if errors.Is(err, ErrKeyNotFound) {
+				r.negative.Add("k:"+appID, struct{}{})
+			}
+			if err != nil {
+				return nil, err
+			}
+			r.keys.Add(appID, k)
+			return k, nil
+		})
+		if errors.Is(err, ErrKeyNotFound) {
+			return AppKey{}, Project{}, ErrBadCredentials
+		}
+		if err != nil {
+			return AppKey{}, Project{}, err
+		}
+		k = v.(AppKey)
+	}
+	if k.RevokedAt != nil || !tokenMatches(k.tokenHash, token) {
+		return AppKey{}, Project{}, ErrBadCredentials
+	}
+	p, err := r.Project(ctx, k.ProjectID)
+	if errors.Is(err, ErrProjectNotFound) {
+		return AppKey{}, Project{}, ErrBadCredentials
+	}
+	return k, p, err
+}
+
+// Project returns a live project.
+func (r *Resolver) Project(ctx context.Context, id string) (Project, error) {
+	if p, ok := r.projects.Get(id); ok {
+		r.hits.Add(1)
+		return p, nil
+	}
+	if _, neg := r.negative.Get("p:" + id); neg {
+		r.hits.Add(1)
+		return Project{}, ErrProjectNotFound
+	}
+	r.misses.Add(1)
+	v, err, _ := r.group.Do("p:"+id, func() (any, error) {
+		p, err := GetProject(ctx, r.pool, id)
+		if errors.Is(err, ErrProjectNotFound) {
+			r.negative.Add("p:"+id, struct{}{})
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.projects.Add(id, p)
+		return p, nil
+	})
+	if err != nil {
+		return Project{}, err
+	}
+	return v.(Project), nil
+}
+
+// Management checks a management key pair.
+func (r *Resolver) Management(ctx context.Context, id, token string) (ManagementKey, error) {
+	if id == "" || token == "" || len(id) > 128 {
+		return ManagementKey{}, ErrBadCredentials
+	}
+	k, ok := r.mgmt.Get(id)
+	if !ok {
+		if _, neg := r.negative.Get("m:" + id); neg {
+			return ManagementKey{}, ErrBadCredentials
+		}
+		v, err, _ := r.group.Do("m:"+id, func() (any, error) {
+			k, err := GetManagementKey(ctx, r.pool, id)
+			if errors.Is(err, ErrKeyNotFound) {
+				r.negative.Add("m:"+id, struct{}{})
+			}
+			if err != nil {
+				return nil, err
+			}
+			r.mgmt.Add(id, k)
+			return k, nil
+		})
+		if errors.Is(err, ErrKeyNotFound) {
+			return ManagementKey{}, ErrBadCredentials
+		}
+		if err != nil {
+			return ManagementKey{}, err
+		}
+		k = v.(ManagementKey)
+	}
+	if k.RevokedAt != nil || !tokenMatches(k.tokenHash, token) {
+		return ManagementKey{}, ErrBadCredentials
+	}
+	return k, nil
+}
+
+// Invalidate drops what a change makes stale.
+func (r *Resolver) Invalidate(c Change) {
+	switch c.Kind {
+	case ChangeAppKey:
+		r.keys.Remove(c.Key)
+		r.negative.Remove("k:" + c.Key)
+	case ChangeProject:
+		r.projects.Remove(c.Key)
+		r.negative.Remove("p:" + c.Key)
+	case ChangeManagementKey:
+		r.mgmt.Remove(c.Key)
+		r.negative.Remove("m:" + c.Key)
+	case ChangeCluster:
+		// Rare, and a cluster has several hosts: drop them all.
+		r.hosts.Purge()
+		r.negative.Purge()
+	}
+}
+
+// WatchLookback is how far behind its last poll Watch reads again, so that a
+// change whose transaction committed late (its changed_at is its start) is
+// still seen. Evicting twice is harmless.
+const WatchLookback = 5 * time.Second
+
+// Watch polls directory_changes every interval until ctx ends and evicts
+// what changed. With interval 500ms, a revoked key stops working on every
+// instance within about a second: no shared memory or message bus is needed,
+// only the database that every instance already reads.
+func (r *Resolver) Watch(ctx context.Context, interval time.Duration) {
+	var since time.Time
+	for first := true; ; first = false {
+		changes, now, err := ChangesSince(ctx, r.pool, since)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				r.log.WarnContext(ctx, "tenancy: polling directory changes failed", "err", err.Error())
+			}
+		default:
+			if !first {
+				for _, c := range changes {
+					r.Invalidate(c)
+				}
+			}
+			since = now.Add(-WatchLookback)
+			r.lastSync.Store(time.Now().UnixNano())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Ready reports whether the directory can be read.
+func (r *Resolver) Ready(ctx context.Context) error {
+	return r.pool.Ping(ctx)
+}
+
+// Collectors exposes cache figures for Prometheus.
+func (r *Resolver) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tally_tenancy_cache_hits_total",
+			Help: "Directory lookups answered from cache."}, func() float64 { return float64(r.hits.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tally_tenancy_cache_misses_total",
+			Help: "Directory lookups that read the tenancy database."}, func() float64 { return float64(r.misses.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tally_tenancy_sync_age_seconds",
+			Help: "Seconds since the directory change log was last read."}, func() float64 {
+			t := r.lastSync.Load()
+			if t == 0 {
+				return -1
+			}
+			return time.Since(time.Unix(0, t)).Seconds()
+		}),
+	}
+}
