@@ -280,3 +280,13 @@ func (r *Resolver) Collectors() []prometheus.Collector {
 		}),
 	}
 }
+
+// ClusterByName returns a cluster by its name (for naming the right base URL
+// when a request reaches the wrong one). Its hosts are cached like any host.
+func (r *Resolver) ClusterByName(ctx context.Context, name string) (Cluster, error) {
+	v, err, _ := r.group.Do("c:"+name, func() (any, error) { return GetCluster(ctx, r.pool, name) })
+	if err != nil {
+		return Cluster{}, err
+	}
+	return v.(Cluster), nil
+}

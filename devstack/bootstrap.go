@@ -1,0 +1,72 @@
+package devstack
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// Credentials are what `tally dev` prints and writes to credentials.json.
+type Credentials struct {
+	Management ManagementCredentials `json:"management"`
+	Projects   []ProjectCredentials  `json:"projects"`
+}
+
+// ManagementCredentials are a management key pair.
+type ManagementCredentials struct {
+	ID    string `json:"id"`
+	Token string `json:"token"`
+}
+
+// ProjectCredentials are a demo project's key pair and where to use it.
+type ProjectCredentials struct {
+	Cluster   string `json:"cluster"`
+	BaseURL   string `json:"base_url"`
+	ProjectID string `json:"project_id"`
+	AppID     string `json:"app_id"`
+	AppToken  string `json:"app_token"`
+}
+
+// BaseURL is the public base URL of a cluster as this stack serves it.
+func (s *Stack) BaseURL(cluster string) string {
+	api, _ := ClusterHosts(cluster, s.cfg.BaseDomain)
+	return s.cfg.PublicScheme + "://" + api + ":" + s.RouterPort
+}
+
+// CreateManagementKey makes a management key pair.
+func (s *Stack) CreateManagementKey(ctx context.Context, name string) (ManagementCredentials, error) {
+	var out ManagementCredentials
+	err := db.InTx(ctx, s.Tenancy, func(tx pgx.Tx) error {
+		k, token, err := tenancy.CreateManagementKey(ctx, tx, name)
+		out = ManagementCredentials{ID: k.ID, Token: token}
+		return err
+	})
+	return out, err
+}
+
+// Bootstrap creates a management key and one demo project in every cluster.
+func (s *Stack) Bootstrap(ctx context.Context) (Credentials, error) {
+	var creds Credentials
+	var err error
+	if creds.Management, err = s.CreateManagementKey(ctx, "dev"); err != nil {
+		return creds, err
+	}
+	for _, r := range s.cfg.Regions {
+		p := tenancy.Project{Name: "Demo " + r.Cluster, Cluster: r.Cluster,
+			Settings: tenancy.Settings{Timezone: "UTC", Currency: "USD", WebhookVersion: "v2024-01-01"}}
+		var key tenancy.AppKey
+		var token string
+		if err := db.InTx(ctx, s.Tenancy, func(tx pgx.Tx) error {
+			key, token, err = tenancy.CreateProject(ctx, tx, &p)
+			return err
+		}); err != nil {
+			return creds, err
+		}
+		creds.Projects = append(creds.Projects, ProjectCredentials{Cluster: r.Cluster, BaseURL: s.BaseURL(r.Cluster),
+			ProjectID: p.ID, AppID: key.AppID, AppToken: token})
+	}
+	return creds, nil
+}

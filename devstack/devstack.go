@@ -1,0 +1,269 @@
+// Package devstack runs the whole platform in one process: management, one
+// regional instance per cluster and the router, over databases whose URLs it
+// is given. `tally dev` runs it over local PostgreSQL servers, and the
+// end-to-end tests run it over the servers of their test helper.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/management"
+	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/router"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// Region is one cluster of the stack and its database.
+type Region struct {
+	Cluster     string // api, us1, as1
+	Region      string // europe, us, asia
+	DatabaseURL string
+}
+
+// DefaultRegions are the shared clusters of the interface.
+func DefaultRegions() []Region {
+	return []Region{{Cluster: "api", Region: "europe"}, {Cluster: "us1", Region: "us"}, {Cluster: "as1", Region: "asia"}}
+}
+
+// Config of a stack.
+type Config struct {
+	BaseDomain     string // default "localhost"
+	RouterAddr     string // default "127.0.0.1:0"
+	PublicScheme   string // default "http"
+	TenancyURL     string
+	Regions        []Region
+	IdentitySecret []byte
+	TrustedProxies []netip.Prefix
+	WatchInterval  time.Duration // directory change polling, default 500ms
+	// AdminBasePort, when set, serves each service's /metrics, /healthz and
+	// /readyz on consecutive ports from it (router, management, regions…).
+	AdminBasePort int
+	Log           *slog.Logger
+}
+
+// Stack is a running platform.
+type Stack struct {
+	cfg        Config
+	RouterURL  string // where the router listens, e.g. http://127.0.0.1:8080
+	RouterPort string
+	Management *management.App
+	Regional   map[string]*regional.App
+	Tenancy    *pgxpool.Pool
+	Resolver   *tenancy.Resolver
+
+	mgmtURL string
+	runCtx  context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closers []func()
+	errs    chan error
+}
+
+// ClusterHosts returns the API and download hosts of a shared cluster.
+func ClusterHosts(cluster, domain string) (api, download string) {
+	if cluster == "api" {
+		return "api." + domain, "download." + domain
+	}
+	return cluster + ".api." + domain, cluster + ".download." + domain
+}
+
+// Start migrates the databases and starts every service.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	if cfg.BaseDomain == "" {
+		cfg.BaseDomain = "localhost"
+	}
+	if cfg.RouterAddr == "" {
+		cfg.RouterAddr = "127.0.0.1:0"
+	}
+	if cfg.PublicScheme == "" {
+		cfg.PublicScheme = "http"
+	}
+	if cfg.WatchInterval == 0 {
+		cfg.WatchInterval = 500 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if err := MigrateAll(ctx, cfg.TenancyURL, cfg.Regions); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &Stack{cfg: cfg, Regional: map[string]*regional.App{}, runCtx: runCtx, cancel: cancel, errs: make(chan error, 16)}
+	if err := s.start(ctx, runCtx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// MigrateAll brings the tenancy and regional databases to the latest schema.
+func MigrateAll(ctx context.Context, tenancyURL string, regions []Region) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return db.Migrate(gctx, tenancyURL, tenancy.Migrations, tenancy.MigrationsDir) })
+	for _, r := range regions {
+		g.Go(func() error {
+			if err := db.Migrate(gctx, r.DatabaseURL, regional.Migrations, regional.MigrationsDir); err != nil {
+				return fmt.Errorf("cluster %s: %w", r.Cluster, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func (s *Stack) start(ctx, runCtx context.Context) error {
+	cfg := s.cfg
+	pool, err := db.Open(ctx, cfg.TenancyURL, db.Options{Name: "tally-dev"})
+	if err != nil {
+		return err
+	}
+	s.Tenancy = pool
+	s.closers = append(s.closers, pool.Close)
+	admin := cfg.AdminBasePort
+
+	// Regional instances first: the directory records where they listen.
+	for _, r := range cfg.Regions {
+		m := telemetry.NewMetrics("regional", r.Cluster)
+		app, err := regional.New(ctx, regional.Config{Cluster: r.Cluster, DatabaseURL: r.DatabaseURL,
+			IdentitySecret: cfg.IdentitySecret, Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m})
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, app.Close)
+		s.Regional[r.Cluster] = app
+		url, err := s.serve(runCtx, "127.0.0.1:0", app.Handler())
+		if err != nil {
+			return err
+		}
+		apiHost, dlHost := ClusterHosts(r.Cluster, cfg.BaseDomain)
+		if err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
+			return tenancy.UpsertCluster(ctx, tx, tenancy.Cluster{Name: r.Cluster, Region: r.Region, Kind: tenancy.Shared,
+				APIHost: apiHost, DownloadHost: dlHost, UpstreamURL: url})
+		}); err != nil {
+			return fmt.Errorf("register cluster %s: %w", r.Cluster, err)
+		}
+		if admin != 0 {
+			s.serveAdmin(runCtx, admin+2+len(s.Regional)-1, m, app.Ready)
+		}
+	}
+
+	mm := telemetry.NewMetrics("management", "")
+	mgmt, err := management.New(ctx, management.Config{TenancyURL: cfg.TenancyURL, IdentitySecret: cfg.IdentitySecret,
+		Log: cfg.Log.With("service", "management"), Metrics: mm})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, mgmt.Close)
+	s.Management = mgmt
+	if s.mgmtURL, err = s.serve(runCtx, "127.0.0.1:0", mgmt.Handler()); err != nil {
+		return err
+	}
+	if admin != 0 {
+		s.serveAdmin(runCtx, admin+1, mm, mgmt.Ready)
+	}
+
+	l, err := net.Listen("tcp", cfg.RouterAddr)
+	if err != nil {
+		return fmt.Errorf("router: listen on %s: %w", cfg.RouterAddr, err)
+	}
+	s.RouterPort = fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	s.RouterURL = "http://" + l.Addr().String()
+	rt, resolver, rm, err := s.newRouter(runCtx)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	s.Resolver = resolver
+	s.run(func() error { return httpx.Serve(runCtx, l, rt.Handler()) })
+	if admin != 0 {
+		s.serveAdmin(runCtx, admin, rm, rt.Ready)
+	}
+	return nil
+}
+
+// newRouter builds a router instance with its own tenancy pool and resolver,
+// sharing nothing with other instances but the database.
+func (s *Stack) newRouter(runCtx context.Context) (*router.Router, *tenancy.Resolver, *telemetry.Metrics, error) {
+	cfg := s.cfg
+	pool, err := db.Open(runCtx, cfg.TenancyURL, db.Options{Name: "tally-router"})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s.closers = append(s.closers, pool.Close)
+	log := cfg.Log.With("service", "router")
+	resolver := tenancy.NewResolver(pool, tenancy.ResolverOptions{Log: log})
+	s.run(func() error { resolver.Watch(runCtx, cfg.WatchInterval); return nil })
+	m := telemetry.NewMetrics("router", "")
+	m.Register(resolver.Collectors()...)
+	// Base URLs in wrong_cluster errors name the port the client reached.
+	rt, err := router.New(router.Config{BaseDomain: cfg.BaseDomain, PublicScheme: cfg.PublicScheme, PublicPort: s.RouterPort,
+		ManagementURL: s.mgmtURL, TrustedProxies: cfg.TrustedProxies, IdentitySecret: cfg.IdentitySecret,
+		Resolver: resolver, Log: log, Metrics: m})
+	return rt, resolver, m, err
+}
+
+// StartRouter starts one more router instance (its own pool and caches) and
+// returns its URL; it stops with the stack.
+func (s *Stack) StartRouter() (string, error) {
+	rt, _, _, err := s.newRouter(s.runCtx)
+	if err != nil {
+		return "", err
+	}
+	return s.serve(s.runCtx, "127.0.0.1:0", rt.Handler())
+}
+
+func (s *Stack) serve(ctx context.Context, addr string, h http.Handler) (string, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	s.run(func() error { return httpx.Serve(ctx, l, h) })
+	return "http://" + l.Addr().String(), nil
+}
+
+func (s *Stack) serveAdmin(ctx context.Context, port int, m *telemetry.Metrics, ready func(context.Context) error) {
+	s.run(func() error {
+		return telemetry.ServeAdmin(ctx, fmt.Sprintf("127.0.0.1:%d", port), m, ready, s.cfg.Log)
+	})
+}
+
+func (s *Stack) run(f func() error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := f(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.cfg.Log.Error("service stopped", "err", err.Error())
+			select {
+			case s.errs <- err:
+			default:
+			}
+		}
+	}()
+}
+
+// Errors reports a service that stopped on its own.
+func (s *Stack) Errors() <-chan error { return s.errs }
+
+// Close stops every service and waits for them.
+func (s *Stack) Close() {
+	s.cancel()
+	s.wg.Wait()
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}

@@ -1,0 +1,188 @@
+// Package stacktest starts the whole platform for an end-to-end test, over
+// real PostgreSQL servers (one per region) from dbtest, and gives the test an
+// HTTP client that reaches the router under any host name.
+package stacktest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/devstack"
+	"github.com/tallyhq/tally/internal/dbtest"
+	"github.com/tallyhq/tally/internal/telemetry"
+)
+
+// Secret is the identity secret of test stacks.
+var Secret = []byte("stacktest-identity-secret-0123456789")
+
+// Options of an environment.
+type Options struct {
+	// PrivateClusters get a database server of their own, which the test may
+	// stop; the others share the test process's server of that name.
+	PrivateClusters []string
+}
+
+// Env is a running platform with a management key.
+type Env struct {
+	Stack   *devstack.Stack
+	Mgmt    devstack.ManagementCredentials
+	Client  *http.Client
+	Servers map[string]*dbtest.Server
+}
+
+// Start starts a platform for t and stops it when t ends.
+func Start(t testing.TB, o Options) *Env {
+	t.Helper()
+	private := map[string]bool{}
+	for _, c := range o.PrivateClusters {
+		private[c] = true
+	}
+	servers := map[string]*dbtest.Server{"tenancy": dbtest.Shared(t, "tenancy")}
+	regions := devstack.DefaultRegions()
+	for i := range regions {
+		name := regions[i].Cluster
+		if private[name] {
+			servers[name] = dbtest.Private(t)
+		} else {
+			servers[name] = dbtest.Shared(t, name)
+		}
+		regions[i].DatabaseURL = servers[name].NewDatabase(t)
+	}
+	ctx := context.Background()
+	stack, err := devstack.Start(ctx, devstack.Config{
+		TenancyURL:     servers["tenancy"].NewDatabase(t),
+		Regions:        regions,
+		IdentitySecret: Secret,
+		WatchInterval:  200 * time.Millisecond,
+		Log:            telemetry.NewLogger(io.Discard, 0),
+	})
+	if err != nil {
+		t.Fatalf("stacktest: start: %v", err)
+	}
+	t.Cleanup(stack.Close)
+	mgmt, err := stack.CreateManagementKey(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{Stack: stack, Mgmt: mgmt, Client: ClientFor(stack.RouterURL), Servers: servers}
+}
+
+// ClientFor returns a client that sends every request to the router at
+// routerURL, whatever host name its URL holds.
+func ClientFor(routerURL string) *http.Client {
+	u, _ := url.Parse(routerURL)
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, network, u.Host)
+			},
+			MaxIdleConnsPerHost: 64,
+		},
+	}
+}
+
+// Resp is an answer.
+type Resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body as an object.
+func (r Resp) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v\n%s", err, r.Body)
+	}
+	return m
+}
+
+// Do sends a request. body is JSON-encoded unless it is a string or []byte.
+func (e *Env) Do(t testing.TB, method, rawURL string, header http.Header, body any) Resp {
+	t.Helper()
+	return Do(t, e.Client, method, rawURL, header, body)
+}
+
+// Do sends a request with client.
+func Do(t testing.TB, client *http.Client, method, rawURL string, header http.Header, body any) Resp {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, rawURL, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if rd != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, rawURL, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Resp{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// MgmtHeader carries the environment's management credentials.
+func (e *Env) MgmtHeader() http.Header {
+	return http.Header{"X-Management-Id": {e.Mgmt.ID}, "X-Management-Token": {e.Mgmt.Token}}
+}
+
+// Project is a project made through the management API.
+type Project struct {
+	ID, Cluster, AppID, AppToken string
+}
+
+// Header carries the project's application keys.
+func (p Project) Header() http.Header {
+	return http.Header{"X-App-Id": {p.AppID}, "X-App-Token": {p.AppToken}}
+}
+
+// CreateProject makes a project in cluster through the router and management.
+func (e *Env) CreateProject(t testing.TB, cluster string) Project {
+	t.Helper()
+	r := e.Do(t, "POST", "http://api.localhost/management/v1/projects", e.MgmtHeader(),
+		map[string]any{"name": "test " + cluster, "cluster_id": cluster})
+	if r.Status != 200 {
+		t.Fatalf("create project: %d %s", r.Status, r.Body)
+	}
+	m := r.JSON(t)
+	key := m["server_side_key"].(map[string]any)
+	return Project{ID: m["id"].(string), Cluster: cluster, AppID: key["app_id"].(string), AppToken: key["app_token"].(string)}
+}
+
+// URL is a cluster's base URL as the test client reaches it.
+func URL(cluster, path string) string {
+	api, _ := devstack.ClusterHosts(cluster, "localhost")
+	return "http://" + api + path
+}

@@ -1,0 +1,29 @@
+// Package jsonx holds the JSON forms the interface uses everywhere:
+// timestamps as UTC RFC 3339 with milliseconds.
+package jsonx
+
+import (
+	"time"
+)
+
+// TimeLayout is how every timestamp is written.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// Time marshals as a UTC RFC 3339 timestamp with milliseconds.
+type Time struct{ time.Time }
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(TimeLayout)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, TimeLayout)
+	return append(b, '"'), nil
+}
+
+// Ptr returns a *Time for t, or nil when t is nil (marshals as null).
+func Ptr(t *time.Time) *Time {
+	if t == nil {
+		return nil
+	}
+	return &Time{*t}
+}

@@ -1,0 +1,91 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/telemetry"
+)
+
+// Config of a management instance.
+type Config struct {
+	TenancyURL     string
+	IdentitySecret []byte
+	Log            *slog.Logger
+	Metrics        *telemetry.Metrics
+}
+
+// App is a management instance.
+type App struct {
+	pool   *pgxpool.Pool
+	echo   *echo.Echo
+	signer *identity.Signer
+}
+
+// New connects to the tenancy database and wires the management API.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	signer, err := identity.NewSigner(cfg.IdentitySecret)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := db.Open(ctx, cfg.TenancyURL, db.Options{Name: "tally-management"})
+	if err != nil {
+		return nil, err
+	}
+	a := &App{pool: pool, signer: signer}
+	e := httpx.New(httpx.Config{Service: "tally-management", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
+	g := e.Group("/management/v1", a.authenticate)
+	h := handler{pool: pool}
+	g.POST("/projects", h.createProject)
+	g.GET("/projects", h.listProjects)
+	g.GET("/projects/:projectId", h.getProject)
+	g.PUT("/projects/:projectId", h.updateProject)
+	g.DELETE("/projects/:projectId", h.deleteProject)
+	g.POST("/projects/:projectId/api-keys", h.createKey)
+	g.GET("/projects/:projectId/api-keys", h.listKeys)
+	g.DELETE("/projects/:projectId/api-keys/:appId", h.revokeKey)
+	g.GET("/clusters", h.listClusters)
+	g.GET("/clusters/:name", h.getCluster)
+	g.PUT("/clusters/:name", h.putCluster)
+	a.echo = e
+	return a, nil
+}
+
+func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := a.signer.Verify(c.Request().Header.Get(identity.Header), time.Now())
+		if err != nil || id.Kind != identity.KindManagement {
+			return apierr.Unauthorized("Send valid X-Management-Id and X-Management-Token headers through the platform's router.")
+		}
+		r := c.Request()
+		c.SetRequest(r.WithContext(identity.With(r.Context(), id)))
+		return next(c)
+	}
+}
+
+// Handler serves the management API.
+func (a *App) Handler() http.Handler { return a.echo }
+
+// Ready reports whether the tenancy database answers.
+func (a *App) Ready(ctx context.Context) error {
+	if err := a.pool.Ping(ctx); err != nil {
+		return errors.Join(db.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Close releases the pool.
+func (a *App) Close() { a.pool.Close() }

@@ -1,0 +1,356 @@
+package management
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+type handler struct{ pool *pgxpool.Pool }
+
+// projectInput is a create or update request; nil means "not given".
+type projectInput struct {
+	Name                                  *string   `json:"name"`
+	Description                           *string   `json:"description"`
+	ClusterID                             *string   `json:"cluster_id"`
+	Cluster                               *string   `json:"cluster"`
+	Timezone                              *string   `json:"timezone"`
+	Currency                              *string   `json:"currency"`
+	DialCode                              *string   `json:"dial_code"`
+	WebhookVersion                        *string   `json:"webhook_version"`
+	APIVersion                            *string   `json:"api_version"`
+	CaseSensitiveCodes                    *bool     `json:"case_sensitive_codes"`
+	IsSandbox                             *bool     `json:"is_sandbox"`
+	ClientTrustedDomains                  *[]string `json:"client_trusted_domains"`
+	ClientRedeemEnabled                   *bool     `json:"client_redeem_enabled"`
+	ClientPublishEnabled                  *bool     `json:"client_publish_enabled"`
+	ClientListVouchersEnabled             *bool     `json:"client_list_vouchers_enabled"`
+	ClientCreateCustomerEnabled           *bool     `json:"client_create_customer_enabled"`
+	ClientLoyaltyEventsEnabled            *bool     `json:"client_loyalty_events_enabled"`
+	ClientSetVoucherExpirationDateEnabled *bool     `json:"client_set_voucher_expiration_date_enabled"`
+}
+
+var currencyRe = regexp.MustCompile(`^[A-Z]{3}$`)
+
+func (in projectInput) apply(p *tenancy.Project) error {
+	if in.Name != nil {
+		name := strings.TrimSpace(*in.Name)
+		if name == "" || len(name) > 200 {
+			return apierr.InvalidPayload("Property name must be 1 to 200 characters.")
+		}
+		p.Name = name
+	}
+	if in.Description != nil {
+		p.Description = in.Description
+	}
+	s := &p.Settings
+	if in.Timezone != nil {
+		s.Timezone = *in.Timezone
+	}
+	if in.Currency != nil {
+		if !currencyRe.MatchString(*in.Currency) {
+			return apierr.InvalidPayload(fmt.Sprintf("Property currency must be a 3-letter ISO 4217 code such as EUR, got %q.", *in.Currency))
+		}
+		s.Currency = *in.Currency
+	}
+	if in.DialCode != nil {
+		s.DialCode = in.DialCode
+	}
+	if in.WebhookVersion != nil {
+		if *in.WebhookVersion != "v2024-01-01" {
+			return apierr.InvalidPayload(fmt.Sprintf("Property webhook_version must be v2024-01-01, got %q.", *in.WebhookVersion))
+		}
+		s.WebhookVersion = *in.WebhookVersion
+	}
+	if in.APIVersion != nil {
+		if *in.APIVersion != tenancy.DefaultAPIVersion {
+			return apierr.InvalidPayload(fmt.Sprintf("Property api_version must be %s, got %q.", tenancy.DefaultAPIVersion, *in.APIVersion))
+		}
+		p.APIVersion = *in.APIVersion
+	}
+	if in.ClientTrustedDomains != nil {
+		s.ClientTrustedDomains = *in.ClientTrustedDomains
+	}
+	for _, b := range []struct {
+		in  *bool
+		out *bool
+	}{{in.CaseSensitiveCodes, &s.CaseSensitiveCodes}, {in.IsSandbox, &s.IsSandbox},
+		{in.ClientRedeemEnabled, &s.ClientRedeemEnabled}, {in.ClientPublishEnabled, &s.ClientPublishEnabled},
+		{in.ClientListVouchersEnabled, &s.ClientListVouchersEnabled},
+		{in.ClientCreateCustomerEnabled, &s.ClientCreateCustomerEnabled},
+		{in.ClientLoyaltyEventsEnabled, &s.ClientLoyaltyEventsEnabled},
+		{in.ClientSetVoucherExpirationDateEnabled, &s.ClientSetVoucherExpirationDateEnabled}} {
+		if b.in != nil {
+			*b.out = *b.in
+		}
+	}
+	return nil
+}
+
+func (h handler) createProject(c echo.Context) error {
+	var in projectInput
+	if err := httpx.Bind(c, &in); err != nil {
+		return err
+	}
+	if in.Name == nil {
+		return apierr.InvalidPayload("Property name is required.")
+	}
+	cluster := in.ClusterID
+	if cluster == nil {
+		cluster = in.Cluster
+	}
+	if cluster == nil || *cluster == "" {
+		return apierr.InvalidPayload("Property cluster_id is required: the cluster the project lives in (for example api, us1 or as1).")
+	}
+	p := tenancy.Project{Cluster: *cluster, APIVersion: tenancy.DefaultAPIVersion,
+		Settings: tenancy.Settings{Timezone: "UTC", Currency: "USD", WebhookVersion: "v2024-01-01"}}
+	if err := in.apply(&p); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var key tenancy.AppKey
+	var token string
+	err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
+		var err error
+		key, token, err = tenancy.CreateProject(ctx, tx, &p)
+		return err
+	})
+	if errors.Is(err, tenancy.ErrUnknownCluster) {
+		return apierr.InvalidPayload(fmt.Sprintf("Property cluster_id names no cluster: %q. GET /management/v1/clusters lists them.", *cluster))
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, createdProjectView{projectView: viewProject(p),
+		ServerSideKey: &keyPair{AppID: key.AppID, AppToken: token}})
+}
+
+func (h handler) listProjects(c echo.Context) error {
+	q := c.QueryParams()
+	limit, err := listq.Limit(q, 100)
+	if err != nil {
+		return err
+	}
+	rows, err := tenancy.ListProjects(c.Request().Context(), h.pool, q.Get("starting_after_id"), limit+1)
+	if err != nil {
+		return err
+	}
+	page, more, next := listq.Page(rows, limit, func(p tenancy.Project) string { return p.ID })
+	out := listView[projectView]{Object: "list", DataRef: "data", Data: make([]projectView, len(page)), Total: len(page),
+		HasMore: more, MoreStartingAfter: next}
+	for i, p := range page {
+		out.Data[i] = viewProject(p)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func projectNotFound(err error, id string) error {
+	if errors.Is(err, tenancy.ErrProjectNotFound) {
+		return apierr.NotFound("project", id)
+	}
+	return err
+}
+
+func (h handler) getProject(c echo.Context) error {
+	id := c.Param("projectId")
+	p, err := tenancy.GetProject(c.Request().Context(), h.pool, id)
+	if err != nil {
+		return projectNotFound(err, id)
+	}
+	return c.JSON(http.StatusOK, viewProject(p))
+}
+
+func (h handler) updateProject(c echo.Context) error {
+	id := c.Param("projectId")
+	var in projectInput
+	if err := httpx.Bind(c, &in); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var p tenancy.Project
+	err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
+		var err error
+		if p, err = tenancy.GetProject(ctx, tx, id); err != nil {
+			return err
+		}
+		for _, cl := range []*string{in.ClusterID, in.Cluster} {
+			if cl != nil && *cl != p.Cluster {
+				return apierr.InvalidPayload("A project cannot move to another cluster: its data stays in " + p.Cluster + ".")
+			}
+		}
+		if err := in.apply(&p); err != nil {
+			return err
+		}
+		return tenancy.UpdateProject(ctx, tx, &p)
+	})
+	if err != nil {
+		return projectNotFound(err, id)
+	}
+	return c.JSON(http.StatusOK, viewProject(p))
+}
+
+func (h handler) deleteProject(c echo.Context) error {
+	id := c.Param("projectId")
+	ctx := c.Request().Context()
+	err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error { return tenancy.DeleteProject(ctx, tx, id) })
+	if err != nil {
+		return projectNotFound(err, id)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type keyInput struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+}
+
+func (h handler) createKey(c echo.Context) error {
+	id := c.Param("projectId")
+	var in keyInput
+	if err := httpx.Bind(c, &in); err != nil {
+		return err
+	}
+	kind := tenancy.KeyApp
+	switch in.Kind {
+	case "", "server":
+	case "client":
+		kind = tenancy.KeyClient
+	default:
+		return apierr.InvalidPayload(fmt.Sprintf("Property kind must be server or client, got %q.", in.Kind))
+	}
+	if len(in.Name) > 200 {
+		return apierr.InvalidPayload("Property name must be at most 200 characters.")
+	}
+	ctx := c.Request().Context()
+	var key tenancy.AppKey
+	var token string
+	err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
+		var err error
+		key, token, err = tenancy.CreateAppKey(ctx, tx, id, kind, in.Name)
+		return err
+	})
+	if err != nil {
+		return projectNotFound(err, id)
+	}
+	return c.JSON(http.StatusOK, viewKey(key, token))
+}
+
+func (h handler) listKeys(c echo.Context) error {
+	id := c.Param("projectId")
+	ctx := c.Request().Context()
+	if _, err := tenancy.GetProject(ctx, h.pool, id); err != nil {
+		return projectNotFound(err, id)
+	}
+	keys, err := tenancy.ListAppKeys(ctx, h.pool, id)
+	if err != nil {
+		return err
+	}
+	out := listView[keyView]{Object: "list", DataRef: "data", Data: make([]keyView, len(keys)), Total: len(keys)}
+	for i, k := range keys {
+		out.Data[i] = viewKey(k, "")
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h handler) revokeKey(c echo.Context) error {
+	id, appID := c.Param("projectId"), c.Param("appId")
+	ctx := c.Request().Context()
+	err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
+		_, err := tenancy.RevokeAppKey(ctx, tx, id, appID)
+		return err
+	})
+	if errors.Is(err, tenancy.ErrKeyNotFound) {
+		return apierr.NotFound("api_key", appID)
+	}
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (h handler) listClusters(c echo.Context) error {
+	cs, err := tenancy.ListClusters(c.Request().Context(), h.pool)
+	if err != nil {
+		return err
+	}
+	out := listView[clusterView]{Object: "list", DataRef: "data", Data: make([]clusterView, len(cs)), Total: len(cs)}
+	for i, cl := range cs {
+		out.Data[i] = viewCluster(cl)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h handler) getCluster(c echo.Context) error {
+	cl, err := tenancy.GetCluster(c.Request().Context(), h.pool, c.Param("name"))
+	if errors.Is(err, tenancy.ErrUnknownCluster) {
+		return apierr.NotFound("cluster", c.Param("name"))
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, viewCluster(cl))
+}
+
+type clusterInput struct {
+	Region       string `json:"region"`
+	Kind         string `json:"kind"`
+	APIHost      string `json:"api_host"`
+	DownloadHost string `json:"download_host"`
+	UpstreamURL  string `json:"upstream_url"`
+}
+
+var clusterNameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// putCluster registers or updates a cluster, e.g. a customer's dedicated one.
+func (h handler) putCluster(c echo.Context) error {
+	name := c.Param("name")
+	if !clusterNameRe.MatchString(name) {
+		return apierr.InvalidPayload("A cluster name is lower-case letters, digits and dashes, like a host name label.")
+	}
+	var in clusterInput
+	if err := httpx.Bind(c, &in); err != nil {
+		return err
+	}
+	if in.Kind == "" {
+		in.Kind = tenancy.Dedicated
+	}
+	switch {
+	case in.Kind != tenancy.Shared && in.Kind != tenancy.Dedicated:
+		return apierr.InvalidPayload("Property kind must be shared or dedicated.")
+	case in.Region == "":
+		return apierr.InvalidPayload("Property region is required.")
+	case in.APIHost == "" || strings.ContainsAny(in.APIHost, ":/ "):
+		return apierr.InvalidPayload("Property api_host must be a host name, such as acme.api.example.com.")
+	}
+	if u, err := url.Parse(in.UpstreamURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return apierr.InvalidPayload("Property upstream_url must be an http(s) URL where the cluster's regional instances listen.")
+	}
+	cl := tenancy.Cluster{Name: name, Region: in.Region, Kind: in.Kind, APIHost: strings.ToLower(in.APIHost),
+		DownloadHost: strings.ToLower(in.DownloadHost), UpstreamURL: in.UpstreamURL}
+	ctx := c.Request().Context()
+	err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error { return tenancy.UpsertCluster(ctx, tx, cl) })
+	if errors.Is(err, db.ErrConflict) {
+		return apierr.Duplicate("cluster", "Another cluster already serves this api_host or download_host.")
+	}
+	if err != nil {
+		return err
+	}
+	cl, err = tenancy.GetCluster(ctx, h.pool, name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, viewCluster(cl))
+}

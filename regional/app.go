@@ -1,0 +1,99 @@
+package regional
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/customers"
+)
+
+// Config of a regional instance.
+type Config struct {
+	Cluster        string // the cluster this instance serves; identities for others are refused
+	DatabaseURL    string
+	IdentitySecret []byte
+	MaxConns       int32
+	Log            *slog.Logger
+	Metrics        *telemetry.Metrics
+}
+
+// App is a regional instance.
+type App struct {
+	cfg    Config
+	pool   *pgxpool.Pool
+	echo   *echo.Echo
+	signer *identity.Signer
+}
+
+// New connects to the cluster's database and wires the application API.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Cluster == "" {
+		return nil, errors.New("regional: the cluster name is required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	signer, err := identity.NewSigner(cfg.IdentitySecret)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := db.Open(ctx, cfg.DatabaseURL, db.Options{Name: "tally-regional-" + cfg.Cluster, MaxConns: cfg.MaxConns})
+	if err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, pool: pool, signer: signer}
+	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
+	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
+	e.GET("/readyz", func(c echo.Context) error {
+		if err := a.Ready(c.Request().Context()); err != nil {
+			return err
+		}
+		return c.String(http.StatusOK, "ready\n")
+	})
+	v1 := e.Group("/v1", a.authenticate)
+	customers.Register(v1, customers.NewService(pool))
+	a.echo = e
+	return a, nil
+}
+
+// authenticate admits only requests the router vouched for, for this cluster.
+func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := a.signer.Verify(c.Request().Header.Get(identity.Header), time.Now())
+		if err != nil || id.Cluster != a.cfg.Cluster || id.ProjectID == "" ||
+			(id.Kind != identity.KindApp && id.Kind != identity.KindClient) {
+			return apierr.Unauthorized("Requests reach this service only through the platform's router.")
+		}
+		r := c.Request()
+		c.SetRequest(r.WithContext(identity.With(r.Context(), id)))
+		return next(c)
+	}
+}
+
+// Handler serves the application API.
+func (a *App) Handler() http.Handler { return a.echo }
+
+// Pool is the instance's database pool.
+func (a *App) Pool() *pgxpool.Pool { return a.pool }
+
+// Ready reports whether the cluster's database answers.
+func (a *App) Ready(ctx context.Context) error {
+	if err := a.pool.Ping(ctx); err != nil {
+		return db.Classify(err)
+	}
+	return nil
+}
+
+// Close releases the database pool.
+func (a *App) Close() { a.pool.Close() }

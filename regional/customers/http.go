@@ -1,0 +1,139 @@
+package customers
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// Handler serves the customer endpoints.
+type Handler struct{ svc *Service }
+
+// Register mounts the endpoints on g (the /v1 group).
+func Register(g *echo.Group, svc *Service) {
+	h := Handler{svc}
+	g.POST("/customers", h.create)
+	g.GET("/customers", h.list)
+	g.GET("/customers/:customerId", h.get)
+	g.PUT("/customers/:customerId", h.update)
+	g.DELETE("/customers/:customerId", h.delete)
+}
+
+func project(c echo.Context) string {
+	id, _ := identity.From(c.Request().Context())
+	return id.ProjectID
+}
+
+func (h Handler) create(c echo.Context) error {
+	var p Patch
+	if err := httpx.Bind(c, &p); err != nil {
+		return err
+	}
+	cust, _, err := h.svc.Upsert(c.Request().Context(), project(c), &p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cust.View())
+}
+
+func (h Handler) get(c echo.Context) error {
+	cust, err := h.svc.Get(c.Request().Context(), project(c), c.Param("customerId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cust.View())
+}
+
+func (h Handler) update(c echo.Context) error {
+	var p Patch
+	if err := httpx.Bind(c, &p); err != nil {
+		return err
+	}
+	cust, err := h.svc.Update(c.Request().Context(), project(c), c.Param("customerId"), &p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, cust.View())
+}
+
+func (h Handler) delete(c echo.Context) error {
+	if err := h.svc.Delete(c.Request().Context(), project(c), c.Param("customerId")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type listView struct {
+	Object            string `json:"object"`
+	DataRef           string `json:"data_ref"`
+	Customers         []View `json:"customers"`
+	Total             int    `json:"total"`
+	HasMore           bool   `json:"has_more"`
+	MoreStartingAfter string `json:"more_starting_after,omitempty"`
+}
+
+func (h Handler) list(c echo.Context) error {
+	lq, err := parseList(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	rows, total, err := h.svc.List(c.Request().Context(), project(c), lq)
+	if err != nil {
+		return err
+	}
+	page, more, next := listq.Page(rows, lq.Limit, func(c Customer) string { return c.ID })
+	out := listView{Object: "list", DataRef: "customers", Customers: make([]View, len(page)), Total: total,
+		HasMore: more, MoreStartingAfter: next}
+	for i, cust := range page {
+		out.Customers[i] = cust.View()
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func parseList(q url.Values) (ListQuery, error) {
+	var lq ListQuery
+	var err error
+	if lq.Limit, err = listq.Limit(q, 10); err != nil {
+		return lq, err
+	}
+	if lq.Order, err = listq.Order(q, "-created_at", "created_at", "-created_at", "updated_at", "-updated_at",
+		"source_id", "-source_id"); err != nil {
+		return lq, err
+	}
+	if p := q.Get("page"); p != "" && p != "1" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 {
+			return lq, apierr.InvalidQuery("page", "must be a positive integer")
+		}
+		return lq, apierr.InvalidQuery("page", "pages past the first are not served; pass the more_starting_after value of the previous page as starting_after_id")
+	}
+	if q.Get("segment_id") != "" {
+		return lq, apierr.InvalidQuery("segment_id", "segments are not available on this platform yet")
+	}
+	lq.StartingAfter = q.Get("starting_after_id")
+	lq.Email, lq.Name, lq.City = q.Get("email"), q.Get("name"), q.Get("city")
+	for _, t := range []struct {
+		param string
+		dst   **time.Time
+	}{{"created_at[after]", &lq.CreatedAfter}, {"created_at[before]", &lq.CreatedBefore},
+		{"updated_at[after]", &lq.UpdatedAfter}, {"updated_at[before]", &lq.UpdatedBefore},
+		{"starting_after", &lq.CreatedAtAfter}} {
+		s := q.Get(t.param)
+		if s == "" {
+			continue
+		}
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return lq, apierr.InvalidQuery(t.param, "must be an ISO 8601 date-time such as 2024-01-31T12:00:00Z, got "+strconv.Quote(s))
+		}
+		*t.dst = &v
+	}
+	return lq, nil
+}

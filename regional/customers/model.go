@@ -1,0 +1,148 @@
+package customers
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/jsonx"
+)
+
+// Address is a customer's postal address.
+type Address struct {
+	City       *string `json:"city"`
+	State      *string `json:"state"`
+	Line1      *string `json:"line_1"`
+	Line2      *string `json:"line_2"`
+	Country    *string `json:"country"`
+	PostalCode *string `json:"postal_code"`
+}
+
+// Attrs are the customer's editable properties (stored as JSONB).
+type Attrs struct {
+	Name        *string        `json:"name"`
+	Description *string        `json:"description"`
+	Email       *string        `json:"email"`
+	Phone       *string        `json:"phone"`
+	Birthday    *string        `json:"birthday"`
+	Birthdate   *string        `json:"birthdate"`
+	Address     *Address       `json:"address"`
+	Metadata    map[string]any `json:"metadata"`
+}
+
+// Customer is a project's customer.
+type Customer struct {
+	ID        string
+	SourceID  *string
+	Attrs     Attrs
+	CreatedAt time.Time
+	UpdatedAt *time.Time
+}
+
+// View is the reference shape of a customer (CustomerWithSummaryLoyaltyReferrals).
+type View struct {
+	ID             string         `json:"id"`
+	SourceID       *string        `json:"source_id"`
+	Name           *string        `json:"name"`
+	Description    *string        `json:"description"`
+	Email          *string        `json:"email"`
+	Phone          *string        `json:"phone"`
+	Birthday       *string        `json:"birthday"`
+	Birthdate      *string        `json:"birthdate"`
+	Address        *Address       `json:"address"`
+	Metadata       map[string]any `json:"metadata"`
+	Summary        any            `json:"summary"`
+	Loyalty        any            `json:"loyalty"`
+	Referrals      any            `json:"referrals"`
+	SystemMetadata map[string]any `json:"system_metadata"`
+	CreatedAt      jsonx.Time     `json:"created_at"`
+	UpdatedAt      *jsonx.Time    `json:"updated_at"`
+	Assets         any            `json:"assets"`
+	Object         string         `json:"object"`
+}
+
+// View renders c.
+func (c Customer) View() View {
+	md := c.Attrs.Metadata
+	if md == nil {
+		md = map[string]any{}
+	}
+	return View{
+		ID: c.ID, SourceID: c.SourceID, Name: c.Attrs.Name, Description: c.Attrs.Description, Email: c.Attrs.Email,
+		Phone: c.Attrs.Phone, Birthday: c.Attrs.Birthday, Birthdate: c.Attrs.Birthdate, Address: c.Attrs.Address,
+		Metadata: md, SystemMetadata: map[string]any{}, CreatedAt: jsonx.Time{Time: c.CreatedAt},
+		UpdatedAt: jsonx.Ptr(c.UpdatedAt), Object: "customer",
+	}
+}
+
+// Patch is a create or update request: the properties present are set, an
+// explicit null clears one, and absent ones are left alone.
+type Patch struct {
+	ID       *string
+	SourceID *string
+	fields   map[string]json.RawMessage
+}
+
+// UnmarshalJSON keeps which properties the request named.
+func (p *Patch) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &p.fields); err != nil {
+		return err
+	}
+	for _, k := range []string{"id", "source_id"} {
+		raw, ok := p.fields[k]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return apierr.InvalidPayload(fmt.Sprintf("Property %s must be a string.", k))
+		}
+		if k == "id" {
+			p.ID = &s
+		} else {
+			p.SourceID = &s
+		}
+	}
+	return nil
+}
+
+// Apply sets the named properties of a, checking their types and formats.
+func (p *Patch) Apply(a *Attrs) error {
+	strs := map[string]**string{"name": &a.Name, "description": &a.Description, "email": &a.Email, "phone": &a.Phone,
+		"birthday": &a.Birthday, "birthdate": &a.Birthdate}
+	for k, dst := range strs {
+		raw, ok := p.fields[k]
+		if !ok {
+			continue
+		}
+		var v *string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return apierr.InvalidPayload(fmt.Sprintf("Property %s must be a string or null.", k))
+		}
+		if v != nil && (k == "birthday" || k == "birthdate") {
+			if _, err := time.Parse("2006-01-02", *v); err != nil {
+				return apierr.InvalidPayload(fmt.Sprintf("Property %s must be a date in the form YYYY-MM-DD, got %q.", k, *v))
+			}
+		}
+		if v != nil && len(*v) > 10000 {
+			return apierr.InvalidPayload(fmt.Sprintf("Property %s is longer than 10000 characters.", k))
+		}
+		*dst = v
+	}
+	if raw, ok := p.fields["address"]; ok {
+		var addr *Address
+		if err := json.Unmarshal(raw, &addr); err != nil {
+			return apierr.InvalidPayload("Property address must be an object of strings (city, state, line_1, line_2, country, postal_code) or null.")
+		}
+		a.Address = addr
+	}
+	if raw, ok := p.fields["metadata"]; ok {
+		var md map[string]any
+		if err := json.Unmarshal(raw, &md); err != nil {
+			return apierr.InvalidPayload("Property metadata must be an object or null.")
+		}
+		a.Metadata = md
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package customers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+)
+
+var tracer = otel.Tracer("github.com/tallyhq/tally/regional/customers")
+
+// Service holds the customer rules.
+type Service struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+// NewService returns the customer service over a regional database.
+func NewService(pool *pgxpool.Pool) *Service {
+	return &Service{pool: pool, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+}
+
+// Upsert creates a customer, or updates the one named by the patch's id or
+// source_id. created tells which happened.
+func (s *Service) Upsert(ctx context.Context, projectID string, p *Patch) (c Customer, created bool, err error) {
+	ctx, span := tracer.Start(ctx, "customers.Upsert")
+	defer span.End()
+	attempt := func() error {
+		return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			switch {
+			case p.ID != nil:
+				c, err = get(ctx, tx, projectID, *p.ID, true)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return apierr.NotFound("customer", *p.ID)
+				}
+			case p.SourceID != nil:
+				c, err = getBySourceID(ctx, tx, projectID, *p.SourceID)
+			default:
+				err = pgx.ErrNoRows
+			}
+			switch {
+			case err == nil:
+				created = false
+				return s.applyUpdate(ctx, tx, projectID, &c, p)
+			case errors.Is(err, pgx.ErrNoRows):
+				created = true
+				c = Customer{ID: ids.New("cust_"), SourceID: p.SourceID, CreatedAt: s.now()}
+				if err := p.Apply(&c.Attrs); err != nil {
+					return err
+				}
+				return insert(ctx, tx, projectID, c)
+			default:
+				return err
+			}
+		})
+	}
+	err = attempt()
+	if errors.Is(err, db.ErrConflict) && p.SourceID != nil {
+		// Another request created this source_id between our read and insert:
+		// run again, and this time update it.
+		err = attempt()
+	}
+	if errors.Is(err, db.ErrConflict) {
+		return Customer{}, false, apierr.Duplicate("customer", "A customer with this source_id already exists.")
+	}
+	return c, created, err
+}
+
+func (s *Service) applyUpdate(ctx context.Context, tx pgx.Tx, projectID string, c *Customer, p *Patch) error {
+	if err := p.Apply(&c.Attrs); err != nil {
+		return err
+	}
+	if p.SourceID != nil {
+		c.SourceID = p.SourceID
+	}
+	now := s.now()
+	c.UpdatedAt = &now
+	return update(ctx, tx, projectID, *c)
+}
+
+// Get returns a customer by id or source_id.
+func (s *Service) Get(ctx context.Context, projectID, idOrSource string) (Customer, error) {
+	c, err := get(ctx, s.pool, projectID, idOrSource, false)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Customer{}, apierr.NotFound("customer", idOrSource)
+	}
+	return c, db.Classify(err)
+}
+
+// Update changes the properties the patch names.
+func (s *Service) Update(ctx context.Context, projectID, idOrSource string, p *Patch) (Customer, error) {
+	var c Customer
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		c, err = get(ctx, tx, projectID, idOrSource, true)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apierr.NotFound("customer", idOrSource)
+		}
+		if err != nil {
+			return err
+		}
+		return s.applyUpdate(ctx, tx, projectID, &c, p)
+	})
+	if errors.Is(err, db.ErrConflict) {
+		return Customer{}, apierr.Duplicate("customer", "Another customer already has this source_id.")
+	}
+	return c, err
+}
+
+// Delete removes a customer for good.
+func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		c, err := get(ctx, tx, projectID, idOrSource, true)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apierr.NotFound("customer", idOrSource)
+		}
+		if err != nil {
+			return err
+		}
+		return remove(ctx, tx, projectID, c.ID)
+	})
+}
+
+// List returns a page of customers and how many match the filters.
+func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) (out []Customer, total int, err error) {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out, total, err = list(ctx, tx, projectID, lq)
+		return err
+	})
+	return out, total, err
+}

@@ -1,0 +1,162 @@
+package customers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+)
+
+const columns = `id, source_id, attrs, created_at, updated_at`
+
+func scan(r pgx.Row) (Customer, error) {
+	var c Customer
+	var attrs []byte
+	if err := r.Scan(&c.ID, &c.SourceID, &attrs, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return Customer{}, err
+	}
+	if err := json.Unmarshal(attrs, &c.Attrs); err != nil {
+		return Customer{}, fmt.Errorf("customers: attrs of %s: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// get finds a customer by id or, failing that, by source_id; lock takes a
+// row lock for an update in the same transaction.
+func get(ctx context.Context, q db.Querier, projectID, idOrSource string, lock bool) (Customer, error) {
+	suffix := ""
+	if lock {
+		suffix = " FOR UPDATE"
+	}
+	c, err := scan(q.QueryRow(ctx, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND id = $2`+suffix, projectID, idOrSource))
+	if errors.Is(err, pgx.ErrNoRows) {
+		c, err = scan(q.QueryRow(ctx, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND source_id = $2`+suffix,
+			projectID, idOrSource))
+	}
+	return c, err
+}
+
+func getBySourceID(ctx context.Context, q db.Querier, projectID, sourceID string) (Customer, error) {
+	return scan(q.QueryRow(ctx, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND source_id = $2 FOR UPDATE`,
+		projectID, sourceID))
+}
+
+func insert(ctx context.Context, q db.Querier, projectID string, c Customer) error {
+	attrs, err := json.Marshal(c.Attrs)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO customers (project_id, id, source_id, name, email, attrs, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, c.ID, c.SourceID, c.Attrs.Name, c.Attrs.Email, attrs, c.CreatedAt)
+	return err
+}
+
+func update(ctx context.Context, q db.Querier, projectID string, c Customer) error {
+	attrs, err := json.Marshal(c.Attrs)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `UPDATE customers SET source_id = $3, name = $4, email = $5, attrs = $6, updated_at = $7
+		WHERE project_id = $1 AND id = $2`, projectID, c.ID, c.SourceID, c.Attrs.Name, c.Attrs.Email, attrs, c.UpdatedAt)
+	return err
+}
+
+func remove(ctx context.Context, q db.Querier, projectID, id string) error {
+	_, err := q.Exec(ctx, `DELETE FROM customers WHERE project_id = $1 AND id = $2`, projectID, id)
+	return err
+}
+
+// ListQuery selects and orders a page of customers.
+type ListQuery struct {
+	Limit          int
+	Order          string // created_at, -created_at, updated_at, -updated_at, source_id, -source_id
+	StartingAfter  string // a customer id: the page starts after it in this order
+	CreatedAfter   *time.Time
+	CreatedBefore  *time.Time
+	UpdatedAfter   *time.Time
+	UpdatedBefore  *time.Time
+	CreatedAtAfter *time.Time // the reference's `starting_after` timestamp cursor
+	Email          string
+	Name           string
+	City           string
+}
+
+// sortKeys maps an order to its keyset expression. IDs are time-ordered, so
+// creation order is ID order and uses the primary key.
+var sortKeys = map[string]string{
+	"created_at": "id",
+	"updated_at": "COALESCE(updated_at, created_at)",
+	"source_id":  "COALESCE(source_id, '')",
+}
+
+func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]Customer, int, error) {
+	where := []string{"project_id = $1"}
+	args := []any{projectID}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if lq.Email != "" {
+		where = append(where, "email = "+arg(lq.Email))
+	}
+	if lq.Name != "" {
+		where = append(where, "name = "+arg(lq.Name))
+	}
+	if lq.City != "" {
+		where = append(where, "attrs->'address'->>'city' = "+arg(lq.City))
+	}
+	for _, f := range []struct {
+		t  *time.Time
+		op string
+	}{{lq.CreatedAfter, "created_at >"}, {lq.CreatedBefore, "created_at <"},
+		{lq.UpdatedAfter, "updated_at >"}, {lq.UpdatedBefore, "updated_at <"}} {
+		if f.t != nil {
+			where = append(where, f.op+" "+arg(*f.t))
+		}
+	}
+	countWhere := strings.Join(where, " AND ")
+	countArgs := append([]any(nil), args...)
+
+	desc := strings.HasPrefix(lq.Order, "-")
+	key := sortKeys[strings.TrimPrefix(lq.Order, "-")]
+	cmp, dir := ">", "ASC"
+	if desc {
+		cmp, dir = "<", "DESC"
+	}
+	if lq.CreatedAtAfter != nil {
+		where = append(where, "created_at "+cmp+" "+arg(*lq.CreatedAtAfter))
+	}
+	if lq.StartingAfter != "" {
+		p := arg(lq.StartingAfter)
+		if key == "id" {
+			where = append(where, "id "+cmp+" "+p)
+		} else {
+			where = append(where, fmt.Sprintf("(%s, id) %s (SELECT %s, id FROM customers WHERE project_id = $1 AND id = %s)",
+				key, cmp, key, p))
+		}
+	}
+	order := key + " " + dir
+	if key != "id" {
+		order += ", id " + dir
+	}
+	sql := `SELECT ` + columns + ` FROM customers WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY ` + order + ` LIMIT ` + arg(lq.Limit+1)
+
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Customer, error) { return scan(r) })
+	if err != nil {
+		return nil, 0, err
+	}
+	var total int
+	err = q.QueryRow(ctx, `SELECT count(*) FROM customers WHERE `+countWhere, countArgs...).Scan(&total)
+	return out, total, err
+}

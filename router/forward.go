@@ -1,0 +1,207 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/identity"
+)
+
+// newTransport is the one transport every forwarded request shares, with
+// enough idle connections per upstream that a busy router never re-dials.
+func newTransport(dialTimeout time.Duration) *http.Transport {
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext:           d.DialContext,
+		MaxIdleConns:          4096,
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true, // pass encodings through untouched
+		ForceAttemptHTTP2:     false,
+	}
+}
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) are the connection's, not the message's.
+var hopHeaders = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// Headers the router consumes: credentials never travel past the edge, and a
+// client cannot smuggle its own identity or forwarding claims upstream.
+var consumedHeaders = map[string]bool{
+	"X-App-Token": true, "X-Management-Token": true, "X-Client-Token": true,
+	"X-Tally-Identity": true, "X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
+	"Forwarded": true, "X-Real-Ip": true, "X-Request-Id": true,
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}
+
+type forwarder struct {
+	transport  *http.Transport
+	propagator propagation.TextMapPropagator
+	tracer     trace.Tracer
+}
+
+func newForwarder(dialTimeout time.Duration) *forwarder {
+	return &forwarder{
+		transport:  newTransport(dialTimeout),
+		propagator: otel.GetTextMapPropagator(),
+		tracer:     otel.Tracer("github.com/tallyhq/tally/router"),
+	}
+}
+
+// forward sends the request to upstream and streams the answer back.
+// upstreamName names the target in errors ("cluster us1", "management").
+func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, signedIdentity, clientIP string) error {
+	in := c.Request()
+	ctx, span := f.tracer.Start(in.Context(), "router.forward "+upstreamName, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("tally.upstream", upstreamName)))
+	defer span.End()
+
+	outURL := *upstream
+	outURL.Path = singleJoin(upstream.Path, in.URL.Path)
+	if in.URL.RawPath != "" {
+		outURL.RawPath = singleJoin(upstream.Path, in.URL.RawPath)
+	}
+	outURL.RawQuery = in.URL.RawQuery
+
+	h := make(http.Header, len(in.Header)+6)
+	connectionTokens := in.Header.Get("Connection")
+	for k, vs := range in.Header {
+		if hopHeaders[k] || consumedHeaders[k] || (connectionTokens != "" && listed(connectionTokens, k)) {
+			continue
+		}
+		h[k] = vs
+	}
+	prior := c.Get(ctxForwardedFor)
+	if s, ok := prior.(string); ok && s != "" {
+		h.Set("X-Forwarded-For", s+", "+clientIP)
+	} else {
+		h.Set("X-Forwarded-For", clientIP)
+	}
+	h.Set("X-Forwarded-Host", in.Host)
+	if in.TLS != nil {
+		h.Set("X-Forwarded-Proto", "https")
+	} else if p, ok := c.Get(ctxForwardedProto).(string); ok && p != "" {
+		h.Set("X-Forwarded-Proto", p)
+	} else {
+		h.Set("X-Forwarded-Proto", "http")
+	}
+	h.Set(apierr.HeaderRequestID, c.Response().Header().Get(apierr.HeaderRequestID))
+	h.Set(identity.Header, signedIdentity)
+	if _, ok := in.Header["User-Agent"]; !ok {
+		h["User-Agent"] = nil // keep Go from adding its own
+	}
+	f.propagator.Inject(ctx, propagation.HeaderCarrier(h))
+
+	out := (&http.Request{
+		Method:        in.Method,
+		URL:           &outURL,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          in.Body,
+		ContentLength: in.ContentLength,
+		Host:          upstream.Host,
+	}).WithContext(ctx)
+	if in.ContentLength == 0 {
+		out.Body = nil // lets the transport retry idempotent requests on a stale connection
+	}
+
+	resp, err := f.transport.RoundTrip(out)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "upstream unreachable")
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+			return nil // the client left; nobody to answer
+		}
+		return upstreamError(upstreamName, err)
+	}
+	defer resp.Body.Close()
+	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+
+	rh := c.Response().Header()
+	respConnection := resp.Header.Get("Connection")
+	for k, vs := range resp.Header {
+		if hopHeaders[k] || k == apierr.HeaderRequestID || (respConnection != "" && listed(respConnection, k)) {
+			continue
+		}
+		rh[k] = vs
+	}
+	c.Response().WriteHeader(resp.StatusCode)
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	if resp.ContentLength == -1 || resp.Header.Get("Content-Type") == "text/event-stream" {
+		// Unknown length: a stream, so flush as it comes.
+		return copyFlushing(c.Response(), resp.Body, *bp)
+	}
+	_, err = io.CopyBuffer(c.Response().Writer, resp.Body, *bp)
+	if err != nil {
+		span.RecordError(err)
+	}
+	return nil // headers are sent; an error now can only be logged
+}
+
+func copyFlushing(w *echo.Response, r io.Reader, buf []byte) error {
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return nil
+			}
+			w.Flush()
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// upstreamError says the target cannot be reached, quickly and as JSON.
+func upstreamError(name string, err error) error {
+	var ne net.Error
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		e := apierr.Unavailable("The " + name + " is unavailable right now; try again shortly.")
+		e.Cause = err
+		return e
+	}
+	return &apierr.Error{Status: http.StatusBadGateway, Key: "bad_gateway", Message: "Bad gateway",
+		Details: "The " + name + " gave an invalid answer.", Cause: err}
+}
+
+func listed(list, name string) bool {
+	for _, tok := range strings.Split(list, ",") {
+		if strings.EqualFold(strings.TrimSpace(tok), name) {
+			return true
+		}
+	}
+	return false
+}
+
+func singleJoin(a, b string) string {
+	if a == "" || a == "/" {
+		return b
+	}
+	return strings.TrimSuffix(a, "/") + "/" + strings.TrimPrefix(b, "/")
+}

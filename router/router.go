@@ -1,0 +1,256 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// Config of a router instance.
+type Config struct {
+	// BaseDomain is the domain under which cluster hosts live (api.<domain>,
+	// us1.api.<domain> …); requests for other hosts are refused without a lookup.
+	BaseDomain string
+	// PublicScheme and PublicPort build the base URLs named in wrong_cluster
+	// errors: "https" and "" in production, "http" and "8080" in `tally dev`.
+	PublicScheme string
+	PublicPort   string
+	// ManagementURL is where the management service listens.
+	ManagementURL string
+	// TrustedProxies are the networks whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	IdentitySecret []byte
+	Resolver       *tenancy.Resolver
+	// DialTimeout bounds connecting to an upstream (default 500ms), so a
+	// cluster that is down answers 503 in well under a second.
+	DialTimeout time.Duration
+	// BodyLimit is the largest request body forwarded (default "10M").
+	BodyLimit string
+	Log       *slog.Logger
+	Metrics   *telemetry.Metrics
+}
+
+// Router is an edge instance.
+type Router struct {
+	cfg        Config
+	echo       *echo.Echo
+	signer     *identity.Signer
+	fwd        *forwarder
+	management *url.URL
+	upstreams  upstreamCache
+}
+
+const (
+	ctxForwardedFor   = "tally.forwarded_for"
+	ctxForwardedProto = "tally.forwarded_proto"
+	managementPrefix  = "/management/"
+)
+
+// New builds a router.
+func New(cfg Config) (*Router, error) {
+	if cfg.Resolver == nil {
+		return nil, errors.New("router: a tenancy resolver is required")
+	}
+	signer, err := identity.NewSigner(cfg.IdentitySecret)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.BaseDomain == "" {
+		cfg.BaseDomain = "localhost"
+	}
+	if cfg.PublicScheme == "" {
+		cfg.PublicScheme = "https"
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 500 * time.Millisecond
+	}
+	if cfg.BodyLimit == "" {
+		cfg.BodyLimit = "10M"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	r := &Router{cfg: cfg, signer: signer, fwd: newForwarder(cfg.DialTimeout)}
+	if cfg.ManagementURL != "" {
+		if r.management, err = url.Parse(cfg.ManagementURL); err != nil {
+			return nil, fmt.Errorf("router: management url: %w", err)
+		}
+	}
+	e := httpx.New(httpx.Config{Service: "tally-router", Log: cfg.Log, Metrics: cfg.Metrics, BodyLimit: cfg.BodyLimit})
+	e.Any("/*", r.handle)
+	r.echo = e
+	return r, nil
+}
+
+// Handler serves the public interface.
+func (r *Router) Handler() http.Handler { return r.echo }
+
+// Ready reports whether the directory can be read.
+func (r *Router) Ready(ctx context.Context) error { return r.cfg.Resolver.Ready(ctx) }
+
+func (r *Router) handle(c echo.Context) error {
+	req := c.Request()
+	clientIP, priorChain, proto := r.clientIP(req)
+	if priorChain != "" {
+		c.Set(ctxForwardedFor, priorChain)
+	}
+	if proto != "" {
+		c.Set(ctxForwardedProto, proto)
+	}
+	host := hostOnly(req.Host)
+	if !r.inDomain(host) {
+		return unknownHost(host)
+	}
+	cluster, hostKind, err := r.cfg.Resolver.Host(req.Context(), host)
+	if errors.Is(err, tenancy.ErrUnknownHost) {
+		return unknownHost(host)
+	}
+	if err != nil {
+		return directoryDown(err)
+	}
+	requestID := c.Response().Header().Get(apierr.HeaderRequestID)
+	expires := time.Now().Add(identity.TTL)
+
+	if strings.HasPrefix(req.URL.Path, managementPrefix) && hostKind == tenancy.APIHost {
+		if r.management == nil {
+			return apierr.Unavailable("The management service is not configured on this router.")
+		}
+		mid := req.Header.Get("X-Management-Id")
+		key, err := r.cfg.Resolver.Management(req.Context(), mid, req.Header.Get("X-Management-Token"))
+		if err != nil {
+			return credentialError(err, "Send valid X-Management-Id and X-Management-Token headers.")
+		}
+		signed := r.signer.Sign(identity.Identity{Cluster: cluster.Name, Kind: identity.KindManagement, KeyID: key.ID,
+			RequestID: requestID, Expires: expires})
+		return r.fwd.forward(c, r.management, "management service", signed, clientIP)
+	}
+
+	key, project, err := r.cfg.Resolver.App(req.Context(), req.Header.Get("X-App-Id"), req.Header.Get("X-App-Token"))
+	if err != nil {
+		return credentialError(err, "Send valid X-App-Id and X-App-Token headers.")
+	}
+	if project.Cluster != cluster.Name {
+		return r.wrongCluster(req.Context(), project)
+	}
+	upstream, err := r.upstreams.get(cluster)
+	if err != nil {
+		return err
+	}
+	kind := identity.KindApp
+	if key.Kind == tenancy.KeyClient {
+		kind = identity.KindClient
+	}
+	signed := r.signer.Sign(identity.Identity{ProjectID: project.ID, Cluster: cluster.Name, Kind: kind, KeyID: key.AppID,
+		APIVersion: project.APIVersion, RequestID: requestID, Expires: expires})
+	return r.fwd.forward(c, upstream, "cluster "+cluster.Name, signed, clientIP)
+}
+
+func (r *Router) wrongCluster(ctx context.Context, p tenancy.Project) error {
+	home, err := r.cfg.Resolver.ClusterByName(ctx, p.Cluster)
+	if err != nil {
+		return directoryDown(err)
+	}
+	base := r.cfg.PublicScheme + "://" + home.APIHost
+	if r.cfg.PublicPort != "" {
+		base += ":" + r.cfg.PublicPort
+	}
+	return &apierr.Error{Status: http.StatusMisdirectedRequest, Key: "wrong_cluster", Message: "Wrong cluster",
+		Details: fmt.Sprintf("Project %s lives in cluster %s; send its requests to %s", p.ID, home.Name, base)}
+}
+
+func (r *Router) inDomain(host string) bool {
+	d := r.cfg.BaseDomain
+	return len(host) > len(d) && strings.HasSuffix(host, d) && host[len(host)-len(d)-1] == '.'
+}
+
+// clientIP returns the caller's address, the X-Forwarded-For chain to pass
+// on, and the forwarded protocol. Forwarding headers are believed only from
+// a trusted proxy, walking the chain from the right as far as trust goes.
+func (r *Router) clientIP(req *http.Request) (ip, chain, proto string) {
+	remote, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		remote = req.RemoteAddr
+	}
+	if !r.trusted(remote) {
+		return remote, "", ""
+	}
+	xff := req.Header.Values("X-Forwarded-For")
+	var hops []string
+	for _, v := range xff {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				hops = append(hops, h)
+			}
+		}
+	}
+	ip = remote
+	i := len(hops) - 1
+	for ; i >= 0; i-- {
+		ip = hops[i]
+		if !r.trusted(ip) {
+			break
+		}
+	}
+	if i < 0 {
+		i = 0
+	}
+	return ip, strings.Join(hops[:max(i, 0)], ", "), req.Header.Get("X-Forwarded-Proto")
+}
+
+func (r *Router) trusted(ip string) bool {
+	if len(r.cfg.TrustedProxies) == 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range r.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func hostOnly(hostport string) string {
+	h := hostport
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		h = h[:i]
+	}
+	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
+
+func unknownHost(host string) error {
+	return &apierr.Error{Status: http.StatusNotFound, Key: "not_found", Message: "Resource not found",
+		Details: fmt.Sprintf("No cluster serves the host %q.", host), ResourceID: host, ResourceType: "cluster"}
+}
+
+func credentialError(err error, hint string) error {
+	if errors.Is(err, tenancy.ErrBadCredentials) {
+		return apierr.Unauthorized(hint)
+	}
+	return directoryDown(err)
+}
+
+func directoryDown(err error) error {
+	e := apierr.Unavailable("The platform directory cannot be reached; try again shortly.")
+	e.Cause = err
+	return e
+}
