@@ -47,7 +47,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a := &App{pool: pool, signer: signer}
 	e := httpx.New(httpx.Config{Service: "tally-management", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
-	g := e.Group("/management/v1", a.authenticate)
+	e.Use(a.authenticate) // not on the group: see regional.New
+	g := e.Group("/management/v1")
 	h := handler{pool: pool}
 	g.POST("/projects", h.createProject)
 	g.GET("/projects", h.listProjects)

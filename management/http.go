@@ -144,12 +144,22 @@ func (h handler) listProjects(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := tenancy.ListProjects(c.Request().Context(), h.pool, q.Get("starting_after_id"), limit+1)
+	ctx := c.Request().Context()
+	var rows []tenancy.Project
+	var total int
+	err = db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
+		var err error
+		if rows, err = tenancy.ListProjects(ctx, tx, q.Get("starting_after_id"), limit+1); err != nil {
+			return err
+		}
+		total, err = tenancy.CountProjects(ctx, tx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	page, more, next := listq.Page(rows, limit, func(p tenancy.Project) string { return p.ID })
-	out := listView[projectView]{Object: "list", DataRef: "data", Data: make([]projectView, len(page)), Total: len(page),
+	out := listView[projectView]{Object: "list", DataRef: "data", Data: make([]projectView, len(page)), Total: total,
 		HasMore: more, MoreStartingAfter: next}
 	for i, p := range page {
 		out.Data[i] = viewProject(p)

@@ -61,7 +61,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		}
 		return c.String(http.StatusOK, "ready\n")
 	})
-	v1 := e.Group("/v1", a.authenticate)
+	// Root-level rather than group middleware: a group with middleware adds a
+	// catch-all route, which would turn every 405 into a 404.
+	e.Use(a.authenticate)
+	v1 := e.Group("/v1")
 	customers.Register(v1, customers.NewService(pool))
 	a.echo = e
 	return a, nil
@@ -70,6 +73,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 // authenticate admits only requests the router vouched for, for this cluster.
 func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if p := c.Request().URL.Path; p == "/healthz" || p == "/readyz" {
+			return next(c)
+		}
 		id, err := a.signer.Verify(c.Request().Header.Get(identity.Header), time.Now())
 		if err != nil || id.Cluster != a.cfg.Cluster || id.ProjectID == "" ||
 			(id.Kind != identity.KindApp && id.Kind != identity.KindClient) {

@@ -196,6 +196,13 @@ func ListProjects(ctx context.Context, q db.Querier, after string, limit int) ([
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Project, error) { return scanProject(r) })
 }
 
+// CountProjects counts live projects.
+func CountProjects(ctx context.Context, q db.Querier) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT count(*) FROM projects WHERE deleted_at IS NULL`).Scan(&n)
+	return n, err
+}
+
 // UpdateProject writes p's name, description, API version and settings.
 func UpdateProject(ctx context.Context, q db.Querier, p *Project) error {
 	settings, err := json.Marshal(p.Settings)

@@ -1,0 +1,103 @@
+package router_test
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+)
+
+func TestOneTraceFollowsARequestFromRouterToDatabase(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	p := e.CreateProject(t, "us1")
+
+	// The client starts the trace, as an instrumented SDK would.
+	ctx, root := otel.Tracer("test").Start(context.Background(), "client")
+	h := p.Header()
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
+	r := e.Do(t, "POST", stacktest.URL("us1", "/v1/customers"), h, map[string]any{"source_id": "traced"})
+	root.End()
+	if r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	traceID := root.SpanContext().TraceID()
+
+	var mine []tracetest.SpanStub
+	for _, s := range spans.GetSpans() {
+		if s.SpanContext.TraceID() == traceID {
+			mine = append(mine, s)
+		}
+	}
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, s := range mine {
+		byID[s.SpanContext.SpanID()] = s
+	}
+	parentOf := func(s tracetest.SpanStub) (tracetest.SpanStub, bool) {
+		p, ok := byID[s.Parent.SpanID()]
+		return p, ok
+	}
+	find := func(pred func(tracetest.SpanStub) bool, what string) tracetest.SpanStub {
+		for _, s := range mine {
+			if pred(s) {
+				return s
+			}
+		}
+		names := []string{}
+		for _, s := range mine {
+			names = append(names, s.InstrumentationScope.Name+":"+s.Name)
+		}
+		t.Fatalf("no %s span in the trace; spans: %v", what, names)
+		return tracetest.SpanStub{}
+	}
+	scope := func(name string) func(tracetest.SpanStub) bool {
+		return func(s tracetest.SpanStub) bool { return s.InstrumentationScope.Name == name }
+	}
+	const echoScope = "go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	routerServer := find(func(s tracetest.SpanStub) bool {
+		return s.SpanKind == trace.SpanKindServer && s.Parent.SpanID() == root.SpanContext().SpanID()
+	}, "router server")
+	forward := find(scope("github.com/tallyhq/tally/router"), "router forward")
+	regionalServer := find(func(s tracetest.SpanStub) bool {
+		return s.InstrumentationScope.Name == echoScope && s.Parent.SpanID() == forward.SpanContext.SpanID()
+	}, "regional server")
+	if forward.Parent.SpanID() != routerServer.SpanContext.SpanID() {
+		t.Fatalf("forward span is not a child of the router's server span")
+	}
+	if regionalServer.SpanKind != trace.SpanKindServer {
+		t.Fatalf("regional span kind %v", regionalServer.SpanKind)
+	}
+	// Database queries nest under the regional server span, through the
+	// service and transaction spans.
+	descends := func(s tracetest.SpanStub) []string {
+		chain := []string{s.Name}
+		for s.SpanContext.SpanID() != regionalServer.SpanContext.SpanID() {
+			parent, ok := parentOf(s)
+			if !ok {
+				return nil
+			}
+			chain = append(chain, parent.Name)
+			s = parent
+		}
+		return chain
+	}
+	queries := 0
+	for _, s := range mine {
+		if s.InstrumentationScope.Name == "github.com/exaring/otelpgx" && s.Name != "pool.acquire" {
+			if chain := descends(s); chain != nil {
+				queries++
+				t.Logf("%v", chain)
+			}
+		}
+	}
+	if queries == 0 {
+		t.Fatalf("no database query span descends from the regional server span")
+	}
+	if r.Header.Get("Traceparent") != "" {
+		t.Fatalf("trace context leaked into the response")
+	}
+}
