@@ -88,10 +88,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		gid, _ := strconv.Atoi(u.Gid)
 		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	if err := s.chown(o.Dir); err != nil {
+		return nil, err
+	}
+	if err := s.letTraverse(o.Dir); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); err != nil {
@@ -196,6 +199,32 @@ func (s *Server) chown(dir string) error {
 		}
 		return os.Lchown(p, int(s.cred.Uid), int(s.cred.Gid))
 	})
+}
+
+// letTraverse makes sure the postgres user can reach dir: every ancestor
+// gets the others' execute bit (traversal only, not listing) if it lacks it.
+func (s *Server) letTraverse(dir string) error {
+	if s.cred == nil {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()|0o001); err != nil {
+				return fmt.Errorf("pglocal: let the postgres user reach %s: %w", dir, err)
+			}
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 func (s *Server) removeStalePID() error {

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tallyhq/tally/devstack"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/pglocal"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// runDev runs the whole platform locally over four PostgreSQL servers kept
+// under the data dir, until Ctrl-C.
+func runDev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ExitOnError)
+	dataDir := fs.String("data-dir", ".tally", "where the databases, the identity secret and credentials.json live")
+	addr := fs.String("addr", ":8080", "router listen address")
+	adminPort := fs.Int("admin-port", 9090, "first port of the admin endpoints (router, management, api, us1, as1); 0 turns them off")
+	domain := fs.String("base-domain", "localhost", "domain of the cluster hosts")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log := logger()
+	shutdown, err := telemetry.SetupTracing(ctx, "tally-dev")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdown(context.Background()) }()
+	dir, err := filepath.Abs(*dataDir)
+	if err != nil {
+		return err
+	}
+
+	// Four servers: the directory and one per region.
+	names := []string{"tenancy", "api", "us1", "as1"}
+	servers := make([]*pglocal.Server, len(names))
+	defer func() {
+		for i, s := range servers {
+			if s != nil {
+				if err := s.Stop(); err != nil {
+					log.Error("stopping PostgreSQL", "server", names[i], "err", err.Error())
+				}
+			}
+		}
+		log.Info("PostgreSQL servers stopped")
+	}()
+	g, gctx := errgroup.WithContext(ctx)
+	for i, name := range names {
+		g.Go(func() error {
+			s, err := pglocal.Start(gctx, pglocal.Options{Dir: filepath.Join(dir, "pg", name)})
+			if err != nil {
+				return fmt.Errorf("%s database: %w", name, err)
+			}
+			servers[i] = s
+			return s.CreateDatabase(gctx, "tally")
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	log.Info("PostgreSQL servers started", "dir", filepath.Join(dir, "pg"))
+
+	key, err := identitySecret(dir)
+	if err != nil {
+		return err
+	}
+	regions := devstack.DefaultRegions()
+	for i := range regions {
+		regions[i].DatabaseURL = servers[i+1].URL("tally")
+	}
+	stack, err := devstack.Start(ctx, devstack.Config{BaseDomain: *domain, RouterAddr: *addr, TenancyURL: servers[0].URL("tally"),
+		Regions: regions, IdentitySecret: key, AdminBasePort: *adminPort, Log: log})
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+
+	creds, err := devCredentials(ctx, stack, filepath.Join(dir, "credentials.json"))
+	if err != nil {
+		return err
+	}
+	printWelcome(creds, filepath.Join(dir, "credentials.json"))
+	select {
+	case <-ctx.Done():
+		log.Info("stopping")
+	case err := <-stack.Errors():
+		return err
+	}
+	return nil
+}
+
+// identitySecret is kept in the data dir so restarts keep their keys valid.
+func identitySecret(dir string) ([]byte, error) {
+	p := filepath.Join(dir, "identity.secret")
+	if b, err := os.ReadFile(p); err == nil {
+		return hex.DecodeString(string(b))
+	}
+	s := ids.Secret(32)
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		return nil, err
+	}
+	return hex.DecodeString(s)
+}
+
+// devCredentials reads credentials.json when its keys still exist, and
+// otherwise bootstraps a management key and a demo project per cluster.
+func devCredentials(ctx context.Context, stack *devstack.Stack, path string) (devstack.Credentials, error) {
+	var creds devstack.Credentials
+	if b, err := os.ReadFile(path); err == nil {
+		if json.Unmarshal(b, &creds) == nil {
+			_, err := tenancy.GetManagementKey(ctx, stack.Tenancy, creds.Management.ID)
+			if err == nil {
+				for i := range creds.Projects { // the router's port may have changed
+					creds.Projects[i].BaseURL = stack.BaseURL(creds.Projects[i].Cluster)
+				}
+				return creds, writeJSON(path, creds)
+			}
+			if !errors.Is(err, tenancy.ErrKeyNotFound) {
+				return creds, err
+			}
+		}
+	}
+	creds, err := stack.Bootstrap(ctx)
+	if err != nil {
+		return creds, err
+	}
+	return creds, writeJSON(path, creds)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+func printWelcome(c devstack.Credentials, path string) {
+	fmt.Printf("\nTally is running. Credentials (also in %s):\n\n", path)
+	fmt.Printf("  management  X-Management-Id: %s\n              X-Management-Token: %s\n\n", c.Management.ID, c.Management.Token)
+	for _, p := range c.Projects {
+		fmt.Printf("  %-4s %s  project %s\n       X-App-Id: %s\n       X-App-Token: %s\n\n", p.Cluster, p.BaseURL, p.ProjectID, p.AppID, p.AppToken)
+	}
+	fmt.Println("Try:")
+	for _, p := range c.Projects {
+		fmt.Printf("  curl %s/v1/customers -H 'X-App-Id: %s' -H 'X-App-Token: %s'\n", p.BaseURL, p.AppID, p.AppToken)
+	}
+	if len(c.Projects) > 0 {
+		p := c.Projects[0]
+		fmt.Printf("  curl %s/v1/customers -H 'X-App-Id: %s' -H 'X-App-Token: %s' -H 'Content-Type: application/json' -d '{\"source_id\":\"ann\",\"name\":\"Ann\"}'\n",
+			p.BaseURL, p.AppID, p.AppToken)
+		fmt.Printf("  curl %s/management/v1/projects -H 'X-Management-Id: %s' -H 'X-Management-Token: %s'\n",
+			p.BaseURL, c.Management.ID, c.Management.Token)
+	}
+	fmt.Printf("\nMetrics: http://127.0.0.1:9090/metrics (router). Ctrl-C stops everything.\n\n")
+}

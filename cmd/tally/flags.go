@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/tallyhq/tally/internal/telemetry"
+)
+
+// parse reads flags, then fills every flag not given on the command line
+// from its TALLY_* environment variable (--tenancy-url ↔ TALLY_TENANCY_URL).
+func parse(fs *flag.FlagSet, args []string) error {
+	fs.VisitAll(func(f *flag.Flag) {
+		f.Usage += " (env " + envName(f.Name) + ")"
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && !set[f.Name] && err == nil {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s: %w", envName(f.Name), e)
+			}
+		}
+	})
+	return err
+}
+
+func envName(flagName string) string {
+	return "TALLY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func logger() *slog.Logger {
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(os.Getenv("TALLY_LOG_LEVEL")))
+	l := telemetry.NewLogger(os.Stderr, level)
+	slog.SetDefault(l)
+	return l
+}
+
+// secret decodes the identity secret: hex, at least 16 bytes.
+func secret(s string) ([]byte, error) {
+	if s == "" {
+		return nil, errors.New("--identity-secret (TALLY_IDENTITY_SECRET) is required: the same hex secret on router, regional and management")
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) < 16 {
+		return nil, errors.New("--identity-secret must be at least 32 hex digits (16 bytes)")
+	}
+	return b, nil
+}
+
+func prefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.Contains(p, "/") {
+			a, err := netip.ParseAddr(p)
+			if err != nil {
+				return nil, fmt.Errorf("trusted proxy %q: %w", p, err)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		pr, err := netip.ParsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", p, err)
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/management"
+	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/router"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// serve runs the service on addr and its admin endpoints on adminAddr until
+// ctx ends, then flushes traces.
+func serve(ctx context.Context, role, addr, adminAddr string, h http.Handler, m *telemetry.Metrics,
+	ready func(context.Context) error, extra ...func(context.Context) error) error {
+	log := logger()
+	shutdown, err := telemetry.SetupTracing(ctx, "tally-"+role)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdown(sctx)
+	}()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	log.Info(role+" listening", "addr", l.Addr().String())
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return httpx.Serve(gctx, l, h) })
+	if adminAddr != "" {
+		g.Go(func() error { return telemetry.ServeAdmin(gctx, adminAddr, m, ready, log) })
+	}
+	for _, f := range extra {
+		g.Go(func() error { return f(gctx) })
+	}
+	return g.Wait()
+}
+
+func runRouter(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("router", flag.ExitOnError)
+	addr := fs.String("addr", ":8080", "listen address of the public interface")
+	adminAddr := fs.String("admin-addr", ":9090", "listen address of /metrics, /healthz, /readyz")
+	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL")
+	sec := fs.String("identity-secret", "", "hex secret signing the identity header")
+	domain := fs.String("base-domain", "localhost", "domain of the cluster hosts (api.<domain>, us1.api.<domain> …)")
+	scheme := fs.String("public-scheme", "https", "scheme of public base URLs")
+	port := fs.String("public-port", "", "port of public base URLs, if not the scheme's default")
+	mgmtURL := fs.String("management-url", "", "URL of the management service")
+	proxies := fs.String("trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
+	watch := fs.Duration("watch-interval", 500*time.Millisecond, "how often directory changes are polled")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	key, err := secret(*sec)
+	if err != nil {
+		return err
+	}
+	trusted, err := prefixes(*proxies)
+	if err != nil {
+		return err
+	}
+	pool, err := db.Open(ctx, *tenancyURL, db.Options{Name: "tally-router"})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	m := telemetry.NewMetrics("router", "")
+	resolver := tenancy.NewResolver(pool, tenancy.ResolverOptions{Log: logger()})
+	m.Register(resolver.Collectors()...)
+	rt, err := router.New(router.Config{BaseDomain: *domain, PublicScheme: *scheme, PublicPort: *port, ManagementURL: *mgmtURL,
+		TrustedProxies: trusted, IdentitySecret: key, Resolver: resolver, Log: logger(), Metrics: m})
+	if err != nil {
+		return err
+	}
+	return serve(ctx, "router", *addr, *adminAddr, rt.Handler(), m, rt.Ready,
+		func(ctx context.Context) error { resolver.Watch(ctx, *watch); return nil })
+}
+
+func runRegional(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("regional", flag.ExitOnError)
+	addr := fs.String("addr", ":8081", "listen address")
+	adminAddr := fs.String("admin-addr", ":9091", "listen address of /metrics, /healthz, /readyz")
+	cluster := fs.String("cluster", "", "name of the cluster served (api, us1, as1, or a dedicated one)")
+	dbURL := fs.String("database-url", "", "the cluster's database URL")
+	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
+	maxConns := fs.Int("max-conns", 0, "database pool size (default: pgx's)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	key, err := secret(*sec)
+	if err != nil {
+		return err
+	}
+	m := telemetry.NewMetrics("regional", *cluster)
+	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, IdentitySecret: key,
+		MaxConns: int32(*maxConns), Log: logger(), Metrics: m})
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	return serve(ctx, "regional", *addr, *adminAddr, app.Handler(), m, app.Ready)
+}
+
+func runManagement(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("management", flag.ExitOnError)
+	addr := fs.String("addr", ":8082", "listen address")
+	adminAddr := fs.String("admin-addr", ":9092", "listen address of /metrics, /healthz, /readyz")
+	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL")
+	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	key, err := secret(*sec)
+	if err != nil {
+		return err
+	}
+	m := telemetry.NewMetrics("management", "")
+	app, err := management.New(ctx, management.Config{TenancyURL: *tenancyURL, IdentitySecret: key, Log: logger(), Metrics: m})
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	return serve(ctx, "management", *addr, *adminAddr, app.Handler(), m, app.Ready)
+}
