@@ -1,0 +1,37 @@
+# The two commands of the README: `make run` and `make test`.
+GO ?= go
+BIN := bin/tally
+
+.PHONY: run test build bench vet fmt check-fmt clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/tally
+
+## run: the whole platform locally (PostgreSQL servers under .tally/, router on :8080)
+run: build
+	@scripts/ensure-postgres.sh
+	./$(BIN) dev
+
+## test: vet, format check, and every test with the race detector on real PostgreSQL servers
+test:
+	@scripts/ensure-postgres.sh
+	@$(MAKE) --no-print-directory check-fmt vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## bench: the benchmark harness; writes docs/benchmarks.md
+bench: build
+	@scripts/ensure-postgres.sh
+	bench/run.sh
+
+vet:
+	$(GO) vet ./...
+
+check-fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w .
+
+clean:
+	rm -rf bin .tally

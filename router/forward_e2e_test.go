@@ -1,0 +1,104 @@
+package router_test
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/internal/identity"
+)
+
+// upstreamCluster registers a dedicated cluster whose "regional instance" is
+// handler, and returns a project in it.
+func upstreamCluster(t *testing.T, e *stacktest.Env, name string, handler http.Handler) stacktest.Project {
+	t.Helper()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	r := e.Do(t, "PUT", "http://api.localhost/management/v1/clusters/"+name, e.MgmtHeader(), map[string]any{
+		"region": "europe", "api_host": name + ".api.localhost", "upstream_url": srv.URL})
+	if r.Status != 200 {
+		t.Fatalf("register: %d %s", r.Status, r.Body)
+	}
+	return e.CreateProject(t, name)
+}
+
+func TestForwardingStripsHopByHopAndCredentialsAndSignsIdentity(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	got := make(chan *http.Request, 1)
+	p := upstreamCluster(t, e, "echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r
+		w.Header().Set("Connection", "X-Upstream-Private")
+		w.Header().Set("X-Upstream-Private", "1")
+		w.Header().Set("X-Upstream-Public", "1")
+		w.WriteHeader(201)
+		fmt.Fprint(w, "hello")
+	}))
+	h := p.Header()
+	h.Set("Connection", "X-Hop")
+	h.Set("X-Hop", "1")
+	h.Set("X-Tally-Identity", "forged")
+	h.Set("X-Forwarded-For", "6.6.6.6")
+	h.Set("X-Kept", "yes")
+	r := e.Do(t, "POST", "http://echo.api.localhost/v1/anything?q=1", h, `{"a":1}`)
+	if r.Status != 201 || string(r.Body) != "hello" {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if r.Header.Get("X-Upstream-Private") != "" || r.Header.Get("X-Upstream-Public") != "1" {
+		t.Fatalf("response headers: %v", r.Header)
+	}
+	in := <-got
+	for _, k := range []string{"X-App-Token", "X-Hop"} {
+		if in.Header.Get(k) != "" {
+			t.Errorf("upstream received %s", k)
+		}
+	}
+	if in.Header.Get("X-Kept") != "yes" || in.URL.RawQuery != "q=1" || in.URL.Path != "/v1/anything" {
+		t.Errorf("request not passed on intact: %v %v", in.URL, in.Header)
+	}
+	if xff := in.Header.Get("X-Forwarded-For"); xff != "127.0.0.1" {
+		t.Errorf("X-Forwarded-For %q: an untrusted client's claim must be dropped", xff)
+	}
+	if !strings.HasPrefix(in.Header.Get("Traceparent"), "00-") {
+		t.Errorf("no W3C trace context: %v", in.Header)
+	}
+	s, _ := identity.NewSigner(stacktest.Secret)
+	id, err := s.Verify(in.Header.Get(identity.Header), time.Now())
+	if err != nil {
+		t.Fatalf("identity header: %v", err)
+	}
+	if id.ProjectID != p.ID || id.Cluster != "echo" || id.Kind != identity.KindApp || id.RequestID != r.Header.Get("X-Request-Id") {
+		t.Fatalf("identity %+v, request id %s", id, r.Header.Get("X-Request-Id"))
+	}
+}
+
+func TestForwardingStreamsTheResponse(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	release := make(chan struct{})
+	p := upstreamCluster(t, e, "stream", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "first\n")
+		w.(http.Flusher).Flush()
+		<-release
+		fmt.Fprint(w, "second\n")
+	}))
+	req, _ := http.NewRequest("GET", "http://stream.api.localhost/v1/events", nil)
+	req.Header = p.Header()
+	res, err := e.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	br := bufio.NewReader(res.Body)
+	line, err := br.ReadString('\n') // arrives before the upstream finishes
+	if err != nil || line != "first\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	close(release)
+	if line, _ := br.ReadString('\n'); line != "second\n" {
+		t.Fatalf("second line %q", line)
+	}
+}

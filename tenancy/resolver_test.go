@@ -1,0 +1,101 @@
+package tenancy_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbtest"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+func TestResolverCachesAndForgetsWhatChanges(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
+	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := db.Open(ctx, url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	tx := func(f func(tx pgx.Tx) error) {
+		t.Helper()
+		if err := db.InTx(ctx, pool, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx(func(q pgx.Tx) error {
+		return tenancy.UpsertCluster(ctx, q, tenancy.Cluster{Name: "api", Region: "europe", Kind: tenancy.Shared,
+			APIHost: "api.example.com", DownloadHost: "download.example.com", UpstreamURL: "http://10.0.0.1"})
+	})
+	var p tenancy.Project
+	var key tenancy.AppKey
+	var token string
+	tx(func(q pgx.Tx) error {
+		p = tenancy.Project{Name: "p", Cluster: "api"}
+		var err error
+		key, token, err = tenancy.CreateProject(ctx, q, &p)
+		return err
+	})
+
+	r := tenancy.NewResolver(pool, tenancy.ResolverOptions{NegativeTTL: time.Minute})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go r.Watch(wctx, 50*time.Millisecond)
+
+	if c, kind, err := r.Host(ctx, "download.example.com"); err != nil || c.Name != "api" || kind != tenancy.DownloadHost {
+		t.Fatalf("download host: %v %v %v", c, kind, err)
+	}
+	if _, _, err := r.Host(ctx, "nope.example.com"); !errors.Is(err, tenancy.ErrUnknownHost) {
+		t.Fatalf("unknown host: %v", err)
+	}
+	if _, got, err := r.App(ctx, key.AppID, token); err != nil || got.ID != p.ID {
+		t.Fatalf("app key: %v %v", got, err)
+	}
+	if _, _, err := r.App(ctx, key.AppID, token+"x"); !errors.Is(err, tenancy.ErrBadCredentials) {
+		t.Fatalf("wrong token: %v", err)
+	}
+
+	// A project update reaches the cache through the change log.
+	p.Name = "renamed"
+	tx(func(q pgx.Tx) error { return tenancy.UpdateProject(ctx, q, &p) })
+	waitFor(t, func() bool { got, _ := r.Project(ctx, p.ID); return got.Name == "renamed" })
+
+	// A revoked key stops working.
+	tx(func(q pgx.Tx) error { _, err := tenancy.RevokeAppKey(ctx, q, p.ID, key.AppID); return err })
+	waitFor(t, func() bool {
+		_, _, err := r.App(ctx, key.AppID, token)
+		return errors.Is(err, tenancy.ErrBadCredentials)
+	})
+
+	// Deleting the project revokes all its keys.
+	var k2 tenancy.AppKey
+	var t2 string
+	tx(func(q pgx.Tx) error {
+		var err error
+		k2, t2, err = tenancy.CreateAppKey(ctx, q, p.ID, tenancy.KeyApp, "second")
+		return err
+	})
+	waitFor(t, func() bool { _, _, err := r.App(ctx, k2.AppID, t2); return err == nil })
+	tx(func(q pgx.Tx) error { return tenancy.DeleteProject(ctx, q, p.ID) })
+	waitFor(t, func() bool { _, _, err := r.App(ctx, k2.AppID, t2); return errors.Is(err, tenancy.ErrBadCredentials) })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 2s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
