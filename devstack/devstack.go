@@ -66,12 +66,13 @@ type Stack struct {
 	Tenancy    *pgxpool.Pool
 	Resolver   *tenancy.Resolver
 
-	mgmtURL string
-	runCtx  context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closers []func()
-	errs    chan error
+	mgmtURL      string
+	regionalURLs map[string]string
+	runCtx       context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+	closers      []func()
+	errs         chan error
 }
 
 // ClusterHosts returns the API and download hosts of a shared cluster.
@@ -103,7 +104,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	s := &Stack{cfg: cfg, Regional: map[string]*regional.App{}, runCtx: runCtx, cancel: cancel, errs: make(chan error, 16)}
+	s := &Stack{cfg: cfg, Regional: map[string]*regional.App{}, regionalURLs: map[string]string{}, runCtx: runCtx, cancel: cancel, errs: make(chan error, 16)}
 	if err := s.start(ctx, runCtx); err != nil {
 		s.Close()
 		return nil, err
@@ -150,6 +151,7 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 		if err != nil {
 			return err
 		}
+		s.regionalURLs[r.Cluster] = url
 		apiHost, dlHost := ClusterHosts(r.Cluster, cfg.BaseDomain)
 		if err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
 			return tenancy.UpsertCluster(ctx, tx, tenancy.Cluster{Name: r.Cluster, Region: r.Region, Kind: tenancy.Shared,
@@ -266,4 +268,9 @@ func (s *Stack) Close() {
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		s.closers[i]()
 	}
+}
+
+// RegionalURL is where a cluster's regional instance listens (behind the router).
+func (s *Stack) RegionalURL(cluster string) string {
+	return s.regionalURLs[cluster]
 }

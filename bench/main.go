@@ -1,0 +1,354 @@
+// Command bench is the benchmark harness behind `make bench`. It starts the
+// platform over local PostgreSQL servers (default settings, as in
+// production), and drives one load generator (fortio) at the same regional
+// request three ways in one run: straight to the regional instance, through
+// the router, and through nginx as a plain keep-alive reverse proxy in front
+// of the same instance. It writes its figures to docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+	flog "fortio.org/log"
+	"fortio.org/fortio/periodic"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/tallyhq/tally/devstack"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/pglocal"
+	"github.com/tallyhq/tally/internal/telemetry"
+)
+
+func main() {
+	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
+	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
+	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the router's saturation phase here")
+	flag.Parse()
+	flog.SetLogLevel(flog.Warning)
+	if err := run(*duration, *out, *nginxBin); err != nil {
+		log.Fatal(err)
+	}
+}
+
+var cpuProfile string
+
+type result struct {
+	name                 string
+	p50, p99             float64 // ms at the fixed rate
+	fixedQPS, fixedErrs  float64
+	satQPS               float64
+	satP50, satP99       float64
+	satErrs, satRequests int64
+}
+
+func run(d time.Duration, outPath, nginxBin string) error {
+	ctx := context.Background()
+	// Tracing on, as in production: every span is batched to an exporter.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
+	defer tp.Shutdown(ctx)
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+
+	dir, err := os.MkdirTemp("", "tally-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var servers []*pglocal.Server
+	defer func() {
+		for _, s := range servers {
+			_ = s.Stop()
+		}
+	}()
+	for _, name := range []string{"tenancy", "api"} {
+		s, err := pglocal.Start(ctx, pglocal.Options{Dir: filepath.Join(dir, name)})
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		if err := s.CreateDatabase(ctx, "tally"); err != nil {
+			return err
+		}
+	}
+	secret, _ := hex.DecodeString(ids.Secret(32))
+	stack, err := devstack.Start(ctx, devstack.Config{
+		TenancyURL:     servers[0].URL("tally"),
+		Regions:        []devstack.Region{{Cluster: "api", Region: "europe", DatabaseURL: servers[1].URL("tally")}},
+		IdentitySecret: secret, Log: telemetry.NewLogger(io.Discard, 8),
+	})
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+	creds, err := stack.Bootstrap(ctx)
+	if err != nil {
+		return err
+	}
+	p := creds.Projects[0]
+	customerID, err := createCustomer(stack.RouterURL, p)
+	if err != nil {
+		return err
+	}
+	regionalURL := stack.RegionalURL("api")
+	nginxURL, stopNginx, err := startNginx(nginxBin, dir, strings.TrimPrefix(regionalURL, "http://"))
+	if err != nil {
+		return err
+	}
+	defer stopNginx()
+
+	signer, _ := identity.NewSigner(secret)
+	signed := func() string {
+		return signer.Sign(identity.Identity{ProjectID: p.ProjectID, Cluster: "api", Kind: identity.KindApp, KeyID: p.AppID,
+			APIVersion: "v2018-08-01", RequestID: "v-bench", Expires: time.Now().Add(identity.TTL)})
+	}
+	path := "/v1/customers/" + customerID
+	targets := []struct {
+		name, url string
+		headers   func() []string
+	}{
+		{"direct to regional", regionalURL + path, func() []string { return []string{identity.Header + ": " + signed()} }},
+		{"through the router", stack.RouterURL + path, func() []string {
+			return []string{"Host: api.localhost", "X-App-Id: " + p.AppID, "X-App-Token: " + p.AppToken}
+		}},
+		{"through nginx", nginxURL + path, func() []string { return []string{identity.Header + ": " + signed()} }},
+	}
+	var results []result
+	for _, t := range targets {
+		fmt.Fprintf(os.Stderr, "bench: %s\n", t.name)
+		if _, err := load(t.url, t.headers(), 0, 2*time.Second, 32); err != nil { // warm up
+			return err
+		}
+		fixed, err := load(t.url, t.headers(), 1000, d, 16)
+		if err != nil {
+			return err
+		}
+		if cpuProfile != "" && strings.Contains(t.name, "router") {
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return err
+			}
+			_ = pprof.StartCPUProfile(f)
+		}
+		sat, err := load(t.url, t.headers(), 0, d, 32)
+		pprof.StopCPUProfile()
+		if err != nil {
+			return err
+		}
+		r := result{name: t.name,
+			p50: pct(fixed, 50), p99: pct(fixed, 99), fixedQPS: fixed.ActualQPS, fixedErrs: float64(errorsOf(fixed)),
+			satQPS: sat.ActualQPS, satP50: pct(sat, 50), satP99: pct(sat, 99), satErrs: errorsOf(sat), satRequests: sat.DurationHistogram.Count}
+		results = append(results, r)
+		fmt.Fprintf(os.Stderr, "  1000 rps: p50 %.3f ms p99 %.3f ms (%.0f rps, %v errors); saturation: %.0f rps (p50 %.2f ms, p99 %.2f ms, %d errors)\n",
+			r.p50, r.p99, r.fixedQPS, r.fixedErrs, r.satQPS, r.satP50, r.satP99, r.satErrs)
+	}
+	return writeReport(outPath, d, results)
+}
+
+func load(url string, headers []string, qps float64, d time.Duration, threads int) (*fhttp.HTTPRunnerResults, error) {
+	o := fhttp.HTTPRunnerOptions{RunnerOptions: periodic.RunnerOptions{QPS: qps, Duration: d, NumThreads: threads,
+		Percentiles: []float64{50, 99}, Out: io.Discard}}
+	if qps == 0 {
+		o.QPS = -1 // as fast as possible
+	}
+	o.URL = url
+	for _, h := range headers {
+		if err := o.AddAndValidateExtraHeader(h); err != nil {
+			return nil, err
+		}
+	}
+	res, err := fhttp.RunHTTPTest(&o)
+	if err != nil {
+		return nil, err
+	}
+	if res.RetCodes[http.StatusOK] == 0 {
+		return nil, fmt.Errorf("%s: no successful request: %v", url, res.RetCodes)
+	}
+	return res, nil
+}
+
+func pct(r *fhttp.HTTPRunnerResults, p float64) float64 {
+	for _, x := range r.DurationHistogram.Percentiles {
+		if x.Percentile == p {
+			return x.Value * 1000
+		}
+	}
+	return -1
+}
+
+func errorsOf(r *fhttp.HTTPRunnerResults) int64 {
+	var n int64
+	for code, c := range r.RetCodes {
+		if code != http.StatusOK {
+			n += c
+		}
+	}
+	return n
+}
+
+func createCustomer(routerURL string, p devstack.ProjectCredentials) (string, error) {
+	req, _ := http.NewRequest("POST", routerURL+"/v1/customers", strings.NewReader(`{"source_id":"bench","name":"Bench Customer","email":"bench@example.com","metadata":{"plan":"gold"}}`))
+	req.Host = "api.localhost"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-App-Id", p.AppID)
+	req.Header.Set("X-App-Token", p.AppToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		return "", fmt.Errorf("create customer: %d %s", res.StatusCode, b)
+	}
+	i := strings.Index(string(b), `"id":"`)
+	if i < 0 {
+		return "", errors.New("create customer: no id")
+	}
+	id := string(b[i+6:])
+	return id[:strings.IndexByte(id, '"')], nil
+}
+
+func startNginx(bin, dir, upstream string) (string, func(), error) {
+	if _, err := os.Stat(bin); err != nil {
+		return "", nil, fmt.Errorf("nginx not found at %s (bench/run.sh installs it)", bin)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	prefix := filepath.Join(dir, "nginx")
+	_ = os.MkdirAll(filepath.Join(prefix, "logs"), 0o755)
+	conf := fmt.Sprintf(`worker_processes auto;
+pid %[1]s/nginx.pid;
+error_log stderr warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body;
+  proxy_temp_path %[1]s/proxy;
+  upstream regional { server %[2]s; keepalive 256; }
+  server {
+    listen %[3]s;
+    location / {
+      proxy_pass http://regional;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+    }
+  }
+}
+`, prefix, upstream, addr)
+	confPath := filepath.Join(prefix, "nginx.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "-p", prefix, "-c", confPath, "-g", "daemon off;")
+	// Not our stderr: a worker that outlived its master would hold the pipe open.
+	logFile, err := os.Create(filepath.Join(prefix, "logs", "stderr.log"))
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	for i := 0; i < 100; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop := func() {
+		// SIGQUIT: graceful shutdown, the master takes its workers with it.
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logFile.Close()
+	}
+	return "http://" + addr, stop, nil
+}
+
+func writeReport(path string, d time.Duration, rs []result) error {
+	direct, router, nginx := rs[0], rs[1], rs[2]
+	addP50, addP99 := router.p50-direct.p50, router.p99-direct.p99
+	ratio := router.satQPS / nginx.satQPS
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**not met**"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Router overhead: `GET /v1/customers/{id}`\n\n")
+	fmt.Fprintf(&b, "Measured by `make bench` on %s, %d cores (GOMAXPROCS %d), %s, %s per phase. ",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), d)
+	fmt.Fprintf(&b, "One fortio load generator, the platform (router, regional, management), nginx and PostgreSQL "+
+		"(default settings) share the machine. Tracing is on: every span is batched to an exporter.\n\n")
+	fmt.Fprintf(&b, "| path | p50 at 1,000 rps | p99 at 1,000 rps | achieved rps | saturation rps | p50 / p99 at saturation | non-200 |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %s | %.3f ms | %.3f ms | %.0f | %.0f | %.2f / %.2f ms | %d |\n", r.name, r.p50, r.p99, r.fixedQPS,
+			r.satQPS, r.satP50, r.satP99, int64(r.fixedErrs)+r.satErrs)
+	}
+	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| router adds at p50 (1,000 rps) | ≤ 0.5 ms | %.3f ms | %s |\n", addP50, verdict(addP50 <= 0.5))
+	fmt.Fprintf(&b, "| router adds at p99 (1,000 rps) | ≤ 2 ms | %.3f ms | %s |\n", addP99, verdict(addP99 <= 2))
+	fmt.Fprintf(&b, "| router ÷ nginx throughput at saturation | ≥ 0.8 | %.2f | %s |\n", ratio, verdict(ratio >= 0.8))
+	return replaceSection(path, "router", b.String())
+}
+
+// replaceSection rewrites the part of the report between this benchmark's
+// markers, so that each benchmark owns its section.
+func replaceSection(path, name, body string) error {
+	begin, end := "<!-- bench:"+name+" -->", "<!-- /bench:"+name+" -->"
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	s := string(old)
+	if s == "" {
+		s = "# Benchmarks\n\nFigures written by `make bench`; each section is replaced when its benchmark runs.\n"
+	}
+	section := begin + "\n" + body + end
+	if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
+		s = s[:i] + section + s[j+len(end):]
+	} else {
+		s = strings.TrimRight(s, "\n") + "\n\n" + section + "\n"
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
