@@ -56,24 +56,56 @@ var consumedHeaders = map[string]bool{
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}
 
 type forwarder struct {
-	transport  *http.Transport
-	propagator propagation.TextMapPropagator
-	tracer     trace.Tracer
+	transport   *http.Transport // for https upstreams
+	pools       sync.Map        // host:port → *connPool, for http upstreams
+	dialTimeout time.Duration
+	propagator  propagation.TextMapPropagator
+	tracer      trace.Tracer
 }
 
 func newForwarder(dialTimeout time.Duration) *forwarder {
 	return &forwarder{
-		transport:  newTransport(dialTimeout),
-		propagator: otel.GetTextMapPropagator(),
-		tracer:     otel.Tracer("github.com/tallyhq/tally/router"),
+		transport:   newTransport(dialTimeout),
+		dialTimeout: dialTimeout,
+		propagator:  otel.GetTextMapPropagator(),
+		tracer:      otel.Tracer("github.com/tallyhq/tally/router"),
 	}
+}
+
+func (f *forwarder) pool(host string) *connPool {
+	if p, ok := f.pools.Load(host); ok {
+		return p.(*connPool)
+	}
+	p, _ := f.pools.LoadOrStore(host, newConnPool(host, f.dialTimeout))
+	return p.(*connPool)
+}
+
+// roundTrip sends out on the lean pool for plain HTTP, on the shared
+// transport for HTTPS; done must be called once the body is consumed.
+func (f *forwarder) roundTrip(ctx context.Context, out *http.Request) (*http.Response, func(bool), error) {
+	if out.URL.Scheme == "http" {
+		host := out.URL.Host
+		if _, _, err := net.SplitHostPort(host); err != nil {
+			host = net.JoinHostPort(host, "80")
+		}
+		x, err := f.pool(host).roundTrip(ctx, out)
+		if err != nil {
+			return nil, nil, err
+		}
+		return x.resp, x.done, nil
+	}
+	resp, err := f.transport.RoundTrip(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp, func(bool) { resp.Body.Close() }, nil
 }
 
 // forward sends the request to upstream and streams the answer back.
 // upstreamName names the target in errors ("cluster us1", "management").
 func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, signedIdentity, clientIP string) error {
 	in := c.Request()
-	ctx, span := f.tracer.Start(in.Context(), "router.forward "+upstreamName, trace.WithSpanKind(trace.SpanKindClient),
+	ctx, span := f.tracer.Start(in.Context(), "router.forward", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("tally.upstream", upstreamName)))
 	defer span.End()
 
@@ -128,7 +160,7 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 		out.Body = nil // lets the transport retry idempotent requests on a stale connection
 	}
 
-	resp, err := f.transport.RoundTrip(out)
+	resp, done, err := f.roundTrip(ctx, out)
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "upstream unreachable")
@@ -137,7 +169,6 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 		}
 		return upstreamError(upstreamName, err)
 	}
-	defer resp.Body.Close()
 	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
 
 	rh := c.Response().Header()
@@ -151,30 +182,16 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 	c.Response().WriteHeader(resp.StatusCode)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
+	var flush func()
 	if resp.ContentLength == -1 || resp.Header.Get("Content-Type") == "text/event-stream" {
-		// Unknown length: a stream, so flush as it comes.
-		return copyFlushing(c.Response(), resp.Body, *bp)
+		flush = c.Response().Flush // a stream: pass it on as it comes
 	}
-	_, err = io.CopyBuffer(c.Response().Writer, resp.Body, *bp)
-	if err != nil {
-		span.RecordError(err)
+	complete := copyBody(c.Response(), resp.Body, *bp, flush)
+	done(complete)
+	if !complete {
+		span.SetStatus(codes.Error, "response body interrupted")
 	}
-	return nil // headers are sent; an error now can only be logged
-}
-
-func copyFlushing(w *echo.Response, r io.Reader, buf []byte) error {
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return nil
-			}
-			w.Flush()
-		}
-		if err != nil {
-			return nil
-		}
-	}
+	return nil // headers are sent; an error now can only be recorded
 }
 
 // upstreamError says the target cannot be reached, quickly and as JSON.

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/tallyhq/tally/internal/runtimex"
 )
 
 var commands = map[string]func(ctx context.Context, args []string) error{
@@ -26,6 +28,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: tally dev|router|regional|management|migrate|admin [flags]  (tally COMMAND -h for flags)")
 		os.Exit(2)
 	}
+	runtimex.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := commands[os.Args[1]](ctx, os.Args[2:]); err != nil {
