@@ -27,8 +27,8 @@ import (
 	"time"
 
 	"fortio.org/fortio/fhttp"
-	flog "fortio.org/log"
 	"fortio.org/fortio/periodic"
+	flog "fortio.org/log"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -60,13 +60,13 @@ var cpuProfile string
 const rounds = 3
 
 type result struct {
-	name                 string
-	p50, p99             float64 // ms at the fixed rate
-	fixedQPS, fixedErrs  float64
-	satQPS               float64
-	satP50, satP99       float64
-	satErrs              int64
-	satRounds            []float64
+	name                string
+	p50, p99            float64 // ms at the fixed rate
+	fixedQPS, fixedErrs float64
+	satQPS              float64
+	satP50, satP99      float64
+	satErrs             int64
+	satRounds           []float64
 }
 
 func run(d time.Duration, outPath, nginxBin string) error {
