@@ -67,34 +67,45 @@ func NewResolver(pool *pgxpool.Pool, o ResolverOptions) *Resolver {
 	}
 }
 
-// Host resolves a request's host name (no port) to its cluster.
-func (r *Resolver) Host(ctx context.Context, host string) (Cluster, HostKind, error) {
-	if e, ok := r.hosts.Get(host); ok {
+// cached answers key from cache, or from load (one database read shared by
+// concurrent misses), remembering a notFound answer in the negative cache
+// under prefix+key for NegativeTTL.
+func cached[V any](r *Resolver, cache *expirable.LRU[string, V], prefix, key string, notFound error,
+	load func() (V, error)) (V, error) {
+	if v, ok := cache.Get(key); ok {
 		r.hits.Add(1)
-		return e.cluster, e.kind, nil
+		return v, nil
 	}
-	if _, ok := r.negative.Get("h:" + host); ok {
+	var zero V
+	if _, neg := r.negative.Get(prefix + key); neg {
 		r.hits.Add(1)
-		return Cluster{}, 0, ErrUnknownHost
+		return zero, notFound
 	}
 	r.misses.Add(1)
-	v, err, _ := r.group.Do("h:"+host, func() (any, error) {
-		c, kind, err := ClusterByHost(ctx, r.pool, host)
-		if errors.Is(err, ErrUnknownHost) {
-			r.negative.Add("h:"+host, struct{}{})
+	v, err, _ := r.group.Do(prefix+key, func() (any, error) {
+		v, err := load()
+		if errors.Is(err, notFound) {
+			r.negative.Add(prefix+key, struct{}{})
 		}
 		if err != nil {
 			return nil, err
 		}
-		e := hostEntry{c, kind}
-		r.hosts.Add(host, e)
-		return e, nil
+		cache.Add(key, v)
+		return v, nil
 	})
 	if err != nil {
-		return Cluster{}, 0, err
+		return zero, err
 	}
-	e := v.(hostEntry)
-	return e.cluster, e.kind, nil
+	return v.(V), nil
+}
+
+// Host resolves a request's host name (no port) to its cluster.
+func (r *Resolver) Host(ctx context.Context, host string) (Cluster, HostKind, error) {
+	e, err := cached(r, r.hosts, "h:", host, ErrUnknownHost, func() (hostEntry, error) {
+		c, kind, err := ClusterByHost(ctx, r.pool, host)
+		return hostEntry{c, kind}, err
+	})
+	return e.cluster, e.kind, err
 }
 
 // App resolves an application key pair to its key and live project.
@@ -103,36 +114,12 @@ func (r *Resolver) App(ctx context.Context, appID, token string) (AppKey, Projec
 	if appID == "" || token == "" || len(appID) > 128 {
 		return AppKey{}, Project{}, ErrBadCredentials
 	}
-	k, ok := r.keys.Get(appID)
-	if ok {
-		r.hits.Add(1)
-	} else {
-		if _, neg := r.negative.Get("k:" + appID); neg {
-			r.hits.Add(1)
-			return AppKey{}, Project{}, ErrBadCredentials
-		}
-		r.misses.Add(1)
-		v, err, _ := r.group.Do("k:"+appID, func() (any, error) {
-			k, err := GetAppKey(ctx, r.pool, appID)
-			if errors.Is(err, ErrKeyNotFound) {
-				r.negative.Add("k:"+appID, struct{}{})
-			}
-			if err != nil {
-				return nil, err
-			}
-			r.keys.Add(appID, k)
-			return k, nil
-		})
-		if errors.Is(err, ErrKeyNotFound) {
-			return AppKey{}, Project{}, ErrBadCredentials
-		}
-		if err != nil {
-			return AppKey{}, Project{}, err
-		}
-		k = v.(AppKey)
-	}
-	if k.RevokedAt != nil || !tokenMatches(k.tokenHash, token) {
+	k, err := cached(r, r.keys, "k:", appID, ErrKeyNotFound, func() (AppKey, error) { return GetAppKey(ctx, r.pool, appID) })
+	if errors.Is(err, ErrKeyNotFound) || (err == nil && (k.RevokedAt != nil || !tokenMatches(k.tokenHash, token))) {
 		return AppKey{}, Project{}, ErrBadCredentials
+	}
+	if err != nil {
+		return AppKey{}, Project{}, err
 	}
 	p, err := r.Project(ctx, k.ProjectID)
 	if errors.Is(err, ErrProjectNotFound) {
@@ -143,30 +130,7 @@ func (r *Resolver) App(ctx context.Context, appID, token string) (AppKey, Projec
 
 // Project returns a live project.
 func (r *Resolver) Project(ctx context.Context, id string) (Project, error) {
-	if p, ok := r.projects.Get(id); ok {
-		r.hits.Add(1)
-		return p, nil
-	}
-	if _, neg := r.negative.Get("p:" + id); neg {
-		r.hits.Add(1)
-		return Project{}, ErrProjectNotFound
-	}
-	r.misses.Add(1)
-	v, err, _ := r.group.Do("p:"+id, func() (any, error) {
-		p, err := GetProject(ctx, r.pool, id)
-		if errors.Is(err, ErrProjectNotFound) {
-			r.negative.Add("p:"+id, struct{}{})
-		}
-		if err != nil {
-			return nil, err
-		}
-		r.projects.Add(id, p)
-		return p, nil
-	})
-	if err != nil {
-		return Project{}, err
-	}
-	return v.(Project), nil
+	return cached(r, r.projects, "p:", id, ErrProjectNotFound, func() (Project, error) { return GetProject(ctx, r.pool, id) })
 }
 
 // Management checks a management key pair.
@@ -174,34 +138,11 @@ func (r *Resolver) Management(ctx context.Context, id, token string) (Management
 	if id == "" || token == "" || len(id) > 128 {
 		return ManagementKey{}, ErrBadCredentials
 	}
-	k, ok := r.mgmt.Get(id)
-	if !ok {
-		if _, neg := r.negative.Get("m:" + id); neg {
-			return ManagementKey{}, ErrBadCredentials
-		}
-		v, err, _ := r.group.Do("m:"+id, func() (any, error) {
-			k, err := GetManagementKey(ctx, r.pool, id)
-			if errors.Is(err, ErrKeyNotFound) {
-				r.negative.Add("m:"+id, struct{}{})
-			}
-			if err != nil {
-				return nil, err
-			}
-			r.mgmt.Add(id, k)
-			return k, nil
-		})
-		if errors.Is(err, ErrKeyNotFound) {
-			return ManagementKey{}, ErrBadCredentials
-		}
-		if err != nil {
-			return ManagementKey{}, err
-		}
-		k = v.(ManagementKey)
-	}
-	if k.RevokedAt != nil || !tokenMatches(k.tokenHash, token) {
+	k, err := cached(r, r.mgmt, "m:", id, ErrKeyNotFound, func() (ManagementKey, error) { return GetManagementKey(ctx, r.pool, id) })
+	if errors.Is(err, ErrKeyNotFound) || (err == nil && (k.RevokedAt != nil || !tokenMatches(k.tokenHash, token))) {
 		return ManagementKey{}, ErrBadCredentials
 	}
-	return k, nil
+	return k, err
 }
 
 // Invalidate drops what a change makes stale.
