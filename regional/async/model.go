@@ -1,0 +1,101 @@
+package async
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Task is one outbox row as a handler sees it.
+type Task struct {
+	ProjectID   string
+	ID          string
+	Kind        string
+	Payload     json.RawMessage
+	Attempt     int // 1 on the first run
+	MaxAttempts int
+	Deadline    *time.Time
+	TraceParent string
+	CreatedAt   time.Time
+	owner       string
+}
+
+// TxHandler runs a task whose effect is in the database: it runs in the
+// transaction that marks the task done, so its effect happens exactly once.
+type TxHandler func(ctx context.Context, tx pgx.Tx, t Task) error
+
+// Outcome is what an external handler reports: Err for a failed try, and
+// Record, when set, writes what should be kept of the try (in the
+// transaction that finishes or reschedules the task).
+type Outcome struct {
+	Err    error
+	Record func(ctx context.Context, tx pgx.Tx) error
+}
+
+// ExtHandler runs a task whose effect is outside the database (an HTTP
+// call). It may run more than once (at least once): what it does must be
+// safe to repeat, keyed by the task id.
+type ExtHandler func(ctx context.Context, t Task) Outcome
+
+// Policy is how a kind is retried.
+type Policy struct {
+	MaxAttempts int           // park after this many tries (default 10)
+	MaxAge      time.Duration // park once the task is this old (0: no limit)
+	BackoffBase time.Duration // first retry delay, doubling (default 1s)
+	BackoffCap  time.Duration // longest delay (default 1h)
+}
+
+func (p Policy) withDefaults() Policy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = 10
+	}
+	if p.BackoffBase == 0 {
+		p.BackoffBase = time.Second
+	}
+	if p.BackoffCap == 0 {
+		p.BackoffCap = time.Hour
+	}
+	return p
+}
+
+// delay before try n+1 after n failed tries: doubling, capped, with ±20% jitter.
+func (p Policy) delay(n int, jitter float64) time.Duration {
+	d := p.BackoffBase
+	for i := 1; i < n && d < p.BackoffCap; i++ {
+		d *= 2
+	}
+	if d > p.BackoffCap {
+		d = p.BackoffCap
+	}
+	return time.Duration(float64(d) * (0.8 + 0.4*jitter))
+}
+
+type kind struct {
+	tx     TxHandler
+	ext    ExtHandler
+	policy Policy
+}
+
+// Registry maps task kinds to their handlers.
+type Registry struct{ kinds map[string]kind }
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{kinds: map[string]kind{}} }
+
+// HandleTx registers a database-effect handler.
+func (r *Registry) HandleTx(name string, h TxHandler, p Policy) {
+	r.kinds[name] = kind{tx: h, policy: p.withDefaults()}
+}
+
+// Handle registers an external-effect handler.
+func (r *Registry) Handle(name string, h ExtHandler, p Policy) {
+	r.kinds[name] = kind{ext: h, policy: p.withDefaults()}
+}
+
+// Policy returns a kind's retry policy.
+func (r *Registry) Policy(name string) (Policy, bool) {
+	k, ok := r.kinds[name]
+	return k.policy, ok
+}

@@ -1,0 +1,169 @@
+package async
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+)
+
+// NewTask is work to enqueue.
+type NewTask struct {
+	Kind     string
+	Payload  any
+	RunAfter time.Time // zero: now
+	// Policy overrides the kind's registered policy for this row's limits.
+	MaxAttempts int
+	MaxAge      time.Duration
+}
+
+// Enqueue writes a task in tx, the transaction of the change that causes
+// it, with the trace context of ctx so that the task's span links back to the
+// request. It returns the task id.
+func Enqueue(ctx context.Context, tx db.Querier, projectID string, t NewTask) (string, error) {
+	payload, err := json.Marshal(t.Payload)
+	if err != nil {
+		return "", fmt.Errorf("async: payload of %s: %w", t.Kind, err)
+	}
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	now := time.Now().UTC()
+	runAfter := t.RunAfter
+	if runAfter.IsZero() {
+		runAfter = now
+	}
+	maxAttempts := t.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = 10
+	}
+	var deadline *time.Time
+	if t.MaxAge > 0 {
+		d := now.Add(t.MaxAge)
+		deadline = &d
+	}
+	id := ids.New("tsk_")
+	_, err = tx.Exec(ctx, `INSERT INTO outbox (project_id, id, kind, payload, trace_parent, max_attempts, deadline, run_after, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		projectID, id, t.Kind, payload, carrier.Get("traceparent"), maxAttempts, deadline, runAfter, now)
+	return id, err
+}
+
+// claim leases up to n due tasks to owner for lease.
+func claim(ctx context.Context, q db.Querier, owner string, n int, lease time.Duration) ([]Task, error) {
+	rows, err := q.Query(ctx, `
+		UPDATE outbox SET run_after = now() + $2::INT * INTERVAL '1 millisecond', lease_owner = $1, attempts = attempts + 1
+		WHERE (project_id, id) IN (
+			SELECT project_id, id FROM outbox WHERE status = 'pending' AND run_after <= now()
+			ORDER BY run_after LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING project_id, id, kind, payload, trace_parent, attempts, max_attempts, deadline, created_at`,
+		owner, lease.Milliseconds(), n)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Task, error) {
+		t := Task{owner: owner}
+		err := r.Scan(&t.ProjectID, &t.ID, &t.Kind, &t.Payload, &t.TraceParent, &t.Attempt, &t.MaxAttempts, &t.Deadline, &t.CreatedAt)
+		return t, err
+	})
+}
+
+// errLeaseLost: another worker took the task after this one's lease lapsed.
+var errLeaseLost = errors.New("async: lease lost")
+
+// finish marks a task done if this worker still holds it.
+func finish(ctx context.Context, q db.Querier, t Task) error {
+	tag, err := q.Exec(ctx, `UPDATE outbox SET status = 'done', finished_at = now(), last_error = NULL
+		WHERE project_id = $1 AND id = $2 AND status = 'pending' AND lease_owner = $3 AND attempts = $4`,
+		t.ProjectID, t.ID, t.owner, t.Attempt)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return errLeaseLost
+	}
+	return nil
+}
+
+// retry schedules another try, or parks the task when it is out of tries or time.
+func retry(ctx context.Context, q db.Querier, t Task, p Policy, cause error, jitter float64) (parked bool, err error) {
+	msg := cause.Error()
+	if len(msg) > 2000 {
+		msg = msg[:2000]
+	}
+	next := time.Now().Add(p.delay(t.Attempt, jitter))
+	parked = t.Attempt >= t.MaxAttempts || (t.Deadline != nil && next.After(*t.Deadline))
+	status := "pending"
+	if parked {
+		status = "parked"
+	}
+	tag, err := q.Exec(ctx, `UPDATE outbox SET status = $5, run_after = $6, last_error = $7,
+			finished_at = CASE WHEN $5 = 'parked' THEN now() ELSE NULL END
+		WHERE project_id = $1 AND id = $2 AND status = 'pending' AND lease_owner = $3 AND attempts = $4`,
+		t.ProjectID, t.ID, t.owner, t.Attempt, status, next, msg)
+	if err != nil {
+		return false, err
+	}
+	if tag.RowsAffected() == 0 {
+		return false, errLeaseLost
+	}
+	return parked, nil
+}
+
+// Row is an outbox row as an operator sees it.
+type Row struct {
+	ProjectID  string     `json:"project_id"`
+	ID         string     `json:"id"`
+	Kind       string     `json:"kind"`
+	Status     string     `json:"status"`
+	Attempts   int        `json:"attempts"`
+	LastError  *string    `json:"last_error"`
+	Payload    any        `json:"payload"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+// ListParked returns parked tasks after the cursor (by project, id), for operators.
+func ListParked(ctx context.Context, q db.Querier, afterProject, afterID string, limit int) ([]Row, error) {
+	rows, err := q.Query(ctx, `SELECT project_id, id, kind, status, attempts, last_error, payload, created_at, finished_at
+		FROM outbox WHERE status = 'parked' AND (project_id, id) > ($1, $2) ORDER BY project_id, id LIMIT $3`,
+		afterProject, afterID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
+		var x Row
+		var payload []byte
+		err := r.Scan(&x.ProjectID, &x.ID, &x.Kind, &x.Status, &x.Attempts, &x.LastError, &payload, &x.CreatedAt, &x.FinishedAt)
+		_ = json.Unmarshal(payload, &x.Payload)
+		return x, err
+	})
+}
+
+// Requeue makes a parked task due again with fresh tries.
+func Requeue(ctx context.Context, q db.Querier, projectID, id string) error {
+	tag, err := q.Exec(ctx, `UPDATE outbox SET status = 'pending', attempts = 0, run_after = now(), finished_at = NULL,
+		deadline = CASE WHEN deadline IS NULL THEN NULL ELSE now() + (deadline - created_at) END
+		WHERE project_id = $1 AND id = $2 AND status = 'parked'`, projectID, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return db.ErrNotFound
+	}
+	return nil
+}
+
+// purgeDone deletes finished tasks older than keep.
+func purgeDone(ctx context.Context, q db.Querier, keep time.Duration) error {
+	_, err := q.Exec(ctx, `DELETE FROM outbox WHERE status = 'done' AND finished_at < now() - $1::INT * INTERVAL '1 second'`,
+		int(keep.Seconds()))
+	return err
+}

@@ -1,0 +1,203 @@
+package async_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbtest"
+	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/regional/async"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// database returns the URL of a fresh, migrated regional database with an
+// effects table that test handlers write to.
+func database(t *testing.T) string {
+	t.Helper()
+	url := dbtest.Shared(t, "api").NewDatabase(t)
+	ctx := context.Background()
+	if err := db.Migrate(ctx, url, regional.Migrations, regional.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	p := open(t, url)
+	if _, err := p.Exec(ctx, `CREATE TABLE effects (task_id TEXT NOT NULL, n INT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+func open(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	p, err := db.Open(context.Background(), url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func enqueue(t *testing.T, p *pgxpool.Pool, kind string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	err := db.InTx(ctx, p, func(tx pgx.Tx) error {
+		for i := 0; i < n; i++ {
+			if _, err := async.Enqueue(ctx, tx, "proj_test", async.NewTask{Kind: kind, Payload: map[string]int{"i": i}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func count(t *testing.T, p *pgxpool.Pool, sql string) int {
+	t.Helper()
+	var n int
+	if err := p.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not done within %v", d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func effect(ctx context.Context, tx pgx.Tx, task async.Task) error {
+	_, err := tx.Exec(ctx, `INSERT INTO effects (task_id, n) VALUES ($1, 1)`, task.ID)
+	return err
+}
+
+func TestTwoReplicasWorkThrough1000TasksWithNoEffectTwice(t *testing.T) {
+	url := database(t)
+	reg := async.NewRegistry()
+	reg.HandleTx("test.effect", effect, async.Policy{})
+	check := open(t, url)
+	enqueue(t, check, "test.effect", 1000)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ { // two instances: their own pools, one database
+		w := async.NewWorker(open(t, url), reg, async.WorkerOptions{Batch: 20, Concurrency: 16, Poll: 10 * time.Millisecond})
+		wg.Add(1)
+		go func() { defer wg.Done(); w.Run(ctx) }()
+	}
+	waitFor(t, 60*time.Second, func() bool { return count(t, check, `SELECT count(*) FROM outbox WHERE status = 'done'`) == 1000 })
+	cancel()
+	wg.Wait()
+	if n := count(t, check, `SELECT count(*) FROM effects`); n != 1000 {
+		t.Fatalf("%d effects for 1000 tasks", n)
+	}
+	if n := count(t, check, `SELECT count(DISTINCT task_id) FROM effects`); n != 1000 {
+		t.Fatalf("%d distinct effects", n)
+	}
+	if n := count(t, check, `SELECT count(DISTINCT lease_owner) FROM outbox`); n != 2 {
+		t.Logf("only %d worker(s) took tasks", n)
+	}
+}
+
+func TestTaskOfAStoppedWorkerIsFinishedByAnotherAndTakesEffectOnce(t *testing.T) {
+	url := database(t)
+	check := open(t, url)
+	enqueue(t, check, "test.effect", 1)
+
+	stuck := make(chan struct{})
+	var firstRun atomic.Bool
+	reg := async.NewRegistry()
+	reg.HandleTx("test.effect", func(ctx context.Context, tx pgx.Tx, task async.Task) error {
+		if err := effect(ctx, tx, task); err != nil {
+			return err
+		}
+		if firstRun.CompareAndSwap(false, true) {
+			<-stuck // this worker "dies" here, mid-task, with its effect uncommitted
+		}
+		return nil
+	}, async.Policy{})
+
+	lease := 300 * time.Millisecond
+	ctxA, stopA := context.WithCancel(context.Background())
+	a := async.NewWorker(open(t, url), reg, async.WorkerOptions{Lease: lease, Poll: 10 * time.Millisecond})
+	doneA := make(chan struct{})
+	go func() { a.Run(ctxA); close(doneA) }()
+	waitFor(t, 5*time.Second, firstRun.Load)
+	stopA()
+
+	ctxB, stopB := context.WithCancel(context.Background())
+	b := async.NewWorker(open(t, url), reg, async.WorkerOptions{Lease: lease, Poll: 10 * time.Millisecond})
+	go b.Run(ctxB)
+	defer stopB()
+	waitFor(t, 10*time.Second, func() bool { return count(t, check, `SELECT count(*) FROM outbox WHERE status = 'done'`) == 1 })
+
+	close(stuck) // the first worker comes back and tries to finish
+	<-doneA
+	if n := count(t, check, `SELECT count(*) FROM effects`); n != 1 {
+		t.Fatalf("effect happened %d times", n)
+	}
+	if n := count(t, check, `SELECT attempts FROM outbox`); n != 2 {
+		t.Fatalf("attempts = %d, want 2", n)
+	}
+}
+
+func TestFailingTaskIsRetriedWithBackoffThenParked(t *testing.T) {
+	url := database(t)
+	check := open(t, url)
+	ctx := context.Background()
+	err := db.InTx(ctx, check, func(tx pgx.Tx) error {
+		_, err := async.Enqueue(ctx, tx, "proj_test", async.NewTask{Kind: "test.fail", Payload: "x", MaxAttempts: 3})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var runs []time.Time
+	reg := async.NewRegistry()
+	reg.Handle("test.fail", func(ctx context.Context, task async.Task) async.Outcome {
+		mu.Lock()
+		runs = append(runs, time.Now())
+		mu.Unlock()
+		return async.Outcome{Err: fmt.Errorf("receiver said no (attempt %d)", task.Attempt)}
+	}, async.Policy{BackoffBase: 200 * time.Millisecond})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(wctx)
+
+	waitFor(t, 10*time.Second, func() bool { return count(t, check, `SELECT count(*) FROM outbox WHERE status = 'parked'`) == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != 3 {
+		t.Fatalf("%d runs, want 3", len(runs))
+	}
+	if gap1, gap2 := runs[1].Sub(runs[0]), runs[2].Sub(runs[1]); gap1 < 150*time.Millisecond || gap2 < 2*gap1*8/10 {
+		t.Fatalf("no backoff: gaps %v, %v", gap1, gap2)
+	}
+	parked, err := async.ListParked(ctx, check, "", "", 10)
+	if err != nil || len(parked) != 1 || parked[0].LastError == nil || *parked[0].LastError != "receiver said no (attempt 3)" {
+		t.Fatalf("parked: %+v %v", parked, err)
+	}
+	if err := async.Requeue(ctx, check, "proj_test", parked[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := async.Requeue(ctx, check, "proj_test", parked[0].ID); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("requeue twice: %v", err)
+	}
+}

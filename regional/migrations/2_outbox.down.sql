@@ -1,0 +1,2 @@
+DROP TABLE async_actions;
+DROP TABLE outbox;
