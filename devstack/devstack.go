@@ -147,6 +147,7 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 		}
 		s.closers = append(s.closers, app.Close)
 		s.Regional[r.Cluster] = app
+		s.run(func() error { app.RunWorkers(runCtx); return nil })
 		url, err := s.serve(runCtx, "127.0.0.1:0", app.Handler())
 		if err != nil {
 			return err

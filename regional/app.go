@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,6 +16,7 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
 )
 
@@ -24,6 +26,7 @@ type Config struct {
 	DatabaseURL    string
 	IdentitySecret []byte
 	MaxConns       int32
+	Worker         async.WorkerOptions
 	Log            *slog.Logger
 	Metrics        *telemetry.Metrics
 }
@@ -34,6 +37,8 @@ type App struct {
 	pool   *pgxpool.Pool
 	echo   *echo.Echo
 	signer *identity.Signer
+	tasks  *async.Registry
+	worker *async.Worker
 }
 
 // New connects to the cluster's database and wires the application API.
@@ -52,7 +57,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, pool: pool, signer: signer}
+	a := &App{cfg: cfg, pool: pool, signer: signer, tasks: async.NewRegistry()}
+	if cfg.Worker.Log == nil {
+		cfg.Worker.Log = cfg.Log
+	}
+	a.worker = async.NewWorker(pool, a.tasks, cfg.Worker)
+	if cfg.Metrics != nil {
+		cfg.Metrics.Register(a.worker.Collectors()...)
+	}
 	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
@@ -66,6 +78,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	e.Use(a.authenticate)
 	v1 := e.Group("/v1")
 	customers.Register(v1, customers.NewService(pool))
+	async.Register(v1, pool)
+	async.RegisterInternal(e.Group("/internal/v1"), pool)
 	a.echo = e
 	return a, nil
 }
@@ -77,8 +91,14 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		id, err := a.signer.Verify(c.Request().Header.Get(identity.Header), time.Now())
-		if err != nil || id.Cluster != a.cfg.Cluster || id.ProjectID == "" ||
-			(id.Kind != identity.KindApp && id.Kind != identity.KindClient) {
+		internal := strings.HasPrefix(c.Request().URL.Path, "/internal/")
+		switch {
+		case err != nil:
+			return apierr.Unauthorized("Requests reach this service only through the platform's router.")
+		case internal && id.Kind != identity.KindManagement:
+			return apierr.Unauthorized("Internal endpoints are for the management service.")
+		case !internal && (id.Cluster != a.cfg.Cluster || id.ProjectID == "" ||
+			(id.Kind != identity.KindApp && id.Kind != identity.KindClient)):
 			return apierr.Unauthorized("Requests reach this service only through the platform's router.")
 		}
 		r := c.Request()
@@ -86,6 +106,13 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// Tasks is the registry of background work; domains add their handlers.
+func (a *App) Tasks() *async.Registry { return a.tasks }
+
+// RunWorkers runs the outbox workers until ctx ends, then lets the running
+// tasks finish.
+func (a *App) RunWorkers(ctx context.Context) { a.worker.Run(ctx) }
 
 // Handler serves the application API.
 func (a *App) Handler() http.Handler { return a.echo }

@@ -110,7 +110,8 @@ func runRegional(ctx context.Context, args []string) error {
 		return err
 	}
 	defer app.Close()
-	return serve(ctx, "regional", *addr, *adminAddr, app.Handler(), m, app.Ready)
+	return serve(ctx, "regional", *addr, *adminAddr, app.Handler(), m, app.Ready,
+		func(ctx context.Context) error { app.RunWorkers(ctx); return nil })
 }
 
 func runManagement(ctx context.Context, args []string) error {

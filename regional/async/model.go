@@ -78,11 +78,15 @@ type kind struct {
 	policy Policy
 }
 
-// Registry maps task kinds to their handlers.
-type Registry struct{ kinds map[string]kind }
+// Registry maps task kinds to their handlers, and async action types to
+// their jobs.
+type Registry struct {
+	kinds map[string]kind
+	jobs  map[string]JobFunc
+}
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{kinds: map[string]kind{}} }
+func NewRegistry() *Registry { return &Registry{kinds: map[string]kind{}, jobs: map[string]JobFunc{}} }
 
 // HandleTx registers a database-effect handler.
 func (r *Registry) HandleTx(name string, h TxHandler, p Policy) {

@@ -75,6 +75,14 @@ func claim(ctx context.Context, q db.Querier, owner string, n int, lease time.Du
 	})
 }
 
+// extendLease pushes a running task's lease out again.
+func extendLease(ctx context.Context, q db.Querier, t Task, lease time.Duration) error {
+	_, err := q.Exec(ctx, `UPDATE outbox SET run_after = now() + $5::INT * INTERVAL '1 millisecond'
+		WHERE project_id = $1 AND id = $2 AND status = 'pending' AND lease_owner = $3 AND attempts = $4`,
+		t.ProjectID, t.ID, t.owner, t.Attempt, lease.Milliseconds())
+	return err
+}
+
 // errLeaseLost: another worker took the task after this one's lease lapsed.
 var errLeaseLost = errors.New("async: lease lost")
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,6 +140,9 @@ func (w *Worker) Run(ctx context.Context) {
 
 func (w *Worker) run(ctx context.Context, t Task) {
 	k, ok := w.reg.kinds[t.Kind]
+	if fn, isJob := w.reg.jobs[strings.TrimPrefix(t.Kind, "job:")]; !ok && isJob && strings.HasPrefix(t.Kind, "job:") {
+		k, ok = kind{ext: w.runJob(fn), policy: Policy{MaxAttempts: 5}.withDefaults()}, true
+	}
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("tally.task.kind", t.Kind), attribute.String("tally.task.id", t.ID),
 			attribute.String("tally.project", t.ProjectID), attribute.Int("tally.task.attempt", t.Attempt))}
@@ -168,7 +172,11 @@ func (w *Worker) run(ctx context.Context, t Task) {
 			return
 		}
 	default:
+		// A long external task keeps its lease alive while it runs.
+		hctx, stopHeartbeat := context.WithCancel(ctx)
+		go w.heartbeat(hctx, t)
 		out := k.ext(ctx, t)
+		stopHeartbeat()
 		err = db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
 			if out.Record != nil {
 				if err := out.Record(ctx, tx); err != nil {
@@ -213,6 +221,22 @@ func (w *Worker) run(ctx context.Context, t Task) {
 			"attempts", t.Attempt, "err", err.Error())
 	default:
 		w.ran.WithLabelValues(t.Kind, "retry").Inc()
+	}
+}
+
+// heartbeat extends t's lease every third of it until ctx ends.
+func (w *Worker) heartbeat(ctx context.Context, t Task) {
+	tick := time.NewTicker(w.o.Lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := extendLease(ctx, w.pool, t, w.o.Lease); err != nil && ctx.Err() == nil {
+				w.o.Log.Warn("outbox: extending a lease", "task", t.ID, "err", err.Error())
+			}
+		}
 	}
 }
 

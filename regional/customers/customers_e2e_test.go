@@ -184,3 +184,21 @@ func TestBadRequestsGetClearJSONErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestAsyncActionsEndpointsAnswerThroughTheRouter(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	p := e.CreateProject(t, "api")
+	r := e.Do(t, "GET", stacktest.URL("api", "/v1/async-actions"), p.Header(), nil)
+	if m := r.JSON(t); r.Status != 200 || m["data_ref"] != "async_actions" || len(m["async_actions"].([]any)) != 0 {
+		t.Fatalf("list: %d %s", r.Status, r.Body)
+	}
+	r = e.Do(t, "GET", stacktest.URL("api", "/v1/async-actions/aa_nope"), p.Header(), nil)
+	if m := r.JSON(t); r.Status != 404 || m["resource_type"] != "async_action" {
+		t.Fatalf("get: %d %s", r.Status, r.Body)
+	}
+	// Internal endpoints refuse application identities.
+	r = e.Do(t, "GET", stacktest.URL("api", "/internal/v1/outbox/parked"), p.Header(), nil)
+	if r.Status != 401 {
+		t.Fatalf("internal with app keys: %d %s", r.Status, r.Body)
+	}
+}

@@ -1,0 +1,182 @@
+package async
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/telemetry"
+)
+
+// Async action statuses, as the interface names them.
+const (
+	Enqueued   = "ENQUEUED"
+	InProgress = "IN_PROGRESS"
+	Done       = "DONE"
+	Failed     = "FAILED"
+)
+
+// Action is a long-running job as GET /v1/async-actions shows it.
+type Action struct {
+	ID              string          `json:"id"`
+	Type            string          `json:"type"`
+	Status          string          `json:"status"`
+	OperationStatus *string         `json:"operation_status"`
+	Result          json.RawMessage `json:"result"`
+	CreatedAt       jsonx.Time      `json:"created_at"`
+	UpdatedAt       *jsonx.Time     `json:"updated_at"`
+	RequestID       *string         `json:"request_id"`
+	ProcessingTime  *int            `json:"processing_time"`
+	Progress        int             `json:"progress"`
+	Object          string          `json:"object"`
+}
+
+// Job is a running job's handle on its action.
+type Job struct {
+	ProjectID string
+	ActionID  string
+	Params    json.RawMessage
+	w         *Worker
+	t         Task
+	lastSave  time.Time
+}
+
+// JobFunc does a job's work and returns its result (rendered as the
+// action's `result`). A JobFunc runs again from the start if its worker dies,
+// so it must be safe to repeat. An error fails the action; it is not retried.
+type JobFunc func(ctx context.Context, job *Job) (result any, err error)
+
+type jobPayload struct {
+	ActionID string          `json:"action_id"`
+	Params   json.RawMessage `json:"params"`
+}
+
+// HandleJob registers the job behind an async action type (for example
+// CAMPAIGN.VOUCHERS_GENERATE).
+func (r *Registry) HandleJob(actionType string, fn JobFunc) {
+	r.jobs[actionType] = fn
+}
+
+// StartJob records an ENQUEUED async action and the task that runs it, in
+// tx: the job starts once the request's transaction commits.
+func StartJob(ctx context.Context, tx db.Querier, projectID, actionType string, params any) (Action, error) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return Action{}, err
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	a := Action{ID: ids.New("aa_"), Type: actionType, Status: Enqueued, CreatedAt: jsonx.Time{Time: now}, Object: "async_action"}
+	if rid := telemetry.RequestID(ctx); rid != "" {
+		a.RequestID = &rid
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO async_actions (project_id, id, type, status, request_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, projectID, a.ID, a.Type, a.Status, a.RequestID, now); err != nil {
+		return Action{}, err
+	}
+	_, err = Enqueue(ctx, tx, projectID, NewTask{Kind: jobKind(actionType), Payload: jobPayload{ActionID: a.ID, Params: p},
+		MaxAttempts: 5})
+	return a, err
+}
+
+func jobKind(actionType string) string { return "job:" + actionType }
+
+// Progress records how far the job is (0 to 100). It writes at most every
+// half second, and extends the task's lease while the job runs.
+func (j *Job) Progress(ctx context.Context, pct int) error {
+	if time.Since(j.lastSave) < 500*time.Millisecond && pct < 100 {
+		return nil
+	}
+	j.lastSave = time.Now()
+	pct = max(0, min(pct, 100))
+	_, err := j.w.pool.Exec(ctx, `UPDATE async_actions SET progress = $3, updated_at = now() WHERE project_id = $1 AND id = $2`,
+		j.ProjectID, j.ActionID, pct)
+	return err
+}
+
+// runJob is the ExtHandler of every job kind.
+func (w *Worker) runJob(fn JobFunc) ExtHandler {
+	return func(ctx context.Context, t Task) Outcome {
+		var p jobPayload
+		if err := json.Unmarshal(t.Payload, &p); err != nil {
+			return Outcome{Err: fmt.Errorf("async: job payload: %w", err)}
+		}
+		job := &Job{ProjectID: t.ProjectID, ActionID: p.ActionID, Params: p.Params, w: w, t: t}
+		if _, err := w.pool.Exec(ctx, `UPDATE async_actions SET status = $3, updated_at = now() WHERE project_id = $1 AND id = $2`,
+			t.ProjectID, p.ActionID, InProgress); err != nil {
+			return Outcome{Err: err}
+		}
+		start := time.Now()
+		result, jobErr := fn(ctx, job)
+		status, opStatus := Done, "SUCCESS"
+		if jobErr != nil {
+			status, opStatus = Failed, "FAILED"
+			result = map[string]string{"message": jobErr.Error()}
+		}
+		res, err := json.Marshal(result)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		elapsed := int(time.Since(start).Milliseconds())
+		return Outcome{Record: func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `UPDATE async_actions SET status = $3, operation_status = $4, result = $5, progress = 100,
+				processing_time = $6, updated_at = now() WHERE project_id = $1 AND id = $2`,
+				t.ProjectID, p.ActionID, status, opStatus, res, elapsed)
+			return err
+		}}
+	}
+}
+
+const actionColumns = `id, type, status, operation_status, result, created_at, updated_at, request_id, processing_time, progress`
+
+func scanAction(r pgx.Row) (Action, error) {
+	var a Action
+	var created time.Time
+	var updated *time.Time
+	var result []byte
+	if err := r.Scan(&a.ID, &a.Type, &a.Status, &a.OperationStatus, &result, &created, &updated, &a.RequestID,
+		&a.ProcessingTime, &a.Progress); err != nil {
+		return Action{}, err
+	}
+	a.CreatedAt, a.UpdatedAt, a.Object = jsonx.Time{Time: created}, jsonx.Ptr(updated), "async_action"
+	if result != nil {
+		a.Result = result
+	}
+	return a, nil
+}
+
+// GetAction returns one of a project's async actions.
+func GetAction(ctx context.Context, q db.Querier, projectID, id string) (Action, error) {
+	a, err := scanAction(q.QueryRow(ctx, `SELECT `+actionColumns+` FROM async_actions WHERE project_id = $1 AND id = $2`, projectID, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Action{}, db.ErrNotFound
+	}
+	return a, err
+}
+
+// ListActions returns a project's actions, newest first, created before endDate when given.
+func ListActions(ctx context.Context, q db.Querier, projectID string, endDate *time.Time, before string, limit int) ([]Action, error) {
+	sql := `SELECT ` + actionColumns + ` FROM async_actions WHERE project_id = $1`
+	args := []any{projectID}
+	if endDate != nil {
+		args = append(args, *endDate)
+		sql += fmt.Sprintf(" AND created_at < $%d", len(args))
+	}
+	if before != "" {
+		args = append(args, before)
+		sql += fmt.Sprintf(" AND id < $%d", len(args))
+	}
+	args = append(args, limit)
+	sql += fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args))
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Action, error) { return scanAction(r) })
+}
