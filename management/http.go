@@ -32,6 +32,7 @@ type projectInput struct {
 	DialCode                              *string   `json:"dial_code"`
 	WebhookVersion                        *string   `json:"webhook_version"`
 	APIVersion                            *string   `json:"api_version"`
+	Plan                                  *string   `json:"plan"`
 	CaseSensitiveCodes                    *bool     `json:"case_sensitive_codes"`
 	IsSandbox                             *bool     `json:"is_sandbox"`
 	ClientTrustedDomains                  *[]string `json:"client_trusted_domains"`
@@ -80,6 +81,9 @@ func (in projectInput) apply(p *tenancy.Project) error {
 			return apierr.InvalidPayload(fmt.Sprintf("Property api_version must be %s, got %q.", tenancy.DefaultAPIVersion, *in.APIVersion))
 		}
 		p.APIVersion = *in.APIVersion
+	}
+	if in.Plan != nil {
+		p.Plan = *in.Plan
 	}
 	if in.ClientTrustedDomains != nil {
 		s.ClientTrustedDomains = *in.ClientTrustedDomains
@@ -130,6 +134,9 @@ func (h handler) createProject(c echo.Context) error {
 	})
 	if errors.Is(err, tenancy.ErrUnknownCluster) {
 		return apierr.InvalidPayload(fmt.Sprintf("Property cluster_id names no cluster: %q. GET /management/v1/clusters lists them.", *cluster))
+	}
+	if errors.Is(err, tenancy.ErrPlanNotFound) {
+		return apierr.InvalidPayload(fmt.Sprintf("Property plan names no plan: %q. GET /management/v1/plans lists them.", p.Plan))
 	}
 	if err != nil {
 		return err
@@ -206,6 +213,9 @@ func (h handler) updateProject(c echo.Context) error {
 		}
 		return tenancy.UpdateProject(ctx, tx, &p)
 	})
+	if errors.Is(err, tenancy.ErrPlanNotFound) {
+		return apierr.InvalidPayload(fmt.Sprintf("Property plan names no plan: %q. GET /management/v1/plans lists them.", p.Plan))
+	}
 	if err != nil {
 		return projectNotFound(err, id)
 	}

@@ -28,6 +28,7 @@ type projectView struct {
 	APIVersion                            string      `json:"api_version"`
 	IsSandbox                             bool        `json:"is_sandbox"`
 	WebhookToken                          *string     `json:"webhook_token"`
+	Plan                                  string      `json:"plan"`
 	CreatedAt                             jsonx.Time  `json:"created_at"`
 	UpdatedAt                             *jsonx.Time `json:"updated_at"`
 }
@@ -45,7 +46,7 @@ func viewProject(p tenancy.Project) projectView {
 		ClientCreateCustomerEnabled: s.ClientCreateCustomerEnabled, ClientLoyaltyEventsEnabled: s.ClientLoyaltyEventsEnabled,
 		ClientSetVoucherExpirationDateEnabled: s.ClientSetVoucherExpirationDateEnabled, ClusterID: p.Cluster,
 		CaseSensitiveCodes: s.CaseSensitiveCodes, APIVersion: p.APIVersion, IsSandbox: s.IsSandbox,
-		CreatedAt: jsonx.Time{Time: p.CreatedAt}, UpdatedAt: jsonx.Ptr(p.UpdatedAt),
+		CreatedAt: jsonx.Time{Time: p.CreatedAt}, UpdatedAt: jsonx.Ptr(p.UpdatedAt), WebhookToken: &p.WebhookSecret, Plan: p.Plan,
 	}
 }
 

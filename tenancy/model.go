@@ -58,9 +58,60 @@ type Project struct {
 	Description *string
 	Cluster     string
 	APIVersion  string
+	Plan        string
 	Settings    Settings
 	CreatedAt   time.Time
 	UpdatedAt   *time.Time
+	// WebhookSecret signs webhooks; the previous secret keeps signing (as a
+	// second signature) for a day after a rotation.
+	WebhookSecret         string
+	WebhookSecretPrevious *string
+	WebhookSecretRotated  *time.Time
+}
+
+// Plan grants features.
+type Plan struct {
+	Name     string   `json:"name"`
+	Features []string `json:"features"`
+}
+
+// Has reports whether the plan grants feature.
+func (p Plan) Has(feature string) bool {
+	for _, f := range p.Features {
+		if f == feature {
+			return true
+		}
+	}
+	return false
+}
+
+// Features the platform checks.
+const (
+	FeatureWebhooks = "webhooks"
+)
+
+// DefaultPlan is given to projects created without one.
+const DefaultPlan = "standard"
+
+// Webhook is a webhook configuration.
+type Webhook struct {
+	ID        string
+	ProjectID string
+	TargetURL string
+	Events    []string
+	Active    bool
+	CreatedAt time.Time
+	UpdatedAt *time.Time
+}
+
+// Subscribed reports whether the webhook wants events of type t.
+func (w Webhook) Subscribed(t string) bool {
+	for _, e := range w.Events {
+		if e == t || e == "*" {
+			return true
+		}
+	}
+	return false
 }
 
 // Key kinds of application keys.
@@ -96,4 +147,6 @@ var (
 	ErrUnknownCluster  = errors.New("tenancy: unknown cluster")
 	ErrProjectNotFound = errors.New("tenancy: project not found")
 	ErrKeyNotFound     = errors.New("tenancy: key not found")
+	ErrPlanNotFound    = errors.New("tenancy: plan not found")
+	ErrWebhookNotFound = errors.New("tenancy: webhook not found")
 )

@@ -30,6 +30,8 @@ type Resolver struct {
 	keys     *expirable.LRU[string, AppKey]
 	projects *expirable.LRU[string, Project]
 	mgmt     *expirable.LRU[string, ManagementKey]
+	webhooks *expirable.LRU[string, []Webhook] // by project id
+	plans    *expirable.LRU[string, Plan]
 	negative *expirable.LRU[string, struct{}] // "k:"+app id, "m:"+management id, "h:"+host
 	group    singleflight.Group
 
@@ -63,6 +65,8 @@ func NewResolver(pool *pgxpool.Pool, o ResolverOptions) *Resolver {
 		keys:     expirable.NewLRU[string, AppKey](o.Size, nil, o.TTL),
 		projects: expirable.NewLRU[string, Project](o.Size, nil, o.TTL),
 		mgmt:     expirable.NewLRU[string, ManagementKey](1000, nil, o.TTL),
+		webhooks: expirable.NewLRU[string, []Webhook](o.Size, nil, o.TTL),
+		plans:    expirable.NewLRU[string, Plan](1000, nil, o.TTL),
 		negative: expirable.NewLRU[string, struct{}](o.Size, nil, o.NegativeTTL),
 	}
 }
@@ -84,7 +88,7 @@ func cached[V any](r *Resolver, cache *expirable.LRU[string, V], prefix, key str
 	r.misses.Add(1)
 	v, err, _ := r.group.Do(prefix+key, func() (any, error) {
 		v, err := load()
-		if errors.Is(err, notFound) {
+		if notFound != nil && errors.Is(err, notFound) {
 			r.negative.Add(prefix+key, struct{}{})
 		}
 		if err != nil {
@@ -133,6 +137,16 @@ func (r *Resolver) Project(ctx context.Context, id string) (Project, error) {
 	return cached(r, r.projects, "p:", id, ErrProjectNotFound, func() (Project, error) { return GetProject(ctx, r.pool, id) })
 }
 
+// Webhooks returns a project's live webhook configurations.
+func (r *Resolver) Webhooks(ctx context.Context, projectID string) ([]Webhook, error) {
+	return cached(r, r.webhooks, "w:", projectID, nil, func() ([]Webhook, error) { return ListWebhooks(ctx, r.pool, projectID) })
+}
+
+// Plan returns a plan.
+func (r *Resolver) Plan(ctx context.Context, name string) (Plan, error) {
+	return cached(r, r.plans, "pl:", name, ErrPlanNotFound, func() (Plan, error) { return GetPlan(ctx, r.pool, name) })
+}
+
 // Management checks a management key pair.
 func (r *Resolver) Management(ctx context.Context, id, token string) (ManagementKey, error) {
 	if id == "" || token == "" || len(id) > 128 {
@@ -157,6 +171,10 @@ func (r *Resolver) Invalidate(c Change) {
 	case ChangeManagementKey:
 		r.mgmt.Remove(c.Key)
 		r.negative.Remove("m:" + c.Key)
+	case ChangeWebhooks:
+		r.webhooks.Remove(c.Key)
+	case ChangePlan:
+		r.plans.Remove(c.Key)
 	case ChangeCluster:
 		// Rare, and a cluster has several hosts: drop them all.
 		r.hosts.Purge()

@@ -22,6 +22,8 @@ const (
 	ChangeProject       = "project"
 	ChangeAppKey        = "app_key"
 	ChangeManagementKey = "management_key"
+	ChangeWebhooks      = "webhooks" // key: the project id
+	ChangePlan          = "plan"
 )
 
 func hashToken(token string) []byte {
@@ -152,23 +154,33 @@ func CreateProject(ctx context.Context, q db.Querier, p *Project) (AppKey, strin
 	if p.APIVersion == "" {
 		p.APIVersion = DefaultAPIVersion
 	}
+	if p.Plan == "" {
+		p.Plan = DefaultPlan
+	}
+	if _, err := GetPlan(ctx, q, p.Plan); err != nil {
+		return AppKey{}, "", err
+	}
+	p.WebhookSecret = newWebhookSecret()
 	settings, err := json.Marshal(p.Settings)
 	if err != nil {
 		return AppKey{}, "", err
 	}
-	if _, err := q.Exec(ctx, `INSERT INTO projects (id, name, description, cluster, api_version, settings, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, p.ID, p.Name, p.Description, p.Cluster, p.APIVersion, settings, p.CreatedAt); err != nil {
+	if _, err := q.Exec(ctx, `INSERT INTO projects (id, name, description, cluster, api_version, plan, settings, webhook_secret, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, p.ID, p.Name, p.Description, p.Cluster, p.APIVersion, p.Plan, settings,
+		p.WebhookSecret, p.CreatedAt); err != nil {
 		return AppKey{}, "", err
 	}
 	return CreateAppKey(ctx, q, p.ID, KeyApp, "default")
 }
 
-const projectColumns = `id, name, description, cluster, api_version, settings, created_at, updated_at`
+const projectColumns = `id, name, description, cluster, api_version, plan, settings, created_at, updated_at,
+	webhook_secret, webhook_secret_previous, webhook_secret_rotated_at`
 
 func scanProject(r pgx.Row) (Project, error) {
 	var p Project
 	var settings []byte
-	if err := r.Scan(&p.ID, &p.Name, &p.Description, &p.Cluster, &p.APIVersion, &settings, &p.CreatedAt, &p.UpdatedAt); err != nil {
+	if err := r.Scan(&p.ID, &p.Name, &p.Description, &p.Cluster, &p.APIVersion, &p.Plan, &settings, &p.CreatedAt, &p.UpdatedAt,
+		&p.WebhookSecret, &p.WebhookSecretPrevious, &p.WebhookSecretRotated); err != nil {
 		return Project{}, err
 	}
 	if err := json.Unmarshal(settings, &p.Settings); err != nil {
@@ -210,8 +222,11 @@ func UpdateProject(ctx context.Context, q db.Querier, p *Project) error {
 		return err
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	tag, err := q.Exec(ctx, `UPDATE projects SET name = $2, description = $3, api_version = $4, settings = $5, updated_at = $6
-		WHERE id = $1 AND deleted_at IS NULL`, p.ID, p.Name, p.Description, p.APIVersion, settings, now)
+	if _, err := GetPlan(ctx, q, p.Plan); err != nil {
+		return err
+	}
+	tag, err := q.Exec(ctx, `UPDATE projects SET name = $2, description = $3, api_version = $4, settings = $5, updated_at = $6,
+		plan = $7 WHERE id = $1 AND deleted_at IS NULL`, p.ID, p.Name, p.Description, p.APIVersion, settings, now, p.Plan)
 	if err != nil {
 		return err
 	}
