@@ -10,7 +10,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/cockroach-go/v2/testserver"
@@ -34,8 +38,14 @@ type Server struct {
 
 var (
 	mu     sync.Mutex
-	shared = map[string]*Server{}
+	shared = map[string]*sharedEntry{}
 )
+
+type sharedEntry struct {
+	once sync.Once
+	srv  *Server
+	err  error
+}
 
 // Engine is "cockroachdb" when TALLY_COCKROACH_BINARY is set, else "postgres".
 func Engine() string {
@@ -50,16 +60,39 @@ func Engine() string {
 func Shared(t testing.TB, name string) *Server {
 	t.Helper()
 	mu.Lock()
-	defer mu.Unlock()
-	if s, ok := shared[name]; ok {
-		return s
+	e, ok := shared[name]
+	if !ok {
+		e = &sharedEntry{}
+		shared[name] = e
 	}
-	s, err := start()
-	if err != nil {
-		t.Fatalf("dbtest: start %s server: %v", name, err)
+	mu.Unlock()
+	// Servers of different names start concurrently.
+	e.once.Do(func() { e.srv, e.err = start() })
+	if e.err != nil {
+		t.Fatalf("dbtest: start %s server: %v", name, e.err)
 	}
-	shared[name] = s
-	return s
+	return e.srv
+}
+
+// StartShared starts the named shared servers at once, in parallel.
+func StartShared(t testing.TB, names ...string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mu.Lock()
+			e, ok := shared[n]
+			if !ok {
+				e = &sharedEntry{}
+				shared[n] = e
+			}
+			mu.Unlock()
+			e.once.Do(func() { e.srv, e.err = start() })
+		}()
+	}
+	wg.Wait()
 }
 
 // Private starts a server only this test uses, stopped when the test ends;
@@ -78,8 +111,10 @@ func Private(t testing.TB) *Server {
 func Main(m *testing.M) {
 	code := m.Run()
 	mu.Lock()
-	for _, s := range shared {
-		s.Stop()
+	for _, e := range shared {
+		if e.srv != nil {
+			e.srv.Stop()
+		}
 	}
 	mu.Unlock()
 	os.Exit(code)
@@ -97,16 +132,45 @@ func start() (*Server, error) {
 		}
 		return &Server{engine: "cockroachdb", crdb: ts}, nil
 	}
+	reapOrphans()
+	tmpl, err := pglocal.Template(context.Background(), filepath.Join(os.TempDir(), "tally-pg-template"))
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "tally-pg-")
 	if err != nil {
 		return nil, err
 	}
-	pg, err := pglocal.Start(context.Background(), pglocal.Options{Dir: dir, ForTests: true})
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, err
+	}
+	pg, err := pglocal.Start(context.Background(), pglocal.Options{Dir: dir, ForTests: true, Template: tmpl})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	return &Server{engine: "postgres", pg: pg, dir: dir}, nil
+}
+
+// reapOrphans stops and removes the servers of test processes that died
+// without stopping them (killed by a timeout, say), so they do not pile up.
+func reapOrphans() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "tally-pg-*", "owner.pid"))
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(string(b))
+		if pid <= 0 || syscall.Kill(pid, 0) == nil {
+			continue // its process is alive
+		}
+		dir := filepath.Dir(f)
+		if bin, err := pglocal.Find(); err == nil {
+			_ = exec.Command(filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(dir, "data"), "-m", "immediate", "stop").Run()
+		}
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // NewDatabase creates a fresh, empty database and returns its URL.

@@ -27,13 +27,17 @@ type Options struct {
 	// Dir holds the cluster's data ("data/") and log; it is created when missing
 	// and an existing cluster in it is reused.
 	Dir string
-	// Port to listen on; 0 picks a free one.
+	// Port to listen on; 0 picks a free one; -1 initialises the data
+	// directory without starting a server.
 	Port int
 	// ForTests trades durability for speed: fsync and synchronous_commit off,
 	// small shared_buffers. Benchmarks and `tally dev` leave it off.
 	ForTests bool
 	// MaxConnections defaults to 200.
 	MaxConnections int
+	// Template, when set, is an initialised data directory (see Template)
+	// copied instead of running initdb, which takes seconds.
+	Template string
 }
 
 // Server is a running PostgreSQL server.
@@ -97,6 +101,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err := s.letTraverse(o.Dir); err != nil {
 		return nil, err
 	}
+	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); err != nil && o.Template != "" {
+		if out, err := exec.CommandContext(ctx, "cp", "-a", o.Template, s.dataDir).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("pglocal: copy template: %w\n%s", err, out)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(s.dataDir, "PG_VERSION")); err != nil {
 		args := []string{"-D", s.dataDir, "-U", User, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-instructions"}
 		if o.ForTests {
@@ -105,6 +114,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		if out, err := s.run(ctx, "initdb", args...); err != nil {
 			return nil, fmt.Errorf("pglocal: initdb: %w\n%s", err, out)
 		}
+	}
+	if o.Port < 0 { // initialise only
+		return s, nil
 	}
 	// A previous run killed without stopping leaves a stale pid file behind.
 	_ = s.removeStalePID()
@@ -142,6 +154,37 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// Template returns an initialised, never started data directory under dir
+// (made once with initdb, then reused), for Options.Template. Concurrent
+// callers, in this process or others, are safe: the directory appears whole
+// by an atomic rename.
+func Template(ctx context.Context, dir string) (string, error) {
+	final := filepath.Join(dir, "data")
+	if _, err := os.Stat(filepath.Join(final, "PG_VERSION")); err == nil {
+		return final, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	work, err := os.MkdirTemp(dir, "init-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	s, err := Start(ctx, Options{Dir: work, ForTests: true, Port: -1})
+	if err != nil {
+		return "", err
+	}
+	_ = s
+	if err := os.Rename(filepath.Join(work, "data"), final); err != nil {
+		if _, statErr := os.Stat(filepath.Join(final, "PG_VERSION")); statErr == nil {
+			return final, nil // another caller won the race
+		}
+		return "", err
+	}
+	return final, nil
 }
 
 // URL connects as the superuser to database name.
