@@ -24,6 +24,8 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/management"
 	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/router"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -54,6 +56,9 @@ type Config struct {
 	// /readyz on consecutive ports from it (router, management, regions…).
 	AdminBasePort int
 	Log           *slog.Logger
+	// Worker and Webhooks tune every regional instance's background work.
+	Worker   async.WorkerOptions
+	Webhooks webhooks.Options
 }
 
 // Stack is a running platform.
@@ -140,14 +145,15 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 	// Regional instances first: the directory records where they listen.
 	for _, r := range cfg.Regions {
 		m := telemetry.NewMetrics("regional", r.Cluster)
-		app, err := regional.New(ctx, regional.Config{Cluster: r.Cluster, DatabaseURL: r.DatabaseURL,
-			IdentitySecret: cfg.IdentitySecret, Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m})
+		app, err := regional.New(ctx, regional.Config{Cluster: r.Cluster, DatabaseURL: r.DatabaseURL, TenancyURL: cfg.TenancyURL,
+			IdentitySecret: cfg.IdentitySecret, Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m,
+			Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval})
 		if err != nil {
 			return err
 		}
 		s.closers = append(s.closers, app.Close)
 		s.Regional[r.Cluster] = app
-		s.run(func() error { app.RunWorkers(runCtx); return nil })
+		s.run(func() error { app.RunBackground(runCtx); return nil })
 		url, err := s.serve(runCtx, "127.0.0.1:0", app.Handler())
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,27 +19,36 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/usage"
+	"github.com/tallyhq/tally/regional/webhooks"
+	"github.com/tallyhq/tally/tenancy"
 )
 
 // Config of a regional instance.
 type Config struct {
 	Cluster        string // the cluster this instance serves; identities for others are refused
 	DatabaseURL    string
+	TenancyURL     string // the directory, for webhook configurations and project secrets
 	IdentitySecret []byte
 	MaxConns       int32
 	Worker         async.WorkerOptions
+	Webhooks       webhooks.Options
+	WatchInterval  time.Duration // directory change polling (default 500ms)
 	Log            *slog.Logger
 	Metrics        *telemetry.Metrics
 }
 
 // App is a regional instance.
 type App struct {
-	cfg    Config
-	pool   *pgxpool.Pool
-	echo   *echo.Echo
-	signer *identity.Signer
-	tasks  *async.Registry
-	worker *async.Worker
+	cfg      Config
+	pool     *pgxpool.Pool
+	echo     *echo.Echo
+	signer   *identity.Signer
+	tasks    *async.Registry
+	worker   *async.Worker
+	tenancy  *pgxpool.Pool
+	resolver *tenancy.Resolver
+	usage    *usage.Counter
 }
 
 // New connects to the cluster's database and wires the application API.
@@ -57,7 +67,17 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, pool: pool, signer: signer, tasks: async.NewRegistry()}
+	if cfg.WatchInterval == 0 {
+		cfg.WatchInterval = 500 * time.Millisecond
+	}
+	tpool, err := db.Open(ctx, cfg.TenancyURL, db.Options{Name: "tally-regional-" + cfg.Cluster, MaxConns: 8})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	a := &App{cfg: cfg, pool: pool, signer: signer, tasks: async.NewRegistry(), tenancy: tpool,
+		resolver: tenancy.NewResolver(tpool, tenancy.ResolverOptions{Log: cfg.Log}), usage: usage.NewCounter(pool, cfg.Log)}
+	webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
 	if cfg.Worker.Log == nil {
 		cfg.Worker.Log = cfg.Log
 	}
@@ -75,11 +95,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	})
 	// Root-level rather than group middleware: a group with middleware adds a
 	// catch-all route, which would turn every 405 into a 404.
-	e.Use(a.authenticate)
+	e.Use(a.authenticate, a.usage.Middleware)
 	v1 := e.Group("/v1")
 	customers.Register(v1, customers.NewService(pool))
 	async.Register(v1, pool)
-	async.RegisterInternal(e.Group("/internal/v1"), pool)
+	internal := e.Group("/internal/v1")
+	async.RegisterInternal(internal, pool)
+	webhooks.RegisterInternal(internal, pool)
+	a.usage.RegisterInternal(internal)
 	a.echo = e
 	return a, nil
 }
@@ -110,9 +133,16 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 // Tasks is the registry of background work; domains add their handlers.
 func (a *App) Tasks() *async.Registry { return a.tasks }
 
-// RunWorkers runs the outbox workers until ctx ends, then lets the running
-// tasks finish.
-func (a *App) RunWorkers(ctx context.Context) { a.worker.Run(ctx) }
+// RunBackground runs the outbox workers, the directory watch and the usage
+// flusher until ctx ends, then lets running tasks finish.
+func (a *App) RunBackground(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a.resolver.Watch(ctx, a.cfg.WatchInterval) }()
+	go func() { defer wg.Done(); a.usage.Run(ctx, 2*time.Second) }()
+	a.worker.Run(ctx)
+	wg.Wait()
+}
 
 // Handler serves the application API.
 func (a *App) Handler() http.Handler { return a.echo }
@@ -128,5 +158,8 @@ func (a *App) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the database pool.
-func (a *App) Close() { a.pool.Close() }
+// Close releases the database pools.
+func (a *App) Close() {
+	a.pool.Close()
+	a.tenancy.Close()
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/pglocal"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -79,7 +80,9 @@ func runDev(ctx context.Context, args []string) error {
 		regions[i].DatabaseURL = servers[i+1].URL("tally")
 	}
 	stack, err := devstack.Start(ctx, devstack.Config{BaseDomain: *domain, RouterAddr: *addr, TenancyURL: servers[0].URL("tally"),
-		Regions: regions, IdentitySecret: key, AdminBasePort: *adminPort, Log: log})
+		Regions: regions, IdentitySecret: key, AdminBasePort: *adminPort, Log: log,
+		// Local receivers are the point of trying webhooks on one machine.
+		Webhooks: webhooks.Options{AllowPrivateTargets: true}})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/management"
 	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/router"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -94,6 +95,8 @@ func runRegional(ctx context.Context, args []string) error {
 	adminAddr := fs.String("admin-addr", ":9091", "listen address of /metrics, /healthz, /readyz")
 	cluster := fs.String("cluster", "", "name of the cluster served (api, us1, as1, or a dedicated one)")
 	dbURL := fs.String("database-url", "", "the cluster's database URL")
+	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL (webhook configurations, project secrets)")
+	privateHooks := fs.Bool("webhooks-allow-private", false, "let webhooks reach loopback and private addresses (development only)")
 	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
 	maxConns := fs.Int("max-conns", 0, "database pool size (default: pgx's)")
 	if err := parse(fs, args); err != nil {
@@ -104,14 +107,14 @@ func runRegional(ctx context.Context, args []string) error {
 		return err
 	}
 	m := telemetry.NewMetrics("regional", *cluster)
-	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, IdentitySecret: key,
-		MaxConns: int32(*maxConns), Log: logger(), Metrics: m})
+	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, TenancyURL: *tenancyURL, IdentitySecret: key,
+		MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks}})
 	if err != nil {
 		return err
 	}
 	defer app.Close()
 	return serve(ctx, "regional", *addr, *adminAddr, app.Handler(), m, app.Ready,
-		func(ctx context.Context) error { app.RunWorkers(ctx); return nil })
+		func(ctx context.Context) error { app.RunBackground(ctx); return nil })
 }
 
 func runManagement(ctx context.Context, args []string) error {

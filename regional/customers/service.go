@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/customers")
@@ -56,7 +57,10 @@ func (s *Service) Upsert(ctx context.Context, projectID string, p *Patch) (c Cus
 				if err := p.Apply(&c.Attrs); err != nil {
 					return err
 				}
-				return insert(ctx, tx, projectID, c)
+				if err := insert(ctx, tx, projectID, c); err != nil {
+					return err
+				}
+				return webhooks.Emit(ctx, tx, projectID, "customer.created", c.ID, c.View())
 			default:
 				return err
 			}
@@ -83,7 +87,10 @@ func (s *Service) applyUpdate(ctx context.Context, tx pgx.Tx, projectID string, 
 	}
 	now := s.now()
 	c.UpdatedAt = &now
-	return update(ctx, tx, projectID, *c)
+	if err := update(ctx, tx, projectID, *c); err != nil {
+		return err
+	}
+	return webhooks.Emit(ctx, tx, projectID, "customer.updated", c.ID, c.View())
 }
 
 // Get returns a customer by id or source_id.
@@ -125,7 +132,10 @@ func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) erro
 		if err != nil {
 			return err
 		}
-		return remove(ctx, tx, projectID, c.ID)
+		if err := remove(ctx, tx, projectID, c.ID); err != nil {
+			return err
+		}
+		return webhooks.Emit(ctx, tx, projectID, "customer.deleted", c.ID, c.View())
 	})
 }
 

@@ -1,0 +1,3 @@
+DROP TABLE api_usage;
+DROP TABLE webhook_attempts;
+DROP TABLE webhook_deliveries;

@@ -1,0 +1,95 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/async"
+)
+
+// Task kinds.
+const (
+	KindEvent   = "webhook.event"
+	KindDeliver = "webhook.deliver"
+)
+
+// Event is a webhook event in the payload of webhook version 2024-01-01.
+type Event struct {
+	ID        string      `json:"id"`
+	ProjectID string      `json:"project_id"`
+	CreatedAt jsonx.Time  `json:"created_at"`
+	Type      string      `json:"type"`
+	Data      EventData   `json:"data"`
+	Source    Source      `json:"source"`
+	Event     EventRecord `json:"event"`
+}
+
+// EventData holds the object the event is about.
+type EventData struct {
+	Object any `json:"object"`
+}
+
+// Source is the interface's event source object.
+type Source struct {
+	Channel string  `json:"channel"`
+	APIKey  *APIKey `json:"api_key,omitempty"`
+}
+
+// APIKey names the key a request was made with.
+type APIKey struct {
+	Name  string `json:"name"`
+	AppID string `json:"app_id"`
+}
+
+// EventRecord describes the event itself.
+type EventRecord struct {
+	ID        string     `json:"id"`
+	Type      string     `json:"type"`
+	GroupID   string     `json:"group_id"`
+	EntityID  string     `json:"entity_id"`
+	Category  string     `json:"category"`
+	CreatedAt jsonx.Time `json:"created_at"`
+}
+
+// Emit records an event in tx, the transaction of the write that caused it;
+// its webhooks are sent once that transaction commits. entityID is the
+// object the event is about (a customer id, say); object is its rendering.
+func Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error {
+	now := jsonx.Time{Time: time.Now().UTC()}
+	id := ids.New("evt_")
+	src := Source{Channel: "API"}
+	if who, ok := identity.From(ctx); ok {
+		if who.Kind == identity.KindClient {
+			src.Channel = "CLIENT_API"
+		}
+		src.APIKey = &APIKey{Name: who.Kind, AppID: who.KeyID}
+	}
+	ev := Event{ID: id, ProjectID: projectID, CreatedAt: now, Type: eventType, Data: EventData{Object: object}, Source: src,
+		Event: EventRecord{ID: id, Type: eventType, GroupID: telemetry.RequestID(ctx), EntityID: entityID, Category: "EFFECT", CreatedAt: now}}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	_, err = async.Enqueue(ctx, tx, projectID, async.NewTask{Kind: KindEvent, Payload: eventTask{ID: id, Type: eventType, Body: string(body)}})
+	return err
+}
+
+// eventTask is the fan-out task's payload: the body is kept as the exact
+// bytes every delivery of the event sends and signs.
+type eventTask struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	Body string `json:"body"`
+}
+
+type deliveryTask struct {
+	WebhookID string `json:"webhook_id"`
+	EventID   string `json:"event_id"`
+	Body      string `json:"body"`
+}
