@@ -49,7 +49,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	e := httpx.New(httpx.Config{Service: "tally-management", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
 	e.Use(a.authenticate) // not on the group: see regional.New
 	g := e.Group("/management/v1")
-	h := handler{pool: pool}
+	h := handler{pool: pool, signer: signer}
 	g.POST("/projects", h.createProject)
 	g.GET("/projects", h.listProjects)
 	g.GET("/projects/:projectId", h.getProject)
@@ -64,6 +64,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	g.PUT("/projects/:projectId/webhooks/:webhookId", h.updateWebhook)
 	g.DELETE("/projects/:projectId/webhooks/:webhookId", h.deleteWebhook)
 	g.POST("/projects/:projectId/webhook-secret/rotate", h.rotateWebhookSecret)
+	g.GET("/projects/:projectId/webhooks/:webhookId/deliveries", h.listDeliveries)
+	g.GET("/projects/:projectId/usage", h.usage)
+	g.GET("/clusters/:name/outbox/parked", h.parked)
+	g.POST("/clusters/:name/outbox/:projectId/:taskId/requeue", h.requeue)
 	g.GET("/plans", h.listPlans)
 	g.PUT("/plans/:name", h.putPlan)
 	g.GET("/clusters", h.listClusters)

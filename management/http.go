@@ -15,11 +15,15 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/tenancy"
 )
 
-type handler struct{ pool *pgxpool.Pool }
+type handler struct {
+	pool   *pgxpool.Pool
+	signer *identity.Signer
+}
 
 // projectInput is a create or update request; nil means "not given".
 type projectInput struct {

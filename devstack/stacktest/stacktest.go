@@ -18,6 +18,8 @@ import (
 	"github.com/tallyhq/tally/devstack"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Secret is the identity secret of test stacks.
@@ -28,6 +30,9 @@ type Options struct {
 	// PrivateClusters get a database server of their own, which the test may
 	// stop; the others share the test process's server of that name.
 	PrivateClusters []string
+	// Webhooks overrides the test defaults (private targets allowed, 200ms
+	// first retry).
+	Webhooks *webhooks.Options
 }
 
 // Env is a running platform with a management key.
@@ -58,7 +63,13 @@ func Start(t testing.TB, o Options) *Env {
 		regions[i].DatabaseURL = servers[name].NewDatabase(t)
 	}
 	ctx := context.Background()
+	hooks := webhooks.Options{AllowPrivateTargets: true, BackoffBase: 200 * time.Millisecond, Timeout: 2 * time.Second}
+	if o.Webhooks != nil {
+		hooks = *o.Webhooks
+	}
 	stack, err := devstack.Start(ctx, devstack.Config{
+		Webhooks:       hooks,
+		Worker:         async.WorkerOptions{Poll: 20 * time.Millisecond},
 		TenancyURL:     servers["tenancy"].NewDatabase(t),
 		Regions:        regions,
 		IdentitySecret: Secret,
