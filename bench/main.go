@@ -39,17 +39,19 @@ import (
 	"github.com/tallyhq/tally/internal/pglocal"
 	"github.com/tallyhq/tally/internal/runtimex"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
+	only := flag.String("only", "", "run only this benchmark: router or webhooks")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the router's saturation phase here")
 	flag.Parse()
 	flog.SetLogLevel(flog.Warning)
 	runtimex.TuneGC() // as `tally` itself does
-	if err := run(*duration, *out, *nginxBin); err != nil {
+	if err := run(*duration, *out, *nginxBin, *only); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -69,7 +71,7 @@ type result struct {
 	satRounds           []float64
 }
 
-func run(d time.Duration, outPath, nginxBin string) error {
+func run(d time.Duration, outPath, nginxBin, only string) error {
 	ctx := context.Background()
 	// Tracing on, as in production: every span is batched to an exporter.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
@@ -103,6 +105,8 @@ func run(d time.Duration, outPath, nginxBin string) error {
 		TenancyURL:     servers[0].URL("tally"),
 		Regions:        []devstack.Region{{Cluster: "api", Region: "europe", DatabaseURL: servers[1].URL("tally")}},
 		IdentitySecret: secret, Log: telemetry.NewLogger(io.Discard, 8),
+		// The receiver is on loopback.
+		Webhooks: webhooks.Options{AllowPrivateTargets: true},
 	})
 	if err != nil {
 		return err
@@ -113,6 +117,27 @@ func run(d time.Duration, outPath, nginxBin string) error {
 		return err
 	}
 	p := creds.Projects[0]
+	if only == "" || only == "webhooks" {
+		if cpuProfile != "" && only == "webhooks" {
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return err
+			}
+			_ = pprof.StartCPUProfile(f)
+		}
+		wr, err := benchWebhooks(stack, p, creds.Management, d)
+		pprof.StopCPUProfile()
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(os.Stderr, webhookReport(wr))
+		if err := replaceSection(outPath, "webhooks", webhookReport(wr)); err != nil {
+			return err
+		}
+		if only == "webhooks" {
+			return nil
+		}
+	}
 	customerID, err := createCustomer(stack.RouterURL, p)
 	if err != nil {
 		return err

@@ -49,6 +49,7 @@ type App struct {
 	tenancy  *pgxpool.Pool
 	resolver *tenancy.Resolver
 	usage    *usage.Counter
+	events   *webhooks.Service
 }
 
 // New connects to the cluster's database and wires the application API.
@@ -77,7 +78,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a := &App{cfg: cfg, pool: pool, signer: signer, tasks: async.NewRegistry(), tenancy: tpool,
 		resolver: tenancy.NewResolver(tpool, tenancy.ResolverOptions{Log: cfg.Log}), usage: usage.NewCounter(pool, cfg.Log)}
-	webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
+	a.events = webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
+	events := a.events
 	if cfg.Worker.Log == nil {
 		cfg.Worker.Log = cfg.Log
 	}
@@ -97,7 +99,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// catch-all route, which would turn every 405 into a 404.
 	e.Use(a.authenticate, a.usage.Middleware)
 	v1 := e.Group("/v1")
-	customers.Register(v1, customers.NewService(pool))
+	customers.Register(v1, customers.NewService(pool, events))
 	async.Register(v1, pool)
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, pool)
@@ -129,6 +131,9 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// Events records webhook events in a writer's transaction.
+func (a *App) Events() *webhooks.Service { return a.events }
 
 // Tasks is the registry of background work; domains add their handlers.
 func (a *App) Tasks() *async.Registry { return a.tasks }

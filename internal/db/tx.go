@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/cockroach-go/v2/crdb"
@@ -29,6 +30,10 @@ var (
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/internal/db")
 
+// Retries counts transactions run again because the database asked for it
+// (exposed as a metric by the services).
+var Retries atomic.Int64
+
 // InTx runs fn in a serializable transaction and retries the whole
 // transaction (begin, statements, commit) when the database asks for it:
 // serialization failures (40001), deadlocks (40P01) and CockroachDB's
@@ -40,17 +45,33 @@ var tracer = otel.Tracer("github.com/tallyhq/tally/internal/db")
 // recognises as 40001, so the other retryable codes are reported to it as such,
 // and the jittered backoff it lacks happens here between attempts.
 func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
+	return inTx(ctx, db, pgx.Serializable, fn)
+}
+
+// InTxReadCommitted is InTx at READ COMMITTED, for bookkeeping made only of
+// inserts and compare-and-set updates (UPDATE … WHERE the row is still as
+// read), which are correct without a serializable snapshot. PostgreSQL's
+// serializable checks lock index pages, not rows, so busy bookkeeping on
+// neighbouring rows (the outbox) fails them over and over for nothing.
+// CockroachDB runs it at its own isolation, serializable unless read
+// committed is enabled there.
+func InTxReadCommitted(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
+	return inTx(ctx, db, pgx.ReadCommitted, fn)
+}
+
+func inTx(ctx context.Context, db Beginner, iso pgx.TxIsoLevel, fn func(tx pgx.Tx) error) error {
 	ctx, span := tracer.Start(ctx, "db.InTx")
 	defer span.End()
 	attempt := 0
 	err := crdb.ExecuteCtx(crdb.WithMaxRetries(ctx, MaxRetries), func(ctx context.Context, _ ...any) error {
 		if attempt > 0 {
+			Retries.Add(1)
 			if err := sleep(ctx, backoff(attempt)); err != nil {
 				return err
 			}
 		}
 		attempt++
-		err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+		err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: iso}, fn)
 		if isRetryable(err) {
 			return retryable{err}
 		}
@@ -68,6 +89,35 @@ func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	return err
+}
+
+// Statement runs fn, which issues a single statement on the pool (an implicit
+// transaction), with InTx's retry rules. It is for statements that are
+// correct on their own and must not take part in serializable conflict
+// detection, such as a queue claim: its row locks (FOR UPDATE SKIP LOCKED)
+// already keep two claimers apart, and under SERIALIZABLE on PostgreSQL its
+// predicate read would conflict with every worker finishing a task.
+func Statement(ctx context.Context, fn func(ctx context.Context) error) error {
+	attempt := 0
+	err := crdb.ExecuteCtx(crdb.WithMaxRetries(ctx, MaxRetries), func(ctx context.Context, _ ...any) error {
+		if attempt > 0 {
+			Retries.Add(1)
+			if err := sleep(ctx, backoff(attempt)); err != nil {
+				return err
+			}
+		}
+		attempt++
+		err := fn(ctx)
+		if isRetryable(err) {
+			return retryable{err}
+		}
+		return err
+	})
+	var r retryable
+	if errors.As(err, &r) {
+		err = r.cause
+	}
+	return Classify(err)
 }
 
 func isRetryable(err error) bool {

@@ -27,8 +27,10 @@ type Task struct {
 type TxHandler func(ctx context.Context, tx pgx.Tx, t Task) error
 
 // Outcome is what an external handler reports: Err for a failed try, and
-// Record, when set, writes what should be kept of the try (in the
-// transaction that finishes or reschedules the task).
+// Record, when set, writes what should be kept of the try, in the
+// transaction that finishes or reschedules the task. That transaction is
+// READ COMMITTED (see db.InTxReadCommitted): Record writes bookkeeping, with
+// inserts and updates that name their rows, not reads that decide anything.
 type Outcome struct {
 	Err    error
 	Record func(ctx context.Context, tx pgx.Tx) error

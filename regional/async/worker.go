@@ -89,10 +89,37 @@ func (w *Worker) Collectors() []prometheus.Collector {
 // claims, and the running tasks finish (their own contexts are not
 // cancelled); a task that cannot finish keeps its lease until it lapses and
 // another worker takes it.
+//
+// Commits are batched, since a commit is what a task costs most: the
+// database-effect tasks of one claim run in one transaction (one by one if
+// that fails), and the outcomes of external tasks are gathered and written a
+// batch at a time by one committer.
 func (w *Worker) Run(ctx context.Context) {
 	sem := make(chan struct{}, w.o.Concurrency)
+	freed := make(chan struct{}, 1) // a slot came free: claim again at once
+	release := func(n int) {
+		for i := 0; i < n; i++ {
+			<-sem
+		}
+		select {
+		case freed <- struct{}{}:
+		default:
+		}
+	}
 	var running sync.WaitGroup
-	defer running.Wait()
+	outcomes := make(chan completion, w.o.Concurrency)
+	// Several committers: each batch is a few round trips per task, and
+	// batches of different tasks touch different rows.
+	var committers sync.WaitGroup
+	for i := 0; i < committerCount; i++ {
+		committers.Add(1)
+		go func() { defer committers.Done(); w.commit(context.WithoutCancel(ctx), outcomes) }()
+	}
+	defer func() {
+		running.Wait()
+		close(outcomes)
+		committers.Wait()
+	}()
 	purge := time.NewTicker(time.Hour)
 	defer purge.Stop()
 	for {
@@ -105,30 +132,53 @@ func (w *Worker) Run(ctx context.Context) {
 			}
 		default:
 		}
-		free := w.o.Concurrency - len(sem)
-		n := min(w.o.Batch, free)
+		n := min(w.o.Batch, w.o.Concurrency-len(sem))
 		var tasks []Task
 		if n > 0 {
-			err := db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
+			err := db.Statement(ctx, func(ctx context.Context) error {
 				var err error
-				tasks, err = claim(ctx, tx, w.id, n, w.o.Lease)
+				tasks, err = claim(ctx, w.pool, w.id, n, w.o.Lease)
 				return err
 			})
 			if err != nil && ctx.Err() == nil {
 				w.o.Log.Warn("outbox: claiming tasks", "err", err.Error())
 			}
 		}
+		var txTasks []Task
 		for _, t := range tasks {
+			k, ok := w.kind(t.Kind)
+			if ok && k.tx != nil {
+				txTasks = append(txTasks, t)
+				continue
+			}
 			sem <- struct{}{}
 			running.Add(1)
 			go func() {
-				defer func() { <-sem; running.Done() }()
+				defer func() { release(1); running.Done() }()
 				// Not ctx: a task under way finishes even when shutdown starts.
-				w.run(context.WithoutCancel(ctx), t)
+				w.runExt(context.WithoutCancel(ctx), t, k, ok, outcomes)
+			}()
+		}
+		if len(txTasks) > 0 {
+			for range txTasks {
+				sem <- struct{}{}
+			}
+			running.Add(1)
+			go func() {
+				defer func() { release(len(txTasks)); running.Done() }()
+				w.runTxBatch(context.WithoutCancel(ctx), txTasks)
 			}()
 		}
 		if len(tasks) == n && n > 0 {
 			continue // more may be due
+		}
+		if n == 0 { // all slots busy: wait for one, not for the poll
+			select {
+			case <-ctx.Done():
+				return
+			case <-freed:
+			}
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -138,11 +188,17 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
-func (w *Worker) run(ctx context.Context, t Task) {
-	k, ok := w.reg.kinds[t.Kind]
-	if fn, isJob := w.reg.jobs[strings.TrimPrefix(t.Kind, "job:")]; !ok && isJob && strings.HasPrefix(t.Kind, "job:") {
-		k, ok = kind{ext: w.runJob(fn), policy: Policy{MaxAttempts: 5}.withDefaults()}, true
+func (w *Worker) kind(name string) (kind, bool) {
+	if k, ok := w.reg.kinds[name]; ok {
+		return k, true
 	}
+	if fn, ok := w.reg.jobs[strings.TrimPrefix(name, "job:")]; ok && strings.HasPrefix(name, "job:") {
+		return kind{ext: w.runJob(fn), policy: Policy{MaxAttempts: 5}.withDefaults()}, true
+	}
+	return kind{policy: Policy{}.withDefaults()}, false
+}
+
+func (w *Worker) span(ctx context.Context, t Task) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("tally.task.kind", t.Kind), attribute.String("tally.task.id", t.ID),
 			attribute.String("tally.project", t.ProjectID), attribute.Int("tally.task.attempt", t.Attempt))}
@@ -152,76 +208,190 @@ func (w *Worker) run(ctx context.Context, t Task) {
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 		}
 	}
-	ctx, span := w.tracer.Start(ctx, "task "+t.Kind, opts...)
-	defer span.End()
+	return w.tracer.Start(ctx, "task "+t.Kind, opts...)
+}
 
-	var err error
-	switch {
-	case !ok:
-		err = fmt.Errorf("async: no handler for task kind %q", t.Kind)
-		k.policy = Policy{}.withDefaults()
-	case k.tx != nil:
-		err = db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
-			if err := k.tx(ctx, tx, t); err != nil {
-				return err
-			}
-			return finish(ctx, tx, t)
-		})
-		if err == nil {
-			w.done(t)
-			return
-		}
-	default:
-		// A long external task keeps its lease alive while it runs.
-		hctx, stopHeartbeat := context.WithCancel(ctx)
-		go w.heartbeat(hctx, t)
-		out := k.ext(ctx, t)
-		stopHeartbeat()
-		err = db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
-			if out.Record != nil {
-				if err := out.Record(ctx, tx); err != nil {
+// runTxBatch runs database-effect tasks in one transaction; if that fails,
+// it runs them one at a time so that one bad task does not hold the others.
+func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
+	if len(ts) > 1 {
+		err := db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
+			for _, t := range ts {
+				if err := w.runTx(ctx, tx, t); err != nil {
 					return err
 				}
 			}
-			if out.Err != nil {
-				return nil
-			}
-			return finish(ctx, tx, t)
+			return nil
 		})
-		if err == nil && out.Err == nil {
-			w.done(t)
+		if err == nil {
+			for _, t := range ts {
+				w.done(t)
+			}
 			return
 		}
+	}
+	for _, t := range ts {
+		err := db.InTx(ctx, w.pool, func(tx pgx.Tx) error { return w.runTx(ctx, tx, t) })
 		if err == nil {
-			err = out.Err
+			w.done(t)
+			continue
+		}
+		k, _ := w.kind(t.Kind)
+		w.failed(ctx, t, k.policy, err)
+	}
+}
+
+func (w *Worker) runTx(ctx context.Context, tx pgx.Tx, t Task) error {
+	ctx, span := w.span(ctx, t)
+	defer span.End()
+	k, _ := w.kind(t.Kind)
+	if err := k.tx(ctx, tx, t); err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return err
+	}
+	return finish(ctx, tx, t)
+}
+
+const committerCount = 8
+
+type completion struct {
+	t      Task
+	out    Outcome
+	policy Policy
+}
+
+// runExt runs an external-effect task and hands its outcome to the committer.
+func (w *Worker) runExt(ctx context.Context, t Task, k kind, known bool, outcomes chan<- completion) {
+	ctx, span := w.span(ctx, t)
+	defer span.End()
+	var out Outcome
+	if !known {
+		out = Outcome{Err: fmt.Errorf("async: no handler for task kind %q", t.Kind)}
+	} else {
+		// A long external task keeps its lease alive while it runs.
+		hctx, stopHeartbeat := context.WithCancel(ctx)
+		go w.heartbeat(hctx, t)
+		out = k.ext(ctx, t)
+		stopHeartbeat()
+	}
+	if out.Err != nil {
+		span.RecordError(out.Err)
+		span.SetStatus(codes.Error, out.Err.Error())
+	}
+	outcomes <- completion{t, out, k.policy}
+}
+
+// commit writes outcomes a batch at a time: whatever has arrived, up to 256,
+// in one transaction; one by one if the batch fails.
+func (w *Worker) commit(ctx context.Context, in <-chan completion) {
+	for c := range in {
+		batch := []completion{c}
+	gather:
+		for len(batch) < 256 {
+			select {
+			case c, ok := <-in:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, c)
+			default:
+				break gather
+			}
+		}
+		if len(batch) > 1 {
+			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error {
+				for _, c := range batch {
+					if err := w.record(ctx, tx, c); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err == nil {
+				w.recorded(ctx, batch)
+				continue
+			}
+		}
+		for _, c := range batch {
+			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error { return w.record(ctx, tx, c) })
+			if errors.Is(err, errLeaseLost) {
+				w.ran.WithLabelValues(c.t.Kind, "lease_lost").Inc()
+				continue
+			}
+			if err != nil {
+				w.failed(ctx, c.t, c.policy, err)
+				continue
+			}
+			w.recorded(ctx, []completion{c})
 		}
 	}
-	if errors.Is(err, errLeaseLost) {
+}
+
+// record writes what a try left and finishes or reschedules its task.
+func (w *Worker) record(ctx context.Context, tx pgx.Tx, c completion) error {
+	if c.out.Record != nil {
+		if err := c.out.Record(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if c.out.Err == nil {
+		return finish(ctx, tx, c.t)
+	}
+	_, err := retry(ctx, tx, c.t, c.policy, c.out.Err, rand.Float64())
+	return err
+}
+
+func (w *Worker) recorded(ctx context.Context, cs []completion) {
+	for _, c := range cs {
+		switch {
+		case c.out.Err == nil:
+			w.done(c.t)
+		default:
+			w.countFailure(ctx, c.t, c.out.Err, isParked(ctx, w, c))
+		}
+	}
+}
+
+// isParked re-reads the task's status: record's verdict is not kept across
+// the batch and its fallback.
+func isParked(ctx context.Context, w *Worker, c completion) bool {
+	var status string
+	err := w.pool.QueryRow(ctx, `SELECT status FROM outbox WHERE project_id = $1 AND id = $2`, c.t.ProjectID, c.t.ID).Scan(&status)
+	return err == nil && status == "parked"
+}
+
+// failed reschedules or parks a task whose run failed.
+func (w *Worker) failed(ctx context.Context, t Task, p Policy, cause error) {
+	if errors.Is(cause, errLeaseLost) {
 		w.ran.WithLabelValues(t.Kind, "lease_lost").Inc()
 		return
 	}
-	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
 	var parked bool
-	cause := err
-	rerr := db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
+	err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error {
 		var err error
-		parked, err = retry(ctx, tx, t, k.policy, cause, rand.Float64())
+		parked, err = retry(ctx, tx, t, p, cause, rand.Float64())
 		return err
 	})
 	switch {
-	case errors.Is(rerr, errLeaseLost):
+	case errors.Is(err, errLeaseLost):
 		w.ran.WithLabelValues(t.Kind, "lease_lost").Inc()
-	case rerr != nil:
-		w.o.Log.ErrorContext(ctx, "outbox: recording a failed task", "task", t.ID, "err", rerr.Error())
-	case parked:
-		w.ran.WithLabelValues(t.Kind, "parked").Inc()
-		w.parked.Inc()
-		w.o.Log.WarnContext(ctx, "outbox: task parked", "task", t.ID, "kind", t.Kind, "project", t.ProjectID,
-			"attempts", t.Attempt, "err", err.Error())
+	case err != nil:
+		w.o.Log.ErrorContext(ctx, "outbox: recording a failed task", "task", t.ID, "err", err.Error())
 	default:
-		w.ran.WithLabelValues(t.Kind, "retry").Inc()
+		w.countFailure(ctx, t, cause, parked)
 	}
+}
+
+func (w *Worker) countFailure(ctx context.Context, t Task, cause error, parked bool) {
+	if !parked {
+		w.ran.WithLabelValues(t.Kind, "retry").Inc()
+		return
+	}
+	w.ran.WithLabelValues(t.Kind, "parked").Inc()
+	w.parked.Inc()
+	w.o.Log.WarnContext(ctx, "outbox: task parked", "task", t.ID, "kind", t.Kind, "project", t.ProjectID,
+		"attempts", t.Attempt, "err", cause.Error())
 }
 
 // heartbeat extends t's lease every third of it until ctx ends.

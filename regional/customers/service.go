@@ -12,20 +12,25 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
-	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/customers")
 
+// Events records webhook events in the writer's transaction.
+type Events interface {
+	Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error
+}
+
 // Service holds the customer rules.
 type Service struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
+	pool   *pgxpool.Pool
+	events Events
+	now    func() time.Time
 }
 
 // NewService returns the customer service over a regional database.
-func NewService(pool *pgxpool.Pool) *Service {
-	return &Service{pool: pool, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+func NewService(pool *pgxpool.Pool, events Events) *Service {
+	return &Service{pool: pool, events: events, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
 // Upsert creates a customer, or updates the one named by the patch's id or
@@ -60,7 +65,7 @@ func (s *Service) Upsert(ctx context.Context, projectID string, p *Patch) (c Cus
 				if err := insert(ctx, tx, projectID, c); err != nil {
 					return err
 				}
-				return webhooks.Emit(ctx, tx, projectID, "customer.created", c.ID, c.View())
+				return s.events.Emit(ctx, tx, projectID, "customer.created", c.ID, c.View())
 			default:
 				return err
 			}
@@ -90,7 +95,7 @@ func (s *Service) applyUpdate(ctx context.Context, tx pgx.Tx, projectID string, 
 	if err := update(ctx, tx, projectID, *c); err != nil {
 		return err
 	}
-	return webhooks.Emit(ctx, tx, projectID, "customer.updated", c.ID, c.View())
+	return s.events.Emit(ctx, tx, projectID, "customer.updated", c.ID, c.View())
 }
 
 // Get returns a customer by id or source_id.
@@ -135,7 +140,7 @@ func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) erro
 		if err := remove(ctx, tx, projectID, c.ID); err != nil {
 			return err
 		}
-		return webhooks.Emit(ctx, tx, projectID, "customer.deleted", c.ID, c.View())
+		return s.events.Emit(ctx, tx, projectID, "customer.deleted", c.ID, c.View())
 	})
 }
 

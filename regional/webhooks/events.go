@@ -60,7 +60,11 @@ type EventRecord struct {
 // Emit records an event in tx, the transaction of the write that caused it;
 // its webhooks are sent once that transaction commits. entityID is the
 // object the event is about (a customer id, say); object is its rendering.
-func Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error {
+//
+// The deliveries are written right here, one per active webhook subscribed
+// now (the directory read is cached), so an event costs no task of its own.
+// When the directory cannot be read, a fan-out task does it later instead.
+func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error {
 	now := jsonx.Time{Time: time.Now().UTC()}
 	id := ids.New("evt_")
 	src := Source{Channel: "API"}
@@ -76,8 +80,13 @@ func Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID str
 	if err != nil {
 		return err
 	}
-	_, err = async.Enqueue(ctx, tx, projectID, async.NewTask{Kind: KindEvent, Payload: eventTask{ID: id, Type: eventType, Body: string(body)}})
-	return err
+	et := eventTask{ID: id, Type: eventType, Body: string(body)}
+	hooks, err := s.dir.Webhooks(ctx, projectID)
+	if err != nil {
+		_, err = async.Enqueue(ctx, tx, projectID, async.NewTask{Kind: KindEvent, Payload: et})
+		return err
+	}
+	return s.enqueueDeliveries(ctx, tx, projectID, et, hooks)
 }
 
 // eventTask is the fan-out task's payload: the body is kept as the exact
