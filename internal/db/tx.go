@@ -62,28 +62,10 @@ func InTxReadCommitted(ctx context.Context, db Beginner, fn func(tx pgx.Tx) erro
 func inTx(ctx context.Context, db Beginner, iso pgx.TxIsoLevel, fn func(tx pgx.Tx) error) error {
 	ctx, span := tracer.Start(ctx, "db.InTx")
 	defer span.End()
-	attempt := 0
-	err := crdb.ExecuteCtx(crdb.WithMaxRetries(ctx, MaxRetries), func(ctx context.Context, _ ...any) error {
-		if attempt > 0 {
-			Retries.Add(1)
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return err
-			}
-		}
-		attempt++
-		err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: iso}, fn)
-		if isRetryable(err) {
-			return retryable{err}
-		}
-		return err
+	attempts, err := retry(ctx, func(ctx context.Context) error {
+		return pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: iso}, fn)
 	})
-	span.SetAttributes(attribute.Int("db.tx.attempts", attempt))
-	var r retryable
-	if errors.As(err, &r) {
-		// Out of retries: report the database's own error, not the wrapper.
-		err = r.cause
-	}
-	err = Classify(err)
+	span.SetAttributes(attribute.Int("db.tx.attempts", attempts))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -98,6 +80,13 @@ func inTx(ctx context.Context, db Beginner, iso pgx.TxIsoLevel, fn func(tx pgx.T
 // already keep two claimers apart, and under SERIALIZABLE on PostgreSQL its
 // predicate read would conflict with every worker finishing a task.
 func Statement(ctx context.Context, fn func(ctx context.Context) error) error {
+	_, err := retry(ctx, fn)
+	return err
+}
+
+// retry is the one retry loop: cockroach-go's crdb.ExecuteCtx, told that
+// 40P01 and 40003 are retryable too, with a jittered backoff between attempts.
+func retry(ctx context.Context, fn func(ctx context.Context) error) (int, error) {
 	attempt := 0
 	err := crdb.ExecuteCtx(crdb.WithMaxRetries(ctx, MaxRetries), func(ctx context.Context, _ ...any) error {
 		if attempt > 0 {
@@ -115,9 +104,10 @@ func Statement(ctx context.Context, fn func(ctx context.Context) error) error {
 	})
 	var r retryable
 	if errors.As(err, &r) {
+		// Out of retries: report the database's own error, not the wrapper.
 		err = r.cause
 	}
-	return Classify(err)
+	return attempt, Classify(err)
 }
 
 func isRetryable(err error) bool {

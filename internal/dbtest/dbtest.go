@@ -59,15 +59,7 @@ func Engine() string {
 // starting it on first use. Main stops them when the tests are done.
 func Shared(t testing.TB, name string) *Server {
 	t.Helper()
-	mu.Lock()
-	e, ok := shared[name]
-	if !ok {
-		e = &sharedEntry{}
-		shared[name] = e
-	}
-	mu.Unlock()
-	// Servers of different names start concurrently.
-	e.once.Do(func() { e.srv, e.err = start() })
+	e := sharedServer(name)
 	if e.err != nil {
 		t.Fatalf("dbtest: start %s server: %v", name, e.err)
 	}
@@ -80,19 +72,23 @@ func StartShared(t testing.TB, names ...string) {
 	var wg sync.WaitGroup
 	for _, n := range names {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mu.Lock()
-			e, ok := shared[n]
-			if !ok {
-				e = &sharedEntry{}
-				shared[n] = e
-			}
-			mu.Unlock()
-			e.once.Do(func() { e.srv, e.err = start() })
-		}()
+		go func() { defer wg.Done(); sharedServer(n) }()
 	}
 	wg.Wait()
+}
+
+// sharedServer returns the named server, starting it on first use; servers
+// of different names start concurrently.
+func sharedServer(name string) *sharedEntry {
+	mu.Lock()
+	e, ok := shared[name]
+	if !ok {
+		e = &sharedEntry{}
+		shared[name] = e
+	}
+	mu.Unlock()
+	e.once.Do(func() { e.srv, e.err = start() })
+	return e
 }
 
 // Private starts a server only this test uses, stopped when the test ends;
