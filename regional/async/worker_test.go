@@ -187,8 +187,10 @@ func TestFailingTaskIsRetriedWithBackoffThenParked(t *testing.T) {
 	if len(runs) != 3 {
 		t.Fatalf("%d runs, want 3", len(runs))
 	}
-	if gap1, gap2 := runs[1].Sub(runs[0]), runs[2].Sub(runs[1]); gap1 < 150*time.Millisecond || gap2 < 2*gap1*8/10 {
-		t.Fatalf("no backoff: gaps %v, %v", gap1, gap2)
+	// Delays are 200ms then 400ms, each with ±20% jitter: the lower bounds
+	// are 160ms and 320ms whatever the jitter drew.
+	if gap1, gap2 := runs[1].Sub(runs[0]), runs[2].Sub(runs[1]); gap1 < 160*time.Millisecond || gap2 < 320*time.Millisecond {
+		t.Fatalf("no exponential backoff: gaps %v, %v", gap1, gap2)
 	}
 	parked, err := async.ListParked(ctx, check, "", "", 10)
 	if err != nil || len(parked) != 1 || parked[0].LastError == nil || *parked[0].LastError != "receiver said no (attempt 3)" {
