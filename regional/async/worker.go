@@ -259,6 +259,7 @@ type completion struct {
 	t      Task
 	out    Outcome
 	policy Policy
+	parked bool // set by record: the failed try was the last
 }
 
 // runExt runs an external-effect task and hands its outcome to the committer.
@@ -279,7 +280,7 @@ func (w *Worker) runExt(ctx context.Context, t Task, k kind, known bool, outcome
 		span.RecordError(out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
 	}
-	outcomes <- completion{t, out, k.policy}
+	outcomes <- completion{t: t, out: out, policy: k.policy}
 }
 
 // commit writes outcomes a batch at a time: whatever has arrived, up to 256,
@@ -301,8 +302,8 @@ func (w *Worker) commit(ctx context.Context, in <-chan completion) {
 		}
 		if len(batch) > 1 {
 			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error {
-				for _, c := range batch {
-					if err := w.record(ctx, tx, c); err != nil {
+				for i := range batch {
+					if err := w.record(ctx, tx, &batch[i]); err != nil {
 						return err
 					}
 				}
@@ -314,7 +315,7 @@ func (w *Worker) commit(ctx context.Context, in <-chan completion) {
 			}
 		}
 		for _, c := range batch {
-			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error { return w.record(ctx, tx, c) })
+			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error { return w.record(ctx, tx, &c) })
 			if errors.Is(err, errLeaseLost) {
 				w.ran.WithLabelValues(c.t.Kind, "lease_lost").Inc()
 				continue
@@ -329,7 +330,7 @@ func (w *Worker) commit(ctx context.Context, in <-chan completion) {
 }
 
 // record writes what a try left and finishes or reschedules its task.
-func (w *Worker) record(ctx context.Context, tx pgx.Tx, c completion) error {
+func (w *Worker) record(ctx context.Context, tx pgx.Tx, c *completion) error {
 	if c.out.Record != nil {
 		if err := c.out.Record(ctx, tx); err != nil {
 			return err
@@ -338,27 +339,19 @@ func (w *Worker) record(ctx context.Context, tx pgx.Tx, c completion) error {
 	if c.out.Err == nil {
 		return finish(ctx, tx, c.t)
 	}
-	_, err := retry(ctx, tx, c.t, c.policy, c.out.Err, rand.Float64())
+	var err error
+	c.parked, err = retry(ctx, tx, c.t, c.policy, c.out.Err, rand.Float64())
 	return err
 }
 
 func (w *Worker) recorded(ctx context.Context, cs []completion) {
 	for _, c := range cs {
-		switch {
-		case c.out.Err == nil:
+		if c.out.Err == nil {
 			w.done(c.t)
-		default:
-			w.countFailure(ctx, c.t, c.out.Err, isParked(ctx, w, c))
+		} else {
+			w.countFailure(ctx, c.t, c.out.Err, c.parked)
 		}
 	}
-}
-
-// isParked re-reads the task's status: record's verdict is not kept across
-// the batch and its fallback.
-func isParked(ctx context.Context, w *Worker, c completion) bool {
-	var status string
-	err := w.pool.QueryRow(ctx, `SELECT status FROM outbox WHERE project_id = $1 AND id = $2`, c.t.ProjectID, c.t.ID).Scan(&status)
-	return err == nil && status == "parked"
 }
 
 // failed reschedules or parks a task whose run failed.
