@@ -135,26 +135,43 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 	res.p50, res.p99, res.max = lags[len(lags)/2], lags[len(lags)*99/100], lags[len(lags)-1]
 
 	// 2. Sustained deliveries: a backlog of events written at once.
-	const burst = 20000
+	const burst = 40000
 	fmt.Fprintf(os.Stderr, "bench: webhooks, backlog of %d events\n", burst)
 	rcv.reset()
 	pool := stack.Regional["api"].Pool()
 	events := stack.Regional["api"].Events()
 	ctx := context.Background()
 	start := time.Now()
-	for i := 0; i < burst; i += 1000 {
-		err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
-			for j := i; j < i+1000; j++ {
-				if err := events.Emit(ctx, tx, p.ProjectID, "customer.created", fmt.Sprintf("cust_bench%d", j),
-					map[string]any{"id": fmt.Sprintf("cust_bench%d", j), "object": "customer"}); err != nil {
-					return err
+	// Eight writers, so that writing outpaces delivering and the figure is
+	// the workers' rate, not the writer's.
+	const writers, perTx = 8, 500
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w * perTx; i < burst; i += writers * perTx {
+				err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
+					for j := i; j < i+perTx; j++ {
+						if err := events.Emit(ctx, tx, p.ProjectID, "customer.created", fmt.Sprintf("cust_bench%d", j),
+							map[string]any{"id": fmt.Sprintf("cust_bench%d", j), "object": "customer"}); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			return res, err
-		}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return res, err
 	}
 	res.enqueueSecs = time.Since(start).Seconds()
 	retries0 := db.Retries.Load()

@@ -80,6 +80,9 @@ type Stack struct {
 	errs         chan error
 }
 
+// Config is the configuration the stack runs with, defaults filled in.
+func (s *Stack) Config() Config { return s.cfg }
+
 // ClusterHosts returns the API and download hosts of a shared cluster.
 func ClusterHosts(cluster, domain string) (api, download string) {
 	if cluster == "api" {

@@ -134,6 +134,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		settings = append(settings, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
 			"-c shared_buffers=32MB")
 	}
+	// For diagnosis: extra server settings, space-separated name=value pairs
+	// (say, shared_preload_libraries=pg_stat_statements).
+	for _, kv := range strings.Fields(os.Getenv("TALLY_PG_SETTINGS")) {
+		settings = append(settings, "-c "+kv)
+	}
 	for attempt := 0; ; attempt++ {
 		port := o.Port
 		if port == 0 {

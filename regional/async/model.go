@@ -22,6 +22,10 @@ type Task struct {
 	owner       string
 }
 
+type taskKey struct{ project, id string }
+
+func (t Task) key() taskKey { return taskKey{t.ProjectID, t.ID} }
+
 // TxHandler runs a task whose effect is in the database: it runs in the
 // transaction that marks the task done, so its effect happens exactly once.
 type TxHandler func(ctx context.Context, tx pgx.Tx, t Task) error
@@ -31,10 +35,28 @@ type TxHandler func(ctx context.Context, tx pgx.Tx, t Task) error
 // transaction that finishes or reschedules the task. That transaction is
 // READ COMMITTED (see db.InTxReadCommitted): Record writes bookkeeping, with
 // inserts and updates that name their rows, not reads that decide anything.
+//
+// Note is for kinds registered with a Recorder: it is handed to the
+// recorder with the other tries of the batch, which writes them all at once.
 type Outcome struct {
 	Err    error
 	Record func(ctx context.Context, tx pgx.Tx) error
+	Note   any
 }
+
+// Try is one finished or failed try of an external task, as a Recorder sees it.
+type Try struct {
+	Task Task
+	Err  error
+	Note any
+}
+
+// Recorder queues the statements that write what a batch of tries of one
+// kind left; they run in the transaction that finishes or reschedules the
+// tries (READ COMMITTED, as for Outcome.Record), sent as one pipelined
+// batch. One round trip per batch of tries instead of a few per try is what
+// lets a busy kind keep up.
+type Recorder func(b *pgx.Batch, tries []Try)
 
 // ExtHandler runs a task whose effect is outside the database (an HTTP
 // call). It may run more than once (at least once): what it does must be
@@ -77,6 +99,7 @@ func (p Policy) delay(n int, jitter float64) time.Duration {
 type kind struct {
 	tx     TxHandler
 	ext    ExtHandler
+	record Recorder
 	policy Policy
 }
 
@@ -98,6 +121,12 @@ func (r *Registry) HandleTx(name string, h TxHandler, p Policy) {
 // Handle registers an external-effect handler.
 func (r *Registry) Handle(name string, h ExtHandler, p Policy) {
 	r.kinds[name] = kind{ext: h, policy: p.withDefaults()}
+}
+
+// HandleRecorded registers an external-effect handler whose tries are
+// written a batch at a time by rec, from the Notes of their outcomes.
+func (r *Registry) HandleRecorded(name string, h ExtHandler, rec Recorder, p Policy) {
+	r.kinds[name] = kind{ext: h, record: rec, policy: p.withDefaults()}
 }
 
 // Policy returns a kind's retry policy.

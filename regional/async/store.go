@@ -88,20 +88,72 @@ var errLeaseLost = errors.New("async: lease lost")
 
 // finish marks a task done if this worker still holds it.
 func finish(ctx context.Context, q db.Querier, t Task) error {
-	tag, err := q.Exec(ctx, `UPDATE outbox SET status = 'done', finished_at = now(), last_error = NULL
-		WHERE project_id = $1 AND id = $2 AND status = 'pending' AND lease_owner = $3 AND attempts = $4`,
-		t.ProjectID, t.ID, t.owner, t.Attempt)
+	held, err := finishMany(ctx, q, []Task{t})
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
+	if !held[t.key()] {
 		return errLeaseLost
 	}
 	return nil
 }
 
+// finishMany marks tasks done, and returns those this worker still held:
+// the others' leases lapsed and another worker has them. The statements go
+// in one pipelined batch: one round trip, and each an index lookup (a
+// set-based UPDATE … FROM unnest(…) tempts the planner into scanning the
+// whole outbox).
+func finishMany(ctx context.Context, q db.Querier, ts []Task) (map[taskKey]bool, error) {
+	b := &pgx.Batch{}
+	for _, t := range ts {
+		queueFinish(b, t)
+	}
+	return heldOf(ctx, q, b, ts)
+}
+
+const finishSQL = `UPDATE outbox SET status = 'done', finished_at = now(), last_error = NULL
+	WHERE project_id = $1 AND id = $2 AND status = 'pending' AND lease_owner = $3 AND attempts = $4`
+
+func queueFinish(b *pgx.Batch, t Task) {
+	b.Queue(finishSQL, t.ProjectID, t.ID, t.owner, t.Attempt)
+}
+
+// heldOf sends a batch of one guarded update per task and returns the tasks
+// whose update found the row still leased to this worker.
+func heldOf(ctx context.Context, q db.Querier, b *pgx.Batch, ts []Task) (map[taskKey]bool, error) {
+	held := make(map[taskKey]bool, len(ts))
+	if len(ts) == 0 {
+		return held, nil
+	}
+	br := q.SendBatch(ctx, b)
+	for _, t := range ts {
+		tag, err := br.Exec()
+		if err != nil {
+			_ = br.Close()
+			return nil, err
+		}
+		if tag.RowsAffected() == 1 {
+			held[t.key()] = true
+		}
+	}
+	return held, br.Close()
+}
+
 // retry schedules another try, or parks the task when it is out of tries or time.
 func retry(ctx context.Context, q db.Querier, t Task, p Policy, cause error, jitter float64) (parked bool, err error) {
+	b := &pgx.Batch{}
+	parked = queueRetry(b, t, p, cause, jitter)
+	held, err := heldOf(ctx, q, b, []Task{t})
+	if err != nil {
+		return false, err
+	}
+	if !held[t.key()] {
+		return false, errLeaseLost
+	}
+	return parked, nil
+}
+
+func queueRetry(b *pgx.Batch, t Task, p Policy, cause error, jitter float64) (parked bool) {
 	msg := cause.Error()
 	if len(msg) > 2000 {
 		msg = msg[:2000]
@@ -112,17 +164,11 @@ func retry(ctx context.Context, q db.Querier, t Task, p Policy, cause error, jit
 	if parked {
 		status = "parked"
 	}
-	tag, err := q.Exec(ctx, `UPDATE outbox SET status = $5, run_after = $6, last_error = $7,
+	b.Queue(`UPDATE outbox SET status = $5, run_after = $6, last_error = $7,
 			finished_at = CASE WHEN $5 = 'parked' THEN now() ELSE NULL END
 		WHERE project_id = $1 AND id = $2 AND status = 'pending' AND lease_owner = $3 AND attempts = $4`,
 		t.ProjectID, t.ID, t.owner, t.Attempt, status, next, msg)
-	if err != nil {
-		return false, err
-	}
-	if tag.RowsAffected() == 0 {
-		return false, errLeaseLost
-	}
-	return parked, nil
+	return parked
 }
 
 // Row is an outbox row as an operator sees it.

@@ -211,8 +211,13 @@ func (w *Worker) span(ctx context.Context, t Task) (context.Context, trace.Span)
 	return w.tracer.Start(ctx, "task "+t.Kind, opts...)
 }
 
-// runTxBatch runs database-effect tasks in one transaction; if that fails,
-// it runs them one at a time so that one bad task does not hold the others.
+// runTxBatch runs database-effect tasks in one transaction, which marks
+// them all done with one statement at its end; if that fails, it runs them
+// one at a time so that one bad task does not hold the others.
+//
+// The handlers run before the outbox rows are touched: a worker that hangs
+// in a handler holds no lock on its tasks, so they are due again when its
+// lease lapses.
 func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
 	if len(ts) > 1 {
 		err := db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
@@ -220,6 +225,13 @@ func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
 				if err := w.runTx(ctx, tx, t); err != nil {
 					return err
 				}
+			}
+			held, err := finishMany(ctx, tx, ts)
+			if err != nil {
+				return err
+			}
+			if len(held) < len(ts) {
+				return errLeaseLost // one-by-one below sorts out which
 			}
 			return nil
 		})
@@ -231,7 +243,12 @@ func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
 		}
 	}
 	for _, t := range ts {
-		err := db.InTx(ctx, w.pool, func(tx pgx.Tx) error { return w.runTx(ctx, tx, t) })
+		err := db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
+			if err := w.runTx(ctx, tx, t); err != nil {
+				return err
+			}
+			return finish(ctx, tx, t)
+		})
 		if err == nil {
 			w.done(t)
 			continue
@@ -241,6 +258,7 @@ func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
 	}
 }
 
+// runTx runs one database-effect task's handler in tx.
 func (w *Worker) runTx(ctx context.Context, tx pgx.Tx, t Task) error {
 	ctx, span := w.span(ctx, t)
 	defer span.End()
@@ -250,7 +268,7 @@ func (w *Worker) runTx(ctx context.Context, tx pgx.Tx, t Task) error {
 		span.SetStatus(codes.Error, err.Error())
 		return err
 	}
-	return finish(ctx, tx, t)
+	return nil
 }
 
 const committerCount = 8
@@ -259,6 +277,7 @@ type completion struct {
 	t      Task
 	out    Outcome
 	policy Policy
+	record Recorder
 	parked bool // set by record: the failed try was the last
 }
 
@@ -280,7 +299,7 @@ func (w *Worker) runExt(ctx context.Context, t Task, k kind, known bool, outcome
 		span.RecordError(out.Err)
 		span.SetStatus(codes.Error, out.Err.Error())
 	}
-	outcomes <- completion{t: t, out: out, policy: k.policy}
+	outcomes <- completion{t: t, out: out, policy: k.policy, record: k.record}
 }
 
 // commit writes outcomes a batch at a time: whatever has arrived, up to 256,
@@ -301,54 +320,94 @@ func (w *Worker) commit(ctx context.Context, in <-chan completion) {
 			}
 		}
 		if len(batch) > 1 {
+			var held map[taskKey]bool
 			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error {
-				for i := range batch {
-					if err := w.record(ctx, tx, &batch[i]); err != nil {
-						return err
-					}
-				}
-				return nil
+				var err error
+				held, err = w.record(ctx, tx, batch)
+				return err
 			})
 			if err == nil {
-				w.recorded(ctx, batch)
+				w.recorded(ctx, batch, held)
 				continue
 			}
 		}
-		for _, c := range batch {
-			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error { return w.record(ctx, tx, &c) })
-			if errors.Is(err, errLeaseLost) {
-				w.ran.WithLabelValues(c.t.Kind, "lease_lost").Inc()
-				continue
-			}
+		for i := range batch {
+			one := batch[i : i+1]
+			var held map[taskKey]bool
+			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error {
+				var err error
+				held, err = w.record(ctx, tx, one)
+				return err
+			})
 			if err != nil {
-				w.failed(ctx, c.t, c.policy, err)
+				w.failed(ctx, one[0].t, one[0].policy, err)
 				continue
 			}
-			w.recorded(ctx, []completion{c})
+			w.recorded(ctx, one, held)
 		}
 	}
 }
 
-// record writes what a try left and finishes or reschedules its task.
-func (w *Worker) record(ctx context.Context, tx pgx.Tx, c *completion) error {
-	if c.out.Record != nil {
-		if err := c.out.Record(ctx, tx); err != nil {
-			return err
-		}
-	}
-	if c.out.Err == nil {
-		return finish(ctx, tx, c.t)
-	}
-	var err error
-	c.parked, err = retry(ctx, tx, c.t, c.policy, c.out.Err, rand.Float64())
-	return err
-}
-
-func (w *Worker) recorded(ctx context.Context, cs []completion) {
-	for _, c := range cs {
+// record finishes or reschedules a batch of tries and writes what they
+// left, returning the tasks this worker still held (a task whose lease
+// lapsed belongs to another worker now, and its try leaves nothing). The
+// successful tries are finished with one statement, and a kind with a
+// Recorder writes its tries with one call.
+func (w *Worker) record(ctx context.Context, tx pgx.Tx, batch []completion) (map[taskKey]bool, error) {
+	b := &pgx.Batch{}
+	ts := make([]Task, len(batch))
+	for i := range batch {
+		c := &batch[i]
+		ts[i] = c.t
 		if c.out.Err == nil {
-			w.done(c.t)
+			queueFinish(b, c.t)
 		} else {
+			c.parked = queueRetry(b, c.t, c.policy, c.out.Err, rand.Float64())
+		}
+	}
+	held, err := heldOf(ctx, tx, b, ts)
+	if err != nil {
+		return nil, err
+	}
+	var tries map[string][]Try
+	recorders := map[string]Recorder{}
+	for _, c := range batch {
+		if !held[c.t.key()] {
+			continue
+		}
+		if c.out.Record != nil {
+			if err := c.out.Record(ctx, tx); err != nil {
+				return nil, err
+			}
+		}
+		if c.record != nil {
+			if tries == nil {
+				tries = map[string][]Try{}
+			}
+			tries[c.t.Kind] = append(tries[c.t.Kind], Try{Task: c.t, Err: c.out.Err, Note: c.out.Note})
+			recorders[c.t.Kind] = c.record
+		}
+	}
+	if len(tries) > 0 {
+		rb := &pgx.Batch{}
+		for k, ts := range tries {
+			recorders[k](rb, ts)
+		}
+		if err := tx.SendBatch(ctx, rb).Close(); err != nil {
+			return nil, err
+		}
+	}
+	return held, nil
+}
+
+func (w *Worker) recorded(ctx context.Context, cs []completion, held map[taskKey]bool) {
+	for _, c := range cs {
+		switch {
+		case !held[c.t.key()]:
+			w.ran.WithLabelValues(c.t.Kind, "lease_lost").Inc()
+		case c.out.Err == nil:
+			w.done(c.t)
+		default:
 			w.countFailure(ctx, c.t, c.out.Err, c.parked)
 		}
 	}

@@ -72,7 +72,7 @@ func Register(reg *async.Registry, dir Directory, o Options) *Service {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 	reg.HandleTx(KindEvent, s.fanOut, async.Policy{})
-	reg.Handle(KindDeliver, s.deliver, async.Policy{MaxAttempts: 1000, MaxAge: o.MaxAge, BackoffBase: o.BackoffBase,
+	reg.HandleRecorded(KindDeliver, s.deliver, recordAttempts, async.Policy{MaxAttempts: 1000, MaxAge: o.MaxAge, BackoffBase: o.BackoffBase,
 		BackoffCap: 6 * time.Hour})
 	return s
 }
@@ -138,7 +138,7 @@ func (s *Service) deliver(ctx context.Context, t async.Task) async.Outcome {
 		// Deleted or deactivated since: stop, and say so.
 		return async.Outcome{Record: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'canceled', finished_at = now()
-				WHERE project_id = $1 AND id = $2`, t.ProjectID, t.ID)
+				WHERE project_id = $1 AND webhook_id = $2 AND id = $3`, t.ProjectID, d.WebhookID, t.ID)
 			return err
 		}}
 	}
@@ -170,26 +170,45 @@ func (s *Service) deliver(ctx context.Context, t async.Task) async.Outcome {
 			failure = fmt.Errorf("webhooks: POST %s answered %d", hook.TargetURL, res.StatusCode)
 		}
 	}
-	var errText *string
+	a := attemptNote{webhookID: d.WebhookID, code: code, elapsed: elapsed, at: start}
 	if failure != nil {
-		s := failure.Error()
-		errText = &s
+		msg := failure.Error()
+		a.err = &msg
 	}
-	return async.Outcome{Err: failure, Record: func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (project_id, delivery_id, attempt, status_code, error, duration_ms, at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project_id, delivery_id, attempt) DO NOTHING`,
-			t.ProjectID, t.ID, t.Attempt, code, errText, elapsed, start); err != nil {
-			return err
+	return async.Outcome{Err: failure, Note: a}
+}
+
+// attemptNote is what one delivery attempt leaves.
+type attemptNote struct {
+	webhookID string
+	code      *int
+	err       *string
+	elapsed   int
+	at        time.Time
+}
+
+// recordAttempts queues, for each attempt, its row and its delivery's new state.
+func recordAttempts(b *pgx.Batch, tries []async.Try) {
+	for _, t := range tries {
+		a, ok := t.Note.(attemptNote)
+		if !ok {
+			continue // the try failed before any request was sent
 		}
+		b.Queue(`INSERT INTO webhook_attempts (project_id, delivery_id, attempt, status_code, error, duration_ms, at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project_id, delivery_id, attempt) DO NOTHING`,
+			t.Task.ProjectID, t.Task.ID, t.Task.Attempt, a.code, a.err, a.elapsed, a.at)
 		status := "pending"
-		if failure == nil {
+		if t.Err == nil {
 			status = "delivered"
 		}
-		_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = $3, last_status_code = $4, status = $5,
-			finished_at = CASE WHEN $5 = 'delivered' THEN now() ELSE NULL END WHERE project_id = $1 AND id = $2`,
-			t.ProjectID, t.ID, t.Attempt, code, status)
-		return err
-	}}
+		// The webhook id too: with it both indexes pin the row, and a
+		// planner misled by young statistics cannot pick the by-webhook
+		// index and walk a project's deliveries to find one.
+		b.Queue(`UPDATE webhook_deliveries SET attempts = $4, last_status_code = $5, status = $6,
+			finished_at = CASE WHEN $6 = 'delivered' THEN now() ELSE NULL END
+			WHERE project_id = $1 AND webhook_id = $2 AND id = $3`,
+			t.Task.ProjectID, a.webhookID, t.Task.ID, t.Task.Attempt, a.code, status)
+	}
 }
 
 func (s *Service) webhook(ctx context.Context, projectID, id string) (tenancy.Webhook, bool, error) {

@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
@@ -207,5 +211,83 @@ func TestWebhookSendsDoNotCountAsAPICalls(t *testing.T) {
 	if r := e.Do(t, "GET", "http://api.localhost/management/v1/clusters/api/outbox/parked", e.MgmtHeader(), nil); r.Status != 200 ||
 		r.JSON(t)["object"] != "list" {
 		t.Fatalf("parked: %d %s", r.Status, r.Body)
+	}
+}
+
+// Two regional replicas of one cluster, each a whole regional application
+// over the same database, share the deliveries of 1,000 events: every event
+// is delivered once and attempted once, and both replicas took a share.
+func TestTwoRegionalReplicasShare1000DeliveriesWithNoneTwice(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	var dbURL string
+	for _, r := range e.Stack.Config().Regions {
+		if r.Cluster == "api" {
+			dbURL = r.DatabaseURL
+		}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	second, err := regional.New(ctx, regional.Config{Cluster: "api", DatabaseURL: dbURL, TenancyURL: e.Stack.Config().TenancyURL,
+		IdentitySecret: stacktest.Secret, Worker: async.WorkerOptions{Poll: 20 * time.Millisecond},
+		Webhooks: webhooks.Options{AllowPrivateTargets: true}, Log: telemetry.NewLogger(io.Discard, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { second.RunBackground(ctx); close(done) }()
+	t.Cleanup(func() { stop(); <-done; second.Close() })
+
+	rcv := newReceiver(t, func(int) int { return 200 })
+	p, _, _ := setup(t, e, "api", rcv.srv.URL+"/hooks", "customer.created")
+	const n = 1000
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				r := e.Do(t, "POST", stacktest.URL("api", "/v1/customers"), p.Header(), map[string]any{"source_id": fmt.Sprintf("c%d", i)})
+				if r.Status != 200 {
+					t.Errorf("create customer %d: %d %s", i, r.Status, r.Body)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	waitFor(t, 60*time.Second, func() bool {
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		return len(rcv.accepted) == n
+	})
+	time.Sleep(500 * time.Millisecond) // a second delivery of anything would show now
+	rcv.mu.Lock()
+	for id, k := range rcv.accepted {
+		if k != 1 {
+			t.Errorf("event %s delivered %d times", id, k)
+		}
+	}
+	if len(rcv.bodies) != n {
+		t.Errorf("%d requests for %d events", len(rcv.bodies), n)
+	}
+	rcv.mu.Unlock()
+
+	pool := second.Pool()
+	var owners, attempts, delivered int
+	if err := pool.QueryRow(ctx, `SELECT count(DISTINCT lease_owner) FROM outbox WHERE project_id = $1 AND kind = $2`,
+		p.ID, webhooks.KindDeliver).Scan(&owners); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_attempts WHERE project_id = $1`, p.ID).Scan(&attempts); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE project_id = $1 AND status = 'delivered' AND attempts = 1`,
+		p.ID).Scan(&delivered); err != nil {
+		t.Fatal(err)
+	}
+	if owners != 2 {
+		t.Errorf("deliveries were run by %d replica(s), want both", owners)
+	}
+	if attempts != n || delivered != n {
+		t.Errorf("%d attempts and %d deliveries delivered at the first attempt, want %d each", attempts, delivered, n)
 	}
 }
