@@ -19,6 +19,7 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
@@ -99,7 +100,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// catch-all route, which would turn every 405 into a 404.
 	e.Use(a.authenticate, a.usage.Middleware)
 	v1 := e.Group("/v1")
-	customers.Register(v1, customers.NewService(pool, events))
+	cust := customers.NewService(pool, events)
+	customers.Register(v1, cust)
+	loyalty.Register(v1, loyalty.NewService(pool, events, cust, a.tasks))
 	async.Register(v1, pool)
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, pool)

@@ -32,6 +32,9 @@ func From(err error) *Error {
 		return &Error{Status: http.StatusNotFound, Key: "not_found", Message: "Resource not found", Cause: err}
 	case errors.Is(err, db.ErrConflict):
 		return &Error{Status: http.StatusConflict, Key: "duplicate_found", Message: "Duplicated resource found", Cause: err}
+	case errors.Is(err, db.ErrInvalidValue):
+		return &Error{Status: http.StatusBadRequest, Key: "invalid_payload", Message: "Invalid payload",
+			Details: "A value in the request cannot be stored: text must be UTF-8 without NUL characters, and numbers within range.", Cause: err}
 	case errors.Is(err, db.ErrUnavailable):
 		u := Unavailable("The database of this cluster cannot be reached; try again shortly.")
 		u.Cause = err

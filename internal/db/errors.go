@@ -14,6 +14,8 @@ var (
 	ErrNotFound    = errors.New("db: not found")
 	ErrConflict    = errors.New("db: conflict with an existing row")
 	ErrUnavailable = errors.New("db: database unavailable")
+	// ErrInvalidValue: the database refused a value the request carried.
+	ErrInvalidValue = errors.New("db: value cannot be stored")
 )
 
 type classified struct {
@@ -41,6 +43,9 @@ func Classify(err error) error {
 		switch {
 		case pgErr.Code == "23505":
 			return &classified{ErrConflict, err}
+		case pgErr.Code == "22021" || pgErr.Code == "22P05" || pgErr.Code == "22001" || pgErr.Code == "22003":
+			// a NUL or invalid character, a string too long, a number out of range
+			return &classified{ErrInvalidValue, err}
 		case pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code[:2] == "08":
 			// admin shutdown, crash shutdown, cannot connect now, connection exceptions
 			return &classified{ErrUnavailable, err}

@@ -41,34 +41,8 @@ func (s *Service) Upsert(ctx context.Context, projectID string, p *Patch) (c Cus
 	attempt := func() error {
 		return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			switch {
-			case p.ID != nil:
-				c, err = get(ctx, tx, projectID, *p.ID, true)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return apierr.NotFound("customer", *p.ID)
-				}
-			case p.SourceID != nil:
-				c, err = getBySourceID(ctx, tx, projectID, *p.SourceID)
-			default:
-				err = pgx.ErrNoRows
-			}
-			switch {
-			case err == nil:
-				created = false
-				return s.applyUpdate(ctx, tx, projectID, &c, p)
-			case errors.Is(err, pgx.ErrNoRows):
-				created = true
-				c = Customer{ID: ids.New("cust_"), SourceID: p.SourceID, CreatedAt: s.now()}
-				if err := p.Apply(&c.Attrs); err != nil {
-					return err
-				}
-				if err := insert(ctx, tx, projectID, c); err != nil {
-					return err
-				}
-				return s.events.Emit(ctx, tx, projectID, "customer.created", c.ID, c.View())
-			default:
-				return err
-			}
+			c, created, err = s.UpsertIn(ctx, tx, projectID, p)
+			return err
 		})
 	}
 	err = attempt()
@@ -81,6 +55,46 @@ func (s *Service) Upsert(ctx context.Context, projectID string, p *Patch) (c Cus
 		return Customer{}, false, apierr.Duplicate("customer", "A customer with this source_id already exists.")
 	}
 	return c, created, err
+}
+
+// UpsertIn is Upsert in the caller's transaction, for writes that create
+// or update a customer along with something else (a loyalty card's holder).
+func (s *Service) UpsertIn(ctx context.Context, tx pgx.Tx, projectID string, p *Patch) (c Customer, created bool, err error) {
+	switch {
+	case p.ID != nil:
+		c, err = get(ctx, tx, projectID, *p.ID, true)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Customer{}, false, apierr.NotFound("customer", *p.ID)
+		}
+	case p.SourceID != nil:
+		c, err = getBySourceID(ctx, tx, projectID, *p.SourceID)
+	default:
+		err = pgx.ErrNoRows
+	}
+	switch {
+	case err == nil:
+		return c, false, s.applyUpdate(ctx, tx, projectID, &c, p)
+	case errors.Is(err, pgx.ErrNoRows):
+		c = Customer{ID: ids.New("cust_"), SourceID: p.SourceID, CreatedAt: s.now()}
+		if err := p.Apply(&c.Attrs); err != nil {
+			return Customer{}, false, err
+		}
+		if err := insert(ctx, tx, projectID, c); err != nil {
+			return Customer{}, false, err
+		}
+		return c, true, s.events.Emit(ctx, tx, projectID, "customer.created", c.ID, c.View())
+	default:
+		return Customer{}, false, err
+	}
+}
+
+// GetIn returns a customer by id or source_id in the caller's transaction.
+func (s *Service) GetIn(ctx context.Context, tx pgx.Tx, projectID, idOrSource string) (Customer, error) {
+	c, err := get(ctx, tx, projectID, idOrSource, false)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Customer{}, apierr.NotFound("customer", idOrSource)
+	}
+	return c, err
 }
 
 func (s *Service) applyUpdate(ctx context.Context, tx pgx.Tx, projectID string, c *Customer, p *Patch) error {

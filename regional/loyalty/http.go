@@ -1,0 +1,232 @@
+package loyalty
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/filters"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// Handler serves the loyalty endpoints.
+type Handler struct{ svc *Service }
+
+// Register mounts the endpoints on g (the /v1 group).
+func Register(g *echo.Group, svc *Service) {
+	h := Handler{svc}
+	g.POST("/loyalties", h.createCampaign)
+	g.GET("/loyalties", h.listCampaigns)
+	g.GET("/loyalties/:campaignId", h.getCampaign)
+	g.PUT("/loyalties/:campaignId", h.updateCampaign)
+	g.DELETE("/loyalties/:campaignId", h.deleteCampaign)
+
+	g.POST("/loyalties/:campaignId/members", h.addMember)
+	g.GET("/loyalties/:campaignId/members", h.listMembers)
+	g.GET("/loyalties/:campaignId/members/:memberId", h.getMember)
+	g.GET("/loyalties/members/:memberId", h.getMember)
+
+	g.POST("/loyalties/members/:memberId/balance", h.balance)
+	g.POST("/loyalties/:campaignId/members/:memberId/balance", h.balance)
+	g.POST("/loyalties/:campaignId/members/:memberId/transfers", h.transfer)
+
+	g.GET("/loyalties/members/:memberId/transactions", h.transactions)
+	g.GET("/loyalties/:campaignId/members/:memberId/transactions", h.transactions)
+	g.GET("/loyalties/:campaignId/transactions", h.transactions)
+}
+
+func project(c echo.Context) string {
+	id, _ := identity.From(c.Request().Context())
+	return id.ProjectID
+}
+
+func (h Handler) createCampaign(c echo.Context) error {
+	var r CreateRequest
+	if err := httpx.Bind(c, &r); err != nil {
+		return err
+	}
+	v, err := h.svc.CreateCampaign(c.Request().Context(), project(c), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) getCampaign(c echo.Context) error {
+	v, err := h.svc.GetCampaign(c.Request().Context(), project(c), c.Param("campaignId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) updateCampaign(c echo.Context) error {
+	var r UpdateRequest
+	if err := httpx.Bind(c, &r); err != nil {
+		return err
+	}
+	v, err := h.svc.UpdateCampaign(c.Request().Context(), project(c), c.Param("campaignId"), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) deleteCampaign(c echo.Context) error {
+	id, err := h.svc.DeleteCampaign(c.Request().Context(), project(c), c.Param("campaignId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{"async_action_id": id})
+}
+
+// page reads limit, order (by creation) and the cursor of the campaign and
+// member lists. Their reference also pages by number; only the first page
+// is served that way, later ones by the cursor.
+func page(q url.Values) (limit int, desc bool, after string, err error) {
+	if limit, err = listq.Limit(q, 10); err != nil {
+		return
+	}
+	var order string
+	if order, err = listq.Order(q, "created_at", "created_at", "-created_at", "id", "-id"); err != nil {
+		return
+	}
+	desc = strings.HasPrefix(order, "-")
+	if p := q.Get("page"); p != "" && p != "1" {
+		err = apierr.InvalidQuery("page", "pages past the first are not served; pass the more_starting_after value of the previous page as starting_after_id")
+		return
+	}
+	after = q.Get("starting_after_id")
+	return
+}
+
+func (h Handler) listCampaigns(c echo.Context) error {
+	limit, desc, after, err := page(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	cs, total, more, next, err := h.svc.ListCampaigns(c.Request().Context(), project(c), desc, after, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "campaigns", "campaigns": cs, "total": total,
+		"has_more": more, "more_starting_after": nullable(next)})
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (h Handler) addMember(c echo.Context) error {
+	var r MemberRequest
+	if err := httpx.Bind(c, &r); err != nil {
+		return err
+	}
+	v, err := h.svc.AddMember(c.Request().Context(), project(c), c.Param("campaignId"), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) listMembers(c echo.Context) error {
+	limit, desc, after, err := page(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), project(c), c.Param("campaignId"), desc, after, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "vouchers", "vouchers": cs, "total": total,
+		"has_more": more, "more_starting_after": nullable(next)})
+}
+
+func (h Handler) getMember(c echo.Context) error {
+	v, err := h.svc.GetMember(c.Request().Context(), project(c), c.Param("campaignId"), c.Param("memberId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) balance(c echo.Context) error {
+	var r BalanceRequest
+	if err := httpx.Bind(c, &r); err != nil {
+		return err
+	}
+	b, err := h.svc.UpdateBalance(c.Request().Context(), project(c), c.Param("campaignId"), c.Param("memberId"), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, b)
+}
+
+func (h Handler) transfer(c echo.Context) error {
+	var r []TransferRequest
+	if err := httpx.Bind(c, &r); err != nil {
+		return err
+	}
+	v, err := h.svc.Transfer(c.Request().Context(), project(c), c.Param("campaignId"), c.Param("memberId"), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// TxList is the list envelope of transactions.
+type TxList struct {
+	Object            string        `json:"object"`
+	DataRef           string        `json:"data_ref"`
+	Data              []Transaction `json:"data"`
+	HasMore           bool          `json:"has_more"`
+	MoreStartingAfter *string       `json:"more_starting_after"`
+}
+
+// ParseTxQuery reads limit (1-100, default 10), order (id or -id), the
+// cursor and the filters of a transaction list.
+func ParseTxQuery(q url.Values) (TxQuery, error) {
+	var tq TxQuery
+	var err error
+	if tq.Limit, err = listq.Limit(q, 10); err != nil {
+		return tq, err
+	}
+	order, err := listq.Order(q, "id", "id", "-id")
+	if err != nil {
+		return tq, err
+	}
+	tq.Desc = order == "-id"
+	tq.StartingAfter = q.Get("starting_after_id")
+	if len(tq.StartingAfter) > 200 {
+		return tq, apierr.InvalidQuery("starting_after_id", "is not a transaction id")
+	}
+	tq.Filter, err = filters.Parse(q, txFields)
+	return tq, err
+}
+
+func (h Handler) transactions(c echo.Context) error {
+	tq, err := ParseTxQuery(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	ts, more, next, err := h.svc.ListTransactions(c.Request().Context(), project(c), c.Param("campaignId"), c.Param("memberId"), tq)
+	if err != nil {
+		return err
+	}
+	out := TxList{Object: "list", DataRef: "data", Data: ts, HasMore: more}
+	if out.Data == nil {
+		out.Data = []Transaction{}
+	}
+	if more {
+		out.MoreStartingAfter = &next
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,419 @@
+package loyalty_test
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+)
+
+// api is a project's client of one cluster.
+type api struct {
+	t *testing.T
+	e *stacktest.Env
+	p stacktest.Project
+}
+
+func (a api) do(method, path string, body any) stacktest.Resp {
+	a.t.Helper()
+	return a.e.Do(a.t, method, stacktest.URL(a.p.Cluster, path), a.p.Header(), body)
+}
+
+func (a api) ok(method, path string, body any) map[string]any {
+	a.t.Helper()
+	r := a.do(method, path, body)
+	if r.Status != 200 {
+		a.t.Fatalf("%s %s: %d %s", method, path, r.Status, r.Body)
+	}
+	return r.JSON(a.t)
+}
+
+func (a api) fails(method, path string, body any, status int, key string) map[string]any {
+	a.t.Helper()
+	r := a.do(method, path, body)
+	m := r.JSON(a.t)
+	if r.Status != status || (key != "" && m["key"] != key) {
+		a.t.Fatalf("%s %s: %d %s, want %d %s", method, path, r.Status, r.Body, status, key)
+	}
+	return m
+}
+
+func start(t *testing.T) (*stacktest.Env, api) {
+	e := stacktest.Start(t, stacktest.Options{})
+	return e, api{t: t, e: e, p: e.CreateProject(t, "api")}
+}
+
+func (a api) campaign(name string, extra map[string]any) map[string]any {
+	a.t.Helper()
+	body := map[string]any{"name": name, "vouchers_count": 1,
+		"voucher": map[string]any{"type": "LOYALTY_CARD", "loyalty_card": map[string]any{"points": 0},
+			"code_config": map[string]any{"prefix": "LC-", "length": 6, "charset": "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"}}}
+	for k, v := range extra {
+		body[k] = v
+	}
+	return a.ok("POST", "/v1/loyalties", body)
+}
+
+func (a api) member(campaign, sourceID string) map[string]any {
+	a.t.Helper()
+	return a.ok("POST", "/v1/loyalties/"+campaign+"/members", map[string]any{
+		"customer": map[string]any{"source_id": sourceID, "name": "Member " + sourceID}})
+}
+
+func card(m map[string]any) map[string]any { return m["loyalty_card"].(map[string]any) }
+
+func num(v any) int64 { return int64(v.(float64)) }
+
+var txFields = []string{"id", "source_id", "voucher_id", "campaign_id", "source", "reason", "type", "details",
+	"related_transaction_id", "created_at"}
+
+// checkTx checks that every field of the transaction table is present and
+// that details hold exactly the sub-objects its type carries.
+func checkTx(t *testing.T, tx map[string]any, typ string, details ...string) {
+	t.Helper()
+	for _, f := range txFields {
+		if _, ok := tx[f]; !ok {
+			t.Fatalf("transaction lacks %s: %v", f, tx)
+		}
+	}
+	if len(tx) != len(txFields) {
+		t.Fatalf("transaction has fields beyond the table: %v", tx)
+	}
+	if tx["type"] != typ || !strings.HasPrefix(tx["id"].(string), "vtx_") {
+		t.Fatalf("type %v id %v, want %s", tx["type"], tx["id"], typ)
+	}
+	var got []string
+	for k := range tx["details"].(map[string]any) {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	sort.Strings(details)
+	if strings.Join(got, ",") != strings.Join(details, ",") {
+		t.Fatalf("%s details %v, want %v", typ, got, details)
+	}
+	b := tx["details"].(map[string]any)["balance"].(map[string]any)
+	for _, f := range []string{"type", "total", "object", "points", "balance", "related_object"} {
+		if _, ok := b[f]; !ok {
+			t.Fatalf("balance lacks %s: %v", f, b)
+		}
+	}
+}
+
+func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.T) {
+	_, a := start(t)
+	camp := a.campaign("Gold Club", map[string]any{"metadata": map[string]any{"tier": "gold"}})
+	campID := camp["id"].(string)
+	if !strings.HasPrefix(campID, "camp_") || camp["campaign_type"] != "LOYALTY_PROGRAM" || camp["object"] != "campaign" ||
+		camp["vouchers_count"] != 1.0 || camp["vouchers_generation_status"] != "DONE" {
+		t.Fatalf("campaign: %v", camp)
+	}
+	if got := a.ok("GET", "/v1/loyalties/Gold%20Club", nil); got["id"] != campID {
+		t.Fatalf("by name: %v", got)
+	}
+	a.fails("POST", "/v1/loyalties", map[string]any{"name": "Gold Club"}, 409, "duplicate_found")
+	a.fails("POST", "/v1/loyalties", map[string]any{"vouchers_count": 2}, 400, "invalid_payload")
+	a.fails("POST", "/v1/loyalties", map[string]any{"name": "bad\x00name"}, 400, "invalid_payload")
+	if l := a.ok("GET", "/v1/loyalties", nil); l["total"] != 1.0 || len(l["campaigns"].([]any)) != 1 || l["data_ref"] != "campaigns" {
+		t.Fatalf("list: %v", l)
+	}
+	upd := a.ok("PUT", "/v1/loyalties/"+campID, map[string]any{"description": "the best"})
+	if upd["description"] != "the best" || upd["metadata"].(map[string]any)["tier"] != "gold" {
+		t.Fatalf("update: %v", upd)
+	}
+
+	// The campaign's one card goes to the first member; the second gets a new one.
+	ann := a.member(campID, "ann")
+	code := ann["code"].(string)
+	if !regexp.MustCompile(`^LC-[A-HJ-NP-Z2-9]{6}$`).MatchString(code) || ann["type"] != "LOYALTY_CARD" || ann["holder_id"] == nil {
+		t.Fatalf("card: %v", ann)
+	}
+	if again := a.member(campID, "ann"); again["code"] != code {
+		t.Fatalf("a program is joined once: %v then %v", code, again["code"])
+	}
+	bob := a.member(campID, "bob")
+	bobCode := bob["code"].(string)
+	if bobCode == code {
+		t.Fatal("two members, one card")
+	}
+
+	exp := time.Now().AddDate(0, 2, 0).Format(time.DateOnly)
+	bal := a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100, "reason": "welcome",
+		"source_id": "crm-1", "expiration_type": "CUSTOM_DATE", "expiration_date": exp})
+	if bal["points"] != 100.0 || bal["balance"] != 100.0 || bal["total"] != 100.0 || bal["object"] != "balance" ||
+		bal["type"] != "loyalty_card" || bal["related_object"].(map[string]any)["id"] != ann["id"] {
+		t.Fatalf("balance: %v", bal)
+	}
+	a.ok("POST", "/v1/loyalties/"+campID+"/members/"+code+"/balance", map[string]any{"points": 50, "expiration_type": "NON_EXPIRING"})
+	rm := a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -30, "reason": "correction"})
+	if rm["points"] != -30.0 || rm["balance"] != 120.0 {
+		t.Fatalf("removal: %v", rm)
+	}
+	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -121}, 400, "not_enough_points")
+	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 0}, 400, "invalid_payload")
+	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": "many"}, 400, "invalid_payload")
+	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 5, "expiration_type": "CUSTOM_DATE"}, 400, "invalid_payload")
+
+	got := a.ok("GET", "/v1/loyalties/members/"+code, nil)
+	lc := card(got)
+	// 100 expiring on exp, 50 never; the removal took from the soonest-expiring.
+	if lc["points"] != 150.0 || lc["balance"] != 120.0 || lc["subtracted_points"] != 30.0 || lc["expired_points"] != 0.0 ||
+		lc["pending_points"] != 0.0 || lc["next_expiration_date"] != exp || lc["next_expiration_points"] != 70.0 {
+		t.Fatalf("figures: %v", lc)
+	}
+
+	tr := a.ok("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{
+		{"code": code, "points": 20, "reason": "gift", "source_id": "tr-1"}})
+	if card(tr)["balance"] != 20.0 || tr["code"] != bobCode {
+		t.Fatalf("transfer answer: %v", tr)
+	}
+	a.fails("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{{"code": code, "points": 101}},
+		400, "not_enough_points")
+	a.fails("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{{"code": bobCode, "points": 1}},
+		400, "invalid_payload")
+
+	txs := a.ok("GET", "/v1/loyalties/members/"+code+"/transactions?order=id", nil)
+	data := txs["data"].([]any)
+	if txs["object"] != "list" || txs["data_ref"] != "data" || txs["has_more"] != false || len(data) != 4 {
+		t.Fatalf("history: %v", txs)
+	}
+	add, add2, removal, out := data[0].(map[string]any), data[1].(map[string]any), data[2].(map[string]any), data[3].(map[string]any)
+	checkTx(t, add, "POINTS_ADDITION", "balance")
+	checkTx(t, add2, "POINTS_ADDITION", "balance")
+	checkTx(t, removal, "POINTS_REMOVAL", "balance")
+	checkTx(t, out, "POINTS_TRANSFER_OUT", "balance", "destination_voucher")
+	if add["source_id"] != "crm-1" || add["reason"] != "welcome" || add["source"] != "API" || add["voucher_id"] != ann["id"] ||
+		add["campaign_id"] != campID || add["related_transaction_id"] != nil || add2["reason"] != nil || add2["source_id"] != nil {
+		t.Fatalf("addition: %v / %v", add, add2)
+	}
+	if b := removal["details"].(map[string]any)["balance"].(map[string]any); b["points"] != -30.0 || b["balance"] != 120.0 {
+		t.Fatalf("removal balance: %v", b)
+	}
+	if dv := out["details"].(map[string]any)["destination_voucher"].(map[string]any); dv["code"] != bobCode ||
+		dv["type"] != "LOYALTY_CARD" || dv["object"] != "voucher" || dv["created_at"] == nil {
+		t.Fatalf("destination_voucher: %v", dv)
+	}
+	in := a.ok("GET", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transactions", nil)["data"].([]any)[0].(map[string]any)
+	checkTx(t, in, "POINTS_TRANSFER_IN", "balance", "source_voucher")
+	if in["related_transaction_id"] != out["id"] || out["related_transaction_id"] != in["id"] || in["reason"] != "gift" {
+		t.Fatalf("transfer links: out %v in %v", out, in)
+	}
+	if sv := in["details"].(map[string]any)["source_voucher"].(map[string]any); sv["code"] != code {
+		t.Fatalf("source_voucher: %v", sv)
+	}
+
+	// The campaign-scoped and member-scoped paths agree; the campaign's list holds both cards' entries.
+	scoped := a.ok("GET", "/v1/loyalties/"+campID+"/members/"+code+"/transactions?order=id", nil)
+	if fmt.Sprint(scoped["data"]) != fmt.Sprint(txs["data"]) {
+		t.Fatal("campaign-scoped and member-scoped histories differ")
+	}
+	all := a.ok("GET", "/v1/loyalties/"+campID+"/transactions?limit=100", nil)["data"].([]any)
+	if len(all) != 5 {
+		t.Fatalf("campaign history: %d entries", len(all))
+	}
+	if l := a.ok("GET", "/v1/loyalties/"+campID+"/members", nil); l["total"] != 2.0 || l["data_ref"] != "vouchers" {
+		t.Fatalf("members: %v", l)
+	}
+
+	// Another campaign's path does not reach this card.
+	other := a.campaign("Silver", nil)["id"].(string)
+	a.fails("GET", "/v1/loyalties/"+other+"/members/"+code, nil, 404, "not_found")
+	a.fails("GET", "/v1/loyalties/"+other+"/members/"+code+"/transactions", nil, 404, "not_found")
+
+	// Deleting the campaign: an async action; the campaign and its cards are gone at once.
+	del := a.ok("DELETE", "/v1/loyalties/"+campID, nil)
+	if !strings.HasPrefix(del["async_action_id"].(string), "aa_") {
+		t.Fatalf("delete: %v", del)
+	}
+	a.fails("GET", "/v1/loyalties/"+campID, nil, 404, "not_found")
+	a.fails("GET", "/v1/loyalties/members/"+code, nil, 404, "not_found")
+	waitAction(t, a, del["async_action_id"].(string))
+	a.campaign("Gold Club", nil) // the name is free again
+}
+
+func waitAction(t *testing.T, a api, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		act := a.ok("GET", "/v1/async-actions/"+id, nil)
+		if act["status"] == "DONE" {
+			return act
+		}
+		if act["status"] == "FAILED" || time.Now().After(deadline) {
+			t.Fatalf("async action: %v", act)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestManyCardsAreGeneratedByAnAsyncAction(t *testing.T) {
+	_, a := start(t)
+	camp := a.ok("POST", "/v1/loyalties", map[string]any{"name": "Big", "vouchers_count": 3000, "type": "STATIC",
+		"voucher": map[string]any{"loyalty_card": map[string]any{"points": 10},
+			"code_config": map[string]any{"pattern": "BIG-####-##", "charset": "0123456789"}}})
+	if camp["vouchers_generation_status"] != "IN_PROGRESS" || camp["async_action_id"] == nil {
+		t.Fatalf("campaign: %v", camp)
+	}
+	act := waitAction(t, a, camp["async_action_id"].(string))
+	if act["type"] != "CAMPAIGN.VOUCHERS_GENERATE" || act["progress"] != 100.0 {
+		t.Fatalf("action: %v", act)
+	}
+	if got := a.ok("GET", "/v1/loyalties/"+camp["id"].(string), nil); got["vouchers_generation_status"] != "DONE" {
+		t.Fatalf("after: %v", got)
+	}
+	seen := map[string]bool{}
+	after := ""
+	for {
+		l := a.ok("GET", "/v1/loyalties/"+camp["id"].(string)+"/members?limit=100&starting_after_id="+after, nil)
+		if l["total"] != 3000.0 {
+			t.Fatalf("total %v", l["total"])
+		}
+		for _, v := range l["vouchers"].([]any) {
+			c := v.(map[string]any)
+			if !regexp.MustCompile(`^BIG-\d{4}-\d{2}$`).MatchString(c["code"].(string)) || seen[c["code"].(string)] ||
+				card(c)["balance"] != 10.0 {
+				t.Fatalf("card %v", c)
+			}
+			seen[c["code"].(string)] = true
+		}
+		if l["has_more"] != true {
+			break
+		}
+		after = l["more_starting_after"].(string)
+	}
+	if len(seen) != 3000 {
+		t.Fatalf("%d cards", len(seen))
+	}
+	// Starting points are ledger entries too.
+	var code string
+	for c := range seen {
+		code = c
+		break
+	}
+	txs := a.ok("GET", "/v1/loyalties/members/"+code+"/transactions", nil)["data"].([]any)
+	if len(txs) != 1 {
+		t.Fatalf("initial points: %v", txs)
+	}
+	checkTx(t, txs[0].(map[string]any), "POINTS_ADDITION", "balance")
+	// A STATIC campaign with every card taken refuses new members only when none is free.
+	a.member(camp["id"].(string), "first")
+	a.fails("POST", "/v1/loyalties", map[string]any{"name": "Tiny", "vouchers_count": 11,
+		"voucher": map[string]any{"code_config": map[string]any{"length": 1, "charset": "AB"}}}, 400, "invalid_payload")
+}
+
+func TestHistoryPagesFiltersAndOrders(t *testing.T) {
+	_, a := start(t)
+	campID := a.campaign("Paging", nil)["id"].(string)
+	code := a.member(campID, "pat")["code"].(string)
+	for i := 0; i < 250; i++ {
+		a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": i + 1, "source_id": fmt.Sprintf("s%03d", i)})
+	}
+	path := "/v1/loyalties/members/" + code + "/transactions"
+	collect := func(order string) []string {
+		var ids []string
+		after := ""
+		for pages := 0; ; pages++ {
+			q := url.Values{"limit": {"100"}, "order": {order}}
+			if after != "" {
+				q.Set("starting_after_id", after)
+			}
+			l := a.ok("GET", path+"?"+q.Encode(), nil)
+			for _, v := range l["data"].([]any) {
+				ids = append(ids, v.(map[string]any)["id"].(string))
+			}
+			if l["has_more"] != true {
+				if _, present := l["more_starting_after"]; !present || pages != 2 {
+					t.Fatalf("last page: %v after %d pages", l["more_starting_after"], pages)
+				}
+				return ids
+			}
+			after = l["more_starting_after"].(string)
+		}
+	}
+	asc, desc := collect("id"), collect("-id")
+	if len(asc) != 250 || len(desc) != 250 || !sort.StringsAreSorted(asc) {
+		t.Fatalf("%d ascending, %d descending", len(asc), len(desc))
+	}
+	for i := range asc {
+		if asc[i] != desc[249-i] {
+			t.Fatal("descending is not ascending reversed")
+		}
+	}
+	def := a.ok("GET", path, nil)["data"].([]any)
+	if len(def) != 10 || def[0].(map[string]any)["id"] != asc[0] {
+		t.Fatalf("default: %d entries", len(def))
+	}
+
+	all := a.ok("GET", path+"?limit=100&order=id", nil)["data"].([]any)
+	mid := all[50].(map[string]any)
+	midAt, _ := time.Parse(time.RFC3339Nano, mid["created_at"].(string))
+	count := func(q string) int {
+		t.Helper()
+		return len(a.ok("GET", path+"?limit=100&"+q, nil)["data"].([]any))
+	}
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	for q, want := range map[string]int{
+		"filters[created_at][conditions][$after]=" + past:                                                                                 100,
+		"filters[created_at][conditions][$after][0]=" + future:                                                                            0,
+		"filters%5Bcreated_at%5D%5Bconditions%5D%5B%24before%5D=" + url.QueryEscape(future):                                               100,
+		"filters[created_at][conditions][$before]=" + past:                                                                                0,
+		"filters[created_at][conditions][$has_value]=":                                                                                    100,
+		"filters[created_at][conditions][$is_unknown]=":                                                                                   0,
+		"filters[created_at][conditions][$less_than]=1":                                                                                   100,
+		"filters[created_at][conditions][$more_than]=1":                                                                                   0,
+		"filters[id][conditions][$is]=" + mid["id"].(string):                                                                              1,
+		"filters[id][conditions][$is_not]=" + mid["id"].(string):                                                                          100,
+		"filters[id][conditions][$in][0]=" + asc[0] + "&filters[id][conditions][$in][1]=" + asc[1]:                                        2,
+		"filters[id][conditions][$not_in][0]=" + asc[0] + "&order=id":                                                                     100,
+		"filters[id][conditions][$starts_with]=vtx_":                                                                                      100,
+		"filters[id][conditions][$starts_with]=zz":                                                                                        0,
+		"filters[id][conditions][$ends_with]=" + asc[7][len(asc[7])-8:]:                                                                   1,
+		"filters[id][conditions][$contains]=" + asc[9][6:20]:                                                                              1,
+		"filters[id][conditions][$not_contain]=" + asc[9][6:20]:                                                                           100,
+		"filters[id][conditions][$has_value]=":                                                                                            100,
+		"filters[id][conditions][$is_unknown]=":                                                                                           0,
+		"filters[junction]=or&filters[id][conditions][$is]=" + asc[0] + "&filters[id][conditions][$ends_with]=" + asc[1][len(asc[1])-8:]:  2,
+		"filters[junction]=and&filters[id][conditions][$is]=" + asc[0] + "&filters[id][conditions][$ends_with]=" + asc[1][len(asc[1])-8:]: 0,
+	} {
+		if got := count(q); got != want {
+			t.Errorf("%s: %d, want %d", q, got, want)
+		}
+	}
+	if got := a.ok("GET", path+"?filters[created_at][conditions][$after]="+url.QueryEscape(midAt.Add(-time.Millisecond).Format(time.RFC3339Nano))+"&limit=100", nil)["data"].([]any); len(got) == 0 {
+		t.Error("$after a mid-history time found nothing")
+	}
+	for q, param := range map[string]string{
+		"limit=0": "limit", "limit=101": "limit", "limit=x": "limit", "order=created_at": "order",
+		"filters[amount][conditions][$is]=1": "filters[amount]", "filters[created_at][conditions][$after]=soon": "filters[created_at]",
+		"filters[id][conditions][$gt]=a": "filters[id]", "filters[junction]=nor": "filters[junction]",
+	} {
+		m := a.fails("GET", path+"?"+q, nil, 400, "invalid_query_params")
+		if !strings.Contains(m["details"].(string), param) {
+			t.Errorf("%s: details %q do not name %s", q, m["details"], param)
+		}
+	}
+}
+
+func TestCardsOfOtherProjectsAndClustersAreUnreachable(t *testing.T) {
+	e, a := start(t)
+	campID := a.campaign("Mine", nil)["id"].(string)
+	code := a.member(campID, "me")["code"].(string)
+	other := api{t: t, e: e, p: e.CreateProject(t, "api")}
+	other.fails("GET", "/v1/loyalties/members/"+code, nil, 404, "not_found")
+	other.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 5}, 404, "not_found")
+	other.fails("GET", "/v1/loyalties/members/"+code+"/transactions", nil, 404, "not_found")
+	other.fails("GET", "/v1/loyalties/"+campID, nil, 404, "not_found")
+	us := api{t: t, e: e, p: e.CreateProject(t, "us1")}
+	usCode := us.member(us.campaign("US", nil)["id"].(string), "yank")["code"].(string)
+	// The us1 project's key on the Europe host is the wrong cluster; Europe's key finds no such card.
+	r := e.Do(t, "GET", stacktest.URL("api", "/v1/loyalties/members/"+usCode), us.p.Header(), nil)
+	if r.Status != 421 {
+		t.Fatalf("us1 card on api: %d %s", r.Status, r.Body)
+	}
+	a.fails("GET", "/v1/loyalties/members/"+usCode, nil, 404, "not_found")
+}

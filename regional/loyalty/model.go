@@ -1,0 +1,296 @@
+package loyalty
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tallyhq/tally/internal/jsonx"
+)
+
+// Transaction types of the interface.
+const (
+	PendingPointsActivation = "PENDING_POINTS_ACTIVATION"
+	PointsAccrual           = "POINTS_ACCRUAL"
+	PointsRedemption        = "POINTS_REDEMPTION"
+	PointsRefund            = "POINTS_REFUND"
+	PointsAddition          = "POINTS_ADDITION"
+	PointsRemoval           = "POINTS_REMOVAL"
+	PointsExpiration        = "POINTS_EXPIRATION"
+	PointsTransferIn        = "POINTS_TRANSFER_IN"
+	PointsTransferOut       = "POINTS_TRANSFER_OUT"
+)
+
+// Webhook events of the ledger.
+const (
+	EventTransactionCreated = "voucher.loyalty_card.transaction.created"
+	EventPointsAdded        = "voucher.loyalty_card.points_added"
+	EventCampaignCreated    = "campaign.created"
+	EventCampaignUpdated    = "campaign.updated"
+	EventCampaignDeleted    = "campaign.deleted"
+	EventVoucherPublished   = "voucher.published"
+)
+
+// GenerateJob is the async action type that generates a campaign's cards.
+const (
+	GenerateJob = "CAMPAIGN.VOUCHERS_GENERATE"
+	DeleteJob   = "CAMPAIGN.VOUCHERS_DELETE"
+)
+
+// CodeConfig is how a campaign's codes look.
+type CodeConfig struct {
+	Length       *int    `json:"length"`
+	Charset      *string `json:"charset"`
+	Prefix       *string `json:"prefix"`
+	Postfix      *string `json:"postfix"`
+	Pattern      *string `json:"pattern"`
+	InitialCount *int    `json:"initial_count,omitempty"`
+}
+
+// ExpirationRules are a program's rules for when added points expire.
+type ExpirationRules struct {
+	PeriodType    string `json:"period_type"`              // MONTH or FIXED_DAY_OF_YEAR
+	PeriodValue   int    `json:"period_value"`             // months, for MONTH
+	RoundingType  string `json:"rounding_type,omitempty"`  // END_OF_MONTH, END_OF_QUARTER, END_OF_HALF_YEAR, END_OF_YEAR, PARTICULAR_MONTH
+	RoundingValue int    `json:"rounding_value,omitempty"` // the month, for PARTICULAR_MONTH
+	FixedMonth    int    `json:"fixed_month,omitempty"`
+	FixedDay      int    `json:"fixed_day,omitempty"`
+}
+
+// CardConfig is the loyalty_card part of a campaign's voucher.
+type CardConfig struct {
+	Points          int64            `json:"points"`
+	ExpirationRules *ExpirationRules `json:"expiration_rules,omitempty"`
+}
+
+// VoucherConfig is the template of a campaign's cards.
+type VoucherConfig struct {
+	Type           string         `json:"type"`
+	LoyaltyCard    CardConfig     `json:"loyalty_card"`
+	Redemption     map[string]any `json:"redemption"`
+	CodeConfig     CodeConfig     `json:"code_config"`
+	IsReferralCode bool           `json:"is_referral_code"`
+}
+
+// Attrs are a campaign's properties kept as a document.
+type Attrs struct {
+	Description                     *string         `json:"description"`
+	Type                            string          `json:"type"` // AUTO_UPDATE or STATIC
+	Voucher                         VoucherConfig   `json:"voucher"`
+	AutoJoin                        bool            `json:"auto_join"`
+	JoinOnce                        bool            `json:"join_once"`
+	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	StartDate                       *time.Time      `json:"start_date"`
+	ExpirationDate                  *time.Time      `json:"expiration_date"`
+	Active                          bool            `json:"active"`
+	Metadata                        map[string]any  `json:"metadata"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+}
+
+// Campaign is a loyalty program.
+type Campaign struct {
+	ID               string
+	Name             string
+	Attrs            Attrs
+	VouchersCount    int64
+	GenerationStatus string
+	CreatedAt        time.Time
+	UpdatedAt        *time.Time
+}
+
+// CampaignView is the reference shape of a loyalty campaign.
+type CampaignView struct {
+	ID                              string          `json:"id"`
+	Name                            string          `json:"name"`
+	Description                     *string         `json:"description"`
+	CampaignType                    string          `json:"campaign_type"`
+	Type                            string          `json:"type"`
+	Voucher                         VoucherConfig   `json:"voucher"`
+	AutoJoin                        bool            `json:"auto_join"`
+	JoinOnce                        bool            `json:"join_once"`
+	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	VouchersCount                   int64           `json:"vouchers_count"`
+	StartDate                       *jsonx.Time     `json:"start_date"`
+	ExpirationDate                  *jsonx.Time     `json:"expiration_date"`
+	Active                          bool            `json:"active"`
+	Metadata                        map[string]any  `json:"metadata"`
+	CreatedAt                       jsonx.Time      `json:"created_at"`
+	UpdatedAt                       *jsonx.Time     `json:"updated_at"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+	Categories                      []any           `json:"categories"`
+	CreationStatus                  string          `json:"creation_status"`
+	VouchersGenerationStatus        string          `json:"vouchers_generation_status"`
+	Readonly                        bool            `json:"readonly"`
+	Protected                       bool            `json:"protected"`
+	Object                          string          `json:"object"`
+	AsyncActionID                   *string         `json:"async_action_id,omitempty"`
+}
+
+// View renders the campaign.
+func (c Campaign) View() CampaignView {
+	a := c.Attrs
+	meta := a.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return CampaignView{ID: c.ID, Name: c.Name, Description: a.Description, CampaignType: "LOYALTY_PROGRAM", Type: a.Type,
+		Voucher: a.Voucher, AutoJoin: a.AutoJoin, JoinOnce: a.JoinOnce, UseVoucherMetadataSchema: a.UseVoucherMetadataSchema,
+		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
+		ActivityDurationAfterPublishing: a.ActivityDurationAfterPublishing, VouchersCount: c.VouchersCount,
+		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Active: a.Active, Metadata: meta,
+		CreatedAt: jsonx.Time{Time: c.CreatedAt}, UpdatedAt: jsonx.Ptr(c.UpdatedAt), Category: a.Category,
+		CategoryID: a.CategoryID, Categories: []any{}, CreationStatus: "DONE", VouchersGenerationStatus: c.GenerationStatus,
+		Object: "campaign"}
+}
+
+// Card is a loyalty card and its figures.
+type Card struct {
+	ID                   string
+	Code                 string
+	CampaignID           string
+	HolderID             *string
+	Points               int64
+	Balance              int64
+	SubtractedPoints     int64
+	ExpiredPoints        int64
+	RedeemedPoints       int64
+	PendingPoints        int64
+	NextExpirationDate   *time.Time
+	NextExpirationPoints *int64
+	Metadata             map[string]any
+	CreatedAt            time.Time
+	UpdatedAt            *time.Time
+}
+
+// CardFigures is the simple loyalty card object.
+type CardFigures struct {
+	Points               int64   `json:"points"`
+	Balance              int64   `json:"balance"`
+	NextExpirationDate   *string `json:"next_expiration_date"`
+	NextExpirationPoints *int64  `json:"next_expiration_points"`
+	PendingPoints        int64   `json:"pending_points"`
+	ExpiredPoints        int64   `json:"expired_points"`
+	SubtractedPoints     int64   `json:"subtracted_points"`
+}
+
+// CardView is the reference shape of a loyalty card (a voucher).
+type CardView struct {
+	ID                string         `json:"id"`
+	Code              string         `json:"code"`
+	Campaign          string         `json:"campaign"`
+	CampaignID        string         `json:"campaign_id"`
+	Category          *string        `json:"category"`
+	CategoryID        *string        `json:"category_id"`
+	Categories        []any          `json:"categories"`
+	Type              string         `json:"type"`
+	Discount          any            `json:"discount"`
+	Gift              any            `json:"gift"`
+	LoyaltyCard       CardFigures    `json:"loyalty_card"`
+	StartDate         *jsonx.Time    `json:"start_date"`
+	ExpirationDate    *jsonx.Time    `json:"expiration_date"`
+	ValidityTimeframe any            `json:"validity_timeframe"`
+	ValidityDayOfWeek any            `json:"validity_day_of_week"`
+	ValidityHours     any            `json:"validity_hours"`
+	Active            bool           `json:"active"`
+	AdditionalInfo    *string        `json:"additional_info"`
+	Metadata          map[string]any `json:"metadata"`
+	IsReferralCode    bool           `json:"is_referral_code"`
+	HolderID          *string        `json:"holder_id"`
+	Publish           map[string]any `json:"publish"`
+	Redemption        map[string]any `json:"redemption"`
+	CreatedAt         jsonx.Time     `json:"created_at"`
+	UpdatedAt         *jsonx.Time    `json:"updated_at"`
+	Object            string         `json:"object"`
+}
+
+// Figures returns the card's simple loyalty card object.
+func (c Card) Figures() CardFigures {
+	f := CardFigures{Points: c.Points, Balance: c.Balance, NextExpirationPoints: c.NextExpirationPoints,
+		PendingPoints: c.PendingPoints, ExpiredPoints: c.ExpiredPoints, SubtractedPoints: c.SubtractedPoints}
+	if c.NextExpirationDate != nil {
+		d := c.NextExpirationDate.Format(time.DateOnly)
+		f.NextExpirationDate = &d
+	}
+	return f
+}
+
+// View renders the card with its campaign.
+func (c Card) View(camp Campaign) CardView {
+	meta := c.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	published := 0
+	if c.HolderID != nil {
+		published = 1
+	}
+	return CardView{ID: c.ID, Code: c.Code, Campaign: camp.Name, CampaignID: c.CampaignID, Categories: []any{},
+		Type: "LOYALTY_CARD", LoyaltyCard: c.Figures(), StartDate: jsonx.Ptr(camp.Attrs.StartDate),
+		ExpirationDate: jsonx.Ptr(camp.Attrs.ExpirationDate), ValidityTimeframe: raw(camp.Attrs.ValidityTimeframe),
+		ValidityDayOfWeek: raw(camp.Attrs.ValidityDayOfWeek), ValidityHours: raw(camp.Attrs.ValidityHours),
+		Active: camp.Attrs.Active, Metadata: meta, IsReferralCode: false, HolderID: c.HolderID,
+		Publish:    map[string]any{"object": "list", "count": published, "url": "/v1/vouchers/" + c.Code + "/publications?page=1&limit=10"},
+		Redemption: map[string]any{"object": "list", "quantity": nil, "redeemed_quantity": 0, "redeemed_points": c.RedeemedPoints, "url": "/v1/vouchers/" + c.Code + "/redemptions?page=1&limit=10"},
+		CreatedAt:  jsonx.Time{Time: c.CreatedAt}, UpdatedAt: jsonx.Ptr(c.UpdatedAt), Object: "voucher"}
+}
+
+func raw(m json.RawMessage) any {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// simpleVoucher is the Simple voucher object of transfer details.
+func (c Card) simpleVoucher(camp Campaign) map[string]any {
+	return map[string]any{"id": c.ID, "code": c.Code, "type": "LOYALTY_CARD", "object": "voucher",
+		"created_at": jsonx.Time{Time: c.CreatedAt}, "updated_at": jsonx.Ptr(c.UpdatedAt), "loyalty_card": c.Figures(),
+		"campaign": camp.Name, "campaign_id": camp.ID, "is_referral_code": false, "holder_id": c.HolderID,
+		"active": camp.Attrs.Active}
+}
+
+// Balance is the interface's balance object.
+type Balance struct {
+	Type          string        `json:"type"`
+	Total         int64         `json:"total"`
+	Object        string        `json:"object"`
+	Points        int64         `json:"points"`
+	Balance       int64         `json:"balance"`
+	OperationType string        `json:"operation_type,omitempty"`
+	RelatedObject RelatedObject `json:"related_object"`
+}
+
+// RelatedObject names the voucher a balance belongs to.
+type RelatedObject struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+func (c Card) balance(points int64) Balance {
+	return Balance{Type: "loyalty_card", Total: c.Points - c.SubtractedPoints - c.ExpiredPoints, Object: "balance",
+		Points: points, Balance: c.Balance, OperationType: "MANUAL", RelatedObject: RelatedObject{ID: c.ID, Type: "voucher"}}
+}
+
+// Transaction is a ledger entry.
+type Transaction struct {
+	ID                   string          `json:"id"`
+	SourceID             *string         `json:"source_id"`
+	VoucherID            string          `json:"voucher_id"`
+	CampaignID           string          `json:"campaign_id"`
+	Source               *string         `json:"source"`
+	Reason               *string         `json:"reason"`
+	Type                 string          `json:"type"`
+	Details              json.RawMessage `json:"details"`
+	RelatedTransactionID *string         `json:"related_transaction_id"`
+	CreatedAt            jsonx.Time      `json:"created_at"`
+	delta                int64
+}
