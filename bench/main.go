@@ -45,7 +45,7 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only this benchmark: router or webhooks")
+	only := flag.String("only", "", "run only this benchmark: router, webhooks or loyalty")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the router's saturation phase here")
 	flag.Parse()
@@ -104,7 +104,7 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 	stack, err := devstack.Start(ctx, devstack.Config{
 		TenancyURL:     servers[0].URL("tally"),
 		Regions:        []devstack.Region{{Cluster: "api", Region: "europe", DatabaseURL: servers[1].URL("tally")}},
-		IdentitySecret: secret, Log: telemetry.NewLogger(io.Discard, 8),
+		IdentitySecret: secret, Log: telemetry.NewLogger(os.Stderr, 8),
 		// The receiver is on loopback.
 		Webhooks: webhooks.Options{AllowPrivateTargets: true},
 	})
@@ -117,6 +117,19 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		return err
 	}
 	p := creds.Projects[0]
+	if only == "" || only == "loyalty" {
+		lr, err := benchLoyalty(stack, p, servers[1], dir, d)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(os.Stderr, loyaltyReport(lr))
+		if err := replaceSection(outPath, "loyalty", loyaltyReport(lr)); err != nil {
+			return err
+		}
+		if only == "loyalty" {
+			return nil
+		}
+	}
 	if only == "" || only == "webhooks" {
 		if cpuProfile != "" && only == "webhooks" {
 			f, err := os.Create(cpuProfile)

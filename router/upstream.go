@@ -38,9 +38,9 @@ func newConnPool(addr string, dialTimeout time.Duration) *connPool {
 	return &connPool{addr: addr, dialTimeout: dialTimeout, maxIdle: 1024}
 }
 
-func (p *connPool) get(ctx context.Context) (*upConn, bool, error) {
+func (p *connPool) get(ctx context.Context, fresh bool) (*upConn, bool, error) {
 	p.mu.Lock()
-	if n := len(p.idle); n > 0 {
+	if n := len(p.idle); n > 0 && !fresh {
 		c := p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
@@ -82,7 +82,9 @@ var errConnReused = errors.New("router: kept-alive upstream connection failed")
 
 func (p *connPool) roundTrip(ctx context.Context, req *http.Request) (*exchange, error) {
 	for attempt := 0; ; attempt++ {
-		x, err := p.try(ctx, req)
+		// The retry dials afresh: the idle connections beside the one that
+		// failed are likely as stale as it was.
+		x, err := p.try(ctx, req, attempt > 0)
 		if errors.Is(err, errConnReused) && attempt == 0 && req.Body == nil {
 			continue
 		}
@@ -90,8 +92,8 @@ func (p *connPool) roundTrip(ctx context.Context, req *http.Request) (*exchange,
 	}
 }
 
-func (p *connPool) try(ctx context.Context, req *http.Request) (*exchange, error) {
-	c, reused, err := p.get(ctx)
+func (p *connPool) try(ctx context.Context, req *http.Request, fresh bool) (*exchange, error) {
+	c, reused, err := p.get(ctx, fresh)
 	if err != nil {
 		return nil, err
 	}

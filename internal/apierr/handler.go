@@ -100,7 +100,8 @@ func Handler(log *slog.Logger) echo.HTTPErrorHandler {
 		ctx := c.Request().Context()
 		switch {
 		case e.Status >= 500:
-			log.ErrorContext(ctx, "request failed", "status", e.Status, "key", e.Key, "err", errString(err))
+			log.ErrorContext(ctx, "request failed", "status", e.Status, "key", e.Key, "err", errString(err),
+				"cause", errString(e.Cause))
 		case errors.Is(err, context.Canceled):
 			log.DebugContext(ctx, "request canceled by client")
 		default:

@@ -808,7 +808,13 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 		return Balance{}, apierr.InvalidPayload("expiration_type must be PROGRAM_RULES, CUSTOM_DATE or NON_EXPIRING")
 	}
 	var out Balance
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	// READ COMMITTED with the card's row lock: concurrent operations on one
+	// card queue on the lock and each then reads what the one before it
+	// wrote. Under SERIALIZABLE, PostgreSQL aborts every waiter that the
+	// lock holder overtook, and a hot card starves its clients of retries.
+	// Everything the operation reads that others write (the card, its
+	// buckets) is read after the lock.
+	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
 		card, camp, err := s.card(ctx, tx, projectID, campaignID, memberID, true)
 		if err != nil {
 			return err
@@ -911,7 +917,8 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 	}
 	var dest Card
 	var destCamp Campaign
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	// READ COMMITTED with row locks taken in id order, as for UpdateBalance.
+	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		if dest, destCamp, err = s.card(ctx, tx, projectID, campaignID, memberID, false); err != nil {
 			return err

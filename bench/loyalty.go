@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"fortio.org/fortio/periodic"
+
+	"github.com/tallyhq/tally/devstack"
+	"github.com/tallyhq/tally/internal/pglocal"
+)
+
+type loyaltyResult struct {
+	cards                int
+	genSecs              float64
+	adds, addP50, addP99 float64
+	addErrs              int64
+	pgbench              float64
+	histTxs              int
+	firstP50, firstP99   float64
+	deepP50, deepP99     float64
+	firstQPS, deepQPS    float64
+}
+
+// client speaks to the router as a project.
+type client struct {
+	base string
+	p    devstack.ProjectCredentials
+	hc   *http.Client
+}
+
+func (c client) do(method, path string, body any) (int, map[string]any, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, c.base+path, rd)
+	req.Host = "api.localhost"
+	req.Header.Set("X-App-Id", c.p.AppID)
+	req.Header.Set("X-App-Token", c.p.AppToken)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	err = json.NewDecoder(res.Body).Decode(&m)
+	return res.StatusCode, m, err
+}
+
+func (c client) must(method, path string, body any) (map[string]any, error) {
+	status, m, err := c.do(method, path, body)
+	if err == nil && status != 200 {
+		err = fmt.Errorf("%s %s: %d %v", method, path, status, m)
+	}
+	return m, err
+}
+
+// adder is one load-generation thread: it adds a point to its own card.
+type adder struct {
+	c    client
+	code string
+}
+
+func (a *adder) Run(_ context.Context, _ periodic.ThreadID) (bool, string) {
+	status, _, err := a.c.do("POST", "/v1/loyalties/members/"+a.code+"/balance", map[string]any{"points": 1})
+	return err == nil && status == 200, ""
+}
+
+func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglocal.Server, dir string, d time.Duration) (loyaltyResult, error) {
+	var r loyaltyResult
+	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+
+	// 1. A campaign with 100,000 cards.
+	const cards = 100000
+	fmt.Fprintln(os.Stderr, "bench: a loyalty campaign with 100,000 cards")
+	start := time.Now()
+	camp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench 100k", "vouchers_count": cards})
+	if err != nil {
+		return r, err
+	}
+	actionID, _ := camp["async_action_id"].(string)
+	for {
+		act, err := c.must("GET", "/v1/async-actions/"+actionID, nil)
+		if err != nil {
+			return r, err
+		}
+		if act["status"] == "DONE" {
+			break
+		}
+		if act["status"] == "FAILED" || time.Since(start) > 5*time.Minute {
+			return r, fmt.Errorf("card generation: %v", act)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.cards, r.genSecs = cards, time.Since(start).Seconds()
+
+	// 2. Point additions, 32 clients on distinct cards, then pgbench on the same server.
+	fmt.Fprintln(os.Stderr, "bench: point additions, 32 clients")
+	addCamp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench adds"})
+	if err != nil {
+		return r, err
+	}
+	const threads = 32
+	var adders []periodic.Runnable
+	for i := 0; i < threads; i++ {
+		m, err := c.must("POST", "/v1/loyalties/"+addCamp["id"].(string)+"/members",
+			map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("adder-%d", i)}})
+		if err != nil {
+			return r, err
+		}
+		adders = append(adders, &adder{c: c, code: m["code"].(string)})
+	}
+	runAdders := func(d time.Duration) periodic.RunnerResults {
+		// As fhttp does: the runner takes the options over, and its
+		// threads' Runnables are set on the runner's own copy.
+		ro := periodic.RunnerOptions{QPS: -1, Duration: d, NumThreads: threads, Percentiles: []float64{50, 99}, Out: io.Discard}
+		pr := periodic.NewPeriodicRunner(&ro)
+		copy(pr.Options().Runners, adders)
+		return pr.Run()
+	}
+	runAdders(2 * time.Second) // warm up
+	res := runAdders(d)
+	r.adds = res.ActualQPS
+	r.addErrs = res.ErrorsDurationHistogram.Count
+	for _, x := range res.DurationHistogram.Percentiles {
+		switch x.Percentile {
+		case 50:
+			r.addP50 = x.Value * 1000
+		case 99:
+			r.addP99 = x.Value * 1000
+		}
+	}
+	fmt.Fprintln(os.Stderr, "bench: pgbench TPC-B-like, 32 clients, same server")
+	if r.pgbench, err = pgbench(db, d, threads); err != nil {
+		return r, err
+	}
+
+	// 3. The history of a card with 10,000 transactions.
+	const histTxs = 10000
+	fmt.Fprintln(os.Stderr, "bench: a card with 10,000 transactions")
+	histCamp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench history"})
+	if err != nil {
+		return r, err
+	}
+	m, err := c.must("POST", "/v1/loyalties/"+histCamp["id"].(string)+"/members",
+		map[string]any{"customer": map[string]any{"source_id": "historian"}})
+	if err != nil {
+		return r, err
+	}
+	code := m["code"].(string)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < histTxs/8; i++ {
+				if _, err := c.must("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 1}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return r, err
+	}
+	r.histTxs = histTxs
+	path := "/v1/loyalties/members/" + code + "/transactions"
+	deep, err := c.must("GET", path+"?limit=100&starting_after_id=&order=id", nil)
+	if err != nil {
+		return r, err
+	}
+	// The cursor 9,000 entries in: walk there by pages.
+	after := ""
+	for i := 0; i < 90; i++ {
+		deep, err = c.must("GET", path+"?limit=100&order=id&starting_after_id="+after, nil)
+		if err != nil {
+			return r, err
+		}
+		after, _ = deep["more_starting_after"].(string)
+	}
+	hdr := []string{"Host: api.localhost", "X-App-Id: " + p.AppID, "X-App-Token: " + p.AppToken}
+	first, err := load(stack.RouterURL+path, hdr, 200, d, 8)
+	if err != nil {
+		return r, err
+	}
+	deepRes, err := load(stack.RouterURL+path+"?order=id&starting_after_id="+after, hdr, 200, d, 8)
+	if err != nil {
+		return r, err
+	}
+	r.firstP50, r.firstP99, r.firstQPS = pct(first, 50), pct(first, 99), first.ActualQPS
+	r.deepP50, r.deepP99, r.deepQPS = pct(deepRes, 50), pct(deepRes, 99), deepRes.ActualQPS
+	_ = dir
+	return r, nil
+}
+
+// pgbench runs pgbench's TPC-B-like script with n clients on a database of
+// its own on server s and returns its transactions per second.
+func pgbench(s *pglocal.Server, d time.Duration, n int) (float64, error) {
+	ctx := context.Background()
+	if err := s.CreateDatabase(ctx, "pgbench"); err != nil {
+		return 0, err
+	}
+	bin, err := pglocal.Find()
+	if err != nil {
+		return 0, err
+	}
+	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-U", pglocal.User}
+	initCmd := exec.Command(filepath.Join(bin, "pgbench"), append(args, "-i", "-q", "-s", strconv.Itoa(n), "pgbench")...)
+	if out, err := initCmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("pgbench -i: %v\n%s", err, out)
+	}
+	run := exec.Command(filepath.Join(bin, "pgbench"), append(args, "-n", "-M", "prepared", "-c", strconv.Itoa(n), "-j", "2",
+		"-T", strconv.Itoa(int(d.Seconds())), "pgbench")...)
+	out, err := run.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench: no tps in\n%s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+func loyaltyReport(r loyaltyResult) string {
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**not met**"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Loyalty ledger\n\n")
+	fmt.Fprintf(&b, "Measured by `make bench` on %s: the platform as above, every request through the router with tracing on; "+
+		"pgbench on the same PostgreSQL server as the regional database, in the same run, right after the additions.\n\n",
+		time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&b, "| measure | figure |\n|---|---|\n")
+	fmt.Fprintf(&b, "| campaign with %d cards, POST to async action DONE | %.2f s |\n", r.cards, r.genSecs)
+	fmt.Fprintf(&b, "| point additions, 32 clients on distinct cards | %.0f/s (p50 %.2f ms, p99 %.2f ms, %d errors) |\n",
+		r.adds, r.addP50, r.addP99, r.addErrs)
+	fmt.Fprintf(&b, "| pgbench TPC-B-like, 32 clients, same server | %.0f tps |\n", r.pgbench)
+	fmt.Fprintf(&b, "| history of a card with %d transactions, first page, 200 rps | p50 %.2f ms, p99 %.2f ms |\n", r.histTxs, r.firstP50, r.firstP99)
+	fmt.Fprintf(&b, "| same card, a page 9,000 entries deep, 200 rps | p50 %.2f ms, p99 %.2f ms |\n", r.deepP50, r.deepP99)
+	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| 100,000 cards generated | ≤ 6 s | %.2f s | %s |\n", r.genSecs, verdict(r.genSecs <= 6))
+	fmt.Fprintf(&b, "| point additions vs pgbench | ≥ 50 %% | %.0f %% | %s |\n", 100*r.adds/r.pgbench, verdict(r.adds >= r.pgbench/2))
+	fmt.Fprintf(&b, "| history p50 / p99, first page | ≤ 3 ms / ≤ 10 ms | %.2f / %.2f ms | %s |\n", r.firstP50, r.firstP99,
+		verdict(r.firstP50 <= 3 && r.firstP99 <= 10))
+	fmt.Fprintf(&b, "| history p50 / p99, deep page | as the first | %.2f / %.2f ms | %s |\n", r.deepP50, r.deepP99,
+		verdict(r.deepP50 <= 3 && r.deepP99 <= 10))
+	return b.String()
+}
