@@ -118,7 +118,7 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 	}
 	p := creds.Projects[0]
 	if only == "" || only == "loyalty" {
-		lr, err := benchLoyalty(stack, p, servers[1], dir, d)
+		lr, err := benchLoyalty(stack, p, servers[1], d)
 		if err != nil {
 			return err
 		}
@@ -372,12 +372,6 @@ func writeReport(path string, d time.Duration, rs []result) error {
 	direct, router, nginx := rs[0], rs[1], rs[2]
 	addP50, addP99 := router.p50-direct.p50, router.p99-direct.p99
 	ratio := router.satQPS / nginx.satQPS
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "**not met**"
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Router overhead: `GET /v1/customers/{id}`\n\n")
 	fmt.Fprintf(&b, "Measured by `make bench` on %s, %d cores (GOMAXPROCS %d), %s, %s per phase. ",

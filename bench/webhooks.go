@@ -195,12 +195,6 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 }
 
 func webhookReport(r webhookResult) string {
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "**not met**"
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Webhook delivery\n\n")
 	fmt.Fprintf(&b, "Measured by `make bench` on %s with the same platform as above (one regional instance, its workers at "+
@@ -216,6 +210,14 @@ func webhookReport(r webhookResult) string {
 	fmt.Fprintf(&b, "| lag p99 at 200 events/s | ≤ 1 s | %.0f ms | %s |\n", ms(r.p99), verdict(r.p99 <= time.Second))
 	fmt.Fprintf(&b, "| sustained deliveries | ≥ 1,000/s | %.0f/s | %s |\n", r.perSec, verdict(r.perSec >= 1000))
 	return b.String()
+}
+
+// verdict is a goal's cell in a report.
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**not met**"
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
 )
@@ -182,4 +183,11 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
 		return err
 	}
 	return nil
+}
+
+// ProjectID is the project of the request's verified identity (regional
+// handlers run behind the middleware that admits only vouched requests).
+func ProjectID(c echo.Context) string {
+	id, _ := identity.From(c.Request().Context())
+	return id.ProjectID
 }

@@ -54,3 +54,25 @@ func Page[T any](rows []T, limit int, id func(T) string) (page []T, hasMore bool
 	}
 	return rows, false, ""
 }
+
+// FirstPageOnly refuses `page` past 1: lists whose reference pages by number
+// serve the first page that way and later ones by the cursor.
+func FirstPageOnly(q url.Values) error {
+	p := q.Get("page")
+	if p == "" || p == "1" {
+		return nil
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 {
+		return apierr.InvalidQuery("page", "must be a positive integer")
+	}
+	return apierr.InvalidQuery("page", "pages past the first are not served; pass the more_starting_after value of the previous page as starting_after_id")
+}
+
+// Keyset is how an id-ordered page continues after its cursor: ids greater
+// than it in ascending order, smaller in descending.
+func Keyset(desc bool) (cmp, dir string) {
+	if desc {
+		return "<", "DESC"
+	}
+	return ">", "ASC"
+}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
 )
 
@@ -31,14 +31,9 @@ func RegisterInternal(g *echo.Group, pool *pgxpool.Pool) {
 	g.POST("/outbox/:projectId/:taskId/requeue", h.requeue)
 }
 
-func projectOf(c echo.Context) string {
-	id, _ := identity.From(c.Request().Context())
-	return id.ProjectID
-}
-
 func (h handler) get(c echo.Context) error {
 	id := c.Param("asyncActionId")
-	a, err := GetAction(c.Request().Context(), h.pool, projectOf(c), id)
+	a, err := GetAction(c.Request().Context(), h.pool, httpx.ProjectID(c), id)
 	if err != nil {
 		if err == db.ErrNotFound {
 			return apierr.NotFound("async_action", id)
@@ -70,7 +65,7 @@ func (h handler) list(c echo.Context) error {
 		}
 		end = &t
 	}
-	rows, err := ListActions(c.Request().Context(), h.pool, projectOf(c), end, q.Get("starting_after_id"), limit+1)
+	rows, err := ListActions(c.Request().Context(), h.pool, httpx.ProjectID(c), end, q.Get("starting_after_id"), limit+1)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func (w *Worker) Collectors() []prometheus.Collector {
 // Commits are batched, since a commit is what a task costs most: the
 // database-effect tasks of one claim run in one transaction (one by one if
 // that fails), and the outcomes of external tasks are gathered and written a
-// batch at a time by one committer.
+// batch at a time by the committers, each batch's statements pipelined.
 func (w *Worker) Run(ctx context.Context) {
 	sem := make(chan struct{}, w.o.Concurrency)
 	freed := make(chan struct{}, 1) // a slot came free: claim again at once
@@ -108,7 +108,7 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 	var running sync.WaitGroup
 	outcomes := make(chan completion, w.o.Concurrency)
-	// Several committers: each batch is a few round trips per task, and
+	// Several committers: a batch is two round trips whatever its size, and
 	// batches of different tasks touch different rows.
 	var committers sync.WaitGroup
 	for i := 0; i < committerCount; i++ {

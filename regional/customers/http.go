@@ -10,7 +10,6 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
-	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/listq"
 )
 
@@ -27,17 +26,12 @@ func Register(g *echo.Group, svc *Service) {
 	g.DELETE("/customers/:customerId", h.delete)
 }
 
-func project(c echo.Context) string {
-	id, _ := identity.From(c.Request().Context())
-	return id.ProjectID
-}
-
 func (h Handler) create(c echo.Context) error {
 	var p Patch
 	if err := httpx.Bind(c, &p); err != nil {
 		return err
 	}
-	cust, _, err := h.svc.Upsert(c.Request().Context(), project(c), &p)
+	cust, _, err := h.svc.Upsert(c.Request().Context(), httpx.ProjectID(c), &p)
 	if err != nil {
 		return err
 	}
@@ -45,7 +39,7 @@ func (h Handler) create(c echo.Context) error {
 }
 
 func (h Handler) get(c echo.Context) error {
-	cust, err := h.svc.Get(c.Request().Context(), project(c), c.Param("customerId"))
+	cust, err := h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("customerId"))
 	if err != nil {
 		return err
 	}
@@ -57,7 +51,7 @@ func (h Handler) update(c echo.Context) error {
 	if err := httpx.Bind(c, &p); err != nil {
 		return err
 	}
-	cust, err := h.svc.Update(c.Request().Context(), project(c), c.Param("customerId"), &p)
+	cust, err := h.svc.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("customerId"), &p)
 	if err != nil {
 		return err
 	}
@@ -65,7 +59,7 @@ func (h Handler) update(c echo.Context) error {
 }
 
 func (h Handler) delete(c echo.Context) error {
-	if err := h.svc.Delete(c.Request().Context(), project(c), c.Param("customerId")); err != nil {
+	if err := h.svc.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("customerId")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -85,7 +79,7 @@ func (h Handler) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, total, err := h.svc.List(c.Request().Context(), project(c), lq)
+	rows, total, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq)
 	if err != nil {
 		return err
 	}
@@ -108,11 +102,8 @@ func parseList(q url.Values) (ListQuery, error) {
 		"source_id", "-source_id"); err != nil {
 		return lq, err
 	}
-	if p := q.Get("page"); p != "" && p != "1" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 {
-			return lq, apierr.InvalidQuery("page", "must be a positive integer")
-		}
-		return lq, apierr.InvalidQuery("page", "pages past the first are not served; pass the more_starting_after value of the previous page as starting_after_id")
+	if err := listq.FirstPageOnly(q); err != nil {
+		return lq, err
 	}
 	if q.Get("segment_id") != "" {
 		return lq, apierr.InvalidQuery("segment_id", "segments are not available on this platform yet")

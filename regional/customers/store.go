@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/listq"
 )
 
 const columns = `id, source_id, attrs, created_at, updated_at`
@@ -125,10 +126,7 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 
 	desc := strings.HasPrefix(lq.Order, "-")
 	key := sortKeys[strings.TrimPrefix(lq.Order, "-")]
-	cmp, dir := ">", "ASC"
-	if desc {
-		cmp, dir = "<", "DESC"
-	}
+	cmp, dir := listq.Keyset(desc)
 	if lq.CreatedAtAfter != nil {
 		where = append(where, "created_at "+cmp+" "+arg(*lq.CreatedAtAfter))
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/httpx"
-	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/listq"
 )
 
@@ -40,17 +39,12 @@ func Register(g *echo.Group, svc *Service) {
 	g.GET("/loyalties/:campaignId/transactions", h.transactions)
 }
 
-func project(c echo.Context) string {
-	id, _ := identity.From(c.Request().Context())
-	return id.ProjectID
-}
-
 func (h Handler) createCampaign(c echo.Context) error {
 	var r CreateRequest
 	if err := httpx.Bind(c, &r); err != nil {
 		return err
 	}
-	v, err := h.svc.CreateCampaign(c.Request().Context(), project(c), r)
+	v, err := h.svc.CreateCampaign(c.Request().Context(), httpx.ProjectID(c), r)
 	if err != nil {
 		return err
 	}
@@ -58,7 +52,7 @@ func (h Handler) createCampaign(c echo.Context) error {
 }
 
 func (h Handler) getCampaign(c echo.Context) error {
-	v, err := h.svc.GetCampaign(c.Request().Context(), project(c), c.Param("campaignId"))
+	v, err := h.svc.GetCampaign(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"))
 	if err != nil {
 		return err
 	}
@@ -70,7 +64,7 @@ func (h Handler) updateCampaign(c echo.Context) error {
 	if err := httpx.Bind(c, &r); err != nil {
 		return err
 	}
-	v, err := h.svc.UpdateCampaign(c.Request().Context(), project(c), c.Param("campaignId"), r)
+	v, err := h.svc.UpdateCampaign(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), r)
 	if err != nil {
 		return err
 	}
@@ -78,7 +72,7 @@ func (h Handler) updateCampaign(c echo.Context) error {
 }
 
 func (h Handler) deleteCampaign(c echo.Context) error {
-	id, err := h.svc.DeleteCampaign(c.Request().Context(), project(c), c.Param("campaignId"))
+	id, err := h.svc.DeleteCampaign(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"))
 	if err != nil {
 		return err
 	}
@@ -97,8 +91,7 @@ func page(q url.Values) (limit int, desc bool, after string, err error) {
 		return
 	}
 	desc = strings.HasPrefix(order, "-")
-	if p := q.Get("page"); p != "" && p != "1" {
-		err = apierr.InvalidQuery("page", "pages past the first are not served; pass the more_starting_after value of the previous page as starting_after_id")
+	if err = listq.FirstPageOnly(q); err != nil {
 		return
 	}
 	after = q.Get("starting_after_id")
@@ -110,7 +103,7 @@ func (h Handler) listCampaigns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cs, total, more, next, err := h.svc.ListCampaigns(c.Request().Context(), project(c), desc, after, limit)
+	cs, total, more, next, err := h.svc.ListCampaigns(c.Request().Context(), httpx.ProjectID(c), desc, after, limit)
 	if err != nil {
 		return err
 	}
@@ -130,7 +123,7 @@ func (h Handler) addMember(c echo.Context) error {
 	if err := httpx.Bind(c, &r); err != nil {
 		return err
 	}
-	v, err := h.svc.AddMember(c.Request().Context(), project(c), c.Param("campaignId"), r)
+	v, err := h.svc.AddMember(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), r)
 	if err != nil {
 		return err
 	}
@@ -142,7 +135,7 @@ func (h Handler) listMembers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), project(c), c.Param("campaignId"), desc, after, limit)
+	cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), desc, after, limit)
 	if err != nil {
 		return err
 	}
@@ -151,7 +144,7 @@ func (h Handler) listMembers(c echo.Context) error {
 }
 
 func (h Handler) getMember(c echo.Context) error {
-	v, err := h.svc.GetMember(c.Request().Context(), project(c), c.Param("campaignId"), c.Param("memberId"))
+	v, err := h.svc.GetMember(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"))
 	if err != nil {
 		return err
 	}
@@ -163,7 +156,7 @@ func (h Handler) balance(c echo.Context) error {
 	if err := httpx.Bind(c, &r); err != nil {
 		return err
 	}
-	b, err := h.svc.UpdateBalance(c.Request().Context(), project(c), c.Param("campaignId"), c.Param("memberId"), r)
+	b, err := h.svc.UpdateBalance(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
 	if err != nil {
 		return err
 	}
@@ -175,7 +168,7 @@ func (h Handler) transfer(c echo.Context) error {
 	if err := httpx.Bind(c, &r); err != nil {
 		return err
 	}
-	v, err := h.svc.Transfer(c.Request().Context(), project(c), c.Param("campaignId"), c.Param("memberId"), r)
+	v, err := h.svc.Transfer(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
 	if err != nil {
 		return err
 	}
@@ -217,7 +210,7 @@ func (h Handler) transactions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ts, more, next, err := h.svc.ListTransactions(c.Request().Context(), project(c), c.Param("campaignId"), c.Param("memberId"), tq)
+	ts, more, next, err := h.svc.ListTransactions(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), tq)
 	if err != nil {
 		return err
 	}

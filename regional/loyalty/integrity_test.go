@@ -107,14 +107,14 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 
 	pool := e.Stack.Regional["api"].Pool()
 	var balances, cards, bad int64
-	if err := pool.QueryRow(ctx2(), `SELECT coalesce(sum(balance), 0), count(*) FROM loyalty_cards WHERE project_id = $1`,
+	if err := pool.QueryRow(context.Background(), `SELECT coalesce(sum(balance), 0), count(*) FROM loyalty_cards WHERE project_id = $1`,
 		a.p.ID).Scan(&balances, &cards); err != nil {
 		t.Fatal(err)
 	}
 	if want := added.Load() - removed.Load(); balances != want {
 		t.Fatalf("points not conserved: cards hold %d, %d added and %d removed", balances, added.Load(), removed.Load())
 	}
-	if err := pool.QueryRow(ctx2(), `SELECT count(*) FROM loyalty_cards c WHERE c.project_id = $1 AND (c.balance < 0
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM loyalty_cards c WHERE c.project_id = $1 AND (c.balance < 0
 		OR c.balance <> (SELECT coalesce(sum(delta), 0) FROM loyalty_transactions t WHERE t.project_id = c.project_id AND t.card_id = c.id)
 		OR c.balance <> (SELECT coalesce(sum(points), 0) FROM loyalty_point_buckets b WHERE b.project_id = c.project_id AND b.card_id = c.id)
 		OR c.balance <> c.points - c.subtracted_points - c.expired_points - c.redeemed_points)`, a.p.ID).Scan(&bad); err != nil {
@@ -124,7 +124,7 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 		t.Fatalf("%d cards whose balance is not the sum of their transactions and buckets, or negative", bad)
 	}
 	var txs int64
-	if err := pool.QueryRow(ctx2(), `SELECT count(*) FROM loyalty_transactions WHERE project_id = $1`, a.p.ID).Scan(&txs); err != nil {
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM loyalty_transactions WHERE project_id = $1`, a.p.ID).Scan(&txs); err != nil {
 		t.Fatal(err)
 	}
 	if txs != txCount.Load() {
@@ -134,5 +134,3 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 		t.Fatalf("only %d operations in 10 s", ops.Load())
 	}
 }
-
-func ctx2() context.Context { return context.Background() }

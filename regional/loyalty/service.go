@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
 )
@@ -91,33 +92,31 @@ func (s *Service) card(ctx context.Context, q db.Querier, projectID, campaignID,
 
 // CreateRequest is the body of POST /v1/loyalties.
 type CreateRequest struct {
-	Name                            *string          `json:"name"`
-	Description                     *string          `json:"description"`
-	Type                            *string          `json:"type"`
-	CampaignType                    *string          `json:"campaign_type"`
-	VouchersCount                   *int64           `json:"vouchers_count"`
-	Voucher                         *voucherRequest  `json:"voucher"`
-	AutoJoin                        *bool            `json:"auto_join"`
-	JoinOnce                        *bool            `json:"join_once"`
-	UseVoucherMetadataSchema        *bool            `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage  `json:"validity_timeframe"`
-	ValidityDayOfWeek               json.RawMessage  `json:"validity_day_of_week"`
-	ValidityHours                   json.RawMessage  `json:"validity_hours"`
-	ActivityDurationAfterPublishing *string          `json:"activity_duration_after_publishing"`
-	StartDate                       *time.Time       `json:"start_date"`
-	ExpirationDate                  *time.Time       `json:"expiration_date"`
-	Metadata                        map[string]any   `json:"metadata"`
-	Category                        *string          `json:"category"`
-	CategoryID                      *string          `json:"category_id"`
-	ExpirationRules                 *ExpirationRules `json:"-"`
+	Name                            *string         `json:"name"`
+	Description                     *string         `json:"description"`
+	Type                            *string         `json:"type"`
+	CampaignType                    *string         `json:"campaign_type"`
+	VouchersCount                   *int64          `json:"vouchers_count"`
+	Voucher                         *voucherRequest `json:"voucher"`
+	AutoJoin                        *bool           `json:"auto_join"`
+	JoinOnce                        *bool           `json:"join_once"`
+	UseVoucherMetadataSchema        *bool           `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
+	ValidityHours                   json.RawMessage `json:"validity_hours"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	StartDate                       *time.Time      `json:"start_date"`
+	ExpirationDate                  *time.Time      `json:"expiration_date"`
+	Metadata                        map[string]any  `json:"metadata"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
 }
 
 type voucherRequest struct {
-	Type        *string         `json:"type"`
-	LoyaltyCard *cardRequest    `json:"loyalty_card"`
-	Redemption  map[string]any  `json:"redemption"`
-	CodeConfig  *CodeConfig     `json:"code_config"`
-	Extra       json.RawMessage `json:"-"`
+	Type        *string        `json:"type"`
+	LoyaltyCard *cardRequest   `json:"loyalty_card"`
+	Redemption  map[string]any `json:"redemption"`
+	CodeConfig  *CodeConfig    `json:"code_config"`
 }
 
 type cardRequest struct {
@@ -430,10 +429,7 @@ func (s *Service) ListCampaigns(ctx context.Context, projectID string, desc bool
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	more, next := false, ""
-	if len(cs) > limit {
-		cs, more, next = cs[:limit], true, cs[limit-1].ID
-	}
+	cs, more, next := listq.Page(cs, limit, func(c Campaign) string { return c.ID })
 	out := make([]CampaignView, len(cs))
 	for i, c := range cs {
 		out[i] = c.View()
@@ -728,10 +724,7 @@ func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string,
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	more, next := false, ""
-	if len(cs) > limit {
-		cs, more, next = cs[:limit], true, cs[limit-1].ID
-	}
+	cs, more, next := listq.Page(cs, limit, func(c Card) string { return c.ID })
 	out := make([]CardView, len(cs))
 	for i, c := range cs {
 		out[i] = c.View(camp)
@@ -1028,8 +1021,6 @@ func (s *Service) ListTransactions(ctx context.Context, projectID, campaignID, m
 	if err != nil {
 		return nil, false, "", err
 	}
-	if len(ts) > tq.Limit {
-		return ts[:tq.Limit], true, ts[tq.Limit-1].ID, nil
-	}
-	return ts, false, "", nil
+	ts, more, next := listq.Page(ts, tq.Limit, func(t Transaction) string { return t.ID })
+	return ts, more, next, nil
 }

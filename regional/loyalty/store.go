@@ -13,6 +13,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/listq"
 )
 
 const campaignColumns = `id, name, attrs, vouchers_count, generation_status, created_at, updated_at`
@@ -63,10 +64,7 @@ func listCampaigns(ctx context.Context, q db.Querier, projectID string, desc boo
 		projectID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	cmp, dir := ">", "ASC"
-	if desc {
-		cmp, dir = "<", "DESC"
-	}
+	cmp, dir := listq.Keyset(desc)
 	sql := `SELECT ` + campaignColumns + ` FROM loyalty_campaigns WHERE project_id = $1 AND deleted_at IS NULL`
 	args := []any{projectID, limit + 1}
 	if after != "" {
@@ -207,10 +205,7 @@ func listTransactions(ctx context.Context, q db.Querier, projectID string, tq Tx
 		args = append(args, tq.CampaignID)
 		where += " AND campaign_id = $2"
 	}
-	cmp, dir := ">", "ASC"
-	if tq.Desc {
-		cmp, dir = "<", "DESC"
-	}
+	cmp, dir := listq.Keyset(tq.Desc)
 	if tq.StartingAfter != "" {
 		args = append(args, tq.StartingAfter)
 		where += fmt.Sprintf(" AND id %s $%d", cmp, len(args))
@@ -239,10 +234,7 @@ func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, 
 		projectID, campaignID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	cmp, dir := ">", "ASC"
-	if desc {
-		cmp, dir = "<", "DESC"
-	}
+	cmp, dir := listq.Keyset(desc)
 	sql := `SELECT ` + cardColumns + ` FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`
 	args := []any{projectID, campaignID, limit + 1}
 	if after != "" {
