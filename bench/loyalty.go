@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,7 +81,9 @@ func (a *adder) Run(_ context.Context, _ periodic.ThreadID) (bool, string) {
 	return err == nil && status == 200, ""
 }
 
-func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglocal.Server, d time.Duration) (loyaltyResult, error) {
+// benchLoyalty measures the ledger; a CPU profile of the additions is
+// written to profile when it is not empty.
+func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglocal.Server, d time.Duration, profile string) (loyaltyResult, error) {
 	var r loyaltyResult
 	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 
@@ -133,7 +136,15 @@ func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglo
 		return pr.Run()
 	}
 	runAdders(2 * time.Second) // warm up
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return r, err
+		}
+		_ = pprof.StartCPUProfile(f)
+	}
 	res := runAdders(d)
+	pprof.StopCPUProfile()
 	r.adds = res.ActualQPS
 	r.addErrs = res.ErrorsDurationHistogram.Count
 	for _, x := range res.DurationHistogram.Percentiles {

@@ -47,7 +47,7 @@ func main() {
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
 	only := flag.String("only", "", "run only this benchmark: router, webhooks or loyalty")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the router's saturation phase here")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's saturation phase, the webhook run, or the point additions (with -only)")
 	flag.Parse()
 	flog.SetLogLevel(flog.Warning)
 	runtimex.TuneGC() // as `tally` itself does
@@ -118,7 +118,11 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 	}
 	p := creds.Projects[0]
 	if only == "" || only == "loyalty" {
-		lr, err := benchLoyalty(stack, p, servers[1], d)
+		profile := ""
+		if only == "loyalty" {
+			profile = cpuProfile
+		}
+		lr, err := benchLoyalty(stack, p, servers[1], d, profile)
 		if err != nil {
 			return err
 		}

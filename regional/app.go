@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	signer, err := identity.NewSigner(cfg.IdentitySecret)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.MaxConns == 0 {
+		// A request keeps its connection while the database commits (a WAL
+		// flush), so the pool is deeper than the CPU count: with pgx's
+		// default, max(4, CPUs), 32 clients queued for 4 connections while
+		// the database sat half idle.
+		cfg.MaxConns = int32(max(8, 4*runtime.NumCPU()))
 	}
 	pool, err := db.Open(ctx, cfg.DatabaseURL, db.Options{Name: "tally-regional-" + cfg.Cluster, MaxConns: cfg.MaxConns})
 	if err != nil {

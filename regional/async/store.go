@@ -29,6 +29,17 @@ type NewTask struct {
 // it, with the trace context of ctx so that the task's span links back to the
 // request. It returns the task id.
 func Enqueue(ctx context.Context, tx db.Querier, projectID string, t NewTask) (string, error) {
+	b := &pgx.Batch{}
+	id, err := Queue(ctx, b, projectID, t)
+	if err != nil {
+		return "", err
+	}
+	return id, tx.SendBatch(ctx, b).Close()
+}
+
+// Queue is Enqueue for a transaction sent in batches (db.InPipe): the task's
+// row is queued on b, and written when b is sent.
+func Queue(ctx context.Context, b *pgx.Batch, projectID string, t NewTask) (string, error) {
 	payload, err := json.Marshal(t.Payload)
 	if err != nil {
 		return "", fmt.Errorf("async: payload of %s: %w", t.Kind, err)
@@ -50,10 +61,10 @@ func Enqueue(ctx context.Context, tx db.Querier, projectID string, t NewTask) (s
 		deadline = &d
 	}
 	id := ids.New("tsk_")
-	_, err = tx.Exec(ctx, `INSERT INTO outbox (project_id, id, kind, payload, trace_parent, max_attempts, deadline, run_after, created_at)
+	b.Queue(`INSERT INTO outbox (project_id, id, kind, payload, trace_parent, max_attempts, deadline, run_after, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		projectID, id, t.Kind, payload, carrier.Get("traceparent"), maxAttempts, deadline, runAfter, now)
-	return id, err
+	return id, nil
 }
 
 // claim leases up to n due tasks to owner for lease.

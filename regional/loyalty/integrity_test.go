@@ -22,7 +22,12 @@ import (
 // conserved, and every operation that succeeded left its transactions.
 func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 	e, a := start(t)
-	campID := a.campaign("Integrity", nil)["id"].(string)
+	// Transfers give points expiring by the campaign's rules; additions
+	// choose among three dates and none, so cards hold several buckets.
+	campID := a.campaign("Integrity", map[string]any{"voucher": map[string]any{"type": "LOYALTY_CARD",
+		"loyalty_card": map[string]any{"points": 0, "expiration_rules": map[string]any{"period_type": "MONTH", "period_value": 6}}}})["id"].(string)
+	dates := []string{"", time.Now().AddDate(0, 1, 0).Format(time.DateOnly), time.Now().AddDate(0, 3, 0).Format(time.DateOnly),
+		time.Now().AddDate(1, 0, 0).Format(time.DateOnly)}
 	codes := make([]string, 50)
 	for i := range codes {
 		codes[i] = a.member(campID, fmt.Sprintf("m%02d", i))["code"].(string)
@@ -61,7 +66,11 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 				kind := rand.IntN(3)
 				switch kind {
 				case 0:
-					status, body, err = post("/v1/loyalties/members/"+c+"/balance", map[string]any{"points": n})
+					add := map[string]any{"points": n, "expiration_type": "NON_EXPIRING"}
+					if d := dates[rand.IntN(len(dates))]; d != "" {
+						add["expiration_type"], add["expiration_date"] = "CUSTOM_DATE", d
+					}
+					status, body, err = post("/v1/loyalties/members/"+c+"/balance", add)
 				case 1:
 					status, body, err = post("/v1/loyalties/members/"+c+"/balance", map[string]any{"points": -n})
 				default:
@@ -122,6 +131,27 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 	}
 	if bad != 0 {
 		t.Fatalf("%d cards whose balance is not the sum of their transactions and buckets, or negative", bad)
+	}
+	// Each card's next expiration is its soonest-expiring bucket, and a card
+	// has a bucket per date, not per addition.
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM loyalty_cards c WHERE c.project_id = $1 AND (
+		c.next_expiration_date IS DISTINCT FROM (SELECT min(expires_on) FROM loyalty_point_buckets b
+			WHERE b.project_id = c.project_id AND b.card_id = c.id AND b.points > 0)
+		OR c.next_expiration_points IS DISTINCT FROM (SELECT sum(points) FROM loyalty_point_buckets b
+			WHERE b.project_id = c.project_id AND b.card_id = c.id AND b.points > 0 AND b.expires_on = c.next_expiration_date))`,
+		a.p.ID).Scan(&bad); err != nil {
+		t.Fatal(err)
+	}
+	if bad != 0 {
+		t.Fatalf("%d cards whose next expiration is not their soonest bucket's", bad)
+	}
+	var most int64
+	if err := pool.QueryRow(context.Background(), `SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM loyalty_point_buckets
+		WHERE project_id = $1 GROUP BY card_id) x`, a.p.ID).Scan(&most); err != nil {
+		t.Fatal(err)
+	}
+	if most > int64(len(dates)+1) {
+		t.Fatalf("a card has %d buckets: one per addition, not per date", most)
 	}
 	var txs int64
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM loyalty_transactions WHERE project_id = $1`, a.p.ID).Scan(&txs); err != nil {

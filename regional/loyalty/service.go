@@ -28,6 +28,8 @@ var tracer = otel.Tracer("github.com/tallyhq/tally/regional/loyalty")
 // Events records webhook events in the writer's transaction.
 type Events interface {
 	Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error
+	// Queue is Emit for a transaction sent in batches (db.InPipe).
+	Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error
 }
 
 // Service holds the rules of loyalty programs and the points ledger.
@@ -35,13 +37,14 @@ type Service struct {
 	pool      *pgxpool.Pool
 	events    Events
 	customers *customers.Service
+	attrs     attrsCache
 	// Now is the service's clock; tests move it.
 	Now func() time.Time
 }
 
 // NewService returns the loyalty service and registers its jobs in reg.
 func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, reg *async.Registry) *Service {
-	s := &Service{pool: pool, events: events, customers: cust,
+	s := &Service{pool: pool, events: events, customers: cust, attrs: newAttrsCache(10_000),
 		Now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 	reg.HandleJob(GenerateJob, s.generateJob)
 	reg.HandleJob(DeleteJob, s.deleteJob)
@@ -347,9 +350,9 @@ func (s *Service) generate(ctx context.Context, q db.Querier, projectID string, 
 // its POINTS_ADDITION, so that balances stay the sum of their transactions.
 func (s *Service) initialPoints(ctx context.Context, q db.Querier, projectID string, c Campaign, cardIDs []string, points int64, now time.Time) error {
 	exp := c.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
-	txIDs, bucketIDs, details := make([]string, len(cardIDs)), make([]string, len(cardIDs)), make([]string, len(cardIDs))
+	txIDs, details := make([]string, len(cardIDs)), make([]string, len(cardIDs))
 	for i, id := range cardIDs {
-		txIDs[i], bucketIDs[i] = ids.New("vtx_"), ids.New("lpb_")
+		txIDs[i] = ids.New("vtx_")
 		card := Card{ID: id, Points: points, Balance: points}
 		d, _ := json.Marshal(map[string]any{"balance": card.balance(points)})
 		details[i] = string(d)
@@ -359,7 +362,7 @@ func (s *Service) initialPoints(ctx context.Context, q db.Querier, projectID str
 		next_expiration_points = CASE WHEN $4::DATE IS NULL THEN NULL ELSE $3::INT8 END
 		WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, cardIDs, points, exp)
 	b.Queue(`INSERT INTO loyalty_point_buckets (project_id, card_id, id, points, expires_on)
-		SELECT $1, v.card, v.id, $4, $5 FROM unnest($2::TEXT[], $3::TEXT[]) AS v(card, id)`, projectID, cardIDs, bucketIDs, points, exp)
+		SELECT $1, v.card, $3, $4, $5 FROM unnest($2::TEXT[]) AS v(card)`, projectID, cardIDs, bucketID(exp), points, exp)
 	b.Queue(`INSERT INTO loyalty_transactions (project_id, id, card_id, campaign_id, type, delta, source, reason, details, created_at)
 		SELECT $1, v.id, v.card, $4, 'POINTS_ADDITION', $5, 'API', 'initial points', v.details::JSONB, $6
 		FROM unnest($2::TEXT[], $3::TEXT[], $7::TEXT[]) AS v(card, id, details)`,
@@ -806,60 +809,83 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 	// wrote. Under SERIALIZABLE, PostgreSQL aborts every waiter that the
 	// lock holder overtook, and a hot card starves its clients of retries.
 	// Everything the operation reads that others write (the card, its
-	// buckets) is read after the lock.
-	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-		card, camp, err := s.card(ctx, tx, projectID, campaignID, memberID, true)
-		if err != nil {
-			return err
+	// buckets) is read after the lock: two round trips in all, the locking
+	// read with BEGIN and the writes with COMMIT.
+	err := db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+		var card lockedCard
+		var buckets []bucket
+		rb := &pgx.Batch{}
+		queueLockCard(rb, s.attrs, projectID, campaignID, memberID, &card)
+		if pts < 0 {
+			queueBuckets(rb, projectID, memberID, &buckets)
 		}
+		if err := p.Send(ctx, rb).Close(); err != nil {
+			return nil, err
+		}
+		if !card.Found {
+			return nil, s.missingCard(ctx, projectID, campaignID, memberID)
+		}
+		camp := card.Campaign
 		now := s.Now()
+		card.UpdatedAt = &now
 		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: r.SourceID,
 			Reason: r.Reason, Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, delta: pts}
+		w := &pgx.Batch{}
 		if pts > 0 {
 			exp := custom
 			if expType == "PROGRAM_RULES" {
 				exp = camp.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
 			}
-			if err := addBucket(ctx, tx, projectID, card.ID, pts, exp); err != nil {
-				return err
-			}
+			queueAddBucket(w, projectID, card.ID, pts, exp)
 			card.Points += pts
 			card.Balance += pts
+			card.expireAlso(pts, exp)
 			t.Type = PointsAddition
 		} else {
 			if card.Balance < -pts {
-				return notEnough(card, -pts)
+				return nil, notEnough(card.Card, -pts)
 			}
-			if err := takeFromBuckets(ctx, tx, projectID, card.ID, -pts); err != nil {
-				return err
+			rest, err := queueTake(w, projectID, card.ID, buckets, -pts)
+			if err != nil {
+				return nil, err
 			}
 			card.SubtractedPoints += -pts
 			card.Balance += pts
+			card.expireFrom(rest)
 			t.Type = PointsRemoval
 		}
-		if err := saveFigures(ctx, tx, projectID, &card, now); err != nil {
-			return err
-		}
+		queueFigures(w, projectID, &card.Card)
 		out = card.balance(pts)
 		t.Details, _ = json.Marshal(map[string]any{"balance": out})
-		if err := s.record(ctx, tx, projectID, t, card, camp); err != nil {
-			return err
+		if err := s.record(ctx, w, projectID, t, card.Card, camp); err != nil {
+			return nil, err
 		}
 		if pts > 0 {
-			return s.events.Emit(ctx, tx, projectID, EventPointsAdded, card.ID,
+			err := s.events.Queue(ctx, w, projectID, EventPointsAdded, card.ID,
 				map[string]any{"voucher": card.View(camp), "balance": out, "transaction": t})
+			return w, err
 		}
-		return nil
+		return w, nil
 	})
 	return out, err
 }
 
-// record writes a ledger entry and its webhook event.
-func (s *Service) record(ctx context.Context, tx pgx.Tx, projectID string, t Transaction, card Card, camp Campaign) error {
-	if err := insertTransaction(ctx, tx, projectID, t); err != nil {
-		return err
+// missingCard is the error for a card that queueLockCard did not find: its
+// campaign's 404 when the path names a campaign that is not there, else
+// the card's.
+func (s *Service) missingCard(ctx context.Context, projectID, campaignID, memberID string) error {
+	if campaignID != "" {
+		if _, err := s.campaign(ctx, s.pool, projectID, campaignID); err != nil {
+			return err
+		}
 	}
-	return s.events.Emit(ctx, tx, projectID, EventTransactionCreated, t.ID,
+	return notFoundCard(memberID)
+}
+
+// record queues a ledger entry and its webhook event.
+func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t Transaction, card Card, camp Campaign) error {
+	queueTransaction(b, projectID, t)
+	return s.events.Queue(ctx, b, projectID, EventTransactionCreated, t.ID,
 		map[string]any{"transaction": t, "voucher": card.View(camp)})
 }
 
@@ -958,25 +984,35 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 			}
 		}
 		exp := destCamp.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+		// The donors' buckets, read under their locks, then every write in
+		// one batch.
+		buckets := map[string]*[]bucket{}
+		rb := &pgx.Batch{}
+		for _, c := range donors {
+			buckets[c.ID] = new([]bucket)
+			queueBuckets(rb, projectID, c.ID, buckets[c.ID])
+		}
+		if err := tx.SendBatch(ctx, rb).Close(); err != nil {
+			return err
+		}
+		w := &pgx.Batch{}
+		dest.UpdatedAt = &now
 		for _, r := range rs {
 			donor := locked[donors[r.Code].ID]
-			if err := takeFromBuckets(ctx, tx, projectID, donor.ID, r.Points); err != nil {
+			rest, err := queueTake(w, projectID, donor.ID, *buckets[donor.ID], r.Points)
+			if err != nil {
 				return err
 			}
+			*buckets[donor.ID] = rest
 			donor.SubtractedPoints += r.Points
 			donor.Balance -= r.Points
-			if err := saveFigures(ctx, tx, projectID, &donor, now); err != nil {
-				return err
-			}
+			donor.expireFrom(rest)
+			donor.UpdatedAt = &now
 			locked[donor.ID] = donor
-			if err := addBucket(ctx, tx, projectID, dest.ID, r.Points, exp); err != nil {
-				return err
-			}
+			queueAddBucket(w, projectID, dest.ID, r.Points, exp)
 			dest.Points += r.Points
 			dest.Balance += r.Points
-			if err := saveFigures(ctx, tx, projectID, &dest, now); err != nil {
-				return err
-			}
+			dest.expireAlso(r.Points, exp)
 			outID, inID := ids.New("vtx_"), ids.New("vtx_")
 			out := Transaction{ID: outID, VoucherID: donor.ID, CampaignID: donor.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
 				Source: ptr("API"), Type: PointsTransferOut, RelatedTransactionID: &inID, CreatedAt: jsonx.Time{Time: now}, delta: -r.Points}
@@ -986,14 +1022,19 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 				Source: ptr("API"), Type: PointsTransferIn, RelatedTransactionID: &outID, CreatedAt: jsonx.Time{Time: now}, delta: r.Points}
 			in.Details, _ = json.Marshal(map[string]any{"balance": dest.balance(r.Points),
 				"source_voucher": donor.simpleVoucher(donorCamps[r.Code])})
-			if err := s.record(ctx, tx, projectID, out, donor, donorCamps[r.Code]); err != nil {
+			if err := s.record(ctx, w, projectID, out, donor, donorCamps[r.Code]); err != nil {
 				return err
 			}
-			if err := s.record(ctx, tx, projectID, in, dest, destCamp); err != nil {
+			if err := s.record(ctx, w, projectID, in, dest, destCamp); err != nil {
 				return err
 			}
 		}
-		return nil
+		for _, c := range donors {
+			d := locked[c.ID]
+			queueFigures(w, projectID, &d)
+		}
+		queueFigures(w, projectID, &dest)
+		return tx.SendBatch(ctx, w).Close()
 	})
 	if err != nil {
 		return CardView{}, err
@@ -1004,22 +1045,20 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 // ListTransactions returns a page of a card's transactions (memberID set)
 // or of a campaign's.
 func (s *Service) ListTransactions(ctx context.Context, projectID, campaignID, memberID string, tq TxQuery) ([]Transaction, bool, string, error) {
-	if memberID != "" {
-		c, _, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
-		if err != nil {
-			return nil, false, "", err
-		}
-		tq.CardID = c.ID
-	} else {
-		camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
-		if err != nil {
-			return nil, false, "", err
-		}
-		tq.CampaignID = camp.ID
-	}
+	tq.Member, tq.Campaign = memberID, campaignID
 	ts, err := listTransactions(ctx, s.pool, projectID, tq, s.Now())
 	if err != nil {
 		return nil, false, "", err
+	}
+	if len(ts) == 0 { // an empty page, or no such card or campaign
+		if memberID != "" {
+			_, _, err = s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+		} else {
+			_, err = s.campaign(ctx, s.pool, projectID, campaignID)
+		}
+		if err != nil {
+			return nil, false, "", err
+		}
 	}
 	ts, more, next := listq.Page(ts, tq.Limit, func(t Transaction) string { return t.ID })
 	return ts, more, next, nil

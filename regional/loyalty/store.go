@@ -1,6 +1,7 @@
 package loyalty
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,11 +9,11 @@ import (
 	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
-	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
 )
 
@@ -82,11 +83,16 @@ func listCampaigns(ctx context.Context, q db.Querier, projectID string, desc boo
 const cardColumns = `id, code, campaign_id, holder_id, points, balance, subtracted_points, expired_points, redeemed_points,
 	pending_points, next_expiration_date, next_expiration_points, metadata, created_at, updated_at`
 
+// cardDests are the scan destinations of cardColumns.
+func cardDests(c *Card, meta *[]byte) []any {
+	return []any{&c.ID, &c.Code, &c.CampaignID, &c.HolderID, &c.Points, &c.Balance, &c.SubtractedPoints, &c.ExpiredPoints,
+		&c.RedeemedPoints, &c.PendingPoints, &c.NextExpirationDate, &c.NextExpirationPoints, meta, &c.CreatedAt, &c.UpdatedAt}
+}
+
 func scanCard(r pgx.Row) (Card, error) {
 	var c Card
 	var meta []byte
-	err := r.Scan(&c.ID, &c.Code, &c.CampaignID, &c.HolderID, &c.Points, &c.Balance, &c.SubtractedPoints, &c.ExpiredPoints,
-		&c.RedeemedPoints, &c.PendingPoints, &c.NextExpirationDate, &c.NextExpirationPoints, &meta, &c.CreatedAt, &c.UpdatedAt)
+	err := r.Scan(cardDests(&c, &meta)...)
 	if err == nil && meta != nil {
 		err = json.Unmarshal(meta, &c.Metadata)
 	}
@@ -108,86 +114,217 @@ func getCard(ctx context.Context, q db.Querier, projectID, codeOrID string, lock
 	return c, err
 }
 
-// saveFigures writes a card's figures after a ledger change, with its next
-// expiration recomputed from its buckets.
-func saveFigures(ctx context.Context, q db.Querier, projectID string, c *Card, now time.Time) error {
-	var date *time.Time
-	var points *int64
-	err := q.QueryRow(ctx, `SELECT expires_on, sum(points) FROM loyalty_point_buckets
-		WHERE project_id = $1 AND card_id = $2 AND points > 0 AND expires_on IS NOT NULL
-		GROUP BY expires_on ORDER BY expires_on LIMIT 1`, projectID, c.ID).Scan(&date, &points)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
+// prefixed qualifies each of a list of columns with the alias a.
+func prefixed(a, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, p := range parts {
+		parts[i] = a + "." + strings.TrimSpace(p)
 	}
-	c.NextExpirationDate, c.NextExpirationPoints, c.UpdatedAt = date, points, &now
-	_, err = q.Exec(ctx, `UPDATE loyalty_cards SET points = $3, balance = $4, subtracted_points = $5, expired_points = $6,
-		redeemed_points = $7, pending_points = $8, next_expiration_date = $9, next_expiration_points = $10, updated_at = $11
-		WHERE project_id = $1 AND id = $2`, projectID, c.ID, c.Points, c.Balance, c.SubtractedPoints, c.ExpiredPoints,
-		c.RedeemedPoints, c.PendingPoints, c.NextExpirationDate, c.NextExpirationPoints, now)
-	return err
+	return strings.Join(parts, ", ")
 }
 
-// addBucket puts points on a card that expire on expiresOn (nil: never).
-func addBucket(ctx context.Context, q db.Querier, projectID, cardID string, points int64, expiresOn *time.Time) error {
-	_, err := q.Exec(ctx, `INSERT INTO loyalty_point_buckets (project_id, card_id, id, points, expires_on) VALUES ($1, $2, $3, $4, $5)`,
-		projectID, cardID, ids.New("lpb_"), points, expiresOn)
-	return err
+// cardIDOf is the id of the card of project $1 whose code, or else id, is
+// $2. Each arm is a lookup on a unique index: no OR for the planner to
+// misjudge (with an OR, stale statistics led PostgreSQL through all of a
+// campaign's cards).
+const cardIDOf = `(SELECT id FROM (
+		SELECT id, 0 AS o FROM loyalty_cards WHERE project_id = $1 AND code = $2
+		UNION ALL SELECT id, 1 FROM loyalty_cards WHERE project_id = $1 AND id = $2) AS m ORDER BY o LIMIT 1)`
+
+// liveCardOf is the id of that card when its campaign is live and, when $3
+// is not empty, is the campaign with id or name $3.
+const liveCardOf = `(SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
+		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+		WHERE c.project_id = $1 AND c.id = ` + cardIDOf + ` AND ($3 = '' OR k.id = $3 OR k.name = $3))`
+
+var lockedCardSQL = `SELECT ` + prefixed("c", cardColumns) + `, ` + prefixed("k", campaignColumns) + `
+		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id
+		WHERE c.project_id = $1 AND c.id = ` + liveCardOf + ` FOR UPDATE OF c`
+
+// lockedCard is a card and its live campaign read under the card's lock.
+type lockedCard struct {
+	Card
+	Campaign Campaign
+	Found    bool
 }
 
-// takeFromBuckets removes points from a card's buckets, soonest-expiring
-// first; the caller has checked the balance covers them.
-func takeFromBuckets(ctx context.Context, q db.Querier, projectID, cardID string, points int64) error {
-	rows, err := q.Query(ctx, `SELECT id, points FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = $2 AND points > 0
-		ORDER BY expires_on NULLS LAST, id`, projectID, cardID)
+// attrsCache keeps campaigns' parsed attrs, reused for as long as the
+// stored bytes are the same: a busy card's every operation would otherwise
+// parse its campaign again. What it hands out is shared: read only.
+type attrsCache struct {
+	c *lru.Cache[string, parsedAttrs]
+}
+
+type parsedAttrs struct {
+	raw   []byte
+	attrs Attrs
+}
+
+func newAttrsCache(size int) attrsCache {
+	c, err := lru.New[string, parsedAttrs](size)
 	if err != nil {
-		return err
+		panic(err) // only for a size below 1
 	}
-	type bucket struct {
-		id     string
-		points int64
+	return attrsCache{c}
+}
+
+// parse returns the attrs stored as raw for campaign id.
+func (a attrsCache) parse(id string, raw []byte) (Attrs, error) {
+	if p, ok := a.c.Get(id); ok && bytes.Equal(p.raw, raw) {
+		return p.attrs, nil
 	}
-	bs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (bucket, error) {
-		var b bucket
-		return b, r.Scan(&b.id, &b.points)
-	})
-	if err != nil {
-		return err
+	var attrs Attrs
+	if err := json.Unmarshal(raw, &attrs); err != nil {
+		return Attrs{}, err
 	}
-	b := &pgx.Batch{}
-	for _, bk := range bs {
-		if points == 0 {
-			break
+	a.c.Add(id, parsedAttrs{raw: raw, attrs: attrs})
+	return attrs, nil
+}
+
+// queueLockCard queues the read that locks the card with code (or id)
+// codeOrID of a live campaign (campaignID, its id or name, when not empty)
+// into dst; dst.Found says whether there was one.
+func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, codeOrID string, dst *lockedCard) {
+	b.Queue(lockedCardSQL, projectID, codeOrID, campaignID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var meta, attrs []byte
+			k := &dst.Campaign
+			dests := append(cardDests(&dst.Card, &meta), &k.ID, &k.Name, &attrs, &k.VouchersCount, &k.GenerationStatus,
+				&k.CreatedAt, &k.UpdatedAt)
+			if err := rows.Scan(dests...); err != nil {
+				return err
+			}
+			if meta != nil {
+				if err := json.Unmarshal(meta, &dst.Metadata); err != nil {
+					return err
+				}
+			}
+			var err error
+			if k.Attrs, err = cache.parse(k.ID, attrs); err != nil {
+				return err
+			}
+			dst.Found = true
 		}
-		take := min(points, bk.points)
+		return rows.Err()
+	})
+}
+
+// bucket is points on a card that expire together. A card has one bucket
+// per expiration date (and one for points that never expire), so its
+// bucket count stays small however many additions it takes.
+type bucket struct {
+	ID        string
+	Points    int64
+	ExpiresOn *time.Time
+}
+
+// bucketID names the bucket of points expiring on exp (nil: never).
+func bucketID(exp *time.Time) string {
+	if exp == nil {
+		return "never"
+	}
+	return exp.Format(time.DateOnly)
+}
+
+// queueAddBucket queues putting points on a card's bucket for exp.
+func queueAddBucket(b *pgx.Batch, projectID, cardID string, points int64, exp *time.Time) {
+	b.Queue(`INSERT INTO loyalty_point_buckets (project_id, card_id, id, points, expires_on) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (project_id, card_id, id) DO UPDATE SET points = loyalty_point_buckets.points + excluded.points`,
+		projectID, cardID, bucketID(exp), points, exp)
+}
+
+// queueBuckets queues reading the non-empty buckets of the card with code
+// (or id) codeOrID, soonest-expiring first, into dst. Queued after
+// queueLockCard in one batch, it reads them under the card's lock.
+func queueBuckets(b *pgx.Batch, projectID, codeOrID string, dst *[]bucket) {
+	b.Queue(`SELECT id, points, expires_on FROM loyalty_point_buckets
+		WHERE project_id = $1 AND card_id = `+cardIDOf+` AND points > 0
+		ORDER BY expires_on NULLS LAST, id`, projectID, codeOrID).Query(func(rows pgx.Rows) error {
+		bs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[bucket])
+		*dst = bs
+		return err
+	})
+}
+
+// queueTake queues taking points from a card's buckets, soonest-expiring
+// first, and returns what is left of them; the caller has checked that the
+// balance covers the points.
+func queueTake(b *pgx.Batch, projectID, cardID string, bs []bucket, points int64) ([]bucket, error) {
+	var rest []bucket
+	for _, bk := range bs {
+		take := min(points, bk.Points)
 		points -= take
-		if take == bk.points {
-			b.Queue(`DELETE FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = $2 AND id = $3`, projectID, cardID, bk.id)
-		} else {
+		switch {
+		case take == 0:
+			rest = append(rest, bk)
+		case take == bk.Points:
+			b.Queue(`DELETE FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = $2 AND id = $3`, projectID, cardID, bk.ID)
+		default:
 			b.Queue(`UPDATE loyalty_point_buckets SET points = points - $4 WHERE project_id = $1 AND card_id = $2 AND id = $3`,
-				projectID, cardID, bk.id, take)
+				projectID, cardID, bk.ID, take)
+			bk.Points -= take
+			rest = append(rest, bk)
 		}
 	}
 	if points > 0 {
-		return fmt.Errorf("loyalty: card %s's buckets are %d points short of its balance", cardID, points)
+		return nil, fmt.Errorf("loyalty: card %s's buckets are %d points short of its balance", cardID, points)
 	}
-	return q.SendBatch(ctx, b).Close()
+	return rest, nil
 }
 
-func insertTransaction(ctx context.Context, q db.Querier, projectID string, t Transaction) error {
-	_, err := q.Exec(ctx, `INSERT INTO loyalty_transactions (project_id, id, card_id, campaign_id, type, delta, source_id, source,
+// expireFrom sets the card's next expiration from its buckets.
+func (c *Card) expireFrom(bs []bucket) {
+	c.NextExpirationDate, c.NextExpirationPoints = nil, nil
+	for _, bk := range bs {
+		if bk.ExpiresOn == nil || bk.Points == 0 {
+			continue
+		}
+		switch {
+		case c.NextExpirationDate == nil || bk.ExpiresOn.Before(*c.NextExpirationDate):
+			c.NextExpirationDate, c.NextExpirationPoints = bk.ExpiresOn, ptr(bk.Points)
+		case bk.ExpiresOn.Equal(*c.NextExpirationDate):
+			*c.NextExpirationPoints += bk.Points
+		}
+	}
+}
+
+// expireAlso sets the card's next expiration after points expiring on exp
+// (nil: never) are added: the sooner of what it was and exp.
+func (c *Card) expireAlso(points int64, exp *time.Time) {
+	switch {
+	case exp == nil:
+	case c.NextExpirationDate == nil || exp.Before(*c.NextExpirationDate):
+		c.NextExpirationDate, c.NextExpirationPoints = exp, ptr(points)
+	case exp.Equal(*c.NextExpirationDate):
+		c.NextExpirationPoints = ptr(*c.NextExpirationPoints + points)
+	}
+}
+
+// queueFigures queues writing a card's figures after a ledger change.
+func queueFigures(b *pgx.Batch, projectID string, c *Card) {
+	b.Queue(`UPDATE loyalty_cards SET points = $3, balance = $4, subtracted_points = $5, expired_points = $6,
+		redeemed_points = $7, pending_points = $8, next_expiration_date = $9, next_expiration_points = $10, updated_at = $11
+		WHERE project_id = $1 AND id = $2`, projectID, c.ID, c.Points, c.Balance, c.SubtractedPoints, c.ExpiredPoints,
+		c.RedeemedPoints, c.PendingPoints, c.NextExpirationDate, c.NextExpirationPoints, c.UpdatedAt)
+}
+
+// queueTransaction queues writing a ledger entry.
+func queueTransaction(b *pgx.Batch, projectID string, t Transaction) {
+	b.Queue(`INSERT INTO loyalty_transactions (project_id, id, card_id, campaign_id, type, delta, source_id, source,
 		reason, details, related_transaction_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		projectID, t.ID, t.VoucherID, t.CampaignID, t.Type, t.delta, t.SourceID, t.Source, t.Reason, []byte(t.Details),
 		t.RelatedTransactionID, t.CreatedAt.Time)
-	return err
 }
 
-// TxQuery selects transactions: of a card, or of a campaign.
+// TxQuery selects transactions: of a card (Member, its code or id, of a
+// live campaign and, when Campaign is set, of that one), or of a live
+// campaign (Campaign, its id or name).
 type TxQuery struct {
-	CardID, CampaignID string
-	Limit              int
-	Desc               bool
-	StartingAfter      string
-	Filter             filters.Filter
+	Member, Campaign string
+	Limit            int
+	Desc             bool
+	StartingAfter    string
+	Filter           filters.Filter
 }
 
 var txFields = map[string]filters.Field{
@@ -196,14 +333,19 @@ var txFields = map[string]filters.Field{
 }
 
 func listTransactions(ctx context.Context, q db.Querier, projectID string, tq TxQuery, now time.Time) ([]Transaction, error) {
-	args := []any{projectID}
-	where := "project_id = $1"
-	if tq.CardID != "" {
-		args = append(args, tq.CardID)
-		where += " AND card_id = $2"
+	// The card or campaign is resolved in the same statement: a page is
+	// one round trip.
+	var args []any
+	var where string
+	if tq.Member != "" {
+		args = []any{projectID, tq.Member, tq.Campaign}
+		where = `project_id = $1 AND card_id = ` + liveCardOf
 	} else {
-		args = append(args, tq.CampaignID)
-		where += " AND campaign_id = $2"
+		args = []any{projectID, tq.Campaign}
+		where = `project_id = $1 AND campaign_id = (SELECT id FROM (
+			SELECT id, 0 AS o FROM loyalty_campaigns WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL
+			UNION ALL SELECT id, 1 FROM loyalty_campaigns WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL) AS m
+			ORDER BY o LIMIT 1)`
 	}
 	cmp, dir := listq.Keyset(tq.Desc)
 	if tq.StartingAfter != "" {

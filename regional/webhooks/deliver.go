@@ -19,8 +19,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tallyhq/tally/internal/db"
-
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -103,23 +101,25 @@ func (s *Service) fanOut(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	if err != nil {
 		return err
 	}
-	return s.enqueueDeliveries(ctx, tx, t.ProjectID, ev, hooks)
+	b := &pgx.Batch{}
+	if err := s.queueDeliveries(ctx, b, t.ProjectID, ev, hooks); err != nil {
+		return err
+	}
+	return tx.SendBatch(ctx, b).Close()
 }
 
-func (s *Service) enqueueDeliveries(ctx context.Context, tx db.Querier, projectID string, ev eventTask, hooks []tenancy.Webhook) error {
+func (s *Service) queueDeliveries(ctx context.Context, b *pgx.Batch, projectID string, ev eventTask, hooks []tenancy.Webhook) error {
 	for _, h := range hooks {
 		if !h.Active || !h.Subscribed(ev.Type) {
 			continue
 		}
-		id, err := async.Enqueue(ctx, tx, projectID, async.NewTask{Kind: KindDeliver, MaxAttempts: 1000, MaxAge: s.o.MaxAge,
+		id, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindDeliver, MaxAttempts: 1000, MaxAge: s.o.MaxAge,
 			Payload: deliveryTask{WebhookID: h.ID, EventID: ev.ID, Body: ev.Body}})
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (project_id, id, webhook_id, event_id, event_type, target_url, status, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, 'pending', now())`, projectID, id, h.ID, ev.ID, ev.Type, h.TargetURL); err != nil {
-			return err
-		}
+		b.Queue(`INSERT INTO webhook_deliveries (project_id, id, webhook_id, event_id, event_type, target_url, status, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, 'pending', now())`, projectID, id, h.ID, ev.ID, ev.Type, h.TargetURL)
 	}
 	return nil
 }

@@ -3,7 +3,10 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/identity"
@@ -11,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/tenancy"
 )
 
 // Task kinds.
@@ -65,6 +69,23 @@ type EventRecord struct {
 // now (the directory read is cached), so an event costs no task of its own.
 // When the directory cannot be read, a fan-out task does it later instead.
 func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error {
+	b := &pgx.Batch{}
+	if err := s.Queue(ctx, b, projectID, eventType, entityID, object); err != nil {
+		return err
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// Queue is Emit for a transaction sent in batches (db.InPipe): the event's
+// rows are queued on b, which the caller sends in its transaction.
+func (s *Service) Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error {
+	hooks, dirErr := s.dir.Webhooks(ctx, projectID)
+	if dirErr == nil && !slices.ContainsFunc(hooks, func(h tenancy.Webhook) bool { return h.Active && h.Subscribed(eventType) }) {
+		return nil // nobody listens: not even the body is made
+	}
 	now := jsonx.Time{Time: time.Now().UTC()}
 	id := ids.New("evt_")
 	src := Source{Channel: "API"}
@@ -81,12 +102,11 @@ func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, eventType,
 		return err
 	}
 	et := eventTask{ID: id, Type: eventType, Body: string(body)}
-	hooks, err := s.dir.Webhooks(ctx, projectID)
-	if err != nil {
-		_, err = async.Enqueue(ctx, tx, projectID, async.NewTask{Kind: KindEvent, Payload: et})
+	if dirErr != nil {
+		_, err = async.Queue(ctx, b, projectID, async.NewTask{Kind: KindEvent, Payload: et})
 		return err
 	}
-	return s.enqueueDeliveries(ctx, tx, projectID, et, hooks)
+	return s.queueDeliveries(ctx, b, projectID, et, hooks)
 }
 
 // eventTask is the fan-out task's payload: the body is kept as the exact
