@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tallyhq/tally/internal/clock"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
@@ -59,6 +61,10 @@ type Config struct {
 	// Worker and Webhooks tune every regional instance's background work.
 	Worker   async.WorkerOptions
 	Webhooks webhooks.Options
+	// Clock is what time-driven work reads (nil: the wall clock), and
+	// SweepInterval how often it looks (default a minute).
+	Clock         *clock.Clock
+	SweepInterval time.Duration
 }
 
 // Stack is a running platform.
@@ -150,7 +156,7 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 		m := telemetry.NewMetrics("regional", r.Cluster)
 		app, err := regional.New(ctx, regional.Config{Cluster: r.Cluster, DatabaseURL: r.DatabaseURL, TenancyURL: cfg.TenancyURL,
 			IdentitySecret: cfg.IdentitySecret, Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m,
-			Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval})
+			Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval, Clock: cfg.Clock, SweepInterval: cfg.SweepInterval})
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tallyhq/tally/internal/clock"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
@@ -38,6 +40,11 @@ type Config struct {
 	WatchInterval  time.Duration // directory change polling (default 500ms)
 	Log            *slog.Logger
 	Metrics        *telemetry.Metrics
+	// Clock is what time-driven work reads (nil: the wall clock): pending
+	// points activating, points expiring. SweepInterval is how often that
+	// work looks for what is due (default a minute).
+	Clock         *clock.Clock
+	SweepInterval time.Duration
 }
 
 // App is a regional instance.
@@ -110,7 +117,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	v1 := e.Group("/v1")
 	cust := customers.NewService(pool, events)
 	customers.Register(v1, cust)
-	loyalty.Register(v1, loyalty.NewService(pool, events, cust, a.tasks))
+	loyalty.Register(v1, loyalty.NewService(pool, events, cust, a.tasks, cfg.Clock))
 	async.Register(v1, pool)
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, pool)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/internal/clock"
+
 	"github.com/tallyhq/tally/devstack"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -41,6 +43,9 @@ type Env struct {
 	Mgmt    devstack.ManagementCredentials
 	Client  *http.Client
 	Servers map[string]*dbtest.Server
+	// Clock is the platform's clock: a test moves it forward to make points
+	// expire and pending points activate.
+	Clock *clock.Clock
 }
 
 // Start starts a platform for t and stops it when t ends.
@@ -67,7 +72,10 @@ func Start(t testing.TB, o Options) *Env {
 	if o.Webhooks != nil {
 		hooks = *o.Webhooks
 	}
+	clk := &clock.Clock{}
 	stack, err := devstack.Start(ctx, devstack.Config{
+		Clock:          clk,
+		SweepInterval:  50 * time.Millisecond,
 		Webhooks:       hooks,
 		Worker:         async.WorkerOptions{Poll: 20 * time.Millisecond},
 		TenancyURL:     servers["tenancy"].NewDatabase(t),
@@ -84,7 +92,7 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Stack: stack, Mgmt: mgmt, Client: ClientFor(stack.RouterURL), Servers: servers}
+	return &Env{Stack: stack, Mgmt: mgmt, Client: ClientFor(stack.RouterURL), Servers: servers, Clock: clk}
 }
 
 // ClientFor returns a client that sends every request to the router at

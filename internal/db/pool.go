@@ -45,7 +45,9 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	if o.Name != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = o.Name
 	}
-	cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName())
+	// Connection details (host, port, database) would be the same on every
+	// span, and reading them copies the connection's whole config each time.
+	cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName(), otelpgx.WithDisableConnectionDetailsInAttributes())
 	cfg.HealthCheckPeriod = 5 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

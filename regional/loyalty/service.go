@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tallyhq/tally/internal/clock"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
@@ -38,14 +40,15 @@ type Service struct {
 	events    Events
 	customers *customers.Service
 	attrs     attrsCache
-	// Now is the service's clock; tests move it.
-	Now func() time.Time
+	clock     *clock.Clock
 }
 
+// Now is the service's time: the platform clock, which tests move.
+func (s *Service) Now() time.Time { return s.clock.Now() }
+
 // NewService returns the loyalty service and registers its jobs in reg.
-func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, reg *async.Registry) *Service {
-	s := &Service{pool: pool, events: events, customers: cust, attrs: newAttrsCache(10_000),
-		Now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, reg *async.Registry, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, events: events, customers: cust, attrs: newAttrsCache(10_000), clock: clk}
 	reg.HandleJob(GenerateJob, s.generateJob)
 	reg.HandleJob(DeleteJob, s.deleteJob)
 	return s
@@ -814,13 +817,23 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 	err := db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 		var card lockedCard
 		var buckets []bucket
-		rb := &pgx.Batch{}
-		queueLockCard(rb, s.attrs, projectID, campaignID, memberID, &card)
-		if pts < 0 {
-			queueBuckets(rb, projectID, memberID, &buckets)
-		}
-		if err := p.Send(ctx, rb).Close(); err != nil {
-			return nil, err
+		// By code, the way clients name cards; then, for what may be an id,
+		// by id.
+		for _, byID := range []bool{false, true} {
+			if byID && !strings.HasPrefix(memberID, "v_") {
+				break
+			}
+			rb := &pgx.Batch{}
+			queueLockCard(rb, s.attrs, projectID, campaignID, memberID, byID, &card)
+			if pts < 0 {
+				queueBuckets(rb, projectID, memberID, byID, &buckets)
+			}
+			if err := p.Send(ctx, rb).Close(); err != nil {
+				return nil, err
+			}
+			if card.Found {
+				break
+			}
 		}
 		if !card.Found {
 			return nil, s.missingCard(ctx, projectID, campaignID, memberID)
@@ -990,7 +1003,7 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 		rb := &pgx.Batch{}
 		for _, c := range donors {
 			buckets[c.ID] = new([]bucket)
-			queueBuckets(rb, projectID, c.ID, buckets[c.ID])
+			queueBuckets(rb, projectID, c.ID, true, buckets[c.ID])
 		}
 		if err := tx.SendBatch(ctx, rb).Close(); err != nil {
 			return err

@@ -137,9 +137,20 @@ const liveCardOf = `(SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
 		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
 		WHERE c.project_id = $1 AND c.id = ` + cardIDOf + ` AND ($3 = '' OR k.id = $3 OR k.name = $3))`
 
-var lockedCardSQL = `SELECT ` + prefixed("c", cardColumns) + `, ` + prefixed("k", campaignColumns) + `
-		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id
-		WHERE c.project_id = $1 AND c.id = ` + liveCardOf + ` FOR UPDATE OF c`
+// lockedCardSQL locks a card by code (byID false) or id (true) and reads it
+// with its live campaign, which must be the campaign with id or name $3
+// when $3 is not empty. One unique-index probe and a primary-key join.
+func lockedCardSQL(byID bool) string {
+	key := "c.code"
+	if byID {
+		key = "c.id"
+	}
+	return `SELECT ` + prefixed("c", cardColumns) + `, ` + prefixed("k", campaignColumns) + `
+		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+		WHERE c.project_id = $1 AND ` + key + ` = $2 AND ($3 = '' OR k.id = $3 OR k.name = $3) FOR UPDATE OF c`
+}
+
+var lockByCode, lockByID = lockedCardSQL(false), lockedCardSQL(true)
 
 // lockedCard is a card and its live campaign read under the card's lock.
 type lockedCard struct {
@@ -181,11 +192,15 @@ func (a attrsCache) parse(id string, raw []byte) (Attrs, error) {
 	return attrs, nil
 }
 
-// queueLockCard queues the read that locks the card with code (or id)
-// codeOrID of a live campaign (campaignID, its id or name, when not empty)
+// queueLockCard queues the read that locks the card with code (or, byID,
+// id) key of a live campaign (campaignID, its id or name, when not empty)
 // into dst; dst.Found says whether there was one.
-func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, codeOrID string, dst *lockedCard) {
-	b.Queue(lockedCardSQL, projectID, codeOrID, campaignID).Query(func(rows pgx.Rows) error {
+func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key string, byID bool, dst *lockedCard) {
+	sql := lockByCode
+	if byID {
+		sql = lockByID
+	}
+	b.Queue(sql, projectID, key, campaignID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var meta, attrs []byte
 			k := &dst.Campaign
@@ -234,12 +249,16 @@ func queueAddBucket(b *pgx.Batch, projectID, cardID string, points int64, exp *t
 }
 
 // queueBuckets queues reading the non-empty buckets of the card with code
-// (or id) codeOrID, soonest-expiring first, into dst. Queued after
+// (or, byID, id) key, soonest-expiring first, into dst. Queued after
 // queueLockCard in one batch, it reads them under the card's lock.
-func queueBuckets(b *pgx.Batch, projectID, codeOrID string, dst *[]bucket) {
+func queueBuckets(b *pgx.Batch, projectID, key string, byID bool, dst *[]bucket) {
+	card := "(SELECT id FROM loyalty_cards WHERE project_id = $1 AND code = $2)"
+	if byID {
+		card = "$2"
+	}
 	b.Queue(`SELECT id, points, expires_on FROM loyalty_point_buckets
-		WHERE project_id = $1 AND card_id = `+cardIDOf+` AND points > 0
-		ORDER BY expires_on NULLS LAST, id`, projectID, codeOrID).Query(func(rows pgx.Rows) error {
+		WHERE project_id = $1 AND card_id = `+card+` AND points > 0
+		ORDER BY expires_on NULLS LAST, id`, projectID, key).Query(func(rows pgx.Rows) error {
 		bs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[bucket])
 		*dst = bs
 		return err

@@ -1,0 +1,31 @@
+// Package clock is the time that time-driven behaviour (points expiring,
+// pending points activating) reads: the wall clock, which tests may move
+// forward. A nil *Clock is the wall clock.
+package clock
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Clock is the wall clock plus an offset tests set.
+type Clock struct{ offset atomic.Int64 }
+
+// Now is the current time in UTC, to the millisecond (what the database
+// keeps), moved by the offset.
+func (c *Clock) Now() time.Time {
+	now := time.Now().UTC()
+	if c != nil {
+		now = now.Add(time.Duration(c.offset.Load()))
+	}
+	return now.Truncate(time.Millisecond)
+}
+
+// Today is the date of Now, as midnight UTC.
+func (c *Clock) Today() time.Time {
+	n := c.Now()
+	return time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
