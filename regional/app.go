@@ -23,6 +23,7 @@ import (
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
@@ -59,6 +60,7 @@ type App struct {
 	resolver *tenancy.Resolver
 	usage    *usage.Counter
 	events   *webhooks.Service
+	loyalty  *loyalty.Service
 }
 
 // New connects to the cluster's database and wires the application API.
@@ -86,6 +88,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	if cfg.WatchInterval == 0 {
 		cfg.WatchInterval = 500 * time.Millisecond
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = time.Minute
 	}
 	tpool, err := db.Open(ctx, cfg.TenancyURL, db.Options{Name: "tally-regional-" + cfg.Cluster, MaxConns: 8})
 	if err != nil {
@@ -117,7 +122,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	v1 := e.Group("/v1")
 	cust := customers.NewService(pool, events)
 	customers.Register(v1, cust)
-	loyalty.Register(v1, loyalty.NewService(pool, events, cust, a.tasks, cfg.Clock))
+	a.loyalty = loyalty.NewService(pool, events, cust, a.tasks, cfg.Clock)
+	loyalty.Register(v1, a.loyalty)
+	orders.Register(v1, orders.NewService(pool, events, cust, cfg.Clock.Now))
 	async.Register(v1, pool)
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, pool)
@@ -160,8 +167,12 @@ func (a *App) Tasks() *async.Registry { return a.tasks }
 // flusher until ctx ends, then lets running tasks finish.
 func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); a.resolver.Watch(ctx, a.cfg.WatchInterval) }()
+	go func() {
+		defer wg.Done()
+		a.loyalty.Run(ctx, a.cfg.SweepInterval, func(err error) { a.cfg.Log.Error("loyalty sweep", "err", err) })
+	}()
 	go func() { defer wg.Done(); a.usage.Run(ctx, 2*time.Second) }()
 	a.worker.Run(ctx)
 	wg.Wait()

@@ -37,6 +37,8 @@ func Register(g *echo.Group, svc *Service) {
 	g.GET("/loyalties/members/:memberId/transactions", h.transactions)
 	g.GET("/loyalties/:campaignId/members/:memberId/transactions", h.transactions)
 	g.GET("/loyalties/:campaignId/transactions", h.transactions)
+	registerRules(g, h)
+	registerPending(g, h)
 }
 
 func (h Handler) createCampaign(c echo.Context) error {

@@ -23,6 +23,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/orders"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/loyalty")
@@ -51,6 +52,7 @@ func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, reg 
 	s := &Service{pool: pool, events: events, customers: cust, attrs: newAttrsCache(10_000), clock: clk}
 	reg.HandleJob(GenerateJob, s.generateJob)
 	reg.HandleJob(DeleteJob, s.deleteJob)
+	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50})
 	return s
 }
 

@@ -82,12 +82,17 @@ func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, eventType,
 // Queue is Emit for a transaction sent in batches (db.InPipe): the event's
 // rows are queued on b, which the caller sends in its transaction.
 func (s *Service) Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error {
+	return s.QueueID(ctx, b, projectID, ids.New("evt_"), eventType, entityID, object)
+}
+
+// QueueID is Queue for an event whose id the caller made, so that what it
+// records elsewhere (an accrual's event, say) names the same event.
+func (s *Service) QueueID(ctx context.Context, b *pgx.Batch, projectID, id, eventType, entityID string, object any) error {
 	hooks, dirErr := s.dir.Webhooks(ctx, projectID)
 	if dirErr == nil && !slices.ContainsFunc(hooks, func(h tenancy.Webhook) bool { return h.Active && h.Subscribed(eventType) }) {
 		return nil // nobody listens: not even the body is made
 	}
 	now := jsonx.Time{Time: time.Now().UTC()}
-	id := ids.New("evt_")
 	src := Source{Channel: "API"}
 	if who, ok := identity.From(ctx); ok {
 		if who.Kind == identity.KindClient {

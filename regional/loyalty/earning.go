@@ -1,0 +1,478 @@
+package loyalty
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// EarningRule is how a loyalty program gives points for an event: an order
+// paid, or a custom event.
+type EarningRule struct {
+	ID         string
+	CampaignID string
+	Event      string
+	Active     bool
+	Attrs      RuleAttrs
+	CreatedAt  time.Time
+	UpdatedAt  *time.Time
+}
+
+// RuleAttrs is the rule as the API writes it.
+type RuleAttrs struct {
+	Loyalty         RulePoints       `json:"loyalty"`
+	CustomEventRaw  json.RawMessage  `json:"custom_event,omitempty"`
+	LoyaltyTier     *IDRef           `json:"loyalty_tier,omitempty"`
+	PendingPoints   *PendingPeriod   `json:"pending_points,omitempty"`
+	Banner          *string          `json:"banner,omitempty"`
+	StartDate       *time.Time       `json:"start_date,omitempty"`
+	ExpirationDate  *time.Time       `json:"expiration_date,omitempty"`
+	Metadata        map[string]any   `json:"metadata,omitempty"`
+	ExpirationRules *ExpirationRules `json:"expiration_rules,omitempty"`
+}
+
+// RulePoints is how many points a rule gives.
+type RulePoints struct {
+	Type            string      `json:"type"`
+	Points          *int64      `json:"points,omitempty"`
+	CalculationType string      `json:"calculation_type,omitempty"`
+	Order           *RuleAmount `json:"order,omitempty"`
+}
+
+// RuleAmount is the proportional rule: points for every so much.
+type RuleAmount struct {
+	Amount      *Every `json:"amount,omitempty"`
+	TotalAmount *Every `json:"total_amount,omitempty"`
+}
+
+// Every gives points for every `every` units of an amount.
+type Every struct {
+	Every  int64 `json:"every"`
+	Points int64 `json:"points"`
+}
+
+// IDRef names an object.
+type IDRef struct {
+	ID string `json:"id"`
+}
+
+// PendingPeriod keeps earned points pending for some days.
+type PendingPeriod struct {
+	PeriodType  string `json:"period_type"`
+	PeriodValue int    `json:"period_value"`
+}
+
+// points are what the rule gives for an order of amount and total amount
+// (nil: unknown).
+func (r RulePoints) points(amount, total *int64) int64 {
+	switch {
+	case r.Type == "FIXED" && r.Points != nil:
+		return *r.Points
+	case r.Order != nil && r.CalculationType == "ORDER_AMOUNT" && r.Order.Amount != nil && amount != nil:
+		return *amount / r.Order.Amount.Every * r.Order.Amount.Points
+	case r.Order != nil && r.CalculationType == "ORDER_TOTAL_AMOUNT" && r.Order.TotalAmount != nil && total != nil:
+		return *total / r.Order.TotalAmount.Every * r.Order.TotalAmount.Points
+	}
+	return 0
+}
+
+// live says whether the rule applies at t.
+func (r EarningRule) live(t time.Time) bool {
+	return r.Active && (r.Attrs.StartDate == nil || !t.Before(*r.Attrs.StartDate)) &&
+		(r.Attrs.ExpirationDate == nil || t.Before(*r.Attrs.ExpirationDate))
+}
+
+// RuleView is the reference shape of an earning rule.
+type RuleView struct {
+	ID                string           `json:"id"`
+	CreatedAt         jsonx.Time       `json:"created_at"`
+	UpdatedAt         *jsonx.Time      `json:"updated_at"`
+	Loyalty           RulePoints       `json:"loyalty"`
+	Event             string           `json:"event"`
+	CustomEvent       json.RawMessage  `json:"custom_event"`
+	Segment           any              `json:"segment"`
+	LoyaltyTier       *IDRef           `json:"loyalty_tier"`
+	PendingPoints     *PendingPeriod   `json:"pending_points"`
+	Source            map[string]any   `json:"source"`
+	Object            string           `json:"object"`
+	AutomationID      *string          `json:"automation_id"`
+	StartDate         *jsonx.Time      `json:"start_date"`
+	ExpirationDate    *jsonx.Time      `json:"expiration_date"`
+	ValidityTimeframe any              `json:"validity_timeframe"`
+	ValidityDayOfWeek any              `json:"validity_day_of_week"`
+	ValidityHours     any              `json:"validity_hours"`
+	Metadata          map[string]any   `json:"metadata"`
+	ExpirationRules   *ExpirationRules `json:"expiration_rules"`
+	ValidationRuleID  *string          `json:"validation_rule_id"`
+	Active            bool             `json:"active"`
+}
+
+// View renders the rule.
+func (r EarningRule) View() RuleView {
+	a := r.Attrs
+	v := RuleView{ID: r.ID, CreatedAt: jsonx.Time{Time: r.CreatedAt}, UpdatedAt: jsonx.Ptr(r.UpdatedAt), Loyalty: a.Loyalty,
+		Event: r.Event, CustomEvent: a.CustomEventRaw, LoyaltyTier: a.LoyaltyTier, PendingPoints: a.PendingPoints,
+		Source: map[string]any{"banner": a.Banner, "object_id": r.CampaignID, "object_type": "campaign"}, Object: "earning_rule",
+		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Metadata: a.Metadata,
+		ExpirationRules: a.ExpirationRules, Active: r.Active}
+	if v.CustomEvent == nil {
+		v.CustomEvent = json.RawMessage("null")
+	}
+	if v.Metadata == nil {
+		v.Metadata = map[string]any{}
+	}
+	return v
+}
+
+// RuleRequest is one rule of POST …/earning-rules, or the body of PUT.
+type RuleRequest struct {
+	Event         *string         `json:"event"`
+	Loyalty       *RulePoints     `json:"loyalty"`
+	CustomEvent   json.RawMessage `json:"custom_event"`
+	Segment       json.RawMessage `json:"segment"`
+	LoyaltyTier   *IDRef          `json:"loyalty_tier"`
+	PendingPoints *PendingPeriod  `json:"pending_points"`
+	Source        *struct {
+		Banner *string `json:"banner"`
+	} `json:"source"`
+	Active            *bool            `json:"active"`
+	StartDate         *time.Time       `json:"start_date"`
+	ExpirationDate    *time.Time       `json:"expiration_date"`
+	Metadata          map[string]any   `json:"metadata"`
+	ExpirationRules   *ExpirationRules `json:"expiration_rules"`
+	ValidationRuleID  *string          `json:"validation_rule_id"`
+	ValidityTimeframe json.RawMessage  `json:"validity_timeframe"`
+	ValidityDayOfWeek json.RawMessage  `json:"validity_day_of_week"`
+	ValidityHours     json.RawMessage  `json:"validity_hours"`
+}
+
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// applyRule writes a request onto a rule, checking it.
+func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
+	bad := func(msg string) error { return apierr.InvalidPayload(where + msg) }
+	if q.ValidationRuleID != nil || present(q.ValidityTimeframe) || present(q.ValidityDayOfWeek) || present(q.ValidityHours) {
+		return bad("validation rules and validity timeframes, days and hours are not available on this platform yet")
+	}
+	if q.Event != nil {
+		if !create && *q.Event != r.Event {
+			return bad("event cannot be changed; create a new rule")
+		}
+		switch ev := *q.Event; {
+		case ev == "order.paid":
+		case ev == "customer.segment.entered" || strings.HasPrefix(ev, "customer.loyalty.tier."):
+			return bad("event " + ev + " is not available on this platform yet: use order.paid or a custom event")
+		case ev == "" || len(ev) > 300 || strings.ContainsRune(ev, 0):
+			return bad("event must be order.paid or a custom event name of 1 to 300 characters")
+		}
+		r.Event = *q.Event
+	} else if create {
+		return bad("event is required: order.paid or a custom event name")
+	}
+	if present(q.Segment) {
+		return bad("segment is for customer.segment.entered, which is not available yet")
+	}
+	if q.Loyalty != nil {
+		l := *q.Loyalty
+		switch l.Type {
+		case "FIXED":
+			if l.Points == nil || *l.Points <= 0 || *l.Points > 1_000_000_000 {
+				return bad("loyalty.points must be a positive number of points for a FIXED rule")
+			}
+			l.CalculationType, l.Order = "", nil
+		case "PROPORTIONAL":
+			if r.Event != "order.paid" {
+				return bad("a custom event rule gives FIXED points")
+			}
+			var e *Every
+			switch {
+			case l.CalculationType == "ORDER_AMOUNT" && l.Order != nil:
+				e, l.Order.TotalAmount = l.Order.Amount, nil
+			case l.CalculationType == "ORDER_TOTAL_AMOUNT" && l.Order != nil:
+				e, l.Order.Amount = l.Order.TotalAmount, nil
+			default:
+				return bad("a PROPORTIONAL rule has calculation_type ORDER_AMOUNT with order.amount, or ORDER_TOTAL_AMOUNT with order.total_amount")
+			}
+			if e == nil || e.Every <= 0 || e.Points <= 0 || e.Points > 1_000_000_000 {
+				return bad("every and points of a PROPORTIONAL rule must be positive")
+			}
+			l.Points = nil
+		default:
+			return bad("loyalty.type must be FIXED or PROPORTIONAL")
+		}
+		r.Attrs.Loyalty = l
+	} else if create {
+		return bad("loyalty is required: {type: FIXED, points} or {type: PROPORTIONAL, calculation_type, order}")
+	}
+	if present(q.CustomEvent) {
+		r.Attrs.CustomEventRaw = q.CustomEvent
+	}
+	if q.LoyaltyTier != nil {
+		r.Attrs.LoyaltyTier = q.LoyaltyTier
+	}
+	if q.PendingPoints != nil {
+		p := q.PendingPoints
+		if r.Event != "order.paid" {
+			return bad("pending_points go with order.paid rules")
+		}
+		if p.PeriodType != "DAY" || p.PeriodValue < 1 || p.PeriodValue > 90 {
+			return bad("pending_points is {period_type: DAY, period_value: 1 to 90}")
+		}
+		r.Attrs.PendingPoints = p
+	}
+	if q.Source != nil && q.Source.Banner != nil {
+		if err := checkText("source.banner", q.Source.Banner); err != nil {
+			return err
+		}
+		r.Attrs.Banner = q.Source.Banner
+	}
+	if q.Active != nil {
+		r.Active = *q.Active
+	}
+	if q.StartDate != nil {
+		r.Attrs.StartDate = q.StartDate
+	}
+	if q.ExpirationDate != nil {
+		r.Attrs.ExpirationDate = q.ExpirationDate
+	}
+	if r.Attrs.StartDate != nil && r.Attrs.ExpirationDate != nil && !r.Attrs.ExpirationDate.After(*r.Attrs.StartDate) {
+		return bad("expiration_date must be after start_date")
+	}
+	if q.Metadata != nil {
+		r.Attrs.Metadata = q.Metadata
+	}
+	if q.ExpirationRules != nil {
+		if err := checkRules(q.ExpirationRules); err != nil {
+			return err
+		}
+		r.Attrs.ExpirationRules = q.ExpirationRules
+	}
+	return nil
+}
+
+const ruleColumns = `id, campaign_id, event, active, attrs, created_at, updated_at`
+
+func scanRule(row pgx.Row) (EarningRule, error) {
+	var r EarningRule
+	var attrs []byte
+	if err := row.Scan(&r.ID, &r.CampaignID, &r.Event, &r.Active, &attrs, &r.CreatedAt, &r.UpdatedAt); err != nil {
+		return EarningRule{}, err
+	}
+	return r, json.Unmarshal(attrs, &r.Attrs)
+}
+
+func saveRule(ctx context.Context, q db.Querier, projectID string, r EarningRule, insert bool) error {
+	attrs, err := json.Marshal(r.Attrs)
+	if err != nil {
+		return err
+	}
+	if insert {
+		_, err = q.Exec(ctx, `INSERT INTO earning_rules (project_id, `+ruleColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			projectID, r.ID, r.CampaignID, r.Event, r.Active, attrs, r.CreatedAt, r.UpdatedAt)
+		return err
+	}
+	_, err = q.Exec(ctx, `UPDATE earning_rules SET active = $3, attrs = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
+		projectID, r.ID, r.Active, attrs, r.UpdatedAt)
+	return err
+}
+
+// rulesOf reads a campaign's rules for an event (all events when "").
+func rulesOf(ctx context.Context, q db.Querier, projectID, campaignID, event string) ([]EarningRule, error) {
+	rows, err := q.Query(ctx, `SELECT `+ruleColumns+` FROM earning_rules WHERE project_id = $1 AND campaign_id = $2
+		AND ($3 = '' OR event = $3) ORDER BY id`, projectID, campaignID, event)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (EarningRule, error) { return scanRule(r) })
+}
+
+// CreateRules adds earning rules to a campaign, all or none.
+func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string, qs []RuleRequest) ([]RuleView, error) {
+	if len(qs) == 0 || len(qs) > 100 {
+		return nil, apierr.InvalidPayload("the body is a list of 1 to 100 earning rules")
+	}
+	var out []RuleView
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out = nil
+		camp, err := s.campaign(ctx, tx, projectID, campaignID)
+		if err != nil {
+			return err
+		}
+		for i, q := range qs {
+			r := EarningRule{ID: ids.New("ern_"), CampaignID: camp.ID, Active: true, CreatedAt: s.Now()}
+			if err := applyRule(&r, q, true, fmt.Sprintf("[%d].", i)); err != nil {
+				return err
+			}
+			if err := saveRule(ctx, tx, projectID, r, true); err != nil {
+				return err
+			}
+			out = append(out, r.View())
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Service) rule(ctx context.Context, q db.Querier, projectID, campaignID, ruleID string, lock bool) (EarningRule, error) {
+	camp, err := s.campaign(ctx, q, projectID, campaignID)
+	if err != nil {
+		return EarningRule{}, err
+	}
+	suffix := ""
+	if lock {
+		suffix = " FOR UPDATE"
+	}
+	r, err := scanRule(q.QueryRow(ctx, `SELECT `+ruleColumns+` FROM earning_rules WHERE project_id = $1 AND id = $2 AND campaign_id = $3`+suffix,
+		projectID, ruleID, camp.ID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return EarningRule{}, apierr.NotFound("earning_rule", ruleID)
+	}
+	return r, err
+}
+
+// GetRule reads a rule of a campaign.
+func (s *Service) GetRule(ctx context.Context, projectID, campaignID, ruleID string) (RuleView, error) {
+	r, err := s.rule(ctx, s.pool, projectID, campaignID, ruleID, false)
+	return r.View(), err
+}
+
+// UpdateRule changes a rule (PUT, and enable/disable with only active).
+func (s *Service) UpdateRule(ctx context.Context, projectID, campaignID, ruleID string, q RuleRequest) (RuleView, error) {
+	var out EarningRule
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		r, err := s.rule(ctx, tx, projectID, campaignID, ruleID, true)
+		if err != nil {
+			return err
+		}
+		if err := applyRule(&r, q, false, ""); err != nil {
+			return err
+		}
+		now := s.Now()
+		r.UpdatedAt = &now
+		out = r
+		return saveRule(ctx, tx, projectID, r, false)
+	})
+	return out.View(), err
+}
+
+// DeleteRule removes a rule.
+func (s *Service) DeleteRule(ctx context.Context, projectID, campaignID, ruleID string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		r, err := s.rule(ctx, tx, projectID, campaignID, ruleID, true)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM earning_rules WHERE project_id = $1 AND id = $2`, projectID, r.ID)
+		return err
+	})
+}
+
+// ListRules lists a campaign's rules.
+func (s *Service) ListRules(ctx context.Context, projectID, campaignID string, limit int) ([]RuleView, int, error) {
+	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
+	if err != nil {
+		return nil, 0, err
+	}
+	rs, err := rulesOf(ctx, s.pool, projectID, camp.ID, "")
+	if err != nil {
+		return nil, 0, err
+	}
+	vs := []RuleView{}
+	for i, r := range rs {
+		if i == limit {
+			break
+		}
+		vs = append(vs, r.View())
+	}
+	return vs, len(rs), nil
+}
+
+func registerRules(g *echo.Group, h Handler) {
+	g.POST("/loyalties/:campaignId/earning-rules", h.createRules)
+	g.GET("/loyalties/:campaignId/earning-rules", h.listRules)
+	g.GET("/loyalties/:campaignId/earning-rules/:ruleId", h.getRule)
+	g.PUT("/loyalties/:campaignId/earning-rules/:ruleId", h.updateRule)
+	g.DELETE("/loyalties/:campaignId/earning-rules/:ruleId", h.deleteRule)
+	g.POST("/loyalties/:campaignId/earning-rules/:ruleId/enable", h.toggleRule(true))
+	g.POST("/loyalties/:campaignId/earning-rules/:ruleId/disable", h.toggleRule(false))
+}
+
+func (h Handler) createRules(c echo.Context) error {
+	var qs []RuleRequest
+	if err := httpx.Bind(c, &qs); err != nil {
+		return err
+	}
+	vs, err := h.svc.CreateRules(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), qs)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, vs)
+}
+
+func (h Handler) listRules(c echo.Context) error {
+	q := c.QueryParams()
+	limit, err := listq.Limit(q, 10)
+	if err != nil {
+		return err
+	}
+	if err := listq.FirstPageOnly(q); err != nil {
+		return err
+	}
+	vs, total, err := h.svc.ListRules(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": total})
+}
+
+func (h Handler) getRule(c echo.Context) error {
+	v, err := h.svc.GetRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) updateRule(c echo.Context) error {
+	var q RuleRequest
+	if err := httpx.Bind(c, &q); err != nil {
+		return err
+	}
+	v, err := h.svc.UpdateRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"), q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) deleteRule(c echo.Context) error {
+	if err := h.svc.DeleteRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (h Handler) toggleRule(active bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		v, err := h.svc.UpdateRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"),
+			RuleRequest{Active: &active})
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, v)
+	}
+}

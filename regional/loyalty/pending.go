@@ -1,0 +1,457 @@
+package loyalty
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/orders"
+)
+
+// Webhook events of pending points.
+const (
+	EventPendingAdded     = "voucher.loyalty_card.pending_points.added"
+	EventPendingActivated = "voucher.loyalty_card.pending_points.activated"
+	EventPendingCanceled  = "voucher.loyalty_card.pending_points.canceled"
+	EventPendingUpdated   = "voucher.loyalty_card.pending_points.updated"
+)
+
+// Pending is a pending point entry.
+type Pending struct {
+	ID          string          `json:"id"`
+	VoucherID   string          `json:"voucher_id"`
+	CampaignID  string          `json:"campaign_id"`
+	CustomerID  string          `json:"customer_id"`
+	OrderID     string          `json:"order_id"`
+	Points      int64           `json:"points"`
+	ActivatesAt string          `json:"activates_at"`
+	Details     json.RawMessage `json:"details"`
+	CreatedAt   jsonx.Time      `json:"created_at"`
+	UpdatedAt   *jsonx.Time     `json:"updated_at"`
+	status      string
+}
+
+const pendingColumns = `id, card_id, campaign_id, customer_id, order_id, points, activates_at, details, created_at, updated_at, status`
+
+func scanPending(r pgx.Row) (Pending, error) {
+	var p Pending
+	var at time.Time
+	var upd *time.Time
+	var details []byte
+	err := r.Scan(&p.ID, &p.VoucherID, &p.CampaignID, &p.CustomerID, &p.OrderID, &p.Points, &at, &details, &p.CreatedAt.Time, &upd, &p.status)
+	p.ActivatesAt, p.UpdatedAt, p.Details = at.Format(time.DateOnly), jsonx.Ptr(upd), details
+	return p, err
+}
+
+// accrue is the order.paid task: for each card the order's customer holds,
+// each live order.paid rule of the card's campaign earns once, as a
+// POINTS_ACCRUAL or, for a rule with a pending period, a pending entry.
+// The accrual row written first makes a second run of the task earn
+// nothing.
+func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
+	var task orders.PaidTask
+	if err := json.Unmarshal(t.Payload, &task); err != nil {
+		return fmt.Errorf("loyalty: order.paid payload: %w", err)
+	}
+	o, err := orders.GetIn(ctx, tx, t.ProjectID, task.OrderID, false)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
+		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+		WHERE c.project_id = $1 AND c.holder_id = $2 ORDER BY c.id`, t.ProjectID, task.CustomerID)
+	if err != nil {
+		return err
+	}
+	cardIDs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	event := map[string]any{"id": task.EventID, "type": orders.EventPaid}
+	orderRef := map[string]any{"id": o.ID, "source_id": o.SourceID}
+	for _, id := range cardIDs {
+		var card lockedCard
+		b := &pgx.Batch{}
+		queueLockCard(b, s.attrs, t.ProjectID, "", id, true, &card)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if !card.Found {
+			continue
+		}
+		rules, err := rulesOf(ctx, tx, t.ProjectID, card.CampaignID, "order.paid")
+		if err != nil {
+			return err
+		}
+		w := &pgx.Batch{}
+		for _, r := range rules {
+			if !r.live(now) || (r.Attrs.LoyaltyTier != nil && r.Attrs.LoyaltyTier.ID != "" && r.Attrs.LoyaltyTier.ID != "__ANY__") {
+				continue // tier-scoped rules wait for tiers
+			}
+			pts := r.Attrs.Loyalty.points(o.Amount, o.TotalAmount())
+			if pts <= 0 {
+				continue
+			}
+			tag, err := tx.Exec(ctx, `INSERT INTO loyalty_accruals (project_id, order_id, rule_id, card_id, created_at)
+				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, t.ProjectID, o.ID, r.ID, card.ID, now)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				continue // earned by an earlier run
+			}
+			ruleRef := map[string]any{"id": r.ID, "source": map[string]any{"banner": r.Attrs.Banner}}
+			card.UpdatedAt = &now
+			if pp := r.Attrs.PendingPoints; pp != nil {
+				ev := map[string]any{"id": task.EventID, "type": orders.EventPaid, "group_id": task.GroupID,
+					"entity_id": task.CustomerID, "created_at": task.CreatedAt, "category": "ACTION", "event_source": task.Source}
+				details, _ := json.Marshal(map[string]any{"event": ev, "earning_rule": ruleRef, "order": orderRef})
+				p := Pending{ID: ids.New("lopp_"), VoucherID: card.ID, CampaignID: card.CampaignID, CustomerID: task.CustomerID,
+					OrderID: o.ID, Points: pts, ActivatesAt: s.clock.Today().AddDate(0, 0, pp.PeriodValue).Format(time.DateOnly),
+					Details: details, CreatedAt: jsonx.Time{Time: now}}
+				w.Queue(`INSERT INTO loyalty_pending_points (project_id, `+pendingColumns+`)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, 'PENDING')`, t.ProjectID, p.ID, p.VoucherID, p.CampaignID,
+					p.CustomerID, p.OrderID, p.Points, p.ActivatesAt, details, now)
+				card.PendingPoints += pts
+				if err := s.events.Queue(ctx, w, t.ProjectID, EventPendingAdded, p.ID,
+					map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
+					return err
+				}
+				continue
+			}
+			exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+			if r.Attrs.ExpirationRules != nil {
+				exp = r.Attrs.ExpirationRules.expiry(now)
+			}
+			queueAddBucket(w, t.ProjectID, card.ID, pts, exp)
+			card.Points += pts
+			card.Balance += pts
+			card.expireAlso(pts, exp)
+			bal := card.balance(pts)
+			bal.OperationType = "AUTOMATIC"
+			tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: o.SourceID,
+				Source: ptr("API"), Type: PointsAccrual, CreatedAt: jsonx.Time{Time: now}, delta: pts}
+			tr.Details, _ = json.Marshal(map[string]any{"balance": bal, "order": orderRef, "event": event, "earning_rule": ruleRef})
+			if err := s.record(ctx, w, t.ProjectID, tr, card.Card, card.Campaign); err != nil {
+				return err
+			}
+			if err := s.events.Queue(ctx, w, t.ProjectID, EventPointsAdded, card.ID,
+				map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": tr}); err != nil {
+				return err
+			}
+		}
+		if w.Len() == 0 {
+			continue
+		}
+		queueFigures(w, t.ProjectID, &card.Card)
+		if err := tx.SendBatch(ctx, w).Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pendingOf reads a card's pending entry under lock, with the card locked
+// first (the ledger's order).
+func (s *Service) pendingOf(ctx context.Context, tx pgx.Tx, projectID, campaignID, memberID, pendingID string) (lockedCard, Pending, error) {
+	var card lockedCard
+	for _, byID := range []bool{false, true} {
+		b := &pgx.Batch{}
+		queueLockCard(b, s.attrs, projectID, campaignID, memberID, byID, &card)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return card, Pending{}, err
+		}
+		if card.Found {
+			break
+		}
+	}
+	if !card.Found {
+		return card, Pending{}, s.missingCard(ctx, projectID, campaignID, memberID)
+	}
+	p, err := scanPending(tx.QueryRow(ctx, `SELECT `+pendingColumns+` FROM loyalty_pending_points
+		WHERE project_id = $1 AND id = $2 AND card_id = $3 FOR UPDATE`, projectID, pendingID, card.ID))
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && p.status != "PENDING") {
+		return card, Pending{}, apierr.NotFound("pending_points", pendingID)
+	}
+	return card, p, err
+}
+
+// Activate adds a pending entry's points to its card now.
+func (s *Service) Activate(ctx context.Context, projectID, campaignID, memberID, pendingID string) (Balance, error) {
+	var out Balance
+	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+		card, p, err := s.pendingOf(ctx, tx, projectID, campaignID, memberID, pendingID)
+		if err != nil {
+			return err
+		}
+		out, err = s.activate(ctx, tx, projectID, card, p)
+		return err
+	})
+	return out, err
+}
+
+// activate writes PENDING_POINTS_ACTIVATION for p on its locked card.
+func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, card lockedCard, p Pending) (Balance, error) {
+	now := s.Now()
+	exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+	w := &pgx.Batch{}
+	w.Queue(`UPDATE loyalty_pending_points SET status = 'ACTIVATED', updated_at = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, now)
+	queueAddBucket(w, projectID, card.ID, p.Points, exp)
+	card.Points += p.Points
+	card.Balance += p.Points
+	card.PendingPoints -= p.Points
+	card.expireAlso(p.Points, exp)
+	card.UpdatedAt = &now
+	queueFigures(w, projectID, &card.Card)
+	bal := card.balance(p.Points)
+	bal.OperationType = "AUTOMATIC"
+	tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Source: ptr("API"),
+		Type: PendingPointsActivation, CreatedAt: jsonx.Time{Time: now}, delta: p.Points}
+	tr.Details, _ = json.Marshal(map[string]any{"balance": bal, "pending_points": p})
+	if err := s.record(ctx, w, projectID, tr, card.Card, card.Campaign); err != nil {
+		return Balance{}, err
+	}
+	if err := s.events.Queue(ctx, w, projectID, EventPendingActivated, p.ID,
+		map[string]any{"pending_points": p, "voucher": card.View(card.Campaign), "transaction": tr}); err != nil {
+		return Balance{}, err
+	}
+	return bal, tx.SendBatch(ctx, w).Close()
+}
+
+// Cancel drops a pending entry: its points never reach the card.
+func (s *Service) Cancel(ctx context.Context, projectID, campaignID, memberID, pendingID string) error {
+	return db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+		card, p, err := s.pendingOf(ctx, tx, projectID, campaignID, memberID, pendingID)
+		if err != nil {
+			return err
+		}
+		now := s.Now()
+		w := &pgx.Batch{}
+		w.Queue(`UPDATE loyalty_pending_points SET status = 'CANCELED', updated_at = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, now)
+		card.PendingPoints -= p.Points
+		card.UpdatedAt = &now
+		queueFigures(w, projectID, &card.Card)
+		if err := s.events.Queue(ctx, w, projectID, EventPendingCanceled, p.ID,
+			map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
+			return err
+		}
+		return tx.SendBatch(ctx, w).Close()
+	})
+}
+
+// AdjustPending adds points (negative: removes them) to a pending entry,
+// which keeps at least one point.
+func (s *Service) AdjustPending(ctx context.Context, projectID, campaignID, memberID, pendingID string, points *int64) (map[string]any, error) {
+	if points == nil || *points == 0 || *points > 1_000_000_000 || *points < -1_000_000_000 {
+		return nil, apierr.InvalidPayload("points is required: a non-zero number of points to add to (or, negative, remove from) the entry")
+	}
+	var out map[string]any
+	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+		card, p, err := s.pendingOf(ctx, tx, projectID, campaignID, memberID, pendingID)
+		if err != nil {
+			return err
+		}
+		if p.Points+*points < 1 {
+			return apierr.InvalidPayload(fmt.Sprintf("the entry holds %d pending points; it must keep at least 1 (cancel it instead)", p.Points))
+		}
+		now := s.Now()
+		p.Points += *points
+		p.UpdatedAt = &jsonx.Time{Time: now}
+		w := &pgx.Batch{}
+		w.Queue(`UPDATE loyalty_pending_points SET points = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, p.ID, p.Points, now)
+		card.PendingPoints += *points
+		card.UpdatedAt = &now
+		queueFigures(w, projectID, &card.Card)
+		if err := s.events.Queue(ctx, w, projectID, EventPendingUpdated, p.ID,
+			map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
+			return err
+		}
+		out = map[string]any{"points": *points, "total": p.Points, "object": "balance", "operation_type": "MANUAL",
+			"related_object": map[string]any{"type": "voucher", "id": card.ID}}
+		return tx.SendBatch(ctx, w).Close()
+	})
+	return out, err
+}
+
+// ListPending returns a page of a card's pending entries (memberID set) or
+// a campaign's.
+func (s *Service) ListPending(ctx context.Context, projectID, campaignID, memberID string, limit int, desc bool, after string) ([]Pending, bool, string, error) {
+	var args []any
+	var where string
+	if memberID != "" {
+		c, _, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+		if err != nil {
+			return nil, false, "", err
+		}
+		args, where = []any{projectID, c.ID}, "card_id = $2"
+	} else {
+		camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
+		if err != nil {
+			return nil, false, "", err
+		}
+		args, where = []any{projectID, camp.ID}, "campaign_id = $2"
+	}
+	cmp, dir := listq.Keyset(desc)
+	args = append(args, limit+1)
+	sql := `SELECT ` + pendingColumns + ` FROM loyalty_pending_points WHERE project_id = $1 AND ` + where + ` AND status = 'PENDING'`
+	if after != "" {
+		args = append(args, after)
+		sql += " AND id " + cmp + " $4"
+	}
+	rows, err := s.pool.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $3", args...)
+	if err != nil {
+		return nil, false, "", err
+	}
+	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Pending, error) { return scanPending(r) })
+	if err != nil {
+		return nil, false, "", err
+	}
+	ps, more, next := listq.Page(ps, limit, func(p Pending) string { return p.ID })
+	return ps, more, next, nil
+}
+
+// Sweep activates the pending entries due by the clock's date. Entries are
+// taken with SKIP LOCKED and checked under lock, so replicas sweeping at
+// once split the work and none is activated twice.
+func (s *Service) Sweep(ctx context.Context) error {
+	for {
+		type due struct{ project, id string }
+		var batch []due
+		rows, err := s.pool.Query(ctx, `SELECT project_id, id FROM loyalty_pending_points
+			WHERE status = 'PENDING' AND activates_at <= $1 ORDER BY activates_at LIMIT 100`, s.clock.Today())
+		if err != nil {
+			return err
+		}
+		batch, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
+			var d due
+			return d, r.Scan(&d.project, &d.id)
+		})
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		done := 0
+		for _, d := range batch {
+			err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+				var cardID string
+				err := tx.QueryRow(ctx, `SELECT card_id FROM loyalty_pending_points WHERE project_id = $1 AND id = $2 AND status = 'PENDING'`,
+					d.project, d.id).Scan(&cardID)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil // activated or canceled meanwhile
+				}
+				if err != nil {
+					return err
+				}
+				card, p, err := s.pendingOf(ctx, tx, d.project, "", cardID, d.id)
+				var e *apierr.Error
+				if errors.As(err, &e) {
+					return nil // its card or campaign is gone, or it was settled meanwhile
+				}
+				if err != nil {
+					return err
+				}
+				_, err = s.activate(ctx, tx, d.project, card, p)
+				done++
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if done == 0 {
+			return nil
+		}
+	}
+}
+
+// Run sweeps every interval until ctx ends.
+func (s *Service) Run(ctx context.Context, interval time.Duration, log func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				log(err)
+			}
+		}
+	}
+}
+
+func registerPending(g *echo.Group, h Handler) {
+	g.GET("/loyalties/members/:memberId/pending-points", h.listPending)
+	g.GET("/loyalties/:campaignId/members/:memberId/pending-points", h.listPending)
+	g.GET("/loyalties/:campaignId/pending-points", h.listPending)
+	g.POST("/loyalties/members/:memberId/pending-points/:pendingId/activate", h.activatePending)
+	g.POST("/loyalties/members/:memberId/pending-points/:pendingId/cancel", h.cancelPending)
+	g.POST("/loyalties/members/:memberId/pending-points/:pendingId/balance", h.adjustPending)
+}
+
+func (h Handler) listPending(c echo.Context) error {
+	q := c.QueryParams()
+	limit, err := listq.Limit(q, 10)
+	if err != nil {
+		return err
+	}
+	order, err := listq.Order(q, "id", "id", "-id")
+	if err != nil {
+		return err
+	}
+	ps, more, next, err := h.svc.ListPending(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"),
+		limit, order == "-id", q.Get("starting_after_id"))
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"object": "list", "data_ref": "data", "data": ps, "has_more": more}
+	if ps == nil {
+		out["data"] = []Pending{}
+	}
+	if more {
+		out["more_starting_after"] = next
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h Handler) activatePending(c echo.Context) error {
+	b, err := h.svc.Activate(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, b)
+}
+
+func (h Handler) cancelPending(c echo.Context) error {
+	if err := h.svc.Cancel(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (h Handler) adjustPending(c echo.Context) error {
+	var body struct {
+		Points *int64 `json:"points"`
+	}
+	if err := httpx.Bind(c, &body); err != nil {
+		return err
+	}
+	out, err := h.svc.AdjustPending(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId"), body.Points)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}

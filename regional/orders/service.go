@@ -1,0 +1,391 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/customers"
+)
+
+var tracer = otel.Tracer("github.com/tallyhq/tally/regional/orders")
+
+// Events records webhook events in a writer's transaction.
+type Events interface {
+	QueueID(ctx context.Context, b *pgx.Batch, projectID, id, eventType, entityID string, object any) error
+}
+
+// Service holds the rules of orders.
+type Service struct {
+	pool      *pgxpool.Pool
+	events    Events
+	customers *customers.Service
+	now       func() time.Time
+}
+
+// NewService returns the order service; now is the platform clock.
+func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, now func() time.Time) *Service {
+	return &Service{pool: pool, events: events, customers: cust, now: now}
+}
+
+const columns = `id, source_id, status, amount, initial_amount, discount_amount, items, metadata, customer_id, referrer_id,
+	created_at, updated_at, paid_at`
+
+func scan(r pgx.Row) (Order, error) {
+	var o Order
+	var items, meta []byte
+	err := r.Scan(&o.ID, &o.SourceID, &o.Status, &o.Amount, &o.InitialAmount, &o.DiscountAmount, &items, &meta,
+		&o.CustomerID, &o.ReferrerID, &o.CreatedAt, &o.UpdatedAt, &o.PaidAt)
+	if err != nil {
+		return Order{}, err
+	}
+	if err := json.Unmarshal(items, &o.Items); err != nil {
+		return Order{}, err
+	}
+	if meta != nil {
+		err = json.Unmarshal(meta, &o.Metadata)
+	}
+	return o, err
+}
+
+// GetIn reads an order by id, or else by source id, in q.
+func GetIn(ctx context.Context, q db.Querier, projectID, idOrSource string, lock bool) (Order, error) {
+	suffix := ""
+	if lock {
+		suffix = " FOR UPDATE"
+	}
+	o, err := scan(q.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE project_id = $1 AND id = $2`+suffix, projectID, idOrSource))
+	if errors.Is(err, pgx.ErrNoRows) {
+		o, err = scan(q.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE project_id = $1 AND source_id = $2`+suffix,
+			projectID, idOrSource))
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Order{}, apierr.NotFound("order", idOrSource)
+	}
+	return o, err
+}
+
+func save(ctx context.Context, tx pgx.Tx, projectID string, o Order, insert bool) error {
+	items, err := json.Marshal(o.Items)
+	if err != nil {
+		return err
+	}
+	var meta []byte
+	if o.Metadata != nil {
+		if meta, err = json.Marshal(o.Metadata); err != nil {
+			return err
+		}
+	}
+	if insert {
+		_, err = tx.Exec(ctx, `INSERT INTO orders (project_id, `+columns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+			projectID, o.ID, o.SourceID, o.Status, o.Amount, o.InitialAmount, o.DiscountAmount, items, meta, o.CustomerID,
+			o.ReferrerID, o.CreatedAt, o.UpdatedAt, o.PaidAt)
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE orders SET source_id = $3, status = $4, amount = $5, initial_amount = $6, discount_amount = $7,
+		items = $8, metadata = $9, customer_id = $10, referrer_id = $11, updated_at = $12, paid_at = $13
+		WHERE project_id = $1 AND id = $2`, projectID, o.ID, o.SourceID, o.Status, o.Amount, o.InitialAmount, o.DiscountAmount,
+		items, meta, o.CustomerID, o.ReferrerID, o.UpdatedAt, o.PaidAt)
+	return err
+}
+
+func checkText(name string, v *string) error {
+	if v != nil && (*v == "" || len(*v) > 300 || strings.ContainsRune(*v, 0)) {
+		return apierr.InvalidPayload(name + " must be 1 to 300 characters")
+	}
+	return nil
+}
+
+func checkAmount(name string, v *int64) error {
+	if v != nil && (*v < 0 || *v > math.MaxInt64/1000) {
+		return apierr.InvalidPayload(name + " must be a non-negative amount in the smallest currency unit")
+	}
+	return nil
+}
+
+// items checks and completes order items: each is an order_item, and its
+// amount is price × quantity when not given.
+func items(in []map[string]any) ([]map[string]any, error) {
+	if len(in) > 500 {
+		return nil, apierr.InvalidPayload("an order has at most 500 items")
+	}
+	out := make([]map[string]any, len(in))
+	for i, it := range in {
+		item := map[string]any{}
+		for k, v := range it {
+			item[k] = v
+		}
+		num := func(k string) (*int64, error) {
+			v, ok := item[k]
+			if !ok || v == nil {
+				return nil, nil
+			}
+			f, ok := v.(float64)
+			if !ok || f < 0 || f != math.Trunc(f) || f > 1e15 {
+				return nil, apierr.InvalidPayload(fmt.Sprintf("items[%d].%s must be a non-negative integer", i, k))
+			}
+			n := int64(f)
+			return &n, nil
+		}
+		var vals [3]*int64
+		for j, k := range []string{"quantity", "price", "amount"} {
+			v, err := num(k)
+			if err != nil {
+				return nil, err
+			}
+			vals[j] = v
+		}
+		if ro, ok := item["related_object"]; ok && ro != nil && ro != "product" && ro != "sku" {
+			return nil, apierr.InvalidPayload(fmt.Sprintf("items[%d].related_object must be product or sku", i))
+		}
+		if vals[2] == nil && vals[0] != nil && vals[1] != nil {
+			item["amount"] = *vals[0] * *vals[1]
+		}
+		item["object"] = "order_item"
+		out[i] = item
+	}
+	return out, nil
+}
+
+// apply writes the request's properties onto o.
+func apply(o *Order, r Request) error {
+	for _, t := range []struct {
+		name string
+		v    *string
+	}{{"source_id", r.SourceID}, {"customer_id", r.CustomerID}, {"referrer_id", r.ReferrerID}} {
+		if err := checkText(t.name, t.v); err != nil {
+			return err
+		}
+	}
+	for _, a := range []struct {
+		name string
+		v    *int64
+	}{{"amount", r.Amount}, {"initial_amount", r.InitialAmount}, {"discount_amount", r.DiscountAmount}} {
+		if err := checkAmount(a.name, a.v); err != nil {
+			return err
+		}
+	}
+	if r.Status != nil {
+		if !statuses[*r.Status] {
+			return apierr.InvalidPayload("status must be one of CREATED, PAID, CANCELED, FULFILLED")
+		}
+		o.Status = *r.Status
+	}
+	if r.SourceID != nil {
+		o.SourceID = r.SourceID
+	}
+	if r.Items != nil {
+		its, err := items(r.Items)
+		if err != nil {
+			return err
+		}
+		o.Items = its
+	}
+	if r.Amount != nil {
+		o.Amount = r.Amount
+	} else if r.Items != nil {
+		var sum int64
+		known := false
+		for _, it := range o.Items {
+			if a, ok := it["amount"].(int64); ok {
+				sum, known = sum+a, true
+			} else if f, ok := it["amount"].(float64); ok {
+				sum, known = sum+int64(f), true
+			}
+		}
+		if known {
+			o.Amount = &sum
+		}
+	}
+	if r.InitialAmount != nil {
+		o.InitialAmount = r.InitialAmount
+	}
+	if r.DiscountAmount != nil {
+		o.DiscountAmount = r.DiscountAmount
+	}
+	if o.Amount != nil && o.DiscountAmount != nil && *o.DiscountAmount > *o.Amount {
+		return apierr.InvalidPayload("discount_amount must not exceed amount")
+	}
+	if r.Metadata != nil {
+		o.Metadata = r.Metadata
+	}
+	if r.ReferrerID != nil {
+		o.ReferrerID = r.ReferrerID
+	}
+	return nil
+}
+
+// Upsert is POST /v1/orders: it creates the order, or updates the one with
+// the request's id or source_id.
+func (s *Service) Upsert(ctx context.Context, projectID string, r Request) (View, error) {
+	return s.write(ctx, projectID, "", r)
+}
+
+// Update is PUT /v1/orders/{orderId} (its id or source id).
+func (s *Service) Update(ctx context.Context, projectID, idOrSource string, r Request) (View, error) {
+	return s.write(ctx, projectID, idOrSource, r)
+}
+
+func (s *Service) write(ctx context.Context, projectID, target string, r Request) (View, error) {
+	ctx, span := tracer.Start(ctx, "orders.write")
+	defer span.End()
+	var out Order
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		o, insert, err := s.find(ctx, tx, projectID, target, r)
+		if err != nil {
+			return err
+		}
+		wasPaid := !insert && o.Status == "PAID"
+		if err := apply(&o, r); err != nil {
+			return err
+		}
+		if err := s.customer(ctx, tx, projectID, &o, r); err != nil {
+			return err
+		}
+		now := s.now()
+		if !insert {
+			o.UpdatedAt = &now
+		}
+		b := &pgx.Batch{}
+		if o.Status == "PAID" && !wasPaid {
+			o.PaidAt = &now
+			if err := s.paid(ctx, b, projectID, o, now); err != nil {
+				return err
+			}
+		}
+		if err := save(ctx, tx, projectID, o, insert); err != nil {
+			return err
+		}
+		out = o
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return View{}, err
+	}
+	return out.View(), nil
+}
+
+// find returns the order a write is about, or a new one.
+func (s *Service) find(ctx context.Context, tx pgx.Tx, projectID, target string, r Request) (Order, bool, error) {
+	switch {
+	case target != "":
+		o, err := GetIn(ctx, tx, projectID, target, true)
+		return o, false, err
+	case r.ID != nil:
+		o, err := GetIn(ctx, tx, projectID, *r.ID, true)
+		return o, false, err
+	case r.SourceID != nil:
+		o, err := GetIn(ctx, tx, projectID, *r.SourceID, true)
+		var e *apierr.Error
+		if !errors.As(err, &e) || e.Status != 404 {
+			return o, false, err
+		}
+	}
+	return Order{ID: ids.New("ord_"), Status: "CREATED", Items: []map[string]any{}, CreatedAt: s.now()}, true, nil
+}
+
+// customer sets the order's customer: customer (an object, created or
+// updated) or customer_id (which must exist).
+func (s *Service) customer(ctx context.Context, tx pgx.Tx, projectID string, o *Order, r Request) error {
+	if len(r.Customer) > 0 && string(r.Customer) != "null" {
+		var p customers.Patch
+		if err := json.Unmarshal(r.Customer, &p); err != nil {
+			return apierr.InvalidPayload("customer must be a customer object: " + err.Error())
+		}
+		c, _, err := s.customers.UpsertIn(ctx, tx, projectID, &p)
+		if err != nil {
+			return err
+		}
+		o.CustomerID = &c.ID
+		return nil
+	}
+	if r.CustomerID != nil {
+		c, err := s.customers.GetIn(ctx, tx, projectID, *r.CustomerID)
+		if err != nil {
+			return err
+		}
+		o.CustomerID = &c.ID
+	}
+	return nil
+}
+
+// paid queues what an order becoming PAID raises: the webhook event and,
+// when the order has a customer, the task that earns loyalty points.
+func (s *Service) paid(ctx context.Context, b *pgx.Batch, projectID string, o Order, now time.Time) error {
+	evID := ids.New("evt_")
+	if err := s.events.QueueID(ctx, b, projectID, evID, EventPaid, o.ID, map[string]any{"order": o.View()}); err != nil {
+		return err
+	}
+	if o.CustomerID == nil {
+		return nil
+	}
+	src := map[string]any{"channel": "API"}
+	if who, ok := identity.From(ctx); ok {
+		if who.Kind == identity.KindClient {
+			src["channel"] = "CLIENT_API"
+		}
+		src["api_key"] = map[string]any{"name": who.Kind, "app_id": who.KeyID}
+	}
+	_, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindPaid, MaxAttempts: 50, Payload: PaidTask{
+		OrderID: o.ID, CustomerID: *o.CustomerID, EventID: evID, GroupID: telemetry.RequestID(ctx),
+		CreatedAt: jsonx.Time{Time: now}, Source: src}})
+	return err
+}
+
+// Get reads an order by id or source id.
+func (s *Service) Get(ctx context.Context, projectID, idOrSource string) (View, error) {
+	o, err := GetIn(ctx, s.pool, projectID, idOrSource, false)
+	if err != nil {
+		return View{}, err
+	}
+	return o.View(), nil
+}
+
+// List returns a page of orders, newest first unless order says otherwise.
+func (s *Service) List(ctx context.Context, projectID string, limit int, order, after string) ([]View, int, bool, string, error) {
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE project_id = $1`, projectID).Scan(&total); err != nil {
+		return nil, 0, false, "", err
+	}
+	key := "created_at"
+	if strings.TrimPrefix(order, "-") == "updated_at" {
+		key = "coalesce(updated_at, created_at)"
+	}
+	cmp, dir := listq.Keyset(strings.HasPrefix(order, "-"))
+	sql := `SELECT ` + columns + ` FROM orders WHERE project_id = $1`
+	args := []any{projectID, limit + 1}
+	if after != "" {
+		args = append(args, after)
+		sql += fmt.Sprintf(` AND (%s, id) %s (SELECT %s, id FROM orders WHERE project_id = $1 AND id = $3)`, key, cmp, key)
+	}
+	rows, err := s.pool.Query(ctx, sql+` ORDER BY `+key+` `+dir+`, id `+dir+` LIMIT $2`, args...)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	os, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scan(r) })
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	page, more, next := listq.Page(os, limit, func(o Order) string { return o.ID })
+	vs := make([]View, len(page))
+	for i, o := range page {
+		vs[i] = o.View()
+	}
+	return vs, total, more, next, nil
+}
