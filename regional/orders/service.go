@@ -136,11 +136,23 @@ func items(in []map[string]any) ([]map[string]any, error) {
 			if !ok || v == nil {
 				return nil, nil
 			}
-			f, ok := v.(float64)
-			if !ok || f < 0 || f != math.Trunc(f) || f > 1e15 {
+			var f float64
+			switch x := v.(type) {
+			case float64:
+				f = x
+			case json.Number:
+				var err error
+				if f, err = x.Float64(); err != nil {
+					f = -1
+				}
+			default:
+				f = -1
+			}
+			if f < 0 || f != math.Trunc(f) || f > 1e15 {
 				return nil, apierr.InvalidPayload(fmt.Sprintf("items[%d].%s must be a non-negative integer", i, k))
 			}
 			n := int64(f)
+			item[k] = n
 			return &n, nil
 		}
 		var vals [3]*int64
@@ -205,8 +217,6 @@ func apply(o *Order, r Request) error {
 		for _, it := range o.Items {
 			if a, ok := it["amount"].(int64); ok {
 				sum, known = sum+a, true
-			} else if f, ok := it["amount"].(float64); ok {
-				sum, known = sum+int64(f), true
 			}
 		}
 		if known {
