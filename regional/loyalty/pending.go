@@ -168,19 +168,9 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 // pendingOf reads a card's pending entry under lock, with the card locked
 // first (the ledger's order).
 func (s *Service) pendingOf(ctx context.Context, tx pgx.Tx, projectID, campaignID, memberID, pendingID string) (lockedCard, Pending, error) {
-	var card lockedCard
-	for _, byID := range []bool{false, true} {
-		b := &pgx.Batch{}
-		queueLockCard(b, s.attrs, projectID, campaignID, memberID, byID, &card)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return card, Pending{}, err
-		}
-		if card.Found {
-			break
-		}
-	}
-	if !card.Found {
-		return card, Pending{}, s.missingCard(ctx, projectID, campaignID, memberID)
+	card, err := s.lockCard(ctx, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() }, projectID, campaignID, memberID, nil)
+	if err != nil {
+		return card, Pending{}, err
 	}
 	p, err := scanPending(tx.QueryRow(ctx, `SELECT `+pendingColumns+` FROM loyalty_pending_points
 		WHERE project_id = $1 AND id = $2 AND card_id = $3 FOR UPDATE`, projectID, pendingID, card.ID))

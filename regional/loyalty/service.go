@@ -817,28 +817,13 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 	// buckets) is read after the lock: two round trips in all, the locking
 	// read with BEGIN and the writes with COMMIT.
 	err := db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
-		var card lockedCard
-		var buckets []bucket
-		// By code, the way clients name cards; then, for what may be an id,
-		// by id.
-		for _, byID := range []bool{false, true} {
-			if byID && !strings.HasPrefix(memberID, "v_") {
-				break
-			}
-			rb := &pgx.Batch{}
-			queueLockCard(rb, s.attrs, projectID, campaignID, memberID, byID, &card)
-			if pts < 0 {
-				queueBuckets(rb, projectID, memberID, byID, &buckets)
-			}
-			if err := p.Send(ctx, rb).Close(); err != nil {
-				return nil, err
-			}
-			if card.Found {
-				break
-			}
+		var buckets *[]bucket
+		if pts < 0 {
+			buckets = new([]bucket)
 		}
-		if !card.Found {
-			return nil, s.missingCard(ctx, projectID, campaignID, memberID)
+		card, err := s.lockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID, buckets)
+		if err != nil {
+			return nil, err
 		}
 		camp := card.Campaign
 		now := s.Now()
@@ -860,7 +845,7 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 			if card.Balance < -pts {
 				return nil, notEnough(card.Card, -pts)
 			}
-			rest, err := queueTake(w, projectID, card.ID, buckets, -pts)
+			rest, err := queueTake(w, projectID, card.ID, *buckets, -pts)
 			if err != nil {
 				return nil, err
 			}
@@ -883,6 +868,31 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 		return w, nil
 	})
 	return out, err
+}
+
+// lockCard locks and reads a card of a live campaign (and, when buckets is
+// not nil, its buckets) with send, which runs a batch in the caller's
+// transaction: by code, the way clients name cards, then, for what may be
+// an id, by id. A card not found is its 404.
+func (s *Service) lockCard(ctx context.Context, send func(*pgx.Batch) error, projectID, campaignID, memberID string, buckets *[]bucket) (lockedCard, error) {
+	var card lockedCard
+	for _, byID := range []bool{false, true} {
+		if byID && !strings.HasPrefix(memberID, "v_") {
+			break
+		}
+		b := &pgx.Batch{}
+		queueLockCard(b, s.attrs, projectID, campaignID, memberID, byID, &card)
+		if buckets != nil {
+			queueBuckets(b, projectID, memberID, byID, buckets)
+		}
+		if err := send(b); err != nil {
+			return card, err
+		}
+		if card.Found {
+			return card, nil
+		}
+	}
+	return card, s.missingCard(ctx, projectID, campaignID, memberID)
 }
 
 // missingCard is the error for a card that queueLockCard did not find: its
