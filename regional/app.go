@@ -124,7 +124,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	customers.Register(v1, cust)
 	a.loyalty = loyalty.NewService(pool, events, cust, a.tasks, cfg.Clock)
 	loyalty.Register(v1, a.loyalty)
-	orders.Register(v1, orders.NewService(pool, events, cust, cfg.Clock.Now))
+	orders.Register(v1, orders.NewService(pool, events, cust, cfg.Clock))
 	async.Register(v1, pool)
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, pool)

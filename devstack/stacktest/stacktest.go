@@ -206,3 +206,16 @@ func URL(cluster, path string) string {
 	api, _ := devstack.ClusterHosts(cluster, "localhost")
 	return "http://" + api + path
 }
+
+// Eventually polls cond every 20 ms until it holds, and fails t when it
+// has not within d: for what the asynchronous phase does after a response.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

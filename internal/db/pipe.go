@@ -36,23 +36,10 @@ func (p *Pipe) Send(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	br := p.conn.SendBatch(ctx, nb)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return failed{err}
+		return pgx.FailedBatchResults(nb, err)
 	}
 	return br
 }
-
-// failed is the results of a batch whose BEGIN failed.
-type failed struct{ err error }
-
-func (f failed) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, f.err }
-func (f failed) Query() (pgx.Rows, error)         { return nil, f.err }
-func (f failed) QueryRow() pgx.Row                { return failedRow(f) }
-func (f failed) Close() error                     { return f.err }
-func (f failed) Tx() pgx.Tx                       { return nil }
-
-type failedRow struct{ err error }
-
-func (r failedRow) Scan(...any) error { return r.err }
 
 // InPipe runs fn as one transaction at isolation iso on a connection of
 // pool. fn sends what it must read with p.Send and returns the batch of

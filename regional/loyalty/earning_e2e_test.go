@@ -8,20 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/regional/async"
 )
-
-// eventually polls f until it holds or 10 s pass.
-func eventually(t *testing.T, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func keys(m map[string]any) string {
 	var ks []string
@@ -88,7 +77,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 	if order["amount"] != 2500.0 || order["total_amount"] != 2500.0 || order["object"] != "order" || order["customer_id"] == nil {
 		t.Fatalf("order: %v", order)
 	}
-	eventually(t, "two accruals", func() bool { return len(a.history(code)) == 2 })
+	stacktest.Eventually(t, 10*time.Second, "two accruals", func() bool { return len(a.history(code)) == 2 })
 	byRule := map[string]map[string]any{}
 	for _, tx := range a.history(code) {
 		checkTx(t, tx, "POINTS_ACCRUAL", "balance", "earning_rule", "event", "order")
@@ -121,7 +110,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the replayed task", func() bool {
+	stacktest.Eventually(t, 10*time.Second, "the replayed task", func() bool {
 		var status string
 		_ = pool.QueryRow(ctx, `SELECT status FROM outbox WHERE project_id = $1 AND id = $2`, a.p.ID, again).Scan(&status)
 		return status == "done"
@@ -146,7 +135,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		t.Fatalf("order 2: %v", o2)
 	}
 	a.ok("PUT", "/v1/orders/o-2", map[string]any{"status": "PAID"})
-	eventually(t, "a pending entry", func() bool { return len(a.pending(code)) == 1 })
+	stacktest.Eventually(t, 10*time.Second, "a pending entry", func() bool { return len(a.pending(code)) == 1 })
 	p := a.pending(code)[0]
 	today := time.Now().UTC().Add(0)
 	if !strings.HasPrefix(p["id"].(string), "lopp_") || p["points"] != 50.0 || p["order_id"] != o2["id"] || p["voucher_id"] == nil ||
@@ -168,7 +157,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		t.Fatal("pending points activated before their date")
 	}
 	e.Clock.Advance(24 * time.Hour)
-	eventually(t, "activation on the date", func() bool { return len(a.pending(code)) == 0 })
+	stacktest.Eventually(t, 10*time.Second, "activation on the date", func() bool { return len(a.pending(code)) == 0 })
 	h := a.history(code)
 	act := h[len(h)-1]
 	checkTx(t, act, "PENDING_POINTS_ACTIVATION", "balance", "pending_points")
@@ -184,7 +173,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 	pay := func(src string) map[string]any {
 		a.ok("POST", "/v1/orders", map[string]any{"source_id": src, "status": "PAID", "amount": 100, "customer": map[string]any{"source_id": "ann"}})
 		var entry map[string]any
-		eventually(t, "pending entry of "+src, func() bool {
+		stacktest.Eventually(t, 10*time.Second, "pending entry of "+src, func() bool {
 			ps := a.pending(code)
 			if len(ps) == 1 {
 				entry = ps[0]

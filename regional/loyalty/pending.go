@@ -319,16 +319,15 @@ func (s *Service) ListPending(ctx context.Context, projectID, campaignID, member
 // once split the work and none is activated twice.
 func (s *Service) Sweep(ctx context.Context) error {
 	for {
-		type due struct{ project, id string }
-		var batch []due
-		rows, err := s.pool.Query(ctx, `SELECT project_id, id FROM loyalty_pending_points
+		type due struct{ project, id, card string }
+		rows, err := s.pool.Query(ctx, `SELECT project_id, id, card_id FROM loyalty_pending_points
 			WHERE status = 'PENDING' AND activates_at <= $1 ORDER BY activates_at LIMIT 100`, s.clock.Today())
 		if err != nil {
 			return err
 		}
-		batch, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
+		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
 			var d due
-			return d, r.Scan(&d.project, &d.id)
+			return d, r.Scan(&d.project, &d.id, &d.card)
 		})
 		if err != nil || len(batch) == 0 {
 			return err
@@ -336,16 +335,8 @@ func (s *Service) Sweep(ctx context.Context) error {
 		done := 0
 		for _, d := range batch {
 			err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-				var cardID string
-				err := tx.QueryRow(ctx, `SELECT card_id FROM loyalty_pending_points WHERE project_id = $1 AND id = $2 AND status = 'PENDING'`,
-					d.project, d.id).Scan(&cardID)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return nil // activated or canceled meanwhile
-				}
-				if err != nil {
-					return err
-				}
-				card, p, err := s.pendingOf(ctx, tx, d.project, "", cardID, d.id)
+				// pendingOf checks under lock that the entry is still pending.
+				card, p, err := s.pendingOf(ctx, tx, d.project, "", d.card, d.id)
 				var e *apierr.Error
 				if errors.As(err, &e) {
 					return nil // its card or campaign is gone, or it was settled meanwhile

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Statuses of an order.
@@ -114,12 +115,12 @@ type Request struct {
 // PaidTask is the payload of the task an order that becomes PAID leaves
 // for the loyalty programs: the event that the accruals name.
 type PaidTask struct {
-	OrderID    string         `json:"order_id"`
-	CustomerID string         `json:"customer_id"`
-	EventID    string         `json:"event_id"`
-	GroupID    string         `json:"group_id"`
-	CreatedAt  jsonx.Time     `json:"created_at"`
-	Source     map[string]any `json:"event_source"`
+	OrderID    string          `json:"order_id"`
+	CustomerID string          `json:"customer_id"`
+	EventID    string          `json:"event_id"`
+	GroupID    string          `json:"group_id"`
+	CreatedAt  jsonx.Time      `json:"created_at"`
+	Source     webhooks.Source `json:"event_source"`
 }
 
 // KindPaid is that task's kind.

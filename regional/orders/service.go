@@ -14,14 +14,15 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/orders")
@@ -36,12 +37,12 @@ type Service struct {
 	pool      *pgxpool.Pool
 	events    Events
 	customers *customers.Service
-	now       func() time.Time
+	clock     *clock.Clock
 }
 
-// NewService returns the order service; now is the platform clock.
-func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, now func() time.Time) *Service {
-	return &Service{pool: pool, events: events, customers: cust, now: now}
+// NewService returns the order service; clk is the platform clock.
+func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, clk *clock.Clock) *Service {
+	return &Service{pool: pool, events: events, customers: cust, clock: clk}
 }
 
 const columns = `id, source_id, status, amount, initial_amount, discount_amount, items, metadata, customer_id, referrer_id,
@@ -268,7 +269,7 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 		if err := s.customer(ctx, tx, projectID, &o, r); err != nil {
 			return err
 		}
-		now := s.now()
+		now := s.clock.Now()
 		if !insert {
 			o.UpdatedAt = &now
 		}
@@ -307,7 +308,7 @@ func (s *Service) find(ctx context.Context, tx pgx.Tx, projectID, target string,
 			return o, false, err
 		}
 	}
-	return Order{ID: ids.New("ord_"), Status: "CREATED", Items: []map[string]any{}, CreatedAt: s.now()}, true, nil
+	return Order{ID: ids.New("ord_"), Status: "CREATED", Items: []map[string]any{}, CreatedAt: s.clock.Now()}, true, nil
 }
 
 // customer sets the order's customer: customer (an object, created or
@@ -345,16 +346,9 @@ func (s *Service) paid(ctx context.Context, b *pgx.Batch, projectID string, o Or
 	if o.CustomerID == nil {
 		return nil
 	}
-	src := map[string]any{"channel": "API"}
-	if who, ok := identity.From(ctx); ok {
-		if who.Kind == identity.KindClient {
-			src["channel"] = "CLIENT_API"
-		}
-		src["api_key"] = map[string]any{"name": who.Kind, "app_id": who.KeyID}
-	}
 	_, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindPaid, MaxAttempts: 50, Payload: PaidTask{
 		OrderID: o.ID, CustomerID: *o.CustomerID, EventID: evID, GroupID: telemetry.RequestID(ctx),
-		CreatedAt: jsonx.Time{Time: now}, Source: src}})
+		CreatedAt: jsonx.Time{Time: now}, Source: webhooks.SourceOf(ctx)}})
 	return err
 }
 

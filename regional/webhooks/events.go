@@ -93,13 +93,7 @@ func (s *Service) QueueID(ctx context.Context, b *pgx.Batch, projectID, id, even
 		return nil // nobody listens: not even the body is made
 	}
 	now := jsonx.Time{Time: time.Now().UTC()}
-	src := Source{Channel: "API"}
-	if who, ok := identity.From(ctx); ok {
-		if who.Kind == identity.KindClient {
-			src.Channel = "CLIENT_API"
-		}
-		src.APIKey = &APIKey{Name: who.Kind, AppID: who.KeyID}
-	}
+	src := SourceOf(ctx)
 	ev := Event{ID: id, ProjectID: projectID, CreatedAt: now, Type: eventType, Data: EventData{Object: object}, Source: src,
 		Event: EventRecord{ID: id, Type: eventType, GroupID: telemetry.RequestID(ctx), EntityID: entityID, Category: "EFFECT", CreatedAt: now}}
 	body, err := json.Marshal(ev)
@@ -112,6 +106,19 @@ func (s *Service) QueueID(ctx context.Context, b *pgx.Batch, projectID, id, even
 		return err
 	}
 	return s.queueDeliveries(ctx, b, projectID, et, hooks)
+}
+
+// SourceOf is the event source object of a request: the channel it came
+// by and the key it used.
+func SourceOf(ctx context.Context) Source {
+	src := Source{Channel: "API"}
+	if who, ok := identity.From(ctx); ok {
+		if who.Kind == identity.KindClient {
+			src.Channel = "CLIENT_API"
+		}
+		src.APIKey = &APIKey{Name: who.Kind, AppID: who.KeyID}
+	}
+	return src
 }
 
 // eventTask is the fan-out task's payload: the body is kept as the exact

@@ -55,17 +55,6 @@ func (r *receiver) count() int {
 	return len(r.bodies)
 }
 
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v", d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func setup(t *testing.T, e *stacktest.Env, cluster, url string, events ...string) (stacktest.Project, string, string) {
 	t.Helper()
 	p := e.CreateProject(t, cluster)
@@ -89,7 +78,7 @@ func TestDeliveryReachesARealReceiverAndBothSignaturesVerify(t *testing.T) {
 	custID := r.JSON(t)["id"].(string)
 	// customer.updated is not subscribed: only one delivery.
 	e.Do(t, "PUT", stacktest.URL("us1", "/v1/customers/ann"), p.Header(), map[string]any{"name": "Ann B"})
-	waitFor(t, 5*time.Second, func() bool { return rcv.count() >= 1 })
+	stacktest.Eventually(t, 5*time.Second, "", func() bool { return rcv.count() >= 1 })
 	time.Sleep(300 * time.Millisecond)
 	if n := rcv.count(); n != 1 {
 		t.Fatalf("%d deliveries, want 1", n)
@@ -132,7 +121,7 @@ func TestReceiverFailingOnceGetsTheEventAgainAndAcceptsItOnce(t *testing.T) {
 	if r := e.Do(t, "POST", stacktest.URL("api", "/v1/customers"), p.Header(), map[string]any{"name": "Bo"}); r.Status != 200 {
 		t.Fatal(string(r.Body))
 	}
-	waitFor(t, 10*time.Second, func() bool { return rcv.count() >= 2 })
+	stacktest.Eventually(t, 10*time.Second, "", func() bool { return rcv.count() >= 2 })
 	time.Sleep(500 * time.Millisecond)
 	rcv.mu.Lock()
 	if len(rcv.bodies) != 2 || len(rcv.accepted) != 1 || string(rcv.bodies[0]) != string(rcv.bodies[1]) ||
@@ -147,7 +136,7 @@ func TestReceiverFailingOnceGetsTheEventAgainAndAcceptsItOnce(t *testing.T) {
 	rcv.mu.Unlock()
 
 	var d map[string]any
-	waitFor(t, 5*time.Second, func() bool {
+	stacktest.Eventually(t, 5*time.Second, "", func() bool {
 		r := e.Do(t, "GET", mgmt+"/projects/"+p.ID+"/webhooks/"+hookID+"/deliveries", e.MgmtHeader(), nil)
 		if r.Status != 200 {
 			t.Fatalf("deliveries: %d %s", r.Status, r.Body)
@@ -173,7 +162,7 @@ func TestDeletingOrDeactivatingAWebhookStopsItsPendingDeliveries(t *testing.T) {
 			rcv := newReceiver(t, func(int) int { return 503 })
 			p, hookID, _ := setup(t, e, "as1", rcv.srv.URL, "customer.created")
 			e.Do(t, "POST", stacktest.URL("as1", "/v1/customers"), p.Header(), map[string]any{"name": "Cy"})
-			waitFor(t, 5*time.Second, func() bool { return rcv.count() >= 1 })
+			stacktest.Eventually(t, 5*time.Second, "", func() bool { return rcv.count() >= 1 })
 			url := mgmt + "/projects/" + p.ID + "/webhooks/" + hookID
 			var r stacktest.Resp
 			if how == "delete" {
@@ -202,7 +191,7 @@ func TestWebhookSendsDoNotCountAsAPICalls(t *testing.T) {
 		e.Do(t, "POST", stacktest.URL("api", "/v1/customers"), p.Header(), map[string]any{"source_id": "same", "name": fmt.Sprint(i)})
 	}
 	e.Do(t, "GET", stacktest.URL("api", "/v1/customers"), p.Header(), nil)
-	waitFor(t, 5*time.Second, func() bool { return rcv.count() == 3 })
+	stacktest.Eventually(t, 5*time.Second, "", func() bool { return rcv.count() == 3 })
 	r := e.Do(t, "GET", mgmt+"/projects/"+p.ID+"/usage", e.MgmtHeader(), nil)
 	days := r.JSON(t)["data"].([]any)
 	if r.Status != 200 || len(days) != 1 || days[0].(map[string]any)["api_calls"] != float64(4) {
@@ -254,7 +243,7 @@ func TestTwoRegionalReplicasShare1000DeliveriesWithNoneTwice(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	waitFor(t, 60*time.Second, func() bool {
+	stacktest.Eventually(t, 60*time.Second, "", func() bool {
 		rcv.mu.Lock()
 		defer rcv.mu.Unlock()
 		return len(rcv.accepted) == n
