@@ -213,5 +213,18 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		t.Fatalf("order by source id: %v", g)
 	}
 	a.fails("POST", "/v1/orders", map[string]any{"status": "SHIPPED"}, 400, "invalid_payload")
+
+	// Deleting the campaign takes its rules and pending entries with it.
+	pay("o-5")
+	del := a.ok("DELETE", "/v1/loyalties/"+campID, nil)
+	waitAction(t, a, del["async_action_id"].(string))
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM loyalty_pending_points WHERE project_id = $1)
+		+ (SELECT count(*) FROM earning_rules WHERE project_id = $1)`, a.p.ID).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d pending entries and rules outlived their campaign", left)
+	}
 	a.fails("GET", "/v1/orders/nope", nil, 404, "not_found")
 }

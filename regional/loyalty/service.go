@@ -585,6 +585,9 @@ func (s *Service) deleteJob(ctx context.Context, job *async.Job) (any, error) {
 			b := &pgx.Batch{}
 			b.Queue(`DELETE FROM loyalty_transactions WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
 			b.Queue(`DELETE FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
+			// Pending entries go with their cards: left, the sweep would
+			// read them as due on every pass.
+			b.Queue(`DELETE FROM loyalty_pending_points WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
 			b.Queue(`DELETE FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
 			return tx.SendBatch(ctx, b).Close()
 		})
@@ -596,6 +599,9 @@ func (s *Service) deleteJob(ctx context.Context, job *async.Job) (any, error) {
 		}
 		deleted += n
 		_ = job.Progress(ctx, 50)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM earning_rules WHERE project_id = $1 AND campaign_id = $2`, job.ProjectID, p.CampaignID); err != nil {
+		return nil, err
 	}
 	return map[string]any{"campaign_id": p.CampaignID, "deleted_vouchers": deleted}, nil
 }
