@@ -146,3 +146,14 @@ func (p *Patch) Apply(a *Attrs) error {
 	}
 	return nil
 }
+
+// Simple is the reference's SimpleCustomer, as redemptions name their
+// customer.
+func (c Customer) Simple() map[string]any {
+	meta := c.Attrs.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return map[string]any{"id": c.ID, "name": c.Attrs.Name, "email": c.Attrs.Email, "source_id": c.SourceID,
+		"metadata": meta, "object": "customer"}
+}

@@ -158,3 +158,9 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 	err = q.QueryRow(ctx, `SELECT count(*) FROM customers WHERE `+countWhere, countArgs...).Scan(&total)
 	return out, total, err
 }
+
+// Columns are the customer columns Scan reads.
+const Columns = columns
+
+// Scan reads a row of Columns.
+func Scan(r pgx.Row) (Customer, error) { return scan(r) }

@@ -1,0 +1,463 @@
+// Package rewards keeps a project's rewards: what a loyalty card's points
+// buy. A MATERIAL reward is a product (and SKU) handed over; a COIN reward
+// pays for an order with points at an exchange ratio. Loyalty programs
+// price rewards in their assignments (package loyalty).
+package rewards
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// Reward types served.
+const (
+	Material = "MATERIAL"
+	Coin     = "COIN"
+)
+
+// Webhook events of rewards.
+const (
+	EventCreated = "reward.created"
+	EventUpdated = "reward.updated"
+	EventDeleted = "reward.deleted"
+)
+
+// Product is a MATERIAL reward's product.
+type Product struct {
+	ID    string  `json:"id"`
+	SKUID *string `json:"sku_id"`
+}
+
+// CoinRatio maps PointsRatio points to ExchangeRatio of the currency.
+type CoinRatio struct {
+	ExchangeRatio float64 `json:"exchange_ratio"`
+	PointsRatio   int64   `json:"points_ratio"`
+}
+
+// Parameters say what a reward is: one of its members is set.
+type Parameters struct {
+	Product *Product   `json:"product,omitempty"`
+	Coin    *CoinRatio `json:"coin,omitempty"`
+}
+
+// Attributes describe a reward to people.
+type Attributes struct {
+	ImageURL    *string `json:"image_url"`
+	Description *string `json:"description"`
+}
+
+// Attrs are what the rewards table keeps as a document.
+type Attrs struct {
+	Parameters Parameters     `json:"parameters"`
+	Attributes Attributes     `json:"attributes"`
+	Metadata   map[string]any `json:"metadata"`
+}
+
+// Reward is a stored reward.
+type Reward struct {
+	ID        string
+	Name      string
+	Type      string
+	Attrs     Attrs
+	Stock     *int64
+	Redeemed  int64
+	CreatedAt time.Time
+	UpdatedAt *time.Time
+}
+
+// View is the reference shape of a reward.
+type View struct {
+	ID         string         `json:"id"`
+	Name       string         `json:"name"`
+	Stock      *int64         `json:"stock"`
+	Redeemed   int64          `json:"redeemed"`
+	Attributes Attributes     `json:"attributes"`
+	Metadata   map[string]any `json:"metadata"`
+	Type       string         `json:"type"`
+	Parameters Parameters     `json:"parameters"`
+	CreatedAt  jsonx.Time     `json:"created_at"`
+	UpdatedAt  *jsonx.Time    `json:"updated_at"`
+	Object     string         `json:"object"`
+}
+
+// View renders the reward.
+func (r Reward) View() View {
+	meta := r.Attrs.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return View{ID: r.ID, Name: r.Name, Stock: r.Stock, Redeemed: r.Redeemed, Attributes: r.Attrs.Attributes, Metadata: meta,
+		Type: r.Type, Parameters: r.Attrs.Parameters, CreatedAt: jsonx.Time{Time: r.CreatedAt}, UpdatedAt: jsonx.Ptr(r.UpdatedAt),
+		Object: "reward"}
+}
+
+// Columns are the reward columns Scan reads, qualified by alias w. redeemed
+// is the count of the reward's standing redemptions.
+const Columns = `w.id, w.name, w.type, w.attrs, w.stock, (SELECT count(*) FROM redemptions r
+	WHERE r.project_id = w.project_id AND r.reward_id = w.id AND r.status = 'SUCCEEDED'), w.created_at, w.updated_at`
+
+// Scan reads a row of Columns.
+func Scan(r pgx.Row) (Reward, error) {
+	var w Reward
+	var attrs []byte
+	if err := r.Scan(&w.ID, &w.Name, &w.Type, &attrs, &w.Stock, &w.Redeemed, &w.CreatedAt, &w.UpdatedAt); err != nil {
+		return Reward{}, err
+	}
+	return w, json.Unmarshal(attrs, &w.Attrs)
+}
+
+// Get reads a reward in q, or answers its 404.
+func Get(ctx context.Context, q db.Querier, projectID, id string) (Reward, error) {
+	w, err := Scan(q.QueryRow(ctx, `SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Reward{}, apierr.NotFound("reward", id)
+	}
+	return w, err
+}
+
+// Events records webhook events in a writer's transaction.
+type Events interface {
+	Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error
+}
+
+// Service holds the rules of rewards.
+type Service struct {
+	pool   *pgxpool.Pool
+	events Events
+	clock  *clock.Clock
+}
+
+// NewService returns the reward service.
+func NewService(pool *pgxpool.Pool, events Events, clk *clock.Clock) *Service {
+	return &Service{pool: pool, events: events, clock: clk}
+}
+
+// Request is the body of POST and PUT /v1/rewards.
+type Request struct {
+	Name       *string         `json:"name"`
+	Parameters *requestParams  `json:"parameters"`
+	Stock      json.RawMessage `json:"stock"`
+	Attributes *Attributes     `json:"attributes"`
+	Metadata   map[string]any  `json:"metadata"`
+}
+
+type requestParams struct {
+	Campaign json.RawMessage `json:"campaign"`
+	Product  *Product        `json:"product"`
+	Coin     *CoinRatio      `json:"coin"`
+}
+
+func (p *requestParams) check() (string, Parameters, error) {
+	set := 0
+	for _, ok := range []bool{len(p.Campaign) > 0 && string(p.Campaign) != "null", p.Product != nil, p.Coin != nil} {
+		if ok {
+			set++
+		}
+	}
+	if set != 1 {
+		return "", Parameters{}, apierr.InvalidPayload("parameters must hold exactly one of product (a MATERIAL reward) or coin (a COIN reward)")
+	}
+	switch {
+	case p.Product != nil:
+		if strings.TrimSpace(p.Product.ID) == "" || len(p.Product.ID) > 300 {
+			return "", Parameters{}, apierr.InvalidPayload("parameters.product.id is required: the product handed over")
+		}
+		if p.Product.SKUID != nil && (*p.Product.SKUID == "" || len(*p.Product.SKUID) > 300) {
+			return "", Parameters{}, apierr.InvalidPayload("parameters.product.sku_id must be a SKU id when given")
+		}
+		return Material, Parameters{Product: p.Product}, nil
+	case p.Coin != nil:
+		c := p.Coin
+		if c.PointsRatio < 1 || c.PointsRatio > 1_000_000_000 {
+			return "", Parameters{}, apierr.InvalidPayload("parameters.coin.points_ratio must be a whole number of points from 1 to 1000000000")
+		}
+		if !(c.ExchangeRatio > 0) || c.ExchangeRatio > 1e9 || math.IsInf(c.ExchangeRatio, 0) {
+			return "", Parameters{}, apierr.InvalidPayload("parameters.coin.exchange_ratio must be a positive amount of the currency")
+		}
+		return Coin, Parameters{Coin: c}, nil
+	}
+	return "", Parameters{}, apierr.New(http.StatusBadRequest, "feature_not_available", "Feature not available",
+		"CAMPAIGN rewards (a voucher, gift card credits or loyalty points of another campaign) are not served yet; use a MATERIAL (parameters.product) or COIN (parameters.coin) reward")
+}
+
+func checkName(n *string) error {
+	if n == nil || strings.TrimSpace(*n) == "" || utf8.RuneCountInString(*n) > 200 {
+		return apierr.InvalidPayload("name is required: 1 to 200 characters")
+	}
+	return nil
+}
+
+// stock parses the stock field: absent (set false), null or a count.
+func stock(raw json.RawMessage) (v *int64, set bool, err error) {
+	if len(raw) == 0 {
+		return nil, false, nil
+	}
+	if string(raw) == "null" {
+		return nil, true, nil
+	}
+	var n int64
+	if json.Unmarshal(raw, &n) != nil || n < 0 {
+		return nil, true, apierr.InvalidPayload("stock must be a whole number of units, 0 or more, or null for unlimited")
+	}
+	return &n, true, nil
+}
+
+func checkAttributes(a *Attributes) error {
+	if a == nil {
+		return nil
+	}
+	for name, v := range map[string]*string{"attributes.image_url": a.ImageURL, "attributes.description": a.Description} {
+		if v != nil && len(*v) > 2000 {
+			return apierr.InvalidPayload(name + " is at most 2000 characters")
+		}
+	}
+	return nil
+}
+
+// Create stores a new reward.
+func (s *Service) Create(ctx context.Context, projectID string, r Request) (View, error) {
+	if err := checkName(r.Name); err != nil {
+		return View{}, err
+	}
+	if r.Parameters == nil {
+		return View{}, apierr.InvalidPayload("parameters is required: product for a MATERIAL reward, coin for a COIN reward")
+	}
+	typ, params, err := r.Parameters.check()
+	if err != nil {
+		return View{}, err
+	}
+	st, _, err := stock(r.Stock)
+	if err != nil {
+		return View{}, err
+	}
+	if st != nil && typ == Coin {
+		return View{}, apierr.InvalidPayload("a COIN reward has no stock")
+	}
+	if err := checkAttributes(r.Attributes); err != nil {
+		return View{}, err
+	}
+	w := Reward{ID: ids.New("rew_"), Name: *r.Name, Type: typ, Attrs: Attrs{Parameters: params, Metadata: r.Metadata},
+		Stock: st, CreatedAt: s.clock.Now()}
+	if r.Attributes != nil {
+		w.Attrs.Attributes = *r.Attributes
+	}
+	attrs, err := json.Marshal(w.Attrs)
+	if err != nil {
+		return View{}, err
+	}
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO rewards (project_id, id, name, type, attrs, stock, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, w.ID, w.Name, w.Type, attrs, w.Stock, w.CreatedAt); err != nil {
+			return err
+		}
+		return s.events.Emit(ctx, tx, projectID, EventCreated, w.ID, map[string]any{"reward": w.View()})
+	})
+	return w.View(), err
+}
+
+// Update changes a reward's name, parameters (of the same type), stock,
+// attributes and metadata; what the request leaves out stays.
+func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (View, error) {
+	var out Reward
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		w, err := Scan(tx.QueryRow(ctx, `SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2 FOR UPDATE`, projectID, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apierr.NotFound("reward", id)
+		}
+		if err != nil {
+			return err
+		}
+		if r.Name != nil {
+			if err := checkName(r.Name); err != nil {
+				return err
+			}
+			w.Name = *r.Name
+		}
+		if r.Parameters != nil {
+			typ, params, err := r.Parameters.check()
+			if err != nil {
+				return err
+			}
+			if typ != w.Type {
+				return apierr.InvalidPayload(fmt.Sprintf("the reward is of type %s; its parameters cannot make it %s", w.Type, typ))
+			}
+			w.Attrs.Parameters = params
+		}
+		st, set, err := stock(r.Stock)
+		if err != nil {
+			return err
+		}
+		var redeemed int64
+		if set {
+			if st != nil && w.Type == Coin {
+				return apierr.InvalidPayload("a COIN reward has no stock")
+			}
+			if st != nil && *st < w.Redeemed {
+				return apierr.InvalidPayload(fmt.Sprintf("stock cannot be below the %d units already redeemed", w.Redeemed))
+			}
+			w.Stock = st
+		}
+		if w.Stock != nil {
+			redeemed = w.Redeemed
+		}
+		if err := checkAttributes(r.Attributes); err != nil {
+			return err
+		}
+		if r.Attributes != nil {
+			if r.Attributes.ImageURL != nil {
+				w.Attrs.Attributes.ImageURL = r.Attributes.ImageURL
+			}
+			if r.Attributes.Description != nil {
+				w.Attrs.Attributes.Description = r.Attributes.Description
+			}
+		}
+		if r.Metadata != nil {
+			w.Attrs.Metadata = r.Metadata
+		}
+		now := s.clock.Now()
+		w.UpdatedAt = &now
+		attrs, err := json.Marshal(w.Attrs)
+		if err != nil {
+			return err
+		}
+		// redeemed counts taken units only while a stock is set.
+		if _, err := tx.Exec(ctx, `UPDATE rewards SET name = $3, attrs = $4, stock = $5, redeemed = $6, updated_at = $7
+			WHERE project_id = $1 AND id = $2`, projectID, w.ID, w.Name, attrs, w.Stock, redeemed, now); err != nil {
+			return err
+		}
+		out = w
+		return s.events.Emit(ctx, tx, projectID, EventUpdated, w.ID, map[string]any{"reward": w.View()})
+	})
+	return out.View(), err
+}
+
+// Delete removes a reward and its assignments. Redemptions keep what they
+// named.
+func (s *Service) Delete(ctx context.Context, projectID, id string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		w, err := Get(ctx, tx, projectID, id)
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM reward_assignments WHERE project_id = $1 AND reward_id = $2`, projectID, id)
+		b.Queue(`DELETE FROM rewards WHERE project_id = $1 AND id = $2`, projectID, id)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return s.events.Emit(ctx, tx, projectID, EventDeleted, id, map[string]any{"reward": w.View()})
+	})
+}
+
+// List returns a page of rewards in id (creation) order, optionally only
+// the one with an assignment.
+func (s *Service) List(ctx context.Context, projectID, assignmentID, after string, limit int) ([]View, int, bool, string, error) {
+	where, args := `w.project_id = $1`, []any{projectID}
+	if assignmentID != "" {
+		args = append(args, assignmentID)
+		where += ` AND w.id IN (SELECT reward_id FROM reward_assignments WHERE project_id = $1 AND id = $2)`
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM rewards w WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, false, "", err
+	}
+	if after != "" {
+		args = append(args, after)
+		where += fmt.Sprintf(` AND w.id > $%d`, len(args))
+	}
+	args = append(args, limit+1)
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT `+Columns+` FROM rewards w WHERE %s ORDER BY w.id LIMIT $%d`, where, len(args)), args...)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Reward, error) { return Scan(r) })
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	ws, more, next := listq.Page(ws, limit, func(w Reward) string { return w.ID })
+	out := make([]View, len(ws))
+	for i, w := range ws {
+		out[i] = w.View()
+	}
+	return out, total, more, next, nil
+}
+
+// Register mounts the endpoints on g (the /v1 group).
+func Register(g *echo.Group, s *Service) {
+	g.POST("/rewards", func(c echo.Context) error {
+		var r Request
+		if err := httpx.Bind(c, &r); err != nil {
+			return err
+		}
+		v, err := s.Create(c.Request().Context(), httpx.ProjectID(c), r)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, v)
+	})
+	g.GET("/rewards", func(c echo.Context) error {
+		q := c.QueryParams()
+		limit, err := listq.Limit(q, 10)
+		if err != nil {
+			return err
+		}
+		if err := listq.FirstPageOnly(q); err != nil {
+			return err
+		}
+		vs, total, more, next, err := s.List(c.Request().Context(), httpx.ProjectID(c), q.Get("assignment_id"), q.Get("starting_after_id"), limit)
+		if err != nil {
+			return err
+		}
+		out := map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": total, "has_more": more}
+		if vs == nil {
+			out["data"] = []View{}
+		}
+		if more {
+			out["more_starting_after"] = next
+		}
+		return c.JSON(http.StatusOK, out)
+	})
+	g.GET("/rewards/:rewardId", func(c echo.Context) error {
+		w, err := Get(c.Request().Context(), s.pool, httpx.ProjectID(c), c.Param("rewardId"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, w.View())
+	})
+	g.PUT("/rewards/:rewardId", func(c echo.Context) error {
+		var r Request
+		if err := httpx.Bind(c, &r); err != nil {
+			return err
+		}
+		v, err := s.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("rewardId"), r)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, v)
+	})
+	g.DELETE("/rewards/:rewardId", func(c echo.Context) error {
+		if err := s.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("rewardId")); err != nil {
+			return err
+		}
+		return c.NoContent(http.StatusNoContent)
+	})
+}
