@@ -24,6 +24,7 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
@@ -122,9 +123,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	v1 := e.Group("/v1")
 	cust := customers.NewService(pool, events)
 	customers.Register(v1, cust)
-	a.loyalty = loyalty.NewService(pool, events, cust, a.tasks, cfg.Clock)
+	ord := orders.NewService(pool, events, cust, cfg.Clock)
+	orders.Register(v1, ord)
+	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock))
+	a.loyalty = loyalty.NewService(pool, events, cust, ord, a.tasks, cfg.Clock)
 	loyalty.Register(v1, a.loyalty)
-	orders.Register(v1, orders.NewService(pool, events, cust, cfg.Clock))
 	async.Register(v1, pool)
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, pool)

@@ -39,6 +39,10 @@ func Register(g *echo.Group, svc *Service) {
 	g.GET("/loyalties/:campaignId/transactions", h.transactions)
 	registerRules(g, h)
 	registerPending(g, h)
+	registerAssignments(g, h)
+	registerRedemptions(g, h)
+	registerTiers(g, h)
+	registerExpiration(g, h)
 }
 
 func (h Handler) createCampaign(c echo.Context) error {

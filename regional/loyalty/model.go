@@ -100,6 +100,9 @@ type Campaign struct {
 	GenerationStatus string
 	CreatedAt        time.Time
 	UpdatedAt        *time.Time
+	// Tiers, by range, are read with a locked card (and by Transfer): the
+	// balance changes that may move a holder between tiers.
+	Tiers []Tier
 }
 
 // CampaignView is the reference shape of a loyalty campaign.

@@ -98,11 +98,19 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			return err
 		}
 		w := &pgx.Batch{}
+		// The holder's tier when the order was paid, before its accruals: a
+		// rule scoped to a tier earns only in it, and the tier may map its
+		// points. An order's own points do not move it to another tier's
+		// terms.
+		holder := tierOf(card.Campaign.Tiers, card.Balance)
 		for _, r := range rules {
-			if !r.live(now) || (r.Attrs.LoyaltyTier != nil && r.Attrs.LoyaltyTier.ID != "" && r.Attrs.LoyaltyTier.ID != "__ANY__") {
-				continue // tier-scoped rules wait for tiers
+			if !r.live(now) || !r.inTier(holder) {
+				continue
 			}
 			pts := r.Attrs.Loyalty.points(o.Amount, o.TotalAmount())
+			if m, ok := holder.ruleMapping(r.ID); ok {
+				pts = m.apply(pts)
+			}
 			if pts <= 0 {
 				continue
 			}
@@ -119,7 +127,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			if pp := r.Attrs.PendingPoints; pp != nil {
 				ev := map[string]any{"id": task.EventID, "type": orders.EventPaid, "group_id": task.GroupID,
 					"entity_id": task.CustomerID, "created_at": task.CreatedAt, "category": "ACTION", "event_source": task.Source}
-				details, _ := json.Marshal(map[string]any{"event": ev, "earning_rule": ruleRef, "order": orderRef})
+				details, _ := json.Marshal(withTiers(map[string]any{"event": ev, "earning_rule": ruleRef, "order": orderRef}, holder))
 				p := Pending{ID: ids.New("lopp_"), VoucherID: card.ID, CampaignID: card.CampaignID, CustomerID: task.CustomerID,
 					OrderID: o.ID, Points: pts, ActivatesAt: s.clock.Today().AddDate(0, 0, pp.PeriodValue).Format(time.DateOnly),
 					Details: details, CreatedAt: jsonx.Time{Time: now}}
@@ -137,7 +145,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			if r.Attrs.ExpirationRules != nil {
 				exp = r.Attrs.ExpirationRules.expiry(now)
 			}
-			queueAddBucket(w, t.ProjectID, card.ID, pts, exp)
+			queueAddBucket(w, t.ProjectID, card.ID, pts, exp, now)
 			card.Points += pts
 			card.Balance += pts
 			card.expireAlso(pts, exp)
@@ -145,7 +153,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			bal.OperationType = "AUTOMATIC"
 			tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: o.SourceID,
 				Source: ptr("API"), Type: PointsAccrual, CreatedAt: jsonx.Time{Time: now}, delta: pts}
-			tr.Details, _ = json.Marshal(map[string]any{"balance": bal, "order": orderRef, "event": event, "earning_rule": ruleRef})
+			tr.Details, _ = json.Marshal(withTiers(map[string]any{"balance": bal, "order": orderRef, "event": event, "earning_rule": ruleRef}, holder))
 			if err := s.record(ctx, w, t.ProjectID, tr, card.Card, card.Campaign); err != nil {
 				return err
 			}
@@ -200,7 +208,7 @@ func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, car
 	exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
 	w := &pgx.Batch{}
 	w.Queue(`UPDATE loyalty_pending_points SET status = 'ACTIVATED', updated_at = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, now)
-	queueAddBucket(w, projectID, card.ID, p.Points, exp)
+	queueAddBucket(w, projectID, card.ID, p.Points, exp, now)
 	card.Points += p.Points
 	card.Balance += p.Points
 	card.PendingPoints -= p.Points
@@ -358,7 +366,8 @@ func (s *Service) Sweep(ctx context.Context) error {
 	}
 }
 
-// Run sweeps every interval until ctx ends.
+// Run activates due pending points and expires due points every interval
+// until ctx ends.
 func (s *Service) Run(ctx context.Context, interval time.Duration, log func(error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -368,6 +377,9 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log func(erro
 			return
 		case <-t.C:
 			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				log(err)
+			}
+			if err := s.Expire(ctx); err != nil && ctx.Err() == nil {
 				log(err)
 			}
 		}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,6 +42,7 @@ type Service struct {
 	pool      *pgxpool.Pool
 	events    Events
 	customers *customers.Service
+	orders    *orders.Service
 	attrs     attrsCache
 	clock     *clock.Clock
 }
@@ -48,8 +51,8 @@ type Service struct {
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
 // NewService returns the loyalty service and registers its jobs in reg.
-func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, reg *async.Registry, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, events: events, customers: cust, attrs: newAttrsCache(10_000), clock: clk}
+func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, ord *orders.Service, reg *async.Registry, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, events: events, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
 	reg.HandleJob(GenerateJob, s.generateJob)
 	reg.HandleJob(DeleteJob, s.deleteJob)
 	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50})
@@ -756,11 +759,6 @@ type BalanceRequest struct {
 	SourceID       *string `json:"source_id"`
 }
 
-func notEnough(c Card, want int64) error {
-	return apierr.New(http.StatusBadRequest, "not_enough_points", "Not enough points",
-		fmt.Sprintf("Card %s has %d points; %d cannot be taken from it.", c.Code, c.Balance, want))
-}
-
 func checkText(name string, v *string) error {
 	if v != nil && len(*v) > 1000 {
 		return apierr.InvalidPayload(name + " is at most 1000 characters")
@@ -842,16 +840,16 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 			if expType == "PROGRAM_RULES" {
 				exp = camp.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
 			}
-			queueAddBucket(w, projectID, card.ID, pts, exp)
+			queueAddBucket(w, projectID, card.ID, pts, exp, now)
 			card.Points += pts
 			card.Balance += pts
 			card.expireAlso(pts, exp)
 			t.Type = PointsAddition
 		} else {
 			if card.Balance < -pts {
-				return nil, notEnough(card.Card, -pts)
+				return nil, pointsExceeded(card.Card, -pts)
 			}
-			rest, err := queueTake(w, projectID, card.ID, *buckets, -pts)
+			rest, err := queueTake(w, projectID, card.ID, *buckets, -pts, now)
 			if err != nil {
 				return nil, err
 			}
@@ -880,7 +878,11 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 // not nil, its buckets) with send, which runs a batch in the caller's
 // transaction: by code, the way clients name cards, then, for what may be
 // an id, by id. A card not found is its 404.
-func (s *Service) lockCard(ctx context.Context, send func(*pgx.Batch) error, projectID, campaignID, memberID string, buckets *[]bucket) (lockedCard, error) {
+//
+// also, when given, queues more reads into the same batch: of things found
+// through the card with code (or, byID, id) key.
+func (s *Service) lockCard(ctx context.Context, send func(*pgx.Batch) error, projectID, campaignID, memberID string,
+	buckets *[]bucket, also ...func(b *pgx.Batch, key string, byID bool)) (lockedCard, error) {
 	var card lockedCard
 	for _, byID := range []bool{false, true} {
 		if byID && !strings.HasPrefix(memberID, "v_") {
@@ -890,6 +892,9 @@ func (s *Service) lockCard(ctx context.Context, send func(*pgx.Batch) error, pro
 		queueLockCard(b, s.attrs, projectID, campaignID, memberID, byID, &card)
 		if buckets != nil {
 			queueBuckets(b, projectID, memberID, byID, buckets)
+		}
+		for _, f := range also {
+			f(b, memberID, byID)
 		}
 		if err := send(b); err != nil {
 			return card, err
@@ -913,11 +918,15 @@ func (s *Service) missingCard(ctx context.Context, projectID, campaignID, member
 	return notFoundCard(memberID)
 }
 
-// record queues a ledger entry and its webhook event.
+// record queues a ledger entry and its webhook event, and the tier events
+// when the entry moved the card between its campaign's tiers.
 func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t Transaction, card Card, camp Campaign) error {
 	queueTransaction(b, projectID, t)
-	return s.events.Queue(ctx, b, projectID, EventTransactionCreated, t.ID,
-		map[string]any{"transaction": t, "voucher": card.View(camp)})
+	if err := s.events.Queue(ctx, b, projectID, EventTransactionCreated, t.ID,
+		map[string]any{"transaction": t, "voucher": card.View(camp)}); err != nil {
+		return err
+	}
+	return s.queueTierShift(ctx, b, projectID, card, camp, card.Balance-t.delta)
 }
 
 func parseDate(s string) (time.Time, error) {
@@ -1004,6 +1013,20 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 			locked[id] = c
 		}
 		dest = locked[dest.ID]
+		// The campaigns' tiers, for the tier events of the moves.
+		tiers := map[string][]Tier{}
+		for _, camp := range append([]Campaign{destCamp}, slices.Collect(maps.Values(donorCamps))...) {
+			if _, ok := tiers[camp.ID]; !ok {
+				if tiers[camp.ID], err = tiersOf(ctx, tx, projectID, camp.ID); err != nil {
+					return err
+				}
+			}
+		}
+		destCamp.Tiers = tiers[destCamp.ID]
+		for code, camp := range donorCamps {
+			camp.Tiers = tiers[camp.ID]
+			donorCamps[code] = camp
+		}
 		now := s.Now()
 		want := map[string]int64{}
 		for _, r := range rs {
@@ -1011,7 +1034,7 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 		}
 		for code, n := range want {
 			if c := locked[donors[code].ID]; c.Balance < n {
-				return notEnough(c, n)
+				return pointsExceeded(c, n)
 			}
 		}
 		exp := destCamp.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
@@ -1030,7 +1053,7 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 		dest.UpdatedAt = &now
 		for _, r := range rs {
 			donor := locked[donors[r.Code].ID]
-			rest, err := queueTake(w, projectID, donor.ID, *buckets[donor.ID], r.Points)
+			rest, err := queueTake(w, projectID, donor.ID, *buckets[donor.ID], r.Points, now)
 			if err != nil {
 				return err
 			}
@@ -1040,7 +1063,7 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 			donor.expireFrom(rest)
 			donor.UpdatedAt = &now
 			locked[donor.ID] = donor
-			queueAddBucket(w, projectID, dest.ID, r.Points, exp)
+			queueAddBucket(w, projectID, dest.ID, r.Points, exp, now)
 			dest.Points += r.Points
 			dest.Balance += r.Points
 			dest.expireAlso(r.Points, exp)

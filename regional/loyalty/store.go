@@ -194,7 +194,7 @@ func (a attrsCache) parse(id string, raw []byte) (Attrs, error) {
 
 // queueLockCard queues the read that locks the card with code (or, byID,
 // id) key of a live campaign (campaignID, its id or name, when not empty)
-// into dst; dst.Found says whether there was one.
+// into dst, and the campaign's tiers; dst.Found says whether there was one.
 func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key string, byID bool, dst *lockedCard) {
 	sql := lockByCode
 	if byID {
@@ -222,6 +222,7 @@ func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key st
 		}
 		return rows.Err()
 	})
+	queueTiers(b, projectID, key, byID, &dst.Campaign.Tiers)
 }
 
 // bucket is points on a card that expire together. A card has one bucket
@@ -241,11 +242,12 @@ func bucketID(exp *time.Time) string {
 	return exp.Format(time.DateOnly)
 }
 
-// queueAddBucket queues putting points on a card's bucket for exp.
-func queueAddBucket(b *pgx.Batch, projectID, cardID string, points int64, exp *time.Time) {
-	b.Queue(`INSERT INTO loyalty_point_buckets (project_id, card_id, id, points, expires_on) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (project_id, card_id, id) DO UPDATE SET points = loyalty_point_buckets.points + excluded.points`,
-		projectID, cardID, bucketID(exp), points, exp)
+// queueAddBucket queues putting points on a card's bucket for exp, at now.
+func queueAddBucket(b *pgx.Batch, projectID, cardID string, points int64, exp *time.Time, now time.Time) {
+	b.Queue(`INSERT INTO loyalty_point_buckets (project_id, card_id, id, points, expires_on, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (project_id, card_id, id) DO UPDATE SET points = loyalty_point_buckets.points + excluded.points,
+		updated_at = excluded.created_at`,
+		projectID, cardID, bucketID(exp), points, exp, now)
 }
 
 // queueBuckets queues reading the non-empty buckets of the card with code
@@ -268,7 +270,7 @@ func queueBuckets(b *pgx.Batch, projectID, key string, byID bool, dst *[]bucket)
 // queueTake queues taking points from a card's buckets, soonest-expiring
 // first, and returns what is left of them; the caller has checked that the
 // balance covers the points.
-func queueTake(b *pgx.Batch, projectID, cardID string, bs []bucket, points int64) ([]bucket, error) {
+func queueTake(b *pgx.Batch, projectID, cardID string, bs []bucket, points int64, now time.Time) ([]bucket, error) {
 	var rest []bucket
 	for _, bk := range bs {
 		take := min(points, bk.Points)
@@ -279,8 +281,8 @@ func queueTake(b *pgx.Batch, projectID, cardID string, bs []bucket, points int64
 		case take == bk.Points:
 			b.Queue(`DELETE FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = $2 AND id = $3`, projectID, cardID, bk.ID)
 		default:
-			b.Queue(`UPDATE loyalty_point_buckets SET points = points - $4 WHERE project_id = $1 AND card_id = $2 AND id = $3`,
-				projectID, cardID, bk.ID, take)
+			b.Queue(`UPDATE loyalty_point_buckets SET points = points - $4, updated_at = $5 WHERE project_id = $1 AND card_id = $2 AND id = $3`,
+				projectID, cardID, bk.ID, take, now)
 			bk.Points -= take
 			rest = append(rest, bk)
 		}

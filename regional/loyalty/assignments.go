@@ -1,0 +1,326 @@
+package loyalty
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/rewards"
+)
+
+// Assignment offers a reward in a loyalty program at a price in points
+// (a COIN reward is priced by its ratio instead).
+type Assignment struct {
+	ID         string
+	RewardID   string
+	CampaignID string
+	Points     *int64
+	CreatedAt  time.Time
+	UpdatedAt  *time.Time
+}
+
+// AssignmentView is the reference shape of a reward assignment.
+type AssignmentView struct {
+	ID                string      `json:"id"`
+	RewardID          string      `json:"reward_id"`
+	CreatedAt         jsonx.Time  `json:"created_at"`
+	UpdatedAt         *jsonx.Time `json:"updated_at"`
+	Object            string      `json:"object"`
+	RelatedObjectID   string      `json:"related_object_id"`
+	RelatedObjectType string      `json:"related_object_type"`
+	Parameters        struct {
+		Loyalty struct {
+			Points *int64 `json:"points"`
+		} `json:"loyalty"`
+	} `json:"parameters"`
+}
+
+// View renders the assignment.
+func (a Assignment) View() AssignmentView {
+	v := AssignmentView{ID: a.ID, RewardID: a.RewardID, CreatedAt: jsonx.Time{Time: a.CreatedAt}, UpdatedAt: jsonx.Ptr(a.UpdatedAt),
+		Object: "reward_assignment", RelatedObjectID: a.CampaignID, RelatedObjectType: "campaign"}
+	v.Parameters.Loyalty.Points = a.Points
+	return v
+}
+
+const assignmentColumns = `id, reward_id, campaign_id, points, created_at, updated_at`
+
+func scanAssignment(r pgx.Row) (Assignment, error) {
+	var a Assignment
+	err := r.Scan(&a.ID, &a.RewardID, &a.CampaignID, &a.Points, &a.CreatedAt, &a.UpdatedAt)
+	return a, err
+}
+
+// assignedRewards is the set of rewards a campaign offers.
+func assignedRewards(ctx context.Context, q db.Querier, projectID, campaignID string) (map[string]bool, error) {
+	rows, err := q.Query(ctx, `SELECT reward_id FROM reward_assignments WHERE project_id = $1 AND campaign_id = $2`, projectID, campaignID)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	set := map[string]bool{}
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set, err
+}
+
+// AssignmentRequest is one item of POST /v1/loyalties/{campaignId}/rewards.
+type AssignmentRequest struct {
+	Reward     string `json:"reward"`
+	Parameters *struct {
+		Loyalty *struct {
+			Points *int64 `json:"points"`
+		} `json:"loyalty"`
+	} `json:"parameters"`
+}
+
+func (r AssignmentRequest) points() *int64 {
+	if r.Parameters == nil || r.Parameters.Loyalty == nil {
+		return nil
+	}
+	return r.Parameters.Loyalty.Points
+}
+
+// checkPrice checks an assignment's price for a reward of type typ.
+func checkPrice(at, typ string, points *int64) error {
+	if typ == rewards.Coin {
+		if points != nil {
+			return apierr.InvalidPayload(at + "parameters.loyalty.points: a COIN reward is priced by its exchange ratio, not in points")
+		}
+		return nil
+	}
+	if points == nil || *points < 1 || *points > 1_000_000_000 {
+		return apierr.InvalidPayload(at + "parameters.loyalty.points is required: the reward's price, 1 to 1000000000 points")
+	}
+	return nil
+}
+
+// CreateAssignments offers rewards in a campaign, all or none.
+func (s *Service) CreateAssignments(ctx context.Context, projectID, campaignID string, rs []AssignmentRequest) ([]AssignmentView, error) {
+	if len(rs) == 0 || len(rs) > 100 {
+		return nil, apierr.InvalidPayload("the body is 1 to 100 assignments: {\"reward\": …, \"parameters\": {\"loyalty\": {\"points\": …}}}")
+	}
+	var out []AssignmentView
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out = out[:0]
+		camp, err := s.campaign(ctx, tx, projectID, campaignID)
+		if err != nil {
+			return err
+		}
+		now := s.Now()
+		for i, r := range rs {
+			at := ""
+			if len(rs) > 1 {
+				at = fmt.Sprintf("[%d].", i)
+			}
+			if r.Reward == "" {
+				return apierr.InvalidPayload(at + "reward is required: the id of the reward to offer")
+			}
+			w, err := rewards.Get(ctx, tx, projectID, r.Reward)
+			if err != nil {
+				return err
+			}
+			if err := checkPrice(at, w.Type, r.points()); err != nil {
+				return err
+			}
+			a := Assignment{ID: ids.New("rewa_"), RewardID: w.ID, CampaignID: camp.ID, Points: r.points(), CreatedAt: now}
+			_, err = tx.Exec(ctx, `INSERT INTO reward_assignments (project_id, `+assignmentColumns+`) VALUES ($1, $2, $3, $4, $5, $6, NULL)`,
+				projectID, a.ID, a.RewardID, a.CampaignID, a.Points, a.CreatedAt)
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23505" {
+				return apierr.Duplicate("reward_assignment", fmt.Sprintf("reward %s is already assigned to campaign %s", w.ID, camp.ID))
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, a.View())
+		}
+		return nil
+	})
+	return out, err
+}
+
+// assignment reads an assignment of a live campaign.
+func (s *Service) assignment(ctx context.Context, q db.Querier, projectID, campaignID, id string, lock bool) (Assignment, error) {
+	camp, err := s.campaign(ctx, q, projectID, campaignID)
+	if err != nil {
+		return Assignment{}, err
+	}
+	suffix := ""
+	if lock {
+		suffix = " FOR UPDATE"
+	}
+	a, err := scanAssignment(q.QueryRow(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
+		WHERE project_id = $1 AND id = $2 AND campaign_id = $3`+suffix, projectID, id, camp.ID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Assignment{}, apierr.NotFound("reward_assignment", id)
+	}
+	return a, err
+}
+
+// UpdateAssignment changes an assignment's price.
+func (s *Service) UpdateAssignment(ctx context.Context, projectID, campaignID, id string, r AssignmentRequest) (AssignmentView, error) {
+	var out Assignment
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		a, err := s.assignment(ctx, tx, projectID, campaignID, id, true)
+		if err != nil {
+			return err
+		}
+		w, err := rewards.Get(ctx, tx, projectID, a.RewardID)
+		if err != nil {
+			return err
+		}
+		if err := checkPrice("", w.Type, r.points()); err != nil {
+			return err
+		}
+		now := s.Now()
+		a.Points, a.UpdatedAt = r.points(), &now
+		out = a
+		_, err = tx.Exec(ctx, `UPDATE reward_assignments SET points = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`,
+			projectID, a.ID, a.Points, now)
+		return err
+	})
+	return out.View(), err
+}
+
+// DeleteAssignment withdraws a reward from a campaign.
+func (s *Service) DeleteAssignment(ctx context.Context, projectID, campaignID, id string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		a, err := s.assignment(ctx, tx, projectID, campaignID, id, true)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM reward_assignments WHERE project_id = $1 AND id = $2`, projectID, a.ID)
+		return err
+	})
+}
+
+// ListAssignments returns a page of a campaign's assignments.
+func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID, after string, limit int) ([]AssignmentView, int, bool, string, error) {
+	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reward_assignments WHERE project_id = $1 AND campaign_id = $2`,
+		projectID, camp.ID).Scan(&total); err != nil {
+		return nil, 0, false, "", err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
+		WHERE project_id = $1 AND campaign_id = $2 AND id > $3 ORDER BY id LIMIT $4`, projectID, camp.ID, after, limit+1)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Assignment, error) { return scanAssignment(r) })
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	as, more, next := listq.Page(as, limit, func(a Assignment) string { return a.ID })
+	out := make([]AssignmentView, len(as))
+	for i, a := range as {
+		out[i] = a.View()
+	}
+	return out, total, more, next, nil
+}
+
+func registerAssignments(g *echo.Group, h Handler) {
+	g.POST("/loyalties/:campaignId/rewards", h.createAssignments)
+	g.GET("/loyalties/:campaignId/rewards", h.listAssignments)
+	g.GET("/loyalties/:campaignId/rewards/:assignmentId", h.getAssignment)
+	g.PUT("/loyalties/:campaignId/rewards/:assignmentId", h.updateAssignment)
+	g.DELETE("/loyalties/:campaignId/rewards/:assignmentId", h.deleteAssignment)
+}
+
+// createAssignments takes one assignment, answered with it, or a list
+// (the reference's body), answered with the one it made when it holds
+// one, or with the list of those made.
+func (h Handler) createAssignments(c echo.Context) error {
+	var raw json.RawMessage
+	if err := httpx.Bind(c, &raw); err != nil {
+		return err
+	}
+	var rs []AssignmentRequest
+	list := bytes.HasPrefix(bytes.TrimSpace(raw), []byte("["))
+	if list {
+		if err := json.Unmarshal(raw, &rs); err != nil {
+			return apierr.InvalidPayload("the body is a list of assignments: [{\"reward\": …, \"parameters\": {\"loyalty\": {\"points\": …}}}]")
+		}
+	} else {
+		var r AssignmentRequest
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return apierr.InvalidPayload("the body is an assignment: {\"reward\": …, \"parameters\": {\"loyalty\": {\"points\": …}}}")
+		}
+		rs = []AssignmentRequest{r}
+	}
+	vs, err := h.svc.CreateAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), rs)
+	if err != nil {
+		return err
+	}
+	if len(vs) == 1 {
+		return c.JSON(http.StatusOK, vs[0])
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": len(vs)})
+}
+
+func (h Handler) listAssignments(c echo.Context) error {
+	q := c.QueryParams()
+	limit, err := listq.Limit(q, 10)
+	if err != nil {
+		return err
+	}
+	if err := listq.FirstPageOnly(q); err != nil {
+		return err
+	}
+	vs, total, more, next, err := h.svc.ListAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"),
+		q.Get("starting_after_id"), limit)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": total, "has_more": more}
+	if more {
+		out["more_starting_after"] = next
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h Handler) getAssignment(c echo.Context) error {
+	a, err := h.svc.assignment(c.Request().Context(), h.svc.pool, httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), false)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a.View())
+}
+
+func (h Handler) updateAssignment(c echo.Context) error {
+	var r AssignmentRequest
+	if err := httpx.Bind(c, &r); err != nil {
+		return err
+	}
+	v, err := h.svc.UpdateAssignment(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) deleteAssignment(c echo.Context) error {
+	if err := h.svc.DeleteAssignment(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

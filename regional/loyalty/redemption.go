@@ -1,0 +1,576 @@
+package loyalty
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/rewards"
+	"github.com/tallyhq/tally/regional/webhooks"
+)
+
+// Webhook events of redemptions.
+const (
+	EventRedemptionSucceeded = "redemption.succeeded"
+	EventRollbackSucceeded   = "redemption.rollback.succeeded"
+)
+
+// pointsExceeded is the reference's error for a card whose balance does not
+// cover what is asked of it.
+func pointsExceeded(c Card, want int64) error {
+	return apierr.New(http.StatusBadRequest, "loyalty_card_points_exceeded", "Loyalty card points exceeded",
+		fmt.Sprintf("Card %s has %d points; %d cannot be taken from it.", c.Code, c.Balance, want))
+}
+
+func outOfStock(rewardID string) error {
+	return apierr.New(http.StatusBadRequest, "quantity_exceeded", "Quantity exceeded",
+		fmt.Sprintf("Reward %s is out of stock.", rewardID))
+}
+
+// RedeemRequest is the body of POST …/members/{memberId}/redemption.
+type RedeemRequest struct {
+	Reward *struct {
+		ID     string `json:"id"`
+		Points *int64 `json:"points"`
+	} `json:"reward"`
+	Order    *orders.Request `json:"order"`
+	Metadata map[string]any  `json:"metadata"`
+}
+
+// onlyNames says whether an order in a request only names a stored order.
+func onlyNames(r *orders.Request) bool {
+	return r.Status == nil && r.Amount == nil && r.InitialAmount == nil && r.DiscountAmount == nil && r.Items == nil &&
+		r.Metadata == nil && len(r.Customer) == 0 && r.CustomerID == nil && r.ReferrerID == nil
+}
+
+// taking is points taken from one bucket, kept with a redemption so that a
+// rollback puts them back where they were.
+type taking struct {
+	Bucket    string     `json:"bucket"`
+	Points    int64      `json:"points"`
+	ExpiresOn *time.Time `json:"expires_on"`
+}
+
+// rewardStockColumns read a reward as rewards.Scan does, with the stock
+// counter as its redeemed count.
+const rewardStockColumns = `w.id, w.name, w.type, w.attrs, w.stock, w.redeemed, w.created_at, w.updated_at`
+
+// redemptionReads are what a redemption reads with its card's lock: the
+// reward, its assignment to the card's campaign and the card's holder.
+type redemptionReads struct {
+	reward     rewards.Reward
+	hasReward  bool
+	assignment Assignment
+	assigned   bool
+	customer   *customers.Customer
+}
+
+func (rd *redemptionReads) queue(projectID, rewardID string) func(b *pgx.Batch, key string, byID bool) {
+	return func(b *pgx.Batch, key string, byID bool) {
+		col := "code"
+		if byID {
+			col = "id"
+		}
+		card := `(SELECT %s FROM loyalty_cards WHERE project_id = $1 AND ` + col + ` = $2)`
+		b.Queue(`SELECT `+rewardStockColumns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, rewardID).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					w, err := rewards.Scan(rows)
+					if err != nil {
+						return err
+					}
+					rd.reward, rd.hasReward = w, true
+				}
+				return rows.Err()
+			})
+		b.Queue(`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
+			fmt.Sprintf(card, "campaign_id")+` AND reward_id = $3`, projectID, key, rewardID).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				a, err := scanAssignment(rows)
+				if err != nil {
+					return err
+				}
+				rd.assignment, rd.assigned = a, true
+			}
+			return rows.Err()
+		})
+		b.Queue(`SELECT `+customers.Columns+` FROM customers WHERE project_id = $1 AND id = `+fmt.Sprintf(card, "holder_id"),
+			projectID, key).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				c, err := customers.Scan(rows)
+				if err != nil {
+					return err
+				}
+				rd.customer = &c
+			}
+			return rows.Err()
+		})
+	}
+}
+
+// price is what the reward costs the card in points, and, for a COIN
+// reward, the amount of the order they pay.
+func price(w rewards.Reward, a Assignment, holder *Tier, asked *int64, order *orders.View) (points int64, amount *int64, err error) {
+	if w.Type != rewards.Coin {
+		if asked != nil {
+			return 0, nil, apierr.InvalidPayload("reward.points is for COIN rewards, which take as many points as asked; a " + w.Type + " reward has its price")
+		}
+		points = *a.Points
+		if m, ok := holder.rewardMapping(w.ID); ok {
+			points = m.apply(points)
+		}
+		return points, nil, nil
+	}
+	c := w.Attrs.Parameters.Coin
+	if order == nil || order.Amount == nil || *order.Amount <= 0 {
+		return 0, nil, apierr.InvalidPayload("a COIN reward pays for an order: order with an amount is required")
+	}
+	due := *order.Amount
+	if order.TotalAmount != nil {
+		due = *order.TotalAmount
+	}
+	// An amount in the smallest currency unit is worth this many points.
+	perUnit := float64(c.PointsRatio) / (c.ExchangeRatio * 100)
+	if asked == nil {
+		points = int64(math.Ceil(float64(due) * perUnit))
+	} else {
+		if *asked < 1 || *asked > 1_000_000_000 {
+			return 0, nil, apierr.InvalidPayload("reward.points must be 1 to 1000000000")
+		}
+		points = *asked
+	}
+	paid := min(due, int64(math.Floor(float64(points)/perUnit)))
+	if asked != nil && paid < due && int64(math.Ceil(float64(due)*perUnit)) < points {
+		return 0, nil, apierr.InvalidPayload(fmt.Sprintf("reward.points: %d points are worth more than the order's %d", points, due))
+	}
+	if points < 1 {
+		points = 1
+	}
+	return points, &paid, nil
+}
+
+// Redeem pays for a reward with a card's points: the redemption, its
+// POINTS_REDEMPTION entry, the card's figures and the reward's stock are
+// written in one transaction of two round trips, as a balance change is.
+func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID string, r RedeemRequest) (map[string]any, error) {
+	ctx, span := tracer.Start(ctx, "loyalty.Redeem")
+	defer span.End()
+	if r.Reward == nil || strings.TrimSpace(r.Reward.ID) == "" {
+		return nil, apierr.InvalidPayload("reward.id is required: the reward to pay for with points")
+	}
+	var order *orders.View
+	if r.Order != nil {
+		o, err := s.redemptionOrder(ctx, projectID, campaignID, memberID, r.Order)
+		if err != nil {
+			return nil, err
+		}
+		order = &o
+	}
+	src := webhooks.SourceOf(ctx)
+	var view map[string]any
+	err := db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+		var buckets []bucket
+		var rd redemptionReads
+		card, err := s.lockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID,
+			&buckets, rd.queue(projectID, r.Reward.ID))
+		if err != nil {
+			return nil, err
+		}
+		if !rd.hasReward {
+			return nil, apierr.NotFound("reward", r.Reward.ID)
+		}
+		if !rd.assigned {
+			return nil, apierr.New(http.StatusBadRequest, "reward_not_assigned", "Reward not assigned",
+				fmt.Sprintf("Reward %s is not offered by campaign %s.", rd.reward.ID, card.Campaign.Name))
+		}
+		w, camp := rd.reward, card.Campaign
+		holder := tierOf(camp.Tiers, card.Balance)
+		pts, amount, err := price(w, rd.assignment, holder, r.Reward.Points, order)
+		if err != nil {
+			return nil, err
+		}
+		if w.Stock != nil && w.Redeemed >= *w.Stock {
+			return nil, outOfStock(w.ID)
+		}
+		if card.Balance < pts {
+			return nil, pointsExceeded(card.Card, pts)
+		}
+		now := s.Now()
+		wr := &pgx.Batch{}
+		rest, err := queueTake(wr, projectID, card.ID, buckets, pts, now)
+		if err != nil {
+			return nil, err
+		}
+		card.RedeemedPoints += pts
+		card.Balance -= pts
+		card.expireFrom(rest)
+		card.UpdatedAt = &now
+		queueFigures(wr, projectID, &card.Card)
+		if w.Stock != nil {
+			// rewards_in_stock fails this when others took the last units.
+			wr.Queue(`UPDATE rewards SET redeemed = redeemed + 1 WHERE project_id = $1 AND id = $2 AND stock IS NOT NULL`, projectID, w.ID)
+		}
+		id := ids.New("r_")
+		bal := card.balance(-pts)
+		bal.OperationType = ""
+		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: PointsRedemption,
+			CreatedAt: jsonx.Time{Time: now}, delta: -pts}
+		details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id},
+			"reward": map[string]any{"id": w.ID, "name": w.Name}}
+		if order != nil {
+			details["order"] = map[string]any{"id": order.ID, "source_id": order.SourceID}
+		}
+		t.Details, _ = json.Marshal(details)
+		view = s.redemptionView(src, id, now, card, w, rd, pts, amount, order, r.Metadata)
+		taken := takings(buckets, rest)
+		if err := queueRedemption(wr, projectID, id, card.Card, w.ID, order, pts, taken, view, now); err != nil {
+			return nil, err
+		}
+		if err := s.record(ctx, wr, projectID, t, card.Card, camp); err != nil {
+			return nil, err
+		}
+		return wr, s.events.Queue(ctx, wr, projectID, EventRedemptionSucceeded, id, map[string]any{"redemption": view})
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.ConstraintName == "rewards_in_stock" {
+		return nil, outOfStock(r.Reward.ID)
+	}
+	return view, err
+}
+
+// redemptionOrder is the order a redemption is for: the stored one it
+// names, or the one it describes, saved (with the card's holder as its
+// customer when it names none).
+func (s *Service) redemptionOrder(ctx context.Context, projectID, campaignID, memberID string, r *orders.Request) (orders.View, error) {
+	if onlyNames(r) {
+		key := r.ID
+		if key == nil {
+			key = r.SourceID
+		}
+		if key == nil {
+			return orders.View{}, apierr.InvalidPayload("order must name a stored order (id or source_id) or describe one (amount, items)")
+		}
+		return s.orders.Get(ctx, projectID, *key)
+	}
+	if len(r.Customer) == 0 && r.CustomerID == nil {
+		c, _, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+		if err != nil {
+			return orders.View{}, err
+		}
+		r.CustomerID = c.HolderID
+	}
+	return s.orders.Upsert(ctx, projectID, *r)
+}
+
+// takings are the points taken from buckets (before) to leave rest.
+func takings(before, rest []bucket) []taking {
+	left := map[string]int64{}
+	for _, b := range rest {
+		left[b.ID] = b.Points
+	}
+	var out []taking
+	for _, b := range before {
+		if n := b.Points - left[b.ID]; n > 0 {
+			out = append(out, taking{Bucket: b.ID, Points: n, ExpiresOn: b.ExpiresOn})
+		}
+	}
+	return out
+}
+
+func queueRedemption(b *pgx.Batch, projectID, id string, card Card, rewardID string, order *orders.View, pts int64,
+	taken []taking, view map[string]any, now time.Time) error {
+	var orderID *string
+	if order != nil {
+		orderID = &order.ID
+	}
+	tk, err := json.Marshal(taken)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(view)
+	if err != nil {
+		return err
+	}
+	b.Queue(`INSERT INTO redemptions (project_id, id, card_id, campaign_id, reward_id, order_id, points, status, taken, view, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'SUCCEEDED', $8, $9, $10)`, projectID, id, card.ID, card.CampaignID, rewardID, orderID,
+		pts, tk, v, now)
+	return nil
+}
+
+// redemptionView is the reference's redemption object.
+func (s *Service) redemptionView(src webhooks.Source, id string, now time.Time, card lockedCard, w rewards.Reward, rd redemptionReads,
+	pts int64, amount *int64, order *orders.View, meta map[string]any) map[string]any {
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	var custID, tracking any
+	var cust any
+	if rd.customer != nil {
+		custID, tracking, cust = rd.customer.ID, rd.customer.SourceID, rd.customer.Simple()
+	}
+	channel := map[string]any{"channel_type": "API", "channel_id": nil}
+	if src.APIKey != nil {
+		channel["channel_id"] = src.APIKey.AppID
+	}
+	rw := w.View()
+	reward := map[string]any{"id": w.ID, "name": w.Name, "object": "reward", "type": w.Type, "created_at": rw.CreatedAt,
+		"updated_at": rw.UpdatedAt, "parameters": rw.Parameters, "metadata": rw.Metadata, "assignment_id": rd.assignment.ID,
+		"customer": cust, "loyalty_tier_id": nil, "voucher": nil, "product": nil, "sku": nil}
+	if t := tierOf(card.Campaign.Tiers, card.Balance+pts); t != nil {
+		reward["loyalty_tier_id"] = t.ID
+	}
+	if p := w.Attrs.Parameters.Product; p != nil {
+		reward["product"] = map[string]any{"id": p.ID, "object": "product"}
+		if p.SKUID != nil {
+			reward["sku"] = map[string]any{"id": *p.SKUID, "product_id": p.ID, "object": "sku"}
+		}
+	}
+	var ord any
+	if order != nil {
+		ord = order
+	}
+	return map[string]any{"id": id, "object": "redemption", "date": jsonx.Time{Time: now}, "customer_id": custID,
+		"tracking_id": tracking, "metadata": meta, "amount": amount, "redemption": nil, "result": "SUCCESS", "status": "SUCCEEDED",
+		"order": ord, "channel": channel, "customer": cust, "related_object_type": "voucher", "related_object_id": card.ID,
+		"voucher": card.View(card.Campaign), "reward": reward, "loyalty_card": map[string]any{"points": pts}}
+}
+
+// GetRedemption returns a redemption (r_) with its present status and
+// rollback, or a rollback (rr_).
+func (s *Service) GetRedemption(ctx context.Context, projectID, id string) (map[string]any, error) {
+	var raw []byte
+	var status string
+	var rbID *string
+	var rbAt *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT r.view, r.status, b.id, b.created_at FROM redemptions r
+		LEFT JOIN redemption_rollbacks b ON b.project_id = r.project_id AND b.redemption_id = r.id
+		WHERE r.project_id = $1 AND r.id = $2`, projectID, id).Scan(&raw, &status, &rbID, &rbAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = s.pool.QueryRow(ctx, `SELECT view FROM redemption_rollbacks WHERE project_id = $1 AND id = $2`, projectID, id).Scan(&raw)
+		status = ""
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, apierr.NotFound("redemption", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	if status != "" {
+		v["status"] = status
+	}
+	if rbID != nil {
+		v["related_redemptions"] = map[string]any{"redemptions": []any{},
+			"rollbacks": []any{map[string]any{"id": *rbID, "date": jsonx.Time{Time: *rbAt}}}}
+	}
+	return v, nil
+}
+
+// RollbackRequest is the body (and query) of POST /v1/redemptions/{id}/rollback.
+type RollbackRequest struct {
+	Reason     *string        `json:"reason"`
+	TrackingID *string        `json:"tracking_id"`
+	Metadata   map[string]any `json:"metadata"`
+}
+
+// Rollback undoes a redemption: its points go back to the buckets they
+// came from (points whose date has passed meanwhile expire at the next
+// sweep), its unit back to the reward's stock, and POINTS_REFUND is
+// written. A redemption is rolled back once.
+func (s *Service) Rollback(ctx context.Context, projectID, id string, r RollbackRequest) (map[string]any, error) {
+	ctx, span := tracer.Start(ctx, "loyalty.Rollback")
+	defer span.End()
+	if err := checkText("reason", r.Reason); err != nil {
+		return nil, err
+	}
+	var cardID, status string
+	err := s.pool.QueryRow(ctx, `SELECT card_id, status FROM redemptions WHERE project_id = $1 AND id = $2`, projectID, id).Scan(&cardID, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, apierr.NotFound("redemption", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if status != "SUCCEEDED" {
+		return nil, alreadyRolledBack(id)
+	}
+	src := webhooks.SourceOf(ctx)
+	var out map[string]any
+	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+		var red struct {
+			found       bool
+			status      string
+			rewardID    string
+			orderID     *string
+			points      int64
+			taken, view []byte
+		}
+		// The card by id, and the redemption read after the card's lock: a
+		// rollback racing this one has committed or not started.
+		var card lockedCard
+		b := &pgx.Batch{}
+		queueLockCard(b, s.attrs, projectID, "", cardID, true, &card)
+		b.Queue(`SELECT status, reward_id, order_id, points, taken, view FROM redemptions
+			WHERE project_id = $1 AND id = $2`, projectID, id).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				red.found = true
+				if err := rows.Scan(&red.status, &red.rewardID, &red.orderID, &red.points, &red.taken, &red.view); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		})
+		if err := p.Send(ctx, b).Close(); err != nil {
+			return nil, err
+		}
+		if !card.Found {
+			return nil, apierr.New(http.StatusBadRequest, "voucher_not_found", "Voucher not found",
+				fmt.Sprintf("The card of redemption %s, %s, or its campaign, was deleted; its points cannot be returned.", id, cardID))
+		}
+		if !red.found {
+			return nil, apierr.NotFound("redemption", id)
+		}
+		if red.status != "SUCCEEDED" {
+			return nil, alreadyRolledBack(id)
+		}
+		var taken []taking
+		if err := json.Unmarshal(red.taken, &taken); err != nil {
+			return nil, err
+		}
+		var orig map[string]any
+		if err := json.Unmarshal(red.view, &orig); err != nil {
+			return nil, err
+		}
+		now := s.Now()
+		w := &pgx.Batch{}
+		w.Queue(`UPDATE redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, id)
+		// The reward may have been deleted since; its stock counts only
+		// while it has one.
+		w.Queue(`UPDATE rewards SET redeemed = redeemed - 1 WHERE project_id = $1 AND id = $2 AND stock IS NOT NULL AND redeemed > 0`,
+			projectID, red.rewardID)
+		for _, tk := range taken {
+			queueAddBucket(w, projectID, card.ID, tk.Points, tk.ExpiresOn, now)
+			card.expireAlso(tk.Points, tk.ExpiresOn)
+		}
+		card.RedeemedPoints -= red.points
+		card.Balance += red.points
+		card.UpdatedAt = &now
+		queueFigures(w, projectID, &card.Card)
+		rbID := ids.New("rr_")
+		reward, _ := orig["reward"].(map[string]any)
+		rewardRef := map[string]any{"id": red.rewardID, "name": nil}
+		if reward != nil {
+			rewardRef["name"] = reward["name"]
+		}
+		bal := card.balance(red.points)
+		bal.OperationType = ""
+		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: PointsRefund,
+			Reason: r.Reason, CreatedAt: jsonx.Time{Time: now}, delta: red.points}
+		details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id}, "rollback": map[string]any{"id": rbID},
+			"reward": rewardRef}
+		if ord, ok := orig["order"].(map[string]any); ok && red.orderID != nil {
+			details["order"] = map[string]any{"id": ord["id"], "source_id": ord["source_id"]}
+		}
+		t.Details, _ = json.Marshal(details)
+		meta := r.Metadata
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		channel := map[string]any{"channel_type": "API", "channel_id": nil}
+		if src.APIKey != nil {
+			channel["channel_id"] = src.APIKey.AppID
+		}
+		out = map[string]any{"id": rbID, "object": "redemption_rollback", "date": jsonx.Time{Time: now},
+			"customer_id": orig["customer_id"], "tracking_id": orig["tracking_id"], "metadata": meta, "amount": orig["amount"],
+			"redemption": id, "reason": r.Reason, "result": "SUCCESS", "status": "SUCCEEDED", "order": orig["order"],
+			"channel": channel, "customer": orig["customer"], "related_object_type": "voucher", "related_object_id": card.ID,
+			"voucher": card.View(card.Campaign), "reward": orig["reward"], "loyalty_card": map[string]any{"points": red.points}}
+		v, err := json.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		w.Queue(`INSERT INTO redemption_rollbacks (project_id, id, redemption_id, view, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			projectID, rbID, id, v, now)
+		if err := s.record(ctx, w, projectID, t, card.Card, card.Campaign); err != nil {
+			return nil, err
+		}
+		return w, s.events.Queue(ctx, w, projectID, EventRollbackSucceeded, rbID, map[string]any{"redemption_rollback": out})
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.ConstraintName == "redemption_rollbacks_once" {
+		return nil, alreadyRolledBack(id)
+	}
+	return out, err
+}
+
+func alreadyRolledBack(id string) error {
+	return apierr.New(http.StatusBadRequest, "already_rolled_back", "Already rolled back",
+		fmt.Sprintf("Redemption %s has already been rolled back.", id))
+}
+
+func registerRedemptions(g *echo.Group, h Handler) {
+	g.POST("/loyalties/members/:memberId/redemption", h.redeem)
+	g.POST("/loyalties/:campaignId/members/:memberId/redemption", h.redeem)
+	g.GET("/redemptions/:redemptionId", h.getRedemption)
+	g.POST("/redemptions/:redemptionId/rollback", h.rollback)
+}
+
+func (h Handler) redeem(c echo.Context) error {
+	var r RedeemRequest
+	if err := httpx.Bind(c, &r); err != nil {
+		return err
+	}
+	v, err := h.svc.Redeem(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) getRedemption(c echo.Context) error {
+	v, err := h.svc.GetRedemption(c.Request().Context(), httpx.ProjectID(c), c.Param("redemptionId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h Handler) rollback(c echo.Context) error {
+	var r RollbackRequest
+	if c.Request().ContentLength != 0 {
+		if err := httpx.Bind(c, &r); err != nil {
+			return err
+		}
+	}
+	q := c.QueryParams()
+	if r.Reason == nil && q.Has("reason") {
+		r.Reason = ptr(q.Get("reason"))
+	}
+	if r.TrackingID == nil && q.Has("tracking_id") {
+		r.TrackingID = ptr(q.Get("tracking_id"))
+	}
+	v, err := h.svc.Rollback(c.Request().Context(), httpx.ProjectID(c), c.Param("redemptionId"), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
