@@ -98,7 +98,7 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 					default:
 						txCount.Add(4)
 					}
-				case status == 400 && bytes.Contains(body, []byte(`"not_enough_points"`)):
+				case status == 400 && bytes.Contains(body, []byte(`"loyalty_card_points_exceeded"`)):
 					refused.Add(1)
 				default:
 					errs <- fmt.Sprintf("%d %s", status, body)

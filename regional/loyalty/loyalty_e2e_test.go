@@ -153,7 +153,7 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 	if rm["points"] != -30.0 || rm["balance"] != 120.0 {
 		t.Fatalf("removal: %v", rm)
 	}
-	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -121}, 400, "not_enough_points")
+	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -121}, 400, "loyalty_card_points_exceeded")
 	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 0}, 400, "invalid_payload")
 	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": "many"}, 400, "invalid_payload")
 	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 5, "expiration_type": "CUSTOM_DATE"}, 400, "invalid_payload")
@@ -172,7 +172,7 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 		t.Fatalf("transfer answer: %v", tr)
 	}
 	a.fails("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{{"code": code, "points": 101}},
-		400, "not_enough_points")
+		400, "loyalty_card_points_exceeded")
 	a.fails("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{{"code": bobCode, "points": 1}},
 		400, "invalid_payload")
 
