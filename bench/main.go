@@ -45,7 +45,7 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only this benchmark: router, webhooks or loyalty")
+	only := flag.String("only", "", "run only this benchmark: router, webhooks, loyalty or earning")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's saturation phase, the webhook run, or the point additions (with -only)")
 	flag.Parse()
@@ -131,6 +131,19 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 			return err
 		}
 		if only == "loyalty" {
+			return nil
+		}
+	}
+	if only == "" || only == "earning" {
+		er, err := benchEarning(stack, p, d)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(os.Stderr, earningReport(er))
+		if err := replaceSection(outPath, "earning", earningReport(er)); err != nil {
+			return err
+		}
+		if only == "earning" {
 			return nil
 		}
 	}
