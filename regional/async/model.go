@@ -69,6 +69,11 @@ type Policy struct {
 	MaxAge      time.Duration // park once the task is this old (0: no limit)
 	BackoffBase time.Duration // first retry delay, doubling (default 1s)
 	BackoffCap  time.Duration // longest delay (default 1h)
+	// ReadCommitted runs a database-effect task in a READ COMMITTED
+	// transaction instead of SERIALIZABLE: for a handler that takes the row
+	// locks it needs and makes its effect once by a unique key, which
+	// serializable checks would only abort against unrelated writes.
+	ReadCommitted bool
 }
 
 func (p Policy) withDefaults() Policy {
@@ -108,10 +113,23 @@ type kind struct {
 type Registry struct {
 	kinds map[string]kind
 	jobs  map[string]JobFunc
+	wake  chan struct{}
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{kinds: map[string]kind{}, jobs: map[string]JobFunc{}} }
+func NewRegistry() *Registry {
+	return &Registry{kinds: map[string]kind{}, jobs: map[string]JobFunc{}, wake: make(chan struct{}, 1)}
+}
+
+// Wake tells this instance's worker that a task was just committed, so
+// that it claims at once instead of at its next poll. Tasks committed by
+// other instances are found by the poll. It never blocks.
+func (r *Registry) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
 
 // HandleTx registers a database-effect handler.
 func (r *Registry) HandleTx(name string, h TxHandler, p Policy) {

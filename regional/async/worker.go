@@ -184,6 +184,14 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(w.o.Poll):
+		case <-w.reg.wake:
+			// Woken: claim soon, but let tasks committed meanwhile gather,
+			// so that they are claimed and run as one batch.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wakeGather):
+			}
 		}
 	}
 }
@@ -219,8 +227,28 @@ func (w *Worker) span(ctx context.Context, t Task) (context.Context, trace.Span)
 // in a handler holds no lock on its tasks, so they are due again when its
 // lease lapses.
 func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
+	// Tasks of each isolation run together.
+	var rc, ser []Task
+	for _, t := range ts {
+		if k, _ := w.kind(t.Kind); k.policy.ReadCommitted {
+			rc = append(rc, t)
+		} else {
+			ser = append(ser, t)
+		}
+	}
+	if len(rc) > 0 {
+		w.runTxGroup(ctx, rc, db.InTxReadCommitted)
+	}
+	if len(ser) > 0 {
+		w.runTxGroup(ctx, ser, db.InTx)
+	}
+}
+
+// runTxGroup runs tasks in one transaction of inTx, or, when that fails,
+// each in its own.
+func (w *Worker) runTxGroup(ctx context.Context, ts []Task, inTx func(context.Context, db.Beginner, func(pgx.Tx) error) error) {
 	if len(ts) > 1 {
-		err := db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
+		err := inTx(ctx, w.pool, func(tx pgx.Tx) error {
 			for _, t := range ts {
 				if err := w.runTx(ctx, tx, t); err != nil {
 					return err
@@ -243,7 +271,7 @@ func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
 		}
 	}
 	for _, t := range ts {
-		err := db.InTx(ctx, w.pool, func(tx pgx.Tx) error {
+		err := inTx(ctx, w.pool, func(tx pgx.Tx) error {
 			if err := w.runTx(ctx, tx, t); err != nil {
 				return err
 			}
@@ -272,6 +300,11 @@ func (w *Worker) runTx(ctx context.Context, tx pgx.Tx, t Task) error {
 }
 
 const committerCount = 8
+
+// wakeGather is how long a woken worker waits before it claims: tasks
+// committed in that time are claimed and run together. Claiming each task
+// alone costs more transactions than the wait saves.
+const wakeGather = 20 * time.Millisecond
 
 type completion struct {
 	t      Task

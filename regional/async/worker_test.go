@@ -203,3 +203,43 @@ func TestFailingTaskIsRetriedWithBackoffThenParked(t *testing.T) {
 		t.Fatalf("requeue twice: %v", err)
 	}
 }
+
+func TestReadCommittedKindsAndWake(t *testing.T) {
+	url := database(t)
+	ctx := context.Background()
+	reg := async.NewRegistry()
+	var mu sync.Mutex
+	levels := map[string]string{}
+	record := func(kind string) async.TxHandler {
+		return func(ctx context.Context, tx pgx.Tx, task async.Task) error {
+			var iso string
+			if err := tx.QueryRow(ctx, `SHOW transaction_isolation`).Scan(&iso); err != nil {
+				return err
+			}
+			mu.Lock()
+			levels[kind] = iso
+			mu.Unlock()
+			return nil
+		}
+	}
+	reg.HandleTx("test.rc", record("test.rc"), async.Policy{ReadCommitted: true})
+	reg.HandleTx("test.ser", record("test.ser"), async.Policy{})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// A poll far longer than the test: only Wake can get the worker going
+	// after its first, empty, claim.
+	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: time.Hour}).Run(wctx)
+	time.Sleep(200 * time.Millisecond)
+	p := open(t, url)
+	enqueue(t, p, "test.rc", 1)
+	enqueue(t, p, "test.ser", 1)
+	reg.Wake()
+	waitFor(t, 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(levels) == 2
+	})
+	if levels["test.rc"] != "read committed" || levels["test.ser"] != "serializable" {
+		t.Fatalf("isolation levels: %v", levels)
+	}
+}
