@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	v1 := e.Group("/v1")
 	cust := customers.NewService(pool, events)
 	customers.Register(v1, cust)
-	ord := orders.NewService(pool, events, cust, cfg.Clock)
+	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock))
 	a.loyalty = loyalty.NewService(pool, events, cust, ord, a.tasks, cfg.Clock)

@@ -55,7 +55,7 @@ func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, ord 
 	s := &Service{pool: pool, events: events, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
 	reg.HandleJob(GenerateJob, s.generateJob)
 	reg.HandleJob(DeleteJob, s.deleteJob)
-	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50})
+	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true})
 	return s
 }
 

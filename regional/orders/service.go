@@ -38,11 +38,14 @@ type Service struct {
 	events    Events
 	customers *customers.Service
 	clock     *clock.Clock
+	wake      func()
 }
 
-// NewService returns the order service; clk is the platform clock.
-func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, clk *clock.Clock) *Service {
-	return &Service{pool: pool, events: events, customers: cust, clock: clk}
+// NewService returns the order service; clk is the platform clock, and
+// wake (when not nil) tells this instance's outbox worker that an order.paid
+// task was committed.
+func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, clk *clock.Clock, wake func()) *Service {
+	return &Service{pool: pool, events: events, customers: cust, clock: clk, wake: wake}
 }
 
 const columns = `id, source_id, status, amount, initial_amount, discount_amount, items, metadata, customer_id, referrer_id,
@@ -257,7 +260,9 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 	ctx, span := tracer.Start(ctx, "orders.write")
 	defer span.End()
 	var out Order
+	paid := false
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		paid = false
 		o, insert, err := s.find(ctx, tx, projectID, target, r)
 		if err != nil {
 			return err
@@ -279,6 +284,7 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 			if err := s.paid(ctx, b, projectID, o, now); err != nil {
 				return err
 			}
+			paid = true
 		}
 		if err := save(ctx, tx, projectID, o, insert); err != nil {
 			return err
@@ -288,6 +294,9 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 	})
 	if err != nil {
 		return View{}, err
+	}
+	if paid && s.wake != nil {
+		s.wake() // the accrual task is committed: earn now, not at the next poll
 	}
 	return out.View(), nil
 }
