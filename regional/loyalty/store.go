@@ -138,14 +138,14 @@ const liveCardOf = `(SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
 		WHERE c.project_id = $1 AND c.id = ` + cardIDOf + ` AND ($3 = '' OR k.id = $3 OR k.name = $3))`
 
 // lockedCardSQL locks a card by code (byID false) or id (true) and reads it
-// with its live campaign, which must be the campaign with id or name $3
+// with its live campaign and the campaign's tiers (tiersJSON), which must be the campaign with id or name $3
 // when $3 is not empty. One unique-index probe and a primary-key join.
 func lockedCardSQL(byID bool) string {
 	key := "c.code"
 	if byID {
 		key = "c.id"
 	}
-	return `SELECT ` + prefixed("c", cardColumns) + `, ` + prefixed("k", campaignColumns) + `
+	return `SELECT ` + prefixed("c", cardColumns) + `, ` + prefixed("k", campaignColumns) + `, ` + tiersJSON + `
 		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
 		WHERE c.project_id = $1 AND ` + key + ` = $2 AND ($3 = '' OR k.id = $3 OR k.name = $3) FOR UPDATE OF c`
 }
@@ -202,10 +202,10 @@ func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key st
 	}
 	b.Queue(sql, projectID, key, campaignID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var meta, attrs []byte
+			var meta, attrs, tiers []byte
 			k := &dst.Campaign
 			dests := append(cardDests(&dst.Card, &meta), &k.ID, &k.Name, &attrs, &k.VouchersCount, &k.GenerationStatus,
-				&k.CreatedAt, &k.UpdatedAt)
+				&k.CreatedAt, &k.UpdatedAt, &tiers)
 			if err := rows.Scan(dests...); err != nil {
 				return err
 			}
@@ -218,11 +218,13 @@ func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key st
 			if k.Attrs, err = cache.parse(k.ID, attrs); err != nil {
 				return err
 			}
+			if k.Tiers, err = parseTiers(tiers); err != nil {
+				return err
+			}
 			dst.Found = true
 		}
 		return rows.Err()
 	})
-	queueTiers(b, projectID, key, byID, &dst.Campaign.Tiers)
 }
 
 // bucket is points on a card that expire together. A card has one bucket

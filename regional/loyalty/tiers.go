@@ -195,20 +195,38 @@ func collectTiers(rows pgx.Rows) ([]Tier, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Tier, error) { return scanTier(r) })
 }
 
-// queueTiers queues reading the tiers of the campaign of the card with code
-// (or, byID, id) key into dst, by range.
-func queueTiers(b *pgx.Batch, projectID, key string, byID bool, dst *[]Tier) {
-	card := "code"
-	if byID {
-		card = "id"
+// tiersJSON is a column of the campaign k's tiers as one JSON array (NULL
+// for none): read with a locked card in its statement, they cost no
+// statement of their own on the ledger's hot path.
+const tiersJSON = `(SELECT jsonb_agg(jsonb_build_object('id', t.id, 'campaign_id', t.campaign_id, 'name', t.name,
+	'from', t.points_from, 'to', t.points_to, 'attrs', t.attrs, 'created_at', t.created_at, 'updated_at', t.updated_at))
+	FROM loyalty_tiers t WHERE t.project_id = k.project_id AND t.campaign_id = k.id)`
+
+// parseTiers reads a tiersJSON column, by range.
+func parseTiers(raw []byte) ([]Tier, error) {
+	if raw == nil {
+		return nil, nil
 	}
-	b.Queue(`SELECT `+tierColumns+` FROM loyalty_tiers WHERE project_id = $1 AND campaign_id =
-		(SELECT campaign_id FROM loyalty_cards WHERE project_id = $1 AND `+card+` = $2) ORDER BY points_from`,
-		projectID, key).Query(func(rows pgx.Rows) error {
-		ts, err := collectTiers(rows)
-		*dst = ts
-		return err
-	})
+	var rows []struct {
+		ID         string     `json:"id"`
+		CampaignID string     `json:"campaign_id"`
+		Name       string     `json:"name"`
+		From       int64      `json:"from"`
+		To         *int64     `json:"to"`
+		Attrs      TierAttrs  `json:"attrs"`
+		CreatedAt  time.Time  `json:"created_at"`
+		UpdatedAt  *time.Time `json:"updated_at"`
+	}
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, fmt.Errorf("loyalty: tiers: %w", err)
+	}
+	ts := make([]Tier, len(rows))
+	for i, r := range rows {
+		ts[i] = Tier{ID: r.ID, CampaignID: r.CampaignID, Name: r.Name, From: r.From, To: r.To, Attrs: r.Attrs,
+			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].From < ts[j].From })
+	return ts, nil
 }
 
 // tiersOf reads a campaign's tiers by range.
