@@ -218,18 +218,23 @@ func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID, "points": 3}}, 400, "invalid_payload")
 	a.fails("POST", "/v1/loyalties/members/LC-NOPE/redemption", map[string]any{"reward": map[string]any{"id": mugID}}, 404, "not_found")
 
-	// Pay with points: 10 points to 1.00, so a 25.00 order takes 250.
+	// Pay with points: 10 points to 1.00, so a 25.00 order takes 250, in
+	// parts or at once, and no more.
 	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID}}, 400, "invalid_payload")
-	cr := a.ok("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID},
-		"order": map[string]any{"amount": 2500}})
-	if cr["loyalty_card"].(map[string]any)["points"] != 250.0 || cr["amount"] != 2500.0 || card(cr["voucher"].(map[string]any))["balance"] != 50.0 {
-		t.Fatalf("coin redemption: %v", cr)
-	}
 	part := a.ok("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID, "points": 20},
-		"order": map[string]any{"id": cr["order"].(map[string]any)["id"]}})
-	if part["amount"] != 200.0 || card(part["voucher"].(map[string]any))["balance"] != 30.0 {
+		"order": map[string]any{"source_id": "ord-coin", "amount": 2500}})
+	if part["amount"] != 200.0 || part["loyalty_card"].(map[string]any)["points"] != 20.0 || card(part["voucher"].(map[string]any))["balance"] != 280.0 {
 		t.Fatalf("partial coin redemption: %v", part)
 	}
+	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID, "points": 231},
+		"order": map[string]any{"id": "ord-coin"}}, 400, "invalid_payload")
+	rest := a.ok("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID},
+		"order": map[string]any{"source_id": "ord-coin"}})
+	if rest["amount"] != 2300.0 || rest["loyalty_card"].(map[string]any)["points"] != 230.0 || card(rest["voucher"].(map[string]any))["balance"] != 50.0 {
+		t.Fatalf("coin redemption of the rest: %v", rest)
+	}
+	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID},
+		"order": map[string]any{"source_id": "ord-coin"}}, 400, "invalid_payload")
 
 	// Another project sees none of it.
 	other := api{t: t, e: e, p: e.CreateProject(t, "api")}

@@ -79,10 +79,21 @@ type redemptionReads struct {
 	assignment Assignment
 	assigned   bool
 	customer   *customers.Customer
+	paidBefore int64 // by pay-with-points redemptions of the order
 }
 
-func (rd *redemptionReads) queue(projectID, rewardID string) func(b *pgx.Batch, key string, byID bool) {
+func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View) func(b *pgx.Batch, key string, byID bool) {
 	return func(b *pgx.Batch, key string, byID bool) {
+		if order != nil {
+			// The order is locked after the card, so that two redemptions
+			// paying for it one after the other each see what the other
+			// paid.
+			b.Queue(`SELECT id FROM orders WHERE project_id = $1 AND id = $2 FOR UPDATE`, projectID, order.ID)
+			b.Queue(`SELECT coalesce(sum((view->>'amount')::INT8), 0) FROM redemptions
+				WHERE project_id = $1 AND order_id = $2 AND status = 'SUCCEEDED'`, projectID, order.ID).QueryRow(func(row pgx.Row) error {
+				return row.Scan(&rd.paidBefore)
+			})
+		}
 		col := "code"
 		if byID {
 			col = "id"
@@ -126,7 +137,7 @@ func (rd *redemptionReads) queue(projectID, rewardID string) func(b *pgx.Batch, 
 
 // price is what the reward costs the card in points, and, for a COIN
 // reward, the amount of the order they pay.
-func price(w rewards.Reward, a Assignment, holder *Tier, asked *int64, order *orders.View) (points int64, amount *int64, err error) {
+func price(w rewards.Reward, a Assignment, holder *Tier, asked *int64, order *orders.View, paidBefore int64) (points int64, amount *int64, err error) {
 	if w.Type != rewards.Coin {
 		if asked != nil {
 			return 0, nil, apierr.InvalidPayload("reward.points is for COIN rewards, which take as many points as asked; a " + w.Type + " reward has its price")
@@ -145,23 +156,22 @@ func price(w rewards.Reward, a Assignment, holder *Tier, asked *int64, order *or
 	if order.TotalAmount != nil {
 		due = *order.TotalAmount
 	}
+	// What earlier pay-with-points redemptions of the order paid is not due.
+	due -= paidBefore
+	if due <= 0 {
+		return 0, nil, apierr.InvalidPayload(fmt.Sprintf("order %s is already paid for with points", order.ID))
+	}
 	// An amount in the smallest currency unit is worth this many points.
 	perUnit := float64(c.PointsRatio) / (c.ExchangeRatio * 100)
-	if asked == nil {
-		points = int64(math.Ceil(float64(due) * perUnit))
-	} else {
-		if *asked < 1 || *asked > 1_000_000_000 {
-			return 0, nil, apierr.InvalidPayload("reward.points must be 1 to 1000000000")
+	need := max(1, int64(math.Ceil(float64(due)*perUnit)))
+	points = need
+	if asked != nil {
+		if *asked < 1 || *asked > need {
+			return 0, nil, apierr.InvalidPayload(fmt.Sprintf("reward.points must be 1 to %d: the points that pay the %d still due on the order", need, due))
 		}
 		points = *asked
 	}
 	paid := min(due, int64(math.Floor(float64(points)/perUnit)))
-	if asked != nil && paid < due && int64(math.Ceil(float64(due)*perUnit)) < points {
-		return 0, nil, apierr.InvalidPayload(fmt.Sprintf("reward.points: %d points are worth more than the order's %d", points, due))
-	}
-	if points < 1 {
-		points = 1
-	}
 	return points, &paid, nil
 }
 
@@ -188,7 +198,7 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		var buckets []bucket
 		var rd redemptionReads
 		card, err := s.lockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID,
-			&buckets, rd.queue(projectID, r.Reward.ID))
+			&buckets, rd.queue(projectID, r.Reward.ID, order))
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +211,7 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		}
 		w, camp := rd.reward, card.Campaign
 		holder := tierOf(camp.Tiers, card.Balance)
-		pts, amount, err := price(w, rd.assignment, holder, r.Reward.Points, order)
+		pts, amount, err := price(w, rd.assignment, holder, r.Reward.Points, order, rd.paidBefore)
 		if err != nil {
 			return nil, err
 		}

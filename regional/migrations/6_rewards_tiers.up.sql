@@ -52,6 +52,7 @@ CREATE TABLE redemptions (
 );
 CREATE INDEX redemptions_by_card ON redemptions (project_id, card_id, id);
 CREATE INDEX redemptions_by_reward ON redemptions (project_id, reward_id, status);
+CREATE INDEX redemptions_by_order ON redemptions (project_id, order_id);
 
 CREATE TABLE redemption_rollbacks (
     project_id    TEXT        NOT NULL,
