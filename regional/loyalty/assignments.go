@@ -291,10 +291,8 @@ func (h Handler) listAssignments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": total, "has_more": more}
-	if more {
-		out["more_starting_after"] = next
-	}
+	out := listq.Body(vs, more, next)
+	out["total"] = total
 	return c.JSON(http.StatusOK, out)
 }
 

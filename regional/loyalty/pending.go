@@ -410,14 +410,7 @@ func (h Handler) listPending(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"object": "list", "data_ref": "data", "data": ps, "has_more": more}
-	if ps == nil {
-		out["data"] = []Pending{}
-	}
-	if more {
-		out["more_starting_after"] = next
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, listq.Body(ps, more, next))
 }
 
 func (h Handler) activatePending(c echo.Context) error {

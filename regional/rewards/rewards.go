@@ -427,13 +427,8 @@ func Register(g *echo.Group, s *Service) {
 		if err != nil {
 			return err
 		}
-		out := map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": total, "has_more": more}
-		if vs == nil {
-			out["data"] = []View{}
-		}
-		if more {
-			out["more_starting_after"] = next
-		}
+		out := listq.Body(vs, more, next)
+		out["total"] = total
 		return c.JSON(http.StatusOK, out)
 	})
 	g.GET("/rewards/:rewardId", func(c echo.Context) error {
