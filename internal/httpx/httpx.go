@@ -191,3 +191,24 @@ func ProjectID(c echo.Context) string {
 	id, _ := identity.From(c.Request().Context())
 	return id.ProjectID
 }
+
+// Reply answers c with 200 and v, or returns err for the error handler:
+// `return httpx.Reply(c)(svc.Get(…))`.
+func Reply(c echo.Context) func(v any, err error) error {
+	return func(v any, err error) error {
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, v)
+	}
+}
+
+// WithBody binds the request body into an R (see Bind), and replies with
+// what fn makes of it.
+func WithBody[R any](c echo.Context, fn func(r R) (any, error)) error {
+	var r R
+	if err := Bind(c, &r); err != nil {
+		return err
+	}
+	return Reply(c)(fn(r))
+}

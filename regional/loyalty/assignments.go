@@ -305,15 +305,9 @@ func (h Handler) getAssignment(c echo.Context) error {
 }
 
 func (h Handler) updateAssignment(c echo.Context) error {
-	var r AssignmentRequest
-	if err := httpx.Bind(c, &r); err != nil {
-		return err
-	}
-	v, err := h.svc.UpdateAssignment(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.WithBody(c, func(r AssignmentRequest) (any, error) {
+		return h.svc.UpdateAssignment(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), r)
+	})
 }
 
 func (h Handler) deleteAssignment(c echo.Context) error {

@@ -412,15 +412,9 @@ func registerRules(g *echo.Group, h Handler) {
 }
 
 func (h Handler) createRules(c echo.Context) error {
-	var qs []RuleRequest
-	if err := httpx.Bind(c, &qs); err != nil {
-		return err
-	}
-	vs, err := h.svc.CreateRules(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), qs)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, vs)
+	return httpx.WithBody(c, func(qs []RuleRequest) (any, error) {
+		return h.svc.CreateRules(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), qs)
+	})
 }
 
 func (h Handler) listRules(c echo.Context) error {
@@ -440,23 +434,13 @@ func (h Handler) listRules(c echo.Context) error {
 }
 
 func (h Handler) getRule(c echo.Context) error {
-	v, err := h.svc.GetRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.Reply(c)(h.svc.GetRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId")))
 }
 
 func (h Handler) updateRule(c echo.Context) error {
-	var q RuleRequest
-	if err := httpx.Bind(c, &q); err != nil {
-		return err
-	}
-	v, err := h.svc.UpdateRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"), q)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.WithBody(c, func(q RuleRequest) (any, error) {
+		return h.svc.UpdateRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"), q)
+	})
 }
 
 func (h Handler) deleteRule(c echo.Context) error {

@@ -46,35 +46,19 @@ func Register(g *echo.Group, svc *Service) {
 }
 
 func (h Handler) createCampaign(c echo.Context) error {
-	var r CreateRequest
-	if err := httpx.Bind(c, &r); err != nil {
-		return err
-	}
-	v, err := h.svc.CreateCampaign(c.Request().Context(), httpx.ProjectID(c), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.WithBody(c, func(r CreateRequest) (any, error) {
+		return h.svc.CreateCampaign(c.Request().Context(), httpx.ProjectID(c), r)
+	})
 }
 
 func (h Handler) getCampaign(c echo.Context) error {
-	v, err := h.svc.GetCampaign(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.Reply(c)(h.svc.GetCampaign(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId")))
 }
 
 func (h Handler) updateCampaign(c echo.Context) error {
-	var r UpdateRequest
-	if err := httpx.Bind(c, &r); err != nil {
-		return err
-	}
-	v, err := h.svc.UpdateCampaign(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.WithBody(c, func(r UpdateRequest) (any, error) {
+		return h.svc.UpdateCampaign(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), r)
+	})
 }
 
 func (h Handler) deleteCampaign(c echo.Context) error {
@@ -125,15 +109,9 @@ func nullable(s string) any {
 }
 
 func (h Handler) addMember(c echo.Context) error {
-	var r MemberRequest
-	if err := httpx.Bind(c, &r); err != nil {
-		return err
-	}
-	v, err := h.svc.AddMember(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.WithBody(c, func(r MemberRequest) (any, error) {
+		return h.svc.AddMember(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), r)
+	})
 }
 
 func (h Handler) listMembers(c echo.Context) error {
@@ -150,35 +128,19 @@ func (h Handler) listMembers(c echo.Context) error {
 }
 
 func (h Handler) getMember(c echo.Context) error {
-	v, err := h.svc.GetMember(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.Reply(c)(h.svc.GetMember(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId")))
 }
 
 func (h Handler) balance(c echo.Context) error {
-	var r BalanceRequest
-	if err := httpx.Bind(c, &r); err != nil {
-		return err
-	}
-	b, err := h.svc.UpdateBalance(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, b)
+	return httpx.WithBody(c, func(r BalanceRequest) (any, error) {
+		return h.svc.UpdateBalance(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+	})
 }
 
 func (h Handler) transfer(c echo.Context) error {
-	var r []TransferRequest
-	if err := httpx.Bind(c, &r); err != nil {
-		return err
-	}
-	v, err := h.svc.Transfer(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.WithBody(c, func(r []TransferRequest) (any, error) {
+		return h.svc.Transfer(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+	})
 }
 
 // TxList is the list envelope of transactions.

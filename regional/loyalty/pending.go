@@ -414,11 +414,7 @@ func (h Handler) listPending(c echo.Context) error {
 }
 
 func (h Handler) activatePending(c echo.Context) error {
-	b, err := h.svc.Activate(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, b)
+	return httpx.Reply(c)(h.svc.Activate(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId")))
 }
 
 func (h Handler) cancelPending(c echo.Context) error {

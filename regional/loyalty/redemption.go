@@ -545,23 +545,13 @@ func registerRedemptions(g *echo.Group, h Handler) {
 }
 
 func (h Handler) redeem(c echo.Context) error {
-	var r RedeemRequest
-	if err := httpx.Bind(c, &r); err != nil {
-		return err
-	}
-	v, err := h.svc.Redeem(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.WithBody(c, func(r RedeemRequest) (any, error) {
+		return h.svc.Redeem(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+	})
 }
 
 func (h Handler) getRedemption(c echo.Context) error {
-	v, err := h.svc.GetRedemption(c.Request().Context(), httpx.ProjectID(c), c.Param("redemptionId"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.Reply(c)(h.svc.GetRedemption(c.Request().Context(), httpx.ProjectID(c), c.Param("redemptionId")))
 }
 
 func (h Handler) rollback(c echo.Context) error {

@@ -464,15 +464,9 @@ func registerTiers(g *echo.Group, h Handler) {
 }
 
 func (h Handler) createTiers(c echo.Context) error {
-	var rs []TierRequest
-	if err := httpx.Bind(c, &rs); err != nil {
-		return err
-	}
-	vs, err := h.svc.CreateTiers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), rs)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, vs)
+	return httpx.WithBody(c, func(rs []TierRequest) (any, error) {
+		return h.svc.CreateTiers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), rs)
+	})
 }
 
 func (h Handler) listTiers(c echo.Context) error {
@@ -496,11 +490,7 @@ func (h Handler) listTiers(c echo.Context) error {
 }
 
 func (h Handler) getTier(c echo.Context) error {
-	v, err := h.svc.GetTier(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("tierId"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.Reply(c)(h.svc.GetTier(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("tierId")))
 }
 
 func (h Handler) memberTiers(c echo.Context) error {

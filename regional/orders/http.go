@@ -22,35 +22,19 @@ func Register(g *echo.Group, svc *Service) {
 }
 
 func (h Handler) create(c echo.Context) error {
-	var r Request
-	if err := httpx.Bind(c, &r); err != nil {
-		return err
-	}
-	v, err := h.svc.Upsert(c.Request().Context(), httpx.ProjectID(c), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.WithBody(c, func(r Request) (any, error) {
+		return h.svc.Upsert(c.Request().Context(), httpx.ProjectID(c), r)
+	})
 }
 
 func (h Handler) update(c echo.Context) error {
-	var r Request
-	if err := httpx.Bind(c, &r); err != nil {
-		return err
-	}
-	v, err := h.svc.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("orderId"), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.WithBody(c, func(r Request) (any, error) {
+		return h.svc.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("orderId"), r)
+	})
 }
 
 func (h Handler) get(c echo.Context) error {
-	v, err := h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("orderId"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
+	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("orderId")))
 }
 
 type listView struct {

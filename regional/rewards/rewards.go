@@ -404,15 +404,9 @@ func (s *Service) List(ctx context.Context, projectID, assignmentID, after strin
 // Register mounts the endpoints on g (the /v1 group).
 func Register(g *echo.Group, s *Service) {
 	g.POST("/rewards", func(c echo.Context) error {
-		var r Request
-		if err := httpx.Bind(c, &r); err != nil {
-			return err
-		}
-		v, err := s.Create(c.Request().Context(), httpx.ProjectID(c), r)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, v)
+		return httpx.WithBody(c, func(r Request) (any, error) {
+			return s.Create(c.Request().Context(), httpx.ProjectID(c), r)
+		})
 	})
 	g.GET("/rewards", func(c echo.Context) error {
 		q := c.QueryParams()
@@ -439,15 +433,9 @@ func Register(g *echo.Group, s *Service) {
 		return c.JSON(http.StatusOK, w.View())
 	})
 	g.PUT("/rewards/:rewardId", func(c echo.Context) error {
-		var r Request
-		if err := httpx.Bind(c, &r); err != nil {
-			return err
-		}
-		v, err := s.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("rewardId"), r)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, v)
+		return httpx.WithBody(c, func(r Request) (any, error) {
+			return s.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("rewardId"), r)
+		})
 	})
 	g.DELETE("/rewards/:rewardId", func(c echo.Context) error {
 		if err := s.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("rewardId")); err != nil {
