@@ -55,6 +55,16 @@ func Page[T any](rows []T, limit int, id func(T) string) (page []T, hasMore bool
 	return rows, false, ""
 }
 
+// PageOf is Page for rows shown as views: the page rendered by view.
+func PageOf[T, V any](rows []T, limit int, id func(T) string, view func(T) V) (page []V, hasMore bool, next string) {
+	rows, hasMore, next = Page(rows, limit, id)
+	page = make([]V, len(rows))
+	for i, r := range rows {
+		page[i] = view(r)
+	}
+	return page, hasMore, next
+}
+
 // FirstPageOnly refuses `page` past 1: lists whose reference pages by number
 // serve the first page that way and later ones by the cursor.
 func FirstPageOnly(q url.Values) error {

@@ -230,11 +230,7 @@ func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID, af
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	as, more, next := listq.Page(as, limit, func(a Assignment) string { return a.ID })
-	out := make([]AssignmentView, len(as))
-	for i, a := range as {
-		out[i] = a.View()
-	}
+	out, more, next := listq.PageOf(as, limit, func(a Assignment) string { return a.ID }, Assignment.View)
 	return out, total, more, next, nil
 }
 

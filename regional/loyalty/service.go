@@ -440,11 +440,7 @@ func (s *Service) ListCampaigns(ctx context.Context, projectID string, desc bool
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	cs, more, next := listq.Page(cs, limit, func(c Campaign) string { return c.ID })
-	out := make([]CampaignView, len(cs))
-	for i, c := range cs {
-		out[i] = c.View()
-	}
+	out, more, next := listq.PageOf(cs, limit, func(c Campaign) string { return c.ID }, Campaign.View)
 	return out, total, more, next, nil
 }
 
@@ -741,11 +737,7 @@ func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string,
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	cs, more, next := listq.Page(cs, limit, func(c Card) string { return c.ID })
-	out := make([]CardView, len(cs))
-	for i, c := range cs {
-		out[i] = c.View(camp)
-	}
+	out, more, next := listq.PageOf(cs, limit, func(c Card) string { return c.ID }, func(c Card) CardView { return c.View(camp) })
 	return out, total, more, next, nil
 }
 

@@ -395,10 +395,6 @@ func (s *Service) List(ctx context.Context, projectID string, limit int, order, 
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	page, more, next := listq.Page(os, limit, func(o Order) string { return o.ID })
-	vs := make([]View, len(page))
-	for i, o := range page {
-		vs[i] = o.View()
-	}
+	vs, more, next := listq.PageOf(os, limit, func(o Order) string { return o.ID }, Order.View)
 	return vs, total, more, next, nil
 }

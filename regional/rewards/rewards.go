@@ -393,11 +393,7 @@ func (s *Service) List(ctx context.Context, projectID, assignmentID, after strin
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	ws, more, next := listq.Page(ws, limit, func(w Reward) string { return w.ID })
-	out := make([]View, len(ws))
-	for i, w := range ws {
-		out[i] = w.View()
-	}
+	out, more, next := listq.PageOf(ws, limit, func(w Reward) string { return w.ID }, Reward.View)
 	return out, total, more, next, nil
 }
 
