@@ -117,54 +117,50 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		return err
 	}
 	p := creds.Projects[0]
-	if only == "" || only == "loyalty" {
+	// The sections that write one report each; the router's, below, needs
+	// nginx. profile is cpuProfile when the section runs alone.
+	sections := []struct {
+		name string
+		run  func(profile string) (string, error)
+	}{
+		{"loyalty", func(profile string) (string, error) {
+			lr, err := benchLoyalty(stack, p, servers[1], d, profile)
+			return loyaltyReport(lr), err
+		}},
+		{"earning", func(string) (string, error) {
+			er, err := benchEarning(stack, p, d)
+			return earningReport(er), err
+		}},
+		{"webhooks", func(profile string) (string, error) {
+			if profile != "" {
+				f, err := os.Create(profile)
+				if err != nil {
+					return "", err
+				}
+				_ = pprof.StartCPUProfile(f)
+				defer pprof.StopCPUProfile()
+			}
+			wr, err := benchWebhooks(stack, p, creds.Management, d)
+			return webhookReport(wr), err
+		}},
+	}
+	for _, sec := range sections {
+		if only != "" && only != sec.name {
+			continue
+		}
 		profile := ""
-		if only == "loyalty" {
+		if only == sec.name {
 			profile = cpuProfile
 		}
-		lr, err := benchLoyalty(stack, p, servers[1], d, profile)
+		report, err := sec.run(profile)
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(os.Stderr, loyaltyReport(lr))
-		if err := replaceSection(outPath, "loyalty", loyaltyReport(lr)); err != nil {
+		fmt.Fprint(os.Stderr, report)
+		if err := replaceSection(outPath, sec.name, report); err != nil {
 			return err
 		}
-		if only == "loyalty" {
-			return nil
-		}
-	}
-	if only == "" || only == "earning" {
-		er, err := benchEarning(stack, p, d)
-		if err != nil {
-			return err
-		}
-		fmt.Fprint(os.Stderr, earningReport(er))
-		if err := replaceSection(outPath, "earning", earningReport(er)); err != nil {
-			return err
-		}
-		if only == "earning" {
-			return nil
-		}
-	}
-	if only == "" || only == "webhooks" {
-		if cpuProfile != "" && only == "webhooks" {
-			f, err := os.Create(cpuProfile)
-			if err != nil {
-				return err
-			}
-			_ = pprof.StartCPUProfile(f)
-		}
-		wr, err := benchWebhooks(stack, p, creds.Management, d)
-		pprof.StopCPUProfile()
-		if err != nil {
-			return err
-		}
-		fmt.Fprint(os.Stderr, webhookReport(wr))
-		if err := replaceSection(outPath, "webhooks", webhookReport(wr)); err != nil {
-			return err
-		}
-		if only == "webhooks" {
+		if only == sec.name {
 			return nil
 		}
 	}
