@@ -87,6 +87,75 @@ func StartJob(ctx context.Context, tx db.Querier, projectID, actionType string, 
 
 func jobKind(actionType string) string { return "job:" + actionType }
 
+// inputPart is the largest part an input is stored in.
+const inputPart = 512 << 10
+
+// StartJobWithInput is StartJob for a job with a large input (an imported
+// file, the items of a bulk update): the input is stored beside the action,
+// in tx, and the job reads it with Input.
+func StartJobWithInput(ctx context.Context, tx db.Querier, projectID, actionType string, params any, input []byte) (Action, error) {
+	a, err := StartJob(ctx, tx, projectID, actionType, params)
+	if err != nil {
+		return Action{}, err
+	}
+	b := &pgx.Batch{}
+	for part := 0; part == 0 || part*inputPart < len(input); part++ {
+		chunk := input[part*inputPart : min(len(input), (part+1)*inputPart)]
+		b.Queue(`INSERT INTO async_inputs (project_id, action_id, part, data) VALUES ($1, $2, $3, $4)`,
+			projectID, a.ID, part, chunk)
+	}
+	return a, tx.SendBatch(ctx, b).Close()
+}
+
+// Input returns the input the job was started with (StartJobWithInput).
+func (j *Job) Input(ctx context.Context) ([]byte, error) {
+	rows, err := j.w.pool.Query(ctx, `SELECT data FROM async_inputs WHERE project_id = $1 AND action_id = $2 ORDER BY part`,
+		j.ProjectID, j.ActionID)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 0 {
+		return nil, errors.New("async: the job's input is gone")
+	}
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out, nil
+}
+
+// Checkpoint records, in tx (the transaction of the work it describes), how
+// far the job has come and how far that is in percent. A job run again
+// after its worker died reads it back with Resume and goes on from there,
+// so work committed once is not done twice.
+func (j *Job) Checkpoint(ctx context.Context, tx db.Querier, state any, pct int) error {
+	b, err := json.Marshal(state)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE async_actions SET checkpoint = $3, progress = $4, updated_at = now()
+		WHERE project_id = $1 AND id = $2`, j.ProjectID, j.ActionID, b, max(0, min(pct, 99)))
+	return err
+}
+
+// Resume reads the last checkpoint into state; ok is false when the job has
+// none (its first run).
+func (j *Job) Resume(ctx context.Context, state any) (ok bool, err error) {
+	var b []byte
+	if err := j.w.pool.QueryRow(ctx, `SELECT checkpoint FROM async_actions WHERE project_id = $1 AND id = $2`,
+		j.ProjectID, j.ActionID).Scan(&b); err != nil {
+		return false, err
+	}
+	if b == nil {
+		return false, nil
+	}
+	return true, json.Unmarshal(b, state)
+}
+
 // Progress records how far the job is (0 to 100). It writes at most every
 // half second, and extends the task's lease while the job runs.
 func (j *Job) Progress(ctx context.Context, pct int) error {
@@ -125,9 +194,12 @@ func (w *Worker) runJob(fn JobFunc) ExtHandler {
 		}
 		elapsed := int(time.Since(start).Milliseconds())
 		return Outcome{Record: func(ctx context.Context, tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `UPDATE async_actions SET status = $3, operation_status = $4, result = $5, progress = 100,
-				processing_time = $6, updated_at = now() WHERE project_id = $1 AND id = $2`,
-				t.ProjectID, p.ActionID, status, opStatus, res, elapsed)
+			if _, err := tx.Exec(ctx, `UPDATE async_actions SET status = $3, operation_status = $4, result = $5, progress = 100,
+				processing_time = $6, checkpoint = NULL, updated_at = now() WHERE project_id = $1 AND id = $2`,
+				t.ProjectID, p.ActionID, status, opStatus, res, elapsed); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `DELETE FROM async_inputs WHERE project_id = $1 AND action_id = $2`, t.ProjectID, p.ActionID)
 			return err
 		}}
 	}
