@@ -1,0 +1,278 @@
+// Package bin is the bin (trash bin) of a project: what was deleted without
+// force waits there, out of every list and read, until it is removed for
+// good by DELETE /v1/trash-bin/{binEntryId} or by the retention sweep.
+//
+// The bin owns its entries; the resources stay in their own tables, marked
+// as binned, and each resource type registers the Remover that deletes its
+// rows for good. Moving a resource to the bin is the owner's write, with
+// Put in the owner's transaction.
+package bin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/filters"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+var tracer = otel.Tracer("github.com/tallyhq/tally/regional/bin")
+
+// DefaultRetention is how long an entry stays in the bin unless configured.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// Entry is a resource in the bin.
+type Entry struct {
+	ID           string
+	ResourceType string // product, sku (campaign and voucher in the reference)
+	ResourceID   string
+	ResourceName *string
+	ParentID     *string // a SKU's product
+	CreatedAt    time.Time
+}
+
+// NewID makes a bin entry id.
+func NewID() string { return ids.New("bin_") }
+
+// Remover deletes an entry's resource for good, in tx. It may delete other
+// entries too (a product's removal takes its SKUs' entries).
+type Remover func(ctx context.Context, tx pgx.Tx, projectID string, e Entry) error
+
+// Bin lists, removes and expires a cluster's bin entries.
+type Bin struct {
+	pool      *pgxpool.Pool
+	clock     *clock.Clock
+	retention time.Duration
+	removers  map[string]Remover
+}
+
+// New returns the bin; entries older than retention (0: DefaultRetention)
+// by clk are removed by Run.
+func New(pool *pgxpool.Pool, clk *clock.Clock, retention time.Duration) *Bin {
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	return &Bin{pool: pool, clock: clk, retention: retention, removers: map[string]Remover{}}
+}
+
+// Handle registers how entries of a resource type are removed for good.
+func (b *Bin) Handle(resourceType string, r Remover) { b.removers[resourceType] = r }
+
+// Now is the bin's clock reading, the time resources are binned at.
+func (b *Bin) Now() time.Time { return b.clock.Now().UTC().Truncate(time.Millisecond) }
+
+// Put queues the entries' rows on batch, which the caller sends in the
+// transaction that marks their resources binned. Entries are written in
+// one statement however many there are.
+func Put(batch *pgx.Batch, projectID string, entries []Entry) {
+	if len(entries) == 0 {
+		return
+	}
+	n := len(entries)
+	id, typ, rid := make([]string, n), make([]string, n), make([]string, n)
+	name, parent := make([]*string, n), make([]*string, n)
+	at := make([]time.Time, n)
+	for i, e := range entries {
+		id[i], typ[i], rid[i], name[i], parent[i], at[i] = e.ID, e.ResourceType, e.ResourceID, e.ResourceName, e.ParentID, e.CreatedAt
+	}
+	batch.Queue(`INSERT INTO bin_entries (project_id, id, resource_type, resource_id, resource_name, resource_parent_id, created_at)
+		SELECT $1, v.id, v.typ, v.rid, v.name, v.parent, v.at
+		FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TIMESTAMPTZ[]) AS v(id, typ, rid, name, parent, at)`,
+		projectID, id, typ, rid, name, parent, at)
+}
+
+const columns = `id, resource_type, resource_id, resource_name, resource_parent_id, created_at`
+
+func scan(r pgx.Row) (Entry, error) {
+	var e Entry
+	return e, r.Scan(&e.ID, &e.ResourceType, &e.ResourceID, &e.ResourceName, &e.ParentID, &e.CreatedAt)
+}
+
+// Remove deletes an entry and its resource for good.
+func (b *Bin) Remove(ctx context.Context, projectID, entryID string) error {
+	ctx, span := tracer.Start(ctx, "bin.Remove")
+	defer span.End()
+	return db.InTx(ctx, b.pool, func(tx pgx.Tx) error { return b.remove(ctx, tx, projectID, entryID) })
+}
+
+func (b *Bin) remove(ctx context.Context, tx pgx.Tx, projectID, entryID string) error {
+	e, err := scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM bin_entries WHERE project_id = $1 AND id = $2 FOR UPDATE`,
+		projectID, entryID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apierr.NotFound("bin_entry", entryID)
+	}
+	if err != nil {
+		return err
+	}
+	rm, ok := b.removers[e.ResourceType]
+	if !ok {
+		return fmt.Errorf("bin: no remover for %s entries", e.ResourceType)
+	}
+	if err := rm(ctx, tx, projectID, e); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM bin_entries WHERE project_id = $1 AND id = $2`, projectID, e.ID)
+	return err
+}
+
+// Expire removes for good every entry older than the retention period: a
+// product before the SKUs binned with it (they share its time), so that
+// its removal takes them in the same transaction.
+func (b *Bin) Expire(ctx context.Context) error {
+	ctx, span := tracer.Start(ctx, "bin.Expire")
+	defer span.End()
+	cutoff := b.clock.Now().Add(-b.retention)
+	for {
+		rows, err := b.pool.Query(ctx, `SELECT project_id, id FROM bin_entries WHERE created_at <= $1
+			ORDER BY created_at, resource_type = 'sku' LIMIT 100`, cutoff)
+		if err != nil {
+			return err
+		}
+		type due struct{ project, id string }
+		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
+			var d due
+			return d, r.Scan(&d.project, &d.id)
+		})
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		for _, d := range batch {
+			err := db.InTx(ctx, b.pool, func(tx pgx.Tx) error { return b.remove(ctx, tx, d.project, d.id) })
+			var nf *apierr.Error
+			if errors.As(err, &nf) {
+				continue // removed meanwhile, or with its product earlier in this batch
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Run expires entries every interval until ctx ends.
+func (b *Bin) Run(ctx context.Context, interval time.Duration, log func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := b.Expire(ctx); err != nil && ctx.Err() == nil {
+				log(err)
+			}
+		}
+	}
+}
+
+// View is the reference's TrashBinItem.
+type View struct {
+	ID               string     `json:"id"`
+	CreatedAt        jsonx.Time `json:"created_at"`
+	DeletedByUserID  *string    `json:"deleted_by_user_id"`
+	ResourceID       string     `json:"resource_id"`
+	ResourceType     string     `json:"resource_type"`
+	ResourceName     *string    `json:"resource_name"`
+	ResourceParentID *string    `json:"resource_parent_id"`
+	Object           string     `json:"object"`
+}
+
+// View renders e.
+func (e Entry) View() View {
+	return View{ID: e.ID, CreatedAt: jsonx.Time{Time: e.CreatedAt}, ResourceID: e.ResourceID, ResourceType: e.ResourceType,
+		ResourceName: e.ResourceName, ResourceParentID: e.ParentID, Object: e.ResourceType}
+}
+
+var listFields = map[string]filters.Field{
+	"id":            {Kind: filters.String, Column: "id"},
+	"resource_type": {Kind: filters.String, Column: "resource_type"},
+	"resource_name": {Kind: filters.String, Column: "resource_name"},
+	"resource_id":   {Kind: filters.String, Column: "resource_id"},
+}
+
+// ListQuery selects a page of entries.
+type ListQuery struct {
+	Limit         int
+	Desc          bool
+	StartingAfter string
+	Filter        filters.Filter
+}
+
+// List returns a page of entries (limit+1 rows, for listq.Page) and how
+// many match the filter.
+func (b *Bin) List(ctx context.Context, projectID string, lq ListQuery) (out []Entry, total int, err error) {
+	err = db.InTx(ctx, b.pool, func(tx pgx.Tx) error {
+		cond, args := lq.Filter.SQL(listFields, []any{projectID}, b.clock.Now())
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM bin_entries WHERE project_id = $1 AND `+cond, args...).Scan(&total); err != nil {
+			return err
+		}
+		cmp, dir := listq.Keyset(lq.Desc)
+		sql := `SELECT ` + columns + ` FROM bin_entries WHERE project_id = $1 AND ` + cond
+		if lq.StartingAfter != "" {
+			args = append(args, lq.StartingAfter)
+			sql += fmt.Sprintf(" AND id %s $%d", cmp, len(args))
+		}
+		args = append(args, lq.Limit+1)
+		rows, err := tx.Query(ctx, sql+fmt.Sprintf(" ORDER BY id %s LIMIT $%d", dir, len(args)), args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Entry, error) { return scan(r) })
+		return err
+	})
+	return out, total, err
+}
+
+// Register mounts the bin's endpoints on g (the /v1 group).
+func Register(g *echo.Group, b *Bin) {
+	g.GET("/trash-bin", func(c echo.Context) error {
+		lq, err := parseList(c.QueryParams())
+		if err != nil {
+			return err
+		}
+		rows, total, err := b.List(c.Request().Context(), httpx.ProjectID(c), lq)
+		if err != nil {
+			return err
+		}
+		page, more, next := listq.PageOf(rows, lq.Limit, func(e Entry) string { return e.ID }, Entry.View)
+		out := listq.Body(page, more, next)
+		out["total"] = total
+		return c.JSON(200, out)
+	})
+	g.DELETE("/trash-bin/:binEntryId", func(c echo.Context) error {
+		if err := b.Remove(c.Request().Context(), httpx.ProjectID(c), c.Param("binEntryId")); err != nil {
+			return err
+		}
+		return c.NoContent(204)
+	})
+}
+
+func parseList(q url.Values) (ListQuery, error) {
+	var lq ListQuery
+	var err error
+	if lq.Limit, err = listq.Limit(q, 10); err != nil {
+		return lq, err
+	}
+	order, err := listq.Order(q, "id", "id", "-id")
+	if err != nil {
+		return lq, err
+	}
+	lq.Desc = order == "-id"
+	lq.StartingAfter = q.Get("starting_after_id")
+	lq.Filter, err = filters.Parse(q, listFields)
+	return lq, err
+}
