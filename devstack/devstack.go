@@ -65,6 +65,8 @@ type Config struct {
 	// SweepInterval how often it looks (default a minute).
 	Clock         *clock.Clock
 	SweepInterval time.Duration
+	// BinRetention is how long the bin keeps what was deleted (default 30 days).
+	BinRetention time.Duration
 }
 
 // Stack is a running platform.
@@ -156,7 +158,8 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 		m := telemetry.NewMetrics("regional", r.Cluster)
 		app, err := regional.New(ctx, regional.Config{Cluster: r.Cluster, DatabaseURL: r.DatabaseURL, TenancyURL: cfg.TenancyURL,
 			IdentitySecret: cfg.IdentitySecret, Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m,
-			Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval, Clock: cfg.Clock, SweepInterval: cfg.SweepInterval})
+			Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval, Clock: cfg.Clock, SweepInterval: cfg.SweepInterval,
+			BinRetention: cfg.BinRetention})
 		if err != nil {
 			return err
 		}

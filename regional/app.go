@@ -21,9 +21,11 @@ import (
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/bin"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/webhooks"
@@ -47,6 +49,9 @@ type Config struct {
 	// work looks for what is due (default a minute).
 	Clock         *clock.Clock
 	SweepInterval time.Duration
+	// BinRetention is how long deleted products and SKUs stay in the bin
+	// before the sweep removes them for good (default 30 days).
+	BinRetention time.Duration
 }
 
 // App is a regional instance.
@@ -62,6 +67,7 @@ type App struct {
 	usage    *usage.Counter
 	events   *webhooks.Service
 	loyalty  *loyalty.Service
+	bin      *bin.Bin
 }
 
 // New connects to the cluster's database and wires the application API.
@@ -109,7 +115,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(a.worker.Collectors()...)
 	}
-	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
+	// The product jobs take up to 10 MB (an imported file), as the router does.
+	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true, BodyLimit: "10M"})
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
 		if err := a.Ready(c.Request().Context()); err != nil {
@@ -128,6 +135,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock))
 	a.loyalty = loyalty.NewService(pool, events, cust, ord, a.tasks, cfg.Clock)
 	loyalty.Register(v1, a.loyalty)
+	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
+	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))
+	bin.Register(v1, a.bin)
 	async.Register(v1, pool)
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, pool)
@@ -170,11 +180,15 @@ func (a *App) Tasks() *async.Registry { return a.tasks }
 // flusher until ctx ends, then lets running tasks finish.
 func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); a.resolver.Watch(ctx, a.cfg.WatchInterval) }()
 	go func() {
 		defer wg.Done()
 		a.loyalty.Run(ctx, a.cfg.SweepInterval, func(err error) { a.cfg.Log.Error("loyalty sweep", "err", err) })
+	}()
+	go func() {
+		defer wg.Done()
+		a.bin.Run(ctx, a.cfg.SweepInterval, func(err error) { a.cfg.Log.Error("bin retention sweep", "err", err) })
 	}()
 	go func() { defer wg.Done(); a.usage.Run(ctx, 2*time.Second) }()
 	a.worker.Run(ctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/pglocal"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/bin"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -28,6 +29,7 @@ func runDev(ctx context.Context, args []string) error {
 	addr := fs.String("addr", ":8080", "router listen address")
 	adminPort := fs.Int("admin-port", 9090, "first port of the admin endpoints (router, management, api, us1, as1); 0 turns them off")
 	domain := fs.String("base-domain", "localhost", "domain of the cluster hosts")
+	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -82,7 +84,7 @@ func runDev(ctx context.Context, args []string) error {
 	stack, err := devstack.Start(ctx, devstack.Config{BaseDomain: *domain, RouterAddr: *addr, TenancyURL: servers[0].URL("tally"),
 		Regions: regions, IdentitySecret: key, AdminBasePort: *adminPort, Log: log,
 		// Local receivers are the point of trying webhooks on one machine.
-		Webhooks: webhooks.Options{AllowPrivateTargets: true}})
+		Webhooks: webhooks.Options{AllowPrivateTargets: true}, BinRetention: *retention})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/management"
 	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/regional/bin"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/router"
 	"github.com/tallyhq/tally/tenancy"
@@ -99,6 +100,7 @@ func runRegional(ctx context.Context, args []string) error {
 	privateHooks := fs.Bool("webhooks-allow-private", false, "let webhooks reach loopback and private addresses (development only)")
 	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
 	maxConns := fs.Int("max-conns", 0, "database pool size (default: 4 per CPU, at least 8)")
+	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -108,7 +110,8 @@ func runRegional(ctx context.Context, args []string) error {
 	}
 	m := telemetry.NewMetrics("regional", *cluster)
 	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, TenancyURL: *tenancyURL, IdentitySecret: key,
-		MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks}})
+		MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks},
+		BinRetention: *retention})
 	if err != nil {
 		return err
 	}

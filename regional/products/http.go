@@ -1,0 +1,148 @@
+package products
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// Handler serves the product, SKU and product job endpoints.
+type Handler struct{ svc *Service }
+
+// Register mounts the endpoints on g (the /v1 group).
+func Register(g *echo.Group, svc *Service) {
+	h := Handler{svc}
+	g.POST("/products", h.createProduct)
+	g.GET("/products", h.listProducts)
+	g.GET("/products/:productId", h.getProduct)
+	g.PUT("/products/:productId", h.updateProduct)
+	g.DELETE("/products/:productId", h.deleteProduct)
+	g.POST("/products/:productId/skus", h.createSKU)
+	g.GET("/products/:productId/skus", h.listSKUs)
+	g.PUT("/products/:productId/skus/:skuId", h.updateSKU)
+	g.DELETE("/products/:productId/skus/:skuId", h.deleteSKU)
+	g.GET("/skus/:skuId", h.getSKU)
+	g.POST("/products/bulk/async", h.bulkUpdate)
+	g.POST("/products/metadata/async", h.metadataUpdate)
+	g.POST("/products/importCSV", h.importCSV(JobImportProducts))
+	g.POST("/skus/importCSV", h.importCSV(JobImportSKUs))
+}
+
+func (h Handler) createProduct(c echo.Context) error {
+	return httpx.WithBody(c, func(p Patch) (any, error) {
+		return h.svc.CreateProduct(c.Request().Context(), httpx.ProjectID(c), p)
+	})
+}
+
+func (h Handler) getProduct(c echo.Context) error {
+	return httpx.Reply(c)(h.svc.GetProduct(c.Request().Context(), httpx.ProjectID(c), c.Param("productId")))
+}
+
+func (h Handler) updateProduct(c echo.Context) error {
+	return httpx.WithBody(c, func(p Patch) (any, error) {
+		return h.svc.UpdateProduct(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), p)
+	})
+}
+
+// force reads the `force` query parameter: absent, true or false.
+func force(q url.Values) (bool, error) {
+	if _, ok := q["force"]; !ok {
+		return false, nil
+	}
+	switch v := q.Get("force"); v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	default:
+		return false, apierr.InvalidQuery("force", "must be true (remove permanently) or false (move to the bin), got "+strconv.Quote(v))
+	}
+}
+
+func (h Handler) deleteProduct(c echo.Context) error {
+	f, err := force(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	if err := h.svc.DeleteProduct(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), f); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (h Handler) listProducts(c echo.Context) error {
+	q := c.QueryParams()
+	var lq ListQuery
+	var err error
+	if lq.Limit, err = listq.Limit(q, 10); err != nil {
+		return err
+	}
+	if lq.Order, err = listq.Order(q, "created_at", "created_at", "-created_at", "updated_at", "-updated_at"); err != nil {
+		return err
+	}
+	if err := listq.FirstPageOnly(q); err != nil {
+		return err
+	}
+	lq.StartingAfter = q.Get("starting_after_id")
+	rows, total, err := h.svc.ListProducts(c.Request().Context(), httpx.ProjectID(c), lq)
+	if err != nil {
+		return err
+	}
+	page, more, next := listq.Page(rows, lq.Limit, func(v View) string { return v.ID })
+	out := listq.Body(page, more, next)
+	out["data_ref"], out["products"], out["total"] = "products", out["data"], total
+	delete(out, "data")
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h Handler) createSKU(c echo.Context) error {
+	return httpx.WithBody(c, func(p Patch) (any, error) {
+		return h.svc.CreateSKU(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), p)
+	})
+}
+
+func (h Handler) updateSKU(c echo.Context) error {
+	return httpx.WithBody(c, func(p Patch) (any, error) {
+		return h.svc.UpdateSKU(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), c.Param("skuId"), p)
+	})
+}
+
+func (h Handler) deleteSKU(c echo.Context) error {
+	f, err := force(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	if err := h.svc.DeleteSKU(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), c.Param("skuId"), f); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (h Handler) getSKU(c echo.Context) error {
+	return httpx.Reply(c)(h.svc.GetSKU(c.Request().Context(), httpx.ProjectID(c), c.Param("skuId")))
+}
+
+// listSKUs answers every SKU of the product as the reference does, a page
+// of at most 100 at a time: `limit` (default 100) and `starting_after_id`.
+func (h Handler) listSKUs(c echo.Context) error {
+	q := c.QueryParams()
+	limit, err := listq.Limit(q, 100)
+	if err != nil {
+		return err
+	}
+	rows, total, err := h.svc.ListSKUs(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), limit, q.Get("starting_after_id"))
+	if err != nil {
+		return err
+	}
+	page, more, next := listq.PageOf(rows, limit, func(s SKU) string { return s.ID }, SKU.View)
+	out := listq.Body(page, more, next)
+	out["data_ref"], out["skus"], out["total"] = "skus", out["data"], total
+	delete(out, "data")
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,397 @@
+package products
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/bin"
+)
+
+var tracer = otel.Tracer("github.com/tallyhq/tally/regional/products")
+
+// Events records webhook events in the writer's transaction.
+type Events interface {
+	Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error
+}
+
+// Webhook event types.
+const (
+	ProductCreated = "product.created"
+	ProductUpdated = "product.updated"
+	ProductDeleted = "product.deleted"
+	SKUCreated     = "sku.created"
+	SKUUpdated     = "sku.updated"
+	SKUDeleted     = "sku.deleted"
+)
+
+// Service holds the product catalogue's rules.
+type Service struct {
+	pool   *pgxpool.Pool
+	events Events
+	clock  *clock.Clock
+	wake   func()
+}
+
+// NewService returns the product service; it registers its jobs on reg and
+// how its resources leave the bin on b.
+func NewService(pool *pgxpool.Pool, events Events, reg *async.Registry, b *bin.Bin, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, events: events, clock: clk, wake: reg.Wake}
+	b.Handle("product", s.removeBinnedProduct)
+	b.Handle("sku", s.removeBinnedSKU)
+	reg.HandleJob(JobBulkUpdate, s.bulkUpdateJob)
+	reg.HandleJob(JobMetadataUpdate, s.metadataUpdateJob)
+	reg.HandleJob(JobImportProducts, s.importProductsJob)
+	reg.HandleJob(JobImportSKUs, s.importSKUsJob)
+	return s
+}
+
+func (s *Service) now() time.Time { return s.clock.Now() }
+
+// emit sends the events queued by fn in tx.
+func (s *Service) emit(ctx context.Context, tx pgx.Tx, fn func(b *pgx.Batch) error) error {
+	b := &pgx.Batch{}
+	if err := fn(b); err != nil {
+		return err
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+func duplicateProduct(err error) error {
+	if errors.Is(err, db.ErrConflict) || db.IsUniqueViolation(err) {
+		return apierr.Duplicate("product", "A product with this source_id already exists; delete it or pick another source_id.")
+	}
+	return err
+}
+
+func duplicateSKU(err error) error {
+	if errors.Is(err, db.ErrConflict) || db.IsUniqueViolation(err) {
+		return apierr.Duplicate("sku", "A SKU with this source_id already exists in the catalogue; pick another source_id.")
+	}
+	return err
+}
+
+// view renders products with their embedded SKUs.
+func (s *Service) views(ctx context.Context, q db.Querier, projectID string, ps []Product) ([]View, error) {
+	idList := make([]string, len(ps))
+	for i, p := range ps {
+		idList[i] = p.ID
+	}
+	skus, totals, err := embeddedSKUs(ctx, q, projectID, idList, EmbeddedSKUs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]View, len(ps))
+	for i, p := range ps {
+		out[i] = p.View(skus[p.ID], totals[p.ID])
+	}
+	return out, nil
+}
+
+func (s *Service) view(ctx context.Context, q db.Querier, projectID string, p Product) (View, error) {
+	vs, err := s.views(ctx, q, projectID, []Product{p})
+	if err != nil {
+		return View{}, err
+	}
+	return vs[0], nil
+}
+
+// CreateProduct makes a product; its source_id must be free among the
+// project's live products.
+func (s *Service) CreateProduct(ctx context.Context, projectID string, patch Patch) (View, error) {
+	ctx, span := tracer.Start(ctx, "products.CreateProduct")
+	defer span.End()
+	p := Product{ID: ids.New("prod_"), CreatedAt: s.now()}
+	if err := patch.noID(); err != nil {
+		return View{}, err
+	}
+	if err := patch.ApplyProduct(&p); err != nil {
+		return View{}, err
+	}
+	var v View
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := insertProduct(ctx, tx, projectID, p); err != nil {
+			return err
+		}
+		v = p.View(nil, 0)
+		return s.emit(ctx, tx, func(b *pgx.Batch) error { return s.events.Queue(ctx, b, projectID, ProductCreated, p.ID, v) })
+	})
+	return v, duplicateProduct(err)
+}
+
+// GetProduct returns a live product by id or source_id.
+func (s *Service) GetProduct(ctx context.Context, projectID, ref string) (View, error) {
+	var v View
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		p, err := s.product(ctx, tx, projectID, ref, false)
+		if err != nil {
+			return err
+		}
+		v, err = s.view(ctx, tx, projectID, p)
+		return err
+	})
+	return v, err
+}
+
+func (s *Service) product(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (Product, error) {
+	p, err := getProduct(ctx, q, projectID, ref, lock)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Product{}, apierr.NotFound("product", ref)
+	}
+	return p, err
+}
+
+// UpdateProduct changes the properties the patch names.
+func (s *Service) UpdateProduct(ctx context.Context, projectID, ref string, patch Patch) (View, error) {
+	ctx, span := tracer.Start(ctx, "products.UpdateProduct")
+	defer span.End()
+	if err := patch.ApplyProduct(&Product{}); err != nil { // a bad body is a 400 even for an unknown product
+		return View{}, err
+	}
+	var v View
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		p, err := s.product(ctx, tx, projectID, ref, true)
+		if err != nil {
+			return err
+		}
+		if err := patch.ApplyProduct(&p); err != nil {
+			return err
+		}
+		now := s.now()
+		p.UpdatedAt = &now
+		if err := updateProduct(ctx, tx, projectID, p); err != nil {
+			return err
+		}
+		if v, err = s.view(ctx, tx, projectID, p); err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, func(b *pgx.Batch) error { return s.events.Queue(ctx, b, projectID, ProductUpdated, p.ID, v) })
+	})
+	return v, duplicateProduct(err)
+}
+
+// ListProducts returns a page of live products (limit+1 rows) and how many
+// the project has.
+func (s *Service) ListProducts(ctx context.Context, projectID string, lq ListQuery) (out []View, total int, err error) {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		ps, n, err := listProducts(ctx, tx, projectID, lq)
+		if err != nil {
+			return err
+		}
+		total = n
+		out, err = s.views(ctx, tx, projectID, ps)
+		return err
+	})
+	return out, total, err
+}
+
+// DeleteProduct deletes a product and all its SKUs in one transaction:
+// into the bin (their source_ids free at once), or with force for good.
+func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, force bool) error {
+	ctx, span := tracer.Start(ctx, "products.DeleteProduct")
+	defer span.End()
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		p, err := s.product(ctx, tx, projectID, ref, true)
+		if err != nil {
+			return err
+		}
+		var skus []SKU
+		b := &pgx.Batch{}
+		if force {
+			// Every SKU goes, those already in the bin on their own too.
+			skus, err = collectSKUs(tx.Query(ctx, `DELETE FROM skus WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL
+				RETURNING `+skuColumns, projectID, p.ID))
+			if err != nil {
+				return err
+			}
+			removeProduct(b, projectID, p.ID)
+		} else {
+			skus, err = collectSKUs(tx.Query(ctx, `SELECT `+skuColumns+` FROM skus
+				WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL FOR UPDATE`, projectID, p.ID))
+			if err != nil {
+				return err
+			}
+			s.binProduct(b, projectID, p, skus)
+		}
+		v := p.View(nil, 0)
+		if err := s.events.Queue(ctx, b, projectID, ProductDeleted, p.ID, v); err != nil {
+			return err
+		}
+		for _, k := range skus {
+			if err := s.events.Queue(ctx, b, projectID, SKUDeleted, k.ID, k.View()); err != nil {
+				return err
+			}
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// removeProduct queues the statements that delete a product for good with
+// all its SKUs and their bin entries.
+func removeProduct(b *pgx.Batch, projectID, productID string) {
+	b.Queue(`DELETE FROM skus WHERE project_id = $1 AND product_id = $2`, projectID, productID)
+	b.Queue(`DELETE FROM bin_entries WHERE project_id = $1 AND resource_parent_id = $2 AND resource_type = 'sku'`, projectID, productID)
+	b.Queue(`DELETE FROM products WHERE project_id = $1 AND id = $2`, projectID, productID)
+}
+
+// binProduct queues the statements that move a product and its live SKUs
+// to the bin: an entry for each, the SKUs' naming the product as parent.
+func (s *Service) binProduct(b *pgx.Batch, projectID string, p Product, skus []SKU) {
+	now := s.now()
+	entries := make([]bin.Entry, 0, len(skus)+1)
+	entries = append(entries, bin.Entry{ID: bin.NewID(), ResourceType: "product", ResourceID: p.ID, ResourceName: p.Name, CreatedAt: now})
+	skuIDs, entryIDs := make([]string, len(skus)), make([]string, len(skus))
+	for i, k := range skus {
+		e := bin.Entry{ID: bin.NewID(), ResourceType: "sku", ResourceID: k.ID, ResourceName: k.SKU, ParentID: &p.ID, CreatedAt: now}
+		entries = append(entries, e)
+		skuIDs[i], entryIDs[i] = k.ID, e.ID
+	}
+	b.Queue(`UPDATE products SET bin_id = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, entries[0].ID)
+	if len(skus) > 0 {
+		b.Queue(`UPDATE skus SET bin_id = v.entry FROM unnest($2::TEXT[], $3::TEXT[]) AS v(id, entry)
+			WHERE skus.project_id = $1 AND skus.id = v.id`, projectID, skuIDs, entryIDs)
+	}
+	bin.Put(b, projectID, entries)
+}
+
+// removeBinnedProduct is the bin's Remover of products.
+func (s *Service) removeBinnedProduct(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
+	b := &pgx.Batch{}
+	removeProduct(b, projectID, e.ResourceID)
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// removeBinnedSKU is the bin's Remover of SKUs.
+func (s *Service) removeBinnedSKU(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
+	_, err := tx.Exec(ctx, `DELETE FROM skus WHERE project_id = $1 AND id = $2 AND bin_id = $3`, projectID, e.ResourceID, e.ID)
+	return err
+}
+
+// CreateSKU adds a SKU to a live product.
+func (s *Service) CreateSKU(ctx context.Context, projectID, productRef string, patch Patch) (SKUView, error) {
+	ctx, span := tracer.Start(ctx, "products.CreateSKU")
+	defer span.End()
+	k := SKU{ID: ids.New("sku_"), CreatedAt: s.now()}
+	if err := patch.noID(); err != nil {
+		return SKUView{}, err
+	}
+	if err := patch.ApplySKU(&k); err != nil {
+		return SKUView{}, err
+	}
+	var v SKUView
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// The product's row lock keeps it out of the bin until this commits.
+		p, err := s.product(ctx, tx, projectID, productRef, true)
+		if err != nil {
+			return err
+		}
+		k.ProductID = p.ID
+		if err := insertSKU(ctx, tx, projectID, k); err != nil {
+			return err
+		}
+		v = k.View()
+		return s.emit(ctx, tx, func(b *pgx.Batch) error { return s.events.Queue(ctx, b, projectID, SKUCreated, k.ID, v) })
+	})
+	return v, duplicateSKU(err)
+}
+
+// sku finds a live SKU; with productRef, only among that product's.
+func (s *Service) sku(ctx context.Context, q db.Querier, projectID, productRef, ref string, lock bool) (SKU, error) {
+	var productID string
+	if productRef != "" {
+		p, err := s.product(ctx, q, projectID, productRef, false)
+		if err != nil {
+			return SKU{}, err
+		}
+		productID = p.ID
+	}
+	k, err := getSKU(ctx, q, projectID, ref, lock)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && productID != "" && k.ProductID != productID) {
+		return SKU{}, apierr.NotFound("sku", ref)
+	}
+	return k, err
+}
+
+// GetSKU returns a live SKU by id or source_id.
+func (s *Service) GetSKU(ctx context.Context, projectID, ref string) (SKUView, error) {
+	k, err := s.sku(ctx, s.pool, projectID, "", ref, false)
+	return k.View(), err
+}
+
+// UpdateSKU changes the properties the patch names.
+func (s *Service) UpdateSKU(ctx context.Context, projectID, productRef, ref string, patch Patch) (SKUView, error) {
+	ctx, span := tracer.Start(ctx, "products.UpdateSKU")
+	defer span.End()
+	if err := patch.ApplySKU(&SKU{}); err != nil {
+		return SKUView{}, err
+	}
+	var v SKUView
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		k, err := s.sku(ctx, tx, projectID, productRef, ref, true)
+		if err != nil {
+			return err
+		}
+		if err := patch.ApplySKU(&k); err != nil {
+			return err
+		}
+		now := s.now()
+		k.UpdatedAt = &now
+		if err := updateSKU(ctx, tx, projectID, k); err != nil {
+			return err
+		}
+		v = k.View()
+		return s.emit(ctx, tx, func(b *pgx.Batch) error { return s.events.Queue(ctx, b, projectID, SKUUpdated, k.ID, v) })
+	})
+	return v, duplicateSKU(err)
+}
+
+// DeleteSKU deletes one SKU of a product: into the bin, or with force for good.
+func (s *Service) DeleteSKU(ctx context.Context, projectID, productRef, ref string, force bool) error {
+	ctx, span := tracer.Start(ctx, "products.DeleteSKU")
+	defer span.End()
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		k, err := s.sku(ctx, tx, projectID, productRef, ref, true)
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		if force {
+			b.Queue(`DELETE FROM skus WHERE project_id = $1 AND id = $2`, projectID, k.ID)
+		} else {
+			e := bin.Entry{ID: bin.NewID(), ResourceType: "sku", ResourceID: k.ID, ResourceName: k.SKU, ParentID: &k.ProductID,
+				CreatedAt: s.now()}
+			b.Queue(`UPDATE skus SET bin_id = $3 WHERE project_id = $1 AND id = $2`, projectID, k.ID, e.ID)
+			bin.Put(b, projectID, []bin.Entry{e})
+		}
+		if err := s.events.Queue(ctx, b, projectID, SKUDeleted, k.ID, k.View()); err != nil {
+			return err
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// ListSKUs returns a page (limit+1 rows) of a live product's SKUs and how
+// many it has.
+func (s *Service) ListSKUs(ctx context.Context, projectID, productRef string, limit int, after string) (out []SKU, total int, err error) {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		p, err := s.product(ctx, tx, projectID, productRef, false)
+		if err != nil {
+			return err
+		}
+		out, total, err = listSKUs(ctx, tx, projectID, p.ID, limit, after)
+		return err
+	})
+	return out, total, err
+}

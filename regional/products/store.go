@@ -1,0 +1,239 @@
+package products
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// Every read here is of live rows (bin_id IS NULL) unless it says otherwise.
+
+const productColumns = `id, source_id, name, price, attributes, metadata, image_url, created_at, updated_at`
+
+func scanProduct(r pgx.Row) (Product, error) {
+	var p Product
+	var attrs, meta []byte
+	if err := r.Scan(&p.ID, &p.SourceID, &p.Name, &p.Price, &attrs, &meta, &p.ImageURL, &p.CreatedAt, &p.UpdatedAt); err != nil {
+		return Product{}, err
+	}
+	if err := json.Unmarshal(attrs, &p.Attributes); err != nil {
+		return Product{}, fmt.Errorf("products: attributes of %s: %w", p.ID, err)
+	}
+	if err := json.Unmarshal(meta, &p.Metadata); err != nil {
+		return Product{}, fmt.Errorf("products: metadata of %s: %w", p.ID, err)
+	}
+	return p, nil
+}
+
+func lockClause(lock bool) string {
+	if lock {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// getProduct finds a live product by id or, failing that, by source_id.
+func getProduct(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (Product, error) {
+	p, err := scanProduct(q.QueryRow(ctx, `SELECT `+productColumns+` FROM products
+		WHERE project_id = $1 AND id = $2 AND bin_id IS NULL`+lockClause(lock), projectID, ref))
+	if err == pgx.ErrNoRows {
+		p, err = scanProduct(q.QueryRow(ctx, `SELECT `+productColumns+` FROM products
+			WHERE project_id = $1 AND source_id = $2 AND bin_id IS NULL`+lockClause(lock), projectID, ref))
+	}
+	return p, err
+}
+
+func jsonArg(v any) ([]byte, error) { return json.Marshal(v) }
+
+func productArgs(projectID string, p Product) ([]any, error) {
+	attrs := p.Attributes
+	if attrs == nil {
+		attrs = []string{}
+	}
+	a, err := jsonArg(attrs)
+	if err != nil {
+		return nil, err
+	}
+	m, err := jsonArg(orEmpty(p.Metadata))
+	if err != nil {
+		return nil, err
+	}
+	return []any{projectID, p.ID, p.SourceID, p.Name, p.Price, a, m, p.ImageURL, p.CreatedAt, p.UpdatedAt}, nil
+}
+
+func insertProduct(ctx context.Context, q db.Querier, projectID string, p Product) error {
+	args, err := productArgs(projectID, p)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO products (project_id, id, source_id, name, price, attributes, metadata, image_url, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, args...)
+	return err
+}
+
+func updateProduct(ctx context.Context, q db.Querier, projectID string, p Product) error {
+	args, err := productArgs(projectID, p)
+	if err != nil {
+		return err
+	}
+	args = append(args[:8], p.UpdatedAt) // all but created_at
+	_, err = q.Exec(ctx, `UPDATE products SET source_id = $3, name = $4, price = $5, attributes = $6, metadata = $7,
+		image_url = $8, updated_at = $9 WHERE project_id = $1 AND id = $2`, args...)
+	return err
+}
+
+// ListQuery selects and orders a page of products.
+type ListQuery struct {
+	Limit         int
+	Order         string // created_at, -created_at, updated_at, -updated_at
+	StartingAfter string // a product id: the page starts after it in this order
+}
+
+var sortKeys = map[string]string{"created_at": "id", "updated_at": "COALESCE(updated_at, created_at)"}
+
+func listProducts(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]Product, int, error) {
+	var total int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM products WHERE project_id = $1 AND bin_id IS NULL`, projectID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	desc := strings.HasPrefix(lq.Order, "-")
+	key := sortKeys[strings.TrimPrefix(lq.Order, "-")]
+	cmp, dir := listq.Keyset(desc)
+	args := []any{projectID, lq.Limit + 1}
+	where := "project_id = $1 AND bin_id IS NULL"
+	if lq.StartingAfter != "" {
+		args = append(args, lq.StartingAfter)
+		if key == "id" {
+			where += " AND id " + cmp + " $3"
+		} else {
+			where += fmt.Sprintf(" AND (%s, id) %s (SELECT %s, id FROM products WHERE project_id = $1 AND id = $3)", key, cmp, key)
+		}
+	}
+	order := key + " " + dir
+	if key != "id" {
+		order += ", id " + dir
+	}
+	rows, err := q.Query(ctx, `SELECT `+productColumns+` FROM products WHERE `+where+` ORDER BY `+order+` LIMIT $2`, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Product, error) { return scanProduct(r) })
+	return out, total, err
+}
+
+const skuColumns = `id, product_id, source_id, sku, price, currency, attributes, metadata, image_url, created_at, updated_at`
+
+func scanSKU(r pgx.Row, extra ...any) (SKU, error) {
+	var s SKU
+	var attrs, meta []byte
+	dst := append([]any{&s.ID, &s.ProductID, &s.SourceID, &s.SKU, &s.Price, &s.Currency, &attrs, &meta, &s.ImageURL,
+		&s.CreatedAt, &s.UpdatedAt}, extra...)
+	if err := r.Scan(dst...); err != nil {
+		return SKU{}, err
+	}
+	if err := json.Unmarshal(attrs, &s.Attributes); err != nil {
+		return SKU{}, fmt.Errorf("products: attributes of %s: %w", s.ID, err)
+	}
+	if err := json.Unmarshal(meta, &s.Metadata); err != nil {
+		return SKU{}, fmt.Errorf("products: metadata of %s: %w", s.ID, err)
+	}
+	return s, nil
+}
+
+func collectSKUs(rows pgx.Rows, err error) ([]SKU, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SKU, error) { return scanSKU(r) })
+}
+
+// getSKU finds a live SKU by id or, failing that, by source_id.
+func getSKU(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (SKU, error) {
+	s, err := scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND id = $2 AND bin_id IS NULL`+
+		lockClause(lock), projectID, ref))
+	if err == pgx.ErrNoRows {
+		s, err = scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND source_id = $2 AND bin_id IS NULL`+
+			lockClause(lock), projectID, ref))
+	}
+	return s, err
+}
+
+func skuArgs(projectID string, s SKU) ([]any, error) {
+	a, err := jsonArg(orEmpty(s.Attributes))
+	if err != nil {
+		return nil, err
+	}
+	m, err := jsonArg(orEmpty(s.Metadata))
+	if err != nil {
+		return nil, err
+	}
+	return []any{projectID, s.ID, s.ProductID, s.SourceID, s.SKU, s.Price, s.Currency, a, m, s.ImageURL, s.CreatedAt, s.UpdatedAt}, nil
+}
+
+func insertSKU(ctx context.Context, q db.Querier, projectID string, s SKU) error {
+	args, err := skuArgs(projectID, s)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, insertSKUSQL, args...)
+	return err
+}
+
+const insertSKUSQL = `INSERT INTO skus (project_id, id, product_id, source_id, sku, price, currency, attributes, metadata,
+	image_url, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+func updateSKU(ctx context.Context, q db.Querier, projectID string, s SKU) error {
+	args, err := skuArgs(projectID, s)
+	if err != nil {
+		return err
+	}
+	args = append(args[:10], s.UpdatedAt) // all but created_at
+	_, err = q.Exec(ctx, `UPDATE skus SET source_id = $4, sku = $5, price = $6, currency = $7, attributes = $8, metadata = $9,
+		image_url = $10, updated_at = $11 WHERE project_id = $1 AND id = $2 AND product_id = $3`, args...)
+	return err
+}
+
+// embeddedSKUs returns the first n live SKUs of each product, by id, and
+// how many each has.
+func embeddedSKUs(ctx context.Context, q db.Querier, projectID string, productIDs []string, n int) (map[string][]SKU, map[string]int, error) {
+	rows, err := q.Query(ctx, `SELECT `+skuColumns+`, total FROM (
+			SELECT `+skuColumns+`, row_number() OVER (PARTITION BY product_id ORDER BY id) AS n,
+				count(*) OVER (PARTITION BY product_id) AS total
+			FROM skus WHERE project_id = $1 AND product_id = ANY($2::TEXT[]) AND bin_id IS NULL) AS s
+		WHERE n <= $3 ORDER BY product_id, id`, projectID, productIDs, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	skus, totals := map[string][]SKU{}, map[string]int{}
+	for rows.Next() {
+		var total int
+		s, err := scanSKU(rows, &total)
+		if err != nil {
+			return nil, nil, err
+		}
+		skus[s.ProductID] = append(skus[s.ProductID], s)
+		totals[s.ProductID] = total
+	}
+	return skus, totals, rows.Err()
+}
+
+// listSKUs returns a page (limit+1 rows) of a product's live SKUs by id and
+// how many it has.
+func listSKUs(ctx context.Context, q db.Querier, projectID, productID string, limit int, after string) ([]SKU, int, error) {
+	var total int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM skus WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL`,
+		projectID, productID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	out, err := collectSKUs(q.Query(ctx, `SELECT `+skuColumns+` FROM skus
+		WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL AND id > $3 ORDER BY id LIMIT $4`,
+		projectID, productID, after, limit+1))
+	return out, total, err
+}
