@@ -1,9 +1,12 @@
 package async_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,5 +79,81 @@ func TestJobRunsAsAnAsyncActionWithProgressAndResult(t *testing.T) {
 	list, err := async.ListActions(ctx, p, "proj_a", nil, "", 10)
 	if err != nil || len(list) != 2 || list[0].ID != failed.ID {
 		t.Fatalf("list newest first: %v %v", list, err)
+	}
+}
+
+// A job whose worker dies is run again by another; what it checkpointed is
+// not done twice, and its input (kept in parts) is read whole both times.
+func TestJobRunAgainGoesOnFromItsCheckpoint(t *testing.T) {
+	url := database(t)
+	p := open(t, url)
+	ctx := context.Background()
+	input := bytes.Repeat([]byte("0123456789"), 120_000) // 1.2 MB: three parts
+	reg := async.NewRegistry()
+	var runs atomic.Int32
+	block := make(chan struct{})
+	type state struct {
+		Next int
+		Runs []int32
+	}
+	reg.HandleJob("PRODUCTS.IMPORT_CSV", func(ctx context.Context, job *async.Job) (any, error) {
+		run := runs.Add(1)
+		in, err := job.Input(ctx)
+		if err != nil || !bytes.Equal(in, input) {
+			return nil, fmt.Errorf("input: %d bytes, %v", len(in), err)
+		}
+		var st state
+		if _, err := job.Resume(ctx, &st); err != nil {
+			return nil, err
+		}
+		for st.Next < 4 {
+			next := state{Next: st.Next + 1, Runs: append(append([]int32(nil), st.Runs...), run)}
+			if err := db.InTx(ctx, p, func(tx pgx.Tx) error { return job.Checkpoint(ctx, tx, next, next.Next*25) }); err != nil {
+				return nil, err
+			}
+			st = next
+			if run == 1 && st.Next == 2 {
+				<-block // the worker "dies" here
+				return nil, errors.New("a run whose lease was lost must not count")
+			}
+		}
+		return st, nil
+	})
+	var act async.Action
+	if err := db.InTx(ctx, p, func(tx pgx.Tx) error {
+		var err error
+		act, err = async.StartJobWithInput(ctx, tx, "proj_a", "PRODUCTS.IMPORT_CSV", nil, input)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	get := func() async.Action {
+		a, err := async.GetAction(ctx, p, "proj_a", act.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	w1ctx, stop1 := context.WithCancel(ctx)
+	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(w1ctx)
+	waitFor(t, 5*time.Second, func() bool { return get().Progress == 50 })
+	stop1() // no more claims from the first worker; its run hangs on
+	if _, err := p.Exec(ctx, `UPDATE outbox SET run_after = now() WHERE project_id = 'proj_a'`); err != nil {
+		t.Fatal(err) // the lease lapses
+	}
+	w2ctx, stop2 := context.WithCancel(ctx)
+	defer stop2()
+	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(w2ctx)
+	waitFor(t, 5*time.Second, func() bool { return get().Status == async.Done })
+	close(block)
+	time.Sleep(100 * time.Millisecond)
+	a := get()
+	if a.Status != async.Done || string(a.Result) != `{"Next": 4, "Runs": [1, 1, 2, 2]}` {
+		t.Fatalf("action: %+v %s", a, a.Result)
+	}
+	var parts, checkpoints int
+	if err := p.QueryRow(ctx, `SELECT (SELECT count(*) FROM async_inputs), (SELECT count(*) FROM async_actions WHERE checkpoint IS NOT NULL)`).
+		Scan(&parts, &checkpoints); err != nil || parts != 0 || checkpoints != 0 {
+		t.Fatalf("left behind: %d input parts, %d checkpoints, %v", parts, checkpoints, err)
 	}
 }
