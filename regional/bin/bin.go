@@ -72,9 +72,6 @@ func New(pool *pgxpool.Pool, clk *clock.Clock, retention time.Duration) *Bin {
 // Handle registers how entries of a resource type are removed for good.
 func (b *Bin) Handle(resourceType string, r Remover) { b.removers[resourceType] = r }
 
-// Now is the bin's clock reading, the time resources are binned at.
-func (b *Bin) Now() time.Time { return b.clock.Now().UTC().Truncate(time.Millisecond) }
-
 // Put queues the entries' rows on batch, which the caller sends in the
 // transaction that marks their resources binned. Entries are written in
 // one statement however many there are.
@@ -129,9 +126,9 @@ func (b *Bin) remove(ctx context.Context, tx pgx.Tx, projectID, entryID string) 
 	return err
 }
 
-// Expire removes for good every entry older than the retention period: a
-// product before the SKUs binned with it (they share its time), so that
-// its removal takes them in the same transaction.
+// Expire removes for good every entry older than the retention period,
+// products before SKUs of the same moment (a product's removal may take
+// the entries of SKUs binned on their own).
 func (b *Bin) Expire(ctx context.Context) error {
 	ctx, span := tracer.Start(ctx, "bin.Expire")
 	defer span.End()

@@ -149,28 +149,21 @@ func TestDeletingToTheBinAndForGood(t *testing.T) {
 	if l := a.OK("GET", "/v1/products", nil); l["total"] != 0.0 {
 		t.Fatalf("a binned product is listed: %v", l)
 	}
+	// One entry holds the product; its SKUs went with it.
 	entries := binEntries(a, "")
-	if len(entries) != 4 {
+	if len(entries) != 1 {
 		t.Fatalf("bin: %v", entries)
 	}
-	byType := map[string][]map[string]any{}
-	for _, e := range entries {
-		byType[e["resource_type"].(string)] = append(byType[e["resource_type"].(string)], e)
-		if e["object"] != e["resource_type"] || !strings.HasPrefix(e["id"].(string), "bin_") || e["created_at"] == nil {
-			t.Fatalf("entry: %v", e)
-		}
-		if _, ok := e["deleted_by_user_id"]; !ok {
-			t.Fatalf("entry lacks deleted_by_user_id: %v", e)
-		}
+	pe := entries[0]
+	if pe["resource_type"] != "product" || pe["object"] != "product" || pe["resource_id"] != id || pe["resource_name"] != "Shirt mug" ||
+		!strings.HasPrefix(pe["id"].(string), "bin_") || pe["created_at"] == nil || pe["resource_parent_id"] != nil {
+		t.Fatalf("entry: %v", pe)
 	}
-	pe := byType["product"][0]
-	if pe["resource_id"] != id || pe["resource_name"] != "Shirt mug" || len(byType["sku"]) != 3 {
-		t.Fatalf("entries: %v", entries)
+	if _, ok := pe["deleted_by_user_id"]; !ok {
+		t.Fatalf("entry lacks deleted_by_user_id: %v", pe)
 	}
-	for _, e := range byType["sku"] {
-		if e["resource_parent_id"] != id {
-			t.Fatalf("sku entry without its product: %v", e)
-		}
+	if n := rows(a, "skus", "product_id = $2 AND bin_id = $3", id, pe["id"]); n != 3 {
+		t.Fatalf("%d of 3 SKUs went to the bin with their product", n)
 	}
 	if got := hooks.Wait(t, "product.deleted", 1); got["id"] != id {
 		t.Fatalf("product.deleted: %v", got)
@@ -195,7 +188,7 @@ func TestDeletingToTheBinAndForGood(t *testing.T) {
 	if n := rows(a, "skus", "product_id = $2", id2); n != 0 {
 		t.Fatalf("sku rows after force: %d", n)
 	}
-	if len(binEntries(a, "")) != 4 {
+	if len(binEntries(a, "")) != 1 {
 		t.Fatal("force delete touched the bin")
 	}
 	hooks.Wait(t, "sku.deleted", 6)
@@ -209,7 +202,7 @@ func TestDeletingToTheBinAndForGood(t *testing.T) {
 	if r := a.Do("DELETE", "/v1/products/"+id3+"?force=false", nil); r.Status != 204 {
 		t.Fatalf("force=false: %d %s", r.Status, r.Body)
 	}
-	if n := len(binEntries(a, "?limit=100")); n != 6 {
+	if n := len(binEntries(a, "?limit=100")); n != 2 {
 		t.Fatalf("bin after force=false: %d entries", n)
 	}
 
@@ -226,6 +219,11 @@ func TestDeletingToTheBinAndForGood(t *testing.T) {
 	}
 	if n := rows(a, "skus", "id = $2", skus4[1]); n != 0 {
 		t.Fatalf("force-deleted sku rows: %d", n)
+	}
+	se := binEntries(a, "?order=-id&limit=1")[0]
+	if se["resource_type"] != "sku" || se["object"] != "sku" || se["resource_id"] != skus4[0] || se["resource_parent_id"] != id4 ||
+		se["resource_name"] != "Size 0" {
+		t.Fatalf("sku entry: %v", se)
 	}
 }
 
@@ -247,23 +245,32 @@ func TestUnknownProductIsTheInterfaces404(t *testing.T) {
 func TestBinListsPagesAndRemovesForGood(t *testing.T) {
 	a := stacktest.NewAPI(t)
 	var ids []string
-	for i := range 3 {
-		id, _ := product(a, fmt.Sprintf("p%d", i), 2)
+	var skus [][]string
+	for i := range 5 {
+		id, ks := product(a, fmt.Sprintf("p%d", i), 2)
+		ids, skus = append(ids, id), append(skus, ks)
+	}
+	// Four products to the bin, and both SKUs of the fifth on their own.
+	for _, id := range ids[:4] {
 		if r := a.Do("DELETE", "/v1/products/"+id, nil); r.Status != 204 {
 			t.Fatalf("delete: %d %s", r.Status, r.Body)
 		}
-		ids = append(ids, id)
 	}
-	// 9 entries, paged 4 at a time by the cursor, in id order.
+	for _, k := range skus[4] {
+		if r := a.Do("DELETE", "/v1/products/"+ids[4]+"/skus/"+k, nil); r.Status != 204 {
+			t.Fatalf("delete sku: %d %s", r.Status, r.Body)
+		}
+	}
+	// 6 entries, paged 4 at a time by the cursor, in id order.
 	var seen []string
 	after := ""
-	for page := 0; ; page++ {
+	for {
 		q := "?limit=4"
 		if after != "" {
 			q += "&starting_after_id=" + after
 		}
 		l := a.OK("GET", "/v1/trash-bin"+q, nil)
-		if l["total"] != 9.0 || l["data_ref"] != "data" {
+		if l["total"] != 6.0 || l["data_ref"] != "data" || l["object"] != "list" {
 			t.Fatalf("page: %v", l)
 		}
 		for _, d := range l["data"].([]any) {
@@ -274,25 +281,30 @@ func TestBinListsPagesAndRemovesForGood(t *testing.T) {
 		}
 		after = l["more_starting_after"].(string)
 	}
-	if len(seen) != 9 || !sort.StringsAreSorted(seen) {
+	if len(seen) != 6 || !sort.StringsAreSorted(seen) {
 		t.Fatalf("pages: %v", seen)
 	}
-	desc := binEntries(a, "?order=-id&limit=100")
-	if desc[0]["id"] != seen[8] {
+	if desc := binEntries(a, "?order=-id&limit=100"); desc[0]["id"] != seen[5] {
 		t.Fatalf("order=-id: %v", desc)
 	}
 	products := binEntries(a, "?filters[resource_type][conditions][$in][0]=product&limit=100")
-	if len(products) != 3 {
+	if len(products) != 4 {
 		t.Fatalf("filter by type: %v", products)
 	}
+	a.Fails("GET", "/v1/trash-bin?order=name", nil, 400, "invalid_query_params")
+	a.Fails("GET", "/v1/trash-bin?filters[color][conditions][$is]=x", nil, 400, "invalid_query_params")
 
-	// Removing a product's entry removes its SKUs and their entries.
-	var entry string
-	for _, e := range products {
-		if e["resource_id"] == ids[0] {
-			entry = e["id"].(string)
+	// Removing a product's entry removes it and its SKUs for good.
+	entryOf := func(resourceID string) string {
+		for _, e := range binEntries(a, "?limit=100") {
+			if e["resource_id"] == resourceID {
+				return e["id"].(string)
+			}
 		}
+		t.Fatalf("no entry for %s", resourceID)
+		return ""
 	}
+	entry := entryOf(ids[0])
 	if r := a.Do("DELETE", "/v1/trash-bin/"+entry, nil); r.Status != 204 || len(r.Body) != 0 {
 		t.Fatalf("remove: %d %s", r.Status, r.Body)
 	}
@@ -302,7 +314,7 @@ func TestBinListsPagesAndRemovesForGood(t *testing.T) {
 	if n := rows(a, "skus", "product_id = $2", ids[0]); n != 0 {
 		t.Fatal("its SKUs are still stored")
 	}
-	if n := len(binEntries(a, "?limit=100")); n != 6 {
+	if n := len(binEntries(a, "?limit=100")); n != 5 {
 		t.Fatalf("bin after removal: %d entries", n)
 	}
 	e := a.Fails("DELETE", "/v1/trash-bin/"+entry, nil, 404, "not_found")
@@ -311,15 +323,25 @@ func TestBinListsPagesAndRemovesForGood(t *testing.T) {
 	}
 
 	// A SKU's entry removes that SKU only.
-	skuEntry := binEntries(a, "?filters[resource_type][conditions][$in][0]=sku&limit=1")[0]
-	if r := a.Do("DELETE", "/v1/trash-bin/"+skuEntry["id"].(string), nil); r.Status != 204 {
+	if r := a.Do("DELETE", "/v1/trash-bin/"+entryOf(skus[4][0]), nil); r.Status != 204 {
 		t.Fatalf("remove sku: %d %s", r.Status, r.Body)
 	}
-	if n := rows(a, "skus", "id = $2", skuEntry["resource_id"]); n != 0 {
-		t.Fatal("the SKU is still stored")
+	if rows(a, "skus", "id = $2", skus[4][0]) != 0 || rows(a, "products", "id = $2 AND bin_id IS NULL", ids[4]) != 1 {
+		t.Fatal("removing a SKU's entry did not remove just the SKU")
 	}
-	if n := rows(a, "products", "id = $2", skuEntry["resource_parent_id"]); n != 1 {
-		t.Fatal("its product went with it")
+	// A product binned after one of its SKUs takes that SKU's entry with it
+	// when it is removed.
+	if r := a.Do("DELETE", "/v1/products/"+ids[4], nil); r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("DELETE", "/v1/trash-bin/"+entryOf(ids[4]), nil); r.Status != 204 {
+		t.Fatalf("remove: %d %s", r.Status, r.Body)
+	}
+	if n := rows(a, "skus", "product_id = $2", ids[4]); n != 0 {
+		t.Fatal("the SKU binned on its own is still stored")
+	}
+	if n := len(binEntries(a, "?limit=100")); n != 3 {
+		t.Fatalf("bin: %d entries, want the 3 products left", n)
 	}
 }
 
@@ -331,7 +353,7 @@ func TestRetentionSweepEmptiesTheBin(t *testing.T) {
 	}
 	a.E.Clock.Advance(29 * 24 * time.Hour)
 	time.Sleep(300 * time.Millisecond) // several sweeps (50 ms apart in tests)
-	if n := len(binEntries(a, "")); n != 3 {
+	if n := len(binEntries(a, "")); n != 1 {
 		t.Fatalf("swept before 30 days: %d entries left", n)
 	}
 	fresh, _ := product(a, "fresh", 1)
@@ -339,17 +361,15 @@ func TestRetentionSweepEmptiesTheBin(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	a.E.Clock.Advance(2 * 24 * time.Hour)
-	stacktest.Eventually(t, 5*time.Second, "the old entries swept", func() bool { return len(binEntries(a, "")) == 2 })
+	stacktest.Eventually(t, 5*time.Second, "the old entry swept", func() bool { return len(binEntries(a, "")) == 1 })
 	if n := rows(a, "products", "id = $2", id); n != 0 {
 		t.Fatal("the expired product is still stored")
 	}
 	if n := rows(a, "skus", "product_id = $2", id); n != 0 {
 		t.Fatal("its SKUs are still stored")
 	}
-	for _, e := range binEntries(a, "") {
-		if e["resource_id"] != fresh && e["resource_parent_id"] != fresh {
-			t.Fatalf("a fresh entry went, or an old one stayed: %v", e)
-		}
+	if e := binEntries(a, "")[0]; e["resource_id"] != fresh {
+		t.Fatalf("the fresh entry went, or the old one stayed: %v", e)
 	}
 }
 
@@ -376,7 +396,7 @@ func TestAnotherProjectsProductsAreNotFound(t *testing.T) {
 		t.Fatalf("b sees a's bin: %v", l)
 	}
 	b.Fails("DELETE", "/v1/trash-bin/"+entry, nil, 404, "not_found")
-	if len(binEntries(a, "")) != 2 {
+	if len(binEntries(a, "")) != 1 {
 		t.Fatal("b removed a's entry")
 	}
 	if p := a.OK("GET", "/v1/products", nil); p["total"] != 0.0 {
@@ -425,8 +445,9 @@ func TestDeletingAProductWithManySKUsIsOneStep(t *testing.T) {
 	if n := rows(a, "skus", "product_id = $2 AND bin_id IS NULL", id); n != 0 {
 		t.Fatalf("%d SKUs of the binned product are live", n)
 	}
-	binned := rows(a, "skus", "product_id = $2", id)
-	if n := rows(a, "bin_entries", "resource_parent_id = $2", id); n != binned || binned < 2000 {
-		t.Fatalf("%d SKUs binned, %d entries", binned, n)
+	entry := binEntries(a, "")[0]["id"]
+	binned := rows(a, "skus", "product_id = $2 AND bin_id = $3", id, entry)
+	if all := rows(a, "skus", "product_id = $2", id); binned != all || binned < 2000 {
+		t.Fatalf("%d of %d SKUs went with their product", binned, all)
 	}
 }

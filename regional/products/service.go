@@ -22,6 +22,7 @@ var tracer = otel.Tracer("github.com/tallyhq/tally/regional/products")
 // Events records webhook events in the writer's transaction.
 type Events interface {
 	Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error
+	Listens(ctx context.Context, projectID, eventType string) bool
 }
 
 // Webhook event types.
@@ -202,31 +203,37 @@ func (s *Service) ListProducts(ctx context.Context, projectID string, lq ListQue
 func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, force bool) error {
 	ctx, span := tracer.Start(ctx, "products.DeleteProduct")
 	defer span.End()
+	// The SKUs are read back only for their events, when someone gets them.
+	returning := ""
+	if s.events.Listens(ctx, projectID, SKUDeleted) {
+		returning = " RETURNING " + skuColumns
+	}
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		p, err := s.product(ctx, tx, projectID, ref, true)
 		if err != nil {
 			return err
 		}
-		var skus []SKU
 		b := &pgx.Batch{}
+		var rows pgx.Rows
 		if force {
-			// Every SKU goes, those already in the bin on their own too.
-			skus, err = collectSKUs(tx.Query(ctx, `DELETE FROM skus WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL
-				RETURNING `+skuColumns, projectID, p.ID))
-			if err != nil {
-				return err
-			}
+			// The live SKUs first, for their events; removeProduct takes
+			// those already in the bin on their own too.
+			rows, err = tx.Query(ctx, `DELETE FROM skus WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL`+returning,
+				projectID, p.ID)
 			removeProduct(b, projectID, p.ID)
 		} else {
-			skus, err = collectSKUs(tx.Query(ctx, `SELECT `+skuColumns+` FROM skus
-				WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL FOR UPDATE`, projectID, p.ID))
-			if err != nil {
-				return err
-			}
-			s.binProduct(b, projectID, p, skus)
+			// One bin entry holds the product and the SKUs that go with it.
+			e := bin.Entry{ID: bin.NewID(), ResourceType: "product", ResourceID: p.ID, ResourceName: p.Name, CreatedAt: s.now()}
+			rows, err = tx.Query(ctx, `UPDATE skus SET bin_id = $3 WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL`+returning,
+				projectID, p.ID, e.ID)
+			b.Queue(`UPDATE products SET bin_id = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, e.ID)
+			bin.Put(b, projectID, []bin.Entry{e})
 		}
-		v := p.View(nil, 0)
-		if err := s.events.Queue(ctx, b, projectID, ProductDeleted, p.ID, v); err != nil {
+		skus, err := collectSKUs(rows, err)
+		if err != nil {
+			return err
+		}
+		if err := s.events.Queue(ctx, b, projectID, ProductDeleted, p.ID, p.View(nil, 0)); err != nil {
 			return err
 		}
 		for _, k := range skus {
@@ -244,26 +251,6 @@ func removeProduct(b *pgx.Batch, projectID, productID string) {
 	b.Queue(`DELETE FROM skus WHERE project_id = $1 AND product_id = $2`, projectID, productID)
 	b.Queue(`DELETE FROM bin_entries WHERE project_id = $1 AND resource_parent_id = $2 AND resource_type = 'sku'`, projectID, productID)
 	b.Queue(`DELETE FROM products WHERE project_id = $1 AND id = $2`, projectID, productID)
-}
-
-// binProduct queues the statements that move a product and its live SKUs
-// to the bin: an entry for each, the SKUs' naming the product as parent.
-func (s *Service) binProduct(b *pgx.Batch, projectID string, p Product, skus []SKU) {
-	now := s.now()
-	entries := make([]bin.Entry, 0, len(skus)+1)
-	entries = append(entries, bin.Entry{ID: bin.NewID(), ResourceType: "product", ResourceID: p.ID, ResourceName: p.Name, CreatedAt: now})
-	skuIDs, entryIDs := make([]string, len(skus)), make([]string, len(skus))
-	for i, k := range skus {
-		e := bin.Entry{ID: bin.NewID(), ResourceType: "sku", ResourceID: k.ID, ResourceName: k.SKU, ParentID: &p.ID, CreatedAt: now}
-		entries = append(entries, e)
-		skuIDs[i], entryIDs[i] = k.ID, e.ID
-	}
-	b.Queue(`UPDATE products SET bin_id = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, entries[0].ID)
-	if len(skus) > 0 {
-		b.Queue(`UPDATE skus SET bin_id = v.entry FROM unnest($2::TEXT[], $3::TEXT[]) AS v(id, entry)
-			WHERE skus.project_id = $1 AND skus.id = v.id`, projectID, skuIDs, entryIDs)
-	}
-	bin.Put(b, projectID, entries)
 }
 
 // removeBinnedProduct is the bin's Remover of products.

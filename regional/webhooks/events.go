@@ -79,6 +79,15 @@ func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, eventType,
 	return tx.SendBatch(ctx, b).Close()
 }
 
+// Listens reports whether an event of eventType would be sent anywhere, so
+// that a writer can skip rendering many events nobody receives. When the
+// directory cannot be read it answers true: the events are queued and the
+// fan-out task decides later.
+func (s *Service) Listens(ctx context.Context, projectID, eventType string) bool {
+	hooks, err := s.dir.Webhooks(ctx, projectID)
+	return err != nil || slices.ContainsFunc(hooks, func(h tenancy.Webhook) bool { return h.Active && h.Subscribed(eventType) })
+}
+
 // Queue is Emit for a transaction sent in batches (db.InPipe): the event's
 // rows are queued on b, which the caller sends in its transaction.
 func (s *Service) Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error {
@@ -88,10 +97,10 @@ func (s *Service) Queue(ctx context.Context, b *pgx.Batch, projectID, eventType,
 // QueueID is Queue for an event whose id the caller made, so that what it
 // records elsewhere (an accrual's event, say) names the same event.
 func (s *Service) QueueID(ctx context.Context, b *pgx.Batch, projectID, id, eventType, entityID string, object any) error {
-	hooks, dirErr := s.dir.Webhooks(ctx, projectID)
-	if dirErr == nil && !slices.ContainsFunc(hooks, func(h tenancy.Webhook) bool { return h.Active && h.Subscribed(eventType) }) {
+	if !s.Listens(ctx, projectID, eventType) {
 		return nil // nobody listens: not even the body is made
 	}
+	hooks, dirErr := s.dir.Webhooks(ctx, projectID)
 	now := jsonx.Time{Time: time.Now().UTC()}
 	src := SourceOf(ctx)
 	ev := Event{ID: id, ProjectID: projectID, CreatedAt: now, Type: eventType, Data: EventData{Object: object}, Source: src,
