@@ -280,12 +280,7 @@ func (s *Service) importProducts(ctx context.Context, tx pgx.Tx, projectID strin
 	}
 	existing := map[string]Product{}
 	if len(srcs) > 0 {
-		rs, err := tx.Query(ctx, `SELECT `+productColumns+` FROM products
-			WHERE project_id = $1 AND source_id = ANY($2::TEXT[]) AND bin_id IS NULL FOR UPDATE`, projectID, srcs)
-		if err != nil {
-			return err
-		}
-		found, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (Product, error) { return scanProduct(r) })
+		found, err := lockLiveProducts(ctx, tx, projectID, "source_id", srcs)
 		if err != nil {
 			return err
 		}
@@ -418,32 +413,30 @@ func (s *Service) importSKUs(ctx context.Context, tx pgx.Tx, projectID string, h
 		items = append(items, item{r, k, product})
 		refs, srcs = append(refs, product), append(srcs, *k.SourceID)
 	}
-	products := map[string]string{} // reference → product id
-	rs, err := tx.Query(ctx, `SELECT id, source_id FROM products WHERE project_id = $1 AND bin_id IS NULL
-		AND (id = ANY($2::TEXT[]) OR source_id = ANY($2::TEXT[])) FOR UPDATE`, projectID, refs)
+	// Each reference is a product id or, failing that, a source_id.
+	products := map[string]string{}
+	refs = distinct(refs)
+	byID, err := lockLiveProducts(ctx, tx, projectID, "id", refs)
 	if err != nil {
 		return err
 	}
-	for rs.Next() {
-		var id string
-		var src *string
-		if err := rs.Scan(&id, &src); err != nil {
-			rs.Close()
-			return err
-		}
-		products[id] = id
-		if src != nil {
-			if _, taken := products[*src]; !taken { // an id match wins over a source_id match
-				products[*src] = id
-			}
+	for _, p := range byID {
+		products[p.ID] = p.ID
+	}
+	var rest []string
+	for _, r := range refs {
+		if _, ok := products[r]; !ok {
+			rest = append(rest, r)
 		}
 	}
-	rs.Close()
-	if err := rs.Err(); err != nil {
+	bySrc, err := lockLiveProducts(ctx, tx, projectID, "source_id", rest)
+	if err != nil {
 		return err
 	}
-	existing, err := collectSKUs(tx.Query(ctx, `SELECT `+skuColumns+` FROM skus
-		WHERE project_id = $1 AND source_id = ANY($2::TEXT[]) AND bin_id IS NULL FOR UPDATE`, projectID, srcs))
+	for _, p := range bySrc {
+		products[*p.SourceID] = p.ID
+	}
+	existing, err := lockLiveSKUs(ctx, tx, projectID, srcs)
 	if err != nil {
 		return err
 	}
@@ -491,6 +484,18 @@ func (s *Service) importSKUs(ctx context.Context, tx pgx.Tx, projectID string, h
 		st.DoneCount++
 	}
 	return tx.SendBatch(ctx, b).Close()
+}
+
+func distinct(xs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func queueInsertSKU(b *pgx.Batch, projectID string, k SKU) error {

@@ -283,12 +283,7 @@ func (s *Service) upsertBySourceID(ctx context.Context, tx pgx.Tx, projectID str
 	for i, it := range items {
 		_ = json.Unmarshal(it["source_id"], &srcs[i])
 	}
-	rows, err := tx.Query(ctx, `SELECT `+productColumns+` FROM products
-		WHERE project_id = $1 AND source_id = ANY($2::TEXT[]) AND bin_id IS NULL FOR UPDATE`, projectID, srcs)
-	if err != nil {
-		return err
-	}
-	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Product, error) { return scanProduct(r) })
+	found, err := lockLiveProducts(ctx, tx, projectID, "source_id", srcs)
 	if err != nil {
 		return err
 	}
