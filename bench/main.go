@@ -45,7 +45,7 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only this benchmark: router, webhooks, loyalty or earning")
+	only := flag.String("only", "", "run only this benchmark: router, webhooks, loyalty, earning or products")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's saturation phase, the webhook run, or the point additions (with -only)")
 	flag.Parse()
@@ -130,6 +130,10 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		{"earning", func(string) (string, error) {
 			er, err := benchEarning(stack, p, d)
 			return earningReport(er), err
+		}},
+		{"products", func(string) (string, error) {
+			pr, err := benchProducts(stack, p, servers[1])
+			return productsReport(pr), err
 		}},
 		{"webhooks", func(profile string) (string, error) {
 			if profile != "" {

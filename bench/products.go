@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tallyhq/tally/devstack"
+	"github.com/tallyhq/tally/internal/pglocal"
+)
+
+type productsResult struct {
+	imported, importFailed int
+	importSecs, copySecs   float64
+	skus                   int
+	samples                int
+	bin, force             []float64 // ms through the router, sorted
+	refBin, refForce       []float64 // ms of the same rows written by plain SQL, sorted
+}
+
+// upload posts a CSV file as the `file` form field and returns the async action id.
+func (c client) upload(path string, csv []byte) (string, error) {
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	f, _ := w.CreateFormFile("file", "bench.csv")
+	f.Write(csv)
+	w.Close()
+	req, _ := http.NewRequest("POST", c.base+path, &body)
+	req.Host = "api.localhost"
+	req.Header.Set("X-App-Id", c.p.AppID)
+	req.Header.Set("X-App-Token", c.p.AppToken)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil || res.StatusCode != 200 {
+		return "", fmt.Errorf("upload %s: %d %v %v", path, res.StatusCode, m, err)
+	}
+	return m["async_action_id"].(string), nil
+}
+
+// await polls an async action every 20 ms until it is DONE.
+func (c client) await(id string, limit time.Duration) (map[string]any, error) {
+	start := time.Now()
+	for {
+		act, err := c.must("GET", "/v1/async-actions/"+id, nil)
+		if err != nil {
+			return nil, err
+		}
+		if act["status"] == "DONE" {
+			return act, nil
+		}
+		if act["status"] == "FAILED" || time.Since(start) > limit {
+			return nil, fmt.Errorf("async action: %v", act)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglocal.Server) (productsResult, error) {
+	var r productsResult
+	ctx := context.Background()
+	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
+	pool, err := pgxpool.New(ctx, srv.URL("tally"))
+	if err != nil {
+		return r, err
+	}
+	defer pool.Close()
+
+	// 1. 100,000 products from one CSV file, until the async action is done;
+	// the reference is COPY of the same rows into the same table.
+	const n = 100000
+	var csv bytes.Buffer
+	csv.WriteString("name,source_id,price,attributes,color\n")
+	for i := range n {
+		fmt.Fprintf(&csv, "Product %06d,imp-%06d,%d,\"size,color\",red\n", i, i, 100+i%5000)
+	}
+	fmt.Fprintf(os.Stderr, "bench: importing %d products from a %.1f MB CSV file\n", n, float64(csv.Len())/1e6)
+	start := time.Now()
+	id, err := c.upload("/v1/products/importCSV", csv.Bytes())
+	if err != nil {
+		return r, err
+	}
+	act, err := c.await(id, 5*time.Minute)
+	if err != nil {
+		return r, err
+	}
+	r.importSecs = time.Since(start).Seconds()
+	res := act["result"].(map[string]any)
+	r.imported, r.importFailed = int(res["done_count"].(float64)), int(res["failed_count"].(float64))
+
+	start = time.Now()
+	rows := make([][]any, n)
+	now := time.Now()
+	for i := range rows {
+		rows[i] = []any{"proj_bench_copy", fmt.Sprintf("prod_copy%06d", i), fmt.Sprintf("imp-%06d", i), fmt.Sprintf("Product %06d", i),
+			int64(100 + i%5000), `["size","color"]`, `{"color":"red"}`, now}
+	}
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"products"},
+		[]string{"project_id", "id", "source_id", "name", "price", "attributes", "metadata", "created_at"}, pgx.CopyFromRows(rows)); err != nil {
+		return r, err
+	}
+	r.copySecs = time.Since(start).Seconds()
+
+	// 2. Products of 1,000 SKUs each, made by a bulk update and a SKU import,
+	// deleted one at a time to the bin and with force; the reference writes
+	// the same rows with plain SQL in one transaction.
+	const perProduct, samples = 1000, 21
+	r.skus, r.samples = perProduct, samples
+	var items []map[string]any
+	var skus bytes.Buffer
+	skus.WriteString("product_id,sku,source_id,price\n")
+	for i := range 2 * samples {
+		items = append(items, map[string]any{"source_id": fmt.Sprintf("del-%d", i), "name": fmt.Sprintf("Delete me %d", i)})
+		for j := range perProduct {
+			fmt.Fprintf(&skus, "del-%d,Variant %d,del-%d-%d,%d\n", i, j, i, j, 100+j)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "bench: %d products with %d SKUs each\n", 2*samples, perProduct)
+	status, m, err := c.do("POST", "/v1/products/bulk/async", items)
+	if err != nil || status != 202 {
+		return r, fmt.Errorf("bulk: %d %v %v", status, m, err)
+	}
+	if _, err := c.await(m["async_action_id"].(string), time.Minute); err != nil {
+		return r, err
+	}
+	if id, err = c.upload("/v1/skus/importCSV", skus.Bytes()); err != nil {
+		return r, err
+	}
+	if act, err = c.await(id, 5*time.Minute); err != nil {
+		return r, err
+	}
+	if done := act["result"].(map[string]any)["done_count"].(float64); int(done) != 2*samples*perProduct {
+		return r, fmt.Errorf("sku import: %v", act["result"])
+	}
+	const ref = "proj_bench_ref"
+	if _, err := pool.Exec(ctx, `INSERT INTO products (project_id, id, source_id, name, created_at)
+		SELECT $1, 'prod_ref' || i::TEXT, 'del-' || i::TEXT, 'Delete me', now() FROM generate_series(0, $2 - 1) AS i`, ref, 2*samples); err != nil {
+		return r, err
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO skus (project_id, id, product_id, source_id, sku, price, created_at)
+		SELECT $1, 'sku_ref' || i::TEXT || '_' || j::TEXT, 'prod_ref' || i::TEXT, 'del-' || i::TEXT || '-' || j::TEXT, 'Variant', 100, now()
+		FROM generate_series(0, $2 - 1) AS i, generate_series(0, $3 - 1) AS j`, ref, 2*samples, perProduct); err != nil {
+		return r, err
+	}
+	timed := func(fn func() error) (float64, error) {
+		t := time.Now()
+		err := fn()
+		return float64(time.Since(t).Microseconds()) / 1000, err
+	}
+	for i := range 2 * samples {
+		force := i%2 == 1
+		path := fmt.Sprintf("/v1/products/del-%d", i)
+		if force {
+			path += "?force=true"
+		}
+		ms, err := timed(func() error {
+			req, _ := http.NewRequest("DELETE", c.base+path, nil)
+			req.Host = "api.localhost"
+			req.Header.Set("X-App-Id", c.p.AppID)
+			req.Header.Set("X-App-Token", c.p.AppToken)
+			res, err := c.hc.Do(req)
+			if err != nil {
+				return err
+			}
+			res.Body.Close()
+			if res.StatusCode != 204 {
+				return fmt.Errorf("DELETE %s: %d", path, res.StatusCode)
+			}
+			return nil
+		})
+		if err != nil {
+			return r, err
+		}
+		refMS, err := timed(func() error { return refDelete(ctx, pool, ref, fmt.Sprintf("prod_ref%d", i), force) })
+		if err != nil {
+			return r, err
+		}
+		if force {
+			r.force, r.refForce = append(r.force, ms), append(r.refForce, refMS)
+		} else {
+			r.bin, r.refBin = append(r.bin, ms), append(r.refBin, refMS)
+		}
+	}
+	for _, xs := range [][]float64{r.bin, r.force, r.refBin, r.refForce} {
+		sort.Float64s(xs)
+	}
+	return r, nil
+}
+
+// refDelete writes what deleting a product with its SKUs writes, as set-based
+// SQL in one SERIALIZABLE transaction (as Tally's): the floor the API's
+// figure is read against. To the bin, it gives every SKU an entry of its
+// own, which Tally does not (its SKUs go in their product's entry).
+func refDelete(ctx context.Context, pool *pgxpool.Pool, project, productID string, force bool) error {
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.Serializable}, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		if force {
+			b.Queue(`DELETE FROM skus WHERE project_id = $1 AND product_id = $2`, project, productID)
+			b.Queue(`DELETE FROM products WHERE project_id = $1 AND id = $2`, project, productID)
+		} else {
+			b.Queue(`UPDATE products SET bin_id = 'bin_' || id WHERE project_id = $1 AND id = $2`, project, productID)
+			b.Queue(`UPDATE skus SET bin_id = 'bin_' || id WHERE project_id = $1 AND product_id = $2`, project, productID)
+			b.Queue(`INSERT INTO bin_entries (project_id, id, resource_type, resource_id, resource_name, resource_parent_id, created_at)
+				SELECT project_id, bin_id, 'sku', id, sku, product_id, now() FROM skus WHERE project_id = $1 AND product_id = $2
+				UNION ALL SELECT project_id, bin_id, 'product', id, name, NULL, now() FROM products WHERE project_id = $1 AND id = $2`,
+				project, productID)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+func productsReport(r productsResult) string {
+	var b strings.Builder
+	p50 := func(xs []float64) float64 { return quantile(xs, 0.5) }
+	fmt.Fprintf(&b, "## Products: deletion and import\n\n")
+	fmt.Fprintf(&b, "Measured by `make bench` on %s: the platform as above, every request through the router with tracing on.\n\n",
+		time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&b, "- **Deletion.** %d products of %d SKUs each (made by `POST /v1/products/bulk/async` and `POST /v1/skus/importCSV`) "+
+		"are deleted one at a time, alternately to the bin (`DELETE /v1/products/{id}`) and for good (`?force=true`). "+
+		"The reference writes the same rows as set-based SQL in one transaction straight to PostgreSQL, on products made "+
+		"alike, right after each request.\n", 2*r.samples, r.skus)
+	fmt.Fprintf(&b, "- **Import.** One CSV file of %d products (name, source_id, price, attributes, one metadata column) is posted "+
+		"to `POST /v1/products/importCSV`. The clock runs from the request until a poll every 20 ms finds the async action DONE. "+
+		"The reference is COPY of the same rows into the same table.\n\n", r.imported+r.importFailed)
+	fmt.Fprintf(&b, "| measure | Tally | reference |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| delete a product with %d SKUs to the bin, p50 / max of %d | %.1f / %.1f ms | %.1f / %.1f ms |\n", r.skus, len(r.bin),
+		p50(r.bin), r.bin[len(r.bin)-1], p50(r.refBin), r.refBin[len(r.refBin)-1])
+	fmt.Fprintf(&b, "| delete a product with %d SKUs for good, p50 / max of %d | %.1f / %.1f ms | %.1f / %.1f ms |\n", r.skus, len(r.force),
+		p50(r.force), r.force[len(r.force)-1], p50(r.refForce), r.refForce[len(r.refForce)-1])
+	fmt.Fprintf(&b, "| import %d products (%d failed rows) until done | %.2f s | %.2f s |\n", r.imported, r.importFailed, r.importSecs, r.copySecs)
+	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| delete a product with %d SKUs, to the bin / for good, p50 | ≤ 50 ms | %.1f / %.1f ms | %s |\n", r.skus,
+		p50(r.bin), p50(r.force), verdict(p50(r.bin) <= 50 && p50(r.force) <= 50))
+	fmt.Fprintf(&b, "| import 100,000 products from CSV until the async action is done | ≤ 10 s | %.2f s | %s |\n", r.importSecs,
+		verdict(r.importSecs <= 10 && r.imported == 100000))
+	return b.String()
+}
