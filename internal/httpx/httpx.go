@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,10 @@ type Config struct {
 	Metrics *telemetry.Metrics
 	// BodyLimit is the largest request body accepted, e.g. "1M" (the default).
 	BodyLimit string
+	// LargeBodies are the paths (imports, bulk updates) that take bodies up
+	// to LargeBodyLimit instead.
+	LargeBodies    []string
+	LargeBodyLimit string
 	// TrustRequestID keeps a well-formed incoming X-Request-Id (set by the
 	// router) instead of making a new one. Only services behind the router set it.
 	TrustRequestID bool
@@ -57,7 +62,12 @@ func New(cfg Config) *echo.Echo {
 	if limit == "" {
 		limit = "1M"
 	}
-	e.Use(middleware.BodyLimit(limit))
+	large := func(c echo.Context) bool { return slices.Contains(cfg.LargeBodies, c.Request().URL.Path) }
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: limit, Skipper: large}))
+	if len(cfg.LargeBodies) > 0 {
+		e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: cfg.LargeBodyLimit,
+			Skipper: func(c echo.Context) bool { return !large(c) }}))
+	}
 	return e
 }
 

@@ -30,6 +30,10 @@ const (
 // MaxInput is the largest body a product job takes, as the reference says.
 const MaxInput = 10 << 20
 
+// LargeBodies are the paths whose bodies may be MaxInput long; every other
+// endpoint keeps the service's 1 MB limit.
+var LargeBodies = []string{"/v1/products/bulk/async", "/v1/products/metadata/async", "/v1/products/importCSV", "/v1/skus/importCSV"}
+
 // chunk is how many items a job writes per transaction (and checkpoint).
 const chunk = 5000
 
