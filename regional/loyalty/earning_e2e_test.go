@@ -23,18 +23,18 @@ func keys(m map[string]any) string {
 
 // history is a card's transactions, oldest first.
 func (a api) history(code string) []map[string]any {
-	a.t.Helper()
+	a.T.Helper()
 	var out []map[string]any
-	for _, d := range a.ok("GET", "/v1/loyalties/members/"+code+"/transactions?order=id&limit=100", nil)["data"].([]any) {
+	for _, d := range a.OK("GET", "/v1/loyalties/members/"+code+"/transactions?order=id&limit=100", nil)["data"].([]any) {
 		out = append(out, d.(map[string]any))
 	}
 	return out
 }
 
 func (a api) pending(code string) []map[string]any {
-	a.t.Helper()
+	a.T.Helper()
 	var out []map[string]any
-	for _, d := range a.ok("GET", "/v1/loyalties/members/"+code+"/pending-points?limit=100", nil)["data"].([]any) {
+	for _, d := range a.OK("GET", "/v1/loyalties/members/"+code+"/pending-points?limit=100", nil)["data"].([]any) {
 		out = append(out, d.(map[string]any))
 	}
 	return out
@@ -46,14 +46,14 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 	code := a.member(campID, "ann")["code"].(string)
 
 	// Rules: bad ones are refused whole, good ones come back in the reference shape.
-	a.fails("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid",
+	a.Fails("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid",
 		"loyalty": map[string]any{"type": "PROPORTIONAL"}}}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "customer.segment.entered",
+	a.Fails("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "customer.segment.entered",
 		"loyalty": map[string]any{"type": "FIXED", "points": 5}}}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid",
+	a.Fails("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid",
 		"loyalty": map[string]any{"type": "FIXED", "points": 5}, "pending_points": map[string]any{"period_type": "DAY", "period_value": 91}}},
 		400, "invalid_payload")
-	rules := a.do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{
+	rules := a.Do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{
 		{"event": "order.paid", "source": map[string]any{"banner": "Ten per order"}, "loyalty": map[string]any{"type": "FIXED", "points": 10}},
 		{"event": "order.paid", "source": map[string]any{"banner": "One per euro"}, "loyalty": map[string]any{"type": "PROPORTIONAL",
 			"calculation_type": "ORDER_AMOUNT", "order": map[string]any{"amount": map[string]any{"every": 100, "points": 1}}}},
@@ -67,12 +67,12 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		fixed["source"].(map[string]any)["object_id"] != campID || fixed["event"] != "order.paid" {
 		t.Fatalf("rule: %v", fixed)
 	}
-	if l := a.ok("GET", "/v1/loyalties/"+campID+"/earning-rules", nil); l["total"] != 2.0 {
+	if l := a.OK("GET", "/v1/loyalties/"+campID+"/earning-rules", nil); l["total"] != 2.0 {
 		t.Fatalf("rules list: %v", l)
 	}
 
 	// A paid order: both rules accrue, in the asynchronous phase.
-	order := a.ok("POST", "/v1/orders", map[string]any{"source_id": "o-1", "status": "PAID", "customer": map[string]any{"source_id": "ann"},
+	order := a.OK("POST", "/v1/orders", map[string]any{"source_id": "o-1", "status": "PAID", "customer": map[string]any{"source_id": "ann"},
 		"items": []map[string]any{{"source_id": "sku-1", "quantity": 5, "price": 500}}})
 	if order["amount"] != 2500.0 || order["total_amount"] != 2500.0 || order["object"] != "order" || order["customer_id"] == nil {
 		t.Fatalf("order: %v", order)
@@ -94,7 +94,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 	if b := byRule[created[1]["id"].(string)]["balance"].(map[string]any); b["points"] != 25.0 {
 		t.Fatalf("proportional accrual: %v", b)
 	}
-	if lc := card(a.ok("GET", "/v1/loyalties/members/"+code, nil)); lc["balance"] != 35.0 || lc["points"] != 35.0 {
+	if lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil)); lc["balance"] != 35.0 || lc["points"] != 35.0 {
 		t.Fatalf("card after accruals: %v", lc)
 	}
 
@@ -103,16 +103,16 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 	pool := e.Stack.Regional["api"].Pool()
 	ctx := context.Background()
 	var payload json.RawMessage
-	if err := pool.QueryRow(ctx, `SELECT payload FROM outbox WHERE project_id = $1 AND kind = 'order.paid'`, a.p.ID).Scan(&payload); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT payload FROM outbox WHERE project_id = $1 AND kind = 'order.paid'`, a.P.ID).Scan(&payload); err != nil {
 		t.Fatal(err)
 	}
-	again, err := async.Enqueue(ctx, pool, a.p.ID, async.NewTask{Kind: "order.paid", Payload: payload})
+	again, err := async.Enqueue(ctx, pool, a.P.ID, async.NewTask{Kind: "order.paid", Payload: payload})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stacktest.Eventually(t, 10*time.Second, "the replayed task", func() bool {
 		var status string
-		_ = pool.QueryRow(ctx, `SELECT status FROM outbox WHERE project_id = $1 AND id = $2`, a.p.ID, again).Scan(&status)
+		_ = pool.QueryRow(ctx, `SELECT status FROM outbox WHERE project_id = $1 AND id = $2`, a.P.ID, again).Scan(&status)
 		return status == "done"
 	})
 	if n := len(a.history(code)); n != 2 {
@@ -121,20 +121,20 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 
 	// Disabled rules earn nothing; a pending rule holds its points for 3 days.
 	for _, r := range created {
-		if d := a.ok("POST", "/v1/loyalties/"+campID+"/earning-rules/"+r["id"].(string)+"/disable", nil); d["active"] != false {
+		if d := a.OK("POST", "/v1/loyalties/"+campID+"/earning-rules/"+r["id"].(string)+"/disable", nil); d["active"] != false {
 			t.Fatalf("disable: %v", d)
 		}
 	}
-	if r := a.do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid", "source": map[string]any{"banner": "Later"},
+	if r := a.Do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid", "source": map[string]any{"banner": "Later"},
 		"loyalty": map[string]any{"type": "FIXED", "points": 50}, "pending_points": map[string]any{"period_type": "DAY", "period_value": 3}}}); r.Status != 200 {
 		t.Fatalf("pending rule: %d %s", r.Status, r.Body)
 	}
 	// An order made first and paid later (PUT) earns when it becomes PAID.
-	o2 := a.ok("POST", "/v1/orders", map[string]any{"source_id": "o-2", "amount": 1000, "customer": map[string]any{"source_id": "ann"}})
+	o2 := a.OK("POST", "/v1/orders", map[string]any{"source_id": "o-2", "amount": 1000, "customer": map[string]any{"source_id": "ann"}})
 	if o2["status"] != "CREATED" {
 		t.Fatalf("order 2: %v", o2)
 	}
-	a.ok("PUT", "/v1/orders/o-2", map[string]any{"status": "PAID"})
+	a.OK("PUT", "/v1/orders/o-2", map[string]any{"status": "PAID"})
 	stacktest.Eventually(t, 10*time.Second, "a pending entry", func() bool { return len(a.pending(code)) == 1 })
 	p := a.pending(code)[0]
 	today := time.Now().UTC().Add(0)
@@ -147,7 +147,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		ev["type"] != "customer.order.paid" || !strings.HasPrefix(ev["group_id"].(string), "v-") {
 		t.Fatalf("pending event: %v", ev)
 	}
-	if lc := card(a.ok("GET", "/v1/loyalties/members/"+code, nil)); lc["pending_points"] != 50.0 || lc["balance"] != 35.0 {
+	if lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil)); lc["pending_points"] != 50.0 || lc["balance"] != 35.0 {
 		t.Fatalf("card with pending points: %v", lc)
 	}
 	// Two days on: not yet. Three: activated by the sweep.
@@ -165,13 +165,13 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		d["balance"].(map[string]any)["points"] != 50.0 || d["balance"].(map[string]any)["balance"] != 85.0 {
 		t.Fatalf("activation: %v", act)
 	}
-	if lc := card(a.ok("GET", "/v1/loyalties/members/"+code, nil)); lc["pending_points"] != 0.0 || lc["balance"] != 85.0 {
+	if lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil)); lc["pending_points"] != 0.0 || lc["balance"] != 85.0 {
 		t.Fatalf("card after activation: %v", lc)
 	}
 
 	// Canceled: never activates. Adjusted, then activated by hand.
 	pay := func(src string) map[string]any {
-		a.ok("POST", "/v1/orders", map[string]any{"source_id": src, "status": "PAID", "amount": 100, "customer": map[string]any{"source_id": "ann"}})
+		a.OK("POST", "/v1/orders", map[string]any{"source_id": src, "status": "PAID", "amount": 100, "customer": map[string]any{"source_id": "ann"}})
 		var entry map[string]any
 		stacktest.Eventually(t, 10*time.Second, "pending entry of "+src, func() bool {
 			ps := a.pending(code)
@@ -183,48 +183,48 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		return entry
 	}
 	c := pay("o-3")
-	if r := a.do("POST", "/v1/loyalties/members/"+code+"/pending-points/"+c["id"].(string)+"/cancel", nil); r.Status != 204 {
+	if r := a.Do("POST", "/v1/loyalties/members/"+code+"/pending-points/"+c["id"].(string)+"/cancel", nil); r.Status != 204 {
 		t.Fatalf("cancel: %d %s", r.Status, r.Body)
 	}
-	a.fails("POST", "/v1/loyalties/members/"+code+"/pending-points/"+c["id"].(string)+"/activate", nil, 404, "not_found")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/pending-points/"+c["id"].(string)+"/activate", nil, 404, "not_found")
 	e.Clock.Advance(5 * 24 * time.Hour)
 	time.Sleep(300 * time.Millisecond)
 	if n := len(a.history(code)); n != 3 {
 		t.Fatalf("a canceled entry activated: %d transactions", n)
 	}
 	m := pay("o-4")
-	adj := a.ok("POST", "/v1/loyalties/members/"+code+"/pending-points/"+m["id"].(string)+"/balance", map[string]any{"points": 5})
+	adj := a.OK("POST", "/v1/loyalties/members/"+code+"/pending-points/"+m["id"].(string)+"/balance", map[string]any{"points": 5})
 	if adj["points"] != 5.0 || adj["total"] != 55.0 || adj["object"] != "balance" {
 		t.Fatalf("adjust: %v", adj)
 	}
-	a.fails("POST", "/v1/loyalties/members/"+code+"/pending-points/"+m["id"].(string)+"/balance", map[string]any{"points": -55}, 400, "invalid_payload")
-	bal := a.ok("POST", "/v1/loyalties/members/"+code+"/pending-points/"+m["id"].(string)+"/activate", nil)
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/pending-points/"+m["id"].(string)+"/balance", map[string]any{"points": -55}, 400, "invalid_payload")
+	bal := a.OK("POST", "/v1/loyalties/members/"+code+"/pending-points/"+m["id"].(string)+"/activate", nil)
 	if bal["points"] != 55.0 || bal["balance"] != 140.0 || bal["object"] != "balance" {
 		t.Fatalf("activate by hand: %v", bal)
 	}
-	if lc := card(a.ok("GET", "/v1/loyalties/members/"+code, nil)); lc["pending_points"] != 0.0 || lc["balance"] != 140.0 {
+	if lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil)); lc["pending_points"] != 0.0 || lc["balance"] != 140.0 {
 		t.Fatalf("card at the end: %v", lc)
 	}
 	// Orders read back.
-	if l := a.ok("GET", "/v1/orders?limit=2", nil); l["total"] != 4.0 || len(l["orders"].([]any)) != 2 || l["has_more"] != true {
+	if l := a.OK("GET", "/v1/orders?limit=2", nil); l["total"] != 4.0 || len(l["orders"].([]any)) != 2 || l["has_more"] != true {
 		t.Fatalf("orders list: %v", l)
 	}
-	if g := a.ok("GET", "/v1/orders/o-2", nil); g["status"] != "PAID" || g["id"] != o2["id"] {
+	if g := a.OK("GET", "/v1/orders/o-2", nil); g["status"] != "PAID" || g["id"] != o2["id"] {
 		t.Fatalf("order by source id: %v", g)
 	}
-	a.fails("POST", "/v1/orders", map[string]any{"status": "SHIPPED"}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/orders", map[string]any{"status": "SHIPPED"}, 400, "invalid_payload")
 
 	// Deleting the campaign takes its rules and pending entries with it.
 	pay("o-5")
-	del := a.ok("DELETE", "/v1/loyalties/"+campID, nil)
-	waitAction(t, a, del["async_action_id"].(string))
+	del := a.OK("DELETE", "/v1/loyalties/"+campID, nil)
+	a.WaitAction(del["async_action_id"].(string))
 	var left int
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM loyalty_pending_points WHERE project_id = $1)
-		+ (SELECT count(*) FROM earning_rules WHERE project_id = $1)`, a.p.ID).Scan(&left); err != nil {
+		+ (SELECT count(*) FROM earning_rules WHERE project_id = $1)`, a.P.ID).Scan(&left); err != nil {
 		t.Fatal(err)
 	}
 	if left != 0 {
 		t.Fatalf("%d pending entries and rules outlived their campaign", left)
 	}
-	a.fails("GET", "/v1/orders/nope", nil, 404, "not_found")
+	a.Fails("GET", "/v1/orders/nope", nil, 404, "not_found")
 }

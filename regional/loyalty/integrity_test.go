@@ -31,7 +31,7 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 	codes := make([]string, 50)
 	for i := range codes {
 		codes[i] = a.member(campID, fmt.Sprintf("m%02d", i))["code"].(string)
-		a.ok("POST", "/v1/loyalties/members/"+codes[i]+"/balance", map[string]any{"points": 100})
+		a.OK("POST", "/v1/loyalties/members/"+codes[i]+"/balance", map[string]any{"points": 100})
 	}
 	var added, removed, txCount, ops, refused atomic.Int64
 	added.Store(5000)
@@ -39,7 +39,7 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 	post := func(path string, body any) (int, []byte, error) {
 		b, _ := json.Marshal(body)
 		req, _ := http.NewRequest("POST", stacktest.URL("api", path), bytes.NewReader(b))
-		req.Header = a.p.Header()
+		req.Header = a.P.Header()
 		req.Header.Set("Content-Type", "application/json")
 		res, err := e.Client.Do(req)
 		if err != nil {
@@ -117,7 +117,7 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 	pool := e.Stack.Regional["api"].Pool()
 	var balances, cards, bad int64
 	if err := pool.QueryRow(context.Background(), `SELECT coalesce(sum(balance), 0), count(*) FROM loyalty_cards WHERE project_id = $1`,
-		a.p.ID).Scan(&balances, &cards); err != nil {
+		a.P.ID).Scan(&balances, &cards); err != nil {
 		t.Fatal(err)
 	}
 	if want := added.Load() - removed.Load(); balances != want {
@@ -126,7 +126,7 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM loyalty_cards c WHERE c.project_id = $1 AND (c.balance < 0
 		OR c.balance <> (SELECT coalesce(sum(delta), 0) FROM loyalty_transactions t WHERE t.project_id = c.project_id AND t.card_id = c.id)
 		OR c.balance <> (SELECT coalesce(sum(points), 0) FROM loyalty_point_buckets b WHERE b.project_id = c.project_id AND b.card_id = c.id)
-		OR c.balance <> c.points - c.subtracted_points - c.expired_points - c.redeemed_points)`, a.p.ID).Scan(&bad); err != nil {
+		OR c.balance <> c.points - c.subtracted_points - c.expired_points - c.redeemed_points)`, a.P.ID).Scan(&bad); err != nil {
 		t.Fatal(err)
 	}
 	if bad != 0 {
@@ -139,7 +139,7 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 			WHERE b.project_id = c.project_id AND b.card_id = c.id AND b.points > 0)
 		OR c.next_expiration_points IS DISTINCT FROM (SELECT sum(points) FROM loyalty_point_buckets b
 			WHERE b.project_id = c.project_id AND b.card_id = c.id AND b.points > 0 AND b.expires_on = c.next_expiration_date))`,
-		a.p.ID).Scan(&bad); err != nil {
+		a.P.ID).Scan(&bad); err != nil {
 		t.Fatal(err)
 	}
 	if bad != 0 {
@@ -147,14 +147,14 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 	}
 	var most int64
 	if err := pool.QueryRow(context.Background(), `SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM loyalty_point_buckets
-		WHERE project_id = $1 GROUP BY card_id) x`, a.p.ID).Scan(&most); err != nil {
+		WHERE project_id = $1 GROUP BY card_id) x`, a.P.ID).Scan(&most); err != nil {
 		t.Fatal(err)
 	}
 	if most > int64(len(dates)+1) {
 		t.Fatalf("a card has %d buckets: one per addition, not per date", most)
 	}
 	var txs int64
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM loyalty_transactions WHERE project_id = $1`, a.p.ID).Scan(&txs); err != nil {
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM loyalty_transactions WHERE project_id = $1`, a.P.ID).Scan(&txs); err != nil {
 		t.Fatal(err)
 	}
 	if txs != txCount.Load() {

@@ -12,56 +12,28 @@ import (
 	"github.com/tallyhq/tally/devstack/stacktest"
 )
 
-// api is a project's client of one cluster.
-type api struct {
-	t *testing.T
-	e *stacktest.Env
-	p stacktest.Project
-}
-
-func (a api) do(method, path string, body any) stacktest.Resp {
-	a.t.Helper()
-	return a.e.Do(a.t, method, stacktest.URL(a.p.Cluster, path), a.p.Header(), body)
-}
-
-func (a api) ok(method, path string, body any) map[string]any {
-	a.t.Helper()
-	r := a.do(method, path, body)
-	if r.Status != 200 {
-		a.t.Fatalf("%s %s: %d %s", method, path, r.Status, r.Body)
-	}
-	return r.JSON(a.t)
-}
-
-func (a api) fails(method, path string, body any, status int, key string) map[string]any {
-	a.t.Helper()
-	r := a.do(method, path, body)
-	m := r.JSON(a.t)
-	if r.Status != status || (key != "" && m["key"] != key) {
-		a.t.Fatalf("%s %s: %d %s, want %d %s", method, path, r.Status, r.Body, status, key)
-	}
-	return m
-}
+// api is a project's client of one cluster, with the loyalty helpers.
+type api struct{ stacktest.API }
 
 func start(t *testing.T) (*stacktest.Env, api) {
 	e := stacktest.Start(t, stacktest.Options{})
-	return e, api{t: t, e: e, p: e.CreateProject(t, "api")}
+	return e, api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}}
 }
 
 func (a api) campaign(name string, extra map[string]any) map[string]any {
-	a.t.Helper()
+	a.T.Helper()
 	body := map[string]any{"name": name, "vouchers_count": 1,
 		"voucher": map[string]any{"type": "LOYALTY_CARD", "loyalty_card": map[string]any{"points": 0},
 			"code_config": map[string]any{"prefix": "LC-", "length": 6, "charset": "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"}}}
 	for k, v := range extra {
 		body[k] = v
 	}
-	return a.ok("POST", "/v1/loyalties", body)
+	return a.OK("POST", "/v1/loyalties", body)
 }
 
 func (a api) member(campaign, sourceID string) map[string]any {
-	a.t.Helper()
-	return a.ok("POST", "/v1/loyalties/"+campaign+"/members", map[string]any{
+	a.T.Helper()
+	return a.OK("POST", "/v1/loyalties/"+campaign+"/members", map[string]any{
 		"customer": map[string]any{"source_id": sourceID, "name": "Member " + sourceID}})
 }
 
@@ -112,16 +84,16 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 		camp["vouchers_count"] != 1.0 || camp["vouchers_generation_status"] != "DONE" {
 		t.Fatalf("campaign: %v", camp)
 	}
-	if got := a.ok("GET", "/v1/loyalties/Gold%20Club", nil); got["id"] != campID {
+	if got := a.OK("GET", "/v1/loyalties/Gold%20Club", nil); got["id"] != campID {
 		t.Fatalf("by name: %v", got)
 	}
-	a.fails("POST", "/v1/loyalties", map[string]any{"name": "Gold Club"}, 409, "duplicate_found")
-	a.fails("POST", "/v1/loyalties", map[string]any{"vouchers_count": 2}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties", map[string]any{"name": "bad\x00name"}, 400, "invalid_payload")
-	if l := a.ok("GET", "/v1/loyalties", nil); l["total"] != 1.0 || len(l["campaigns"].([]any)) != 1 || l["data_ref"] != "campaigns" {
+	a.Fails("POST", "/v1/loyalties", map[string]any{"name": "Gold Club"}, 409, "duplicate_found")
+	a.Fails("POST", "/v1/loyalties", map[string]any{"vouchers_count": 2}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/loyalties", map[string]any{"name": "bad\x00name"}, 400, "invalid_payload")
+	if l := a.OK("GET", "/v1/loyalties", nil); l["total"] != 1.0 || len(l["campaigns"].([]any)) != 1 || l["data_ref"] != "campaigns" {
 		t.Fatalf("list: %v", l)
 	}
-	upd := a.ok("PUT", "/v1/loyalties/"+campID, map[string]any{"description": "the best"})
+	upd := a.OK("PUT", "/v1/loyalties/"+campID, map[string]any{"description": "the best"})
 	if upd["description"] != "the best" || upd["metadata"].(map[string]any)["tier"] != "gold" {
 		t.Fatalf("update: %v", upd)
 	}
@@ -142,23 +114,23 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 	}
 
 	exp := time.Now().AddDate(0, 2, 0).Format(time.DateOnly)
-	bal := a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100, "reason": "welcome",
+	bal := a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100, "reason": "welcome",
 		"source_id": "crm-1", "expiration_type": "CUSTOM_DATE", "expiration_date": exp})
 	if bal["points"] != 100.0 || bal["balance"] != 100.0 || bal["total"] != 100.0 || bal["object"] != "balance" ||
 		bal["type"] != "loyalty_card" || bal["related_object"].(map[string]any)["id"] != ann["id"] {
 		t.Fatalf("balance: %v", bal)
 	}
-	a.ok("POST", "/v1/loyalties/"+campID+"/members/"+code+"/balance", map[string]any{"points": 50, "expiration_type": "NON_EXPIRING"})
-	rm := a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -30, "reason": "correction"})
+	a.OK("POST", "/v1/loyalties/"+campID+"/members/"+code+"/balance", map[string]any{"points": 50, "expiration_type": "NON_EXPIRING"})
+	rm := a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -30, "reason": "correction"})
 	if rm["points"] != -30.0 || rm["balance"] != 120.0 {
 		t.Fatalf("removal: %v", rm)
 	}
-	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -121}, 400, "loyalty_card_points_exceeded")
-	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 0}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": "many"}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 5, "expiration_type": "CUSTOM_DATE"}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -121}, 400, "loyalty_card_points_exceeded")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 0}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": "many"}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 5, "expiration_type": "CUSTOM_DATE"}, 400, "invalid_payload")
 
-	got := a.ok("GET", "/v1/loyalties/members/"+code, nil)
+	got := a.OK("GET", "/v1/loyalties/members/"+code, nil)
 	lc := card(got)
 	// 100 expiring on exp, 50 never; the removal took from the soonest-expiring.
 	if lc["points"] != 150.0 || lc["balance"] != 120.0 || lc["subtracted_points"] != 30.0 || lc["expired_points"] != 0.0 ||
@@ -166,17 +138,17 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 		t.Fatalf("figures: %v", lc)
 	}
 
-	tr := a.ok("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{
+	tr := a.OK("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{
 		{"code": code, "points": 20, "reason": "gift", "source_id": "tr-1"}})
 	if card(tr)["balance"] != 20.0 || tr["code"] != bobCode {
 		t.Fatalf("transfer answer: %v", tr)
 	}
-	a.fails("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{{"code": code, "points": 101}},
+	a.Fails("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{{"code": code, "points": 101}},
 		400, "loyalty_card_points_exceeded")
-	a.fails("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{{"code": bobCode, "points": 1}},
+	a.Fails("POST", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transfers", []map[string]any{{"code": bobCode, "points": 1}},
 		400, "invalid_payload")
 
-	txs := a.ok("GET", "/v1/loyalties/members/"+code+"/transactions?order=id", nil)
+	txs := a.OK("GET", "/v1/loyalties/members/"+code+"/transactions?order=id", nil)
 	data := txs["data"].([]any)
 	if txs["object"] != "list" || txs["data_ref"] != "data" || txs["has_more"] != false || len(data) != 4 {
 		t.Fatalf("history: %v", txs)
@@ -197,7 +169,7 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 		dv["type"] != "LOYALTY_CARD" || dv["object"] != "voucher" || dv["created_at"] == nil {
 		t.Fatalf("destination_voucher: %v", dv)
 	}
-	in := a.ok("GET", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transactions", nil)["data"].([]any)[0].(map[string]any)
+	in := a.OK("GET", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transactions", nil)["data"].([]any)[0].(map[string]any)
 	checkTx(t, in, "POINTS_TRANSFER_IN", "balance", "source_voucher")
 	if in["related_transaction_id"] != out["id"] || out["related_transaction_id"] != in["id"] || in["reason"] != "gift" {
 		t.Fatalf("transfer links: out %v in %v", out, in)
@@ -207,68 +179,53 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 	}
 
 	// The campaign-scoped and member-scoped paths agree; the campaign's list holds both cards' entries.
-	scoped := a.ok("GET", "/v1/loyalties/"+campID+"/members/"+code+"/transactions?order=id", nil)
+	scoped := a.OK("GET", "/v1/loyalties/"+campID+"/members/"+code+"/transactions?order=id", nil)
 	if fmt.Sprint(scoped["data"]) != fmt.Sprint(txs["data"]) {
 		t.Fatal("campaign-scoped and member-scoped histories differ")
 	}
-	all := a.ok("GET", "/v1/loyalties/"+campID+"/transactions?limit=100", nil)["data"].([]any)
+	all := a.OK("GET", "/v1/loyalties/"+campID+"/transactions?limit=100", nil)["data"].([]any)
 	if len(all) != 5 {
 		t.Fatalf("campaign history: %d entries", len(all))
 	}
-	if l := a.ok("GET", "/v1/loyalties/"+campID+"/members", nil); l["total"] != 2.0 || l["data_ref"] != "vouchers" {
+	if l := a.OK("GET", "/v1/loyalties/"+campID+"/members", nil); l["total"] != 2.0 || l["data_ref"] != "vouchers" {
 		t.Fatalf("members: %v", l)
 	}
 
 	// Another campaign's path does not reach this card.
 	other := a.campaign("Silver", nil)["id"].(string)
-	a.fails("GET", "/v1/loyalties/"+other+"/members/"+code, nil, 404, "not_found")
-	a.fails("GET", "/v1/loyalties/"+other+"/members/"+code+"/transactions", nil, 404, "not_found")
+	a.Fails("GET", "/v1/loyalties/"+other+"/members/"+code, nil, 404, "not_found")
+	a.Fails("GET", "/v1/loyalties/"+other+"/members/"+code+"/transactions", nil, 404, "not_found")
 
 	// Deleting the campaign: an async action; the campaign and its cards are gone at once.
-	del := a.ok("DELETE", "/v1/loyalties/"+campID, nil)
+	del := a.OK("DELETE", "/v1/loyalties/"+campID, nil)
 	if !strings.HasPrefix(del["async_action_id"].(string), "aa_") {
 		t.Fatalf("delete: %v", del)
 	}
-	a.fails("GET", "/v1/loyalties/"+campID, nil, 404, "not_found")
-	a.fails("GET", "/v1/loyalties/members/"+code, nil, 404, "not_found")
-	waitAction(t, a, del["async_action_id"].(string))
+	a.Fails("GET", "/v1/loyalties/"+campID, nil, 404, "not_found")
+	a.Fails("GET", "/v1/loyalties/members/"+code, nil, 404, "not_found")
+	a.WaitAction(del["async_action_id"].(string))
 	a.campaign("Gold Club", nil) // the name is free again
-}
-
-func waitAction(t *testing.T, a api, id string) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		act := a.ok("GET", "/v1/async-actions/"+id, nil)
-		if act["status"] == "DONE" {
-			return act
-		}
-		if act["status"] == "FAILED" || time.Now().After(deadline) {
-			t.Fatalf("async action: %v", act)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func TestManyCardsAreGeneratedByAnAsyncAction(t *testing.T) {
 	_, a := start(t)
-	camp := a.ok("POST", "/v1/loyalties", map[string]any{"name": "Big", "vouchers_count": 3000, "type": "STATIC",
+	camp := a.OK("POST", "/v1/loyalties", map[string]any{"name": "Big", "vouchers_count": 3000, "type": "STATIC",
 		"voucher": map[string]any{"loyalty_card": map[string]any{"points": 10},
 			"code_config": map[string]any{"pattern": "BIG-####-##", "charset": "0123456789"}}})
 	if camp["vouchers_generation_status"] != "IN_PROGRESS" || camp["async_action_id"] == nil {
 		t.Fatalf("campaign: %v", camp)
 	}
-	act := waitAction(t, a, camp["async_action_id"].(string))
+	act := a.WaitAction(camp["async_action_id"].(string))
 	if act["type"] != "CAMPAIGN.VOUCHERS_GENERATE" || act["progress"] != 100.0 {
 		t.Fatalf("action: %v", act)
 	}
-	if got := a.ok("GET", "/v1/loyalties/"+camp["id"].(string), nil); got["vouchers_generation_status"] != "DONE" {
+	if got := a.OK("GET", "/v1/loyalties/"+camp["id"].(string), nil); got["vouchers_generation_status"] != "DONE" {
 		t.Fatalf("after: %v", got)
 	}
 	seen := map[string]bool{}
 	after := ""
 	for {
-		l := a.ok("GET", "/v1/loyalties/"+camp["id"].(string)+"/members?limit=100&starting_after_id="+after, nil)
+		l := a.OK("GET", "/v1/loyalties/"+camp["id"].(string)+"/members?limit=100&starting_after_id="+after, nil)
 		if l["total"] != 3000.0 {
 			t.Fatalf("total %v", l["total"])
 		}
@@ -294,14 +251,14 @@ func TestManyCardsAreGeneratedByAnAsyncAction(t *testing.T) {
 		code = c
 		break
 	}
-	txs := a.ok("GET", "/v1/loyalties/members/"+code+"/transactions", nil)["data"].([]any)
+	txs := a.OK("GET", "/v1/loyalties/members/"+code+"/transactions", nil)["data"].([]any)
 	if len(txs) != 1 {
 		t.Fatalf("initial points: %v", txs)
 	}
 	checkTx(t, txs[0].(map[string]any), "POINTS_ADDITION", "balance")
 	// A STATIC campaign with every card taken refuses new members only when none is free.
 	a.member(camp["id"].(string), "first")
-	a.fails("POST", "/v1/loyalties", map[string]any{"name": "Tiny", "vouchers_count": 11,
+	a.Fails("POST", "/v1/loyalties", map[string]any{"name": "Tiny", "vouchers_count": 11,
 		"voucher": map[string]any{"code_config": map[string]any{"length": 1, "charset": "AB"}}}, 400, "invalid_payload")
 }
 
@@ -310,7 +267,7 @@ func TestHistoryPagesFiltersAndOrders(t *testing.T) {
 	campID := a.campaign("Paging", nil)["id"].(string)
 	code := a.member(campID, "pat")["code"].(string)
 	for i := 0; i < 250; i++ {
-		a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": i + 1, "source_id": fmt.Sprintf("s%03d", i)})
+		a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": i + 1, "source_id": fmt.Sprintf("s%03d", i)})
 	}
 	path := "/v1/loyalties/members/" + code + "/transactions"
 	collect := func(order string) []string {
@@ -321,7 +278,7 @@ func TestHistoryPagesFiltersAndOrders(t *testing.T) {
 			if after != "" {
 				q.Set("starting_after_id", after)
 			}
-			l := a.ok("GET", path+"?"+q.Encode(), nil)
+			l := a.OK("GET", path+"?"+q.Encode(), nil)
 			for _, v := range l["data"].([]any) {
 				ids = append(ids, v.(map[string]any)["id"].(string))
 			}
@@ -343,17 +300,17 @@ func TestHistoryPagesFiltersAndOrders(t *testing.T) {
 			t.Fatal("descending is not ascending reversed")
 		}
 	}
-	def := a.ok("GET", path, nil)["data"].([]any)
+	def := a.OK("GET", path, nil)["data"].([]any)
 	if len(def) != 10 || def[0].(map[string]any)["id"] != asc[0] {
 		t.Fatalf("default: %d entries", len(def))
 	}
 
-	all := a.ok("GET", path+"?limit=100&order=id", nil)["data"].([]any)
+	all := a.OK("GET", path+"?limit=100&order=id", nil)["data"].([]any)
 	mid := all[50].(map[string]any)
 	midAt, _ := time.Parse(time.RFC3339Nano, mid["created_at"].(string))
 	count := func(q string) int {
 		t.Helper()
-		return len(a.ok("GET", path+"?limit=100&"+q, nil)["data"].([]any))
+		return len(a.OK("GET", path+"?limit=100&"+q, nil)["data"].([]any))
 	}
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
@@ -384,7 +341,7 @@ func TestHistoryPagesFiltersAndOrders(t *testing.T) {
 			t.Errorf("%s: %d, want %d", q, got, want)
 		}
 	}
-	if got := a.ok("GET", path+"?filters[created_at][conditions][$after]="+url.QueryEscape(midAt.Add(-time.Millisecond).Format(time.RFC3339Nano))+"&limit=100", nil)["data"].([]any); len(got) == 0 {
+	if got := a.OK("GET", path+"?filters[created_at][conditions][$after]="+url.QueryEscape(midAt.Add(-time.Millisecond).Format(time.RFC3339Nano))+"&limit=100", nil)["data"].([]any); len(got) == 0 {
 		t.Error("$after a mid-history time found nothing")
 	}
 	for q, param := range map[string]string{
@@ -392,7 +349,7 @@ func TestHistoryPagesFiltersAndOrders(t *testing.T) {
 		"filters[amount][conditions][$is]=1": "filters[amount]", "filters[created_at][conditions][$after]=soon": "filters[created_at]",
 		"filters[id][conditions][$gt]=a": "filters[id]", "filters[junction]=nor": "filters[junction]",
 	} {
-		m := a.fails("GET", path+"?"+q, nil, 400, "invalid_query_params")
+		m := a.Fails("GET", path+"?"+q, nil, 400, "invalid_query_params")
 		if !strings.Contains(m["details"].(string), param) {
 			t.Errorf("%s: details %q do not name %s", q, m["details"], param)
 		}
@@ -403,17 +360,17 @@ func TestCardsOfOtherProjectsAndClustersAreUnreachable(t *testing.T) {
 	e, a := start(t)
 	campID := a.campaign("Mine", nil)["id"].(string)
 	code := a.member(campID, "me")["code"].(string)
-	other := api{t: t, e: e, p: e.CreateProject(t, "api")}
-	other.fails("GET", "/v1/loyalties/members/"+code, nil, 404, "not_found")
-	other.fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 5}, 404, "not_found")
-	other.fails("GET", "/v1/loyalties/members/"+code+"/transactions", nil, 404, "not_found")
-	other.fails("GET", "/v1/loyalties/"+campID, nil, 404, "not_found")
-	us := api{t: t, e: e, p: e.CreateProject(t, "us1")}
+	other := api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}}
+	other.Fails("GET", "/v1/loyalties/members/"+code, nil, 404, "not_found")
+	other.Fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 5}, 404, "not_found")
+	other.Fails("GET", "/v1/loyalties/members/"+code+"/transactions", nil, 404, "not_found")
+	other.Fails("GET", "/v1/loyalties/"+campID, nil, 404, "not_found")
+	us := api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "us1")}}
 	usCode := us.member(us.campaign("US", nil)["id"].(string), "yank")["code"].(string)
 	// The us1 project's key on the Europe host is the wrong cluster; Europe's key finds no such card.
-	r := e.Do(t, "GET", stacktest.URL("api", "/v1/loyalties/members/"+usCode), us.p.Header(), nil)
+	r := e.Do(t, "GET", stacktest.URL("api", "/v1/loyalties/members/"+usCode), us.P.Header(), nil)
 	if r.Status != 421 {
 		t.Fatalf("us1 card on api: %d %s", r.Status, r.Body)
 	}
-	a.fails("GET", "/v1/loyalties/members/"+usCode, nil, 404, "not_found")
+	a.Fails("GET", "/v1/loyalties/members/"+usCode, nil, 404, "not_found")
 }

@@ -2,9 +2,6 @@ package loyalty_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -13,130 +10,69 @@ import (
 	"github.com/tallyhq/tally/devstack/stacktest"
 )
 
-// hooks records the webhook events a project's subscription receives.
-type hooks struct {
-	mu    sync.Mutex
-	types []string
-	datas []map[string]any
-}
-
-// subscribe points a webhook for events at a receiver.
-func subscribe(t *testing.T, a api, events ...string) *hooks {
-	t.Helper()
-	h := &hooks{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		var ev struct {
-			Type string `json:"type"`
-			Data struct {
-				Object map[string]any `json:"object"`
-			} `json:"data"`
-		}
-		_ = json.Unmarshal(b, &ev)
-		h.mu.Lock()
-		h.types = append(h.types, ev.Type)
-		h.datas = append(h.datas, ev.Data.Object)
-		h.mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	r := a.e.Do(t, "POST", "http://api.localhost/management/v1/projects/"+a.p.ID+"/webhooks", a.e.MgmtHeader(),
-		map[string]any{"target_url": srv.URL + "/hooks", "events": events})
-	if r.Status != 200 {
-		t.Fatalf("webhook: %d %s", r.Status, r.Body)
-	}
-	return h
-}
-
-// count is how many events of type typ arrived.
-func (h *hooks) count(typ string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, x := range h.types {
-		if x == typ {
-			n++
-		}
-	}
-	return n
-}
-
-// wait waits for n events of type typ and returns the last one's object.
-func (h *hooks) wait(t *testing.T, typ string, n int) map[string]any {
-	t.Helper()
-	stacktest.Eventually(t, 10*time.Second, typ+" events", func() bool { return h.count(typ) >= n })
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i := len(h.types) - 1; i >= 0; i-- {
-		if h.types[i] == typ {
-			return h.datas[i]
-		}
-	}
-	return nil
-}
-
 func last(txs []map[string]any) map[string]any { return txs[len(txs)-1] }
 
 func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 	e, a := start(t)
-	ev := subscribe(t, a, "redemption.succeeded", "redemption.rollback.succeeded", "reward.created")
+	ev := a.Subscribe("redemption.succeeded", "redemption.rollback.succeeded", "reward.created")
 	campID := a.campaign("Spenders", nil)["id"].(string)
 	code := a.member(campID, "ann")["code"].(string)
-	a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
 
 	// Rewards: what cannot be served is refused, saying what is wrong.
-	a.fails("POST", "/v1/rewards", map[string]any{"parameters": map[string]any{"product": map[string]any{"id": "prod_1"}}}, 400, "invalid_payload")
-	a.fails("POST", "/v1/rewards", map[string]any{"name": "X"}, 400, "invalid_payload")
-	a.fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{"product": map[string]any{"id": "p"},
+	a.Fails("POST", "/v1/rewards", map[string]any{"parameters": map[string]any{"product": map[string]any{"id": "prod_1"}}}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X"}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{"product": map[string]any{"id": "p"},
 		"coin": map[string]any{"exchange_ratio": 1, "points_ratio": 10}}}, 400, "invalid_payload")
-	a.fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{"campaign": map[string]any{"id": campID}}},
+	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{"campaign": map[string]any{"id": campID}}},
 		400, "feature_not_available")
-	a.fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{"coin": map[string]any{"exchange_ratio": 0, "points_ratio": 10}}},
+	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{"coin": map[string]any{"exchange_ratio": 0, "points_ratio": 10}}},
 		400, "invalid_payload")
-	a.fails("POST", "/v1/rewards", map[string]any{"name": "X", "stock": -1, "parameters": map[string]any{"product": map[string]any{"id": "p"}}},
+	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X", "stock": -1, "parameters": map[string]any{"product": map[string]any{"id": "p"}}},
 		400, "invalid_payload")
-	mug := a.ok("POST", "/v1/rewards", map[string]any{"name": "Mug", "stock": 2, "attributes": map[string]any{"description": "A mug"},
+	mug := a.OK("POST", "/v1/rewards", map[string]any{"name": "Mug", "stock": 2, "attributes": map[string]any{"description": "A mug"},
 		"parameters": map[string]any{"product": map[string]any{"id": "prod_mug", "sku_id": "sku_blue"}}, "metadata": map[string]any{"shelf": "A"}})
 	if !strings.HasPrefix(mug["id"].(string), "rew_") || mug["type"] != "MATERIAL" || mug["object"] != "reward" || mug["stock"] != 2.0 ||
 		mug["redeemed"] != 0.0 || mug["attributes"].(map[string]any)["description"] != "A mug" {
 		t.Fatalf("reward: %v", mug)
 	}
 	mugID := mug["id"].(string)
-	coin := a.ok("POST", "/v1/rewards", map[string]any{"name": "Pay with points",
+	coin := a.OK("POST", "/v1/rewards", map[string]any{"name": "Pay with points",
 		"parameters": map[string]any{"coin": map[string]any{"exchange_ratio": 1, "points_ratio": 10}}})
 	coinID := coin["id"].(string)
-	big := a.ok("POST", "/v1/rewards", map[string]any{"name": "Bike", "parameters": map[string]any{"product": map[string]any{"id": "prod_bike"}}})
-	lone := a.ok("POST", "/v1/rewards", map[string]any{"name": "Unoffered", "parameters": map[string]any{"product": map[string]any{"id": "prod_x"}}})
-	if l := a.ok("GET", "/v1/rewards?limit=2", nil); l["total"] != 4.0 || len(l["data"].([]any)) != 2 || l["has_more"] != true {
+	big := a.OK("POST", "/v1/rewards", map[string]any{"name": "Bike", "parameters": map[string]any{"product": map[string]any{"id": "prod_bike"}}})
+	lone := a.OK("POST", "/v1/rewards", map[string]any{"name": "Unoffered", "parameters": map[string]any{"product": map[string]any{"id": "prod_x"}}})
+	if l := a.OK("GET", "/v1/rewards?limit=2", nil); l["total"] != 4.0 || len(l["data"].([]any)) != 2 || l["has_more"] != true {
 		t.Fatalf("rewards list: %v", l)
 	}
-	if u := a.ok("PUT", "/v1/rewards/"+mugID, map[string]any{"name": "Blue mug"}); u["name"] != "Blue mug" || u["stock"] != 2.0 || u["updated_at"] == nil {
+	if u := a.OK("PUT", "/v1/rewards/"+mugID, map[string]any{"name": "Blue mug"}); u["name"] != "Blue mug" || u["stock"] != 2.0 || u["updated_at"] == nil {
 		t.Fatalf("reward update: %v", u)
 	}
-	a.fails("PUT", "/v1/rewards/"+mugID, map[string]any{"parameters": map[string]any{"coin": map[string]any{"exchange_ratio": 1, "points_ratio": 1}}},
+	a.Fails("PUT", "/v1/rewards/"+mugID, map[string]any{"parameters": map[string]any{"coin": map[string]any{"exchange_ratio": 1, "points_ratio": 1}}},
 		400, "invalid_payload")
-	ev.wait(t, "reward.created", 4)
+	ev.Wait(t, "reward.created", 4)
 
 	// Assignments price rewards in the campaign.
-	as := a.ok("POST", "/v1/loyalties/"+campID+"/rewards", []map[string]any{{"reward": mugID, "parameters": map[string]any{"loyalty": map[string]any{"points": 100}}}})
+	as := a.OK("POST", "/v1/loyalties/"+campID+"/rewards", []map[string]any{{"reward": mugID, "parameters": map[string]any{"loyalty": map[string]any{"points": 100}}}})
 	if !strings.HasPrefix(as["id"].(string), "rewa_") || as["object"] != "reward_assignment" || as["reward_id"] != mugID ||
 		as["related_object_id"] != campID || as["parameters"].(map[string]any)["loyalty"].(map[string]any)["points"] != 100.0 {
 		t.Fatalf("assignment: %v", as)
 	}
-	a.fails("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": mugID, "parameters": map[string]any{"loyalty": map[string]any{"points": 5}}}, 409, "duplicate_found")
-	a.fails("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": coinID, "parameters": map[string]any{"loyalty": map[string]any{"points": 5}}}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": big["id"]}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": "rew_nope", "parameters": map[string]any{"loyalty": map[string]any{"points": 5}}}, 404, "not_found")
-	a.ok("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": coinID})
-	a.ok("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": big["id"], "parameters": map[string]any{"loyalty": map[string]any{"points": 10000}}})
-	if l := a.ok("GET", "/v1/loyalties/"+campID+"/rewards", nil); l["total"] != 3.0 {
+	a.Fails("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": mugID, "parameters": map[string]any{"loyalty": map[string]any{"points": 5}}}, 409, "duplicate_found")
+	a.Fails("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": coinID, "parameters": map[string]any{"loyalty": map[string]any{"points": 5}}}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": big["id"]}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": "rew_nope", "parameters": map[string]any{"loyalty": map[string]any{"points": 5}}}, 404, "not_found")
+	a.OK("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": coinID})
+	a.OK("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": big["id"], "parameters": map[string]any{"loyalty": map[string]any{"points": 10000}}})
+	if l := a.OK("GET", "/v1/loyalties/"+campID+"/rewards", nil); l["total"] != 3.0 {
 		t.Fatalf("assignments: %v", l)
 	}
-	if g := a.ok("GET", "/v1/loyalties/"+campID+"/rewards/"+as["id"].(string), nil); g["id"] != as["id"] {
+	if g := a.OK("GET", "/v1/loyalties/"+campID+"/rewards/"+as["id"].(string), nil); g["id"] != as["id"] {
 		t.Fatalf("assignment get: %v", g)
 	}
 
 	// A redemption for an order it describes.
-	red := a.ok("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID},
+	red := a.OK("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID},
 		"order": map[string]any{"source_id": "ord-r1", "amount": 3000}, "metadata": map[string]any{"till": 4}})
 	if !strings.HasPrefix(red["id"].(string), "r_") || red["object"] != "redemption" || red["result"] != "SUCCESS" || red["status"] != "SUCCEEDED" ||
 		red["loyalty_card"].(map[string]any)["points"] != 100.0 || red["related_object_id"] == nil || red["related_object_type"] != "voucher" ||
@@ -158,22 +94,22 @@ func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 		d["order"].(map[string]any)["source_id"] != "ord-r1" {
 		t.Fatalf("redemption entry: %v", tx)
 	}
-	m := a.ok("GET", "/v1/loyalties/members/"+code, nil)
+	m := a.OK("GET", "/v1/loyalties/members/"+code, nil)
 	if lc := card(m); lc["balance"] != 400.0 || lc["points"] != 500.0 || m["redemption"].(map[string]any)["redeemed_points"] != 100.0 {
 		t.Fatalf("card after redemption: %v", m)
 	}
-	if g := a.ok("GET", "/v1/redemptions/"+redID, nil); g["status"] != "SUCCEEDED" || g["id"] != redID {
+	if g := a.OK("GET", "/v1/redemptions/"+redID, nil); g["status"] != "SUCCEEDED" || g["id"] != redID {
 		t.Fatalf("redemption get: %v", g)
 	}
-	if g := a.ok("GET", "/v1/rewards/"+mugID, nil); g["redeemed"] != 1.0 {
+	if g := a.OK("GET", "/v1/rewards/"+mugID, nil); g["redeemed"] != 1.0 {
 		t.Fatalf("reward after a redemption: %v", g)
 	}
-	if o := ev.wait(t, "redemption.succeeded", 1); o["redemption"].(map[string]any)["id"] != redID {
+	if o := ev.Wait(t, "redemption.succeeded", 1); o["redemption"].(map[string]any)["id"] != redID {
 		t.Fatalf("redemption event: %v", o)
 	}
 
 	// The rollback returns the points, once.
-	rb := a.ok("POST", "/v1/redemptions/"+redID+"/rollback?reason=changed+mind", nil)
+	rb := a.OK("POST", "/v1/redemptions/"+redID+"/rollback?reason=changed+mind", nil)
 	if !strings.HasPrefix(rb["id"].(string), "rr_") || rb["object"] != "redemption_rollback" || rb["redemption"] != redID ||
 		rb["reason"] != "changed mind" || rb["result"] != "SUCCESS" || card(rb["voucher"].(map[string]any))["balance"] != 500.0 {
 		t.Fatalf("rollback: %v", rb)
@@ -186,71 +122,71 @@ func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 		d["reward"].(map[string]any)["id"] != mugID || d["order"].(map[string]any)["source_id"] != "ord-r1" {
 		t.Fatalf("refund entry: %v", tx)
 	}
-	a.fails("POST", "/v1/redemptions/"+redID+"/rollback", nil, 400, "already_rolled_back")
-	a.fails("POST", "/v1/redemptions/r_nope/rollback", nil, 404, "not_found")
-	g := a.ok("GET", "/v1/redemptions/"+redID, nil)
+	a.Fails("POST", "/v1/redemptions/"+redID+"/rollback", nil, 400, "already_rolled_back")
+	a.Fails("POST", "/v1/redemptions/r_nope/rollback", nil, 404, "not_found")
+	g := a.OK("GET", "/v1/redemptions/"+redID, nil)
 	if g["status"] != "ROLLED_BACK" || g["related_redemptions"].(map[string]any)["rollbacks"].([]any)[0].(map[string]any)["id"] != rb["id"] {
 		t.Fatalf("rolled-back redemption: %v", g)
 	}
-	if g := a.ok("GET", "/v1/redemptions/"+rb["id"].(string), nil); g["object"] != "redemption_rollback" {
+	if g := a.OK("GET", "/v1/redemptions/"+rb["id"].(string), nil); g["object"] != "redemption_rollback" {
 		t.Fatalf("rollback get: %v", g)
 	}
-	m = a.ok("GET", "/v1/loyalties/members/"+code, nil)
+	m = a.OK("GET", "/v1/loyalties/members/"+code, nil)
 	if lc := card(m); lc["balance"] != 500.0 || m["redemption"].(map[string]any)["redeemed_points"] != 0.0 {
 		t.Fatalf("card after rollback: %v", m)
 	}
-	ev.wait(t, "redemption.rollback.succeeded", 1)
+	ev.Wait(t, "redemption.rollback.succeeded", 1)
 
 	// Stock: two units, then none until one comes back.
-	r1 := a.ok("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID}})
-	a.ok("POST", "/v1/loyalties/"+campID+"/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID}})
-	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID}}, 400, "quantity_exceeded")
-	a.ok("POST", "/v1/redemptions/"+r1["id"].(string)+"/rollback", map[string]any{"reason": "returned"})
-	a.ok("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID}})
-	a.fails("PUT", "/v1/rewards/"+mugID, map[string]any{"stock": 1}, 400, "invalid_payload")
+	r1 := a.OK("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID}})
+	a.OK("POST", "/v1/loyalties/"+campID+"/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID}})
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID}}, 400, "quantity_exceeded")
+	a.OK("POST", "/v1/redemptions/"+r1["id"].(string)+"/rollback", map[string]any{"reason": "returned"})
+	a.OK("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID}})
+	a.Fails("PUT", "/v1/rewards/"+mugID, map[string]any{"stock": 1}, 400, "invalid_payload")
 	// balance: 500 - 2×100 = 300
 
 	// What the card or the campaign cannot pay for.
-	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": big["id"]}}, 400, "loyalty_card_points_exceeded")
-	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": lone["id"]}}, 400, "reward_not_assigned")
-	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": "rew_nope"}}, 404, "not_found")
-	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID, "points": 3}}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/members/LC-NOPE/redemption", map[string]any{"reward": map[string]any{"id": mugID}}, 404, "not_found")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": big["id"]}}, 400, "loyalty_card_points_exceeded")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": lone["id"]}}, 400, "reward_not_assigned")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": "rew_nope"}}, 404, "not_found")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mugID, "points": 3}}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/loyalties/members/LC-NOPE/redemption", map[string]any{"reward": map[string]any{"id": mugID}}, 404, "not_found")
 
 	// Pay with points: 10 points to 1.00, so a 25.00 order takes 250, in
 	// parts or at once, and no more.
-	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID}}, 400, "invalid_payload")
-	part := a.ok("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID, "points": 20},
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID}}, 400, "invalid_payload")
+	part := a.OK("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID, "points": 20},
 		"order": map[string]any{"source_id": "ord-coin", "amount": 2500}})
 	if part["amount"] != 200.0 || part["loyalty_card"].(map[string]any)["points"] != 20.0 || card(part["voucher"].(map[string]any))["balance"] != 280.0 {
 		t.Fatalf("partial coin redemption: %v", part)
 	}
-	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID, "points": 231},
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID, "points": 231},
 		"order": map[string]any{"id": "ord-coin"}}, 400, "invalid_payload")
-	rest := a.ok("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID},
+	rest := a.OK("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID},
 		"order": map[string]any{"source_id": "ord-coin"}})
 	if rest["amount"] != 2300.0 || rest["loyalty_card"].(map[string]any)["points"] != 230.0 || card(rest["voucher"].(map[string]any))["balance"] != 50.0 {
 		t.Fatalf("coin redemption of the rest: %v", rest)
 	}
-	a.fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID},
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": coinID},
 		"order": map[string]any{"source_id": "ord-coin"}}, 400, "invalid_payload")
 
 	// Another project sees none of it.
-	other := api{t: t, e: e, p: e.CreateProject(t, "api")}
-	other.fails("GET", "/v1/redemptions/"+redID, nil, 404, "not_found")
-	other.fails("GET", "/v1/rewards/"+mugID, nil, 404, "not_found")
-	other.fails("POST", "/v1/redemptions/"+redID+"/rollback", nil, 404, "not_found")
+	other := api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}}
+	other.Fails("GET", "/v1/redemptions/"+redID, nil, 404, "not_found")
+	other.Fails("GET", "/v1/rewards/"+mugID, nil, 404, "not_found")
+	other.Fails("POST", "/v1/redemptions/"+redID+"/rollback", nil, 404, "not_found")
 
 	// A deleted reward leaves its campaign; its redemptions keep its name.
-	if r := a.do("DELETE", "/v1/rewards/"+mugID, nil); r.Status != 204 {
+	if r := a.Do("DELETE", "/v1/rewards/"+mugID, nil); r.Status != 204 {
 		t.Fatalf("delete reward: %d %s", r.Status, r.Body)
 	}
-	a.fails("GET", "/v1/rewards/"+mugID, nil, 404, "not_found")
-	if l := a.ok("GET", "/v1/loyalties/"+campID+"/rewards", nil); l["total"] != 2.0 {
+	a.Fails("GET", "/v1/rewards/"+mugID, nil, 404, "not_found")
+	if l := a.OK("GET", "/v1/loyalties/"+campID+"/rewards", nil); l["total"] != 2.0 {
 		t.Fatalf("assignments after a reward's deletion: %v", l)
 	}
-	if g := a.ok("GET", "/v1/redemptions/"+redID, nil); g["reward"].(map[string]any)["name"] != "Blue mug" {
+	if g := a.OK("GET", "/v1/redemptions/"+redID, nil); g["reward"].(map[string]any)["name"] != "Blue mug" {
 		t.Fatalf("redemption of a deleted reward: %v", g)
 	}
 }
@@ -259,9 +195,9 @@ func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
 	_, a := start(t)
 	campID := a.campaign("Rush", nil)["id"].(string)
 	code := a.member(campID, "bob")["code"].(string)
-	a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
-	w := a.ok("POST", "/v1/rewards", map[string]any{"name": "Voucher", "parameters": map[string]any{"product": map[string]any{"id": "prod_v"}}})
-	a.ok("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": w["id"], "parameters": map[string]any{"loyalty": map[string]any{"points": 100}}})
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
+	w := a.OK("POST", "/v1/rewards", map[string]any{"name": "Voucher", "parameters": map[string]any{"product": map[string]any{"id": "prod_v"}}})
+	a.OK("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": w["id"], "parameters": map[string]any{"loyalty": map[string]any{"points": 100}}})
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -271,7 +207,7 @@ func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := a.do("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": w["id"]}})
+			r := a.Do("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": w["id"]}})
 			mu.Lock()
 			defer mu.Unlock()
 			statuses[r.Status]++
@@ -284,7 +220,7 @@ func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
 	if statuses[200] != 5 || statuses[400] != 15 || len(bad) > 0 {
 		t.Fatalf("20 redemptions of 100 on 500 points: %v, unexpected answers %v", statuses, bad)
 	}
-	if lc := card(a.ok("GET", "/v1/loyalties/members/"+code, nil)); lc["balance"] != 0.0 {
+	if lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil)); lc["balance"] != 0.0 {
 		t.Fatalf("card: %v", lc)
 	}
 	n := 0
@@ -300,17 +236,17 @@ func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
 
 func TestPointsExpireAfterTheirDate(t *testing.T) {
 	e, a := start(t)
-	ev := subscribe(t, a, "voucher.loyalty_card.points_expired")
+	ev := a.Subscribe("voucher.loyalty_card.points_expired")
 	campID := a.campaign("Expiring", nil)["id"].(string)
 	code := a.member(campID, "cy")["code"].(string)
 	today := e.Clock.Today()
 	d10, d20 := today.AddDate(0, 0, 10).Format(time.DateOnly), today.AddDate(0, 0, 20).Format(time.DateOnly)
-	a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100, "expiration_type": "CUSTOM_DATE", "expiration_date": d10})
-	a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 50, "expiration_type": "CUSTOM_DATE", "expiration_date": d20})
-	a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 30, "expiration_type": "NON_EXPIRING"})
-	a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -20}) // from the soonest: 80 left of d10
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100, "expiration_type": "CUSTOM_DATE", "expiration_date": d10})
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 50, "expiration_type": "CUSTOM_DATE", "expiration_date": d20})
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 30, "expiration_type": "NON_EXPIRING"})
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -20}) // from the soonest: 80 left of d10
 
-	l := a.ok("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration", nil)
+	l := a.OK("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration", nil)
 	data := l["data"].([]any)
 	if l["total"] != 2.0 || len(data) != 2 {
 		t.Fatalf("points expiration: %v", l)
@@ -323,7 +259,7 @@ func TestPointsExpireAfterTheirDate(t *testing.T) {
 	if b1 := data[1].(map[string]any); b1["expires_at"] != d20 || b1["bucket"].(map[string]any)["total_points"] != 50.0 {
 		t.Fatalf("second bucket: %v", b1)
 	}
-	a.fails("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration?page=2", nil, 400, "invalid_query_params")
+	a.Fails("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration?page=2", nil, 400, "invalid_query_params")
 
 	// Points dated D are good through D.
 	e.Clock.Advance(10 * 24 * time.Hour)
@@ -338,14 +274,14 @@ func TestPointsExpireAfterTheirDate(t *testing.T) {
 	if b := tx["details"].(map[string]any)["balance"].(map[string]any); b["points"] != -80.0 || b["balance"] != 80.0 || b["total"] != 80.0 {
 		t.Fatalf("expiration entry: %v", tx)
 	}
-	lc := card(a.ok("GET", "/v1/loyalties/members/"+code, nil))
+	lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil))
 	if lc["expired_points"] != 80.0 || lc["balance"] != 80.0 || lc["next_expiration_date"] != d20 || lc["next_expiration_points"] != 50.0 {
 		t.Fatalf("card after expiration: %v", lc)
 	}
-	if l := a.ok("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration", nil); l["total"] != 1.0 {
+	if l := a.OK("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration", nil); l["total"] != 1.0 {
 		t.Fatalf("points expiration after the sweep: %v", l)
 	}
-	ev.wait(t, "voucher.loyalty_card.points_expired", 1)
+	ev.Wait(t, "voucher.loyalty_card.points_expired", 1)
 	// The sweep runs on: nothing expires twice.
 	time.Sleep(200 * time.Millisecond)
 	if n := len(a.history(code)); n != 5 {
@@ -355,26 +291,26 @@ func TestPointsExpireAfterTheirDate(t *testing.T) {
 
 func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
 	_, a := start(t)
-	ev := subscribe(t, a, "customer.loyalty.tier.joined", "customer.loyalty.tier.left", "customer.loyalty.tier.upgraded")
+	ev := a.Subscribe("customer.loyalty.tier.joined", "customer.loyalty.tier.left", "customer.loyalty.tier.upgraded")
 	campID := a.campaign("Tiered", nil)["id"].(string)
 	code := a.member(campID, "dee")["code"].(string)
 	var rules []map[string]any
-	r := a.do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{
+	r := a.Do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{
 		{"event": "order.paid", "source": map[string]any{"banner": "Hundred"}, "loyalty": map[string]any{"type": "FIXED", "points": 100}}})
 	if r.Status != 200 || json.Unmarshal(r.Body, &rules) != nil {
 		t.Fatalf("rule: %d %s", r.Status, r.Body)
 	}
 	ruleID := rules[0]["id"].(string)
 
-	a.fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "X"}}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "A", "points": map[string]any{"from": 0, "to": 100}},
+	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "X"}}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "A", "points": map[string]any{"from": 0, "to": 100}},
 		{"name": "B", "points": map[string]any{"from": 100}}}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "A", "points": map[string]any{"from": 0},
+	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "A", "points": map[string]any{"from": 0},
 		"earning_rules": map[string]any{"ern_nope": map[string]any{"type": "MULTIPLY", "multiplier": 2}}}}, 400, "invalid_payload")
-	a.fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "A", "points": map[string]any{"from": 0},
+	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "A", "points": map[string]any{"from": 0},
 		"earning_rules": map[string]any{ruleID: map[string]any{"type": "MULTIPLY"}}}}, 400, "invalid_payload")
 	var tiers []map[string]any
-	r = a.do("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{
+	r = a.Do("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{
 		{"name": "Bronze", "points": map[string]any{"from": 100, "to": 299}},
 		{"name": "Silver", "points": map[string]any{"from": 300}, "earning_rules": map[string]any{ruleID: map[string]any{"type": "MULTIPLY", "multiplier": 2}}},
 	})
@@ -386,32 +322,32 @@ func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
 		bronze["points"].(map[string]any)["to"] != 299.0 || silver["points"].(map[string]any)["to"] != nil {
 		t.Fatalf("tier: %v", bronze)
 	}
-	a.fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "C", "points": map[string]any{"from": 250, "to": 260}}}, 400, "invalid_payload")
-	if l := a.ok("GET", "/v1/loyalties/"+campID+"/tiers", nil); l["total"] != 2.0 {
+	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "C", "points": map[string]any{"from": 250, "to": 260}}}, 400, "invalid_payload")
+	if l := a.OK("GET", "/v1/loyalties/"+campID+"/tiers", nil); l["total"] != 2.0 {
 		t.Fatalf("tiers list: %v", l)
 	}
-	if g := a.ok("GET", "/v1/loyalties/"+campID+"/tiers/"+silver["id"].(string), nil); g["name"] != "Silver" {
+	if g := a.OK("GET", "/v1/loyalties/"+campID+"/tiers/"+silver["id"].(string), nil); g["name"] != "Silver" {
 		t.Fatalf("tier get: %v", g)
 	}
 	// A rule scoped to Bronze earns only for Bronze holders.
-	if r := a.do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid", "source": map[string]any{"banner": "Bronze bonus"},
+	if r := a.Do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid", "source": map[string]any{"banner": "Bronze bonus"},
 		"loyalty_tier": map[string]any{"id": bronze["id"]}, "loyalty": map[string]any{"type": "FIXED", "points": 7}}}); r.Status != 200 {
 		t.Fatalf("scoped rule: %d %s", r.Status, r.Body)
 	}
-	memberTiers := func() []any { return a.ok("GET", "/v1/loyalties/members/"+code+"/tiers", nil)["data"].([]any) }
+	memberTiers := func() []any { return a.OK("GET", "/v1/loyalties/members/"+code+"/tiers", nil)["data"].([]any) }
 	if n := len(memberTiers()); n != 0 {
 		t.Fatalf("a card with no points is in %d tiers", n)
 	}
 
 	pay := func(src string, entries int) []map[string]any {
-		a.ok("POST", "/v1/orders", map[string]any{"source_id": src, "status": "PAID", "amount": 1000, "customer": map[string]any{"source_id": "dee"}})
+		a.OK("POST", "/v1/orders", map[string]any{"source_id": src, "status": "PAID", "amount": 1000, "customer": map[string]any{"source_id": "dee"}})
 		stacktest.Eventually(t, 10*time.Second, "accruals of "+src, func() bool { return len(a.history(code)) == entries })
 		return a.history(code)
 	}
 	// No tier yet: 100, without tier details; the scoped rule does not earn.
 	h := pay("o-1", 1)
 	checkTx(t, h[0], "POINTS_ACCRUAL", "balance", "earning_rule", "event", "order")
-	if o := ev.wait(t, "customer.loyalty.tier.joined", 1); o["loyalty_tier"].(map[string]any)["id"] != bronze["id"] {
+	if o := ev.Wait(t, "customer.loyalty.tier.joined", 1); o["loyalty_tier"].(map[string]any)["id"] != bronze["id"] {
 		t.Fatalf("joined: %v", o)
 	}
 	if mt := memberTiers(); len(mt) != 1 || mt[0].(map[string]any)["id"] != bronze["id"] {
@@ -427,12 +363,12 @@ func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
 		}
 	}
 	// 207 points, then 100 more by hand: Silver.
-	a.ok("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100})
-	if o := ev.wait(t, "customer.loyalty.tier.upgraded", 1); o["loyalty_tier"].(map[string]any)["id"] != silver["id"] ||
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100})
+	if o := ev.Wait(t, "customer.loyalty.tier.upgraded", 1); o["loyalty_tier"].(map[string]any)["id"] != silver["id"] ||
 		o["previous_loyalty_tier"].(map[string]any)["id"] != bronze["id"] {
 		t.Fatalf("upgraded: %v", o)
 	}
-	ev.wait(t, "customer.loyalty.tier.left", 1)
+	ev.Wait(t, "customer.loyalty.tier.left", 1)
 	// Silver doubles the rule's points, and the Bronze rule is out.
 	h = pay("o-3", 5)
 	tx := h[4]
@@ -445,7 +381,7 @@ func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
 	if n := len(a.history(code)); n != 5 {
 		t.Fatalf("the Bronze rule earned for a Silver holder: %d entries", n)
 	}
-	if lc := card(a.ok("GET", "/v1/loyalties/members/"+code, nil)); lc["balance"] != 507.0 {
+	if lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil)); lc["balance"] != 507.0 {
 		t.Fatalf("card: %v", lc)
 	}
 }
