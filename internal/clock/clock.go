@@ -4,6 +4,7 @@
 package clock
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -29,3 +30,23 @@ func (c *Clock) Today() time.Time {
 
 // Advance moves the clock forward by d.
 func (c *Clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// Every runs each fn in turn every interval until ctx ends, handing their
+// errors to log (none once ctx has ended): the loop of the sweeps that do
+// time-driven work.
+func Every(ctx context.Context, interval time.Duration, log func(error), fns ...func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, fn := range fns {
+				if err := fn(ctx); err != nil && ctx.Err() == nil {
+					log(err)
+				}
+			}
+		}
+	}
+}

@@ -162,18 +162,7 @@ func (b *Bin) Expire(ctx context.Context) error {
 
 // Run expires entries every interval until ctx ends.
 func (b *Bin) Run(ctx context.Context, interval time.Duration, log func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := b.Expire(ctx); err != nil && ctx.Err() == nil {
-				log(err)
-			}
-		}
-	}
+	clock.Every(ctx, interval, log, b.Expire)
 }
 
 // View is the reference's TrashBinItem.

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
@@ -369,21 +370,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 // Run activates due pending points and expires due points every interval
 // until ctx ends.
 func (s *Service) Run(ctx context.Context, interval time.Duration, log func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				log(err)
-			}
-			if err := s.Expire(ctx); err != nil && ctx.Err() == nil {
-				log(err)
-			}
-		}
-	}
+	clock.Every(ctx, interval, log, s.Sweep, s.Expire)
 }
 
 func registerPending(g *echo.Group, h Handler) {
