@@ -215,11 +215,20 @@ func duplicates(h csvHeader, rows []csvRow) {
 // product's renames it (the only property an import changes, as the
 // reference says); every other row creates a product.
 func (s *Service) importProductsJob(ctx context.Context, job *async.Job) (any, error) {
+	return s.runImport(ctx, job, productCSV, s.importProducts)
+}
+
+// importChunk imports rows of a file in tx, recording what they leave in st.
+type importChunk func(ctx context.Context, tx pgx.Tx, projectID string, h csvHeader, rows []csvRow, st *progress) error
+
+// runImport reads the job's file as spec says and imports its rows a chunk
+// per transaction, from the last checkpoint on.
+func (s *Service) runImport(ctx context.Context, job *async.Job, spec csvSpec, chunk importChunk) (any, error) {
 	in, err := job.Input(ctx)
 	if err != nil {
 		return nil, err
 	}
-	h, rows, err := productCSV.rows(in)
+	h, rows, err := spec.rows(in)
 	if err != nil {
 		return nil, err
 	}
@@ -229,12 +238,12 @@ func (s *Service) importProductsJob(ctx context.Context, job *async.Job) (any, e
 		return nil, err
 	}
 	err = s.runChunks(ctx, job, &st, len(rows), func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
-		return s.importProducts(ctx, tx, job.ProjectID, h, rows[from:to], st)
+		return chunk(ctx, tx, job.ProjectID, h, rows[from:to], st)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return st.result("products"), nil
+	return st.result(spec.what), nil
 }
 
 func productRow(h csvHeader, r csvRow) (Product, error) {
@@ -332,26 +341,7 @@ func nilIfEmpty(s string) *string {
 // its product_id names (by id or source_id); a row whose source_id is a
 // live SKU of that product updates its sku and price.
 func (s *Service) importSKUsJob(ctx context.Context, job *async.Job) (any, error) {
-	in, err := job.Input(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h, rows, err := skuCSV.rows(in)
-	if err != nil {
-		return nil, err
-	}
-	duplicates(h, rows)
-	var st progress
-	if _, err := job.Resume(ctx, &st); err != nil {
-		return nil, err
-	}
-	err = s.runChunks(ctx, job, &st, len(rows), func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
-		return s.importSKUs(ctx, tx, job.ProjectID, h, rows[from:to], st)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return st.result("SKUs"), nil
+	return s.runImport(ctx, job, skuCSV, s.importSKUs)
 }
 
 // skuRow reads a row as a SKU and the product reference it names.
