@@ -22,6 +22,7 @@ import (
 type productsResult struct {
 	imported, importFailed int
 	importSecs, copySecs   float64
+	importJobSecs          float64 // the job's own processing_time
 	skus                   int
 	samples                int
 	bin, force             []float64 // ms through the router, sorted
@@ -99,6 +100,7 @@ func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pg
 		return r, err
 	}
 	r.importSecs = time.Since(start).Seconds()
+	r.importJobSecs = act["processing_time"].(float64) / 1000
 	res := act["result"].(map[string]any)
 	r.imported, r.importFailed = int(res["done_count"].(float64)), int(res["failed_count"].(float64))
 
@@ -231,8 +233,8 @@ func productsReport(r productsResult) string {
 		time.Now().UTC().Format("2006-01-02"))
 	fmt.Fprintf(&b, "- **Deletion.** %d products of %d SKUs each (made by `POST /v1/products/bulk/async` and `POST /v1/skus/importCSV`) "+
 		"are deleted one at a time, alternately to the bin (`DELETE /v1/products/{id}`) and for good (`?force=true`). "+
-		"The reference writes the same rows as set-based SQL in one transaction straight to PostgreSQL, on products made "+
-		"alike, right after each request.\n", 2*r.samples, r.skus)
+		"The reference writes those rows as set-based SQL in one serializable transaction straight to PostgreSQL, on products "+
+		"made alike, right after each request; to the bin it writes more than Tally, an entry per SKU.\n", 2*r.samples, r.skus)
 	fmt.Fprintf(&b, "- **Import.** One CSV file of %d products (name, source_id, price, attributes, one metadata column) is posted "+
 		"to `POST /v1/products/importCSV`. The clock runs from the request until a poll every 20 ms finds the async action DONE. "+
 		"The reference is COPY of the same rows into the same table.\n\n", r.imported+r.importFailed)
@@ -241,7 +243,8 @@ func productsReport(r productsResult) string {
 		p50(r.bin), r.bin[len(r.bin)-1], p50(r.refBin), r.refBin[len(r.refBin)-1])
 	fmt.Fprintf(&b, "| delete a product with %d SKUs for good, p50 / max of %d | %.1f / %.1f ms | %.1f / %.1f ms |\n", r.skus, len(r.force),
 		p50(r.force), r.force[len(r.force)-1], p50(r.refForce), r.refForce[len(r.refForce)-1])
-	fmt.Fprintf(&b, "| import %d products (%d failed rows) until done | %.2f s | %.2f s |\n", r.imported, r.importFailed, r.importSecs, r.copySecs)
+	fmt.Fprintf(&b, "| import %d products (%d failed rows) until done (of which the job ran) | %.2f s (%.2f s) | %.2f s |\n",
+		r.imported, r.importFailed, r.importSecs, r.importJobSecs, r.copySecs)
 	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| delete a product with %d SKUs, to the bin / for good, p50 | ≤ 50 ms | %.1f / %.1f ms | %s |\n", r.skus,
 		p50(r.bin), p50(r.force), verdict(p50(r.bin) <= 50 && p50(r.force) <= 50))
