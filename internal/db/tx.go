@@ -146,3 +146,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// ForUpdate is the locking clause of a read that is followed by a write to
+// the same row in its transaction: " FOR UPDATE" when lock is set, else "".
+func ForUpdate(lock bool) string {
+	if lock {
+		return " FOR UPDATE"
+	}
+	return ""
+}

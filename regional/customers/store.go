@@ -31,10 +31,7 @@ func scan(r pgx.Row) (Customer, error) {
 // get finds a customer by id or, failing that, by source_id; lock takes a
 // row lock for an update in the same transaction.
 func get(ctx context.Context, q db.Querier, projectID, idOrSource string, lock bool) (Customer, error) {
-	suffix := ""
-	if lock {
-		suffix = " FOR UPDATE"
-	}
+	suffix := db.ForUpdate(lock)
 	c, err := scan(q.QueryRow(ctx, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND id = $2`+suffix, projectID, idOrSource))
 	if errors.Is(err, pgx.ErrNoRows) {
 		c, err = scan(q.QueryRow(ctx, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND source_id = $2`+suffix,

@@ -161,10 +161,7 @@ func (s *Service) assignment(ctx context.Context, q db.Querier, projectID, campa
 	if err != nil {
 		return Assignment{}, err
 	}
-	suffix := ""
-	if lock {
-		suffix = " FOR UPDATE"
-	}
+	suffix := db.ForUpdate(lock)
 	a, err := scanAssignment(q.QueryRow(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
 		WHERE project_id = $1 AND id = $2 AND campaign_id = $3`+suffix, projectID, id, camp.ID))
 	if errors.Is(err, pgx.ErrNoRows) {

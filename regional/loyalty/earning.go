@@ -332,10 +332,7 @@ func (s *Service) rule(ctx context.Context, q db.Querier, projectID, campaignID,
 	if err != nil {
 		return EarningRule{}, err
 	}
-	suffix := ""
-	if lock {
-		suffix = " FOR UPDATE"
-	}
+	suffix := db.ForUpdate(lock)
 	r, err := scanRule(q.QueryRow(ctx, `SELECT `+ruleColumns+` FROM earning_rules WHERE project_id = $1 AND id = $2 AND campaign_id = $3`+suffix,
 		projectID, ruleID, camp.ID))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -101,10 +101,7 @@ func scanCard(r pgx.Row) (Card, error) {
 
 // getCard finds a card by code, or by id, optionally locking it.
 func getCard(ctx context.Context, q db.Querier, projectID, codeOrID string, lock bool) (Card, error) {
-	suffix := ""
-	if lock {
-		suffix = " FOR UPDATE"
-	}
+	suffix := db.ForUpdate(lock)
 	c, err := scanCard(q.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards WHERE project_id = $1 AND code = $2`+suffix,
 		projectID, codeOrID))
 	if errors.Is(err, pgx.ErrNoRows) && strings.HasPrefix(codeOrID, "v_") {

@@ -70,10 +70,7 @@ func scan(r pgx.Row) (Order, error) {
 
 // GetIn reads an order by id, or else by source id, in q.
 func GetIn(ctx context.Context, q db.Querier, projectID, idOrSource string, lock bool) (Order, error) {
-	suffix := ""
-	if lock {
-		suffix = " FOR UPDATE"
-	}
+	suffix := db.ForUpdate(lock)
 	o, err := scan(q.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE project_id = $1 AND id = $2`+suffix, projectID, idOrSource))
 	if errors.Is(err, pgx.ErrNoRows) {
 		o, err = scan(q.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE project_id = $1 AND source_id = $2`+suffix,

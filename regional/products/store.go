@@ -31,20 +31,13 @@ func scanProduct(r pgx.Row) (Product, error) {
 	return p, nil
 }
 
-func lockClause(lock bool) string {
-	if lock {
-		return " FOR UPDATE"
-	}
-	return ""
-}
-
 // getProduct finds a live product by id or, failing that, by source_id.
 func getProduct(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (Product, error) {
 	p, err := scanProduct(q.QueryRow(ctx, `SELECT `+productColumns+` FROM products
-		WHERE project_id = $1 AND id = $2 AND bin_id IS NULL`+lockClause(lock), projectID, ref))
+		WHERE project_id = $1 AND id = $2 AND bin_id IS NULL`+db.ForUpdate(lock), projectID, ref))
 	if err == pgx.ErrNoRows {
 		p, err = scanProduct(q.QueryRow(ctx, `SELECT `+productColumns+` FROM products
-			WHERE project_id = $1 AND source_id = $2 AND bin_id IS NULL`+lockClause(lock), projectID, ref))
+			WHERE project_id = $1 AND source_id = $2 AND bin_id IS NULL`+db.ForUpdate(lock), projectID, ref))
 	}
 	return p, err
 }
@@ -156,10 +149,10 @@ func collectSKUs(rows pgx.Rows, err error) ([]SKU, error) {
 // getSKU finds a live SKU by id or, failing that, by source_id.
 func getSKU(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (SKU, error) {
 	s, err := scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND id = $2 AND bin_id IS NULL`+
-		lockClause(lock), projectID, ref))
+		db.ForUpdate(lock), projectID, ref))
 	if err == pgx.ErrNoRows {
 		s, err = scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND source_id = $2 AND bin_id IS NULL`+
-			lockClause(lock), projectID, ref))
+			db.ForUpdate(lock), projectID, ref))
 	}
 	return s, err
 }
