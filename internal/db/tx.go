@@ -155,3 +155,14 @@ func ForUpdate(lock bool) string {
 	}
 	return ""
 }
+
+// Collect reads every row a query returned with scan; it takes the query's
+// results as they come: db.Collect(scanThing)(q.Query(ctx, sql, args...)).
+func Collect[T any](scan func(pgx.Row) (T, error)) func(pgx.Rows, error) ([]T, error) {
+	return func(rows pgx.Rows, err error) ([]T, error) {
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+	}
+}

@@ -213,11 +213,7 @@ func (b *Bin) List(ctx context.Context, projectID string, lq ListQuery) (out []E
 			sql += fmt.Sprintf(" AND id %s $%d", cmp, len(args))
 		}
 		args = append(args, lq.Limit+1)
-		rows, err := tx.Query(ctx, sql+fmt.Sprintf(" ORDER BY id %s LIMIT $%d", dir, len(args)), args...)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Entry, error) { return scan(r) })
+		out, err = db.Collect(scan)(tx.Query(ctx, sql+fmt.Sprintf(" ORDER BY id %s LIMIT $%d", dir, len(args)), args...))
 		return err
 	})
 	return out, total, err

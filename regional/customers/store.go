@@ -143,11 +143,7 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 	sql := `SELECT ` + columns + ` FROM customers WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY ` + order + ` LIMIT ` + arg(lq.Limit+1)
 
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Customer, error) { return scan(r) })
+	out, err := db.Collect(scan)(q.Query(ctx, sql, args...))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -218,12 +218,8 @@ func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID, af
 		projectID, camp.ID).Scan(&total); err != nil {
 		return nil, 0, false, "", err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
-		WHERE project_id = $1 AND campaign_id = $2 AND id > $3 ORDER BY id LIMIT $4`, projectID, camp.ID, after, limit+1)
-	if err != nil {
-		return nil, 0, false, "", err
-	}
-	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Assignment, error) { return scanAssignment(r) })
+	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
+		WHERE project_id = $1 AND campaign_id = $2 AND id > $3 ORDER BY id LIMIT $4`, projectID, camp.ID, after, limit+1))
 	if err != nil {
 		return nil, 0, false, "", err
 	}

@@ -311,11 +311,7 @@ func (s *Service) ListPending(ctx context.Context, projectID, campaignID, member
 		args = append(args, after)
 		sql += " AND id " + cmp + " $4"
 	}
-	rows, err := s.pool.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $3", args...)
-	if err != nil {
-		return nil, false, "", err
-	}
-	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Pending, error) { return scanPending(r) })
+	ps, err := db.Collect(scanPending)(s.pool.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $3", args...))
 	if err != nil {
 		return nil, false, "", err
 	}

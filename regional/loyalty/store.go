@@ -72,11 +72,7 @@ func listCampaigns(ctx context.Context, q db.Querier, projectID string, desc boo
 		args = append(args, after)
 		sql += " AND id " + cmp + " $3"
 	}
-	rows, err := q.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $2", args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	cs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Campaign, error) { return scanCampaign(r) })
+	cs, err := db.Collect(scanCampaign)(q.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $2", args...))
 	return cs, total, err
 }
 
@@ -403,10 +399,6 @@ func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, 
 		args = append(args, after)
 		sql += " AND id " + cmp + " $4"
 	}
-	rows, err := q.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $3", args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	cs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Card, error) { return scanCard(r) })
+	cs, err := db.Collect(scanCard)(q.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $3", args...))
 	return cs, total, err
 }

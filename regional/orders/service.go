@@ -384,11 +384,7 @@ func (s *Service) List(ctx context.Context, projectID string, limit int, order, 
 		args = append(args, after)
 		sql += fmt.Sprintf(` AND (%s, id) %s (SELECT %s, id FROM orders WHERE project_id = $1 AND id = $3)`, key, cmp, key)
 	}
-	rows, err := s.pool.Query(ctx, sql+` ORDER BY `+key+` `+dir+`, id `+dir+` LIMIT $2`, args...)
-	if err != nil {
-		return nil, 0, false, "", err
-	}
-	os, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Order, error) { return scan(r) })
+	os, err := db.Collect(scan)(s.pool.Query(ctx, sql+` ORDER BY `+key+` `+dir+`, id `+dir+` LIMIT $2`, args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}

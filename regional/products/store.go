@@ -112,11 +112,7 @@ func listProducts(ctx context.Context, q db.Querier, projectID string, lq ListQu
 	if key != "id" {
 		order += ", id " + dir
 	}
-	rows, err := q.Query(ctx, `SELECT `+productColumns+` FROM products WHERE `+where+` ORDER BY `+order+` LIMIT $2`, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Product, error) { return scanProduct(r) })
+	out, err := db.Collect(scanProduct)(q.Query(ctx, `SELECT `+productColumns+` FROM products WHERE `+where+` ORDER BY `+order+` LIMIT $2`, args...))
 	return out, total, err
 }
 
@@ -139,12 +135,8 @@ func scanSKU(r pgx.Row, extra ...any) (SKU, error) {
 	return s, nil
 }
 
-func collectSKUs(rows pgx.Rows, err error) ([]SKU, error) {
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SKU, error) { return scanSKU(r) })
-}
+// collectSKUs reads a query's SKU rows.
+var collectSKUs = db.Collect(func(r pgx.Row) (SKU, error) { return scanSKU(r) })
 
 // getSKU finds a live SKU by id or, failing that, by source_id.
 func getSKU(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (SKU, error) {
@@ -201,13 +193,9 @@ func updateSKU(ctx context.Context, q db.Querier, projectID string, s SKU) error
 // taken before an import grew the table and checked every value against
 // every row, so that a chunk took 24 s instead of 20 ms.
 func lockLiveProducts(ctx context.Context, q db.Querier, projectID, col string, vals []string) ([]Product, error) {
-	rows, err := q.Query(ctx, `SELECT `+prefixed("p", productColumns)+` FROM unnest($2::TEXT[]) AS v(val)
+	return db.Collect(scanProduct)(q.Query(ctx, `SELECT `+prefixed("p", productColumns)+` FROM unnest($2::TEXT[]) AS v(val)
 		JOIN products AS p ON p.project_id = $1 AND p.`+col+` = v.val AND p.bin_id IS NULL FOR UPDATE OF p`,
-		pgx.QueryExecModeExec, projectID, vals)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Product, error) { return scanProduct(r) })
+		pgx.QueryExecModeExec, projectID, vals))
 }
 
 // lockLiveSKUs is lockLiveProducts for SKUs by source_id.

@@ -385,11 +385,7 @@ func (s *Service) List(ctx context.Context, projectID, assignmentID, after strin
 		where += fmt.Sprintf(` AND w.id > $%d`, len(args))
 	}
 	args = append(args, limit+1)
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT `+Columns+` FROM rewards w WHERE %s ORDER BY w.id LIMIT $%d`, where, len(args)), args...)
-	if err != nil {
-		return nil, 0, false, "", err
-	}
-	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Reward, error) { return Scan(r) })
+	ws, err := db.Collect(Scan)(s.pool.Query(ctx, fmt.Sprintf(`SELECT `+Columns+` FROM rewards w WHERE %s ORDER BY w.id LIMIT $%d`, where, len(args)), args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}
