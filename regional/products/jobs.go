@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -96,24 +97,21 @@ func (s *Service) runChunks(ctx context.Context, job *async.Job, st *progress, n
 	do func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error) error {
 	for st.Next < n {
 		from, to := st.Next, min(n, st.Next+chunk)
-		next := *st
-		next.Failed = append([]failure(nil), st.Failed...)
+		// Each try starts from st, which changes only once a try commits.
+		var next progress
 		err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-			attempt := next
-			attempt.Failed = append([]failure(nil), next.Failed...)
-			if err := do(ctx, tx, &attempt, from, to); err != nil {
+			next = *st
+			next.Failed = slices.Clone(st.Failed)
+			if err := do(ctx, tx, &next, from, to); err != nil {
 				return err
 			}
-			attempt.Next = to
-			if err := job.Checkpoint(ctx, tx, attempt, to*100/n); err != nil {
-				return err
-			}
-			*st = attempt
-			return nil
+			next.Next = to
+			return job.Checkpoint(ctx, tx, next, to*100/n)
 		})
 		if err != nil {
 			return err
 		}
+		*st = next
 	}
 	return nil
 }
@@ -328,12 +326,11 @@ func (s *Service) upsertBySourceID(ctx context.Context, tx pgx.Tx, projectID str
 		return err
 	}
 	for _, p := range olds {
-		args, err := productArgs(projectID, p)
+		args, err := updateProductArgs(projectID, p)
 		if err != nil {
 			return err
 		}
-		b.Queue(`UPDATE products SET name = $3, price = $4, attributes = $5, metadata = $6, image_url = $7, updated_at = $8
-			WHERE project_id = $1 AND id = $2`, projectID, p.ID, p.Name, p.Price, args[5], args[6], p.ImageURL, p.UpdatedAt)
+		b.Queue(updateProductSQL, args...)
 	}
 	if err := s.queueEvents(ctx, b, projectID, ProductCreated, news); err != nil {
 		return err
@@ -354,12 +351,12 @@ func queueInsertProducts(b *pgx.Batch, projectID string, ps []Product) error {
 	price := make([]*int64, n)
 	at := make([]any, n)
 	for i, p := range ps {
-		args, err := productArgs(projectID, p)
+		a, m, err := p.documents()
 		if err != nil {
 			return err
 		}
 		id[i], src[i], name[i], price[i], img[i], at[i] = p.ID, p.SourceID, p.Name, p.Price, p.ImageURL, p.CreatedAt
-		attrs[i], meta[i] = string(args[5].([]byte)), string(args[6].([]byte))
+		attrs[i], meta[i] = string(a), string(m)
 	}
 	b.Queue(`INSERT INTO products (project_id, id, source_id, name, price, attributes, metadata, image_url, created_at)
 		SELECT $1, v.id, v.src, v.name, v.price, v.attrs::JSONB, v.meta::JSONB, v.img, v.at

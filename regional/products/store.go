@@ -42,42 +42,46 @@ func getProduct(ctx context.Context, q db.Querier, projectID, ref string, lock b
 	return p, err
 }
 
-func jsonArg(v any) ([]byte, error) { return json.Marshal(v) }
-
-func productArgs(projectID string, p Product) ([]any, error) {
-	attrs := p.Attributes
-	if attrs == nil {
-		attrs = []string{}
+// documents are the product's JSONB columns: attributes (never null) and metadata.
+func (p Product) documents() (attrs, meta []byte, err error) {
+	a := p.Attributes
+	if a == nil {
+		a = []string{}
 	}
-	a, err := jsonArg(attrs)
-	if err != nil {
-		return nil, err
+	if attrs, err = json.Marshal(a); err != nil {
+		return nil, nil, err
 	}
-	m, err := jsonArg(orEmpty(p.Metadata))
-	if err != nil {
-		return nil, err
-	}
-	return []any{projectID, p.ID, p.SourceID, p.Name, p.Price, a, m, p.ImageURL, p.CreatedAt, p.UpdatedAt}, nil
+	meta, err = json.Marshal(orEmpty(p.Metadata))
+	return attrs, meta, err
 }
 
 func insertProduct(ctx context.Context, q db.Querier, projectID string, p Product) error {
-	args, err := productArgs(projectID, p)
+	attrs, meta, err := p.documents()
 	if err != nil {
 		return err
 	}
 	_, err = q.Exec(ctx, `INSERT INTO products (project_id, id, source_id, name, price, attributes, metadata, image_url, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, args...)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		projectID, p.ID, p.SourceID, p.Name, p.Price, attrs, meta, p.ImageURL, p.CreatedAt, p.UpdatedAt)
 	return err
 }
 
+// updateProductSQL sets every property but created_at; queueUpdateProduct
+// and updateProduct run it.
+const updateProductSQL = `UPDATE products SET source_id = $3, name = $4, price = $5, attributes = $6, metadata = $7,
+	image_url = $8, updated_at = $9 WHERE project_id = $1 AND id = $2`
+
+func updateProductArgs(projectID string, p Product) ([]any, error) {
+	attrs, meta, err := p.documents()
+	return []any{projectID, p.ID, p.SourceID, p.Name, p.Price, attrs, meta, p.ImageURL, p.UpdatedAt}, err
+}
+
 func updateProduct(ctx context.Context, q db.Querier, projectID string, p Product) error {
-	args, err := productArgs(projectID, p)
+	args, err := updateProductArgs(projectID, p)
 	if err != nil {
 		return err
 	}
-	args = append(args[:8], p.UpdatedAt) // all but created_at
-	_, err = q.Exec(ctx, `UPDATE products SET source_id = $3, name = $4, price = $5, attributes = $6, metadata = $7,
-		image_url = $8, updated_at = $9 WHERE project_id = $1 AND id = $2`, args...)
+	_, err = q.Exec(ctx, updateProductSQL, args...)
 	return err
 }
 
@@ -150,11 +154,11 @@ func getSKU(ctx context.Context, q db.Querier, projectID, ref string, lock bool)
 }
 
 func skuArgs(projectID string, s SKU) ([]any, error) {
-	a, err := jsonArg(orEmpty(s.Attributes))
+	a, err := json.Marshal(orEmpty(s.Attributes))
 	if err != nil {
 		return nil, err
 	}
-	m, err := jsonArg(orEmpty(s.Metadata))
+	m, err := json.Marshal(orEmpty(s.Metadata))
 	if err != nil {
 		return nil, err
 	}
