@@ -43,18 +43,26 @@ type client struct {
 	hc   *http.Client
 }
 
+// send makes a request as the project, with a body of contentType when
+// body is not nil.
+func (c client) send(method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	req, _ := http.NewRequest(method, c.base+path, body)
+	req.Host = "api.localhost"
+	req.Header.Set("X-App-Id", c.p.AppID)
+	req.Header.Set("X-App-Token", c.p.AppToken)
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	return c.hc.Do(req)
+}
+
 func (c client) do(method, path string, body any) (int, map[string]any, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, c.base+path, rd)
-	req.Host = "api.localhost"
-	req.Header.Set("X-App-Id", c.p.AppID)
-	req.Header.Set("X-App-Token", c.p.AppToken)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := c.hc.Do(req)
+	res, err := c.send(method, path, rd, "application/json")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -98,18 +106,8 @@ func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglo
 		return r, err
 	}
 	actionID, _ := camp["async_action_id"].(string)
-	for {
-		act, err := c.must("GET", "/v1/async-actions/"+actionID, nil)
-		if err != nil {
-			return r, err
-		}
-		if act["status"] == "DONE" {
-			break
-		}
-		if act["status"] == "FAILED" || time.Since(start) > 5*time.Minute {
-			return r, fmt.Errorf("card generation: %v", act)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if _, err := c.await(actionID, 5*time.Minute); err != nil {
+		return r, fmt.Errorf("card generation: %w", err)
 	}
 	r.cards, r.genSecs = cards, time.Since(start).Seconds()
 

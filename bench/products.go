@@ -36,12 +36,7 @@ func (c client) upload(path string, csv []byte) (string, error) {
 	f, _ := w.CreateFormFile("file", "bench.csv")
 	f.Write(csv)
 	w.Close()
-	req, _ := http.NewRequest("POST", c.base+path, &body)
-	req.Host = "api.localhost"
-	req.Header.Set("X-App-Id", c.p.AppID)
-	req.Header.Set("X-App-Token", c.p.AppToken)
-	req.Header.Set("Content-Type", w.FormDataContentType())
-	res, err := c.hc.Do(req)
+	res, err := c.send("POST", path, &body, w.FormDataContentType())
 	if err != nil {
 		return "", err
 	}
@@ -170,11 +165,7 @@ func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pg
 			path += "?force=true"
 		}
 		ms, err := timed(func() error {
-			req, _ := http.NewRequest("DELETE", c.base+path, nil)
-			req.Host = "api.localhost"
-			req.Header.Set("X-App-Id", c.p.AppID)
-			req.Header.Set("X-App-Token", c.p.AppToken)
-			res, err := c.hc.Do(req)
+			res, err := c.send("DELETE", path, nil, "")
 			if err != nil {
 				return err
 			}
