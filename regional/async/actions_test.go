@@ -136,7 +136,7 @@ func TestJobRunAgainGoesOnFromItsCheckpoint(t *testing.T) {
 	}
 	w1ctx, stop1 := context.WithCancel(ctx)
 	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(w1ctx)
-	waitFor(t, 5*time.Second, func() bool { return get().Progress == 50 })
+	waitFor(t, 20*time.Second, func() bool { return get().Progress == 50 })
 	stop1() // no more claims from the first worker; its run hangs on
 	if _, err := p.Exec(ctx, `UPDATE outbox SET run_after = now() WHERE project_id = 'proj_a'`); err != nil {
 		t.Fatal(err) // the lease lapses
@@ -144,7 +144,9 @@ func TestJobRunAgainGoesOnFromItsCheckpoint(t *testing.T) {
 	w2ctx, stop2 := context.WithCancel(ctx)
 	defer stop2()
 	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(w2ctx)
-	waitFor(t, 5*time.Second, func() bool { return get().Status == async.Done })
+	// Generous: under a parallel `make test` with the race detector, claims
+	// and commits on the shared servers can be slow.
+	waitFor(t, 20*time.Second, func() bool { return get().Status == async.Done })
 	close(block)
 	time.Sleep(100 * time.Millisecond)
 	a := get()
