@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -248,6 +249,7 @@ func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
 // each in its own.
 func (w *Worker) runTxGroup(ctx context.Context, ts []Task, inTx func(context.Context, db.Beginner, func(pgx.Tx) error) error) {
 	if len(ts) > 1 {
+		ts = w.inLockOrder(ts)
 		err := inTx(ctx, w.pool, func(tx pgx.Tx) error {
 			for _, t := range ts {
 				if err := w.runTx(ctx, tx, t); err != nil {
@@ -284,6 +286,22 @@ func (w *Worker) runTxGroup(ctx context.Context, ts []Task, inTx func(context.Co
 		k, _ := w.kind(t.Kind)
 		w.failed(ctx, t, k.policy, err)
 	}
+}
+
+// inLockOrder returns ts sorted by their kinds' Policy.LockOrder.
+func (w *Worker) inLockOrder(ts []Task) []Task {
+	keys := make(map[taskKey]string, len(ts))
+	for _, t := range ts {
+		if k, _ := w.kind(t.Kind); k.policy.LockOrder != nil {
+			keys[t.key()] = k.policy.LockOrder(t)
+		}
+	}
+	if len(keys) == 0 {
+		return ts
+	}
+	sorted := slices.Clone(ts)
+	slices.SortStableFunc(sorted, func(a, b Task) int { return strings.Compare(keys[a.key()], keys[b.key()]) })
+	return sorted
 }
 
 // runTx runs one database-effect task's handler in tx.

@@ -2,6 +2,7 @@ package async_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tallyhq/tally/internal/db"
@@ -241,5 +243,91 @@ func TestReadCommittedKindsAndWake(t *testing.T) {
 	})
 	if levels["test.rc"] != "read committed" || levels["test.ser"] != "serializable" {
 		t.Fatalf("isolation levels: %v", levels)
+	}
+}
+
+// Two batches whose tasks lock the same two rows, claimed in opposite
+// orders, run in the order of the kind's LockOrder: one batch waits for
+// the other, and neither is chosen as a deadlock's victim.
+func TestBatchesTakeTheirLocksInLockOrder(t *testing.T) {
+	url := database(t)
+	ctx := context.Background()
+	p := open(t, url)
+	if _, err := p.Exec(ctx, `CREATE TABLE rows (k TEXT PRIMARY KEY, n INT NOT NULL DEFAULT 0);
+		INSERT INTO rows (k) VALUES ('a'), ('b')`); err != nil {
+		t.Fatal(err)
+	}
+	type lockTask struct{ Row string }
+	var deadlocks atomic.Int32
+	reg := async.NewRegistry()
+	reg.HandleTx("test.lock", func(ctx context.Context, tx pgx.Tx, task async.Task) error {
+		var lt lockTask
+		if err := json.Unmarshal(task.Payload, &lt); err != nil {
+			return err
+		}
+		// Lock the row, then hold it long enough for the other batch to
+		// take its first lock too.
+		_, err := tx.Exec(ctx, `UPDATE rows SET n = n + 1 WHERE k = $1`, lt.Row)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "40P01" {
+			deadlocks.Add(1)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_sleep(0.3)`); err != nil {
+			return err
+		}
+		return effect(ctx, tx, task)
+	}, async.Policy{ReadCommitted: true, LockOrder: func(task async.Task) string {
+		var lt lockTask
+		_ = json.Unmarshal(task.Payload, &lt)
+		return lt.Row
+	}})
+	for _, row := range []string{"a", "b", "b", "a"} {
+		err := db.InTx(ctx, p, func(tx pgx.Tx) error {
+			_, err := async.Enqueue(ctx, tx, "proj_test", async.NewTask{Kind: "test.lock", Payload: lockTask{Row: row}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := async.NewWorker(p, reg, async.WorkerOptions{})
+	tasks, err := w.Claim(ctx, 4)
+	if err != nil || len(tasks) != 4 {
+		t.Fatalf("claimed %d tasks: %v", len(tasks), err)
+	}
+	row := func(task async.Task) string {
+		var lt lockTask
+		_ = json.Unmarshal(task.Payload, &lt)
+		return lt.Row
+	}
+	// One batch a then b, the other b then a.
+	var ab, ba []async.Task
+	for _, task := range tasks {
+		if row(task) == "a" && len(ab) == 0 || row(task) == "b" && len(ab) == 1 {
+			ab = append(ab, task)
+		} else {
+			ba = append(ba, task)
+		}
+	}
+	if row(ab[0]) != "a" || row(ab[1]) != "b" || row(ba[0]) != "b" || row(ba[1]) != "a" {
+		t.Fatalf("batches %v %v", ab, ba)
+	}
+	var wg sync.WaitGroup
+	for _, batch := range [][]async.Task{ab, ba} {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.RunTxBatch(ctx, batch) }()
+	}
+	wg.Wait()
+	if n := deadlocks.Load(); n != 0 {
+		t.Fatalf("%d deadlocks between the batches", n)
+	}
+	if n := count(t, p, `SELECT count(*) FROM outbox WHERE status = 'done'`); n != 4 {
+		t.Fatalf("%d of 4 tasks done", n)
+	}
+	if n := count(t, p, `SELECT sum(n) FROM rows`); n != 4 {
+		t.Fatalf("rows updated %d times, want 4", n)
 	}
 }

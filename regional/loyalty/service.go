@@ -55,7 +55,12 @@ func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, ord 
 	s := &Service{pool: pool, events: events, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
 	reg.HandleJob(GenerateJob, s.generateJob)
 	reg.HandleJob(DeleteJob, s.deleteJob)
-	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true})
+	// An accrual locks its customer's cards, in card id order.
+	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
+		var task orders.PaidTask
+		_ = json.Unmarshal(t.Payload, &task)
+		return task.CustomerID
+	}})
 	return s
 }
 

@@ -1,0 +1,12 @@
+package async
+
+import "context"
+
+// Claim claims up to n due tasks for w, as its Run loop does.
+func (w *Worker) Claim(ctx context.Context, n int) ([]Task, error) {
+	return claim(ctx, w.pool, w.id, n, w.o.Lease)
+}
+
+// RunTxBatch runs claimed database-effect tasks as one batch, as Run does
+// with the tasks of one claim.
+func (w *Worker) RunTxBatch(ctx context.Context, ts []Task) { w.runTxBatch(ctx, ts) }
