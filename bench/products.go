@@ -23,6 +23,8 @@ type productsResult struct {
 	imported, importFailed int
 	importSecs, copySecs   float64
 	importJobSecs          float64 // the job's own processing_time
+	importUpload           float64 // until the upload was answered
+	importStarted          float64 // until the action was first seen IN_PROGRESS (0: never seen so)
 	skus                   int
 	samples                int
 	bin, force             []float64 // ms through the router, sorted
@@ -50,11 +52,21 @@ func (c client) upload(path string, csv []byte) (string, error) {
 
 // await polls an async action every 20 ms until it is DONE.
 func (c client) await(id string, limit time.Duration) (map[string]any, error) {
+	return c.awaitSeen(id, limit, nil)
+}
+
+// awaitSeen is await telling seen each status the action is first found in.
+func (c client) awaitSeen(id string, limit time.Duration, seen func(status string)) (map[string]any, error) {
 	start := time.Now()
+	last := ""
 	for {
 		act, err := c.must("GET", "/v1/async-actions/"+id, nil)
 		if err != nil {
 			return nil, err
+		}
+		if st, _ := act["status"].(string); st != last && seen != nil {
+			last = st
+			seen(st)
 		}
 		if act["status"] == "DONE" {
 			return act, nil
@@ -90,12 +102,19 @@ func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pg
 	if err != nil {
 		return r, err
 	}
-	act, err := c.await(id, 5*time.Minute)
+	r.importUpload = time.Since(start).Seconds()
+	act, err := c.awaitSeen(id, 5*time.Minute, func(status string) {
+		if status == "IN_PROGRESS" {
+			r.importStarted = time.Since(start).Seconds()
+		}
+	})
 	if err != nil {
 		return r, err
 	}
 	r.importSecs = time.Since(start).Seconds()
 	r.importJobSecs = act["processing_time"].(float64) / 1000
+	fmt.Fprintf(os.Stderr, "bench: import answered after %.2f s, seen in progress after %.2f s, seen done after %.2f s; the job ran %.2f s\n",
+		r.importUpload, r.importStarted, r.importSecs, r.importJobSecs)
 	res := act["result"].(map[string]any)
 	r.imported, r.importFailed = int(res["done_count"].(float64)), int(res["failed_count"].(float64))
 
