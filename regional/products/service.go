@@ -204,32 +204,30 @@ func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, forc
 	ctx, span := tracer.Start(ctx, "products.DeleteProduct")
 	defer span.End()
 	// The SKUs are read back only for their events, when someone gets them.
-	returning := ""
-	if s.events.Listens(ctx, projectID, SKUDeleted) {
-		returning = " RETURNING " + skuColumns
-	}
+	returning := s.events.Listens(ctx, projectID, SKUDeleted)
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		p, err := s.product(ctx, tx, projectID, ref, true)
 		if err != nil {
 			return err
 		}
 		b := &pgx.Batch{}
-		var rows pgx.Rows
+		var skus []SKU
 		if force {
 			// The live SKUs first, for their events; removeProduct takes
-			// those already in the bin on their own too.
-			rows, err = tx.Query(ctx, `DELETE FROM skus WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL`+returning,
-				projectID, p.ID)
+			// those in the bin too.
+			sql := `DELETE FROM skus WHERE project_id = $1 AND product_id = $2`
+			if returning {
+				sql += ` RETURNING ` + skuColumns
+			}
+			skus, err = collectSKUs(tx.Query(ctx, sql, projectID, p.ID))
 			removeProduct(b, projectID, p.ID)
 		} else {
 			// One bin entry holds the product and the SKUs that go with it.
 			e := bin.Entry{ID: bin.NewID(), ResourceType: "product", ResourceID: p.ID, ResourceName: p.Name, CreatedAt: s.now()}
-			rows, err = tx.Query(ctx, `UPDATE skus SET bin_id = $3 WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL`+returning,
-				projectID, p.ID, e.ID)
+			skus, err = binSKUs(ctx, tx, "product_id = $2", returning, projectID, p.ID, e.ID)
 			b.Queue(`UPDATE products SET bin_id = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, e.ID)
 			bin.Put(b, projectID, []bin.Entry{e})
 		}
-		skus, err := collectSKUs(rows, err)
 		if err != nil {
 			return err
 		}
@@ -249,6 +247,7 @@ func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, forc
 // all its SKUs and their bin entries.
 func removeProduct(b *pgx.Batch, projectID, productID string) {
 	b.Queue(`DELETE FROM skus WHERE project_id = $1 AND product_id = $2`, projectID, productID)
+	b.Queue(`DELETE FROM binned_skus WHERE project_id = $1 AND product_id = $2`, projectID, productID)
 	b.Queue(`DELETE FROM bin_entries WHERE project_id = $1 AND resource_parent_id = $2 AND resource_type = 'sku'`, projectID, productID)
 	b.Queue(`DELETE FROM products WHERE project_id = $1 AND id = $2`, projectID, productID)
 }
@@ -262,7 +261,7 @@ func (s *Service) removeBinnedProduct(ctx context.Context, tx pgx.Tx, projectID 
 
 // removeBinnedSKU is the bin's Remover of SKUs.
 func (s *Service) removeBinnedSKU(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
-	_, err := tx.Exec(ctx, `DELETE FROM skus WHERE project_id = $1 AND id = $2 AND bin_id = $3`, projectID, e.ResourceID, e.ID)
+	_, err := tx.Exec(ctx, `DELETE FROM binned_skus WHERE project_id = $1 AND id = $2 AND bin_id = $3`, projectID, e.ResourceID, e.ID)
 	return err
 }
 
@@ -359,7 +358,9 @@ func (s *Service) DeleteSKU(ctx context.Context, projectID, productRef, ref stri
 		} else {
 			e := bin.Entry{ID: bin.NewID(), ResourceType: "sku", ResourceID: k.ID, ResourceName: k.SKU, ParentID: &k.ProductID,
 				CreatedAt: s.now()}
-			b.Queue(`UPDATE skus SET bin_id = $3 WHERE project_id = $1 AND id = $2`, projectID, k.ID, e.ID)
+			if _, err := binSKUs(ctx, tx, "id = $2", false, projectID, k.ID, e.ID); err != nil {
+				return err
+			}
 			bin.Put(b, projectID, []bin.Entry{e})
 		}
 		if err := s.events.Queue(ctx, b, projectID, SKUDeleted, k.ID, k.View()); err != nil {

@@ -12,7 +12,8 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 )
 
-// Every read here is of live rows (bin_id IS NULL) unless it says otherwise.
+// Every read here is of live rows unless it says otherwise: products whose
+// bin_id IS NULL, and the SKUs in skus (binned ones are in binned_skus).
 
 const productColumns = `id, source_id, name, price, attributes, metadata, image_url, created_at, updated_at`
 
@@ -144,10 +145,10 @@ var collectSKUs = db.Collect(func(r pgx.Row) (SKU, error) { return scanSKU(r) })
 
 // getSKU finds a live SKU by id or, failing that, by source_id.
 func getSKU(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (SKU, error) {
-	s, err := scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND id = $2 AND bin_id IS NULL`+
+	s, err := scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND id = $2`+
 		db.ForUpdate(lock), projectID, ref))
 	if err == pgx.ErrNoRows {
-		s, err = scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND source_id = $2 AND bin_id IS NULL`+
+		s, err = scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND source_id = $2`+
 			db.ForUpdate(lock), projectID, ref))
 	}
 	return s, err
@@ -188,6 +189,19 @@ func updateSKU(ctx context.Context, q db.Querier, projectID string, s SKU) error
 	return err
 }
 
+// binSKUs moves SKUs, those of a product or one of them (where, after
+// project_id = $1), into binned_skus under bin entry $3, and, with
+// returning, reads them back.
+func binSKUs(ctx context.Context, tx pgx.Tx, where string, returning bool, args ...any) ([]SKU, error) {
+	ret := ""
+	if returning {
+		ret = " RETURNING " + skuColumns
+	}
+	return collectSKUs(tx.Query(ctx, `WITH moved AS (DELETE FROM skus WHERE project_id = $1 AND `+where+`
+			RETURNING project_id, `+skuColumns+`)
+		INSERT INTO binned_skus (project_id, `+skuColumns+`, bin_id) SELECT project_id, `+skuColumns+`, $3::TEXT FROM moved`+ret, args...))
+}
+
 // lockLiveProducts returns, locked, the live products whose column col
 // (id or source_id) is one of vals.
 //
@@ -205,7 +219,7 @@ func lockLiveProducts(ctx context.Context, q db.Querier, projectID, col string, 
 // lockLiveSKUs is lockLiveProducts for SKUs by source_id.
 func lockLiveSKUs(ctx context.Context, q db.Querier, projectID string, srcs []string) ([]SKU, error) {
 	return collectSKUs(q.Query(ctx, `SELECT `+prefixed("k", skuColumns)+` FROM unnest($2::TEXT[]) AS v(val)
-		JOIN skus AS k ON k.project_id = $1 AND k.source_id = v.val AND k.bin_id IS NULL FOR UPDATE OF k`,
+		JOIN skus AS k ON k.project_id = $1 AND k.source_id = v.val FOR UPDATE OF k`,
 		pgx.QueryExecModeExec, projectID, srcs))
 }
 
@@ -223,7 +237,7 @@ func embeddedSKUs(ctx context.Context, q db.Querier, projectID string, productID
 	rows, err := q.Query(ctx, `SELECT `+skuColumns+`, total FROM (
 			SELECT `+skuColumns+`, row_number() OVER (PARTITION BY product_id ORDER BY id) AS n,
 				count(*) OVER (PARTITION BY product_id) AS total
-			FROM skus WHERE project_id = $1 AND product_id = ANY($2::TEXT[]) AND bin_id IS NULL) AS s
+			FROM skus WHERE project_id = $1 AND product_id = ANY($2::TEXT[])) AS s
 		WHERE n <= $3 ORDER BY product_id, id`, projectID, productIDs, n)
 	if err != nil {
 		return nil, nil, err
@@ -246,12 +260,12 @@ func embeddedSKUs(ctx context.Context, q db.Querier, projectID string, productID
 // how many it has.
 func listSKUs(ctx context.Context, q db.Querier, projectID, productID string, limit int, after string) ([]SKU, int, error) {
 	var total int
-	if err := q.QueryRow(ctx, `SELECT count(*) FROM skus WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL`,
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM skus WHERE project_id = $1 AND product_id = $2`,
 		projectID, productID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	out, err := collectSKUs(q.Query(ctx, `SELECT `+skuColumns+` FROM skus
-		WHERE project_id = $1 AND product_id = $2 AND bin_id IS NULL AND id > $3 ORDER BY id LIMIT $4`,
+		WHERE project_id = $1 AND product_id = $2 AND id > $3 ORDER BY id LIMIT $4`,
 		projectID, productID, after, limit+1))
 	return out, total, err
 }
