@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,4 +228,65 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		t.Fatalf("%d pending entries and rules outlived their campaign", left)
 	}
 	a.Fails("GET", "/v1/orders/nope", nil, 404, "not_found")
+}
+
+// Orders are written READ COMMITTED with row locks: requests racing to
+// create one order, and its new customer, all succeed on one order and one
+// customer, and requests racing to pay an order raise one order.paid.
+func TestRacingOrderWritesMakeOneOrderAndOnePayment(t *testing.T) {
+	e, a := start(t)
+	pool := e.Stack.Regional["api"].Pool()
+	ctx := context.Background()
+	race := func(n int, method, path string, body map[string]any) []string {
+		ids := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := a.Do(method, path, body)
+				var o map[string]any
+				if r.Status != 200 || json.Unmarshal(r.Body, &o) != nil {
+					t.Errorf("%s %s: %d %s", method, path, r.Status, r.Body)
+					return
+				}
+				ids[i] = o["id"].(string)
+			}()
+		}
+		wg.Wait()
+		return ids
+	}
+	count := func(sql string, args ...any) int {
+		var n int
+		if err := pool.QueryRow(ctx, sql, append([]any{a.P.ID}, args...)...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	paidTasks := func(orderID string) int {
+		return count(`SELECT count(*) FROM outbox WHERE project_id = $1 AND kind = 'order.paid' AND payload->>'order_id' = $2`, orderID)
+	}
+
+	ids := race(8, "POST", "/v1/orders", map[string]any{"source_id": "race-1", "status": "PAID", "amount": 1000,
+		"customer": map[string]any{"source_id": "racer"}})
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("one source_id, several orders: %v", ids)
+		}
+	}
+	if n := count(`SELECT count(*) FROM orders WHERE project_id = $1 AND source_id = 'race-1'`); n != 1 {
+		t.Fatalf("%d orders", n)
+	}
+	if n := count(`SELECT count(*) FROM customers WHERE project_id = $1 AND source_id = 'racer'`); n != 1 {
+		t.Fatalf("%d customers", n)
+	}
+	if n := paidTasks(ids[0]); n != 1 {
+		t.Fatalf("%d order.paid tasks for one payment", n)
+	}
+
+	created := a.OK("POST", "/v1/orders", map[string]any{"source_id": "race-2", "amount": 1000, "customer": map[string]any{"source_id": "racer"}})
+	race(8, "PUT", "/v1/orders/race-2", map[string]any{"status": "PAID"})
+	if n := paidTasks(created["id"].(string)); n != 1 {
+		t.Fatalf("%d order.paid tasks after racing payments", n)
+	}
 }

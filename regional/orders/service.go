@@ -258,7 +258,7 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 	defer span.End()
 	var out Order
 	paid := false
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	attempt := func(tx pgx.Tx) error {
 		paid = false
 		o, insert, err := s.find(ctx, tx, projectID, target, r)
 		if err != nil {
@@ -288,7 +288,13 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 		}
 		out = o
 		return tx.SendBatch(ctx, b).Close()
-	})
+	}
+	err := db.InTxReadCommitted(ctx, s.pool, attempt)
+	if errors.Is(db.Classify(err), db.ErrConflict) {
+		// Another request created this order's source_id, or its customer's,
+		// between our read and insert: run again, and this time update it.
+		err = db.InTxReadCommitted(ctx, s.pool, attempt)
+	}
 	if err != nil {
 		return View{}, err
 	}
