@@ -304,17 +304,15 @@ func TestBatchesTakeTheirLocksInLockOrder(t *testing.T) {
 		return lt.Row
 	}
 	// One batch a then b, the other b then a.
-	var ab, ba []async.Task
+	byRow := map[string][]async.Task{}
 	for _, task := range tasks {
-		if row(task) == "a" && len(ab) == 0 || row(task) == "b" && len(ab) == 1 {
-			ab = append(ab, task)
-		} else {
-			ba = append(ba, task)
-		}
+		byRow[row(task)] = append(byRow[row(task)], task)
 	}
-	if row(ab[0]) != "a" || row(ab[1]) != "b" || row(ba[0]) != "b" || row(ba[1]) != "a" {
-		t.Fatalf("batches %v %v", ab, ba)
+	if len(byRow["a"]) != 2 || len(byRow["b"]) != 2 {
+		t.Fatalf("claimed %v", tasks)
 	}
+	ab := []async.Task{byRow["a"][0], byRow["b"][0]}
+	ba := []async.Task{byRow["b"][1], byRow["a"][1]}
 	var wg sync.WaitGroup
 	for _, batch := range [][]async.Task{ab, ba} {
 		wg.Add(1)
