@@ -213,8 +213,8 @@ func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, forc
 		b := &pgx.Batch{}
 		var skus []SKU
 		if force {
-			// The live SKUs first, for their events; removeProduct takes
-			// those in the bin too.
+			// The live SKUs, read back for their events; removeProduct
+			// takes those in the bin.
 			sql := `DELETE FROM skus WHERE project_id = $1 AND product_id = $2`
 			if returning {
 				sql += ` RETURNING ` + skuColumns
@@ -244,9 +244,11 @@ func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, forc
 }
 
 // removeProduct queues the statements that delete a product for good with
-// all its SKUs and their bin entries.
+// its binned SKUs and their bin entries. Its live SKUs are the caller's to
+// delete first: a binned product has none (a SKU is only added to a live
+// product, under its lock), and the skus foreign key would refuse the
+// product's deletion if one were left.
 func removeProduct(b *pgx.Batch, projectID, productID string) {
-	b.Queue(`DELETE FROM skus WHERE project_id = $1 AND product_id = $2`, projectID, productID)
 	b.Queue(`DELETE FROM binned_skus WHERE project_id = $1 AND product_id = $2`, projectID, productID)
 	b.Queue(`DELETE FROM bin_entries WHERE project_id = $1 AND resource_parent_id = $2 AND resource_type = 'sku'`, projectID, productID)
 	b.Queue(`DELETE FROM products WHERE project_id = $1 AND id = $2`, projectID, productID)
