@@ -155,26 +155,15 @@ func (s *Service) CreateAssignments(ctx context.Context, projectID, campaignID s
 	return out, err
 }
 
-// assignment reads an assignment of a live campaign.
-func (s *Service) assignment(ctx context.Context, q db.Querier, projectID, campaignID, id string, lock bool) (Assignment, error) {
-	camp, err := s.campaign(ctx, q, projectID, campaignID)
-	if err != nil {
-		return Assignment{}, err
-	}
-	suffix := db.ForUpdate(lock)
-	a, err := scanAssignment(q.QueryRow(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
-		WHERE project_id = $1 AND id = $2 AND campaign_id = $3`+suffix, projectID, id, camp.ID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Assignment{}, apierr.NotFound("reward_assignment", id)
-	}
-	return a, err
-}
+// assignmentRows are a campaign's reward assignments.
+var assignmentRows = campaignPart[Assignment]{table: "reward_assignments", columns: assignmentColumns, resource: "reward_assignment",
+	scan: scanAssignment}
 
 // UpdateAssignment changes an assignment's price.
 func (s *Service) UpdateAssignment(ctx context.Context, projectID, campaignID, id string, r AssignmentRequest) (AssignmentView, error) {
 	var out Assignment
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		a, err := s.assignment(ctx, tx, projectID, campaignID, id, true)
+		a, err := assignmentRows.get(ctx, s, tx, projectID, campaignID, id, true)
 		if err != nil {
 			return err
 		}
@@ -198,7 +187,7 @@ func (s *Service) UpdateAssignment(ctx context.Context, projectID, campaignID, i
 // DeleteAssignment withdraws a reward from a campaign.
 func (s *Service) DeleteAssignment(ctx context.Context, projectID, campaignID, id string) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		a, err := s.assignment(ctx, tx, projectID, campaignID, id, true)
+		a, err := assignmentRows.get(ctx, s, tx, projectID, campaignID, id, true)
 		if err != nil {
 			return err
 		}
@@ -286,7 +275,7 @@ func (h Handler) listAssignments(c echo.Context) error {
 }
 
 func (h Handler) getAssignment(c echo.Context) error {
-	a, err := h.svc.assignment(c.Request().Context(), h.svc.pool, httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), false)
+	a, err := assignmentRows.get(c.Request().Context(), h.svc, h.svc.pool, httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), false)
 	if err != nil {
 		return err
 	}

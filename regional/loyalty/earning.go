@@ -3,7 +3,6 @@ package loyalty
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -327,23 +326,12 @@ func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string,
 	return out, err
 }
 
-func (s *Service) rule(ctx context.Context, q db.Querier, projectID, campaignID, ruleID string, lock bool) (EarningRule, error) {
-	camp, err := s.campaign(ctx, q, projectID, campaignID)
-	if err != nil {
-		return EarningRule{}, err
-	}
-	suffix := db.ForUpdate(lock)
-	r, err := scanRule(q.QueryRow(ctx, `SELECT `+ruleColumns+` FROM earning_rules WHERE project_id = $1 AND id = $2 AND campaign_id = $3`+suffix,
-		projectID, ruleID, camp.ID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return EarningRule{}, apierr.NotFound("earning_rule", ruleID)
-	}
-	return r, err
-}
+// ruleRows are a campaign's earning rules.
+var ruleRows = campaignPart[EarningRule]{table: "earning_rules", columns: ruleColumns, resource: "earning_rule", scan: scanRule}
 
 // GetRule reads a rule of a campaign.
 func (s *Service) GetRule(ctx context.Context, projectID, campaignID, ruleID string) (RuleView, error) {
-	r, err := s.rule(ctx, s.pool, projectID, campaignID, ruleID, false)
+	r, err := ruleRows.get(ctx, s, s.pool, projectID, campaignID, ruleID, false)
 	return r.View(), err
 }
 
@@ -351,7 +339,7 @@ func (s *Service) GetRule(ctx context.Context, projectID, campaignID, ruleID str
 func (s *Service) UpdateRule(ctx context.Context, projectID, campaignID, ruleID string, q RuleRequest) (RuleView, error) {
 	var out EarningRule
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		r, err := s.rule(ctx, tx, projectID, campaignID, ruleID, true)
+		r, err := ruleRows.get(ctx, s, tx, projectID, campaignID, ruleID, true)
 		if err != nil {
 			return err
 		}
@@ -369,7 +357,7 @@ func (s *Service) UpdateRule(ctx context.Context, projectID, campaignID, ruleID 
 // DeleteRule removes a rule.
 func (s *Service) DeleteRule(ctx context.Context, projectID, campaignID, ruleID string) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		r, err := s.rule(ctx, tx, projectID, campaignID, ruleID, true)
+		r, err := ruleRows.get(ctx, s, tx, projectID, campaignID, ruleID, true)
 		if err != nil {
 			return err
 		}

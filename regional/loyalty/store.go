@@ -12,10 +12,34 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/listq"
 )
+
+// campaignPart is a table of rows that belong to a campaign: its earning
+// rules, reward assignments or tiers.
+type campaignPart[T any] struct {
+	table, columns, resource string
+	scan                     func(pgx.Row) (T, error)
+}
+
+// get reads a row of a live campaign (by id or name), locked when lock is
+// set; a row of another or no campaign is the resource's 404.
+func (p campaignPart[T]) get(ctx context.Context, s *Service, q db.Querier, projectID, campaignID, id string, lock bool) (T, error) {
+	var zero T
+	camp, err := s.campaign(ctx, q, projectID, campaignID)
+	if err != nil {
+		return zero, err
+	}
+	v, err := p.scan(q.QueryRow(ctx, `SELECT `+p.columns+` FROM `+p.table+` WHERE project_id = $1 AND id = $2 AND campaign_id = $3`+
+		db.ForUpdate(lock), projectID, id, camp.ID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return zero, apierr.NotFound(p.resource, id)
+	}
+	return v, err
+}
 
 const campaignColumns = `id, name, attrs, vouchers_count, generation_status, created_at, updated_at`
 

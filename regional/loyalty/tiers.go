@@ -3,7 +3,6 @@ package loyalty
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -425,17 +424,12 @@ func (s *Service) ListTiers(ctx context.Context, projectID, campaignID, order st
 	return out, total, nil
 }
 
+// tierRows are a campaign's loyalty tiers.
+var tierRows = campaignPart[Tier]{table: "loyalty_tiers", columns: tierColumns, resource: "loyalty_tier", scan: scanTier}
+
 // GetTier returns a tier of a campaign.
 func (s *Service) GetTier(ctx context.Context, projectID, campaignID, tierID string) (TierView, error) {
-	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
-	if err != nil {
-		return TierView{}, err
-	}
-	t, err := scanTier(s.pool.QueryRow(ctx, `SELECT `+tierColumns+` FROM loyalty_tiers WHERE project_id = $1 AND id = $2
-		AND campaign_id = $3`, projectID, tierID, camp.ID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return TierView{}, apierr.NotFound("loyalty_tier", tierID)
-	}
+	t, err := tierRows.get(ctx, s, s.pool, projectID, campaignID, tierID, false)
 	return t.View(), err
 }
 
