@@ -50,7 +50,9 @@ func InTx(ctx context.Context, db Beginner, fn func(tx pgx.Tx) error) error {
 
 // InTxReadCommitted is InTx at READ COMMITTED, for bookkeeping made only of
 // inserts and compare-and-set updates (UPDATE … WHERE the row is still as
-// read), which are correct without a serializable snapshot. PostgreSQL's
+// read), and for writes that lock every row they change (SELECT … FOR
+// UPDATE) before reading it, in one order (the points ledger, accruals,
+// orders): both are correct without a serializable snapshot. PostgreSQL's
 // serializable checks lock index pages, not rows, so busy bookkeeping on
 // neighbouring rows (the outbox) fails them over and over for nothing.
 // CockroachDB runs it at its own isolation, serializable unless read
