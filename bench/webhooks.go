@@ -174,6 +174,21 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 		return res, err
 	}
 	res.enqueueSecs = time.Since(start).Seconds()
+	fmt.Fprint(os.Stderr, "backlog written: ", serverActivity(ctx, pool), explainClaim(ctx, pool))
+	stopWatch := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopWatch:
+				return
+			case <-t.C:
+				fmt.Fprintf(os.Stderr, "backlog: %d delivered; %s", rcv.count(), serverActivity(ctx, pool))
+			}
+		}
+	}()
+	defer close(stopWatch)
 	retries0 := db.Retries.Load()
 	defer func() {
 		fmt.Fprintf(os.Stderr, "transaction retries during the backlog: %d\n", db.Retries.Load()-retries0)
