@@ -10,3 +10,11 @@ func (w *Worker) Claim(ctx context.Context, n int) ([]Task, error) {
 // RunTxBatch runs claimed database-effect tasks as one batch, as Run does
 // with the tasks of one claim.
 func (w *Worker) RunTxBatch(ctx context.Context, ts []Task) { w.runTxBatch(ctx, ts) }
+
+// GuardedUpdates are the statements a worker runs on a task it holds, with
+// example arguments beyond the first four.
+var GuardedUpdates = map[string][]any{
+	extendSQL: {30000},
+	finishSQL: nil,
+	retrySQL:  {"pending", "2026-01-01T00:00:00Z", "boom"},
+}

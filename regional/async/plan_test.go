@@ -1,0 +1,92 @@
+package async_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tallyhq/tally/regional/async"
+)
+
+// A worker's updates of the tasks it holds find their row by its key, whatever
+// the table's statistics say. Analyzed while nearly every row was done, the
+// table looked as if 'pending' were rare, and PostgreSQL answered
+// status = 'pending' from outbox_due instead of the key: every finish read
+// the whole backlog, and deliveries from a 40,000-event backlog fell to a
+// few hundred a second.
+func TestGuardedUpdatesUseTheKeyWhenStatisticsAreStale(t *testing.T) {
+	url := database(t)
+	p := open(t, url)
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := p.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	insert := func(status string, from, n int) {
+		exec(`INSERT INTO outbox (project_id, id, kind, payload, status, attempts, max_attempts, run_after, lease_owner, created_at, finished_at)
+			SELECT 'proj_test', 'tsk_' || lpad(i::TEXT, 8, '0'), 'test', '{}', $1, 1, 10, now(), 'w1', now(),
+				CASE WHEN $1 = 'done' THEN now() END
+			FROM generate_series($2::INT, $3::INT) AS i`, status, from, from+n-1)
+	}
+	// Statistics taken when nearly everything was done, then a backlog.
+	insert("done", 0, 40000)
+	exec(`ANALYZE outbox`)
+	insert("pending", 40000, 40000)
+
+	for sql, extra := range async.GuardedUpdates {
+		args := append([]any{"proj_test", "tsk_00060000", "w1", 1}, extra...)
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			plan, err := explain(ctx, p, mode, sql, args)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", firstLine(sql), mode, err)
+			}
+			if !strings.Contains(plan, "outbox_pkey") {
+				t.Errorf("%s, %s: the update does not find its row by the key:\n%s\nplan:\n%s", firstLine(sql), mode, sql, plan)
+			}
+		}
+	}
+}
+
+var prepared int
+
+// explain prepares sql on the server as the workers' driver does and returns
+// the plan PostgreSQL uses to execute it with args under the plan cache mode.
+func explain(ctx context.Context, p *pgxpool.Pool, mode, sql string, args []any) (string, error) {
+	tx, err := p.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // read only
+	simple := pgx.QueryExecModeSimpleProtocol
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode, simple); err != nil {
+		return "", err
+	}
+	// A prepared statement outlives the transaction: each gets its own name.
+	prepared++
+	name := fmt.Sprintf("guarded_%d", prepared)
+	if _, err := tx.Exec(ctx, "PREPARE "+name+" AS "+sql, simple); err != nil {
+		return "", err
+	}
+	ps := make([]string, len(args))
+	for i := range args {
+		ps[i] = fmt.Sprintf("$%d", i+1)
+	}
+	// The simple protocol writes args into the text as literals.
+	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE "+name+"("+strings.Join(ps, ", ")+")", append([]any{simple}, args...)...)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
