@@ -18,22 +18,24 @@ import (
 func serverActivity(ctx context.Context, pool *pgxpool.Pool) string {
 	var b strings.Builder
 	rows, err := pool.Query(ctx, `SELECT datname, backend_type, state, left(regexp_replace(query, '\s+', ' ', 'g'), 90),
-			extract(epoch FROM now() - xact_start)::INT8
+			extract(epoch FROM now() - xact_start)::INT8, age(backend_xmin)::INT8
 		FROM pg_stat_activity
 		WHERE pid <> pg_backend_pid()`)
 	if err == nil {
 		ours := 0
 		for rows.Next() {
 			var dat, typ, state, query *string
-			var age *int64
-			if rows.Scan(&dat, &typ, &state, &query, &age) != nil || typ == nil {
+			var age, xmin *int64
+			if rows.Scan(&dat, &typ, &state, &query, &age, &xmin) != nil || typ == nil {
 				continue
 			}
 			switch {
-			case *typ == "client backend" && str(dat) == "tally":
+			case *typ == "client backend" && str(dat) == "tally" && val(age) < 2 && val(xmin) < 1000:
 				if str(state) == "active" {
 					ours++
 				}
+			case *typ == "client backend" && str(dat) == "tally":
+				fmt.Fprintf(&b, "  old snapshot: %s %ds xmin age %d: %s\n", str(state), val(age), val(xmin), str(query))
 			case strings.Contains(*typ, "autovacuum worker") || str(state) == "active":
 				fmt.Fprintf(&b, "  %s %s %s %ds: %s\n", str(dat), *typ, str(state), val(age), str(query))
 			}
@@ -97,4 +99,45 @@ func val(v *int64) int64 {
 		return 0
 	}
 	return *v
+}
+
+// explainFinish shows the plans a task's finish gets now: custom (what a
+// connection's first five executions of the prepared statement use) and
+// generic (what PostgreSQL may cache for it after that).
+func explainFinish(ctx context.Context, pool *pgxpool.Pool) string {
+	var b strings.Builder
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		func() {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return
+			}
+			defer tx.Rollback(ctx)
+			var project, id, owner string
+			var attempts int
+			if err := tx.QueryRow(ctx, `SELECT project_id, id, coalesce(lease_owner, ''), attempts FROM outbox
+				WHERE status = 'pending' ORDER BY run_after LIMIT 1`).Scan(&project, &id, &owner, &attempts); err != nil {
+				b.WriteString("  " + err.Error() + "\n")
+				return
+			}
+			_, _ = tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode, pgx.QueryExecModeSimpleProtocol)
+			_, _ = tx.Exec(ctx, `PREPARE diag_finish(text, text, text, int) AS UPDATE outbox SET status = 'done', finished_at = now(), last_error = NULL
+				WHERE project_id = $1 AND id = $2 AND status = 'pending' AND lease_owner = $3 AND attempts = $4`, pgx.QueryExecModeSimpleProtocol)
+			rows, err := tx.Query(ctx, fmt.Sprintf("EXPLAIN (ANALYZE, COSTS OFF) EXECUTE diag_finish('%s', '%s', '%s', %d)", project, id, owner, attempts),
+				pgx.QueryExecModeSimpleProtocol)
+			if err != nil {
+				b.WriteString("  " + err.Error() + "\n")
+				return
+			}
+			defer rows.Close()
+			b.WriteString("  " + mode + ":\n")
+			for rows.Next() {
+				var line string
+				if rows.Scan(&line) == nil {
+					b.WriteString("    " + line + "\n")
+				}
+			}
+		}()
+	}
+	return "finish plans:\n" + b.String()
 }

@@ -174,7 +174,7 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 		return res, err
 	}
 	res.enqueueSecs = time.Since(start).Seconds()
-	fmt.Fprint(os.Stderr, "backlog written: ", serverActivity(ctx, pool), explainClaim(ctx, pool))
+	fmt.Fprint(os.Stderr, "backlog written: ", serverActivity(ctx, pool), explainClaim(ctx, pool), explainFinish(ctx, pool))
 	stopWatch := make(chan struct{})
 	go func() {
 		t := time.NewTicker(5 * time.Second)
