@@ -31,7 +31,7 @@ func newTransport(dialTimeout time.Duration) *http.Transport {
 		DialContext:           d.DialContext,
 		MaxIdleConns:          4096,
 		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       idleConnTimeout, // below the upstream's keep-alive timeout
 		ResponseHeaderTimeout: 60 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true, // pass encodings through untouched
@@ -157,7 +157,7 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 		Host:          upstream.Host,
 	}).WithContext(ctx)
 	if in.ContentLength == 0 {
-		out.Body = nil // lets the transport retry idempotent requests on a stale connection
+		out.Body = nil // nothing to send, nothing to keep for a retry
 	}
 
 	resp, done, err := f.roundTrip(ctx, out)

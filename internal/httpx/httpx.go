@@ -173,10 +173,15 @@ func jsonType(kind string) string {
 	}
 }
 
+// ServerIdleTimeout is how long a service keeps an idle keep-alive
+// connection open. The router's upstream pool gives its connections up
+// sooner (router/upstream.go), so it never writes into one being closed.
+const ServerIdleTimeout = 120 * time.Second
+
 // Serve runs e on the listener until ctx ends, then shuts down gracefully,
 // letting requests in flight finish for up to 10 seconds.
 func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: ServerIdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
