@@ -7,6 +7,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/tallyhq/tally/internal/runtimex"
 )
 
 // Clock is the wall clock plus an offset tests set.
@@ -43,7 +45,8 @@ func Every(ctx context.Context, interval time.Duration, log func(error), fns ...
 			return
 		case <-t.C:
 			for _, fn := range fns {
-				if err := fn(ctx); err != nil && ctx.Err() == nil {
+				// A panicking sweep is this round's error; the next runs.
+				if err := runtimex.Call(func() error { return fn(ctx) }); err != nil && ctx.Err() == nil {
 					log(err)
 				}
 			}

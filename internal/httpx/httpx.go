@@ -49,7 +49,9 @@ func New(cfg Config) *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = apierr.Handler(cfg.Log)
 	e.Pre(RequestID(cfg.TrustRequestID))
-	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
+	// A handler's panic is its request's 500, logged with the panicking
+	// goroutine's stack (echo takes the stack only when it may print it).
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			cfg.Log.ErrorContext(c.Request().Context(), "panic", "err", err.Error(), "stack", string(stack))
 			return err

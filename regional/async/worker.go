@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/runtimex"
 	"github.com/tallyhq/tally/internal/ids"
 )
 
@@ -309,7 +310,9 @@ func (w *Worker) runTx(ctx context.Context, tx pgx.Tx, t Task) error {
 	ctx, span := w.span(ctx, t)
 	defer span.End()
 	k, _ := w.kind(t.Kind)
-	if err := k.tx(ctx, tx, t); err != nil {
+	// A panic fails the task (its transaction rolls back), not the process.
+	if err := runtimex.Call(func() error { return k.tx(ctx, tx, t) }); err != nil {
+		w.logPanic(ctx, t, err)
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		return err
@@ -343,7 +346,10 @@ func (w *Worker) runExt(ctx context.Context, t Task, k kind, known bool, outcome
 		// A long external task keeps its lease alive while it runs.
 		hctx, stopHeartbeat := context.WithCancel(ctx)
 		go w.heartbeat(hctx, t)
-		out = k.ext(ctx, t)
+		if err := runtimex.Call(func() error { out = k.ext(ctx, t); return nil }); err != nil {
+			w.logPanic(ctx, t, err)
+			out = Outcome{Err: err} // retried with backoff, then parked, as any failure
+		}
 		stopHeartbeat()
 	}
 	if out.Err != nil {
@@ -373,9 +379,12 @@ func (w *Worker) commit(ctx context.Context, in <-chan completion) {
 		if len(batch) > 1 {
 			var held map[taskKey]bool
 			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error {
-				var err error
-				held, err = w.record(ctx, tx, batch)
-				return err
+				// A panicking Recorder fails the batch, not the committer.
+				return runtimex.Call(func() error {
+					var err error
+					held, err = w.record(ctx, tx, batch)
+					return err
+				})
 			})
 			if err == nil {
 				w.recorded(ctx, batch, held)
@@ -386,9 +395,12 @@ func (w *Worker) commit(ctx context.Context, in <-chan completion) {
 			one := batch[i : i+1]
 			var held map[taskKey]bool
 			err := db.InTxReadCommitted(ctx, w.pool, func(tx pgx.Tx) error {
-				var err error
-				held, err = w.record(ctx, tx, one)
-				return err
+				// A panicking Recorder fails the batch, not the committer.
+				return runtimex.Call(func() error {
+					var err error
+					held, err = w.record(ctx, tx, one)
+					return err
+				})
 			})
 			if err != nil {
 				w.failed(ctx, one[0].t, one[0].policy, err)
@@ -510,6 +522,16 @@ func (w *Worker) heartbeat(ctx context.Context, t Task) {
 				w.o.Log.Warn("outbox: extending a lease", "task", t.ID, "err", err.Error())
 			}
 		}
+	}
+}
+
+// logPanic logs a task's panic with its stack; other errors are the
+// task's record's business.
+func (w *Worker) logPanic(ctx context.Context, t Task, err error) {
+	var pe *runtimex.PanicError
+	if errors.As(err, &pe) {
+		w.o.Log.ErrorContext(ctx, "outbox: task panicked", "task", t.ID, "kind", t.Kind, "project", t.ProjectID,
+			"attempt", t.Attempt, "err", pe)
 	}
 }
 

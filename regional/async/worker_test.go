@@ -329,3 +329,51 @@ func TestBatchesTakeTheirLocksInLockOrder(t *testing.T) {
 		t.Fatalf("rows updated %d times, want 4", n)
 	}
 }
+
+// A task that panics fails like any other (retried, then parked with the
+// panic as its error) while the worker goes on with the rest; before, the
+// panic ended the process and the task was claimed again on restart.
+func TestPanickingTasksAreParkedAndTheWorkerGoesOn(t *testing.T) {
+	url := database(t)
+	check := open(t, url)
+	ctx := context.Background()
+	reg := async.NewRegistry()
+	quick := async.Policy{BackoffBase: 10 * time.Millisecond}
+	reg.Handle("test.panic.ext", func(ctx context.Context, task async.Task) async.Outcome {
+		var fields []string
+		return async.Outcome{Note: fields[3]} // index out of range
+	}, quick)
+	reg.HandleTx("test.panic.tx", func(ctx context.Context, tx pgx.Tx, task async.Task) error {
+		if err := effect(ctx, tx, task); err != nil {
+			return err
+		}
+		panic("tx handler bug") // its effect rolls back with it
+	}, quick)
+	reg.HandleTx("test.effect", effect, async.Policy{})
+	err := db.InTx(ctx, check, func(tx pgx.Tx) error {
+		for _, kind := range []string{"test.panic.ext", "test.panic.tx"} {
+			if _, err := async.Enqueue(ctx, tx, "proj_test", async.NewTask{Kind: kind, Payload: "x", MaxAttempts: 2}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(wctx)
+
+	waitFor(t, 20*time.Second, func() bool { return count(t, check, `SELECT count(*) FROM outbox WHERE status = 'parked'`) == 2 })
+	enqueue(t, check, "test.effect", 5) // the worker still serves
+	waitFor(t, 20*time.Second, func() bool { return count(t, check, `SELECT count(*) FROM outbox WHERE status = 'done'`) == 5 })
+	if n := count(t, check, `SELECT count(*) FROM effects`); n != 5 {
+		t.Fatalf("%d effects, want the 5 good tasks' (the panicking one's rolled back)", n)
+	}
+	for _, want := range []string{"panic: runtime error: index out of range", "panic: tx handler bug"} {
+		if n := count(t, check, `SELECT count(*) FROM outbox WHERE status = 'parked' AND attempts = 2 AND last_error LIKE '`+want+`%'`); n != 1 {
+			t.Errorf("no task parked after 2 attempts with %q", want)
+		}
+	}
+}
