@@ -132,9 +132,12 @@ func (s csvSpec) rows(b []byte) (csvHeader, []csvRow, error) {
 	}
 }
 
-// get is a standard column's value, trimmed ("" when the file lacks it).
+// get is a standard column's value, trimmed ("" when the file or the row
+// lacks it). A bad row may have fewer fields than the header, or none at all
+// when the CSV reader could not make the line out, and its failure record
+// still asks for its source_id.
 func (h csvHeader) get(r csvRow, col string) string {
-	if i, ok := h.index[col]; ok {
+	if i, ok := h.index[col]; ok && i < len(r.fields) {
 		return strings.TrimSpace(r.fields[i])
 	}
 	return ""
