@@ -21,8 +21,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/runtimex"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/runtimex"
 )
 
 // WorkerOptions tune a worker; zero values take defaults.
