@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/tallyhq/tally/internal/db"
 )
 
 // serverActivity describes what the database server is busy with besides
 // the platform's own statements: autovacuum and other backends' work, and
 // the outbox's live and dead rows. A section whose figure differs between a
 // full run and a run of its own prints it, so the difference has a witness.
-func serverActivity(ctx context.Context, pool *pgxpool.Pool) string {
+func serverActivity(ctx context.Context, pool *db.Pool) string {
 	var b strings.Builder
 	rows, err := pool.Query(ctx, `SELECT datname, backend_type, state, left(regexp_replace(query, '\s+', ' ', 'g'), 90),
 			extract(epoch FROM now() - xact_start)::INT8, age(backend_xmin)::INT8
@@ -62,7 +62,7 @@ func serverActivity(ctx context.Context, pool *pgxpool.Pool) string {
 }
 
 // explainClaim shows the plan the outbox claim gets now, rolled back.
-func explainClaim(ctx context.Context, pool *pgxpool.Pool) string {
+func explainClaim(ctx context.Context, pool *db.Pool) string {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return err.Error()
@@ -104,7 +104,7 @@ func val(v *int64) int64 {
 // explainFinish shows the plans a task's finish gets now: custom (what a
 // connection's first five executions of the prepared statement use) and
 // generic (what PostgreSQL may cache for it after that).
-func explainFinish(ctx context.Context, pool *pgxpool.Pool) string {
+func explainFinish(ctx context.Context, pool *db.Pool) string {
 	var b strings.Builder
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		func() {

@@ -18,7 +18,6 @@ import (
 	"github.com/tallyhq/tally/internal/clock"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tallyhq/tally/internal/db"
@@ -76,7 +75,7 @@ type Stack struct {
 	RouterPort string
 	Management *management.App
 	Regional   map[string]*regional.App
-	Tenancy    *pgxpool.Pool
+	Tenancy    *db.Pool
 	Resolver   *tenancy.Resolver
 
 	mgmtURL      string

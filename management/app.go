@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -27,7 +26,7 @@ type Config struct {
 
 // App is a management instance.
 type App struct {
-	pool   *pgxpool.Pool
+	pool   *db.Pool
 	echo   *echo.Echo
 	signer *identity.Signer
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -21,7 +20,7 @@ import (
 )
 
 type handler struct {
-	pool   *pgxpool.Pool
+	pool   *db.Pool
 	signer *identity.Signer
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tallyhq/tally/internal/clock"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -57,12 +56,12 @@ type Config struct {
 // App is a regional instance.
 type App struct {
 	cfg      Config
-	pool     *pgxpool.Pool
+	pool     *db.Pool
 	echo     *echo.Echo
 	signer   *identity.Signer
 	tasks    *async.Registry
 	worker   *async.Worker
-	tenancy  *pgxpool.Pool
+	tenancy  *db.Pool
 	resolver *tenancy.Resolver
 	usage    *usage.Counter
 	events   *webhooks.Service
@@ -200,7 +199,7 @@ func (a *App) RunBackground(ctx context.Context) {
 func (a *App) Handler() http.Handler { return a.echo }
 
 // Pool is the instance's database pool.
-func (a *App) Pool() *pgxpool.Pool { return a.pool }
+func (a *App) Pool() *db.Pool { return a.pool }
 
 // Ready reports whether the cluster's database answers.
 func (a *App) Ready(ctx context.Context) error {

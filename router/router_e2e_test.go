@@ -151,6 +151,16 @@ func TestClusterWithItsDatabaseDownAnswers503WhileOthersServe(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("us1 took %v to answer 503", d)
 	}
+	// One route of every domain: each says the database is unavailable, not
+	// that the server failed.
+	for _, path := range []string{"/v1/customers/cust_x", "/v1/products", "/v1/skus/sku_x", "/v1/loyalties",
+		"/v1/loyalties/members/lc_x/transactions", "/v1/loyalties/camp_x/earning-rules", "/v1/rewards", "/v1/orders",
+		"/v1/redemptions/r_x", "/v1/trash-bin", "/v1/async-actions"} {
+		r := e.Do(t, "GET", stacktest.URL("us1", path), projects["us1"].Header(), nil)
+		if r.Status != 503 || r.JSON(t)["key"] != "service_unavailable" || r.Header.Get("Retry-After") == "" {
+			t.Errorf("GET %s during outage: %d %v %s", path, r.Status, r.Header, r.Body)
+		}
+	}
 	for _, c := range []string{"api", "as1"} {
 		r := e.Do(t, "POST", stacktest.URL(c, "/v1/customers"), projects[c].Header(), map[string]any{"name": "during outage"})
 		if r.Status != 200 {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tallyhq/tally/internal/db"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -24,7 +24,7 @@ type ResolverOptions struct {
 // Resolver answers the directory questions of every request from LRU caches
 // in front of the tenancy database.
 type Resolver struct {
-	pool     *pgxpool.Pool
+	pool     *db.Pool
 	log      *slog.Logger
 	hosts    *expirable.LRU[string, hostEntry]
 	keys     *expirable.LRU[string, AppKey]
@@ -45,7 +45,7 @@ type hostEntry struct {
 }
 
 // NewResolver makes a resolver over the tenancy database.
-func NewResolver(pool *pgxpool.Pool, o ResolverOptions) *Resolver {
+func NewResolver(pool *db.Pool, o ResolverOptions) *Resolver {
 	if o.Size == 0 {
 		o.Size = 100_000
 	}

@@ -108,7 +108,7 @@ func scanCluster(r pgx.Row) (Cluster, error) {
 // ClusterByHost finds the cluster serving host, and which of its hosts it is.
 func ClusterByHost(ctx context.Context, q db.Querier, host string) (Cluster, HostKind, error) {
 	c, err := scanCluster(q.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE api_host = $1 OR download_host = $1`, host))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Cluster{}, 0, ErrUnknownHost
 	}
 	if err != nil {
@@ -123,7 +123,7 @@ func ClusterByHost(ctx context.Context, q db.Querier, host string) (Cluster, Hos
 // GetCluster returns the cluster called name.
 func GetCluster(ctx context.Context, q db.Querier, name string) (Cluster, error) {
 	c, err := scanCluster(q.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE name = $1`, name))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Cluster{}, ErrUnknownCluster
 	}
 	return c, err
@@ -192,7 +192,7 @@ func scanProject(r pgx.Row) (Project, error) {
 // GetProject returns a live project.
 func GetProject(ctx context.Context, q db.Querier, id string) (Project, error) {
 	p, err := scanProject(q.QueryRow(ctx, `SELECT `+projectColumns+` FROM projects WHERE id = $1 AND deleted_at IS NULL`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Project{}, ErrProjectNotFound
 	}
 	return p, err
@@ -296,7 +296,7 @@ func scanAppKey(r pgx.Row) (AppKey, error) {
 // GetAppKey returns a key, revoked or not.
 func GetAppKey(ctx context.Context, q db.Querier, appID string) (AppKey, error) {
 	k, err := scanAppKey(q.QueryRow(ctx, `SELECT `+appKeyColumns+` FROM app_keys WHERE app_id = $1`, appID))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return AppKey{}, ErrKeyNotFound
 	}
 	return k, err
@@ -315,7 +315,7 @@ func ListAppKeys(ctx context.Context, q db.Querier, projectID string) ([]AppKey,
 func RevokeAppKey(ctx context.Context, q db.Querier, projectID, appID string) (AppKey, error) {
 	k, err := scanAppKey(q.QueryRow(ctx, `UPDATE app_keys SET revoked_at = COALESCE(revoked_at, now())
 		WHERE project_id = $1 AND app_id = $2 RETURNING `+appKeyColumns, projectID, appID))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return AppKey{}, ErrKeyNotFound
 	}
 	if err != nil {
@@ -341,7 +341,7 @@ func GetManagementKey(ctx context.Context, q db.Querier, id string) (ManagementK
 	var k ManagementKey
 	err := q.QueryRow(ctx, `SELECT id, name, token_hash, created_at, revoked_at FROM management_keys WHERE id = $1`, id).
 		Scan(&k.ID, &k.Name, &k.tokenHash, &k.CreatedAt, &k.RevokedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return ManagementKey{}, ErrKeyNotFound
 	}
 	return k, err

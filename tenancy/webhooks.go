@@ -27,7 +27,7 @@ func GetPlan(ctx context.Context, q db.Querier, name string) (Plan, error) {
 	var p Plan
 	var features []byte
 	err := q.QueryRow(ctx, `SELECT name, features FROM plans WHERE name = $1`, name).Scan(&p.Name, &features)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Plan{}, ErrPlanNotFound
 	}
 	if err != nil {
@@ -119,7 +119,7 @@ func CreateWebhook(ctx context.Context, q db.Querier, w *Webhook) error {
 func GetWebhook(ctx context.Context, q db.Querier, projectID, id string) (Webhook, error) {
 	w, err := scanWebhook(q.QueryRow(ctx, `SELECT `+webhookColumns+` FROM webhooks
 		WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL`, projectID, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Webhook{}, ErrWebhookNotFound
 	}
 	return w, err

@@ -27,6 +27,9 @@ func From(err error) *Error {
 	if errors.As(err, &he) {
 		return fromEcho(he)
 	}
+	// Stores classify their errors (db.Pool); this catches a driver error
+	// that reached here another way, so an outage is never a 500.
+	err = db.Classify(err)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Key: "not_found", Message: "Resource not found", Cause: err}
@@ -35,6 +38,9 @@ func From(err error) *Error {
 	case errors.Is(err, db.ErrInvalidValue):
 		return &Error{Status: http.StatusBadRequest, Key: "invalid_payload", Message: "Invalid payload",
 			Details: "A value in the request cannot be stored: text must be UTF-8 without NUL characters, and numbers within range.", Cause: err}
+	case errors.Is(err, db.ErrCheck):
+		return &Error{Status: http.StatusBadRequest, Key: "invalid_payload", Message: "Invalid payload",
+			Details: fmt.Sprintf("The request breaks a rule of the stored data (%s).", db.Constraint(err)), Cause: err}
 	case errors.Is(err, db.ErrUnavailable):
 		u := Unavailable("The database of this cluster cannot be reached; try again shortly.")
 		u.Cause = err

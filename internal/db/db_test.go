@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/dbtest"
@@ -18,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-func open(t *testing.T) *pgxpool.Pool {
+func open(t *testing.T) *db.Pool {
 	t.Helper()
 	url := dbtest.Shared(t, "main").NewDatabase(t)
 	pool, err := db.Open(context.Background(), url, db.Options{})

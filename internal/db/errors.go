@@ -3,6 +3,7 @@ package db
 import (
 	"errors"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/jackc/pgx/v5"
@@ -16,7 +17,12 @@ var (
 	ErrUnavailable = errors.New("db: database unavailable")
 	// ErrInvalidValue: the database refused a value the request carried.
 	ErrInvalidValue = errors.New("db: value cannot be stored")
+	// ErrCheck: a write broke a CHECK, NOT NULL or foreign key constraint;
+	// Constraint names it.
+	ErrCheck = errors.New("db: constraint violated")
 )
+
+var kinds = []error{ErrNotFound, ErrConflict, ErrUnavailable, ErrInvalidValue, ErrCheck}
 
 type classified struct {
 	kind  error
@@ -32,8 +38,10 @@ func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrUnavailable) {
-		return err
+	for _, k := range kinds {
+		if errors.Is(err, k) {
+			return err
+		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return &classified{ErrNotFound, err}
@@ -43,11 +51,17 @@ func Classify(err error) error {
 		switch {
 		case pgErr.Code == "23505":
 			return &classified{ErrConflict, err}
-		case pgErr.Code == "22021" || pgErr.Code == "22P05" || pgErr.Code == "22001" || pgErr.Code == "22003":
-			// a NUL or invalid character, a string too long, a number out of range
+		case pgErr.Code == "23514" || pgErr.Code == "23502" || pgErr.Code == "23503":
+			return &classified{ErrCheck, err}
+		case strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "54000":
+			// data exceptions (a NUL or invalid character, a string too
+			// long, a number out of range, text that is no number or date)
+			// and a value too large for an index
 			return &classified{ErrInvalidValue, err}
-		case pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code[:2] == "08":
-			// admin shutdown, crash shutdown, cannot connect now, connection exceptions
+		case pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03" || pgErr.Code == "57014" ||
+			strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "53"):
+			// shutdowns, cannot connect now, statement timeout, connection
+			// exceptions, insufficient resources (too many connections)
 			return &classified{ErrUnavailable, err}
 		}
 		return err
@@ -56,6 +70,16 @@ func Classify(err error) error {
 		return &classified{ErrUnavailable, err}
 	}
 	return err
+}
+
+// Constraint is the constraint a classified ErrConflict or ErrCheck broke,
+// "" for other errors.
+func Constraint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "23") {
+		return pgErr.ConstraintName
+	}
+	return ""
 }
 
 // IsConnectionError reports whether err means the database could not be
@@ -80,10 +104,4 @@ func IsConnectionError(err error) bool {
 		return true
 	}
 	return false
-}
-
-// IsUniqueViolation reports a unique-constraint conflict.
-func IsUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }

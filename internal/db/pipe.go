@@ -27,7 +27,7 @@ type Pipe struct {
 // results must be closed before the next Send, and before fn returns.
 func (p *Pipe) Send(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if p.begun {
-		return p.conn.SendBatch(ctx, b)
+		return batchResults{p.conn.SendBatch(ctx, b)}
 	}
 	p.begun = true
 	nb := &pgx.Batch{}
@@ -36,9 +36,9 @@ func (p *Pipe) Send(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	br := p.conn.SendBatch(ctx, nb)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return pgx.FailedBatchResults(nb, err)
+		return pgx.FailedBatchResults(nb, Classify(err))
 	}
-	return br
+	return batchResults{br}
 }
 
 // InPipe runs fn as one transaction at isolation iso on a connection of
@@ -46,11 +46,11 @@ func (p *Pipe) Send(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 // its writes (nil for none), which is sent with COMMIT. When fn fails, or a
 // statement does, the transaction is rolled back. Retried whole as InTx is,
 // so fn must have no effect outside the database.
-func InPipe(ctx context.Context, pool *pgxpool.Pool, iso pgx.TxIsoLevel, fn func(ctx context.Context, p *Pipe) (*pgx.Batch, error)) error {
+func InPipe(ctx context.Context, pool *Pool, iso pgx.TxIsoLevel, fn func(ctx context.Context, p *Pipe) (*pgx.Batch, error)) error {
 	ctx, span := tracer.Start(ctx, "db.InPipe")
 	defer span.End()
 	attempts, err := retry(ctx, func(ctx context.Context) error {
-		conn, err := pool.Acquire(ctx)
+		conn, err := pool.Pool.Acquire(ctx)
 		if err != nil {
 			return err
 		}

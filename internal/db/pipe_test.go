@@ -8,12 +8,11 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tallyhq/tally/internal/db"
 )
 
-func pipeTable(t *testing.T) *pgxpool.Pool {
+func pipeTable(t *testing.T) *db.Pool {
 	t.Helper()
 	pool := open(t)
 	if _, err := pool.Exec(context.Background(), `CREATE TABLE acct (id INT PRIMARY KEY, n INT NOT NULL CHECK (n >= 0));
@@ -23,7 +22,7 @@ func pipeTable(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-func balances(t *testing.T, pool *pgxpool.Pool) (a, b int) {
+func balances(t *testing.T, pool *db.Pool) (a, b int) {
 	t.Helper()
 	if err := pool.QueryRow(context.Background(), `SELECT (SELECT n FROM acct WHERE id = 1), (SELECT n FROM acct WHERE id = 2)`).Scan(&a, &b); err != nil {
 		t.Fatal(err)
@@ -32,7 +31,7 @@ func balances(t *testing.T, pool *pgxpool.Pool) (a, b int) {
 }
 
 // move reads account 1 under its lock, then moves k from it to account 2.
-func move(pool *pgxpool.Pool, k int, after func()) error {
+func move(pool *db.Pool, k int, after func()) error {
 	return db.InPipe(context.Background(), pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 		b := &pgx.Batch{}
 		var n int

@@ -30,7 +30,7 @@ type Options struct {
 // Open connects a pool to url with tracing on every query. It does not fail
 // when the database is down: the pool connects lazily, so a service can start
 // and report itself unready instead of crash-looping.
-func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
+func Open(ctx context.Context, url string, o Options) (*Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("db: parse url: %w", err)
@@ -53,5 +53,5 @@ func Open(ctx context.Context, url string, o Options) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("db: open pool: %w", err)
 	}
-	return pool, nil
+	return &Pool{pool}, nil
 }

@@ -226,7 +226,7 @@ func scanAction(r pgx.Row) (Action, error) {
 // GetAction returns one of a project's async actions.
 func GetAction(ctx context.Context, q db.Querier, projectID, id string) (Action, error) {
 	a, err := scanAction(q.QueryRow(ctx, `SELECT `+actionColumns+` FROM async_actions WHERE project_id = $1 AND id = $2`, projectID, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Action{}, db.ErrNotFound
 	}
 	return a, err

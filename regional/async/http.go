@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -14,10 +13,10 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 )
 
-type handler struct{ pool *pgxpool.Pool }
+type handler struct{ pool *db.Pool }
 
 // Register mounts GET /async-actions and GET /async-actions/{id} on g (/v1).
-func Register(g *echo.Group, pool *pgxpool.Pool) {
+func Register(g *echo.Group, pool *db.Pool) {
 	h := handler{pool}
 	g.GET("/async-actions", h.list)
 	g.GET("/async-actions/:asyncActionId", h.get)
@@ -25,7 +24,7 @@ func Register(g *echo.Group, pool *pgxpool.Pool) {
 
 // RegisterInternal mounts the operators' outbox endpoints on g (/internal/v1),
 // reached only through management.
-func RegisterInternal(g *echo.Group, pool *pgxpool.Pool) {
+func RegisterInternal(g *echo.Group, pool *db.Pool) {
 	h := handler{pool}
 	g.GET("/outbox/parked", h.parked)
 	g.POST("/outbox/:projectId/:taskId/requeue", h.requeue)

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
 )
 
@@ -57,7 +57,7 @@ var prepared int
 
 // explain prepares sql on the server as the workers' driver does and returns
 // the plan PostgreSQL uses to execute it with args under the plan cache mode.
-func explain(ctx context.Context, p *pgxpool.Pool, mode, sql string, args []any) (string, error) {
+func explain(ctx context.Context, p *db.Pool, mode, sql string, args []any) (string, error) {
 	tx, err := p.Begin(ctx)
 	if err != nil {
 		return "", err

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -38,7 +37,7 @@ type WorkerOptions struct {
 // Worker claims and runs outbox tasks. Any number of workers, in any number
 // of instances, can share one database.
 type Worker struct {
-	pool   *pgxpool.Pool
+	pool   *db.Pool
 	reg    *Registry
 	o      WorkerOptions
 	id     string
@@ -50,7 +49,7 @@ type Worker struct {
 }
 
 // NewWorker makes a worker over a regional database.
-func NewWorker(pool *pgxpool.Pool, reg *Registry, o WorkerOptions) *Worker {
+func NewWorker(pool *db.Pool, reg *Registry, o WorkerOptions) *Worker {
 	if o.Batch == 0 {
 		o.Batch = 64
 	}

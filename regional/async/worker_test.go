@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/dbtest"
@@ -38,7 +37,7 @@ func database(t *testing.T) string {
 	return url
 }
 
-func open(t *testing.T, url string) *pgxpool.Pool {
+func open(t *testing.T, url string) *db.Pool {
 	t.Helper()
 	p, err := db.Open(context.Background(), url, db.Options{})
 	if err != nil {
@@ -48,7 +47,7 @@ func open(t *testing.T, url string) *pgxpool.Pool {
 	return p
 }
 
-func enqueue(t *testing.T, p *pgxpool.Pool, kind string, n int) {
+func enqueue(t *testing.T, p *db.Pool, kind string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	err := db.InTx(ctx, p, func(tx pgx.Tx) error {
@@ -64,7 +63,7 @@ func enqueue(t *testing.T, p *pgxpool.Pool, kind string, n int) {
 	}
 }
 
-func count(t *testing.T, p *pgxpool.Pool, sql string) int {
+func count(t *testing.T, p *db.Pool, sql string) int {
 	t.Helper()
 	var n int
 	if err := p.QueryRow(context.Background(), sql).Scan(&n); err != nil {

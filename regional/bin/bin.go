@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel"
 
@@ -54,7 +53,7 @@ type Remover func(ctx context.Context, tx pgx.Tx, projectID string, e Entry) err
 
 // Bin lists, removes and expires a cluster's bin entries.
 type Bin struct {
-	pool      *pgxpool.Pool
+	pool      *db.Pool
 	clock     *clock.Clock
 	retention time.Duration
 	removers  map[string]Remover
@@ -62,7 +61,7 @@ type Bin struct {
 
 // New returns the bin; entries older than retention (0: DefaultRetention)
 // by clk are removed by Run.
-func New(pool *pgxpool.Pool, clk *clock.Clock, retention time.Duration) *Bin {
+func New(pool *db.Pool, clk *clock.Clock, retention time.Duration) *Bin {
 	if retention <= 0 {
 		retention = DefaultRetention
 	}
@@ -109,7 +108,7 @@ func (b *Bin) Remove(ctx context.Context, projectID, entryID string) error {
 func (b *Bin) remove(ctx context.Context, tx pgx.Tx, projectID, entryID string) error {
 	e, err := scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM bin_entries WHERE project_id = $1 AND id = $2 FOR UPDATE`,
 		projectID, entryID))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return apierr.NotFound("bin_entry", entryID)
 	}
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -23,13 +22,13 @@ type Events interface {
 
 // Service holds the customer rules.
 type Service struct {
-	pool   *pgxpool.Pool
+	pool   *db.Pool
 	events Events
 	now    func() time.Time
 }
 
 // NewService returns the customer service over a regional database.
-func NewService(pool *pgxpool.Pool, events Events) *Service {
+func NewService(pool *db.Pool, events Events) *Service {
 	return &Service{pool: pool, events: events, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
@@ -63,18 +62,18 @@ func (s *Service) UpsertIn(ctx context.Context, tx pgx.Tx, projectID string, p *
 	switch {
 	case p.ID != nil:
 		c, err = get(ctx, tx, projectID, *p.ID, true)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, db.ErrNotFound) {
 			return Customer{}, false, apierr.NotFound("customer", *p.ID)
 		}
 	case p.SourceID != nil:
 		c, err = getBySourceID(ctx, tx, projectID, *p.SourceID)
 	default:
-		err = pgx.ErrNoRows
+		err = db.ErrNotFound
 	}
 	switch {
 	case err == nil:
 		return c, false, s.applyUpdate(ctx, tx, projectID, &c, p)
-	case errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, db.ErrNotFound):
 		c = Customer{ID: ids.New("cust_"), SourceID: p.SourceID, CreatedAt: s.now()}
 		if err := p.Apply(&c.Attrs); err != nil {
 			return Customer{}, false, err
@@ -91,7 +90,7 @@ func (s *Service) UpsertIn(ctx context.Context, tx pgx.Tx, projectID string, p *
 // GetIn returns a customer by id or source_id in the caller's transaction.
 func (s *Service) GetIn(ctx context.Context, tx pgx.Tx, projectID, idOrSource string) (Customer, error) {
 	c, err := get(ctx, tx, projectID, idOrSource, false)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Customer{}, apierr.NotFound("customer", idOrSource)
 	}
 	return c, err
@@ -115,7 +114,7 @@ func (s *Service) applyUpdate(ctx context.Context, tx pgx.Tx, projectID string, 
 // Get returns a customer by id or source_id.
 func (s *Service) Get(ctx context.Context, projectID, idOrSource string) (Customer, error) {
 	c, err := get(ctx, s.pool, projectID, idOrSource, false)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Customer{}, apierr.NotFound("customer", idOrSource)
 	}
 	return c, db.Classify(err)
@@ -127,7 +126,7 @@ func (s *Service) Update(ctx context.Context, projectID, idOrSource string, p *P
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		c, err = get(ctx, tx, projectID, idOrSource, true)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, db.ErrNotFound) {
 			return apierr.NotFound("customer", idOrSource)
 		}
 		if err != nil {
@@ -145,7 +144,7 @@ func (s *Service) Update(ctx context.Context, projectID, idOrSource string, p *P
 func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		c, err := get(ctx, tx, projectID, idOrSource, true)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, db.ErrNotFound) {
 			return apierr.NotFound("customer", idOrSource)
 		}
 		if err != nil {

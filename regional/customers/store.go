@@ -33,7 +33,7 @@ func scan(r pgx.Row) (Customer, error) {
 func get(ctx context.Context, q db.Querier, projectID, idOrSource string, lock bool) (Customer, error) {
 	suffix := db.ForUpdate(lock)
 	c, err := scan(q.QueryRow(ctx, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND id = $2`+suffix, projectID, idOrSource))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		c, err = scan(q.QueryRow(ctx, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND source_id = $2`+suffix,
 			projectID, idOrSource))
 	}

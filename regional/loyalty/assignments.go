@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -141,8 +140,7 @@ func (s *Service) CreateAssignments(ctx context.Context, projectID, campaignID s
 			a := Assignment{ID: ids.New("rewa_"), RewardID: w.ID, CampaignID: camp.ID, Points: r.points(), CreatedAt: now}
 			_, err = tx.Exec(ctx, `INSERT INTO reward_assignments (project_id, `+assignmentColumns+`) VALUES ($1, $2, $3, $4, $5, $6, NULL)`,
 				projectID, a.ID, a.RewardID, a.CampaignID, a.Points, a.CreatedAt)
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "23505" {
+			if errors.Is(err, db.ErrConflict) {
 				return apierr.Duplicate("reward_assignment", fmt.Sprintf("reward %s is already assigned to campaign %s", w.ID, camp.ID))
 			}
 			if err != nil {

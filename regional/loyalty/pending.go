@@ -183,7 +183,7 @@ func (s *Service) pendingOf(ctx context.Context, tx pgx.Tx, projectID, campaignI
 	}
 	p, err := scanPending(tx.QueryRow(ctx, `SELECT `+pendingColumns+` FROM loyalty_pending_points
 		WHERE project_id = $1 AND id = $2 AND card_id = $3 FOR UPDATE`, projectID, pendingID, card.ID))
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && p.status != "PENDING") {
+	if errors.Is(err, db.ErrNotFound) || (err == nil && p.status != "PENDING") {
 		return card, Pending{}, apierr.NotFound("pending_points", pendingID)
 	}
 	return card, p, err

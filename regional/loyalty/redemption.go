@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -257,8 +256,7 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		}
 		return wr, s.events.Queue(ctx, wr, projectID, EventRedemptionSucceeded, id, map[string]any{"redemption": view})
 	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.ConstraintName == "rewards_in_stock" {
+	if db.Constraint(err) == "rewards_in_stock" {
 		return nil, outOfStock(r.Reward.ID)
 	}
 	return view, err
@@ -371,11 +369,11 @@ func (s *Service) GetRedemption(ctx context.Context, projectID, id string) (map[
 	err := s.pool.QueryRow(ctx, `SELECT r.view, r.status, b.id, b.created_at FROM redemptions r
 		LEFT JOIN redemption_rollbacks b ON b.project_id = r.project_id AND b.redemption_id = r.id
 		WHERE r.project_id = $1 AND r.id = $2`, projectID, id).Scan(&raw, &status, &rbID, &rbAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		err = s.pool.QueryRow(ctx, `SELECT view FROM redemption_rollbacks WHERE project_id = $1 AND id = $2`, projectID, id).Scan(&raw)
 		status = ""
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, apierr.NotFound("redemption", id)
 	}
 	if err != nil {
@@ -414,7 +412,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 	}
 	var cardID, status string
 	err := s.pool.QueryRow(ctx, `SELECT card_id, status FROM redemptions WHERE project_id = $1 AND id = $2`, projectID, id).Scan(&cardID, &status)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, apierr.NotFound("redemption", id)
 	}
 	if err != nil {
@@ -525,8 +523,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		}
 		return w, s.events.Queue(ctx, w, projectID, EventRollbackSucceeded, rbID, map[string]any{"redemption_rollback": out})
 	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.ConstraintName == "redemption_rollbacks_once" {
+	if db.Constraint(err) == "redemption_rollbacks_once" {
 		return nil, alreadyRolledBack(id)
 	}
 	return out, err

@@ -15,7 +15,6 @@ import (
 	"github.com/tallyhq/tally/internal/clock"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -39,7 +38,7 @@ type Events interface {
 
 // Service holds the rules of loyalty programs and the points ledger.
 type Service struct {
-	pool      *pgxpool.Pool
+	pool      *db.Pool
 	events    Events
 	customers *customers.Service
 	orders    *orders.Service
@@ -51,7 +50,7 @@ type Service struct {
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
 // NewService returns the loyalty service and registers its jobs in reg.
-func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, ord *orders.Service, reg *async.Registry, clk *clock.Clock) *Service {
+func NewService(pool *db.Pool, events Events, cust *customers.Service, ord *orders.Service, reg *async.Registry, clk *clock.Clock) *Service {
 	s := &Service{pool: pool, events: events, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
 	reg.HandleJob(GenerateJob, s.generateJob)
 	reg.HandleJob(DeleteJob, s.deleteJob)
@@ -70,7 +69,7 @@ func notFoundCard(id string) error     { return apierr.NotFound("voucher", id) }
 // campaign loads a live campaign or answers 404.
 func (s *Service) campaign(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
 	c, err := getCampaign(ctx, q, projectID, idOrName)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Campaign{}, notFoundCampaign(idOrName)
 	}
 	return c, err
@@ -87,7 +86,7 @@ func (s *Service) card(ctx context.Context, q db.Querier, projectID, campaignID,
 		}
 	}
 	c, err := getCard(ctx, q, projectID, memberID, lock)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Card{}, Campaign{}, notFoundCard(memberID)
 	}
 	if err != nil {
@@ -100,7 +99,7 @@ func (s *Service) card(ctx context.Context, q db.Querier, projectID, campaignID,
 		return c, camp, nil
 	}
 	camp, err = getCampaign(ctx, q, projectID, c.CampaignID)
-	if errors.Is(err, pgx.ErrNoRows) { // its campaign was deleted
+	if errors.Is(err, db.ErrNotFound) { // its campaign was deleted
 		return Card{}, Campaign{}, notFoundCard(memberID)
 	}
 	return c, camp, err
@@ -391,7 +390,7 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 		return nil, err
 	}
 	c, err := getCampaign(ctx, s.pool, job.ProjectID, p.CampaignID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return map[string]any{"message": "the campaign was deleted"}, nil
 	}
 	if err != nil {
@@ -663,13 +662,13 @@ func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r
 			card = existing
 			return nil
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		if !errors.Is(err, db.ErrNotFound) {
 			return err
 		}
 		switch {
 		case r.Voucher != nil:
 			card, err = getCard(ctx, tx, projectID, *r.Voucher, true)
-			if errors.Is(err, pgx.ErrNoRows) || (err == nil && card.CampaignID != camp.ID) {
+			if errors.Is(err, db.ErrNotFound) || (err == nil && card.CampaignID != camp.ID) {
 				return notFoundCard(*r.Voucher)
 			}
 			if err != nil {
@@ -682,7 +681,7 @@ func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r
 		default:
 			card, err = scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
 				WHERE project_id = $1 AND holder_id IS NULL AND campaign_id = $2 LIMIT 1 FOR UPDATE SKIP LOCKED`, projectID, camp.ID))
-			if errors.Is(err, pgx.ErrNoRows) {
+			if errors.Is(err, db.ErrNotFound) {
 				if camp.Attrs.Type != "AUTO_UPDATE" {
 					return apierr.New(http.StatusBadRequest, "no_voucher_suitable_for_publication", "Couldn't find any voucher suitable for publication",
 						fmt.Sprintf("Campaign %s has no free cards and is STATIC.", camp.ID))

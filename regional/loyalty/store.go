@@ -35,7 +35,7 @@ func (p campaignPart[T]) get(ctx context.Context, s *Service, q db.Querier, proj
 	}
 	v, err := p.scan(q.QueryRow(ctx, `SELECT `+p.columns+` FROM `+p.table+` WHERE project_id = $1 AND id = $2 AND campaign_id = $3`+
 		db.ForUpdate(lock), projectID, id, camp.ID))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return zero, apierr.NotFound(p.resource, id)
 	}
 	return v, err
@@ -56,7 +56,7 @@ func scanCampaign(r pgx.Row) (Campaign, error) {
 func getCampaign(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
 	c, err := scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM loyalty_campaigns
 		WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL`, projectID, idOrName))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		c, err = scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM loyalty_campaigns
 			WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL`, projectID, idOrName))
 	}
@@ -124,7 +124,7 @@ func getCard(ctx context.Context, q db.Querier, projectID, codeOrID string, lock
 	suffix := db.ForUpdate(lock)
 	c, err := scanCard(q.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards WHERE project_id = $1 AND code = $2`+suffix,
 		projectID, codeOrID))
-	if errors.Is(err, pgx.ErrNoRows) && strings.HasPrefix(codeOrID, "v_") {
+	if errors.Is(err, db.ErrNotFound) && strings.HasPrefix(codeOrID, "v_") {
 		c, err = scanCard(q.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards WHERE project_id = $1 AND id = $2`+suffix,
 			projectID, codeOrID))
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -34,7 +33,7 @@ type Events interface {
 
 // Service holds the rules of orders.
 type Service struct {
-	pool      *pgxpool.Pool
+	pool      *db.Pool
 	events    Events
 	customers *customers.Service
 	clock     *clock.Clock
@@ -44,7 +43,7 @@ type Service struct {
 // NewService returns the order service; clk is the platform clock, and
 // wake (when not nil) tells this instance's outbox worker that an order.paid
 // task was committed.
-func NewService(pool *pgxpool.Pool, events Events, cust *customers.Service, clk *clock.Clock, wake func()) *Service {
+func NewService(pool *db.Pool, events Events, cust *customers.Service, clk *clock.Clock, wake func()) *Service {
 	return &Service{pool: pool, events: events, customers: cust, clock: clk, wake: wake}
 }
 
@@ -72,11 +71,11 @@ func scan(r pgx.Row) (Order, error) {
 func GetIn(ctx context.Context, q db.Querier, projectID, idOrSource string, lock bool) (Order, error) {
 	suffix := db.ForUpdate(lock)
 	o, err := scan(q.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE project_id = $1 AND id = $2`+suffix, projectID, idOrSource))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		o, err = scan(q.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE project_id = $1 AND source_id = $2`+suffix,
 			projectID, idOrSource))
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Order{}, apierr.NotFound("order", idOrSource)
 	}
 	return o, err

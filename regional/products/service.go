@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -37,7 +36,7 @@ const (
 
 // Service holds the product catalogue's rules.
 type Service struct {
-	pool   *pgxpool.Pool
+	pool   *db.Pool
 	events Events
 	clock  *clock.Clock
 	wake   func()
@@ -45,7 +44,7 @@ type Service struct {
 
 // NewService returns the product service; it registers its jobs on reg and
 // how its resources leave the bin on b.
-func NewService(pool *pgxpool.Pool, events Events, reg *async.Registry, b *bin.Bin, clk *clock.Clock) *Service {
+func NewService(pool *db.Pool, events Events, reg *async.Registry, b *bin.Bin, clk *clock.Clock) *Service {
 	s := &Service{pool: pool, events: events, clock: clk, wake: reg.Wake}
 	b.Handle("product", s.removeBinnedProduct)
 	b.Handle("sku", s.removeBinnedSKU)
@@ -71,14 +70,14 @@ func (s *Service) emit(ctx context.Context, tx pgx.Tx, fn func(b *pgx.Batch) err
 }
 
 func duplicateProduct(err error) error {
-	if errors.Is(err, db.ErrConflict) || db.IsUniqueViolation(err) {
+	if errors.Is(err, db.ErrConflict) {
 		return apierr.Duplicate("product", "A product with this source_id already exists; delete it or pick another source_id.")
 	}
 	return err
 }
 
 func duplicateSKU(err error) error {
-	if errors.Is(err, db.ErrConflict) || db.IsUniqueViolation(err) {
+	if errors.Is(err, db.ErrConflict) {
 		return apierr.Duplicate("sku", "A SKU with this source_id already exists in the catalogue; pick another source_id.")
 	}
 	return err
@@ -148,7 +147,7 @@ func (s *Service) GetProduct(ctx context.Context, projectID, ref string) (View, 
 
 func (s *Service) product(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (Product, error) {
 	p, err := getProduct(ctx, q, projectID, ref, lock)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Product{}, apierr.NotFound("product", ref)
 	}
 	return p, err
@@ -306,7 +305,7 @@ func (s *Service) sku(ctx context.Context, q db.Querier, projectID, productRef, 
 		productID = p.ID
 	}
 	k, err := getSKU(ctx, q, projectID, ref, lock)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && productID != "" && k.ProductID != productID) {
+	if errors.Is(err, db.ErrNotFound) || (err == nil && productID != "" && k.ProductID != productID) {
 		return SKU{}, apierr.NotFound("sku", ref)
 	}
 	return k, err

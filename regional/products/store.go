@@ -3,6 +3,7 @@ package products
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -36,7 +37,7 @@ func scanProduct(r pgx.Row) (Product, error) {
 func getProduct(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (Product, error) {
 	p, err := scanProduct(q.QueryRow(ctx, `SELECT `+productColumns+` FROM products
 		WHERE project_id = $1 AND id = $2 AND bin_id IS NULL`+db.ForUpdate(lock), projectID, ref))
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, db.ErrNotFound) {
 		p, err = scanProduct(q.QueryRow(ctx, `SELECT `+productColumns+` FROM products
 			WHERE project_id = $1 AND source_id = $2 AND bin_id IS NULL`+db.ForUpdate(lock), projectID, ref))
 	}
@@ -147,7 +148,7 @@ var collectSKUs = db.Collect(func(r pgx.Row) (SKU, error) { return scanSKU(r) })
 func getSKU(ctx context.Context, q db.Querier, projectID, ref string, lock bool) (SKU, error) {
 	s, err := scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND id = $2`+
 		db.ForUpdate(lock), projectID, ref))
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, db.ErrNotFound) {
 		s, err = scanSKU(q.QueryRow(ctx, `SELECT `+skuColumns+` FROM skus WHERE project_id = $1 AND source_id = $2`+
 			db.ForUpdate(lock), projectID, ref))
 	}

@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -128,7 +127,7 @@ func Scan(r pgx.Row) (Reward, error) {
 // Get reads a reward in q, or answers its 404.
 func Get(ctx context.Context, q db.Querier, projectID, id string) (Reward, error) {
 	w, err := Scan(q.QueryRow(ctx, `SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, id))
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, db.ErrNotFound) {
 		return Reward{}, apierr.NotFound("reward", id)
 	}
 	return w, err
@@ -141,13 +140,13 @@ type Events interface {
 
 // Service holds the rules of rewards.
 type Service struct {
-	pool   *pgxpool.Pool
+	pool   *db.Pool
 	events Events
 	clock  *clock.Clock
 }
 
 // NewService returns the reward service.
-func NewService(pool *pgxpool.Pool, events Events, clk *clock.Clock) *Service {
+func NewService(pool *db.Pool, events Events, clk *clock.Clock) *Service {
 	return &Service{pool: pool, events: events, clock: clk}
 }
 
@@ -280,7 +279,7 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 	var out Reward
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		w, err := Scan(tx.QueryRow(ctx, `SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2 FOR UPDATE`, projectID, id))
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, db.ErrNotFound) {
 			return apierr.NotFound("reward", id)
 		}
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/db"
@@ -26,14 +25,14 @@ type key struct {
 // Counter counts in memory and adds its counts to the database every few
 // seconds, so that counting costs a request nothing but a map update.
 type Counter struct {
-	pool *pgxpool.Pool
+	pool *db.Pool
 	log  *slog.Logger
 	mu   sync.Mutex
 	n    map[key]int64
 }
 
 // NewCounter returns a counter over a regional database.
-func NewCounter(pool *pgxpool.Pool, log *slog.Logger) *Counter {
+func NewCounter(pool *db.Pool, log *slog.Logger) *Counter {
 	return &Counter{pool: pool, log: log, n: map[key]int64{}}
 }
 

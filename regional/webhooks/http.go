@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
+	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 )
@@ -37,7 +37,7 @@ type Delivery struct {
 }
 
 // RegisterInternal mounts the operators' delivery listing on g (/internal/v1).
-func RegisterInternal(g *echo.Group, pool *pgxpool.Pool) {
+func RegisterInternal(g *echo.Group, pool *db.Pool) {
 	g.GET("/projects/:projectId/webhooks/:webhookId/deliveries", func(c echo.Context) error {
 		q := c.QueryParams()
 		limit, err := listq.Limit(q, 50)
@@ -57,7 +57,7 @@ func RegisterInternal(g *echo.Group, pool *pgxpool.Pool) {
 	})
 }
 
-func listDeliveries(c echo.Context, pool *pgxpool.Pool, projectID, webhookID, after string, limit int) ([]Delivery, error) {
+func listDeliveries(c echo.Context, pool *db.Pool, projectID, webhookID, after string, limit int) ([]Delivery, error) {
 	ctx := c.Request().Context()
 	rows, err := pool.Query(ctx, `
 		SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.target_url,
