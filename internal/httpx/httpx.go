@@ -4,6 +4,7 @@
 package httpx
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,7 @@ func New(cfg Config) *echo.Echo {
 			return err
 		}}))
 	e.Use(otelecho.Middleware(cfg.Service))
+	e.Use(CheckText())
 	if cfg.Metrics != nil {
 		e.Use(cfg.Metrics.Middleware())
 	}
@@ -122,7 +124,14 @@ func Bind(c echo.Context, v any) error {
 			return echo.NewHTTPError(http.StatusUnsupportedMediaType)
 		}
 	}
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	if err := checkBody(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
