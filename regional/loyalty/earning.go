@@ -316,6 +316,9 @@ func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string,
 			if err := applyRule(&r, q, true, fmt.Sprintf("[%d].", i)); err != nil {
 				return err
 			}
+			if err := checkTierRef(ctx, tx, projectID, q.LoyaltyTier); err != nil {
+				return err
+			}
 			if err := saveRule(ctx, tx, projectID, r, true); err != nil {
 				return err
 			}
@@ -344,6 +347,9 @@ func (s *Service) UpdateRule(ctx context.Context, projectID, campaignID, ruleID 
 			return err
 		}
 		if err := applyRule(&r, q, false, ""); err != nil {
+			return err
+		}
+		if err := checkTierRef(ctx, tx, projectID, q.LoyaltyTier); err != nil {
 			return err
 		}
 		now := s.Now()

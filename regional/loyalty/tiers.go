@@ -3,6 +3,7 @@ package loyalty
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -226,6 +227,21 @@ func parseTiers(raw []byte) ([]Tier, error) {
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].From < ts[j].From })
 	return ts, nil
+}
+
+// checkTierRef is 404 naming a tier id that no tier of the project has:
+// an earning rule's loyalty_tier names one of the project's tiers, never
+// another project's.
+func checkTierRef(ctx context.Context, q db.Querier, projectID string, ref *IDRef) error {
+	if ref == nil {
+		return nil
+	}
+	var one int
+	err := q.QueryRow(ctx, `SELECT 1 FROM loyalty_tiers WHERE project_id = $1 AND id = $2`, projectID, ref.ID).Scan(&one)
+	if errors.Is(err, db.ErrNotFound) {
+		return apierr.NotFound("loyalty_tier", ref.ID)
+	}
+	return err
 }
 
 // tiersOf reads a campaign's tiers by range.

@@ -323,7 +323,8 @@ func (s *Service) find(ctx context.Context, tx pgx.Tx, projectID, target string,
 }
 
 // customer sets the order's customer: customer (an object, created or
-// updated) or customer_id (which must exist).
+// updated) or customer_id (which must exist); and its referrer_id, which
+// must exist too.
 func (s *Service) customer(ctx context.Context, tx pgx.Tx, projectID string, o *Order, r Request) error {
 	if len(r.Customer) > 0 && string(r.Customer) != "null" {
 		var p customers.Patch
@@ -343,6 +344,15 @@ func (s *Service) customer(ctx context.Context, tx pgx.Tx, projectID string, o *
 			return err
 		}
 		o.CustomerID = &c.ID
+	}
+	if r.ReferrerID != nil {
+		// The referrer is a customer of this project: 404 naming it
+		// otherwise (before, any id was stored, another project's too).
+		c, err := s.customers.GetIn(ctx, tx, projectID, *r.ReferrerID)
+		if err != nil {
+			return err
+		}
+		o.ReferrerID = &c.ID
 	}
 	return nil
 }
