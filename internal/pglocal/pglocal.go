@@ -118,7 +118,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Port < 0 { // initialise only
 		return s, nil
 	}
-	// A previous run killed without stopping leaves a stale pid file behind.
+	// A previous run killed without stopping leaves its server running (pg_ctl
+	// detaches it), or a stale pid file behind: stop the one, remove the
+	// other, so a crashed `tally dev` can simply be started again.
+	if err := s.stopLeftover(ctx); err != nil {
+		return nil, err
+	}
 	_ = s.removeStalePID()
 
 	maxConns := o.MaxConnections
@@ -273,6 +278,19 @@ func (s *Server) letTraverse(dir string) error {
 			return nil
 		}
 	}
+}
+
+// stopLeftover stops a server an earlier process started on this data
+// directory and never stopped.
+func (s *Server) stopLeftover(ctx context.Context) error {
+	if _, err := s.run(ctx, "pg_ctl", "-D", s.dataDir, "status"); err != nil {
+		return nil // exit status 3: no server running (4: no data directory)
+	}
+	out, err := s.run(ctx, "pg_ctl", "-D", s.dataDir, "-m", "fast", "-w", "-t", "30", "stop")
+	if err != nil {
+		return fmt.Errorf("pglocal: stopping the server an earlier run left on %s: %w\n%s", s.dataDir, err, out)
+	}
+	return nil
 }
 
 func (s *Server) removeStalePID() error {
