@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/tally
 
-.PHONY: run test build bench vet fmt check-fmt clean
+.PHONY: run test build bench fuzz vet fmt check-fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tally
@@ -22,6 +22,11 @@ test:
 bench: build
 	@scripts/ensure-postgres.sh
 	bench/run.sh
+
+## fuzz: the HTTP fuzz test at length (make test runs 1,200 requests); FUZZ_N=… FUZZ_SEED=… to choose
+fuzz:
+	@scripts/ensure-postgres.sh
+	$(GO) test -race -count=1 -timeout 60m -run TestFuzzEveryRoute -v ./router -fuzzhttp.n $${FUZZ_N:-20000} -fuzzhttp.seed $${FUZZ_SEED:-0}
 
 vet:
 	$(GO) vet ./...

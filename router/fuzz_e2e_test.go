@@ -1,0 +1,284 @@
+package router_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+)
+
+// The HTTP fuzz test's size: make test runs a bounded sample; a longer run is
+// go test ./router -run TestFuzzEveryRoute -fuzzhttp.n 20000.
+var (
+	fuzzN    = flag.Int("fuzzhttp.n", 1200, "requests the HTTP fuzz test sends")
+	fuzzSeed = flag.Uint64("fuzzhttp.seed", 0, "seed of the HTTP fuzz test (0: from the clock)")
+)
+
+// fuzzRoute is a registered route and who may call it.
+type fuzzRoute struct {
+	method, path string
+	mgmt         bool
+}
+
+// TestFuzzEveryRoute walks every registered route of the regional and
+// management services, through the router, with malformed JSON, wrong
+// types, numbers out of range, NUL bytes, invalid UTF-8, huge strings, deep
+// nesting, unknown enum values, bad path ids and bad query parameters, then
+// reads back every list. Any 5xx, any error body that is not JSON and any
+// answer slower than 5 s fails it.
+func TestFuzzEveryRoute(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
+	ids := seedObjects(t, a)
+	// The management routes work on a project of their own: one of them
+	// deletes it.
+	ids["projectId"] = e.CreateProject(t, "api").ID
+
+	var routes []fuzzRoute
+	add := func(h http.Handler, mgmt bool) {
+		for _, r := range h.(*echo.Echo).Routes() {
+			// The internal routes answer the management service only; the
+			// management routes that reach them are walked instead.
+			if r.Method == echo.RouteNotFound || strings.HasSuffix(r.Path, "/*") || r.Path == "/healthz" || r.Path == "/readyz" ||
+				strings.HasPrefix(r.Path, "/internal/") {
+				continue
+			}
+			routes = append(routes, fuzzRoute{r.Method, r.Path, mgmt})
+		}
+	}
+	add(e.Stack.Regional["api"].Handler(), false)
+	add(e.Stack.Management.Handler(), true)
+	sort.Slice(routes, func(i, j int) bool { return routes[i].method+routes[i].path < routes[j].method+routes[j].path })
+	if len(routes) < 60 {
+		t.Fatalf("only %d routes registered", len(routes))
+	}
+
+	seed := *fuzzSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("%d routes, %d requests, -fuzzhttp.seed %d", len(routes), *fuzzN, seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	failures := 0
+	statuses := map[int]int{}
+	send := func(r fuzzRoute, path string, body []byte) {
+		t.Helper()
+		header := a.P.Header()
+		if r.mgmt {
+			header = e.MgmtHeader()
+		}
+		status, ct, got, d := fuzzDo(t, e, r.method, stacktest.URL("api", path), header, body)
+		statuses[status]++
+		bad := ""
+		switch {
+		case status >= 500:
+			bad = "a 5xx"
+		case d > 5*time.Second:
+			bad = fmt.Sprintf("an answer after %v", d)
+		case status >= 400 && r.method != http.MethodHead && (!strings.HasPrefix(ct, "application/json") || !json.Valid(got)):
+			bad = "an error body that is not JSON"
+		}
+		if bad != "" {
+			failures++
+			if failures <= 25 {
+				t.Errorf("%s %s %s: %s: %d %s", r.method, path, clipBody(body), bad, status, clipBody(got))
+			}
+		}
+	}
+	for i := 0; i < *fuzzN; i++ {
+		r := routes[rng.IntN(len(routes))]
+		path := fuzzPath(rng, r.path, ids)
+		var body []byte
+		if r.method == http.MethodPost || r.method == http.MethodPut || r.method == http.MethodPatch {
+			body = fuzzBody(rng)
+		}
+		send(r, path, body)
+	}
+
+	// Every list still reads, and the region still serves.
+	for _, r := range routes {
+		if r.method != http.MethodGet {
+			continue
+		}
+		path := fillPath(r.path, ids)
+		header := a.P.Header()
+		if r.mgmt {
+			header = e.MgmtHeader()
+		}
+		status, _, got, _ := fuzzDo(t, e, http.MethodGet, stacktest.URL("api", path), header, nil)
+		if status >= 500 {
+			t.Errorf("read back GET %s: %d %s", path, status, clipBody(got))
+		}
+	}
+	t.Logf("answers by status: %v", statuses)
+	if failures > 25 {
+		t.Errorf("… and %d more failures", failures-25)
+	}
+}
+
+func fuzzDo(t *testing.T, e *stacktest.Env, method, url string, header http.Header, body []byte) (int, string, []byte, time.Duration) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return 400, "application/json", []byte("{}"), 0 // a URL no client could send
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v (did the platform crash?)", method, url, err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Content-Type"), got, time.Since(start)
+}
+
+// seedObjects makes one object of each kind, so that fuzzed requests also
+// reach past the lookup of their path ids.
+func seedObjects(t *testing.T, a stacktest.API) map[string]string {
+	ids := map[string]string{"name": "api"}
+	camp := a.OK("POST", "/v1/loyalties", map[string]any{"name": "Fuzz", "vouchers_count": 1,
+		"voucher": map[string]any{"type": "LOYALTY_CARD", "loyalty_card": map[string]any{"points": 0}}})
+	ids["campaignId"] = camp["id"].(string)
+	m := a.OK("POST", "/v1/loyalties/"+ids["campaignId"]+"/members", map[string]any{"customer": map[string]any{"source_id": "fuzz"}})
+	ids["memberId"] = m["code"].(string)
+	ids["customerId"] = "fuzz"
+	a.OK("POST", "/v1/loyalties/members/"+ids["memberId"]+"/balance", map[string]any{"points": 1000})
+	ids["productId"] = a.OK("POST", "/v1/products", map[string]any{"name": "Fuzz product", "source_id": "fuzzp"})["id"].(string)
+	ids["skuId"] = a.OK("POST", "/v1/products/"+ids["productId"]+"/skus", map[string]any{"sku": "S", "source_id": "fuzzs"})["id"].(string)
+	ids["rewardId"] = a.OK("POST", "/v1/rewards", map[string]any{"name": "Fuzz reward", "parameters": map[string]any{"product": map[string]any{"id": ids["productId"]}}})["id"].(string)
+	ids["orderId"] = a.OK("POST", "/v1/orders", map[string]any{"source_id": "fuzzo", "amount": 100, "customer": map[string]any{"source_id": "fuzz"}})["id"].(string)
+	var rules []map[string]any
+	if r := a.Do("POST", "/v1/loyalties/"+ids["campaignId"]+"/earning-rules", []map[string]any{{"event": "order.paid",
+		"loyalty": map[string]any{"type": "FIXED", "points": 1}}}); r.Status != 200 || json.Unmarshal(r.Body, &rules) != nil {
+		t.Fatalf("rule: %d %s", r.Status, r.Body)
+	} else {
+		ids["ruleId"] = rules[0]["id"].(string)
+	}
+	as := a.OK("POST", "/v1/loyalties/"+ids["campaignId"]+"/rewards", []map[string]any{{"reward": ids["rewardId"],
+		"parameters": map[string]any{"loyalty": map[string]any{"points": 10}}}})
+	ids["assignmentId"] = as["id"].(string)
+	red := a.OK("POST", "/v1/loyalties/members/"+ids["memberId"]+"/redemption", map[string]any{"reward": map[string]any{"id": ids["rewardId"]}})
+	if rid, ok := red["id"].(string); ok {
+		ids["redemptionId"] = rid
+	}
+	return ids
+}
+
+// fillPath puts the seeded object ids into a route's parameters.
+func fillPath(route string, ids map[string]string) string {
+	parts := strings.Split(route, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, ":") {
+			v, ok := ids[p[1:]]
+			if !ok {
+				v = "x_" + p[1:]
+			}
+			parts[i] = v
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+var badIDs = []string{"%00", "a%00b", "%ff", "%c0%ae", "%ed%a0%80", strings.Repeat("x", 5000), "..", "%2e%2e%2f",
+	"'%20OR%201=1--", "%25", "0", "-1", "null", "%7B%7D", "a%0Ab", "%F0%9F%98%80"}
+
+var badQueries = []string{"limit=-1", "limit=0", "limit=abc", "limit=1e400", "limit=99999999999999999999", "page=-5",
+	"page=1e400", "order=bogus", "order=-", "starting_after_id=%00", "starting_after_id=%ff", "starting_after=%c0%ae",
+	"filters[x][conditions][$is]=%00", "filters[created_at][conditions][$after]=notadate", "campaign_id=%ff",
+	"customer=%00", "status=BOGUS", "limit=10&limit=20", "expand=%00", "created_at[before]=%ff", strings.Repeat("a=b&", 500)}
+
+// fuzzPath fills a route's parameters, one of them (sometimes) badly, and
+// (sometimes) adds a bad query.
+func fuzzPath(rng *rand.Rand, route string, ids map[string]string) string {
+	parts := strings.Split(route, "/")
+	var params []int
+	for i, p := range parts {
+		if strings.HasPrefix(p, ":") {
+			params = append(params, i)
+		}
+	}
+	path := fillPath(route, ids)
+	if len(params) > 0 && rng.IntN(3) > 0 {
+		ps := strings.Split(path, "/")
+		ps[params[rng.IntN(len(params))]] = badIDs[rng.IntN(len(badIDs))]
+		path = strings.Join(ps, "/")
+	}
+	if rng.IntN(2) == 0 {
+		path += "?" + badQueries[rng.IntN(len(badQueries))]
+	}
+	return path
+}
+
+var fieldNames = []string{"name", "source_id", "metadata", "points", "type", "status", "amount", "items", "customer",
+	"event", "loyalty", "parameters", "stock", "voucher", "vouchers_count", "reward", "code", "expiration_type",
+	"expiration_date", "start_date", "reason", "loyalty_tier", "pending_points", "active", "price", "attributes",
+	"product_id", "sku", "referrer_id", "customer_id", "order", "url", "events", "region", "kind", "api_host",
+	"upstream_url", "plan", "limits", "description", "email", "phone", "address", "birthdate", "points_from",
+	"validity_timeframe", "validity_day_of_week", "validity_hours", "custom_event", "source", "earning_rules",
+	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency"}
+
+var weird = []string{`null`, `-1`, `0`, `1.5`, `1e308`, `1e400`, `-1e400`, `123456789012345678901234567890`, `""`,
+	`"a\u0000b"`, `"\ud800"`, "\"\xff\xfe\"", "\"\xc0\xae\"", `"BOGUS"`, `"2026-13-45T99:99:99Z"`, `true`, `[]`, `{}`,
+	`[null]`, `{"a":1e400}`, `["x", 1e400]`, `{"id":"%00"}`, `{"id":"x","type":"BOGUS"}`, `-9223372036854775809`,
+	`9223372036854775808`, `"` + strings.Repeat("x", 200_000) + `"`}
+
+// fuzzBody is a malformed, mistyped or mischievous JSON body.
+func fuzzBody(rng *rand.Rand) []byte {
+	switch rng.IntN(10) {
+	case 0:
+		return []byte([]string{`{`, `{"a":}`, `[1,`, `nul`, ``, `{"a":1}{"b":2}`, "\xff", `{"a":"\x00"}`, `"str"`, `42`,
+			`{"a":1,"a":2}`, `{'a':1}`}[rng.IntN(12)])
+	case 1:
+		depth := []int{70, 1000, 20000}[rng.IntN(3)]
+		if rng.IntN(2) == 0 {
+			return []byte(`{"metadata":` + strings.Repeat(`{"a":`, depth) + `1` + strings.Repeat(`}`, depth) + `}`)
+		}
+		return []byte(strings.Repeat("[", depth) + strings.Repeat("]", depth))
+	case 2: // a list body (earning rules, tiers, transfers, assignments)
+		return []byte(`[` + fuzzObject(rng) + `]`)
+	default:
+		return []byte(fuzzObject(rng))
+	}
+}
+
+func fuzzObject(rng *rand.Rand) string {
+	n := 1 + rng.IntN(5)
+	fields := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		name := fieldNames[rng.IntN(len(fieldNames))]
+		v := weird[rng.IntN(len(weird))]
+		if rng.IntN(4) == 0 { // nested one level, where most typed objects are
+			v = `{"` + fieldNames[rng.IntN(len(fieldNames))] + `":` + weird[rng.IntN(len(weird))] + `}`
+		}
+		fields = append(fields, `"`+name+`":`+v)
+	}
+	return "{" + strings.Join(fields, ",") + "}"
+}
+
+func clipBody(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}
