@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -99,5 +100,39 @@ func TestOneTraceFollowsARequestFromRouterToDatabase(t *testing.T) {
 	}
 	if r.Header.Get("Traceparent") != "" {
 		t.Fatalf("trace context leaked into the response")
+	}
+}
+
+// A domain operation that fails ends its span with the error recorded and
+// the span's status an error, so a trace shows which step refused.
+func TestDomainSpansCarryTheirErrors(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
+	for _, c := range []struct{ method, path, span string }{
+		{"POST", "/v1/loyalties/members/LC-NOPE/balance", "loyalty.UpdateBalance"},
+		{"DELETE", "/v1/products/prod_nope", "products.DeleteProduct"},
+		{"PUT", "/v1/products/prod_nope", "products.UpdateProduct"},
+	} {
+		ctx, root := otel.Tracer("test").Start(context.Background(), "client")
+		h := a.P.Header()
+		otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
+		r := e.Do(t, c.method, stacktest.URL("api", c.path), h, map[string]any{"points": 5, "name": "x"})
+		root.End()
+		if r.Status != 404 {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, r.Status, r.Body)
+		}
+		found := false
+		for _, s := range spans.GetSpans() {
+			if s.SpanContext.TraceID() != root.SpanContext().TraceID() || s.Name != c.span {
+				continue
+			}
+			found = true
+			if s.Status.Code != codes.Error || len(s.Events) == 0 || s.Events[0].Name != "exception" {
+				t.Errorf("%s: status %v, events %v; want the error recorded", c.span, s.Status, s.Events)
+			}
+		}
+		if !found {
+			t.Errorf("no %s span in the trace", c.span)
+		}
 	}
 }

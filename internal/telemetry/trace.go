@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -34,4 +36,15 @@ func SetupTracing(ctx context.Context, service string) (func(context.Context) er
 	tp := sdktrace.NewTracerProvider(opts...)
 	otel.SetTracerProvider(tp)
 	return tp.Shutdown, nil
+}
+
+// End ends a span with the error its function returns, recorded: deferred
+// as defer telemetry.End(span, &err) with err the named result, so that no
+// return path forgets it.
+func End(span trace.Span, err *error) {
+	if err != nil && *err != nil {
+		span.RecordError(*err)
+		span.SetStatus(codes.Error, (*err).Error())
+	}
+	span.End()
 }

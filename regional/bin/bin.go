@@ -27,6 +27,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/internal/telemetry"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/bin")
@@ -99,9 +100,9 @@ func scan(r pgx.Row) (Entry, error) {
 }
 
 // Remove deletes an entry and its resource for good.
-func (b *Bin) Remove(ctx context.Context, projectID, entryID string) error {
+func (b *Bin) Remove(ctx context.Context, projectID, entryID string) (err error) {
 	ctx, span := tracer.Start(ctx, "bin.Remove")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	return db.InTx(ctx, b.pool, func(tx pgx.Tx) error { return b.remove(ctx, tx, projectID, entryID) })
 }
 
@@ -128,9 +129,9 @@ func (b *Bin) remove(ctx context.Context, tx pgx.Tx, projectID, entryID string) 
 // Expire removes for good every entry older than the retention period,
 // products before SKUs of the same moment (a product's removal may take
 // the entries of SKUs binned on their own).
-func (b *Bin) Expire(ctx context.Context) error {
+func (b *Bin) Expire(ctx context.Context) (err error) {
 	ctx, span := tracer.Start(ctx, "bin.Expire")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	cutoff := b.clock.Now().Add(-b.retention)
 	for {
 		rows, err := b.pool.Query(ctx, `SELECT project_id, id FROM bin_entries WHERE created_at <= $1

@@ -11,6 +11,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/telemetry"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/customers")
@@ -36,7 +37,7 @@ func NewService(pool *db.Pool, events Events) *Service {
 // source_id. created tells which happened.
 func (s *Service) Upsert(ctx context.Context, projectID string, p *Patch) (c Customer, created bool, err error) {
 	ctx, span := tracer.Start(ctx, "customers.Upsert")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	attempt := func() error {
 		return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error

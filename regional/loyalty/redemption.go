@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/rewards"
@@ -177,9 +178,9 @@ func price(w rewards.Reward, a Assignment, holder *Tier, asked *int64, order *or
 // Redeem pays for a reward with a card's points: the redemption, its
 // POINTS_REDEMPTION entry, the card's figures and the reward's stock are
 // written in one transaction of two round trips, as a balance change is.
-func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID string, r RedeemRequest) (map[string]any, error) {
+func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID string, r RedeemRequest) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.Redeem")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	if r.Reward == nil || strings.TrimSpace(r.Reward.ID) == "" {
 		return nil, apierr.InvalidPayload("reward.id is required: the reward to pay for with points")
 	}
@@ -193,7 +194,7 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 	}
 	src := webhooks.SourceOf(ctx)
 	var view map[string]any
-	err := db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 		var buckets []bucket
 		var rd redemptionReads
 		card, err := s.lockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID,
@@ -404,14 +405,14 @@ type RollbackRequest struct {
 // came from (points whose date has passed meanwhile expire at the next
 // sweep), its unit back to the reward's stock, and POINTS_REFUND is
 // written. A redemption is rolled back once.
-func (s *Service) Rollback(ctx context.Context, projectID, id string, r RollbackRequest) (map[string]any, error) {
+func (s *Service) Rollback(ctx context.Context, projectID, id string, r RollbackRequest) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.Rollback")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	if err := checkText("reason", r.Reason); err != nil {
 		return nil, err
 	}
 	var cardID, status string
-	err := s.pool.QueryRow(ctx, `SELECT card_id, status FROM redemptions WHERE project_id = $1 AND id = $2`, projectID, id).Scan(&cardID, &status)
+	err = s.pool.QueryRow(ctx, `SELECT card_id, status FROM redemptions WHERE project_id = $1 AND id = $2`, projectID, id).Scan(&cardID, &status)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, apierr.NotFound("redemption", id)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/telemetry"
 
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
@@ -210,9 +211,9 @@ const maxCards = 1_000_000
 
 // CreateCampaign creates a loyalty program and its cards: one in the
 // request, more by the CAMPAIGN.VOUCHERS_GENERATE async action.
-func (s *Service) CreateCampaign(ctx context.Context, projectID string, r CreateRequest) (CampaignView, error) {
+func (s *Service) CreateCampaign(ctx context.Context, projectID string, r CreateRequest) (_ CampaignView, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.CreateCampaign")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	if r.Name == nil || strings.TrimSpace(*r.Name) == "" {
 		return CampaignView{}, apierr.InvalidPayload("name is required")
 	}
@@ -621,9 +622,9 @@ type MemberRequest struct {
 // AddMember gives a customer a card of the campaign: the named one, a free
 // one, or (AUTO_UPDATE campaigns) a new one. A customer already holding a
 // card of the campaign gets that card back: a program is joined once.
-func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r MemberRequest) (CardView, error) {
+func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r MemberRequest) (_ CardView, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.AddMember")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	if len(r.Customer) == 0 || string(r.Customer) == "null" {
 		return CardView{}, apierr.InvalidPayload("customer is required: a customer id, or an object with id, source_id or the customer's data")
 	}
@@ -637,7 +638,7 @@ func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r
 	}
 	var card Card
 	var camp Campaign
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		if camp, err = s.campaign(ctx, tx, projectID, campaignID); err != nil {
 			return err
@@ -764,9 +765,9 @@ func checkText(name string, v *string) error {
 
 // UpdateBalance adds or removes points, writing POINTS_ADDITION or
 // POINTS_REMOVAL with the card's new figures in one transaction.
-func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memberID string, r BalanceRequest) (Balance, error) {
+func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memberID string, r BalanceRequest) (_ Balance, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.UpdateBalance")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	if r.Points == nil || *r.Points == 0 {
 		return Balance{}, apierr.InvalidPayload("points is required and must not be 0: positive to add, negative to remove")
 	}
@@ -816,7 +817,7 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 	// Everything the operation reads that others write (the card, its
 	// buckets) is read after the lock: two round trips in all, the locking
 	// read with BEGIN and the writes with COMMIT.
-	err := db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 		var buckets *[]bucket
 		if pts < 0 {
 			buckets = new([]bucket)
@@ -950,9 +951,9 @@ type TransferRequest struct {
 // Transfer moves points from source cards to the member's card, all or
 // nothing: POINTS_TRANSFER_OUT on each donor and POINTS_TRANSFER_IN on the
 // receiver, each naming the other as its related transaction.
-func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID string, rs []TransferRequest) (CardView, error) {
+func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID string, rs []TransferRequest) (_ CardView, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.Transfer")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	if len(rs) == 0 || len(rs) > 100 {
 		return CardView{}, apierr.InvalidPayload("the body is a list of 1 to 100 source cards: [{\"code\": …, \"points\": …}]")
 	}
@@ -973,7 +974,7 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 	var dest Card
 	var destCamp Campaign
 	// READ COMMITTED with row locks taken in id order, as for UpdateBalance.
-	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		if dest, destCamp, err = s.card(ctx, tx, projectID, campaignID, memberID, false); err != nil {
 			return err

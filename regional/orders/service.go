@@ -252,9 +252,9 @@ func (s *Service) Update(ctx context.Context, projectID, idOrSource string, r Re
 	return s.write(ctx, projectID, idOrSource, r)
 }
 
-func (s *Service) write(ctx context.Context, projectID, target string, r Request) (View, error) {
+func (s *Service) write(ctx context.Context, projectID, target string, r Request) (_ View, err error) {
 	ctx, span := tracer.Start(ctx, "orders.write")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	var out Order
 	paid := false
 	attempt := func(tx pgx.Tx) error {
@@ -288,7 +288,7 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 		out = o
 		return tx.SendBatch(ctx, b).Close()
 	}
-	err := db.InTxReadCommitted(ctx, s.pool, attempt)
+	err = db.InTxReadCommitted(ctx, s.pool, attempt)
 	if errors.Is(db.Classify(err), db.ErrConflict) {
 		// Another request created this order's source_id, or its customer's,
 		// between our read and insert: run again, and this time update it.

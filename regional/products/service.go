@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/bin"
 )
@@ -110,9 +111,9 @@ func (s *Service) view(ctx context.Context, q db.Querier, projectID string, p Pr
 
 // CreateProduct makes a product; its source_id must be free among the
 // project's live products.
-func (s *Service) CreateProduct(ctx context.Context, projectID string, patch Patch) (View, error) {
+func (s *Service) CreateProduct(ctx context.Context, projectID string, patch Patch) (_ View, err error) {
 	ctx, span := tracer.Start(ctx, "products.CreateProduct")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	p := Product{ID: ids.New("prod_"), CreatedAt: s.now()}
 	if err := patch.noID(); err != nil {
 		return View{}, err
@@ -121,7 +122,7 @@ func (s *Service) CreateProduct(ctx context.Context, projectID string, patch Pat
 		return View{}, err
 	}
 	var v View
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := insertProduct(ctx, tx, projectID, p); err != nil {
 			return err
 		}
@@ -154,14 +155,14 @@ func (s *Service) product(ctx context.Context, q db.Querier, projectID, ref stri
 }
 
 // UpdateProduct changes the properties the patch names.
-func (s *Service) UpdateProduct(ctx context.Context, projectID, ref string, patch Patch) (View, error) {
+func (s *Service) UpdateProduct(ctx context.Context, projectID, ref string, patch Patch) (_ View, err error) {
 	ctx, span := tracer.Start(ctx, "products.UpdateProduct")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	if err := patch.ApplyProduct(&Product{}); err != nil { // a bad body is a 400 even for an unknown product
 		return View{}, err
 	}
 	var v View
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		p, err := s.product(ctx, tx, projectID, ref, true)
 		if err != nil {
 			return err
@@ -199,9 +200,9 @@ func (s *Service) ListProducts(ctx context.Context, projectID string, lq ListQue
 
 // DeleteProduct deletes a product and all its SKUs in one transaction:
 // into the bin (their source_ids free at once), or with force for good.
-func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, force bool) error {
+func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, force bool) (err error) {
 	ctx, span := tracer.Start(ctx, "products.DeleteProduct")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	// The SKUs are read back only for their events, when someone gets them.
 	returning := s.events.Listens(ctx, projectID, SKUDeleted)
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -267,9 +268,9 @@ func (s *Service) removeBinnedSKU(ctx context.Context, tx pgx.Tx, projectID stri
 }
 
 // CreateSKU adds a SKU to a live product.
-func (s *Service) CreateSKU(ctx context.Context, projectID, productRef string, patch Patch) (SKUView, error) {
+func (s *Service) CreateSKU(ctx context.Context, projectID, productRef string, patch Patch) (_ SKUView, err error) {
 	ctx, span := tracer.Start(ctx, "products.CreateSKU")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	k := SKU{ID: ids.New("sku_"), CreatedAt: s.now()}
 	if err := patch.noID(); err != nil {
 		return SKUView{}, err
@@ -278,7 +279,7 @@ func (s *Service) CreateSKU(ctx context.Context, projectID, productRef string, p
 		return SKUView{}, err
 	}
 	var v SKUView
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The product's row lock keeps it out of the bin until this commits.
 		p, err := s.product(ctx, tx, projectID, productRef, true)
 		if err != nil {
@@ -318,14 +319,14 @@ func (s *Service) GetSKU(ctx context.Context, projectID, ref string) (SKUView, e
 }
 
 // UpdateSKU changes the properties the patch names.
-func (s *Service) UpdateSKU(ctx context.Context, projectID, productRef, ref string, patch Patch) (SKUView, error) {
+func (s *Service) UpdateSKU(ctx context.Context, projectID, productRef, ref string, patch Patch) (_ SKUView, err error) {
 	ctx, span := tracer.Start(ctx, "products.UpdateSKU")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	if err := patch.ApplySKU(&SKU{}); err != nil {
 		return SKUView{}, err
 	}
 	var v SKUView
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		k, err := s.sku(ctx, tx, projectID, productRef, ref, true)
 		if err != nil {
 			return err
@@ -345,9 +346,9 @@ func (s *Service) UpdateSKU(ctx context.Context, projectID, productRef, ref stri
 }
 
 // DeleteSKU deletes one SKU of a product: into the bin, or with force for good.
-func (s *Service) DeleteSKU(ctx context.Context, projectID, productRef, ref string, force bool) error {
+func (s *Service) DeleteSKU(ctx context.Context, projectID, productRef, ref string, force bool) (err error) {
 	ctx, span := tracer.Start(ctx, "products.DeleteSKU")
-	defer span.End()
+	defer telemetry.End(span, &err)
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		k, err := s.sku(ctx, tx, projectID, productRef, ref, true)
 		if err != nil {
