@@ -27,6 +27,11 @@ type earningResult struct {
 	redP50, redP95     float64
 	redP99             float64
 	redeemErrs         int64
+	transferQPS        float64
+	transferN          int64
+	trP50, trP95       float64
+	trP99              float64
+	transferErrs       int64
 	pollEvery          time.Duration
 	customers, redeems int
 }
@@ -70,6 +75,20 @@ type redeemer struct {
 
 func (r *redeemer) Run(_ context.Context, _ periodic.ThreadID) (bool, string) {
 	status, _, err := r.c.do("POST", "/v1/loyalties/members/"+r.code+"/redemption", map[string]any{"reward": map[string]any{"id": r.reward}})
+	return err == nil && status == 200, ""
+}
+
+// transferrer moves one point from its first card to its second, which
+// the interface writes as a transfer into the second.
+type transferrer struct {
+	c              client
+	campaign, from string
+	to             string
+}
+
+func (r *transferrer) Run(_ context.Context, _ periodic.ThreadID) (bool, string) {
+	status, _, err := r.c.do("POST", "/v1/loyalties/"+r.campaign+"/members/"+r.to+"/transfers",
+		[]map[string]any{{"code": r.from, "points": 1}})
 	return err == nil && status == 200, ""
 }
 
@@ -199,17 +218,51 @@ func benchEarning(stack *devstack.Stack, p devstack.ProjectCredentials, d time.D
 	runReds(2 * time.Second) // warm up
 	rr := runReds(d)
 	r.redeemQPS, r.redeemN, r.redeemErrs = rr.ActualQPS, rr.DurationHistogram.Count, rr.ErrorsDurationHistogram.Count
+	r.redP50, r.redP95, r.redP99 = percentiles(rr)
+
+	// 3. Transfers between two cards of one campaign, each client its own pair.
+	fmt.Fprintln(os.Stderr, "bench: transfers between two cards at 200/s, 8 clients")
+	var trs []periodic.Runnable
+	for i := 0; i < r.redeems; i++ {
+		var codes [2]string
+		for j := range codes {
+			m, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("mover-%d-%d", i, j)}})
+			if err != nil {
+				return r, err
+			}
+			codes[j] = m["code"].(string)
+		}
+		if _, err := c.must("POST", "/v1/loyalties/members/"+codes[0]+"/balance", map[string]any{"points": 1_000_000}); err != nil {
+			return r, err
+		}
+		trs = append(trs, &transferrer{c: c, campaign: campID, from: codes[0], to: codes[1]})
+	}
+	runTrs := func(d time.Duration) periodic.RunnerResults {
+		ro := periodic.RunnerOptions{QPS: 200, Duration: d, NumThreads: len(trs), Percentiles: []float64{50, 95, 99}, Out: io.Discard, Uniform: true}
+		pr := periodic.NewPeriodicRunner(&ro)
+		copy(pr.Options().Runners, trs)
+		return pr.Run()
+	}
+	runTrs(2 * time.Second) // warm up
+	tr := runTrs(d)
+	r.transferQPS, r.transferN, r.transferErrs = tr.ActualQPS, tr.DurationHistogram.Count, tr.ErrorsDurationHistogram.Count
+	r.trP50, r.trP95, r.trP99 = percentiles(tr)
+	return r, nil
+}
+
+// percentiles are a run's p50, p95 and p99 in milliseconds.
+func percentiles(rr periodic.RunnerResults) (p50, p95, p99 float64) {
 	for _, x := range rr.DurationHistogram.Percentiles {
 		switch x.Percentile {
 		case 50:
-			r.redP50 = x.Value * 1000
+			p50 = x.Value * 1000
 		case 95:
-			r.redP95 = x.Value * 1000
+			p95 = x.Value * 1000
 		case 99:
-			r.redP99 = x.Value * 1000
+			p99 = x.Value * 1000
 		}
 	}
-	return r, nil
+	return p50, p95, p99
 }
 
 // quantile of sorted xs, nearest rank.
@@ -229,12 +282,16 @@ func earningReport(r earningResult) string {
 		"shows its entry. The figure runs from the moment the order's request was sent, and is measured to within that %s.\n",
 		r.customers, r.pollEvery, r.pollEvery)
 	fmt.Fprintf(&b, "- **Redemption.** %d clients, each on its own card, redeem a one-point reward at a fixed 200/s "+
-		"(`POST /v1/loyalties/members/{memberId}/redemption`).\n\n", r.redeems)
+		"(`POST /v1/loyalties/members/{memberId}/redemption`).\n", r.redeems)
+	fmt.Fprintf(&b, "- **Transfer.** %d clients, each with its own pair of cards, move one point from the first to the second at a "+
+		"fixed 200/s (`POST /v1/loyalties/{campaignId}/members/{memberId}/transfers`).\n\n", r.redeems)
 	fmt.Fprintf(&b, "| measure | figure |\n|---|---|\n")
 	fmt.Fprintf(&b, "| paid orders | %d at %.0f/s, %d failed; %d accruals seen |\n", r.orders, r.orderQPS, r.orderErrs, r.seen)
 	fmt.Fprintf(&b, "| paid order to accrual visible in history | p50 %.0f ms, p99 %.0f ms, max %.0f ms |\n", r.visP50, r.visP99, r.visMax)
 	fmt.Fprintf(&b, "| redemptions | %d at %.0f/s, %d errors; p50 %.2f ms, p95 %.2f ms, p99 %.2f ms |\n", r.redeemN, r.redeemQPS,
 		r.redeemErrs, r.redP50, r.redP95, r.redP99)
+	fmt.Fprintf(&b, "| transfers | %d at %.0f/s, %d errors; p50 %.2f ms, p95 %.2f ms, p99 %.2f ms |\n", r.transferN, r.transferQPS,
+		r.transferErrs, r.trP50, r.trP95, r.trP99)
 	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| paid order to accrual visible, p99 at 200 orders/s | ≤ 1 s | %.0f ms (%d of %d seen) | %s |\n", r.visP99, r.seen, r.orders,
 		verdict(r.visP99 <= 1000 && r.seen == r.orders && r.orders > 0))
