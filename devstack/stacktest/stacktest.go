@@ -46,6 +46,7 @@ type Env struct {
 	// Clock is the platform's clock: a test moves it forward to make points
 	// expire and pending points activate.
 	Clock *clock.Clock
+	rec   *recorder // the answers of Do, checked against the reference at the end
 }
 
 // Start starts a platform for t and stops it when t ends.
@@ -92,7 +93,9 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Stack: stack, Mgmt: mgmt, Client: ClientFor(stack.RouterURL), Servers: servers, Clock: clk}
+	rec := &recorder{}
+	t.Cleanup(func() { checkConformance(t, rec) })
+	return &Env{Stack: stack, Mgmt: mgmt, Client: ClientFor(stack.RouterURL), Servers: servers, Clock: clk, rec: rec}
 }
 
 // ClientFor returns a client that sends every request to the router at
@@ -131,7 +134,7 @@ func (r Resp) JSON(t testing.TB) map[string]any {
 // Do sends a request. body is JSON-encoded unless it is a string or []byte.
 func (e *Env) Do(t testing.TB, method, rawURL string, header http.Header, body any) Resp {
 	t.Helper()
-	return Do(t, e.Client, method, rawURL, header, body)
+	return e.recordingDo(t, method, rawURL, header, body)
 }
 
 // Do sends a request with client.

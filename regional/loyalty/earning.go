@@ -97,25 +97,27 @@ func (r EarningRule) live(t time.Time) bool {
 
 // RuleView is the reference shape of an earning rule.
 type RuleView struct {
-	ID                string           `json:"id"`
-	CreatedAt         jsonx.Time       `json:"created_at"`
-	UpdatedAt         *jsonx.Time      `json:"updated_at"`
-	Loyalty           RulePoints       `json:"loyalty"`
-	Event             string           `json:"event"`
-	CustomEvent       json.RawMessage  `json:"custom_event"`
-	Segment           any              `json:"segment"`
-	LoyaltyTier       *IDRef           `json:"loyalty_tier"`
-	PendingPoints     *PendingPeriod   `json:"pending_points"`
-	Source            map[string]any   `json:"source"`
-	Object            string           `json:"object"`
-	AutomationID      *string          `json:"automation_id"`
-	StartDate         *jsonx.Time      `json:"start_date"`
-	ExpirationDate    *jsonx.Time      `json:"expiration_date"`
-	ValidityTimeframe any              `json:"validity_timeframe"`
-	ValidityDayOfWeek any              `json:"validity_day_of_week"`
-	ValidityHours     any              `json:"validity_hours"`
+	ID             string          `json:"id"`
+	CreatedAt      jsonx.Time      `json:"created_at"`
+	UpdatedAt      *jsonx.Time     `json:"updated_at"`
+	Loyalty        RulePoints      `json:"loyalty"`
+	Event          string          `json:"event"`
+	CustomEvent    json.RawMessage `json:"custom_event"`
+	Segment        any             `json:"segment"`
+	LoyaltyTier    *IDRef          `json:"loyalty_tier"`
+	PendingPoints  *PendingPeriod  `json:"pending_points"`
+	Source         map[string]any  `json:"source"`
+	Object         string          `json:"object"`
+	AutomationID   *string         `json:"automation_id"`
+	StartDate      *jsonx.Time     `json:"start_date"`
+	ExpirationDate *jsonx.Time     `json:"expiration_date"`
+	// The reference types these as non-nullable objects and arrays, and strictly
+	// typed clients reject a null: absent ones are left out, as in its examples.
+	ValidityTimeframe any              `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek any              `json:"validity_day_of_week,omitempty"`
+	ValidityHours     any              `json:"validity_hours,omitempty"`
 	Metadata          map[string]any   `json:"metadata"`
-	ExpirationRules   *ExpirationRules `json:"expiration_rules"`
+	ExpirationRules   *ExpirationRules `json:"expiration_rules,omitempty"` // not nullable either
 	ValidationRuleID  *string          `json:"validation_rule_id"`
 	Active            bool             `json:"active"`
 }

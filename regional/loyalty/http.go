@@ -139,7 +139,16 @@ func (h Handler) balance(c echo.Context) error {
 
 func (h Handler) transfer(c echo.Context) error {
 	return httpx.WithBody(c, func(r []TransferRequest) (any, error) {
-		return h.svc.Transfer(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+		v, err := h.svc.Transfer(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+		// This answer's reference schema requires both, where the card's
+		// others leave them out: a card without them sends their empty forms.
+		if v.ValidityTimeframe == nil {
+			v.ValidityTimeframe = map[string]any{}
+		}
+		if v.ValidityDayOfWeek == nil {
+			v.ValidityDayOfWeek = []int{}
+		}
+		return v, err
 	})
 }
 

@@ -187,22 +187,24 @@ type CardFigures struct {
 
 // CardView is the reference shape of a loyalty card (a voucher).
 type CardView struct {
-	ID                string         `json:"id"`
-	Code              string         `json:"code"`
-	Campaign          string         `json:"campaign"`
-	CampaignID        string         `json:"campaign_id"`
-	Category          *string        `json:"category"`
-	CategoryID        *string        `json:"category_id"`
-	Categories        []any          `json:"categories"`
-	Type              string         `json:"type"`
-	Discount          any            `json:"discount"`
-	Gift              any            `json:"gift"`
-	LoyaltyCard       CardFigures    `json:"loyalty_card"`
-	StartDate         *jsonx.Time    `json:"start_date"`
-	ExpirationDate    *jsonx.Time    `json:"expiration_date"`
-	ValidityTimeframe any            `json:"validity_timeframe"`
-	ValidityDayOfWeek any            `json:"validity_day_of_week"`
-	ValidityHours     any            `json:"validity_hours"`
+	ID             string      `json:"id"`
+	Code           string      `json:"code"`
+	Campaign       string      `json:"campaign"`
+	CampaignID     string      `json:"campaign_id"`
+	Category       *string     `json:"category"`
+	CategoryID     *string     `json:"category_id"`
+	Categories     []any       `json:"categories"`
+	Type           string      `json:"type"`
+	Discount       any         `json:"discount,omitempty"` // not nullable in the reference
+	Gift           any         `json:"gift"`
+	LoyaltyCard    CardFigures `json:"loyalty_card"`
+	StartDate      *jsonx.Time `json:"start_date"`
+	ExpirationDate *jsonx.Time `json:"expiration_date"`
+	// The reference types these as non-nullable objects and arrays, and strictly
+	// typed clients reject a null: absent ones are left out, as in its examples.
+	ValidityTimeframe any            `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek any            `json:"validity_day_of_week,omitempty"`
+	ValidityHours     any            `json:"validity_hours,omitempty"`
 	Active            bool           `json:"active"`
 	AdditionalInfo    *string        `json:"additional_info"`
 	Metadata          map[string]any `json:"metadata"`

@@ -197,14 +197,16 @@ func (s *Service) Activate(ctx context.Context, projectID, campaignID, memberID,
 		if err != nil {
 			return err
 		}
-		out, err = s.activate(ctx, tx, projectID, card, p)
+		out, err = s.activate(ctx, tx, projectID, card, p, "MANUAL")
 		return err
 	})
 	return out, err
 }
 
-// activate writes PENDING_POINTS_ACTIVATION for p on its locked card.
-func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, card lockedCard, p Pending) (Balance, error) {
+// activate writes PENDING_POINTS_ACTIVATION for p on its locked card: by the API's activate call
+// (operation MANUAL, the only one the reference's answer allows) or by the
+// sweep on its date (AUTOMATIC).
+func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, card lockedCard, p Pending, operation string) (Balance, error) {
 	now := s.Now()
 	exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
 	w := &pgx.Batch{}
@@ -217,7 +219,7 @@ func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, car
 	card.UpdatedAt = &now
 	queueFigures(w, projectID, &card.Card)
 	bal := card.balance(p.Points)
-	bal.OperationType = "AUTOMATIC"
+	bal.OperationType = operation
 	tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Source: ptr("API"),
 		Type: PendingPointsActivation, CreatedAt: jsonx.Time{Time: now}, delta: p.Points}
 	tr.Details, _ = json.Marshal(map[string]any{"balance": bal, "pending_points": p})
@@ -349,7 +351,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				_, err = s.activate(ctx, tx, d.project, card, p)
+				_, err = s.activate(ctx, tx, d.project, card, p, "AUTOMATIC")
 				done++
 				return err
 			})

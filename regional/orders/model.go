@@ -64,9 +64,10 @@ type View struct {
 	UpdatedAt                  *jsonx.Time      `json:"updated_at"`
 	CustomerID                 *string          `json:"customer_id"`
 	ReferrerID                 *string          `json:"referrer_id"`
-	Customer                   *ObjectRef       `json:"customer"`
-	Referrer                   *ObjectRef       `json:"referrer"`
-	Redemptions                map[string]any   `json:"redemptions"`
+	// Not nullable in the reference: left out when the order has none.
+	Customer    *ObjectRef     `json:"customer,omitempty"`
+	Referrer    *ObjectRef     `json:"referrer,omitempty"`
+	Redemptions map[string]any `json:"redemptions"`
 }
 
 // ObjectRef names a related object.

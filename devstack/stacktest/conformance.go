@@ -1,0 +1,276 @@
+package stacktest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// Conformance: every answer the end-to-end tests receive from the public API
+// is checked against the reference's OpenAPI description, so that a shape a
+// strictly typed generated client would reject (a null where the reference
+// types a non-nullable object, a string where it says integer) fails CI.
+// The check runs when the test's environment closes. It needs the reference
+// file (../shared/reference/voucherify-openapi.json beside the repository, or
+// TALLY_OPENAPI); without it the check is skipped with a message.
+
+// knownDefects are the reference description's own mistakes: schemas that no
+// answer of the reference service itself satisfies. An error is forgiven when
+// the operation's path matches op (a regular expression) and the error's
+// location in the body starts with field (a JSON pointer, * for any element).
+var knownDefects = []struct{ op, field, why string }{
+	{`^/v1/rewards`, `/parameters`, "the reward parameters oneOf: a CAMPAIGN, PRODUCT or COIN reward matches more than one branch"},
+	{`^/v1/loyalties/[^/]+/rewards`, `/reward/parameters`, "the reward parameters oneOf, inside an assignment"},
+	{`^/v1/loyalties/[^/]+/rewards`, `/data/*/reward/parameters`, "the reward parameters oneOf, inside an assignment"},
+	{`^/v1/rewards`, `/data/*/parameters`, "the reward parameters oneOf, in a list"},
+	{`^/v1/async-actions`, `/result`, "the async action result oneOf: every result shape matches several branches"},
+	{`^/v1/async-actions`, `/data/*/result`, "the async action result oneOf, in a list"},
+	{`/transfers$`, `/active`, "the transfer answer types the card's active flag as a string; everywhere else it is the boolean the service sends"},
+	{`redemption`, `/reward`, "RedemptionRewardResult.reward: the reference types it as the reward's own fields and requires ones it never sends"},
+	{`redemption`, `/redemption/reward`, "RedemptionRewardResult.reward, inside a rollback"},
+	{`redemption`, `/data/*/reward`, "RedemptionRewardResult.reward, in a list"},
+}
+
+type exchange struct {
+	method, path string
+	status       int
+	body         []byte
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	got []exchange
+}
+
+func (r *recorder) add(method, rawURL string, status int, contentType string, body []byte) {
+	u, err := url.Parse(rawURL)
+	if err != nil || !strings.HasPrefix(u.Path, "/v1/") || !strings.HasPrefix(contentType, "application/json") {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, exchange{method: method, path: u.Path, status: status, body: body})
+}
+
+var reference struct {
+	once sync.Once
+	doc  *openapi3.T
+	ops  []refOp
+	err  error
+	path string
+}
+
+type refOp struct {
+	re     *regexp.Regexp
+	method string
+	op     *openapi3.Operation
+	tmpl   string
+}
+
+// referencePath is where the reference description is, "" when absent.
+func referencePath() string {
+	if p := os.Getenv("TALLY_OPENAPI"); p != "" {
+		return p
+	}
+	_, file, _, _ := runtime.Caller(0)
+	// devstack/stacktest/conformance.go → the repository's parent directory.
+	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "reference", "voucherify-openapi.json")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+func loadReference() error {
+	reference.once.Do(func() {
+		reference.path = referencePath()
+		if reference.path == "" {
+			return
+		}
+		loader := openapi3.NewLoader()
+		doc, err := loader.LoadFromFile(reference.path)
+		if err != nil {
+			reference.err = err
+			return
+		}
+		reference.doc = doc
+		param := regexp.MustCompile(`\\\{[^}]+\\\}`)
+		for tmpl, item := range doc.Paths.Map() {
+			re := regexp.MustCompile("^" + param.ReplaceAllString(regexp.QuoteMeta(tmpl), `[^/]+`) + "$")
+			for method, op := range item.Operations() {
+				reference.ops = append(reference.ops, refOp{re: re, method: method, op: op, tmpl: tmpl})
+			}
+		}
+		// A literal segment beats a parameter: /v1/loyalties/members/{id}
+		// over /v1/loyalties/{campaignId}/members.
+		sort.Slice(reference.ops, func(i, j int) bool {
+			return strings.Count(reference.ops[i].tmpl, "{") < strings.Count(reference.ops[j].tmpl, "{")
+		})
+	})
+	return reference.err
+}
+
+// checkConformance validates every recorded answer; it reports each
+// operation and field once.
+func checkConformance(t testing.TB, rec *recorder) {
+	if os.Getenv("TALLY_SKIP_CONFORMANCE") != "" {
+		return
+	}
+	if err := loadReference(); err != nil {
+		t.Errorf("conformance: loading the reference description: %v", err)
+		return
+	}
+	if reference.doc == nil {
+		t.Log("conformance: skipped, the reference description (../shared/reference/voucherify-openapi.json or TALLY_OPENAPI) is absent")
+		return
+	}
+	rec.mu.Lock()
+	got := rec.got
+	rec.mu.Unlock()
+	seen := map[string]bool{}
+	for _, x := range got {
+		for _, msg := range conformanceErrors(x) {
+			if !seen[msg] {
+				seen[msg] = true
+				t.Errorf("conformance: %s", msg)
+			}
+		}
+	}
+}
+
+// conformanceErrors are what the reference finds wrong with one answer.
+func conformanceErrors(x exchange) []string {
+	var op *refOp
+	for i := range reference.ops {
+		o := &reference.ops[i]
+		if o.method == x.method && o.re.MatchString(x.path) {
+			op = o
+			break
+		}
+	}
+	if op == nil || op.op.Responses == nil {
+		return nil // an operation the reference does not describe
+	}
+	resp := op.op.Responses.Status(x.status)
+	if resp == nil || resp.Value == nil {
+		return nil // a status the reference does not describe for it
+	}
+	media := resp.Value.Content.Get("application/json")
+	if media == nil || media.Schema == nil || media.Schema.Value == nil {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(x.body, &v); err != nil {
+		return []string{fmt.Sprintf("%s %s → %d: the body is not JSON: %v", x.method, op.tmpl, x.status, err)}
+	}
+	schema := branchFor(media.Schema.Value, v)
+	err := schema.VisitJSON(v, openapi3.MultiErrors())
+	if err == nil {
+		return nil
+	}
+	var out []string
+	for _, se := range schemaErrors(err) {
+		ptr := "/" + strings.Join(se.JSONPointer(), "/")
+		if forgiven(op.tmpl, ptr) {
+			continue
+		}
+		reason := se.Reason
+		if len(reason) > 200 {
+			reason = reason[:200] + "…"
+		}
+		out = append(out, fmt.Sprintf("%s %s → %d: at %s: %s", x.method, op.tmpl, x.status, genericPointer(ptr), reason))
+	}
+	return out
+}
+
+// branchFor picks, of a oneOf answer (a redemption or a rollback), the
+// branch whose object property names the answer's object, so that its
+// errors are reported, and known defects forgiven, by their own paths rather
+// than as one failed oneOf.
+func branchFor(s *openapi3.Schema, v any) *openapi3.Schema {
+	m, ok := v.(map[string]any)
+	obj, _ := m["object"].(string)
+	if len(s.OneOf) == 0 || !ok || obj == "" {
+		return s
+	}
+	for _, b := range s.OneOf {
+		if b.Value != nil && objectEnumHas(b.Value, obj) {
+			return b.Value
+		}
+	}
+	return s
+}
+
+func objectEnumHas(s *openapi3.Schema, obj string) bool {
+	if p := s.Properties["object"]; p != nil && p.Value != nil {
+		for _, e := range p.Value.Enum {
+			if e == obj {
+				return true
+			}
+		}
+	}
+	for _, a := range s.AllOf {
+		if a.Value != nil && objectEnumHas(a.Value, obj) {
+			return true
+		}
+	}
+	return false
+}
+
+func schemaErrors(err error) []*openapi3.SchemaError {
+	var me openapi3.MultiError
+	if errors.As(err, &me) {
+		var out []*openapi3.SchemaError
+		for _, e := range me {
+			out = append(out, schemaErrors(e)...)
+		}
+		return out
+	}
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		return []*openapi3.SchemaError{se}
+	}
+	return []*openapi3.SchemaError{{Reason: err.Error()}}
+}
+
+var index = regexp.MustCompile(`/[0-9]+(/|$)`)
+
+// genericPointer writes array indexes as *, so one defect is one message.
+func genericPointer(p string) string {
+	for index.MatchString(p) {
+		p = index.ReplaceAllString(p, "/*$1")
+	}
+	return p
+}
+
+func forgiven(opPath, ptr string) bool {
+	g := genericPointer(ptr)
+	for _, d := range knownDefects {
+		if regexp.MustCompile(d.op).MatchString(opPath) && (g == d.field || strings.HasPrefix(g, d.field+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// recordingDo is Do that also records the answer for the conformance check.
+func (e *Env) recordingDo(t testing.TB, method, rawURL string, header http.Header, body any) Resp {
+	t.Helper()
+	r := Do(t, e.Client, method, rawURL, header, body)
+	if e.rec != nil {
+		e.rec.add(method, rawURL, r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	return r
+}
