@@ -149,8 +149,7 @@ func (h handler) createProject(c echo.Context) error {
 }
 
 func (h handler) listProjects(c echo.Context) error {
-	q := c.QueryParams()
-	limit, err := listq.Limit(q, 100)
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{DefaultLimit: 100, NoOrder: true})
 	if err != nil {
 		return err
 	}
@@ -159,7 +158,7 @@ func (h handler) listProjects(c echo.Context) error {
 	var total int
 	err = db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
 		var err error
-		if rows, err = tenancy.ListProjects(ctx, tx, q.Get("starting_after_id"), limit+1); err != nil {
+		if rows, err = tenancy.ListProjects(ctx, tx, lq); err != nil {
 			return err
 		}
 		total, err = tenancy.CountProjects(ctx, tx)
@@ -168,13 +167,12 @@ func (h handler) listProjects(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, more, next := listq.Page(rows, limit, func(p tenancy.Project) string { return p.ID })
-	out := listView[projectView]{Object: "list", DataRef: "data", Data: make([]projectView, len(page)), Total: total,
-		HasMore: more, MoreStartingAfter: next}
+	page, more, next := listq.Page(rows, lq.Limit, func(p tenancy.Project) string { return p.ID })
+	data := make([]projectView, len(page))
 	for i, p := range page {
-		out.Data[i] = viewProject(p)
+		data[i] = viewProject(p)
 	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, listq.List[projectView]{Data: data, Total: &total, More: more, Next: next})
 }
 
 func projectNotFound(err error, id string) error {
@@ -281,11 +279,12 @@ func (h handler) listKeys(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := listView[keyView]{Object: "list", DataRef: "data", Data: make([]keyView, len(keys)), Total: len(keys)}
+	data := make([]keyView, len(keys))
 	for i, k := range keys {
-		out.Data[i] = viewKey(k, "")
+		data[i] = viewKey(k, "")
 	}
-	return c.JSON(http.StatusOK, out)
+	total := len(keys)
+	return c.JSON(http.StatusOK, listq.List[keyView]{Data: data, Total: &total})
 }
 
 func (h handler) revokeKey(c echo.Context) error {
@@ -309,11 +308,12 @@ func (h handler) listClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := listView[clusterView]{Object: "list", DataRef: "data", Data: make([]clusterView, len(cs)), Total: len(cs)}
+	data := make([]clusterView, len(cs))
 	for i, cl := range cs {
-		out.Data[i] = viewCluster(cl)
+		data[i] = viewCluster(cl)
 	}
-	return c.JSON(http.StatusOK, out)
+	total := len(cs)
+	return c.JSON(http.StatusOK, listq.List[clusterView]{Data: data, Total: &total})
 }
 
 func (h handler) getCluster(c echo.Context) error {

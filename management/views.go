@@ -101,12 +101,3 @@ func viewCluster(c tenancy.Cluster) clusterView {
 	}
 	return v
 }
-
-type listView[T any] struct {
-	Object            string `json:"object"`
-	DataRef           string `json:"data_ref"`
-	Data              []T    `json:"data"`
-	Total             int    `json:"total"`
-	HasMore           bool   `json:"has_more"`
-	MoreStartingAfter string `json:"more_starting_after,omitempty"`
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -126,11 +127,12 @@ func (h handler) listWebhooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := listView[webhookView]{Object: "list", DataRef: "data", Data: make([]webhookView, len(ws)), Total: len(ws)}
+	data := make([]webhookView, len(ws))
 	for i, w := range ws {
-		out.Data[i] = viewWebhook(w)
+		data[i] = viewWebhook(w)
 	}
-	return c.JSON(http.StatusOK, out)
+	total := len(ws)
+	return c.JSON(http.StatusOK, listq.List[webhookView]{Data: data, Total: &total})
 }
 
 func (h handler) getWebhook(c echo.Context) error {
@@ -210,7 +212,8 @@ func (h handler) listPlans(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, listView[tenancy.Plan]{Object: "list", DataRef: "data", Data: plans, Total: len(plans)})
+	total := len(plans)
+	return c.JSON(http.StatusOK, listq.List[tenancy.Plan]{Data: plans, Total: &total})
 }
 
 var planNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)

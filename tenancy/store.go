@@ -14,6 +14,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/listq"
 )
 
 // Change kinds logged in directory_changes.
@@ -199,9 +200,10 @@ func GetProject(ctx context.Context, q db.Querier, id string) (Project, error) {
 }
 
 // ListProjects returns up to limit live projects after the cursor, by ID.
-func ListProjects(ctx context.Context, q db.Querier, after string, limit int) ([]Project, error) {
-	rows, err := q.Query(ctx, `SELECT `+projectColumns+` FROM projects WHERE deleted_at IS NULL AND id > $1 ORDER BY id LIMIT $2`,
-		after, limit)
+func ListProjects(ctx context.Context, q db.Querier, lq listq.Query) ([]Project, error) {
+	cond, orderBy, args := lq.Keyset("projects", "id", []any{lq.Limit + 1})
+	rows, err := q.Query(ctx, `SELECT `+projectColumns+` FROM projects WHERE deleted_at IS NULL`+cond+` ORDER BY `+orderBy+` LIMIT $1`,
+		args...)
 	if err != nil {
 		return nil, err
 	}

@@ -86,17 +86,3 @@ func Keyset(desc bool) (cmp, dir string) {
 	}
 	return ">", "ASC"
 }
-
-// Body is the list object of a keyset page: `data` (never null), `has_more`
-// and, when there is more, `more_starting_after`. Callers add `total` where
-// the reference has it.
-func Body[T any](data []T, more bool, next string) map[string]any {
-	if data == nil {
-		data = []T{}
-	}
-	out := map[string]any{"object": "list", "data_ref": "data", "data": data, "has_more": more}
-	if more {
-		out["more_starting_after"] = next
-	}
-	return out
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 )
 
@@ -233,19 +234,16 @@ func GetAction(ctx context.Context, q db.Querier, projectID, id string) (Action,
 }
 
 // ListActions returns a project's actions, newest first, created before endDate when given.
-func ListActions(ctx context.Context, q db.Querier, projectID string, endDate *time.Time, before string, limit int) ([]Action, error) {
+func ListActions(ctx context.Context, q db.Querier, projectID string, endDate *time.Time, lq listq.Query) ([]Action, error) {
 	sql := `SELECT ` + actionColumns + ` FROM async_actions WHERE project_id = $1`
 	args := []any{projectID}
 	if endDate != nil {
 		args = append(args, *endDate)
 		sql += fmt.Sprintf(" AND created_at < $%d", len(args))
 	}
-	if before != "" {
-		args = append(args, before)
-		sql += fmt.Sprintf(" AND id < $%d", len(args))
-	}
-	args = append(args, limit)
-	sql += fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args))
+	cond, orderBy, args := lq.Keyset("async_actions", "id", args)
+	args = append(args, lq.Limit+1)
+	sql += cond + fmt.Sprintf(" ORDER BY %s LIMIT $%d", orderBy, len(args))
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err

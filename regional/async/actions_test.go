@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/async"
 )
 
@@ -76,7 +77,7 @@ func TestJobRunsAsAnAsyncActionWithProgressAndResult(t *testing.T) {
 	if _, err := async.GetAction(ctx, p, "proj_other", ok.ID); !errors.Is(err, db.ErrNotFound) {
 		t.Fatalf("another project's action: %v", err)
 	}
-	list, err := async.ListActions(ctx, p, "proj_a", nil, "", 10)
+	list, err := async.ListActions(ctx, p, "proj_a", nil, listq.Query{Limit: 10, Desc: true})
 	if err != nil || len(list) != 2 || list[0].ID != failed.ID {
 		t.Fatalf("list newest first: %v %v", list, err)
 	}

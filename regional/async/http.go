@@ -42,17 +42,10 @@ func (h handler) get(c echo.Context) error {
 	return c.JSON(http.StatusOK, a)
 }
 
-type actionList struct {
-	Object            string   `json:"object"`
-	DataRef           string   `json:"data_ref"`
-	AsyncActions      []Action `json:"async_actions"`
-	HasMore           bool     `json:"has_more"`
-	MoreStartingAfter string   `json:"more_starting_after,omitempty"`
-}
-
 func (h handler) list(c echo.Context) error {
 	q := c.QueryParams()
-	limit, err := listq.Limit(q, 10)
+	// Newest first, as the reference lists them.
+	lq, err := listq.Parse(q, listq.Spec{NoOrder: true, DefaultOrder: "-id"})
 	if err != nil {
 		return err
 	}
@@ -64,23 +57,12 @@ func (h handler) list(c echo.Context) error {
 		}
 		end = &t
 	}
-	rows, err := ListActions(c.Request().Context(), h.pool, httpx.ProjectID(c), end, q.Get("starting_after_id"), limit+1)
+	rows, err := ListActions(c.Request().Context(), h.pool, httpx.ProjectID(c), end, lq)
 	if err != nil {
 		return err
 	}
-	page, more, next := listq.Page(rows, limit, func(a Action) string { return a.ID })
-	if page == nil {
-		page = []Action{}
-	}
-	return c.JSON(http.StatusOK, actionList{Object: "list", DataRef: "async_actions", AsyncActions: page, HasMore: more,
-		MoreStartingAfter: next})
-}
-
-type parkedList struct {
-	Object  string `json:"object"`
-	DataRef string `json:"data_ref"`
-	Data    []Row  `json:"data"`
-	HasMore bool   `json:"has_more"`
+	page, more, next := listq.Page(rows, lq.Limit, func(a Action) string { return a.ID })
+	return c.JSON(http.StatusOK, listq.List[Action]{DataRef: "async_actions", Data: page, More: more, Next: next})
 }
 
 func (h handler) parked(c echo.Context) error {
@@ -93,11 +75,9 @@ func (h handler) parked(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Its cursor is two-part (after_project_id, after_id): the last row's.
 	page, more, _ := listq.Page(rows, limit, func(r Row) string { return r.ID })
-	if page == nil {
-		page = []Row{}
-	}
-	return c.JSON(http.StatusOK, parkedList{Object: "list", DataRef: "data", Data: page, HasMore: more})
+	return c.JSON(http.StatusOK, listq.List[Row]{Data: page, More: more})
 }
 
 func (h handler) requeue(c echo.Context) error {

@@ -246,3 +246,27 @@ func purgeDone(ctx context.Context, q db.Querier, keep time.Duration) error {
 		int(keep.Seconds()))
 	return err
 }
+
+// TaskState is how far the outbox has got with one task.
+type TaskState struct {
+	Status     string // pending, done or parked
+	FinishedAt *time.Time
+}
+
+// QueueTaskStates queues onto b the lookup of the tasks ids of a project,
+// filling into when b's results are read: another package asks the outbox
+// this way instead of joining its table, and gains no round trip.
+func QueueTaskStates(b *pgx.Batch, projectID string, ids []string, into map[string]TaskState) {
+	b.Queue(`SELECT id, status, finished_at FROM outbox WHERE project_id = $1 AND id = ANY($2)`, projectID, ids).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				var s TaskState
+				if err := rows.Scan(&id, &s.Status, &s.FinishedAt); err != nil {
+					return err
+				}
+				into[id] = s
+			}
+			return rows.Err()
+		})
+}

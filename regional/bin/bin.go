@@ -192,10 +192,8 @@ var listFields = map[string]filters.Field{
 
 // ListQuery selects a page of entries.
 type ListQuery struct {
-	Limit         int
-	Desc          bool
-	StartingAfter string
-	Filter        filters.Filter
+	listq.Query
+	Filter filters.Filter
 }
 
 // List returns a page of entries (limit+1 rows, for listq.Page) and how
@@ -206,14 +204,10 @@ func (b *Bin) List(ctx context.Context, projectID string, lq ListQuery) (out []E
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM bin_entries WHERE project_id = $1 AND `+cond, args...).Scan(&total); err != nil {
 			return err
 		}
-		cmp, dir := listq.Keyset(lq.Desc)
-		sql := `SELECT ` + columns + ` FROM bin_entries WHERE project_id = $1 AND ` + cond
-		if lq.StartingAfter != "" {
-			args = append(args, lq.StartingAfter)
-			sql += fmt.Sprintf(" AND id %s $%d", cmp, len(args))
-		}
+		after, orderBy, args := lq.Keyset("bin_entries", "id", args)
 		args = append(args, lq.Limit+1)
-		out, err = db.Collect(scan)(tx.Query(ctx, sql+fmt.Sprintf(" ORDER BY id %s LIMIT $%d", dir, len(args)), args...))
+		out, err = db.Collect(scan)(tx.Query(ctx, `SELECT `+columns+` FROM bin_entries WHERE project_id = $1 AND `+cond+after+
+			fmt.Sprintf(" ORDER BY %s LIMIT $%d", orderBy, len(args)), args...))
 		return err
 	})
 	return out, total, err
@@ -231,9 +225,7 @@ func Register(g *echo.Group, b *Bin) {
 			return err
 		}
 		page, more, next := listq.PageOf(rows, lq.Limit, func(e Entry) string { return e.ID }, Entry.View)
-		out := listq.Body(page, more, next)
-		out["total"] = total
-		return c.JSON(200, out)
+		return c.JSON(200, listq.List[View]{Data: page, Total: &total, More: more, Next: next})
 	})
 	g.DELETE("/trash-bin/:binEntryId", func(c echo.Context) error {
 		if err := b.Remove(c.Request().Context(), httpx.ProjectID(c), c.Param("binEntryId")); err != nil {
@@ -246,15 +238,9 @@ func Register(g *echo.Group, b *Bin) {
 func parseList(q url.Values) (ListQuery, error) {
 	var lq ListQuery
 	var err error
-	if lq.Limit, err = listq.Limit(q, 10); err != nil {
+	if lq.Query, err = listq.Parse(q, listq.Spec{}); err != nil {
 		return lq, err
 	}
-	order, err := listq.Order(q, "id", "id", "-id")
-	if err != nil {
-		return lq, err
-	}
-	lq.Desc = order == "-id"
-	lq.StartingAfter = q.Get("starting_after_id")
 	lq.Filter, err = filters.Parse(q, listFields)
 	return lq, err
 }

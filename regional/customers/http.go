@@ -65,15 +65,6 @@ func (h Handler) delete(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-type listView struct {
-	Object            string `json:"object"`
-	DataRef           string `json:"data_ref"`
-	Customers         []View `json:"customers"`
-	Total             int    `json:"total"`
-	HasMore           bool   `json:"has_more"`
-	MoreStartingAfter string `json:"more_starting_after,omitempty"`
-}
-
 func (h Handler) list(c echo.Context) error {
 	lq, err := parseList(c.QueryParams())
 	if err != nil {
@@ -83,32 +74,22 @@ func (h Handler) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, more, next := listq.Page(rows, lq.Limit, func(c Customer) string { return c.ID })
-	out := listView{Object: "list", DataRef: "customers", Customers: make([]View, len(page)), Total: total,
-		HasMore: more, MoreStartingAfter: next}
-	for i, cust := range page {
-		out.Customers[i] = cust.View()
-	}
-	return c.JSON(http.StatusOK, out)
+	page, more, next := listq.PageOf(rows, lq.Limit, func(c Customer) string { return c.ID }, Customer.View)
+	return c.JSON(http.StatusOK, listq.List[View]{DataRef: "customers", Data: page, Total: &total, More: more, Next: next})
 }
+
+// listSpec is GET /v1/customers' paging.
+var listSpec = listq.Spec{Orders: []string{"-created_at", "created_at", "updated_at", "-updated_at", "source_id", "-source_id"}, Pages: true}
 
 func parseList(q url.Values) (ListQuery, error) {
 	var lq ListQuery
 	var err error
-	if lq.Limit, err = listq.Limit(q, 10); err != nil {
-		return lq, err
-	}
-	if lq.Order, err = listq.Order(q, "-created_at", "created_at", "-created_at", "updated_at", "-updated_at",
-		"source_id", "-source_id"); err != nil {
-		return lq, err
-	}
-	if err := listq.FirstPageOnly(q); err != nil {
+	if lq.Query, err = listq.Parse(q, listSpec); err != nil {
 		return lq, err
 	}
 	if q.Get("segment_id") != "" {
 		return lq, apierr.InvalidQuery("segment_id", "segments are not available on this platform yet")
 	}
-	lq.StartingAfter = q.Get("starting_after_id")
 	lq.Email, lq.Name, lq.City = q.Get("email"), q.Get("name"), q.Get("city")
 	for _, t := range []struct {
 		param string

@@ -72,9 +72,7 @@ func remove(ctx context.Context, q db.Querier, projectID, id string) error {
 
 // ListQuery selects and orders a page of customers.
 type ListQuery struct {
-	Limit          int
-	Order          string // created_at, -created_at, updated_at, -updated_at, source_id, -source_id
-	StartingAfter  string // a customer id: the page starts after it in this order
+	listq.Query    // order: created_at, updated_at or source_id, either way
 	CreatedAfter   *time.Time
 	CreatedBefore  *time.Time
 	UpdatedAfter   *time.Time
@@ -121,27 +119,15 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 	countWhere := strings.Join(where, " AND ")
 	countArgs := append([]any(nil), args...)
 
-	desc := strings.HasPrefix(lq.Order, "-")
-	key := sortKeys[strings.TrimPrefix(lq.Order, "-")]
-	cmp, dir := listq.Keyset(desc)
+	key := sortKeys[lq.Key]
 	if lq.CreatedAtAfter != nil {
+		cmp, _ := listq.Keyset(lq.Desc)
 		where = append(where, "created_at "+cmp+" "+arg(*lq.CreatedAtAfter))
 	}
-	if lq.StartingAfter != "" {
-		p := arg(lq.StartingAfter)
-		if key == "id" {
-			where = append(where, "id "+cmp+" "+p)
-		} else {
-			where = append(where, fmt.Sprintf("(%s, id) %s (SELECT %s, id FROM customers WHERE project_id = $1 AND id = %s)",
-				key, cmp, key, p))
-		}
-	}
-	order := key + " " + dir
-	if key != "id" {
-		order += ", id " + dir
-	}
-	sql := `SELECT ` + columns + ` FROM customers WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY ` + order + ` LIMIT ` + arg(lq.Limit+1)
+	cond, orderBy, args := lq.Keyset("customers", key, args)
+	sql := `SELECT ` + columns + ` FROM customers WHERE ` + strings.Join(where, " AND ") + cond +
+		` ORDER BY ` + orderBy + fmt.Sprintf(` LIMIT $%d`, len(args)+1)
+	args = append(args, lq.Limit+1)
 
 	out, err := db.Collect(scan)(q.Query(ctx, sql, args...))
 	if err != nil {

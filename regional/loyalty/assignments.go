@@ -195,7 +195,7 @@ func (s *Service) DeleteAssignment(ctx context.Context, projectID, campaignID, i
 }
 
 // ListAssignments returns a page of a campaign's assignments.
-func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID, after string, limit int) ([]AssignmentView, int, bool, string, error) {
+func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]AssignmentView, int, bool, string, error) {
 	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
 	if err != nil {
 		return nil, 0, false, "", err
@@ -205,12 +205,13 @@ func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID, af
 		projectID, camp.ID).Scan(&total); err != nil {
 		return nil, 0, false, "", err
 	}
+	cond, orderBy, args := lq.Keyset("reward_assignments", "id", []any{projectID, camp.ID, lq.Limit + 1})
 	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
-		WHERE project_id = $1 AND campaign_id = $2 AND id > $3 ORDER BY id LIMIT $4`, projectID, camp.ID, after, limit+1))
+		WHERE project_id = $1 AND campaign_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	out, more, next := listq.PageOf(as, limit, func(a Assignment) string { return a.ID }, Assignment.View)
+	out, more, next := listq.PageOf(as, lq.Limit, func(a Assignment) string { return a.ID }, Assignment.View)
 	return out, total, more, next, nil
 }
 
@@ -254,22 +255,15 @@ func (h Handler) createAssignments(c echo.Context) error {
 }
 
 func (h Handler) listAssignments(c echo.Context) error {
-	q := c.QueryParams()
-	limit, err := listq.Limit(q, 10)
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{NoOrder: true, Pages: true})
 	if err != nil {
 		return err
 	}
-	if err := listq.FirstPageOnly(q); err != nil {
-		return err
-	}
-	vs, total, more, next, err := h.svc.ListAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"),
-		q.Get("starting_after_id"), limit)
+	vs, total, more, next, err := h.svc.ListAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
 	if err != nil {
 		return err
 	}
-	out := listq.Body(vs, more, next)
-	out["total"] = total
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, listq.List[AssignmentView]{Data: vs, Total: &total, More: more, Next: next})
 }
 
 func (h Handler) getAssignment(c echo.Context) error {

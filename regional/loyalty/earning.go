@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -375,7 +376,7 @@ func (s *Service) DeleteRule(ctx context.Context, projectID, campaignID, ruleID 
 }
 
 // ListRules lists a campaign's rules.
-func (s *Service) ListRules(ctx context.Context, projectID, campaignID string, limit int) ([]RuleView, int, error) {
+func (s *Service) ListRules(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]RuleView, int, error) {
 	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
 	if err != nil {
 		return nil, 0, err
@@ -384,9 +385,22 @@ func (s *Service) ListRules(ctx context.Context, projectID, campaignID string, l
 	if err != nil {
 		return nil, 0, err
 	}
+	// rulesOf reads in id order, which is creation order.
+	if lq.Key == "updated_at" {
+		at := func(r EarningRule) time.Time {
+			if r.UpdatedAt != nil {
+				return *r.UpdatedAt
+			}
+			return r.CreatedAt
+		}
+		slices.SortStableFunc(rs, func(a, b EarningRule) int { return at(a).Compare(at(b)) })
+	}
+	if lq.Desc {
+		slices.Reverse(rs)
+	}
 	vs := []RuleView{}
 	for i, r := range rs {
-		if i == limit {
+		if i == lq.Limit {
 			break
 		}
 		vs = append(vs, r.View())
@@ -411,19 +425,17 @@ func (h Handler) createRules(c echo.Context) error {
 }
 
 func (h Handler) listRules(c echo.Context) error {
-	q := c.QueryParams()
-	limit, err := listq.Limit(q, 10)
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"},
+		Pages: true})
 	if err != nil {
 		return err
 	}
-	if err := listq.FirstPageOnly(q); err != nil {
-		return err
-	}
-	vs, total, err := h.svc.ListRules(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), limit)
+	vs, total, err := h.svc.ListRules(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": total})
+	// The first page only (no cursor): has_more says whether it is all.
+	return c.JSON(http.StatusOK, listq.List[RuleView]{Data: vs, Total: &total, More: total > len(vs)})
 }
 
 func (h Handler) getRule(c echo.Context) error {

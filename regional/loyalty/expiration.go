@@ -180,8 +180,5 @@ func (h Handler) pointsExpiration(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if bs == nil {
-		bs = []PointsBucket{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "data", "data": bs, "total": total})
+	return c.JSON(http.StatusOK, listq.List[PointsBucket]{Data: bs, Total: &total, More: total > len(bs)})
 }

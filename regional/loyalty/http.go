@@ -3,7 +3,6 @@ package loyalty
 import (
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -69,43 +68,21 @@ func (h Handler) deleteCampaign(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"async_action_id": id})
 }
 
-// page reads limit, order (by creation) and the cursor of the campaign and
-// member lists. Their reference also pages by number; only the first page
-// is served that way, later ones by the cursor.
-func page(q url.Values) (limit int, desc bool, after string, err error) {
-	if limit, err = listq.Limit(q, 10); err != nil {
-		return
-	}
-	var order string
-	if order, err = listq.Order(q, "created_at", "created_at", "-created_at", "id", "-id"); err != nil {
-		return
-	}
-	desc = strings.HasPrefix(order, "-")
-	if err = listq.FirstPageOnly(q); err != nil {
-		return
-	}
-	after = q.Get("starting_after_id")
-	return
-}
+// cardListSpec is the paging of the campaign and member lists, ordered by
+// creation, which is id order. Their reference also pages by number; only
+// the first page is served that way, later ones by the cursor.
+var cardListSpec = listq.Spec{Orders: []string{"created_at", "-created_at", "id", "-id"}, Pages: true}
 
 func (h Handler) listCampaigns(c echo.Context) error {
-	limit, desc, after, err := page(c.QueryParams())
+	lq, err := listq.Parse(c.QueryParams(), cardListSpec)
 	if err != nil {
 		return err
 	}
-	cs, total, more, next, err := h.svc.ListCampaigns(c.Request().Context(), httpx.ProjectID(c), desc, after, limit)
+	cs, total, more, next, err := h.svc.ListCampaigns(c.Request().Context(), httpx.ProjectID(c), lq)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "campaigns", "campaigns": cs, "total": total,
-		"has_more": more, "more_starting_after": nullable(next)})
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+	return c.JSON(http.StatusOK, listq.List[CampaignView]{DataRef: "campaigns", Data: cs, Total: &total, More: more, Next: next})
 }
 
 func (h Handler) addMember(c echo.Context) error {
@@ -115,16 +92,15 @@ func (h Handler) addMember(c echo.Context) error {
 }
 
 func (h Handler) listMembers(c echo.Context) error {
-	limit, desc, after, err := page(c.QueryParams())
+	lq, err := listq.Parse(c.QueryParams(), cardListSpec)
 	if err != nil {
 		return err
 	}
-	cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), desc, after, limit)
+	cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "vouchers", "vouchers": cs, "total": total,
-		"has_more": more, "more_starting_after": nullable(next)})
+	return c.JSON(http.StatusOK, listq.List[CardView]{DataRef: "vouchers", Data: cs, Total: &total, More: more, Next: next})
 }
 
 func (h Handler) getMember(c echo.Context) error {
@@ -152,30 +128,15 @@ func (h Handler) transfer(c echo.Context) error {
 	})
 }
 
-// TxList is the list envelope of transactions.
-type TxList struct {
-	Object            string        `json:"object"`
-	DataRef           string        `json:"data_ref"`
-	Data              []Transaction `json:"data"`
-	HasMore           bool          `json:"has_more"`
-	MoreStartingAfter *string       `json:"more_starting_after"`
-}
-
 // ParseTxQuery reads limit (1-100, default 10), order (id or -id), the
 // cursor and the filters of a transaction list.
 func ParseTxQuery(q url.Values) (TxQuery, error) {
 	var tq TxQuery
 	var err error
-	if tq.Limit, err = listq.Limit(q, 10); err != nil {
+	if tq.Query, err = listq.Parse(q, listq.Spec{}); err != nil {
 		return tq, err
 	}
-	order, err := listq.Order(q, "id", "id", "-id")
-	if err != nil {
-		return tq, err
-	}
-	tq.Desc = order == "-id"
-	tq.StartingAfter = q.Get("starting_after_id")
-	if len(tq.StartingAfter) > 200 {
+	if len(tq.After) > 200 {
 		return tq, apierr.InvalidQuery("starting_after_id", "is not a transaction id")
 	}
 	tq.Filter, err = filters.Parse(q, txFields)
@@ -191,12 +152,5 @@ func (h Handler) transactions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := TxList{Object: "list", DataRef: "data", Data: ts, HasMore: more}
-	if out.Data == nil {
-		out.Data = []Transaction{}
-	}
-	if more {
-		out.MoreStartingAfter = &next
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, listq.List[Transaction]{Data: ts, More: more, Next: next})
 }

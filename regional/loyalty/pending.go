@@ -290,7 +290,7 @@ func (s *Service) AdjustPending(ctx context.Context, projectID, campaignID, memb
 
 // ListPending returns a page of a card's pending entries (memberID set) or
 // a campaign's.
-func (s *Service) ListPending(ctx context.Context, projectID, campaignID, memberID string, limit int, desc bool, after string) ([]Pending, bool, string, error) {
+func (s *Service) ListPending(ctx context.Context, projectID, campaignID, memberID string, lq listq.Query) ([]Pending, bool, string, error) {
 	var args []any
 	var where string
 	if memberID != "" {
@@ -306,18 +306,13 @@ func (s *Service) ListPending(ctx context.Context, projectID, campaignID, member
 		}
 		args, where = []any{projectID, camp.ID}, "campaign_id = $2"
 	}
-	cmp, dir := listq.Keyset(desc)
-	args = append(args, limit+1)
-	sql := `SELECT ` + pendingColumns + ` FROM loyalty_pending_points WHERE project_id = $1 AND ` + where + ` AND status = 'PENDING'`
-	if after != "" {
-		args = append(args, after)
-		sql += " AND id " + cmp + " $4"
-	}
-	ps, err := db.Collect(scanPending)(s.pool.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $3", args...))
+	cond, orderBy, args := lq.Keyset("loyalty_pending_points", "id", append(args, lq.Limit+1))
+	ps, err := db.Collect(scanPending)(s.pool.Query(ctx, `SELECT `+pendingColumns+` FROM loyalty_pending_points
+		WHERE project_id = $1 AND `+where+` AND status = 'PENDING'`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...))
 	if err != nil {
 		return nil, false, "", err
 	}
-	ps, more, next := listq.Page(ps, limit, func(p Pending) string { return p.ID })
+	ps, more, next := listq.Page(ps, lq.Limit, func(p Pending) string { return p.ID })
 	return ps, more, next, nil
 }
 
@@ -381,21 +376,15 @@ func registerPending(g *echo.Group, h Handler) {
 }
 
 func (h Handler) listPending(c echo.Context) error {
-	q := c.QueryParams()
-	limit, err := listq.Limit(q, 10)
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{})
 	if err != nil {
 		return err
 	}
-	order, err := listq.Order(q, "id", "id", "-id")
+	ps, more, next, err := h.svc.ListPending(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), lq)
 	if err != nil {
 		return err
 	}
-	ps, more, next, err := h.svc.ListPending(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"),
-		limit, order == "-id", q.Get("starting_after_id"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.Body(ps, more, next))
+	return c.JSON(http.StatusOK, listq.List[Pending]{Data: ps, More: more, Next: next})
 }
 
 func (h Handler) activatePending(c echo.Context) error {

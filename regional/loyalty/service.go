@@ -440,12 +440,12 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (
 }
 
 // ListCampaigns returns a page of campaigns in id (creation) order.
-func (s *Service) ListCampaigns(ctx context.Context, projectID string, desc bool, after string, limit int) ([]CampaignView, int, bool, string, error) {
-	cs, total, err := listCampaigns(ctx, s.pool, projectID, desc, after, limit)
+func (s *Service) ListCampaigns(ctx context.Context, projectID string, lq listq.Query) ([]CampaignView, int, bool, string, error) {
+	cs, total, err := listCampaigns(ctx, s.pool, projectID, lq)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	out, more, next := listq.PageOf(cs, limit, func(c Campaign) string { return c.ID }, Campaign.View)
+	out, more, next := listq.PageOf(cs, lq.Limit, func(c Campaign) string { return c.ID }, Campaign.View)
 	return out, total, more, next, nil
 }
 
@@ -733,16 +733,16 @@ func (s *Service) GetMember(ctx context.Context, projectID, campaignID, memberID
 }
 
 // ListMembers returns a page of a campaign's cards.
-func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string, desc bool, after string, limit int) ([]CardView, int, bool, string, error) {
+func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]CardView, int, bool, string, error) {
 	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	cs, total, err := listCards(ctx, s.pool, projectID, camp.ID, desc, after, limit)
+	cs, total, err := listCards(ctx, s.pool, projectID, camp.ID, lq)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	out, more, next := listq.PageOf(cs, limit, func(c Card) string { return c.ID }, func(c Card) CardView { return c.View(camp) })
+	out, more, next := listq.PageOf(cs, lq.Limit, func(c Card) string { return c.ID }, func(c Card) CardView { return c.View(camp) })
 	return out, total, more, next, nil
 }
 

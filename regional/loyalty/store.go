@@ -83,20 +83,16 @@ func updateCampaign(ctx context.Context, q db.Querier, projectID string, c Campa
 	return err
 }
 
-func listCampaigns(ctx context.Context, q db.Querier, projectID string, desc bool, after string, limit int) ([]Campaign, int, error) {
+func listCampaigns(ctx context.Context, q db.Querier, projectID string, lq listq.Query) ([]Campaign, int, error) {
 	var total int
 	if err := q.QueryRow(ctx, `SELECT count(*) FROM loyalty_campaigns WHERE project_id = $1 AND deleted_at IS NULL`,
 		projectID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	cmp, dir := listq.Keyset(desc)
-	sql := `SELECT ` + campaignColumns + ` FROM loyalty_campaigns WHERE project_id = $1 AND deleted_at IS NULL`
-	args := []any{projectID, limit + 1}
-	if after != "" {
-		args = append(args, after)
-		sql += " AND id " + cmp + " $3"
-	}
-	cs, err := db.Collect(scanCampaign)(q.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $2", args...))
+	// Ids are time-ordered: creation order is id order.
+	cond, orderBy, args := lq.Keyset("loyalty_campaigns", "id", []any{projectID, lq.Limit + 1})
+	cs, err := db.Collect(scanCampaign)(q.Query(ctx, `SELECT `+campaignColumns+` FROM loyalty_campaigns
+		WHERE project_id = $1 AND deleted_at IS NULL`+cond+` ORDER BY `+orderBy+` LIMIT $2`, args...))
 	return cs, total, err
 }
 
@@ -360,10 +356,8 @@ func queueTransaction(b *pgx.Batch, projectID string, t Transaction) {
 // live campaign and, when Campaign is set, of that one), or of a live
 // campaign (Campaign, its id or name).
 type TxQuery struct {
+	listq.Query
 	Member, Campaign string
-	Limit            int
-	Desc             bool
-	StartingAfter    string
 	Filter           filters.Filter
 }
 
@@ -387,16 +381,13 @@ func listTransactions(ctx context.Context, q db.Querier, projectID string, tq Tx
 			UNION ALL SELECT id, 1 FROM loyalty_campaigns WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL) AS m
 			ORDER BY o LIMIT 1)`
 	}
-	cmp, dir := listq.Keyset(tq.Desc)
-	if tq.StartingAfter != "" {
-		args = append(args, tq.StartingAfter)
-		where += fmt.Sprintf(" AND id %s $%d", cmp, len(args))
-	}
+	after, orderBy, args := tq.Keyset("loyalty_transactions", "id", args)
+	where += after
 	cond, args := tq.Filter.SQL(txFields, args, now)
 	args = append(args, tq.Limit+1)
 	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT id, source_id, card_id, campaign_id, source, reason, type, details,
-		related_transaction_id, created_at FROM loyalty_transactions WHERE %s AND %s ORDER BY id %s LIMIT $%d`,
-		where, cond, dir, len(args)), args...)
+		related_transaction_id, created_at FROM loyalty_transactions WHERE %s AND %s ORDER BY %s LIMIT $%d`,
+		where, cond, orderBy, len(args)), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -410,19 +401,14 @@ func listTransactions(ctx context.Context, q db.Querier, projectID string, tq Tx
 	})
 }
 
-func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, desc bool, after string, limit int) ([]Card, int, error) {
+func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, lq listq.Query) ([]Card, int, error) {
 	var total int
 	if err := q.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`,
 		projectID, campaignID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	cmp, dir := listq.Keyset(desc)
-	sql := `SELECT ` + cardColumns + ` FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`
-	args := []any{projectID, campaignID, limit + 1}
-	if after != "" {
-		args = append(args, after)
-		sql += " AND id " + cmp + " $4"
-	}
-	cs, err := db.Collect(scanCard)(q.Query(ctx, sql+" ORDER BY id "+dir+" LIMIT $3", args...))
+	cond, orderBy, args := lq.Keyset("loyalty_cards", "id", []any{projectID, campaignID, lq.Limit + 1})
+	cs, err := db.Collect(scanCard)(q.Query(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
+		WHERE project_id = $1 AND campaign_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...))
 	return cs, total, err
 }

@@ -480,23 +480,17 @@ func (h Handler) createTiers(c echo.Context) error {
 }
 
 func (h Handler) listTiers(c echo.Context) error {
-	q := c.QueryParams()
-	limit, err := listq.Limit(q, 10)
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"},
+		NaturalOrder: true, Pages: true})
 	if err != nil {
 		return err
 	}
-	order, err := listq.Order(q, "", "created_at", "-created_at", "updated_at", "-updated_at")
+	vs, total, err := h.svc.ListTiers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq.Order, lq.Limit)
 	if err != nil {
 		return err
 	}
-	if err := listq.FirstPageOnly(q); err != nil {
-		return err
-	}
-	vs, total, err := h.svc.ListTiers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), order, limit)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": total})
+	// The first page only (no cursor): has_more says whether it is all.
+	return c.JSON(http.StatusOK, listq.List[TierView]{Data: vs, Total: &total, More: total > len(vs)})
 }
 
 func (h Handler) getTier(c echo.Context) error {
@@ -508,5 +502,6 @@ func (h Handler) memberTiers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": len(vs)})
+	n := len(vs)
+	return c.JSON(http.StatusOK, listq.List[TierView]{Data: vs, Total: &n})
 }

@@ -37,34 +37,17 @@ func (h Handler) get(c echo.Context) error {
 	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("orderId")))
 }
 
-type listView struct {
-	Object            string `json:"object"`
-	DataRef           string `json:"data_ref"`
-	Orders            []View `json:"orders"`
-	Total             int    `json:"total"`
-	HasMore           bool   `json:"has_more"`
-	MoreStartingAfter string `json:"more_starting_after,omitempty"`
-}
+// listSpec is GET /v1/orders' paging.
+var listSpec = listq.Spec{Orders: []string{"-created_at", "created_at", "updated_at", "-updated_at"}, Pages: true}
 
 func (h Handler) list(c echo.Context) error {
-	q := c.QueryParams()
-	limit, err := listq.Limit(q, 10)
+	lq, err := listq.Parse(c.QueryParams(), listSpec)
 	if err != nil {
 		return err
 	}
-	order, err := listq.Order(q, "-created_at", "created_at", "-created_at", "updated_at", "-updated_at")
+	vs, total, more, next, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq)
 	if err != nil {
 		return err
 	}
-	if err := listq.FirstPageOnly(q); err != nil {
-		return err
-	}
-	vs, total, more, next, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), limit, order, q.Get("starting_after_id"))
-	if err != nil {
-		return err
-	}
-	if vs == nil {
-		vs = []View{}
-	}
-	return c.JSON(http.StatusOK, listView{Object: "list", DataRef: "orders", Orders: vs, Total: total, HasMore: more, MoreStartingAfter: next})
+	return c.JSON(http.StatusOK, listq.List[View]{DataRef: "orders", Data: vs, Total: &total, More: more, Next: next})
 }

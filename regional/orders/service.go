@@ -383,26 +383,21 @@ func (s *Service) Get(ctx context.Context, projectID, idOrSource string) (View, 
 }
 
 // List returns a page of orders, newest first unless order says otherwise.
-func (s *Service) List(ctx context.Context, projectID string, limit int, order, after string) ([]View, int, bool, string, error) {
+func (s *Service) List(ctx context.Context, projectID string, lq listq.Query) ([]View, int, bool, string, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE project_id = $1`, projectID).Scan(&total); err != nil {
 		return nil, 0, false, "", err
 	}
 	key := "created_at"
-	if strings.TrimPrefix(order, "-") == "updated_at" {
+	if lq.Key == "updated_at" {
 		key = "coalesce(updated_at, created_at)"
 	}
-	cmp, dir := listq.Keyset(strings.HasPrefix(order, "-"))
-	sql := `SELECT ` + columns + ` FROM orders WHERE project_id = $1`
-	args := []any{projectID, limit + 1}
-	if after != "" {
-		args = append(args, after)
-		sql += fmt.Sprintf(` AND (%s, id) %s (SELECT %s, id FROM orders WHERE project_id = $1 AND id = $3)`, key, cmp, key)
-	}
-	os, err := db.Collect(scan)(s.pool.Query(ctx, sql+` ORDER BY `+key+` `+dir+`, id `+dir+` LIMIT $2`, args...))
+	cond, orderBy, args := lq.Keyset("orders", key, []any{projectID, lq.Limit + 1})
+	os, err := db.Collect(scan)(s.pool.Query(ctx, `SELECT `+columns+` FROM orders WHERE project_id = $1`+cond+
+		` ORDER BY `+orderBy+` LIMIT $2`, args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	vs, more, next := listq.PageOf(os, limit, func(o Order) string { return o.ID }, Order.View)
+	vs, more, next := listq.PageOf(os, lq.Limit, func(o Order) string { return o.ID }, Order.View)
 	return vs, total, more, next, nil
 }

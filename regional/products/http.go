@@ -77,28 +77,16 @@ func (h Handler) deleteProduct(c echo.Context) error {
 }
 
 func (h Handler) listProducts(c echo.Context) error {
-	q := c.QueryParams()
-	var lq ListQuery
-	var err error
-	if lq.Limit, err = listq.Limit(q, 10); err != nil {
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"}, Pages: true})
+	if err != nil {
 		return err
 	}
-	if lq.Order, err = listq.Order(q, "created_at", "created_at", "-created_at", "updated_at", "-updated_at"); err != nil {
-		return err
-	}
-	if err := listq.FirstPageOnly(q); err != nil {
-		return err
-	}
-	lq.StartingAfter = q.Get("starting_after_id")
 	rows, total, err := h.svc.ListProducts(c.Request().Context(), httpx.ProjectID(c), lq)
 	if err != nil {
 		return err
 	}
 	page, more, next := listq.Page(rows, lq.Limit, func(v View) string { return v.ID })
-	out := listq.Body(page, more, next)
-	out["data_ref"], out["products"], out["total"] = "products", out["data"], total
-	delete(out, "data")
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, listq.List[View]{DataRef: "products", Data: page, Total: &total, More: more, Next: next})
 }
 
 func (h Handler) createSKU(c echo.Context) error {
@@ -131,18 +119,14 @@ func (h Handler) getSKU(c echo.Context) error {
 // listSKUs answers every SKU of the product as the reference does, a page
 // of at most 100 at a time: `limit` (default 100) and `starting_after_id`.
 func (h Handler) listSKUs(c echo.Context) error {
-	q := c.QueryParams()
-	limit, err := listq.Limit(q, 100)
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{DefaultLimit: 100, NoOrder: true})
 	if err != nil {
 		return err
 	}
-	rows, total, err := h.svc.ListSKUs(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), limit, q.Get("starting_after_id"))
+	rows, total, err := h.svc.ListSKUs(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), lq)
 	if err != nil {
 		return err
 	}
-	page, more, next := listq.PageOf(rows, limit, func(s SKU) string { return s.ID }, SKU.View)
-	out := listq.Body(page, more, next)
-	out["data_ref"], out["skus"], out["total"] = "skus", out["data"], total
-	delete(out, "data")
-	return c.JSON(http.StatusOK, out)
+	page, more, next := listq.PageOf(rows, lq.Limit, func(s SKU) string { return s.ID }, SKU.View)
+	return c.JSON(http.StatusOK, listq.List[SKUView]{DataRef: "skus", Data: page, Total: &total, More: more, Next: next})
 }

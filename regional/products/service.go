@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/bin"
@@ -374,13 +375,13 @@ func (s *Service) DeleteSKU(ctx context.Context, projectID, productRef, ref stri
 
 // ListSKUs returns a page (limit+1 rows) of a live product's SKUs and how
 // many it has.
-func (s *Service) ListSKUs(ctx context.Context, projectID, productRef string, limit int, after string) (out []SKU, total int, err error) {
+func (s *Service) ListSKUs(ctx context.Context, projectID, productRef string, lq listq.Query) (out []SKU, total int, err error) {
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		p, err := s.product(ctx, tx, projectID, productRef, false)
 		if err != nil {
 			return err
 		}
-		out, total, err = listSKUs(ctx, tx, projectID, p.ID, limit, after)
+		out, total, err = listSKUs(ctx, tx, projectID, p.ID, lq)
 		return err
 	})
 	return out, total, err

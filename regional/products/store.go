@@ -88,11 +88,7 @@ func updateProduct(ctx context.Context, q db.Querier, projectID string, p Produc
 }
 
 // ListQuery selects and orders a page of products.
-type ListQuery struct {
-	Limit         int
-	Order         string // created_at, -created_at, updated_at, -updated_at
-	StartingAfter string // a product id: the page starts after it in this order
-}
+type ListQuery = listq.Query
 
 var sortKeys = map[string]string{"created_at": "id", "updated_at": "COALESCE(updated_at, created_at)"}
 
@@ -101,24 +97,9 @@ func listProducts(ctx context.Context, q db.Querier, projectID string, lq ListQu
 	if err := q.QueryRow(ctx, `SELECT count(*) FROM products WHERE project_id = $1 AND bin_id IS NULL`, projectID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	desc := strings.HasPrefix(lq.Order, "-")
-	key := sortKeys[strings.TrimPrefix(lq.Order, "-")]
-	cmp, dir := listq.Keyset(desc)
-	args := []any{projectID, lq.Limit + 1}
-	where := "project_id = $1 AND bin_id IS NULL"
-	if lq.StartingAfter != "" {
-		args = append(args, lq.StartingAfter)
-		if key == "id" {
-			where += " AND id " + cmp + " $3"
-		} else {
-			where += fmt.Sprintf(" AND (%s, id) %s (SELECT %s, id FROM products WHERE project_id = $1 AND id = $3)", key, cmp, key)
-		}
-	}
-	order := key + " " + dir
-	if key != "id" {
-		order += ", id " + dir
-	}
-	out, err := db.Collect(scanProduct)(q.Query(ctx, `SELECT `+productColumns+` FROM products WHERE `+where+` ORDER BY `+order+` LIMIT $2`, args...))
+	cond, orderBy, args := lq.Keyset("products", sortKeys[lq.Key], []any{projectID, lq.Limit + 1})
+	out, err := db.Collect(scanProduct)(q.Query(ctx, `SELECT `+productColumns+` FROM products
+		WHERE project_id = $1 AND bin_id IS NULL`+cond+` ORDER BY `+orderBy+` LIMIT $2`, args...))
 	return out, total, err
 }
 
@@ -259,14 +240,14 @@ func embeddedSKUs(ctx context.Context, q db.Querier, projectID string, productID
 
 // listSKUs returns a page (limit+1 rows) of a product's live SKUs by id and
 // how many it has.
-func listSKUs(ctx context.Context, q db.Querier, projectID, productID string, limit int, after string) ([]SKU, int, error) {
+func listSKUs(ctx context.Context, q db.Querier, projectID, productID string, lq listq.Query) ([]SKU, int, error) {
 	var total int
 	if err := q.QueryRow(ctx, `SELECT count(*) FROM skus WHERE project_id = $1 AND product_id = $2`,
 		projectID, productID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
+	cond, orderBy, args := lq.Keyset("skus", "id", []any{projectID, productID, lq.Limit + 1})
 	out, err := collectSKUs(q.Query(ctx, `SELECT `+skuColumns+` FROM skus
-		WHERE project_id = $1 AND product_id = $2 AND id > $3 ORDER BY id LIMIT $4`,
-		projectID, productID, after, limit+1))
+		WHERE project_id = $1 AND product_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...))
 	return out, total, err
 }

@@ -369,7 +369,7 @@ func (s *Service) Delete(ctx context.Context, projectID, id string) error {
 
 // List returns a page of rewards in id (creation) order, optionally only
 // the one with an assignment.
-func (s *Service) List(ctx context.Context, projectID, assignmentID, after string, limit int) ([]View, int, bool, string, error) {
+func (s *Service) List(ctx context.Context, projectID, assignmentID string, lq listq.Query) ([]View, int, bool, string, error) {
 	where, args := `w.project_id = $1`, []any{projectID}
 	if assignmentID != "" {
 		args = append(args, assignmentID)
@@ -379,16 +379,14 @@ func (s *Service) List(ctx context.Context, projectID, assignmentID, after strin
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM rewards w WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, false, "", err
 	}
-	if after != "" {
-		args = append(args, after)
-		where += fmt.Sprintf(` AND w.id > $%d`, len(args))
-	}
-	args = append(args, limit+1)
-	ws, err := db.Collect(Scan)(s.pool.Query(ctx, fmt.Sprintf(`SELECT `+Columns+` FROM rewards w WHERE %s ORDER BY w.id LIMIT $%d`, where, len(args)), args...))
+	cond, orderBy, args := lq.Keyset("rewards", "id", args)
+	args = append(args, lq.Limit+1)
+	ws, err := db.Collect(Scan)(s.pool.Query(ctx, fmt.Sprintf(`SELECT `+Columns+` FROM rewards w WHERE %s%s ORDER BY %s LIMIT $%d`,
+		where, cond, orderBy, len(args)), args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	out, more, next := listq.PageOf(ws, limit, func(w Reward) string { return w.ID }, Reward.View)
+	out, more, next := listq.PageOf(ws, lq.Limit, func(w Reward) string { return w.ID }, Reward.View)
 	return out, total, more, next, nil
 }
 
@@ -401,20 +399,15 @@ func Register(g *echo.Group, s *Service) {
 	})
 	g.GET("/rewards", func(c echo.Context) error {
 		q := c.QueryParams()
-		limit, err := listq.Limit(q, 10)
+		lq, err := listq.Parse(q, listq.Spec{NoOrder: true, Pages: true})
 		if err != nil {
 			return err
 		}
-		if err := listq.FirstPageOnly(q); err != nil {
-			return err
-		}
-		vs, total, more, next, err := s.List(c.Request().Context(), httpx.ProjectID(c), q.Get("assignment_id"), q.Get("starting_after_id"), limit)
+		vs, total, more, next, err := s.List(c.Request().Context(), httpx.ProjectID(c), q.Get("assignment_id"), lq)
 		if err != nil {
 			return err
 		}
-		out := listq.Body(vs, more, next)
-		out["total"] = total
-		return c.JSON(http.StatusOK, out)
+		return c.JSON(http.StatusOK, listq.List[View]{Data: vs, Total: &total, More: more, Next: next})
 	})
 	g.GET("/rewards/:rewardId", func(c echo.Context) error {
 		w, err := Get(c.Request().Context(), s.pool, httpx.ProjectID(c), c.Param("rewardId"))

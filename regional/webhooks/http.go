@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/async"
 )
 
 // Attempt is one try of a delivery.
@@ -39,34 +41,27 @@ type Delivery struct {
 // RegisterInternal mounts the operators' delivery listing on g (/internal/v1).
 func RegisterInternal(g *echo.Group, pool *db.Pool) {
 	g.GET("/projects/:projectId/webhooks/:webhookId/deliveries", func(c echo.Context) error {
-		q := c.QueryParams()
-		limit, err := listq.Limit(q, 50)
+		lq, err := listq.Parse(c.QueryParams(), listq.Spec{DefaultLimit: 50, NoOrder: true})
 		if err != nil {
 			return err
 		}
-		ds, err := listDeliveries(c, pool, c.Param("projectId"), c.Param("webhookId"), q.Get("starting_after_id"), limit+1)
+		ds, err := listDeliveries(c.Request().Context(), pool, c.Param("projectId"), c.Param("webhookId"), lq)
 		if err != nil {
 			return err
 		}
-		page, more, next := listq.Page(ds, limit, func(d Delivery) string { return d.ID })
-		if page == nil {
-			page = []Delivery{}
-		}
-		return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "data", "data": page, "has_more": more,
-			"more_starting_after": next})
+		page, more, next := listq.Page(ds, lq.Limit, func(d Delivery) string { return d.ID })
+		return c.JSON(http.StatusOK, listq.List[Delivery]{Data: page, More: more, Next: next})
 	})
 }
 
-func listDeliveries(c echo.Context, pool *db.Pool, projectID, webhookID, after string, limit int) ([]Delivery, error) {
-	ctx := c.Request().Context()
-	rows, err := pool.Query(ctx, `
-		SELECT d.id, d.webhook_id, d.event_id, d.event_type, d.target_url,
-			CASE WHEN o.status = 'parked' THEN 'failed' ELSE d.status END,
-			d.last_status_code, d.created_at, COALESCE(d.finished_at, o.finished_at)
-		FROM webhook_deliveries d
-		LEFT JOIN outbox o ON o.project_id = d.project_id AND o.id = d.id
-		WHERE d.project_id = $1 AND d.webhook_id = $2 AND d.id > $3
-		ORDER BY d.id LIMIT $4`, projectID, webhookID, after, limit)
+// listDeliveries reads a page of a webhook's deliveries (limit+1), then, in
+// one more round trip, their attempts and, from the outbox, their tasks'
+// states: a delivery whose task was parked has failed.
+func listDeliveries(ctx context.Context, pool *db.Pool, projectID, webhookID string, lq listq.Query) ([]Delivery, error) {
+	cond, orderBy, args := lq.Keyset("webhook_deliveries", "id", []any{projectID, webhookID, lq.Limit + 1})
+	rows, err := pool.Query(ctx, `SELECT id, webhook_id, event_id, event_type, target_url, status, last_status_code,
+			created_at, finished_at
+		FROM webhook_deliveries WHERE project_id = $1 AND webhook_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -87,21 +82,38 @@ func listDeliveries(c echo.Context, pool *db.Pool, projectID, webhookID, after s
 		byID[out[i].ID] = &out[i]
 		ids[i] = out[i].ID
 	}
-	arows, err := pool.Query(ctx, `SELECT delivery_id, attempt, status_code, error, duration_ms, at FROM webhook_attempts
-		WHERE project_id = $1 AND delivery_id = ANY($2) ORDER BY delivery_id, attempt`, projectID, ids)
-	if err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT delivery_id, attempt, status_code, error, duration_ms, at FROM webhook_attempts
+		WHERE project_id = $1 AND delivery_id = ANY($2) ORDER BY delivery_id, attempt`, projectID, ids).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				var a Attempt
+				var at time.Time
+				if err := rows.Scan(&id, &a.Attempt, &a.StatusCode, &a.Error, &a.DurationMS, &at); err != nil {
+					return err
+				}
+				a.At = jsonx.Time{Time: at}
+				byID[id].Attempts = append(byID[id].Attempts, a)
+			}
+			return rows.Err()
+		})
+	tasks := map[string]async.TaskState{}
+	async.QueueTaskStates(b, projectID, ids, tasks)
+	if err := pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
-	defer arows.Close()
-	for arows.Next() {
-		var id string
-		var a Attempt
-		var at time.Time
-		if err := arows.Scan(&id, &a.Attempt, &a.StatusCode, &a.Error, &a.DurationMS, &at); err != nil {
-			return nil, err
+	for i := range out {
+		t, ok := tasks[out[i].ID]
+		if !ok {
+			continue
 		}
-		a.At = jsonx.Time{Time: at}
-		byID[id].Attempts = append(byID[id].Attempts, a)
+		if t.Status == "parked" {
+			out[i].Status = "failed"
+		}
+		if out[i].FinishedAt == nil && t.FinishedAt != nil {
+			out[i].FinishedAt = jsonx.Ptr(t.FinishedAt)
+		}
 	}
-	return out, arows.Err()
+	return out, nil
 }
