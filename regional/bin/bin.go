@@ -94,6 +94,15 @@ func Put(batch *pgx.Batch, projectID string, entries []Entry) {
 
 const columns = `id, resource_type, resource_id, resource_name, resource_parent_id, created_at`
 
+// QueueDropChildren queues onto batch the deletion of the entries of a
+// parent's binned children of a type (a product's SKUs), when the parent
+// goes for good: the bin owns its table, and the caller's batch keeps it one
+// round trip.
+func QueueDropChildren(batch *pgx.Batch, projectID, resourceType, parentID string) {
+	batch.Queue(`DELETE FROM bin_entries WHERE project_id = $1 AND resource_parent_id = $2 AND resource_type = $3`,
+		projectID, parentID, resourceType)
+}
+
 func scan(r pgx.Row) (Entry, error) {
 	var e Entry
 	return e, r.Scan(&e.ID, &e.ResourceType, &e.ResourceID, &e.ResourceName, &e.ParentID, &e.CreatedAt)

@@ -251,7 +251,7 @@ func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, forc
 // product's deletion if one were left.
 func removeProduct(b *pgx.Batch, projectID, productID string) {
 	b.Queue(`DELETE FROM binned_skus WHERE project_id = $1 AND product_id = $2`, projectID, productID)
-	b.Queue(`DELETE FROM bin_entries WHERE project_id = $1 AND resource_parent_id = $2 AND resource_type = 'sku'`, projectID, productID)
+	bin.QueueDropChildren(b, projectID, "sku", productID)
 	b.Queue(`DELETE FROM products WHERE project_id = $1 AND id = $2`, projectID, productID)
 }
 
