@@ -67,10 +67,6 @@ type taking struct {
 	ExpiresOn *time.Time `json:"expires_on"`
 }
 
-// rewardStockColumns read a reward as rewards.Scan does, with the stock
-// counter as its redeemed count.
-const rewardStockColumns = `w.id, w.name, w.type, w.attrs, w.stock, w.redeemed, w.created_at, w.updated_at`
-
 // redemptionReads are what a redemption reads with its card's lock: the
 // reward, its assignment to the card's campaign and the card's holder.
 type redemptionReads struct {
@@ -88,7 +84,7 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 			// The order is locked after the card, so that two redemptions
 			// paying for it one after the other each see what the other
 			// paid.
-			b.Queue(`SELECT id FROM orders WHERE project_id = $1 AND id = $2 FOR UPDATE`, projectID, order.ID)
+			orders.QueueLock(b, projectID, order.ID)
 			b.Queue(`SELECT coalesce(sum((view->>'amount')::INT8), 0) FROM redemptions
 				WHERE project_id = $1 AND order_id = $2 AND status = 'SUCCEEDED'`, projectID, order.ID).QueryRow(func(row pgx.Row) error {
 				return row.Scan(&rd.paidBefore)
@@ -99,17 +95,7 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 			col = "id"
 		}
 		card := `(SELECT %s FROM loyalty_cards WHERE project_id = $1 AND ` + col + ` = $2)`
-		b.Queue(`SELECT `+rewardStockColumns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, rewardID).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					w, err := rewards.Scan(rows)
-					if err != nil {
-						return err
-					}
-					rd.reward, rd.hasReward = w, true
-				}
-				return rows.Err()
-			})
+		rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { rd.reward, rd.hasReward = w, true })
 		b.Queue(`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
 			fmt.Sprintf(card, "campaign_id")+` AND reward_id = $3`, projectID, key, rewardID).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -121,17 +107,7 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 			}
 			return rows.Err()
 		})
-		b.Queue(`SELECT `+customers.Columns+` FROM customers WHERE project_id = $1 AND id = `+fmt.Sprintf(card, "holder_id"),
-			projectID, key).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				c, err := customers.Scan(rows)
-				if err != nil {
-					return err
-				}
-				rd.customer = &c
-			}
-			return rows.Err()
-		})
+		customers.QueueGetByIDOf(b, projectID, fmt.Sprintf(card, "holder_id"), []any{key}, func(c customers.Customer) { rd.customer = &c })
 	}
 }
 
@@ -234,7 +210,7 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		queueFigures(wr, projectID, &card.Card)
 		if w.Stock != nil {
 			// rewards_in_stock fails this when others took the last units.
-			wr.Queue(`UPDATE rewards SET redeemed = redeemed + 1 WHERE project_id = $1 AND id = $2 AND stock IS NOT NULL`, projectID, w.ID)
+			rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
 		}
 		id := ids.New("r_")
 		bal := card.balance(-pts)
@@ -474,8 +450,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		w.Queue(`UPDATE redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, id)
 		// The reward may have been deleted since; its stock counts only
 		// while it has one.
-		w.Queue(`UPDATE rewards SET redeemed = redeemed - 1 WHERE project_id = $1 AND id = $2 AND stock IS NOT NULL AND redeemed > 0`,
-			projectID, red.rewardID)
+		rewards.QueueCountRedeemed(w, projectID, red.rewardID, -1)
 		for _, tk := range taken {
 			queueAddBucket(w, projectID, card.ID, tk.Points, tk.ExpiresOn, now)
 			card.expireAlso(tk.Points, tk.ExpiresOn)

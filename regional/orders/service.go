@@ -68,6 +68,13 @@ func scan(r pgx.Row) (Order, error) {
 }
 
 // GetIn reads an order by id, or else by source id, in q.
+// QueueLock queues onto b the lock of an order's row (FOR UPDATE) in the
+// caller's transaction: a redemption paying part of an order takes it after
+// its card's, so that two payments for one order see each other.
+func QueueLock(b *pgx.Batch, projectID, id string) {
+	b.Queue(`SELECT id FROM orders WHERE project_id = $1 AND id = $2 FOR UPDATE`, projectID, id)
+}
+
 func GetIn(ctx context.Context, q db.Querier, projectID, idOrSource string, lock bool) (Order, error) {
 	suffix := db.ForUpdate(lock)
 	o, err := scan(q.QueryRow(ctx, `SELECT `+columns+` FROM orders WHERE project_id = $1 AND id = $2`+suffix, projectID, idOrSource))

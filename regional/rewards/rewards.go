@@ -114,6 +114,32 @@ func (r Reward) View() View {
 const Columns = `w.id, w.name, w.type, w.attrs, w.stock, (SELECT count(*) FROM redemptions r
 	WHERE r.project_id = w.project_id AND r.reward_id = w.id AND r.status = 'SUCCEEDED'), w.created_at, w.updated_at`
 
+// QueueForRedemption queues onto b the read of a reward as a redemption
+// needs it, with its stock counter as its redeemed count (the counter the
+// rewards_in_stock check guards); into runs if it exists.
+func QueueForRedemption(b *pgx.Batch, projectID, id string, into func(Reward)) {
+	b.Queue(`SELECT w.id, w.name, w.type, w.attrs, w.stock, w.redeemed, w.created_at, w.updated_at
+		FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, id).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			w, err := Scan(rows)
+			if err != nil {
+				return err
+			}
+			into(w)
+		}
+		return rows.Err()
+	})
+}
+
+// QueueCountRedeemed queues onto b a change of a stocked reward's redeemed
+// counter by delta (+1 for a redemption, which the rewards_in_stock check
+// refuses past the stock, -1 for a rollback, never below 0). A reward
+// without stock, or deleted since, is left alone.
+func QueueCountRedeemed(b *pgx.Batch, projectID, id string, delta int) {
+	b.Queue(`UPDATE rewards SET redeemed = redeemed + $3 WHERE project_id = $1 AND id = $2 AND stock IS NOT NULL
+		AND redeemed + $3 >= 0`, projectID, id, delta)
+}
+
 // Scan reads a row of Columns.
 func Scan(r pgx.Row) (Reward, error) {
 	var w Reward
