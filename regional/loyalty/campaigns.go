@@ -1,0 +1,524 @@
+package loyalty
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/internal/telemetry"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/async"
+)
+
+// CreateRequest is the body of POST /v1/loyalties.
+type CreateRequest struct {
+	Name                            *string         `json:"name"`
+	Description                     *string         `json:"description"`
+	Type                            *string         `json:"type"`
+	CampaignType                    *string         `json:"campaign_type"`
+	VouchersCount                   *int64          `json:"vouchers_count"`
+	Voucher                         *voucherRequest `json:"voucher"`
+	AutoJoin                        *bool           `json:"auto_join"`
+	JoinOnce                        *bool           `json:"join_once"`
+	UseVoucherMetadataSchema        *bool           `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
+	ValidityHours                   json.RawMessage `json:"validity_hours"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	StartDate                       *time.Time      `json:"start_date"`
+	ExpirationDate                  *time.Time      `json:"expiration_date"`
+	Metadata                        map[string]any  `json:"metadata"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+}
+
+type voucherRequest struct {
+	Type        *string        `json:"type"`
+	LoyaltyCard *cardRequest   `json:"loyalty_card"`
+	Redemption  map[string]any `json:"redemption"`
+	CodeConfig  *CodeConfig    `json:"code_config"`
+}
+
+type cardRequest struct {
+	Points          *int64           `json:"points"`
+	ExpirationRules *ExpirationRules `json:"expiration_rules"`
+}
+
+func checkRules(r *ExpirationRules) error {
+	if r == nil {
+		return nil
+	}
+	switch r.PeriodType {
+	case "MONTH":
+		if r.PeriodValue < 1 || r.PeriodValue > 1200 {
+			return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules.period_value must be from 1 to 1200 months")
+		}
+	case "FIXED_DAY_OF_YEAR":
+		if r.FixedMonth < 1 || r.FixedMonth > 12 || r.FixedDay < 1 || r.FixedDay > 31 {
+			return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules needs fixed_month 1-12 and fixed_day 1-31")
+		}
+	default:
+		return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules.period_type must be MONTH or FIXED_DAY_OF_YEAR")
+	}
+	switch r.RoundingType {
+	case "", "END_OF_MONTH", "END_OF_QUARTER", "END_OF_HALF_YEAR", "END_OF_YEAR":
+	case "PARTICULAR_MONTH":
+		if r.RoundingValue < 1 || r.RoundingValue > 12 {
+			return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules.rounding_value must be a month, 1-12")
+		}
+	default:
+		return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules.rounding_type is not one of END_OF_MONTH, END_OF_QUARTER, END_OF_HALF_YEAR, END_OF_YEAR, PARTICULAR_MONTH")
+	}
+	return nil
+}
+
+// expiry is when points added now expire under the rules (nil: never).
+func (r *ExpirationRules) expiry(now time.Time) *time.Time {
+	if r == nil {
+		return nil
+	}
+	d := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	switch r.PeriodType {
+	case "MONTH":
+		d = d.AddDate(0, r.PeriodValue, 0)
+	case "FIXED_DAY_OF_YEAR":
+		f := time.Date(d.Year(), time.Month(r.FixedMonth), r.FixedDay, 0, 0, 0, 0, time.UTC)
+		if !f.After(d) {
+			f = f.AddDate(1, 0, 0)
+		}
+		d = f
+	}
+	endOf := func(months int) time.Time { // last day of the period of `months` months holding d
+		m := (int(d.Month())-1)/months*months + months
+		return time.Date(d.Year(), time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC)
+	}
+	switch r.RoundingType {
+	case "END_OF_MONTH":
+		d = endOf(1)
+	case "END_OF_QUARTER":
+		d = endOf(3)
+	case "END_OF_HALF_YEAR":
+		d = endOf(6)
+	case "END_OF_YEAR":
+		d = endOf(12)
+	case "PARTICULAR_MONTH":
+		e := time.Date(d.Year(), time.Month(r.RoundingValue)+1, 0, 0, 0, 0, 0, time.UTC)
+		if e.Before(d) {
+			e = time.Date(d.Year()+1, time.Month(r.RoundingValue)+1, 0, 0, 0, 0, 0, time.UTC)
+		}
+		d = e
+	}
+	return &d
+}
+
+const maxCards = 1_000_000
+
+// CreateCampaign creates a loyalty program and its cards: one in the
+// request, more by the CAMPAIGN.VOUCHERS_GENERATE async action.
+func (s *Service) CreateCampaign(ctx context.Context, projectID string, r CreateRequest) (_ CampaignView, err error) {
+	ctx, span := tracer.Start(ctx, "loyalty.CreateCampaign")
+	defer telemetry.End(span, &err)
+	if r.Name == nil || strings.TrimSpace(*r.Name) == "" {
+		return CampaignView{}, apierr.InvalidPayload("name is required")
+	}
+	if len(*r.Name) > 200 {
+		return CampaignView{}, apierr.InvalidPayload("name is at most 200 characters")
+	}
+	if r.CampaignType != nil && *r.CampaignType != "LOYALTY_PROGRAM" {
+		return CampaignView{}, apierr.InvalidPayload("campaign_type must be LOYALTY_PROGRAM")
+	}
+	a := Attrs{Type: "AUTO_UPDATE", JoinOnce: true, Active: true, Description: r.Description, Metadata: r.Metadata,
+		ValidityTimeframe: r.ValidityTimeframe, ValidityDayOfWeek: r.ValidityDayOfWeek, ValidityHours: r.ValidityHours,
+		ActivityDurationAfterPublishing: r.ActivityDurationAfterPublishing, StartDate: r.StartDate,
+		ExpirationDate: r.ExpirationDate, Category: r.Category, CategoryID: r.CategoryID,
+		Voucher: VoucherConfig{Type: "LOYALTY_CARD", Redemption: map[string]any{"quantity": nil}}}
+	if r.Type != nil {
+		if *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
+			return CampaignView{}, apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
+		}
+		a.Type = *r.Type
+	}
+	if r.AutoJoin != nil {
+		a.AutoJoin = *r.AutoJoin
+	}
+	if r.JoinOnce != nil && !*r.JoinOnce {
+		return CampaignView{}, apierr.InvalidPayload("join_once is always true for loyalty campaigns")
+	}
+	if r.UseVoucherMetadataSchema != nil {
+		a.UseVoucherMetadataSchema = *r.UseVoucherMetadataSchema
+	}
+	if a.StartDate != nil && a.ExpirationDate != nil && !a.ExpirationDate.After(*a.StartDate) {
+		return CampaignView{}, apierr.InvalidPayload("expiration_date must be after start_date")
+	}
+	if v := r.Voucher; v != nil {
+		if v.Type != nil && *v.Type != "LOYALTY_CARD" {
+			return CampaignView{}, apierr.InvalidPayload("voucher.type must be LOYALTY_CARD")
+		}
+		if v.LoyaltyCard != nil {
+			if p := v.LoyaltyCard.Points; p != nil {
+				if *p < 0 || *p > 1_000_000_000 {
+					return CampaignView{}, apierr.InvalidPayload("voucher.loyalty_card.points must be from 0 to 1000000000")
+				}
+				a.Voucher.LoyaltyCard.Points = *p
+			}
+			if err := checkRules(v.LoyaltyCard.ExpirationRules); err != nil {
+				return CampaignView{}, err
+			}
+			a.Voucher.LoyaltyCard.ExpirationRules = v.LoyaltyCard.ExpirationRules
+		}
+		if v.Redemption != nil {
+			a.Voucher.Redemption = v.Redemption
+		}
+		if v.CodeConfig != nil {
+			a.Voucher.CodeConfig = *v.CodeConfig
+		}
+	}
+	gen, err := newGenerator(a.Voucher.CodeConfig)
+	if err != nil {
+		return CampaignView{}, err
+	}
+	var count int64
+	if r.VouchersCount != nil {
+		count = *r.VouchersCount
+	}
+	if count < 0 || count > maxCards {
+		return CampaignView{}, apierr.InvalidPayload(fmt.Sprintf("vouchers_count must be from 0 to %d", maxCards))
+	}
+	if err := gen.check(count); err != nil {
+		return CampaignView{}, err
+	}
+	now := s.Now()
+	c := Campaign{ID: ids.New("camp_"), Name: *r.Name, Attrs: a, VouchersCount: count, GenerationStatus: "DONE", CreatedAt: now}
+	var actionID *string
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		c.GenerationStatus, actionID = "DONE", nil
+		if count > 1 {
+			c.GenerationStatus = "IN_PROGRESS"
+		}
+		if err := insertCampaign(ctx, tx, projectID, c); err != nil {
+			return err
+		}
+		if count == 1 {
+			if _, err := s.generate(ctx, tx, projectID, c, gen, 1, now); err != nil {
+				return err
+			}
+		} else if count > 1 {
+			act, err := async.StartJob(ctx, tx, projectID, GenerateJob, generateParams{CampaignID: c.ID})
+			if err != nil {
+				return err
+			}
+			actionID = &act.ID
+		}
+		return s.events.Emit(ctx, tx, projectID, EventCampaignCreated, c.ID, c.View())
+	})
+	if errors.Is(err, db.ErrConflict) {
+		return CampaignView{}, apierr.Duplicate("campaign", fmt.Sprintf("A campaign named %q already exists.", c.Name))
+	}
+	if err != nil {
+		return CampaignView{}, err
+	}
+	v := c.View()
+	v.AsyncActionID = actionID
+	return v, nil
+}
+
+type generateParams struct {
+	CampaignID string `json:"campaign_id"`
+}
+
+// generate makes n cards of a campaign in q, in chunks, regenerating the
+// codes that collide with existing ones. It returns how many it made.
+func (s *Service) generate(ctx context.Context, q db.Querier, projectID string, c Campaign, gen generator, n int64, now time.Time) (int64, error) {
+	var made int64
+	for tries := 0; made < n; tries++ {
+		if tries > 50 {
+			return made, errors.New("loyalty: code space too crowded to generate cards")
+		}
+		chunk := min(n-made, 5000)
+		codes := make([]string, chunk)
+		for i := range codes {
+			codes[i] = gen.next()
+		}
+		cardIDs := make([]string, chunk)
+		for i := range cardIDs {
+			cardIDs[i] = ids.New("v_")
+		}
+		rows, err := q.Query(ctx, `INSERT INTO loyalty_cards (project_id, id, code, campaign_id, created_at)
+			SELECT $1, v.id, v.code, $2, $3 FROM unnest($4::TEXT[], $5::TEXT[]) AS v(id, code)
+			ON CONFLICT (project_id, code) DO NOTHING RETURNING id`, projectID, c.ID, now, cardIDs, codes)
+		if err != nil {
+			return made, err
+		}
+		inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return made, err
+		}
+		if p := c.Attrs.Voucher.LoyaltyCard.Points; p > 0 && len(inserted) > 0 {
+			if err := s.initialPoints(ctx, q, projectID, c, inserted, p, now); err != nil {
+				return made, err
+			}
+		}
+		made += int64(len(inserted))
+	}
+	return made, nil
+}
+
+// initialPoints gives new cards the campaign's starting points, each with
+// its POINTS_ADDITION, so that balances stay the sum of their transactions.
+func (s *Service) initialPoints(ctx context.Context, q db.Querier, projectID string, c Campaign, cardIDs []string, points int64, now time.Time) error {
+	exp := c.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+	txIDs, details := make([]string, len(cardIDs)), make([]string, len(cardIDs))
+	for i, id := range cardIDs {
+		txIDs[i] = ids.New("vtx_")
+		card := Card{ID: id, Points: points, Balance: points}
+		d, _ := json.Marshal(map[string]any{"balance": card.balance(points)})
+		details[i] = string(d)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE loyalty_cards SET points = $3::INT8, balance = $3::INT8, next_expiration_date = $4::DATE,
+		next_expiration_points = CASE WHEN $4::DATE IS NULL THEN NULL ELSE $3::INT8 END
+		WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, cardIDs, points, exp)
+	b.Queue(`INSERT INTO loyalty_point_buckets (project_id, card_id, id, points, expires_on)
+		SELECT $1, v.card, $3, $4, $5 FROM unnest($2::TEXT[]) AS v(card)`, projectID, cardIDs, bucketID(exp), points, exp)
+	b.Queue(`INSERT INTO loyalty_transactions (project_id, id, card_id, campaign_id, type, delta, source, reason, details, created_at)
+		SELECT $1, v.id, v.card, $4, 'POINTS_ADDITION', $5, 'API', 'initial points', v.details::JSONB, $6
+		FROM unnest($2::TEXT[], $3::TEXT[], $7::TEXT[]) AS v(card, id, details)`,
+		projectID, cardIDs, txIDs, c.ID, points, now, details)
+	return q.SendBatch(ctx, b).Close()
+}
+
+// generateJob is CAMPAIGN.VOUCHERS_GENERATE: it makes the cards the
+// campaign still lacks (a rerun after a crash makes only the rest).
+func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) {
+	var p generateParams
+	if err := json.Unmarshal(job.Params, &p); err != nil {
+		return nil, err
+	}
+	c, err := getCampaign(ctx, s.pool, job.ProjectID, p.CampaignID)
+	if errors.Is(err, db.ErrNotFound) {
+		return map[string]any{"message": "the campaign was deleted"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	gen, err := newGenerator(c.Attrs.Voucher.CodeConfig)
+	if err != nil {
+		return nil, err
+	}
+	var have int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`,
+		job.ProjectID, c.ID).Scan(&have); err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	for have < c.VouchersCount {
+		n := min(c.VouchersCount-have, 10000)
+		var made int64
+		err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			made, err = s.generate(ctx, tx, job.ProjectID, c, gen, n, now)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		have += made
+		if err := job.Progress(ctx, int(have*100/c.VouchersCount)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE loyalty_campaigns SET generation_status = 'DONE' WHERE project_id = $1 AND id = $2`,
+		job.ProjectID, c.ID); err != nil {
+		return nil, err
+	}
+	return map[string]any{"campaign_id": c.ID, "vouchers_count": have}, nil
+}
+
+// GetCampaign returns a campaign by id or name.
+func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (CampaignView, error) {
+	c, err := s.campaign(ctx, s.pool, projectID, idOrName)
+	if err != nil {
+		return CampaignView{}, err
+	}
+	return c.View(), nil
+}
+
+// ListCampaigns returns a page of campaigns in id (creation) order.
+func (s *Service) ListCampaigns(ctx context.Context, projectID string, lq listq.Query) ([]CampaignView, int, bool, string, error) {
+	cs, total, err := listCampaigns(ctx, s.pool, projectID, lq)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	out, more, next := listq.PageOf(cs, lq.Limit, func(c Campaign) string { return c.ID }, Campaign.View)
+	return out, total, more, next, nil
+}
+
+// UpdateRequest is the body of PUT /v1/loyalties/{campaignId}: the
+// properties present are replaced.
+type UpdateRequest struct {
+	Description                     *string         `json:"description"`
+	Type                            *string         `json:"type"`
+	AutoJoin                        *bool           `json:"auto_join"`
+	JoinOnce                        *bool           `json:"join_once"`
+	StartDate                       *time.Time      `json:"start_date"`
+	ExpirationDate                  *time.Time      `json:"expiration_date"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
+	ValidityHours                   json.RawMessage `json:"validity_hours"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	Metadata                        map[string]any  `json:"metadata"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+	LoyaltyCard                     *cardRequest    `json:"loyalty_card"`
+}
+
+// UpdateCampaign changes a campaign's properties.
+func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string, r UpdateRequest) (CampaignView, error) {
+	if r.Type != nil && *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
+		return CampaignView{}, apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
+	}
+	if r.JoinOnce != nil && !*r.JoinOnce {
+		return CampaignView{}, apierr.InvalidPayload("join_once is always true for loyalty campaigns")
+	}
+	if r.LoyaltyCard != nil {
+		if err := checkRules(r.LoyaltyCard.ExpirationRules); err != nil {
+			return CampaignView{}, err
+		}
+		if r.LoyaltyCard.Points != nil {
+			return CampaignView{}, apierr.InvalidPayload("loyalty_card.points applies to new campaigns only")
+		}
+	}
+	var c Campaign
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if c, err = s.campaign(ctx, tx, projectID, idOrName); err != nil {
+			return err
+		}
+		a := &c.Attrs
+		set := func(dst **string, v *string) {
+			if v != nil {
+				*dst = v
+			}
+		}
+		set(&a.Description, r.Description)
+		set(&a.ActivityDurationAfterPublishing, r.ActivityDurationAfterPublishing)
+		set(&a.Category, r.Category)
+		set(&a.CategoryID, r.CategoryID)
+		if r.Type != nil {
+			a.Type = *r.Type
+		}
+		if r.AutoJoin != nil {
+			a.AutoJoin = *r.AutoJoin
+		}
+		if r.StartDate != nil {
+			a.StartDate = r.StartDate
+		}
+		if r.ExpirationDate != nil {
+			a.ExpirationDate = r.ExpirationDate
+		}
+		if a.StartDate != nil && a.ExpirationDate != nil && !a.ExpirationDate.After(*a.StartDate) {
+			return apierr.InvalidPayload("expiration_date must be after start_date")
+		}
+		for _, f := range []struct{ dst, v *json.RawMessage }{{&a.ValidityTimeframe, &r.ValidityTimeframe},
+			{&a.ValidityDayOfWeek, &r.ValidityDayOfWeek}, {&a.ValidityHours, &r.ValidityHours}} {
+			if len(*f.v) > 0 {
+				*f.dst = *f.v
+			}
+		}
+		if r.Metadata != nil {
+			a.Metadata = r.Metadata
+		}
+		if r.LoyaltyCard != nil && r.LoyaltyCard.ExpirationRules != nil {
+			a.Voucher.LoyaltyCard.ExpirationRules = r.LoyaltyCard.ExpirationRules
+		}
+		now := s.Now()
+		c.UpdatedAt = &now
+		if err := updateCampaign(ctx, tx, projectID, c); err != nil {
+			return err
+		}
+		return s.events.Emit(ctx, tx, projectID, EventCampaignUpdated, c.ID, c.View())
+	})
+	if err != nil {
+		return CampaignView{}, err
+	}
+	return c.View(), nil
+}
+
+// DeleteCampaign removes a campaign at once (it and its cards answer 404)
+// and deletes its cards and their ledger in the CAMPAIGN.VOUCHERS_DELETE
+// async action, whose id it returns.
+func (s *Service) DeleteCampaign(ctx context.Context, projectID, idOrName string) (string, error) {
+	var actionID string
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		c, err := s.campaign(ctx, tx, projectID, idOrName)
+		if err != nil {
+			return err
+		}
+		// The name is freed for a new campaign.
+		if _, err := tx.Exec(ctx, `UPDATE loyalty_campaigns SET deleted_at = $3, name = $4 WHERE project_id = $1 AND id = $2`,
+			projectID, c.ID, s.Now(), c.Name+" #deleted:"+c.ID); err != nil {
+			return err
+		}
+		act, err := async.StartJob(ctx, tx, projectID, DeleteJob, generateParams{CampaignID: c.ID})
+		if err != nil {
+			return err
+		}
+		actionID = act.ID
+		return s.events.Emit(ctx, tx, projectID, EventCampaignDeleted, c.ID, c.View())
+	})
+	return actionID, err
+}
+
+// deleteJob deletes a deleted campaign's cards, buckets and transactions,
+// a chunk of cards per transaction.
+func (s *Service) deleteJob(ctx context.Context, job *async.Job) (any, error) {
+	var p generateParams
+	if err := json.Unmarshal(job.Params, &p); err != nil {
+		return nil, err
+	}
+	var deleted int64
+	for {
+		var n int64
+		err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT id FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT 1000`,
+				job.ProjectID, p.CampaignID)
+			if err != nil {
+				return err
+			}
+			cardIDs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil || len(cardIDs) == 0 {
+				return err
+			}
+			n = int64(len(cardIDs))
+			b := &pgx.Batch{}
+			b.Queue(`DELETE FROM loyalty_transactions WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
+			b.Queue(`DELETE FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
+			// Pending entries go with their cards: left, the sweep would
+			// read them as due on every pass.
+			b.Queue(`DELETE FROM loyalty_pending_points WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
+			b.Queue(`DELETE FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
+			return tx.SendBatch(ctx, b).Close()
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		deleted += n
+		_ = job.Progress(ctx, 50)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM earning_rules WHERE project_id = $1 AND campaign_id = $2`, job.ProjectID, p.CampaignID); err != nil {
+		return nil, err
+	}
+	return map[string]any{"campaign_id": p.CampaignID, "deleted_vouchers": deleted}, nil
+}

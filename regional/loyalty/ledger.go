@@ -1,0 +1,370 @@
+package loyalty
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/internal/telemetry"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// BalanceRequest is the body of POST …/members/{memberId}/balance: positive
+// points are added, negative ones removed.
+type BalanceRequest struct {
+	Points         *int64  `json:"points"`
+	ExpirationType *string `json:"expiration_type"`
+	ExpirationDate *string `json:"expiration_date"`
+	Reason         *string `json:"reason"`
+	SourceID       *string `json:"source_id"`
+}
+
+// UpdateBalance adds or removes points, writing POINTS_ADDITION or
+// POINTS_REMOVAL with the card's new figures in one transaction.
+func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memberID string, r BalanceRequest) (_ Balance, err error) {
+	ctx, span := tracer.Start(ctx, "loyalty.UpdateBalance")
+	defer telemetry.End(span, &err)
+	if r.Points == nil || *r.Points == 0 {
+		return Balance{}, apierr.InvalidPayload("points is required and must not be 0: positive to add, negative to remove")
+	}
+	pts := *r.Points
+	if pts > 1_000_000_000 || pts < -1_000_000_000 {
+		return Balance{}, apierr.InvalidPayload("points must be within ±1000000000")
+	}
+	if err := checkText("reason", r.Reason); err != nil {
+		return Balance{}, err
+	}
+	if err := checkText("source_id", r.SourceID); err != nil {
+		return Balance{}, err
+	}
+	expType := "PROGRAM_RULES"
+	if r.ExpirationType != nil {
+		expType = *r.ExpirationType
+	}
+	var custom *time.Time
+	switch expType {
+	case "PROGRAM_RULES", "NON_EXPIRING":
+		if r.ExpirationDate != nil {
+			return Balance{}, apierr.InvalidPayload("expiration_date goes with expiration_type CUSTOM_DATE")
+		}
+	case "CUSTOM_DATE":
+		if pts < 0 {
+			return Balance{}, apierr.InvalidPayload("an expiration applies to added points, not removed ones")
+		}
+		if r.ExpirationDate == nil {
+			return Balance{}, apierr.InvalidPayload("expiration_date (YYYY-MM-DD) is required with expiration_type CUSTOM_DATE")
+		}
+		d, err := parseDate(*r.ExpirationDate)
+		if err != nil {
+			return Balance{}, apierr.InvalidPayload("expiration_date must be a date, YYYY-MM-DD")
+		}
+		if !d.After(s.Now()) {
+			return Balance{}, apierr.InvalidPayload("expiration_date must be in the future")
+		}
+		custom = &d
+	default:
+		return Balance{}, apierr.InvalidPayload("expiration_type must be PROGRAM_RULES, CUSTOM_DATE or NON_EXPIRING")
+	}
+	var out Balance
+	// READ COMMITTED with the card's row lock: concurrent operations on one
+	// card queue on the lock and each then reads what the one before it
+	// wrote. Under SERIALIZABLE, PostgreSQL aborts every waiter that the
+	// lock holder overtook, and a hot card starves its clients of retries.
+	// Everything the operation reads that others write (the card, its
+	// buckets) is read after the lock: two round trips in all, the locking
+	// read with BEGIN and the writes with COMMIT.
+	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+		var buckets *[]bucket
+		if pts < 0 {
+			buckets = new([]bucket)
+		}
+		card, err := s.lockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID, buckets)
+		if err != nil {
+			return nil, err
+		}
+		camp := card.Campaign
+		now := s.Now()
+		card.UpdatedAt = &now
+		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: r.SourceID,
+			Reason: r.Reason, Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, delta: pts}
+		w := &pgx.Batch{}
+		if pts > 0 {
+			exp := custom
+			if expType == "PROGRAM_RULES" {
+				exp = camp.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+			}
+			queueAddBucket(w, projectID, card.ID, pts, exp, now)
+			card.Points += pts
+			card.Balance += pts
+			card.expireAlso(pts, exp)
+			t.Type = PointsAddition
+		} else {
+			if card.Balance < -pts {
+				return nil, pointsExceeded(card.Card, -pts)
+			}
+			rest, err := queueTake(w, projectID, card.ID, *buckets, -pts, now)
+			if err != nil {
+				return nil, err
+			}
+			card.SubtractedPoints += -pts
+			card.Balance += pts
+			card.expireFrom(rest)
+			t.Type = PointsRemoval
+		}
+		queueFigures(w, projectID, &card.Card)
+		out = card.balance(pts)
+		t.Details, _ = json.Marshal(map[string]any{"balance": out})
+		if err := s.record(ctx, w, projectID, t, card.Card, camp); err != nil {
+			return nil, err
+		}
+		if pts > 0 {
+			err := s.events.Queue(ctx, w, projectID, EventPointsAdded, card.ID,
+				map[string]any{"voucher": card.View(camp), "balance": out, "transaction": t})
+			return w, err
+		}
+		return w, nil
+	})
+	return out, err
+}
+
+// lockCard locks and reads a card of a live campaign (and, when buckets is
+// not nil, its buckets) with send, which runs a batch in the caller's
+// transaction: by code, the way clients name cards, then, for what may be
+// an id, by id. A card not found is its 404.
+//
+// also, when given, queues more reads into the same batch: of things found
+// through the card with code (or, byID, id) key.
+func (s *Service) lockCard(ctx context.Context, send func(*pgx.Batch) error, projectID, campaignID, memberID string,
+	buckets *[]bucket, also ...func(b *pgx.Batch, key string, byID bool)) (lockedCard, error) {
+	var card lockedCard
+	for _, byID := range []bool{false, true} {
+		if byID && !strings.HasPrefix(memberID, "v_") {
+			break
+		}
+		b := &pgx.Batch{}
+		queueLockCard(b, s.attrs, projectID, campaignID, memberID, byID, &card)
+		if buckets != nil {
+			queueBuckets(b, projectID, memberID, byID, buckets)
+		}
+		for _, f := range also {
+			f(b, memberID, byID)
+		}
+		if err := send(b); err != nil {
+			return card, err
+		}
+		if card.Found {
+			return card, nil
+		}
+	}
+	return card, s.missingCard(ctx, projectID, campaignID, memberID)
+}
+
+// missingCard is the error for a card that queueLockCard did not find: its
+// campaign's 404 when the path names a campaign that is not there, else
+// the card's.
+func (s *Service) missingCard(ctx context.Context, projectID, campaignID, memberID string) error {
+	if campaignID != "" {
+		if _, err := s.campaign(ctx, s.pool, projectID, campaignID); err != nil {
+			return err
+		}
+	}
+	return notFoundCard(memberID)
+}
+
+// record queues a ledger entry and its webhook event, and the tier events
+// when the entry moved the card between its campaign's tiers.
+func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t Transaction, card Card, camp Campaign) error {
+	queueTransaction(b, projectID, t)
+	if err := s.events.Queue(ctx, b, projectID, EventTransactionCreated, t.ID,
+		map[string]any{"transaction": t, "voucher": card.View(camp)}); err != nil {
+		return err
+	}
+	return s.queueTierShift(ctx, b, projectID, card, camp, card.Balance-t.delta)
+}
+
+// TransferRequest is one source card of a transfer.
+type TransferRequest struct {
+	Code     string  `json:"code"`
+	Points   int64   `json:"points"`
+	Reason   *string `json:"reason"`
+	SourceID *string `json:"source_id"`
+}
+
+// Transfer moves points from source cards to the member's card, all or
+// nothing: POINTS_TRANSFER_OUT on each donor and POINTS_TRANSFER_IN on the
+// receiver, each naming the other as its related transaction.
+func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID string, rs []TransferRequest) (_ CardView, err error) {
+	ctx, span := tracer.Start(ctx, "loyalty.Transfer")
+	defer telemetry.End(span, &err)
+	if len(rs) == 0 || len(rs) > 100 {
+		return CardView{}, apierr.InvalidPayload("the body is a list of 1 to 100 source cards: [{\"code\": …, \"points\": …}]")
+	}
+	for i, r := range rs {
+		if r.Code == "" {
+			return CardView{}, apierr.InvalidPayload(fmt.Sprintf("[%d].code is required", i))
+		}
+		if r.Points <= 0 || r.Points > 1_000_000_000 {
+			return CardView{}, apierr.InvalidPayload(fmt.Sprintf("[%d].points must be a positive number of points", i))
+		}
+		if err := checkText(fmt.Sprintf("[%d].reason", i), r.Reason); err != nil {
+			return CardView{}, err
+		}
+		if err := checkText(fmt.Sprintf("[%d].source_id", i), r.SourceID); err != nil {
+			return CardView{}, err
+		}
+	}
+	var dest Card
+	var destCamp Campaign
+	// READ COMMITTED with row locks taken in id order, as for UpdateBalance.
+	err = db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if dest, destCamp, err = s.card(ctx, tx, projectID, campaignID, memberID, false); err != nil {
+			return err
+		}
+		// Lock every card in one order (by id), so that transfers in
+		// opposite directions cannot deadlock.
+		donors := map[string]Card{}
+		donorCamps := map[string]Campaign{}
+		for _, r := range rs {
+			if _, ok := donors[r.Code]; ok {
+				continue
+			}
+			c, camp, err := s.card(ctx, tx, projectID, "", r.Code, false)
+			if err != nil {
+				return err
+			}
+			if c.ID == dest.ID {
+				return apierr.InvalidPayload(fmt.Sprintf("card %s cannot transfer points to itself", r.Code))
+			}
+			donors[r.Code], donorCamps[r.Code] = c, camp
+		}
+		order := []string{dest.ID}
+		for _, c := range donors {
+			order = append(order, c.ID)
+		}
+		sort.Strings(order)
+		locked := map[string]Card{}
+		for _, id := range order {
+			c, err := getCard(ctx, tx, projectID, id, true)
+			if err != nil {
+				return err
+			}
+			locked[id] = c
+		}
+		dest = locked[dest.ID]
+		// The campaigns' tiers, for the tier events of the moves.
+		tiers := map[string][]Tier{}
+		for _, camp := range append([]Campaign{destCamp}, slices.Collect(maps.Values(donorCamps))...) {
+			if _, ok := tiers[camp.ID]; !ok {
+				if tiers[camp.ID], err = tiersOf(ctx, tx, projectID, camp.ID); err != nil {
+					return err
+				}
+			}
+		}
+		destCamp.Tiers = tiers[destCamp.ID]
+		for code, camp := range donorCamps {
+			camp.Tiers = tiers[camp.ID]
+			donorCamps[code] = camp
+		}
+		now := s.Now()
+		want := map[string]int64{}
+		for _, r := range rs {
+			want[r.Code] += r.Points
+		}
+		for code, n := range want {
+			if c := locked[donors[code].ID]; c.Balance < n {
+				return pointsExceeded(c, n)
+			}
+		}
+		exp := destCamp.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+		// The donors' buckets, read under their locks, then every write in
+		// one batch.
+		buckets := map[string]*[]bucket{}
+		rb := &pgx.Batch{}
+		for _, c := range donors {
+			buckets[c.ID] = new([]bucket)
+			queueBuckets(rb, projectID, c.ID, true, buckets[c.ID])
+		}
+		if err := tx.SendBatch(ctx, rb).Close(); err != nil {
+			return err
+		}
+		w := &pgx.Batch{}
+		dest.UpdatedAt = &now
+		for _, r := range rs {
+			donor := locked[donors[r.Code].ID]
+			rest, err := queueTake(w, projectID, donor.ID, *buckets[donor.ID], r.Points, now)
+			if err != nil {
+				return err
+			}
+			*buckets[donor.ID] = rest
+			donor.SubtractedPoints += r.Points
+			donor.Balance -= r.Points
+			donor.expireFrom(rest)
+			donor.UpdatedAt = &now
+			locked[donor.ID] = donor
+			queueAddBucket(w, projectID, dest.ID, r.Points, exp, now)
+			dest.Points += r.Points
+			dest.Balance += r.Points
+			dest.expireAlso(r.Points, exp)
+			outID, inID := ids.New("vtx_"), ids.New("vtx_")
+			out := Transaction{ID: outID, VoucherID: donor.ID, CampaignID: donor.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
+				Source: ptr("API"), Type: PointsTransferOut, RelatedTransactionID: &inID, CreatedAt: jsonx.Time{Time: now}, delta: -r.Points}
+			out.Details, _ = json.Marshal(map[string]any{"balance": donor.balance(-r.Points),
+				"destination_voucher": dest.simpleVoucher(destCamp)})
+			in := Transaction{ID: inID, VoucherID: dest.ID, CampaignID: dest.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
+				Source: ptr("API"), Type: PointsTransferIn, RelatedTransactionID: &outID, CreatedAt: jsonx.Time{Time: now}, delta: r.Points}
+			in.Details, _ = json.Marshal(map[string]any{"balance": dest.balance(r.Points),
+				"source_voucher": donor.simpleVoucher(donorCamps[r.Code])})
+			if err := s.record(ctx, w, projectID, out, donor, donorCamps[r.Code]); err != nil {
+				return err
+			}
+			if err := s.record(ctx, w, projectID, in, dest, destCamp); err != nil {
+				return err
+			}
+		}
+		for _, c := range donors {
+			d := locked[c.ID]
+			queueFigures(w, projectID, &d)
+		}
+		queueFigures(w, projectID, &dest)
+		return tx.SendBatch(ctx, w).Close()
+	})
+	if err != nil {
+		return CardView{}, err
+	}
+	return dest.View(destCamp), nil
+}
+
+// ListTransactions returns a page of a card's transactions (memberID set)
+// or of a campaign's.
+func (s *Service) ListTransactions(ctx context.Context, projectID, campaignID, memberID string, tq TxQuery) ([]Transaction, bool, string, error) {
+	tq.Member, tq.Campaign = memberID, campaignID
+	ts, err := listTransactions(ctx, s.pool, projectID, tq, s.Now())
+	if err != nil {
+		return nil, false, "", err
+	}
+	if len(ts) == 0 { // an empty page, or no such card or campaign
+		if memberID != "" {
+			_, _, err = s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+		} else {
+			_, err = s.campaign(ctx, s.pool, projectID, campaignID)
+		}
+		if err != nil {
+			return nil, false, "", err
+		}
+	}
+	ts, more, next := listq.Page(ts, tq.Limit, func(t Transaction) string { return t.ID })
+	return ts, more, next, nil
+}

@@ -1,0 +1,154 @@
+package loyalty
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/tallyhq/tally/internal/telemetry"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/customers"
+)
+
+// MemberRequest is the body of POST /v1/loyalties/{campaignId}/members.
+type MemberRequest struct {
+	Voucher  *string         `json:"voucher"`
+	SourceID *string         `json:"source_id"`
+	Customer json.RawMessage `json:"customer"`
+	Metadata map[string]any  `json:"metadata"`
+	Channel  *string         `json:"channel"`
+}
+
+// AddMember gives a customer a card of the campaign: the named one, a free
+// one, or (AUTO_UPDATE campaigns) a new one. A customer already holding a
+// card of the campaign gets that card back: a program is joined once.
+func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r MemberRequest) (_ CardView, err error) {
+	ctx, span := tracer.Start(ctx, "loyalty.AddMember")
+	defer telemetry.End(span, &err)
+	if len(r.Customer) == 0 || string(r.Customer) == "null" {
+		return CardView{}, apierr.InvalidPayload("customer is required: a customer id, or an object with id, source_id or the customer's data")
+	}
+	var custRef string
+	var patch *customers.Patch
+	if err := json.Unmarshal(r.Customer, &custRef); err != nil {
+		patch = &customers.Patch{}
+		if err := json.Unmarshal(r.Customer, patch); err != nil {
+			return CardView{}, apierr.InvalidPayload("customer must be a customer id or a customer object: " + err.Error())
+		}
+	}
+	var card Card
+	var camp Campaign
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if camp, err = s.campaign(ctx, tx, projectID, campaignID); err != nil {
+			return err
+		}
+		var custID string
+		if patch != nil {
+			cust, _, err := s.customers.UpsertIn(ctx, tx, projectID, patch)
+			if err != nil {
+				return err
+			}
+			custID = cust.ID
+		} else {
+			cust, err := s.customers.GetIn(ctx, tx, projectID, custRef)
+			if err != nil {
+				return err
+			}
+			custID = cust.ID
+		}
+		existing, err := scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
+			WHERE project_id = $1 AND holder_id = $2 AND campaign_id = $3 LIMIT 1`, projectID, custID, camp.ID))
+		if err == nil {
+			card = existing
+			return nil
+		}
+		if !errors.Is(err, db.ErrNotFound) {
+			return err
+		}
+		switch {
+		case r.Voucher != nil:
+			card, err = getCard(ctx, tx, projectID, *r.Voucher, true)
+			if errors.Is(err, db.ErrNotFound) || (err == nil && card.CampaignID != camp.ID) {
+				return notFoundCard(*r.Voucher)
+			}
+			if err != nil {
+				return err
+			}
+			if card.HolderID != nil {
+				return apierr.New(http.StatusBadRequest, "voucher_already_published", "Voucher already published",
+					fmt.Sprintf("Card %s already belongs to another customer.", card.Code))
+			}
+		default:
+			card, err = scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
+				WHERE project_id = $1 AND holder_id IS NULL AND campaign_id = $2 LIMIT 1 FOR UPDATE SKIP LOCKED`, projectID, camp.ID))
+			if errors.Is(err, db.ErrNotFound) {
+				if camp.Attrs.Type != "AUTO_UPDATE" {
+					return apierr.New(http.StatusBadRequest, "no_voucher_suitable_for_publication", "Couldn't find any voucher suitable for publication",
+						fmt.Sprintf("Campaign %s has no free cards and is STATIC.", camp.ID))
+				}
+				gen, gerr := newGenerator(camp.Attrs.Voucher.CodeConfig)
+				if gerr != nil {
+					return gerr
+				}
+				if _, err = s.generate(ctx, tx, projectID, camp, gen, 1, s.Now()); err != nil {
+					return err
+				}
+				if _, err = tx.Exec(ctx, `UPDATE loyalty_campaigns SET vouchers_count = vouchers_count + 1 WHERE project_id = $1 AND id = $2`,
+					projectID, camp.ID); err != nil {
+					return err
+				}
+				card, err = scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
+					WHERE project_id = $1 AND holder_id IS NULL AND campaign_id = $2 LIMIT 1 FOR UPDATE`, projectID, camp.ID))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		now := s.Now()
+		card.HolderID, card.UpdatedAt = &custID, &now
+		if r.Metadata != nil {
+			card.Metadata = r.Metadata
+		}
+		meta, _ := json.Marshal(card.Metadata)
+		if _, err := tx.Exec(ctx, `UPDATE loyalty_cards SET holder_id = $3, metadata = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
+			projectID, card.ID, custID, meta, now); err != nil {
+			return err
+		}
+		return s.events.Emit(ctx, tx, projectID, EventVoucherPublished, card.ID, card.View(camp))
+	})
+	if err != nil {
+		return CardView{}, err
+	}
+	return card.View(camp), nil
+}
+
+// GetMember returns a card by code or id; campaignID, when given, must be its campaign.
+func (s *Service) GetMember(ctx context.Context, projectID, campaignID, memberID string) (CardView, error) {
+	c, camp, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+	if err != nil {
+		return CardView{}, err
+	}
+	return c.View(camp), nil
+}
+
+// ListMembers returns a page of a campaign's cards.
+func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]CardView, int, bool, string, error) {
+	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	cs, total, err := listCards(ctx, s.pool, projectID, camp.ID, lq)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	out, more, next := listq.PageOf(cs, lq.Limit, func(c Card) string { return c.ID }, func(c Card) CardView { return c.View(camp) })
+	return out, total, more, next, nil
+}
