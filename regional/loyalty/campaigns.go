@@ -89,7 +89,11 @@ func (r *ExpirationRules) expiry(now time.Time) *time.Time {
 	d := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	switch r.PeriodType {
 	case "MONTH":
-		d = d.AddDate(0, r.PeriodValue, 0)
+		// The same day n months on, or that month's last day when it is
+		// shorter (time.AddDate would run on: Jan 31 + 1 month = Mar 3).
+		first := time.Date(d.Year(), d.Month()+time.Month(r.PeriodValue), 1, 0, 0, 0, 0, time.UTC)
+		last := first.AddDate(0, 1, -1).Day()
+		d = time.Date(first.Year(), first.Month(), min(d.Day(), last), 0, 0, 0, 0, time.UTC)
 	case "FIXED_DAY_OF_YEAR":
 		f := time.Date(d.Year(), time.Month(r.FixedMonth), r.FixedDay, 0, 0, 0, 0, time.UTC)
 		if !f.After(d) {

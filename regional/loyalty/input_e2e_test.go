@@ -68,9 +68,11 @@ func TestAnotherProjectsIDsAreNotFound(t *testing.T) {
 	if r := a.Do("POST", "/v1/loyalties/"+camp+"/tiers", []map[string]any{{"name": "Gold", "points": map[string]any{"from": 0}}}); r.Status != 200 || json.Unmarshal(r.Body, &ours) != nil {
 		t.Fatalf("our tier: %d %s", r.Status, r.Body)
 	}
-	rule[0]["loyalty_tier"] = map[string]any{"id": ours[0]["id"]}
-	if r := a.Do("POST", "/v1/loyalties/"+camp+"/earning-rules", rule); r.Status != 200 {
-		t.Errorf("a rule with our tier: %d %s", r.Status, r.Body)
+	for _, tier := range []any{ours[0]["id"], "__ANY__"} {
+		rule[0]["loyalty_tier"] = map[string]any{"id": tier}
+		if r := a.Do("POST", "/v1/loyalties/"+camp+"/earning-rules", rule); r.Status != 200 {
+			t.Errorf("a rule with tier %v: %d %s", tier, r.Status, r.Body)
+		}
 	}
 
 	if m := a.Fails("POST", "/v1/orders", map[string]any{"source_id": "o1", "amount": 100, "referrer_id": theirCustomer}, 404, "not_found"); !strings.Contains(m["details"].(string), theirCustomer) {

@@ -233,7 +233,7 @@ func parseTiers(raw []byte) ([]Tier, error) {
 // an earning rule's loyalty_tier names one of the project's tiers, never
 // another project's.
 func checkTierRef(ctx context.Context, q db.Querier, projectID string, ref *IDRef) error {
-	if ref == nil {
+	if ref == nil || ref.ID == "" || ref.ID == "__ANY__" { // no tier, or any (see inTier)
 		return nil
 	}
 	var one int
