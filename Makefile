@@ -1,6 +1,8 @@
 # The two commands of the README: `make run` and `make test`.
 GO ?= go
 BIN := bin/tally
+FUZZ_N ?= 20000
+FUZZ_SEED ?= 0
 
 .PHONY: run test build bench fuzz vet fmt check-fmt clean
 
@@ -26,7 +28,7 @@ bench: build
 ## fuzz: the HTTP fuzz test at length (make test runs 1,200 requests); FUZZ_N=… FUZZ_SEED=… to choose
 fuzz:
 	@scripts/ensure-postgres.sh
-	$(GO) test -race -count=1 -timeout 60m -run TestFuzzEveryRoute -v ./router -fuzzhttp.n $${FUZZ_N:-20000} -fuzzhttp.seed $${FUZZ_SEED:-0}
+	$(GO) test -race -count=1 -timeout 60m -run TestFuzzEveryRoute -v ./router -fuzzhttp.n $(FUZZ_N) -fuzzhttp.seed $(FUZZ_SEED)
 
 vet:
 	$(GO) vet ./...
