@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -225,126 +222,107 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 			return CardView{}, err
 		}
 	}
-	var dest Card
-	var destCamp Campaign
-	// READ COMMITTED with row locks taken in id order, as for UpdateBalance.
-	err = db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if dest, destCamp, err = s.card(ctx, tx, projectID, campaignID, memberID, false); err != nil {
-			return err
-		}
-		// Lock every card in one order (by id), so that transfers in
-		// opposite directions cannot deadlock.
-		donors := map[string]Card{}
-		donorCamps := map[string]Campaign{}
+	var dest lockedCard
+	// READ COMMITTED under the cards' row locks, as a balance change: two
+	// round trips, the locking read of every card (in id order, so that
+	// transfers in opposite directions cannot deadlock) with their campaigns,
+	// tiers and buckets with BEGIN, and every write with COMMIT.
+	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+		keys := []string{memberID}
 		for _, r := range rs {
-			if _, ok := donors[r.Code]; ok {
-				continue
-			}
-			c, camp, err := s.card(ctx, tx, projectID, "", r.Code, false)
-			if err != nil {
-				return err
-			}
-			if c.ID == dest.ID {
-				return apierr.InvalidPayload(fmt.Sprintf("card %s cannot transfer points to itself", r.Code))
-			}
-			donors[r.Code], donorCamps[r.Code] = c, camp
+			keys = append(keys, r.Code)
 		}
-		order := []string{dest.ID}
-		for _, c := range donors {
-			order = append(order, c.ID)
+		var cards []lockedCard
+		buckets := map[string][]bucket{}
+		b := &pgx.Batch{}
+		queueLockCards(b, s.attrs, projectID, keys, &cards, buckets)
+		if err := p.Send(ctx, b).Close(); err != nil {
+			return nil, err
 		}
-		sort.Strings(order)
-		locked := map[string]Card{}
-		for _, id := range order {
-			c, err := getCard(ctx, tx, projectID, id, true)
-			if err != nil {
-				return err
-			}
-			locked[id] = c
-		}
-		dest = locked[dest.ID]
-		// The campaigns' tiers, for the tier events of the moves.
-		tiers := map[string][]Tier{}
-		for _, camp := range append([]Campaign{destCamp}, slices.Collect(maps.Values(donorCamps))...) {
-			if _, ok := tiers[camp.ID]; !ok {
-				if tiers[camp.ID], err = tiersOf(ctx, tx, projectID, camp.ID); err != nil {
-					return err
+		// A key is a code first, the way clients name cards, then an id.
+		find := func(key string) *lockedCard {
+			for i := range cards {
+				if cards[i].Code == key {
+					return &cards[i]
 				}
 			}
+			for i := range cards {
+				if cards[i].ID == key {
+					return &cards[i]
+				}
+			}
+			return nil
 		}
-		destCamp.Tiers = tiers[destCamp.ID]
-		for code, camp := range donorCamps {
-			camp.Tiers = tiers[camp.ID]
-			donorCamps[code] = camp
+		d := find(memberID)
+		if d == nil || (campaignID != "" && d.Campaign.ID != campaignID && d.Campaign.Name != campaignID) {
+			return nil, s.missingCard(ctx, projectID, campaignID, memberID)
+		}
+		want := map[string]int64{} // by card id
+		donors := make([]*lockedCard, len(rs))
+		for i, r := range rs {
+			c := find(r.Code)
+			if c == nil {
+				return nil, notFoundCard(r.Code)
+			}
+			if c.ID == d.ID {
+				return nil, apierr.InvalidPayload(fmt.Sprintf("card %s cannot transfer points to itself", r.Code))
+			}
+			donors[i] = c
+			want[c.ID] += r.Points
+		}
+		for _, c := range donors {
+			if c.Balance < want[c.ID] {
+				return nil, pointsExceeded(c.Card, want[c.ID])
+			}
 		}
 		now := s.Now()
-		want := map[string]int64{}
-		for _, r := range rs {
-			want[r.Code] += r.Points
-		}
-		for code, n := range want {
-			if c := locked[donors[code].ID]; c.Balance < n {
-				return pointsExceeded(c, n)
-			}
-		}
-		exp := destCamp.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
-		// The donors' buckets, read under their locks, then every write in
-		// one batch.
-		buckets := map[string]*[]bucket{}
-		rb := &pgx.Batch{}
-		for _, c := range donors {
-			buckets[c.ID] = new([]bucket)
-			queueBuckets(rb, projectID, c.ID, true, buckets[c.ID])
-		}
-		if err := tx.SendBatch(ctx, rb).Close(); err != nil {
-			return err
-		}
+		exp := d.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
 		w := &pgx.Batch{}
-		dest.UpdatedAt = &now
-		for _, r := range rs {
-			donor := locked[donors[r.Code].ID]
-			rest, err := queueTake(w, projectID, donor.ID, *buckets[donor.ID], r.Points, now)
+		d.UpdatedAt = &now
+		for i, r := range rs {
+			donor := donors[i]
+			rest, err := queueTake(w, projectID, donor.ID, buckets[donor.ID], r.Points, now)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			*buckets[donor.ID] = rest
+			buckets[donor.ID] = rest
 			donor.SubtractedPoints += r.Points
 			donor.Balance -= r.Points
 			donor.expireFrom(rest)
 			donor.UpdatedAt = &now
-			locked[donor.ID] = donor
-			queueAddBucket(w, projectID, dest.ID, r.Points, exp, now)
-			dest.Points += r.Points
-			dest.Balance += r.Points
-			dest.expireAlso(r.Points, exp)
+			queueAddBucket(w, projectID, d.ID, r.Points, exp, now)
+			d.Points += r.Points
+			d.Balance += r.Points
+			d.expireAlso(r.Points, exp)
 			outID, inID := ids.New("vtx_"), ids.New("vtx_")
 			out := Transaction{ID: outID, VoucherID: donor.ID, CampaignID: donor.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
 				Source: ptr("API"), Type: PointsTransferOut, RelatedTransactionID: &inID, CreatedAt: jsonx.Time{Time: now}, delta: -r.Points}
 			out.Details, _ = json.Marshal(map[string]any{"balance": donor.balance(-r.Points),
-				"destination_voucher": dest.simpleVoucher(destCamp)})
-			in := Transaction{ID: inID, VoucherID: dest.ID, CampaignID: dest.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
+				"destination_voucher": d.simpleVoucher(d.Campaign)})
+			in := Transaction{ID: inID, VoucherID: d.ID, CampaignID: d.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
 				Source: ptr("API"), Type: PointsTransferIn, RelatedTransactionID: &outID, CreatedAt: jsonx.Time{Time: now}, delta: r.Points}
-			in.Details, _ = json.Marshal(map[string]any{"balance": dest.balance(r.Points),
-				"source_voucher": donor.simpleVoucher(donorCamps[r.Code])})
-			if err := s.record(ctx, w, projectID, out, donor, donorCamps[r.Code]); err != nil {
-				return err
+			in.Details, _ = json.Marshal(map[string]any{"balance": d.balance(r.Points),
+				"source_voucher": donor.simpleVoucher(donor.Campaign)})
+			if err := s.record(ctx, w, projectID, out, donor.Card, donor.Campaign); err != nil {
+				return nil, err
 			}
-			if err := s.record(ctx, w, projectID, in, dest, destCamp); err != nil {
-				return err
+			if err := s.record(ctx, w, projectID, in, d.Card, d.Campaign); err != nil {
+				return nil, err
 			}
 		}
-		for _, c := range donors {
-			d := locked[c.ID]
-			queueFigures(w, projectID, &d)
+		for i := range cards {
+			if cards[i].ID != d.ID && want[cards[i].ID] > 0 {
+				queueFigures(w, projectID, &cards[i].Card)
+			}
 		}
-		queueFigures(w, projectID, &dest)
-		return tx.SendBatch(ctx, w).Close()
+		queueFigures(w, projectID, &d.Card)
+		dest = *d
+		return w, nil
 	})
 	if err != nil {
 		return CardView{}, err
 	}
-	return dest.View(destCamp), nil
+	return dest.View(dest.Campaign), nil
 }
 
 // ListTransactions returns a page of a card's transactions (memberID set)

@@ -215,26 +215,72 @@ func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key st
 	}
 	b.Queue(sql, projectID, key, campaignID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var meta, attrs, tiers []byte
-			k := &dst.Campaign
-			dests := append(cardDests(&dst.Card, &meta), &k.ID, &k.Name, &attrs, &k.VouchersCount, &k.GenerationStatus,
-				&k.CreatedAt, &k.UpdatedAt, &tiers)
-			if err := rows.Scan(dests...); err != nil {
+			if err := scanLocked(rows, cache, dst); err != nil {
 				return err
 			}
-			if meta != nil {
-				if err := json.Unmarshal(meta, &dst.Metadata); err != nil {
+		}
+		return rows.Err()
+	})
+}
+
+// scanLocked reads a row of lockedCardSQL's columns into dst.
+func scanLocked(rows pgx.Rows, cache attrsCache, dst *lockedCard) error {
+	var meta, attrs, tiers []byte
+	k := &dst.Campaign
+	dests := append(cardDests(&dst.Card, &meta), &k.ID, &k.Name, &attrs, &k.VouchersCount, &k.GenerationStatus,
+		&k.CreatedAt, &k.UpdatedAt, &tiers)
+	if err := rows.Scan(dests...); err != nil {
+		return err
+	}
+	if meta != nil {
+		if err := json.Unmarshal(meta, &dst.Metadata); err != nil {
+			return err
+		}
+	}
+	var err error
+	if k.Attrs, err = cache.parse(k.ID, attrs); err != nil {
+		return err
+	}
+	if k.Tiers, err = parseTiers(tiers); err != nil {
+		return err
+	}
+	dst.Found = true
+	return nil
+}
+
+// cardsOfKeys are the ids of project $1's cards whose code or id is one of
+// $2: each arm a lookup on a unique index, as in cardIDOf.
+const cardsOfKeys = `(SELECT id FROM loyalty_cards WHERE project_id = $1 AND code = ANY($2)
+		UNION SELECT id FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2))`
+
+// queueLockCards queues the read that locks, in id order (so that two
+// writers of the same cards cannot deadlock), the cards of live campaigns
+// whose code or id is one of keys, with their campaigns and tiers; and the
+// read of their buckets under those locks.
+func queueLockCards(b *pgx.Batch, cache attrsCache, projectID string, keys []string, cards *[]lockedCard, buckets map[string][]bucket) {
+	b.Queue(`SELECT `+prefixed("c", cardColumns)+`, `+prefixed("k", campaignColumns)+`, `+tiersJSON+`
+		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+		WHERE c.project_id = $1 AND c.id IN `+cardsOfKeys+` ORDER BY c.id FOR UPDATE OF c`, projectID, keys).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var c lockedCard
+				if err := scanLocked(rows, cache, &c); err != nil {
 					return err
 				}
+				*cards = append(*cards, c)
 			}
-			var err error
-			if k.Attrs, err = cache.parse(k.ID, attrs); err != nil {
+			return rows.Err()
+		})
+	b.Queue(`SELECT card_id, id, points, expires_on FROM loyalty_point_buckets
+		WHERE project_id = $1 AND card_id IN `+cardsOfKeys+` AND points > 0
+		ORDER BY card_id, expires_on NULLS LAST, id`, projectID, keys).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var card string
+			var bk bucket
+			if err := rows.Scan(&card, &bk.ID, &bk.Points, &bk.ExpiresOn); err != nil {
 				return err
 			}
-			if k.Tiers, err = parseTiers(tiers); err != nil {
-				return err
-			}
-			dst.Found = true
+			buckets[card] = append(buckets[card], bk)
 		}
 		return rows.Err()
 	})
