@@ -64,8 +64,8 @@ func (s *Service) expireCard(ctx context.Context, projectID, cardID string, toda
 		var card lockedCard
 		var buckets []bucket
 		b := &pgx.Batch{}
-		queueLockCard(b, s.attrs, projectID, "", cardID, true, &card)
-		queueBuckets(b, projectID, cardID, true, &buckets)
+		queueLockCard(b, s.attrs, projectID, "", cardID, &card)
+		queueBuckets(b, projectID, cardID, &buckets)
 		if err := p.Send(ctx, b).Close(); err != nil {
 			return nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -137,33 +136,28 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 }
 
 // lockCard locks and reads a card of a live campaign (and, when buckets is
-// not nil, its buckets) with send, which runs a batch in the caller's
-// transaction: by code, the way clients name cards, then, for what may be
-// an id, by id. A card not found is its 404.
+// not nil, its buckets) with send, which runs one batch in the caller's
+// transaction: by code, the way clients name cards, or else by id
+// (cardIDOf). A card not found is its 404.
 //
 // also, when given, queues more reads into the same batch: of things found
-// through the card with code (or, byID, id) key.
+// through the card whose code or id is key.
 func (s *Service) lockCard(ctx context.Context, send func(*pgx.Batch) error, projectID, campaignID, memberID string,
-	buckets *[]bucket, also ...func(b *pgx.Batch, key string, byID bool)) (lockedCard, error) {
+	buckets *[]bucket, also ...func(b *pgx.Batch, key string)) (lockedCard, error) {
 	var card lockedCard
-	for _, byID := range []bool{false, true} {
-		if byID && !strings.HasPrefix(memberID, "v_") {
-			break
-		}
-		b := &pgx.Batch{}
-		queueLockCard(b, s.attrs, projectID, campaignID, memberID, byID, &card)
-		if buckets != nil {
-			queueBuckets(b, projectID, memberID, byID, buckets)
-		}
-		for _, f := range also {
-			f(b, memberID, byID)
-		}
-		if err := send(b); err != nil {
-			return card, err
-		}
-		if card.Found {
-			return card, nil
-		}
+	b := &pgx.Batch{}
+	queueLockCard(b, s.attrs, projectID, campaignID, memberID, &card)
+	if buckets != nil {
+		queueBuckets(b, projectID, memberID, buckets)
+	}
+	for _, f := range also {
+		f(b, memberID)
+	}
+	if err := send(b); err != nil {
+		return card, err
+	}
+	if card.Found {
+		return card, nil
 	}
 	return card, s.missingCard(ctx, projectID, campaignID, memberID)
 }

@@ -87,7 +87,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	for _, id := range cardIDs {
 		var card lockedCard
 		b := &pgx.Batch{}
-		queueLockCard(b, s.attrs, t.ProjectID, "", id, true, &card)
+		queueLockCard(b, s.attrs, t.ProjectID, "", id, &card)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}

@@ -78,8 +78,8 @@ type redemptionReads struct {
 	paidBefore int64 // by pay-with-points redemptions of the order
 }
 
-func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View) func(b *pgx.Batch, key string, byID bool) {
-	return func(b *pgx.Batch, key string, byID bool) {
+func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View) func(b *pgx.Batch, key string) {
+	return func(b *pgx.Batch, key string) {
 		if order != nil {
 			// The order is locked after the card, so that two redemptions
 			// paying for it one after the other each see what the other
@@ -90,11 +90,7 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 				return row.Scan(&rd.paidBefore)
 			})
 		}
-		col := "code"
-		if byID {
-			col = "id"
-		}
-		card := `(SELECT %s FROM loyalty_cards WHERE project_id = $1 AND ` + col + ` = $2)`
+		card := `(SELECT %s FROM loyalty_cards WHERE project_id = $1 AND id = ` + cardIDOf + `)`
 		rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { rd.reward, rd.hasReward = w, true })
 		b.Queue(`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
 			fmt.Sprintf(card, "campaign_id")+` AND reward_id = $3`, projectID, key, rewardID).Query(func(rows pgx.Rows) error {
@@ -413,7 +409,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		// rollback racing this one has committed or not started.
 		var card lockedCard
 		b := &pgx.Batch{}
-		queueLockCard(b, s.attrs, projectID, "", cardID, true, &card)
+		queueLockCard(b, s.attrs, projectID, "", cardID, &card)
 		b.Queue(`SELECT status, reward_id, order_id, points, taken, view FROM redemptions
 			WHERE project_id = $1 AND id = $2`, projectID, id).Query(func(rows pgx.Rows) error {
 			for rows.Next() {

@@ -117,17 +117,13 @@ func scanCard(r pgx.Row) (Card, error) {
 
 // getCard finds a card by code, or by id, optionally locking it.
 func getCard(ctx context.Context, q db.Querier, projectID, codeOrID string, lock bool) (Card, error) {
-	suffix := db.ForUpdate(lock)
-	c, err := scanCard(q.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards WHERE project_id = $1 AND code = $2`+suffix,
-		projectID, codeOrID))
-	if errors.Is(err, db.ErrNotFound) && strings.HasPrefix(codeOrID, "v_") {
-		c, err = scanCard(q.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards WHERE project_id = $1 AND id = $2`+suffix,
-			projectID, codeOrID))
-	}
-	return c, err
+	return scanCard(q.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards WHERE project_id = $1 AND id = `+cardIDOf+
+		db.ForUpdate(lock), projectID, codeOrID))
 }
 
 // prefixed qualifies each of a list of columns with the alias a.
+var cardColumnsC, campaignColumnsK = prefixed("c", cardColumns), prefixed("k", campaignColumns)
+
 func prefixed(a, columns string) string {
 	parts := strings.Split(columns, ",")
 	for i, p := range parts {
@@ -137,9 +133,10 @@ func prefixed(a, columns string) string {
 }
 
 // cardIDOf is the id of the card of project $1 whose code, or else id, is
-// $2. Each arm is a lookup on a unique index: no OR for the planner to
-// misjudge (with an OR, stale statistics led PostgreSQL through all of a
-// campaign's cards).
+// $2: the one lookup of a card by the key a request names (cardsOfKeys is
+// the same for several). Each arm is a lookup on a unique index: no OR for
+// the planner to misjudge (with an OR, stale statistics led PostgreSQL
+// through all of a campaign's cards).
 const cardIDOf = `(SELECT id FROM (
 		SELECT id, 0 AS o FROM loyalty_cards WHERE project_id = $1 AND code = $2
 		UNION ALL SELECT id, 1 FROM loyalty_cards WHERE project_id = $1 AND id = $2) AS m ORDER BY o LIMIT 1)`
@@ -150,20 +147,12 @@ const liveCardOf = `(SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
 		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
 		WHERE c.project_id = $1 AND c.id = ` + cardIDOf + ` AND ($3 = '' OR k.id = $3 OR k.name = $3))`
 
-// lockedCardSQL locks a card by code (byID false) or id (true) and reads it
-// with its live campaign and the campaign's tiers (tiersJSON), which must be the campaign with id or name $3
-// when $3 is not empty. One unique-index probe and a primary-key join.
-func lockedCardSQL(byID bool) string {
-	key := "c.code"
-	if byID {
-		key = "c.id"
-	}
-	return `SELECT ` + prefixed("c", cardColumns) + `, ` + prefixed("k", campaignColumns) + `, ` + tiersJSON + `
+// lockCardSQL locks the card whose code or id is $2 (cardIDOf) and reads it
+// with its live campaign and the campaign's tiers (tiersJSON), which must be
+// the campaign with id or name $3 when $3 is not empty.
+var lockCardSQL = `SELECT ` + cardColumnsC + `, ` + campaignColumnsK + `, ` + tiersJSON + `
 		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
-		WHERE c.project_id = $1 AND ` + key + ` = $2 AND ($3 = '' OR k.id = $3 OR k.name = $3) FOR UPDATE OF c`
-}
-
-var lockByCode, lockByID = lockedCardSQL(false), lockedCardSQL(true)
+		WHERE c.project_id = $1 AND c.id = ` + cardIDOf + ` AND ($3 = '' OR k.id = $3 OR k.name = $3) FOR UPDATE OF c`
 
 // lockedCard is a card and its live campaign read under the card's lock.
 type lockedCard struct {
@@ -205,15 +194,11 @@ func (a attrsCache) parse(id string, raw []byte) (Attrs, error) {
 	return attrs, nil
 }
 
-// queueLockCard queues the read that locks the card with code (or, byID,
-// id) key of a live campaign (campaignID, its id or name, when not empty)
-// into dst, and the campaign's tiers; dst.Found says whether there was one.
-func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key string, byID bool, dst *lockedCard) {
-	sql := lockByCode
-	if byID {
-		sql = lockByID
-	}
-	b.Queue(sql, projectID, key, campaignID).Query(func(rows pgx.Rows) error {
+// queueLockCard queues the read that locks the card with code or id key of
+// a live campaign (campaignID, its id or name, when not empty) into dst, and
+// the campaign's tiers; dst.Found says whether there was one.
+func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key string, dst *lockedCard) {
+	b.Queue(lockCardSQL, projectID, key, campaignID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := scanLocked(rows, cache, dst); err != nil {
 				return err
@@ -258,7 +243,7 @@ const cardsOfKeys = `(SELECT id FROM loyalty_cards WHERE project_id = $1 AND cod
 // whose code or id is one of keys, with their campaigns and tiers; and the
 // read of their buckets under those locks.
 func queueLockCards(b *pgx.Batch, cache attrsCache, projectID string, keys []string, cards *[]lockedCard, buckets map[string][]bucket) {
-	b.Queue(`SELECT `+prefixed("c", cardColumns)+`, `+prefixed("k", campaignColumns)+`, `+tiersJSON+`
+	b.Queue(`SELECT `+cardColumnsC+`, `+campaignColumnsK+`, `+tiersJSON+`
 		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
 		WHERE c.project_id = $1 AND c.id IN `+cardsOfKeys+` ORDER BY c.id FOR UPDATE OF c`, projectID, keys).
 		Query(func(rows pgx.Rows) error {
@@ -311,16 +296,12 @@ func queueAddBucket(b *pgx.Batch, projectID, cardID string, points int64, exp *t
 		projectID, cardID, bucketID(exp), points, exp, now)
 }
 
-// queueBuckets queues reading the non-empty buckets of the card with code
-// (or, byID, id) key, soonest-expiring first, into dst. Queued after
+// queueBuckets queues reading the non-empty buckets of the card whose code
+// or id is key, soonest-expiring first, into dst. Queued after
 // queueLockCard in one batch, it reads them under the card's lock.
-func queueBuckets(b *pgx.Batch, projectID, key string, byID bool, dst *[]bucket) {
-	card := "(SELECT id FROM loyalty_cards WHERE project_id = $1 AND code = $2)"
-	if byID {
-		card = "$2"
-	}
+func queueBuckets(b *pgx.Batch, projectID, key string, dst *[]bucket) {
 	b.Queue(`SELECT id, points, expires_on FROM loyalty_point_buckets
-		WHERE project_id = $1 AND card_id = `+card+` AND points > 0
+		WHERE project_id = $1 AND card_id = `+cardIDOf+` AND points > 0
 		ORDER BY expires_on NULLS LAST, id`, projectID, key).Query(func(rows pgx.Rows) error {
 		bs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[bucket])
 		*dst = bs
