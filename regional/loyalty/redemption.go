@@ -90,7 +90,7 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 				return row.Scan(&rd.paidBefore)
 			})
 		}
-		card := `(SELECT %s FROM loyalty_cards WHERE project_id = $1 AND id = ` + cardIDOf + `)`
+		card := `(SELECT %s FROM loyalty_cards c WHERE c.project_id = $1 AND ` + cardKeyed(key) + `)`
 		rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { rd.reward, rd.hasReward = w, true })
 		b.Queue(`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
 			fmt.Sprintf(card, "campaign_id")+` AND reward_id = $3`, projectID, key, rewardID).Query(func(rows pgx.Rows) error {
