@@ -87,21 +87,18 @@ func (s *Service) expireCard(ctx context.Context, projectID, cardID string, toda
 			return w, nil // another sweep was first
 		}
 		now := s.Now()
-		card.ExpiredPoints += expired
-		card.Balance -= expired
-		card.expireFrom(rest)
-		card.UpdatedAt = &now
-		queueFigures(w, projectID, &card.Card)
+		l := s.ledgerWrite(projectID, w, now)
+		l.expire(&card.Card, expired, rest)
 		bal := card.balance(-expired)
 		bal.OperationType = "AUTOMATIC"
 		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: PointsExpiration,
 			CreatedAt: jsonx.Time{Time: now}, delta: -expired}
 		t.Details, _ = json.Marshal(map[string]any{"balance": bal})
-		if err := s.record(ctx, w, projectID, t, card.Card, card.Campaign); err != nil {
+		if err := l.record(ctx, t, &card.Card, card.Campaign); err != nil {
 			return nil, err
 		}
 		done = 1
-		return w, s.events.Queue(ctx, w, projectID, EventPointsExpired, card.ID,
+		return l.done(), s.events.Queue(ctx, w, projectID, EventPointsExpired, card.ID,
 			map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": t})
 	})
 	return done, err

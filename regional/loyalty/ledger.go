@@ -92,45 +92,38 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 		}
 		camp := card.Campaign
 		now := s.Now()
-		card.UpdatedAt = &now
 		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: r.SourceID,
 			Reason: r.Reason, Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, delta: pts}
 		w := &pgx.Batch{}
+		l := s.ledgerWrite(projectID, w, now)
 		if pts > 0 {
 			exp := custom
 			if expType == "PROGRAM_RULES" {
 				exp = camp.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
 			}
-			queueAddBucket(w, projectID, card.ID, pts, exp, now)
-			card.Points += pts
-			card.Balance += pts
-			card.expireAlso(pts, exp)
+			l.add(&card.Card, earned, pts, exp)
 			t.Type = PointsAddition
 		} else {
 			if card.Balance < -pts {
 				return nil, pointsExceeded(card.Card, -pts)
 			}
-			rest, err := queueTake(w, projectID, card.ID, *buckets, -pts, now)
-			if err != nil {
+			if _, err := l.take(&card.Card, subtracted, -pts, *buckets); err != nil {
 				return nil, err
 			}
-			card.SubtractedPoints += -pts
-			card.Balance += pts
-			card.expireFrom(rest)
 			t.Type = PointsRemoval
 		}
-		queueFigures(w, projectID, &card.Card)
 		out = card.balance(pts)
 		t.Details, _ = json.Marshal(map[string]any{"balance": out})
-		if err := s.record(ctx, w, projectID, t, card.Card, camp); err != nil {
+		if err := l.record(ctx, t, &card.Card, camp); err != nil {
 			return nil, err
 		}
 		if pts > 0 {
-			err := s.events.Queue(ctx, w, projectID, EventPointsAdded, card.ID,
-				map[string]any{"voucher": card.View(camp), "balance": out, "transaction": t})
-			return w, err
+			if err := s.events.Queue(ctx, w, projectID, EventPointsAdded, card.ID,
+				map[string]any{"voucher": card.View(camp), "balance": out, "transaction": t}); err != nil {
+				return nil, err
+			}
 		}
-		return w, nil
+		return l.done(), nil
 	})
 	return out, err
 }
@@ -271,23 +264,15 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 		}
 		now := s.Now()
 		exp := d.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
-		w := &pgx.Batch{}
-		d.UpdatedAt = &now
+		l := s.ledgerWrite(projectID, &pgx.Batch{}, now)
 		for i, r := range rs {
 			donor := donors[i]
-			rest, err := queueTake(w, projectID, donor.ID, buckets[donor.ID], r.Points, now)
+			rest, err := l.take(&donor.Card, subtracted, r.Points, buckets[donor.ID])
 			if err != nil {
 				return nil, err
 			}
 			buckets[donor.ID] = rest
-			donor.SubtractedPoints += r.Points
-			donor.Balance -= r.Points
-			donor.expireFrom(rest)
-			donor.UpdatedAt = &now
-			queueAddBucket(w, projectID, d.ID, r.Points, exp, now)
-			d.Points += r.Points
-			d.Balance += r.Points
-			d.expireAlso(r.Points, exp)
+			l.add(&d.Card, earned, r.Points, exp)
 			outID, inID := ids.New("vtx_"), ids.New("vtx_")
 			out := Transaction{ID: outID, VoucherID: donor.ID, CampaignID: donor.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
 				Source: ptr("API"), Type: PointsTransferOut, RelatedTransactionID: &inID, CreatedAt: jsonx.Time{Time: now}, delta: -r.Points}
@@ -297,21 +282,15 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 				Source: ptr("API"), Type: PointsTransferIn, RelatedTransactionID: &outID, CreatedAt: jsonx.Time{Time: now}, delta: r.Points}
 			in.Details, _ = json.Marshal(map[string]any{"balance": d.balance(r.Points),
 				"source_voucher": donor.simpleVoucher(donor.Campaign)})
-			if err := s.record(ctx, w, projectID, out, donor.Card, donor.Campaign); err != nil {
+			if err := l.record(ctx, out, &donor.Card, donor.Campaign); err != nil {
 				return nil, err
 			}
-			if err := s.record(ctx, w, projectID, in, d.Card, d.Campaign); err != nil {
+			if err := l.record(ctx, in, &d.Card, d.Campaign); err != nil {
 				return nil, err
 			}
 		}
-		for i := range cards {
-			if cards[i].ID != d.ID && want[cards[i].ID] > 0 {
-				queueFigures(w, projectID, &cards[i].Card)
-			}
-		}
-		queueFigures(w, projectID, &d.Card)
 		dest = *d
-		return w, nil
+		return l.done(), nil
 	})
 	if err != nil {
 		return CardView{}, err
@@ -339,4 +318,122 @@ func (s *Service) ListTransactions(ctx context.Context, projectID, campaignID, m
 	}
 	ts, more, next := listq.Page(ts, tq.Limit, func(t Transaction) string { return t.ID })
 	return ts, more, next, nil
+}
+
+// pointsKind is what a change of a card's points is, which decides the
+// figures it moves.
+type pointsKind int
+
+const (
+	earned     pointsKind = iota // additions, accruals, activations, transfers in: points and balance up
+	subtracted                   // removals, transfers out: subtracted points up, balance down
+	redeemed                     // redemptions: redeemed points up, balance down
+	refunded                     // rollbacks: redeemed points down, balance up
+)
+
+// ledgerWrite is the one write path of points: every change of a locked
+// card's points in a transaction goes through it. It queues the bucket
+// writes and the ledger entries (with their webhook and tier events) onto
+// the transaction's batch as it goes, keeps each card's figures and next
+// expiration in step, and queues each touched card's figures once at the
+// end (done).
+type ledgerWrite struct {
+	s         *Service
+	projectID string
+	now       time.Time
+	b         *pgx.Batch
+	touched   []*Card
+}
+
+func (s *Service) ledgerWrite(projectID string, b *pgx.Batch, now time.Time) *ledgerWrite {
+	return &ledgerWrite{s: s, projectID: projectID, now: now, b: b}
+}
+
+func (l *ledgerWrite) touch(c *Card) {
+	c.UpdatedAt = &l.now
+	for _, t := range l.touched {
+		if t == c {
+			return
+		}
+	}
+	l.touched = append(l.touched, c)
+}
+
+// add puts points on c's bucket for exp (nil: never expiring): earned, or
+// refunded (a rollback gives each taken part back to the bucket it left).
+func (l *ledgerWrite) add(c *Card, kind pointsKind, pts int64, exp *time.Time) {
+	queueAddBucket(l.b, l.projectID, c.ID, pts, exp, l.now)
+	c.addPoints(kind, pts, exp)
+	l.touch(c)
+}
+
+// take removes points from c's buckets bs, soonest-expiring first
+// (subtracted or redeemed), and returns what is left of the buckets. The
+// caller has checked the balance.
+func (l *ledgerWrite) take(c *Card, kind pointsKind, pts int64, bs []bucket) ([]bucket, error) {
+	rest, err := queueTake(l.b, l.projectID, c.ID, bs, pts, l.now)
+	if err != nil {
+		return nil, err
+	}
+	c.takePoints(kind, pts, rest)
+	l.touch(c)
+	return rest, nil
+}
+
+// expire counts points of buckets past their date as expired; rest are the
+// card's buckets left. The caller deletes the expired buckets.
+func (l *ledgerWrite) expire(c *Card, pts int64, rest []bucket) {
+	c.ExpiredPoints += pts
+	c.Balance -= pts
+	c.expireFrom(rest)
+	l.touch(c)
+}
+
+// pending moves c's pending points (entries added, adjusted, canceled,
+// activated).
+func (l *ledgerWrite) pending(c *Card, delta int64) {
+	c.PendingPoints += delta
+	l.touch(c)
+}
+
+// record queues ledger entry t of c with its webhook and tier events.
+func (l *ledgerWrite) record(ctx context.Context, t Transaction, c *Card, camp Campaign) error {
+	return l.s.record(ctx, l.b, l.projectID, t, *c, camp)
+}
+
+// done queues the figures of every card the write touched.
+func (l *ledgerWrite) done() *pgx.Batch {
+	for _, c := range l.touched {
+		queueFigures(l.b, l.projectID, c)
+	}
+	l.touched = nil
+	return l.b
+}
+
+// addPoints is the figures' side of add.
+func (c *Card) addPoints(kind pointsKind, pts int64, exp *time.Time) {
+	switch kind {
+	case earned:
+		c.Points += pts
+	case refunded:
+		c.RedeemedPoints -= pts
+	default:
+		panic(fmt.Sprintf("loyalty: add of kind %d", kind))
+	}
+	c.Balance += pts
+	c.expireAlso(pts, exp)
+}
+
+// takePoints is the figures' side of take.
+func (c *Card) takePoints(kind pointsKind, pts int64, rest []bucket) {
+	switch kind {
+	case subtracted:
+		c.SubtractedPoints += pts
+	case redeemed:
+		c.RedeemedPoints += pts
+	default:
+		panic(fmt.Sprintf("loyalty: take of kind %d", kind))
+	}
+	c.Balance -= pts
+	c.expireFrom(rest)
 }

@@ -99,6 +99,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			return err
 		}
 		w := &pgx.Batch{}
+		l := s.ledgerWrite(t.ProjectID, w, now)
 		// The holder's tier when the order was paid, before its accruals: a
 		// rule scoped to a tier earns only in it, and the tier may map its
 		// points. An order's own points do not move it to another tier's
@@ -124,7 +125,6 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 				continue // earned by an earlier run
 			}
 			ruleRef := map[string]any{"id": r.ID, "source": map[string]any{"banner": r.Attrs.Banner}}
-			card.UpdatedAt = &now
 			if pp := r.Attrs.PendingPoints; pp != nil {
 				ev := map[string]any{"id": task.EventID, "type": orders.EventPaid, "group_id": task.GroupID,
 					"entity_id": task.CustomerID, "created_at": task.CreatedAt, "category": "ACTION", "event_source": task.Source}
@@ -135,7 +135,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 				w.Queue(`INSERT INTO loyalty_pending_points (project_id, `+pendingColumns+`)
 					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, 'PENDING')`, t.ProjectID, p.ID, p.VoucherID, p.CampaignID,
 					p.CustomerID, p.OrderID, p.Points, p.ActivatesAt, details, now)
-				card.PendingPoints += pts
+				l.pending(&card.Card, pts)
 				if err := s.events.Queue(ctx, w, t.ProjectID, EventPendingAdded, p.ID,
 					map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
 					return err
@@ -146,16 +146,13 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			if r.Attrs.ExpirationRules != nil {
 				exp = r.Attrs.ExpirationRules.expiry(now)
 			}
-			queueAddBucket(w, t.ProjectID, card.ID, pts, exp, now)
-			card.Points += pts
-			card.Balance += pts
-			card.expireAlso(pts, exp)
+			l.add(&card.Card, earned, pts, exp)
 			bal := card.balance(pts)
 			bal.OperationType = "AUTOMATIC"
 			tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: o.SourceID,
 				Source: ptr("API"), Type: PointsAccrual, CreatedAt: jsonx.Time{Time: now}, delta: pts}
 			tr.Details, _ = json.Marshal(withTiers(map[string]any{"balance": bal, "order": orderRef, "event": event, "earning_rule": ruleRef}, holder))
-			if err := s.record(ctx, w, t.ProjectID, tr, card.Card, card.Campaign); err != nil {
+			if err := l.record(ctx, tr, &card.Card, card.Campaign); err != nil {
 				return err
 			}
 			if err := s.events.Queue(ctx, w, t.ProjectID, EventPointsAdded, card.ID,
@@ -166,8 +163,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		if w.Len() == 0 {
 			continue
 		}
-		queueFigures(w, t.ProjectID, &card.Card)
-		if err := tx.SendBatch(ctx, w).Close(); err != nil {
+		if err := tx.SendBatch(ctx, l.done()).Close(); err != nil {
 			return err
 		}
 	}
@@ -211,26 +207,22 @@ func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, car
 	exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
 	w := &pgx.Batch{}
 	w.Queue(`UPDATE loyalty_pending_points SET status = 'ACTIVATED', updated_at = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, now)
-	queueAddBucket(w, projectID, card.ID, p.Points, exp, now)
-	card.Points += p.Points
-	card.Balance += p.Points
-	card.PendingPoints -= p.Points
-	card.expireAlso(p.Points, exp)
-	card.UpdatedAt = &now
-	queueFigures(w, projectID, &card.Card)
+	l := s.ledgerWrite(projectID, w, now)
+	l.pending(&card.Card, -p.Points)
+	l.add(&card.Card, earned, p.Points, exp)
 	bal := card.balance(p.Points)
 	bal.OperationType = operation
 	tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Source: ptr("API"),
 		Type: PendingPointsActivation, CreatedAt: jsonx.Time{Time: now}, delta: p.Points}
 	tr.Details, _ = json.Marshal(map[string]any{"balance": bal, "pending_points": p})
-	if err := s.record(ctx, w, projectID, tr, card.Card, card.Campaign); err != nil {
+	if err := l.record(ctx, tr, &card.Card, card.Campaign); err != nil {
 		return Balance{}, err
 	}
 	if err := s.events.Queue(ctx, w, projectID, EventPendingActivated, p.ID,
 		map[string]any{"pending_points": p, "voucher": card.View(card.Campaign), "transaction": tr}); err != nil {
 		return Balance{}, err
 	}
-	return bal, tx.SendBatch(ctx, w).Close()
+	return bal, tx.SendBatch(ctx, l.done()).Close()
 }
 
 // Cancel drops a pending entry: its points never reach the card.
@@ -243,14 +235,13 @@ func (s *Service) Cancel(ctx context.Context, projectID, campaignID, memberID, p
 		now := s.Now()
 		w := &pgx.Batch{}
 		w.Queue(`UPDATE loyalty_pending_points SET status = 'CANCELED', updated_at = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, now)
-		card.PendingPoints -= p.Points
-		card.UpdatedAt = &now
-		queueFigures(w, projectID, &card.Card)
+		l := s.ledgerWrite(projectID, w, now)
+		l.pending(&card.Card, -p.Points)
 		if err := s.events.Queue(ctx, w, projectID, EventPendingCanceled, p.ID,
 			map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
 			return err
 		}
-		return tx.SendBatch(ctx, w).Close()
+		return tx.SendBatch(ctx, l.done()).Close()
 	})
 }
 
@@ -274,16 +265,15 @@ func (s *Service) AdjustPending(ctx context.Context, projectID, campaignID, memb
 		p.UpdatedAt = &jsonx.Time{Time: now}
 		w := &pgx.Batch{}
 		w.Queue(`UPDATE loyalty_pending_points SET points = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, p.ID, p.Points, now)
-		card.PendingPoints += *points
-		card.UpdatedAt = &now
-		queueFigures(w, projectID, &card.Card)
+		l := s.ledgerWrite(projectID, w, now)
+		l.pending(&card.Card, *points)
 		if err := s.events.Queue(ctx, w, projectID, EventPendingUpdated, p.ID,
 			map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
 			return err
 		}
 		out = map[string]any{"points": *points, "total": p.Points, "object": "balance", "operation_type": "MANUAL",
 			"related_object": map[string]any{"type": "voucher", "id": card.ID}}
-		return tx.SendBatch(ctx, w).Close()
+		return tx.SendBatch(ctx, l.done()).Close()
 	})
 	return out, err
 }

@@ -195,15 +195,11 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		}
 		now := s.Now()
 		wr := &pgx.Batch{}
-		rest, err := queueTake(wr, projectID, card.ID, buckets, pts, now)
+		l := s.ledgerWrite(projectID, wr, now)
+		rest, err := l.take(&card.Card, redeemed, pts, buckets)
 		if err != nil {
 			return nil, err
 		}
-		card.RedeemedPoints += pts
-		card.Balance -= pts
-		card.expireFrom(rest)
-		card.UpdatedAt = &now
-		queueFigures(wr, projectID, &card.Card)
 		if w.Stock != nil {
 			// rewards_in_stock fails this when others took the last units.
 			rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
@@ -224,10 +220,10 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		if err := queueRedemption(wr, projectID, id, card.Card, w.ID, order, pts, taken, view, now); err != nil {
 			return nil, err
 		}
-		if err := s.record(ctx, wr, projectID, t, card.Card, camp); err != nil {
+		if err := l.record(ctx, t, &card.Card, camp); err != nil {
 			return nil, err
 		}
-		return wr, s.events.Queue(ctx, wr, projectID, EventRedemptionSucceeded, id, map[string]any{"redemption": view})
+		return l.done(), s.events.Queue(ctx, wr, projectID, EventRedemptionSucceeded, id, map[string]any{"redemption": view})
 	})
 	if db.Constraint(err) == "rewards_in_stock" {
 		return nil, outOfStock(r.Reward.ID)
@@ -447,14 +443,16 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		// The reward may have been deleted since; its stock counts only
 		// while it has one.
 		rewards.QueueCountRedeemed(w, projectID, red.rewardID, -1)
+		// The points go back to the buckets they were taken from.
+		l := s.ledgerWrite(projectID, w, now)
+		back := int64(0)
 		for _, tk := range taken {
-			queueAddBucket(w, projectID, card.ID, tk.Points, tk.ExpiresOn, now)
-			card.expireAlso(tk.Points, tk.ExpiresOn)
+			l.add(&card.Card, refunded, tk.Points, tk.ExpiresOn)
+			back += tk.Points
 		}
-		card.RedeemedPoints -= red.points
-		card.Balance += red.points
-		card.UpdatedAt = &now
-		queueFigures(w, projectID, &card.Card)
+		if back < red.points { // a redemption that did not record its parts
+			l.add(&card.Card, refunded, red.points-back, nil)
+		}
 		rbID := ids.New("rr_")
 		reward, _ := orig["reward"].(map[string]any)
 		rewardRef := map[string]any{"id": red.rewardID, "name": nil}
@@ -490,10 +488,10 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		}
 		w.Queue(`INSERT INTO redemption_rollbacks (project_id, id, redemption_id, view, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			projectID, rbID, id, v, now)
-		if err := s.record(ctx, w, projectID, t, card.Card, card.Campaign); err != nil {
+		if err := l.record(ctx, t, &card.Card, card.Campaign); err != nil {
 			return nil, err
 		}
-		return w, s.events.Queue(ctx, w, projectID, EventRollbackSucceeded, rbID, map[string]any{"redemption_rollback": out})
+		return l.done(), s.events.Queue(ctx, w, projectID, EventRollbackSucceeded, rbID, map[string]any{"redemption_rollback": out})
 	})
 	if db.Constraint(err) == "redemption_rollbacks_once" {
 		return nil, alreadyRolledBack(id)
