@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -211,35 +212,46 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 	}
 	var dest lockedCard
 	// READ COMMITTED under the cards' row locks, as a balance change: two
-	// round trips, the locking read of every card (in id order, so that
-	// transfers in opposite directions cannot deadlock) with their campaigns,
-	// tiers and buckets with BEGIN, and every write with COMMIT.
+	// round trips, the locking reads of every card with its campaign, tiers
+	// and buckets with BEGIN, and every write with COMMIT. The cards are
+	// locked in the order of the keys that name them (codes, as clients name
+	// cards), so that transfers in opposite directions take them in one
+	// order and cannot deadlock (a card named by id in one and by code in
+	// the other may; the database's deadlock error retries the transaction).
 	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 		keys := []string{memberID}
 		for _, r := range rs {
 			keys = append(keys, r.Code)
 		}
-		var cards []lockedCard
-		buckets := map[string][]bucket{}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		locked := make([]lockedCard, len(keys))
+		bks := make([][]bucket, len(keys))
 		b := &pgx.Batch{}
-		queueLockCards(b, s.attrs, projectID, keys, &cards, buckets)
+		for i, k := range keys {
+			queueLockCard(b, s.attrs, projectID, "", k, &locked[i])
+			queueBuckets(b, projectID, k, &bks[i])
+		}
 		if err := p.Send(ctx, b).Close(); err != nil {
 			return nil, err
 		}
-		// A key is a code first, the way clients name cards, then an id.
-		find := func(key string) *lockedCard {
-			for i := range cards {
-				if cards[i].Code == key {
-					return &cards[i]
-				}
+		byKey := map[string]*lockedCard{}
+		buckets := map[string][]bucket{}
+		for i, k := range keys {
+			if locked[i].Found {
+				byKey[k] = &locked[i]
+				buckets[locked[i].ID] = bks[i]
 			}
-			for i := range cards {
-				if cards[i].ID == key {
-					return &cards[i]
-				}
-			}
-			return nil
 		}
+		// Two keys may name one card (its code and its id): one copy of it.
+		for k, c := range byKey {
+			for _, o := range byKey {
+				if o != c && o.ID == c.ID {
+					byKey[k] = o
+				}
+			}
+		}
+		find := func(key string) *lockedCard { return byKey[key] }
 		d := find(memberID)
 		if d == nil || (campaignID != "" && d.Campaign.ID != campaignID && d.Campaign.Name != campaignID) {
 			return nil, s.missingCard(ctx, projectID, campaignID, memberID)

@@ -133,10 +133,9 @@ func prefixed(a, columns string) string {
 }
 
 // cardIDOf is the id of the card of project $1 whose code, or else id, is
-// $2: the one lookup of a card by the key a request names (cardsOfKeys is
-// the same for several). Each arm is a lookup on a unique index: no OR for
-// the planner to misjudge (with an OR, stale statistics led PostgreSQL
-// through all of a campaign's cards).
+// $2 (see cardKeyed). Each arm is a lookup on a unique index: no OR for the
+// planner to misjudge (with an OR, stale statistics led PostgreSQL through
+// all of a campaign's cards).
 const cardIDOf = `(SELECT id FROM (
 		SELECT id, 0 AS o FROM loyalty_cards WHERE project_id = $1 AND code = $2
 		UNION ALL SELECT id, 1 FROM loyalty_cards WHERE project_id = $1 AND id = $2) AS m ORDER BY o LIMIT 1)`
@@ -245,44 +244,6 @@ func scanLocked(rows pgx.Rows, cache attrsCache, dst *lockedCard) error {
 	}
 	dst.Found = true
 	return nil
-}
-
-// cardsOfKeys are the ids of project $1's cards whose code or id is one of
-// $2: each arm a lookup on a unique index, as in cardIDOf.
-const cardsOfKeys = `(SELECT id FROM loyalty_cards WHERE project_id = $1 AND code = ANY($2)
-		UNION SELECT id FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2))`
-
-// queueLockCards queues the read that locks, in id order (so that two
-// writers of the same cards cannot deadlock), the cards of live campaigns
-// whose code or id is one of keys, with their campaigns and tiers; and the
-// read of their buckets under those locks.
-func queueLockCards(b *pgx.Batch, cache attrsCache, projectID string, keys []string, cards *[]lockedCard, buckets map[string][]bucket) {
-	b.Queue(`SELECT `+cardColumnsC+`, `+campaignColumnsK+`, `+tiersJSON+`
-		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
-		WHERE c.project_id = $1 AND c.id IN `+cardsOfKeys+` ORDER BY c.id FOR UPDATE OF c`, projectID, keys).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var c lockedCard
-				if err := scanLocked(rows, cache, &c); err != nil {
-					return err
-				}
-				*cards = append(*cards, c)
-			}
-			return rows.Err()
-		})
-	b.Queue(`SELECT card_id, id, points, expires_on FROM loyalty_point_buckets
-		WHERE project_id = $1 AND card_id IN `+cardsOfKeys+` AND points > 0
-		ORDER BY card_id, expires_on NULLS LAST, id`, projectID, keys).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var card string
-			var bk bucket
-			if err := rows.Scan(&card, &bk.ID, &bk.Points, &bk.ExpiresOn); err != nil {
-				return err
-			}
-			buckets[card] = append(buckets[card], bk)
-		}
-		return rows.Err()
-	})
 }
 
 // bucket is points on a card that expire together. A card has one bucket
