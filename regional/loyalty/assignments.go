@@ -286,3 +286,20 @@ func (h Handler) deleteAssignment(c echo.Context) error {
 	}
 	return c.NoContent(http.StatusNoContent)
 }
+
+// QueueDropOfReward queues onto b the deletion of a reward's assignments,
+// for the rewards package when the reward goes (rewards.Assignments).
+func (s *Service) QueueDropOfReward(b *pgx.Batch, projectID, rewardID string) {
+	b.Queue(`DELETE FROM reward_assignments WHERE project_id = $1 AND reward_id = $2`, projectID, rewardID)
+}
+
+// RewardOf is the reward an assignment assigns, "" when there is no such
+// assignment (rewards.Assignments).
+func (s *Service) RewardOf(ctx context.Context, q db.Querier, projectID, assignmentID string) (string, error) {
+	var id string
+	err := q.QueryRow(ctx, `SELECT reward_id FROM reward_assignments WHERE project_id = $1 AND id = $2`, projectID, assignmentID).Scan(&id)
+	if errors.Is(err, db.ErrNotFound) {
+		return "", nil
+	}
+	return id, err
+}

@@ -122,6 +122,16 @@ func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 		d["reward"].(map[string]any)["id"] != mugID || d["order"].(map[string]any)["source_id"] != "ord-r1" {
 		t.Fatalf("refund entry: %v", tx)
 	}
+	if g := a.OK("GET", "/v1/rewards/"+mugID, nil); g["redeemed"] != 0.0 {
+		t.Fatalf("reward after the rollback: %v", g)
+	}
+	// The rewards list filtered by an assignment asks loyalty, which owns them.
+	if l := a.OK("GET", "/v1/rewards?assignment_id="+as["id"].(string), nil); l["total"] != 1.0 || l["data"].([]any)[0].(map[string]any)["id"] != mugID {
+		t.Fatalf("rewards of an assignment: %v", l)
+	}
+	if l := a.OK("GET", "/v1/rewards?assignment_id=rewa_nope", nil); l["total"] != 0.0 {
+		t.Fatalf("rewards of no assignment: %v", l)
+	}
 	a.Fails("POST", "/v1/redemptions/"+redID+"/rollback", nil, 400, "already_rolled_back")
 	a.Fails("POST", "/v1/redemptions/r_nope/rollback", nil, 404, "not_found")
 	g := a.OK("GET", "/v1/redemptions/"+redID, nil)

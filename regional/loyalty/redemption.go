@@ -200,10 +200,8 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		if err != nil {
 			return nil, err
 		}
-		if w.Stock != nil {
-			// rewards_in_stock fails this when others took the last units.
-			rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
-		}
+		// rewards_in_stock fails this when others took the last units.
+		rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
 		id := ids.New("r_")
 		bal := card.balance(-pts)
 		bal.OperationType = ""
@@ -440,8 +438,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		now := s.Now()
 		w := &pgx.Batch{}
 		w.Queue(`UPDATE redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, id)
-		// The reward may have been deleted since; its stock counts only
-		// while it has one.
+		// The reward may have been deleted since.
 		rewards.QueueCountRedeemed(w, projectID, red.rewardID, -1)
 		// The points go back to the buckets they were taken from.
 		l := s.ledgerWrite(projectID, w, now)

@@ -110,16 +110,13 @@ func (r Reward) View() View {
 }
 
 // Columns are the reward columns Scan reads, qualified by alias w. redeemed
-// is the count of the reward's standing redemptions.
-const Columns = `w.id, w.name, w.type, w.attrs, w.stock, (SELECT count(*) FROM redemptions r
-	WHERE r.project_id = w.project_id AND r.reward_id = w.id AND r.status = 'SUCCEEDED'), w.created_at, w.updated_at`
+// counts the reward's standing redemptions (QueueCountRedeemed keeps it).
+const Columns = `w.id, w.name, w.type, w.attrs, w.stock, w.redeemed, w.created_at, w.updated_at`
 
 // QueueForRedemption queues onto b the read of a reward as a redemption
-// needs it, with its stock counter as its redeemed count (the counter the
-// rewards_in_stock check guards); into runs if it exists.
+// needs it; into runs if it exists.
 func QueueForRedemption(b *pgx.Batch, projectID, id string, into func(Reward)) {
-	b.Queue(`SELECT w.id, w.name, w.type, w.attrs, w.stock, w.redeemed, w.created_at, w.updated_at
-		FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, id).Query(func(rows pgx.Rows) error {
+	b.Queue(`SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, id).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			w, err := Scan(rows)
 			if err != nil {
@@ -131,13 +128,13 @@ func QueueForRedemption(b *pgx.Batch, projectID, id string, into func(Reward)) {
 	})
 }
 
-// QueueCountRedeemed queues onto b a change of a stocked reward's redeemed
-// counter by delta (+1 for a redemption, which the rewards_in_stock check
-// refuses past the stock, -1 for a rollback, never below 0). A reward
-// without stock, or deleted since, is left alone.
+// QueueCountRedeemed queues onto b a change of a reward's count of standing
+// redemptions by delta (+1 for a redemption, which the rewards_in_stock
+// check refuses past a stock, -1 for a rollback, never below 0). A reward
+// deleted since is left alone.
 func QueueCountRedeemed(b *pgx.Batch, projectID, id string, delta int) {
-	b.Queue(`UPDATE rewards SET redeemed = redeemed + $3 WHERE project_id = $1 AND id = $2 AND stock IS NOT NULL
-		AND redeemed + $3 >= 0`, projectID, id, delta)
+	b.Queue(`UPDATE rewards SET redeemed = redeemed + $3 WHERE project_id = $1 AND id = $2 AND redeemed + $3 >= 0`,
+		projectID, id, delta)
 }
 
 // Scan reads a row of Columns.
@@ -166,14 +163,24 @@ type Events interface {
 
 // Service holds the rules of rewards.
 type Service struct {
-	pool   *db.Pool
-	events Events
-	clock  *clock.Clock
+	pool        *db.Pool
+	events      Events
+	clock       *clock.Clock
+	assignments Assignments
 }
 
 // NewService returns the reward service.
-func NewService(pool *db.Pool, events Events, clk *clock.Clock) *Service {
-	return &Service{pool: pool, events: events, clock: clk}
+func NewService(pool *db.Pool, events Events, clk *clock.Clock, as Assignments) *Service {
+	return &Service{pool: pool, events: events, clock: clk, assignments: as}
+}
+
+// Assignments is what rewards ask of the package that owns the assignments
+// of rewards to campaigns (loyalty), which imports this one.
+type Assignments interface {
+	// QueueDropOfReward queues onto b the deletion of a reward's assignments.
+	QueueDropOfReward(b *pgx.Batch, projectID, rewardID string)
+	// RewardOf is the reward an assignment assigns, "" when there is none.
+	RewardOf(ctx context.Context, q db.Querier, projectID, assignmentID string) (string, error)
 }
 
 // Request is the body of POST and PUT /v1/rewards.
@@ -331,7 +338,6 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 		if err != nil {
 			return err
 		}
-		var redeemed int64
 		if set {
 			if st != nil && w.Type == Coin {
 				return apierr.InvalidPayload("a COIN reward has no stock")
@@ -340,9 +346,6 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 				return apierr.InvalidPayload(fmt.Sprintf("stock cannot be below the %d units already redeemed", w.Redeemed))
 			}
 			w.Stock = st
-		}
-		if w.Stock != nil {
-			redeemed = w.Redeemed
 		}
 		if err := checkAttributes(r.Attributes); err != nil {
 			return err
@@ -364,9 +367,8 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 		if err != nil {
 			return err
 		}
-		// redeemed counts taken units only while a stock is set.
-		if _, err := tx.Exec(ctx, `UPDATE rewards SET name = $3, attrs = $4, stock = $5, redeemed = $6, updated_at = $7
-			WHERE project_id = $1 AND id = $2`, projectID, w.ID, w.Name, attrs, w.Stock, redeemed, now); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE rewards SET name = $3, attrs = $4, stock = $5, updated_at = $6
+			WHERE project_id = $1 AND id = $2`, projectID, w.ID, w.Name, attrs, w.Stock, now); err != nil {
 			return err
 		}
 		out = w
@@ -384,7 +386,7 @@ func (s *Service) Delete(ctx context.Context, projectID, id string) error {
 			return err
 		}
 		b := &pgx.Batch{}
-		b.Queue(`DELETE FROM reward_assignments WHERE project_id = $1 AND reward_id = $2`, projectID, id)
+		s.assignments.QueueDropOfReward(b, projectID, id)
 		b.Queue(`DELETE FROM rewards WHERE project_id = $1 AND id = $2`, projectID, id)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
@@ -398,8 +400,12 @@ func (s *Service) Delete(ctx context.Context, projectID, id string) error {
 func (s *Service) List(ctx context.Context, projectID, assignmentID string, lq listq.Query) ([]View, int, bool, string, error) {
 	where, args := `w.project_id = $1`, []any{projectID}
 	if assignmentID != "" {
-		args = append(args, assignmentID)
-		where += ` AND w.id IN (SELECT reward_id FROM reward_assignments WHERE project_id = $1 AND id = $2)`
+		rewardID, err := s.assignments.RewardOf(ctx, s.pool, projectID, assignmentID)
+		if err != nil {
+			return nil, 0, false, "", err
+		}
+		args = append(args, rewardID) // "" matches no reward
+		where += ` AND w.id = $2`
 	}
 	var total int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM rewards w WHERE `+where, args...).Scan(&total); err != nil {

@@ -1,0 +1,1 @@
+UPDATE rewards SET redeemed = 0 WHERE stock IS NULL;
