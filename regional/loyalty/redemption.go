@@ -200,8 +200,6 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		if err != nil {
 			return nil, err
 		}
-		// rewards_in_stock fails this when others took the last units.
-		rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
 		id := ids.New("r_")
 		bal := card.balance(-pts)
 		bal.OperationType = ""
@@ -221,7 +219,15 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		if err := l.record(ctx, t, &card.Card, camp); err != nil {
 			return nil, err
 		}
-		return l.done(), s.events.Queue(ctx, wr, projectID, EventRedemptionSucceeded, id, map[string]any{"redemption": view})
+		if err := s.events.Queue(ctx, wr, projectID, EventRedemptionSucceeded, id, map[string]any{"redemption": view}); err != nil {
+			return nil, err
+		}
+		l.done()
+		// Last before COMMIT: every redemption of the reward updates its
+		// row, and holds that row's lock from here to the commit.
+		// rewards_in_stock fails this when others took the last units.
+		rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
+		return wr, nil
 	})
 	if db.Constraint(err) == "rewards_in_stock" {
 		return nil, outOfStock(r.Reward.ID)
