@@ -67,16 +67,17 @@ func (h handler) list(c echo.Context) error {
 
 func (h handler) parked(c echo.Context) error {
 	q := c.QueryParams()
-	limit, err := listq.Limit(q, 50)
+	lq, err := listq.Parse(q, listq.Spec{DefaultLimit: 50, NoOrder: true})
 	if err != nil {
 		return err
 	}
-	rows, err := ListParked(c.Request().Context(), h.pool, q.Get("after_project_id"), q.Get("after_id"), limit+1)
+	// The outbox of all projects: its cursor is two-part (after_project_id,
+	// after_id), the last row's, not starting_after_id.
+	rows, err := ListParked(c.Request().Context(), h.pool, q.Get("after_project_id"), q.Get("after_id"), lq.Limit+1)
 	if err != nil {
 		return err
 	}
-	// Its cursor is two-part (after_project_id, after_id): the last row's.
-	page, more, _ := listq.Page(rows, limit, func(r Row) string { return r.ID })
+	page, more, _ := listq.Page(rows, lq.Limit, func(r Row) string { return r.ID })
 	return c.JSON(http.StatusOK, listq.List[Row]{Data: page, More: more})
 }
 

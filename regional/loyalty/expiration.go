@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -159,21 +160,17 @@ func registerExpiration(g *echo.Group, h Handler) {
 }
 
 func (h Handler) pointsExpiration(c echo.Context) error {
-	q := c.QueryParams()
-	limit, err := listq.Limit(q, 10)
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{NoOrder: true, Pages: true})
 	if err != nil {
-		return err
-	}
-	if err := listq.FirstPageOnly(q); err != nil {
 		var e *apierr.Error
-		if errors.As(err, &e) {
+		if errors.As(err, &e) && strings.HasPrefix(e.Details, "page") {
 			// A card has one bucket per date; pages past the first are
 			// not kept by cursor here.
 			e.Details = "page: pages past the first are not served; ask for up to 100 buckets with limit"
 		}
 		return err
 	}
-	bs, total, err := h.svc.PointsExpiration(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), limit)
+	bs, total, err := h.svc.PointsExpiration(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), lq.Limit)
 	if err != nil {
 		return err
 	}
