@@ -25,6 +25,7 @@ import (
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
+	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/webhooks"
@@ -135,6 +136,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.loyalty = loyalty.NewService(pool, events, cust, ord, a.tasks, cfg.Clock)
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, a.loyalty))
 	loyalty.Register(v1, a.loyalty)
+	redemptions.Register(v1, redemptions.NewService(a.loyalty, pool, events, ord))
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
 	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))
 	bin.Register(v1, a.bin)

@@ -4,8 +4,9 @@
 // transaction record; store.go: the card figures, point buckets and their
 // expiry), tiers and reward assignments (tiers.go, assignments.go), earning
 // (earning.go: rules; pending.go: accruals from paid orders, pending points
-// and their sweep; expiration.go: points expiring) and redemptions
-// (redemption.go: /redemption and /v1/redemptions, with rollbacks).
+// and their sweep; expiration.go: points expiring). Redemptions are a
+// package of their own built on this one (regional/redemptions), through
+// program.go: LockCard, LedgerWrite and the pricing rules.
 //
 // A card's points change only with the card's row locked (lockCard): the
 // figures, the ledger row, the buckets, tier shifts and webhook events of a

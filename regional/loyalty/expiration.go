@@ -93,7 +93,7 @@ func (s *Service) expireCard(ctx context.Context, projectID, cardID string, toda
 		bal := card.balance(-expired)
 		bal.OperationType = "AUTOMATIC"
 		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: PointsExpiration,
-			CreatedAt: jsonx.Time{Time: now}, delta: -expired}
+			CreatedAt: jsonx.Time{Time: now}, Delta: -expired}
 		t.Details, _ = json.Marshal(map[string]any{"balance": bal})
 		if err := l.record(ctx, t, &card.Card, card.Campaign); err != nil {
 			return nil, err

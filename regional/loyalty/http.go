@@ -39,7 +39,6 @@ func Register(g *echo.Group, svc *Service) {
 	registerRules(g, h)
 	registerPending(g, h)
 	registerAssignments(g, h)
-	registerRedemptions(g, h)
 	registerTiers(g, h)
 	registerExpiration(g, h)
 }

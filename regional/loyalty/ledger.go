@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -94,7 +95,7 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 		camp := card.Campaign
 		now := s.Now()
 		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: r.SourceID,
-			Reason: r.Reason, Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, delta: pts}
+			Reason: r.Reason, Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, Delta: pts}
 		w := &pgx.Batch{}
 		l := s.ledgerWrite(projectID, w, now)
 		if pts > 0 {
@@ -176,7 +177,7 @@ func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t 
 		map[string]any{"transaction": t, "voucher": card.View(camp)}); err != nil {
 		return err
 	}
-	return s.queueTierShift(ctx, b, projectID, card, camp, card.Balance-t.delta)
+	return s.queueTierShift(ctx, b, projectID, card, camp, card.Balance-t.Delta)
 }
 
 // TransferRequest is one source card of a transfer.
@@ -287,11 +288,11 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 			l.add(&d.Card, earned, r.Points, exp)
 			outID, inID := ids.New("vtx_"), ids.New("vtx_")
 			out := Transaction{ID: outID, VoucherID: donor.ID, CampaignID: donor.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
-				Source: ptr("API"), Type: PointsTransferOut, RelatedTransactionID: &inID, CreatedAt: jsonx.Time{Time: now}, delta: -r.Points}
+				Source: ptr("API"), Type: PointsTransferOut, RelatedTransactionID: &inID, CreatedAt: jsonx.Time{Time: now}, Delta: -r.Points}
 			out.Details, _ = json.Marshal(map[string]any{"balance": donor.balance(-r.Points),
 				"destination_voucher": d.simpleVoucher(d.Campaign)})
 			in := Transaction{ID: inID, VoucherID: d.ID, CampaignID: d.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
-				Source: ptr("API"), Type: PointsTransferIn, RelatedTransactionID: &outID, CreatedAt: jsonx.Time{Time: now}, delta: r.Points}
+				Source: ptr("API"), Type: PointsTransferIn, RelatedTransactionID: &outID, CreatedAt: jsonx.Time{Time: now}, Delta: r.Points}
 			in.Details, _ = json.Marshal(map[string]any{"balance": d.balance(r.Points),
 				"source_voucher": donor.simpleVoucher(donor.Campaign)})
 			if err := l.record(ctx, out, &donor.Card, donor.Campaign); err != nil {
@@ -448,4 +449,11 @@ func (c *Card) takePoints(kind pointsKind, pts int64, rest []bucket) {
 	}
 	c.Balance -= pts
 	c.expireFrom(rest)
+}
+
+// pointsExceeded is the reference's error for a card whose balance does not
+// cover what is asked of it.
+func pointsExceeded(c Card, want int64) error {
+	return apierr.New(http.StatusBadRequest, "loyalty_card_points_exceeded", "Loyalty card points exceeded",
+		fmt.Sprintf("Card %s has %d points; %d cannot be taken from it.", c.Code, c.Balance, want))
 }

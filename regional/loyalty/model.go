@@ -297,5 +297,5 @@ type Transaction struct {
 	Details              json.RawMessage `json:"details"`
 	RelatedTransactionID *string         `json:"related_transaction_id"`
 	CreatedAt            jsonx.Time      `json:"created_at"`
-	delta                int64
+	Delta                int64           `json:"-"` // the change of balance, stored, not shown
 }

@@ -150,7 +150,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			bal := card.balance(pts)
 			bal.OperationType = "AUTOMATIC"
 			tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: o.SourceID,
-				Source: ptr("API"), Type: PointsAccrual, CreatedAt: jsonx.Time{Time: now}, delta: pts}
+				Source: ptr("API"), Type: PointsAccrual, CreatedAt: jsonx.Time{Time: now}, Delta: pts}
 			tr.Details, _ = json.Marshal(withTiers(map[string]any{"balance": bal, "order": orderRef, "event": event, "earning_rule": ruleRef}, holder))
 			if err := l.record(ctx, tr, &card.Card, card.Campaign); err != nil {
 				return err
@@ -213,7 +213,7 @@ func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, car
 	bal := card.balance(p.Points)
 	bal.OperationType = operation
 	tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Source: ptr("API"),
-		Type: PendingPointsActivation, CreatedAt: jsonx.Time{Time: now}, delta: p.Points}
+		Type: PendingPointsActivation, CreatedAt: jsonx.Time{Time: now}, Delta: p.Points}
 	tr.Details, _ = json.Marshal(map[string]any{"balance": bal, "pending_points": p})
 	if err := l.record(ctx, tr, &card.Card, card.Campaign); err != nil {
 		return Balance{}, err

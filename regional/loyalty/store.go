@@ -350,7 +350,7 @@ func queueFigures(b *pgx.Batch, projectID string, c *Card) {
 func queueTransaction(b *pgx.Batch, projectID string, t Transaction) {
 	b.Queue(`INSERT INTO loyalty_transactions (project_id, id, card_id, campaign_id, type, delta, source_id, source,
 		reason, details, related_transaction_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		projectID, t.ID, t.VoucherID, t.CampaignID, t.Type, t.delta, t.SourceID, t.Source, t.Reason, []byte(t.Details),
+		projectID, t.ID, t.VoucherID, t.CampaignID, t.Type, t.Delta, t.SourceID, t.Source, t.Reason, []byte(t.Details),
 		t.RelatedTransactionID, t.CreatedAt.Time)
 }
 

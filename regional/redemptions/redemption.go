@@ -1,4 +1,4 @@
-package loyalty
+package redemptions
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel"
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
@@ -20,6 +21,7 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/webhooks"
@@ -31,12 +33,25 @@ const (
 	EventRollbackSucceeded   = "redemption.rollback.succeeded"
 )
 
-// pointsExceeded is the reference's error for a card whose balance does not
-// cover what is asked of it.
-func pointsExceeded(c Card, want int64) error {
-	return apierr.New(http.StatusBadRequest, "loyalty_card_points_exceeded", "Loyalty card points exceeded",
-		fmt.Sprintf("Card %s has %d points; %d cannot be taken from it.", c.Code, c.Balance, want))
+var tracer = otel.Tracer("github.com/tallyhq/tally/regional/redemptions")
+
+// Service pays for rewards with loyalty points and rolls those payments back.
+type Service struct {
+	prog   *loyalty.Service
+	pool   *db.Pool
+	events loyalty.Events
+	orders *orders.Service
 }
+
+// NewService returns the redemptions of the loyalty program prog.
+func NewService(prog *loyalty.Service, pool *db.Pool, events loyalty.Events, ord *orders.Service) *Service {
+	return &Service{prog: prog, pool: pool, events: events, orders: ord}
+}
+
+// Handler serves the redemption endpoints.
+type Handler struct{ svc *Service }
+
+func ptr[T any](v T) *T { return &v }
 
 func outOfStock(rewardID string) error {
 	return apierr.New(http.StatusBadRequest, "quantity_exceeded", "Quantity exceeded",
@@ -72,7 +87,7 @@ type taking struct {
 type redemptionReads struct {
 	reward     rewards.Reward
 	hasReward  bool
-	assignment Assignment
+	assignment loyalty.Assignment
 	assigned   bool
 	customer   *customers.Customer
 	paidBefore int64 // by pay-with-points redemptions of the order
@@ -90,12 +105,12 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 				return row.Scan(&rd.paidBefore)
 			})
 		}
-		card := `(SELECT %s FROM loyalty_cards c WHERE c.project_id = $1 AND ` + cardKeyed(key) + `)`
+		card := `(SELECT %s FROM loyalty_cards c WHERE c.project_id = $1 AND ` + loyalty.CardKeyed(key) + `)`
 		rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { rd.reward, rd.hasReward = w, true })
-		b.Queue(`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
+		b.Queue(`SELECT `+loyalty.AssignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
 			fmt.Sprintf(card, "campaign_id")+` AND reward_id = $3`, projectID, key, rewardID).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				a, err := scanAssignment(rows)
+				a, err := loyalty.ScanAssignment(rows)
 				if err != nil {
 					return err
 				}
@@ -109,14 +124,14 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 
 // price is what the reward costs the card in points, and, for a COIN
 // reward, the amount of the order they pay.
-func price(w rewards.Reward, a Assignment, holder *Tier, asked *int64, order *orders.View, paidBefore int64) (points int64, amount *int64, err error) {
+func price(w rewards.Reward, a loyalty.Assignment, holder *loyalty.Tier, asked *int64, order *orders.View, paidBefore int64) (points int64, amount *int64, err error) {
 	if w.Type != rewards.Coin {
 		if asked != nil {
 			return 0, nil, apierr.InvalidPayload("reward.points is for COIN rewards, which take as many points as asked; a " + w.Type + " reward has its price")
 		}
 		points = *a.Points
-		if m, ok := holder.rewardMapping(w.ID); ok {
-			points = m.apply(points)
+		if m, ok := holder.RewardMapping(w.ID); ok {
+			points = m.Apply(points)
 		}
 		return points, nil, nil
 	}
@@ -167,9 +182,9 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 	src := webhooks.SourceOf(ctx)
 	var view map[string]any
 	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
-		var buckets []bucket
+		var buckets []loyalty.Bucket
 		var rd redemptionReads
-		card, err := s.lockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID,
+		card, err := s.prog.LockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID,
 			&buckets, rd.queue(projectID, r.Reward.ID, order))
 		if err != nil {
 			return nil, err
@@ -182,7 +197,7 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 				fmt.Sprintf("Reward %s is not offered by campaign %s.", rd.reward.ID, card.Campaign.Name))
 		}
 		w, camp := rd.reward, card.Campaign
-		holder := tierOf(camp.Tiers, card.Balance)
+		holder := loyalty.TierOf(camp.Tiers, card.Balance)
 		pts, amount, err := price(w, rd.assignment, holder, r.Reward.Points, order, rd.paidBefore)
 		if err != nil {
 			return nil, err
@@ -191,20 +206,20 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 			return nil, outOfStock(w.ID)
 		}
 		if card.Balance < pts {
-			return nil, pointsExceeded(card.Card, pts)
+			return nil, loyalty.PointsExceeded(card.Card, pts)
 		}
-		now := s.Now()
+		now := s.prog.Now()
 		wr := &pgx.Batch{}
-		l := s.ledgerWrite(projectID, wr, now)
-		rest, err := l.take(&card.Card, redeemed, pts, buckets)
+		l := s.prog.LedgerWrite(projectID, wr, now)
+		rest, err := l.Take(&card.Card, loyalty.Redeemed, pts, buckets)
 		if err != nil {
 			return nil, err
 		}
 		id := ids.New("r_")
-		bal := card.balance(-pts)
+		bal := card.BalanceAfter(-pts)
 		bal.OperationType = ""
-		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: PointsRedemption,
-			CreatedAt: jsonx.Time{Time: now}, delta: -pts}
+		t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: loyalty.PointsRedemption,
+			CreatedAt: jsonx.Time{Time: now}, Delta: -pts}
 		details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id},
 			"reward": map[string]any{"id": w.ID, "name": w.Name}}
 		if order != nil {
@@ -216,13 +231,13 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		if err := queueRedemption(wr, projectID, id, card.Card, w.ID, order, pts, taken, view, now); err != nil {
 			return nil, err
 		}
-		if err := l.record(ctx, t, &card.Card, camp); err != nil {
+		if err := l.Record(ctx, t, &card.Card, camp); err != nil {
 			return nil, err
 		}
 		if err := s.events.Queue(ctx, wr, projectID, EventRedemptionSucceeded, id, map[string]any{"redemption": view}); err != nil {
 			return nil, err
 		}
-		l.done()
+		l.Done()
 		// Last before COMMIT: every redemption of the reward updates its
 		// row, and holds that row's lock from here to the commit.
 		// rewards_in_stock fails this when others took the last units.
@@ -250,17 +265,17 @@ func (s *Service) redemptionOrder(ctx context.Context, projectID, campaignID, me
 		return s.orders.Get(ctx, projectID, *key)
 	}
 	if len(r.Customer) == 0 && r.CustomerID == nil {
-		c, _, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+		holder, err := s.prog.HolderOf(ctx, projectID, campaignID, memberID)
 		if err != nil {
 			return orders.View{}, err
 		}
-		r.CustomerID = c.HolderID
+		r.CustomerID = holder
 	}
 	return s.orders.Upsert(ctx, projectID, *r)
 }
 
 // takings are the points taken from buckets (before) to leave rest.
-func takings(before, rest []bucket) []taking {
+func takings(before, rest []loyalty.Bucket) []taking {
 	left := map[string]int64{}
 	for _, b := range rest {
 		left[b.ID] = b.Points
@@ -274,7 +289,7 @@ func takings(before, rest []bucket) []taking {
 	return out
 }
 
-func queueRedemption(b *pgx.Batch, projectID, id string, card Card, rewardID string, order *orders.View, pts int64,
+func queueRedemption(b *pgx.Batch, projectID, id string, card loyalty.Card, rewardID string, order *orders.View, pts int64,
 	taken []taking, view map[string]any, now time.Time) error {
 	var orderID *string
 	if order != nil {
@@ -295,7 +310,7 @@ func queueRedemption(b *pgx.Batch, projectID, id string, card Card, rewardID str
 }
 
 // redemptionView is the reference's redemption object.
-func (s *Service) redemptionView(src webhooks.Source, id string, now time.Time, card lockedCard, w rewards.Reward, rd redemptionReads,
+func (s *Service) redemptionView(src webhooks.Source, id string, now time.Time, card loyalty.LockedCard, w rewards.Reward, rd redemptionReads,
 	pts int64, amount *int64, order *orders.View, meta map[string]any) map[string]any {
 	if meta == nil {
 		meta = map[string]any{}
@@ -313,7 +328,7 @@ func (s *Service) redemptionView(src webhooks.Source, id string, now time.Time, 
 	reward := map[string]any{"id": w.ID, "name": w.Name, "object": "reward", "type": w.Type, "created_at": rw.CreatedAt,
 		"updated_at": rw.UpdatedAt, "parameters": rw.Parameters, "metadata": rw.Metadata, "assignment_id": rd.assignment.ID,
 		"customer": cust, "loyalty_tier_id": nil, "voucher": nil, "product": nil, "sku": nil}
-	if t := tierOf(card.Campaign.Tiers, card.Balance+pts); t != nil {
+	if t := loyalty.TierOf(card.Campaign.Tiers, card.Balance+pts); t != nil {
 		reward["loyalty_tier_id"] = t.ID
 	}
 	if p := w.Attrs.Parameters.Product; p != nil {
@@ -380,7 +395,7 @@ type RollbackRequest struct {
 func (s *Service) Rollback(ctx context.Context, projectID, id string, r RollbackRequest) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.Rollback")
 	defer telemetry.End(span, &err)
-	if err := checkText("reason", r.Reason); err != nil {
+	if err := loyalty.CheckText("reason", r.Reason); err != nil {
 		return nil, err
 	}
 	var cardID, status string
@@ -407,9 +422,9 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		}
 		// The card by id, and the redemption read after the card's lock: a
 		// rollback racing this one has committed or not started.
-		var card lockedCard
+		var card loyalty.LockedCard
 		b := &pgx.Batch{}
-		queueLockCard(b, s.attrs, projectID, "", cardID, &card)
+		s.prog.QueueLockCard(b, projectID, "", cardID, &card)
 		b.Queue(`SELECT status, reward_id, order_id, points, taken, view FROM redemptions
 			WHERE project_id = $1 AND id = $2`, projectID, id).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -441,20 +456,20 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		if err := json.Unmarshal(red.view, &orig); err != nil {
 			return nil, err
 		}
-		now := s.Now()
+		now := s.prog.Now()
 		w := &pgx.Batch{}
 		w.Queue(`UPDATE redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, id)
 		// The reward may have been deleted since.
 		rewards.QueueCountRedeemed(w, projectID, red.rewardID, -1)
 		// The points go back to the buckets they were taken from.
-		l := s.ledgerWrite(projectID, w, now)
+		l := s.prog.LedgerWrite(projectID, w, now)
 		back := int64(0)
 		for _, tk := range taken {
-			l.add(&card.Card, refunded, tk.Points, tk.ExpiresOn)
+			l.Add(&card.Card, loyalty.Refunded, tk.Points, tk.ExpiresOn)
 			back += tk.Points
 		}
 		if back < red.points { // a redemption that did not record its parts
-			l.add(&card.Card, refunded, red.points-back, nil)
+			l.Add(&card.Card, loyalty.Refunded, red.points-back, nil)
 		}
 		rbID := ids.New("rr_")
 		reward, _ := orig["reward"].(map[string]any)
@@ -462,10 +477,10 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		if reward != nil {
 			rewardRef["name"] = reward["name"]
 		}
-		bal := card.balance(red.points)
+		bal := card.BalanceAfter(red.points)
 		bal.OperationType = ""
-		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: PointsRefund,
-			Reason: r.Reason, CreatedAt: jsonx.Time{Time: now}, delta: red.points}
+		t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: loyalty.PointsRefund,
+			Reason: r.Reason, CreatedAt: jsonx.Time{Time: now}, Delta: red.points}
 		details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id}, "rollback": map[string]any{"id": rbID},
 			"reward": rewardRef}
 		if ord, ok := orig["order"].(map[string]any); ok && red.orderID != nil {
@@ -491,10 +506,10 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		}
 		w.Queue(`INSERT INTO redemption_rollbacks (project_id, id, redemption_id, view, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			projectID, rbID, id, v, now)
-		if err := l.record(ctx, t, &card.Card, card.Campaign); err != nil {
+		if err := l.Record(ctx, t, &card.Card, card.Campaign); err != nil {
 			return nil, err
 		}
-		return l.done(), s.events.Queue(ctx, w, projectID, EventRollbackSucceeded, rbID, map[string]any{"redemption_rollback": out})
+		return l.Done(), s.events.Queue(ctx, w, projectID, EventRollbackSucceeded, rbID, map[string]any{"redemption_rollback": out})
 	})
 	if db.Constraint(err) == "redemption_rollbacks_once" {
 		return nil, alreadyRolledBack(id)
@@ -507,7 +522,9 @@ func alreadyRolledBack(id string) error {
 		fmt.Sprintf("Redemption %s has already been rolled back.", id))
 }
 
-func registerRedemptions(g *echo.Group, h Handler) {
+// Register mounts the redemption endpoints on g (the /v1 group).
+func Register(g *echo.Group, s *Service) {
+	h := Handler{s}
 	g.POST("/loyalties/members/:memberId/redemption", h.redeem)
 	g.POST("/loyalties/:campaignId/members/:memberId/redemption", h.redeem)
 	g.GET("/redemptions/:redemptionId", h.getRedemption)
