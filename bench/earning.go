@@ -209,14 +209,7 @@ func benchEarning(stack *devstack.Stack, p devstack.ProjectCredentials, d time.D
 		}
 		reds = append(reds, &redeemer{c: c, code: code, reward: w["id"].(string)})
 	}
-	runReds := func(d time.Duration) periodic.RunnerResults {
-		ro := periodic.RunnerOptions{QPS: 200, Duration: d, NumThreads: r.redeems, Percentiles: []float64{50, 95, 99}, Out: io.Discard, Uniform: true}
-		pr := periodic.NewPeriodicRunner(&ro)
-		copy(pr.Options().Runners, reds)
-		return pr.Run()
-	}
-	runReds(2 * time.Second) // warm up
-	rr := runReds(d)
+	rr := at200(reds, d)
 	r.redeemQPS, r.redeemN, r.redeemErrs = rr.ActualQPS, rr.DurationHistogram.Count, rr.ErrorsDurationHistogram.Count
 	r.redP50, r.redP95, r.redP99 = percentiles(rr)
 
@@ -237,17 +230,24 @@ func benchEarning(stack *devstack.Stack, p devstack.ProjectCredentials, d time.D
 		}
 		trs = append(trs, &transferrer{c: c, campaign: campID, from: codes[0], to: codes[1]})
 	}
-	runTrs := func(d time.Duration) periodic.RunnerResults {
-		ro := periodic.RunnerOptions{QPS: 200, Duration: d, NumThreads: len(trs), Percentiles: []float64{50, 95, 99}, Out: io.Discard, Uniform: true}
-		pr := periodic.NewPeriodicRunner(&ro)
-		copy(pr.Options().Runners, trs)
-		return pr.Run()
-	}
-	runTrs(2 * time.Second) // warm up
-	tr := runTrs(d)
+	tr := at200(trs, d)
 	r.transferQPS, r.transferN, r.transferErrs = tr.ActualQPS, tr.DurationHistogram.Count, tr.ErrorsDurationHistogram.Count
 	r.trP50, r.trP95, r.trP99 = percentiles(tr)
 	return r, nil
+}
+
+// at200 runs the runners, one thread each, at a fixed, evenly spread 200
+// requests a second for d, after a 2 s warm-up.
+func at200(runners []periodic.Runnable, d time.Duration) periodic.RunnerResults {
+	run := func(d time.Duration) periodic.RunnerResults {
+		ro := periodic.RunnerOptions{QPS: 200, Duration: d, NumThreads: len(runners), Percentiles: []float64{50, 95, 99},
+			Out: io.Discard, Uniform: true}
+		pr := periodic.NewPeriodicRunner(&ro)
+		copy(pr.Options().Runners, runners)
+		return pr.Run()
+	}
+	run(2 * time.Second)
+	return run(d)
 }
 
 // percentiles are a run's p50, p95 and p99 in milliseconds.

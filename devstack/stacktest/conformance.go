@@ -255,10 +255,19 @@ func genericPointer(p string) string {
 	return p
 }
 
+// defectOps are knownDefects' operation patterns, compiled once.
+var defectOps = func() []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(knownDefects))
+	for i, d := range knownDefects {
+		out[i] = regexp.MustCompile(d.op)
+	}
+	return out
+}()
+
 func forgiven(opPath, ptr string) bool {
 	g := genericPointer(ptr)
-	for _, d := range knownDefects {
-		if regexp.MustCompile(d.op).MatchString(opPath) && (g == d.field || strings.HasPrefix(g, d.field+"/")) {
+	for i, d := range knownDefects {
+		if defectOps[i].MatchString(opPath) && (g == d.field || strings.HasPrefix(g, d.field+"/")) {
 			return true
 		}
 	}

@@ -158,6 +158,21 @@ func ForUpdate(lock bool) string {
 	return ""
 }
 
+// QueueEach queues sql onto b and, when b's results are read, hands each
+// row scan reads to each: how a package reads its rows onto another's batch.
+func QueueEach[T any](b *pgx.Batch, scan func(pgx.Row) (T, error), each func(T), sql string, args ...any) {
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			each(v)
+		}
+		return rows.Err()
+	})
+}
+
 // Collect reads every row a query returned with scan; it takes the query's
 // results as they come: db.Collect(scanThing)(q.Query(ctx, sql, args...)).
 func Collect[T any](scan func(pgx.Row) (T, error)) func(pgx.Rows, error) ([]T, error) {

@@ -75,6 +75,9 @@ func badText(s string) string {
 // nesting deeper than MaxDepth. Malformed JSON is left to the decoder,
 // which says where.
 func checkBody(body []byte) error {
+	if !mayNeedCheck(body) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	type level struct {
@@ -158,6 +161,41 @@ func checkBody(body []byte) error {
 			value()
 		}
 	}
+}
+
+// mayNeedCheck is one pass over the bytes that rules out, for most bodies,
+// everything checkBody looks for, so that only those that might hold it are
+// tokenized a second time: invalid UTF-8, a \u escape (NUL, a lone
+// surrogate), a number with an exponent or of more than 300 digits, and more
+// than MaxDepth objects and arrays in all.
+func mayNeedCheck(body []byte) bool {
+	if !utf8.Valid(body) {
+		return true
+	}
+	opens, digits := 0, 0
+	for i, c := range body {
+		switch {
+		case c >= '0' && c <= '9':
+			if digits++; digits > 300 {
+				return true
+			}
+			continue
+		case c == 'e' || c == 'E':
+			if i > 0 && (body[i-1] >= '0' && body[i-1] <= '9' || body[i-1] == '.') {
+				return true
+			}
+		case c == '\\':
+			if i+1 < len(body) && body[i+1] == 'u' {
+				return true
+			}
+		case c == '{' || c == '[':
+			if opens++; opens > MaxDepth {
+				return true
+			}
+		}
+		digits = 0
+	}
+	return false
 }
 
 // changedString says why the decoded string s is not the text the raw JSON

@@ -138,26 +138,11 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 	return out, total, err
 }
 
-// Columns are the customer columns Scan reads.
-const Columns = columns
-
 // QueueGetByIDOf queues onto b the read of the customer whose id the SQL
 // expression idExpr yields (a subquery of the caller's table, with args as
 // $2…; $1 is projectID), so that a caller reads its row's customer in the
 // same round trip; into runs if there is one.
 func QueueGetByIDOf(b *pgx.Batch, projectID, idExpr string, args []any, into func(Customer)) {
-	b.Queue(`SELECT `+columns+` FROM customers WHERE project_id = $1 AND id = `+idExpr, append([]any{projectID}, args...)...).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				c, err := scan(rows)
-				if err != nil {
-					return err
-				}
-				into(c)
-			}
-			return rows.Err()
-		})
+	db.QueueEach(b, scan, into, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND id = `+idExpr,
+		append([]any{projectID}, args...)...)
 }
-
-// Scan reads a row of Columns.
-func Scan(r pgx.Row) (Customer, error) { return scan(r) }

@@ -236,21 +236,18 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 		if err := p.Send(ctx, b).Close(); err != nil {
 			return nil, err
 		}
-		byKey := map[string]*lockedCard{}
+		// Two keys may name one card (its code and its id): one copy of it.
+		byKey, byID := map[string]*lockedCard{}, map[string]*lockedCard{}
 		buckets := map[string][]bucket{}
 		for i, k := range keys {
-			if locked[i].Found {
-				byKey[k] = &locked[i]
+			if !locked[i].Found {
+				continue
+			}
+			if _, ok := byID[locked[i].ID]; !ok {
+				byID[locked[i].ID] = &locked[i]
 				buckets[locked[i].ID] = bks[i]
 			}
-		}
-		// Two keys may name one card (its code and its id): one copy of it.
-		for k, c := range byKey {
-			for _, o := range byKey {
-				if o != c && o.ID == c.ID {
-					byKey[k] = o
-				}
-			}
+			byKey[k] = byID[locked[i].ID]
 		}
 		find := func(key string) *lockedCard { return byKey[key] }
 		d := find(memberID)

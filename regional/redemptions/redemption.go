@@ -107,17 +107,9 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 		}
 		card := `(SELECT %s FROM loyalty_cards c WHERE c.project_id = $1 AND ` + loyalty.CardKeyed(key) + `)`
 		rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { rd.reward, rd.hasReward = w, true })
-		b.Queue(`SELECT `+loyalty.AssignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
-			fmt.Sprintf(card, "campaign_id")+` AND reward_id = $3`, projectID, key, rewardID).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				a, err := loyalty.ScanAssignment(rows)
-				if err != nil {
-					return err
-				}
-				rd.assignment, rd.assigned = a, true
-			}
-			return rows.Err()
-		})
+		db.QueueEach(b, loyalty.ScanAssignment, func(a loyalty.Assignment) { rd.assignment, rd.assigned = a, true },
+			`SELECT `+loyalty.AssignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
+				fmt.Sprintf(card, "campaign_id")+` AND reward_id = $3`, projectID, key, rewardID)
 		customers.QueueGetByIDOf(b, projectID, fmt.Sprintf(card, "holder_id"), []any{key}, func(c customers.Customer) { rd.customer = &c })
 	}
 }

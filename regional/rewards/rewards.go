@@ -116,16 +116,7 @@ const Columns = `w.id, w.name, w.type, w.attrs, w.stock, w.redeemed, w.created_a
 // QueueForRedemption queues onto b the read of a reward as a redemption
 // needs it; into runs if it exists.
 func QueueForRedemption(b *pgx.Batch, projectID, id string, into func(Reward)) {
-	b.Queue(`SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, id).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			w, err := Scan(rows)
-			if err != nil {
-				return err
-			}
-			into(w)
-		}
-		return rows.Err()
-	})
+	db.QueueEach(b, Scan, into, `SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, id)
 }
 
 // QueueCountRedeemed queues onto b a change of a reward's count of standing
