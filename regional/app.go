@@ -22,11 +22,13 @@ import (
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/bin"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/earning"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/rewards"
+	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
@@ -67,6 +69,7 @@ type App struct {
 	usage    *usage.Counter
 	events   *webhooks.Service
 	loyalty  *loyalty.Service
+	earning  *earning.Service
 	bin      *bin.Bin
 }
 
@@ -134,9 +137,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
 	a.loyalty = loyalty.NewService(pool, events, cust, ord, a.tasks, cfg.Clock)
-	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, a.loyalty))
+	// The loyalty program, and the packages built on it.
 	loyalty.Register(v1, a.loyalty)
-	redemptions.Register(v1, redemptions.NewService(a.loyalty, pool, events, ord))
+	a.earning = earning.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock)
+	earning.Register(v1, a.earning)
+	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
+	redemptions.Register(v1, red)
+	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
+	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
 	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))
 	bin.Register(v1, a.bin)
@@ -182,11 +190,15 @@ func (a *App) Tasks() *async.Registry { return a.tasks }
 // flusher until ctx ends, then lets running tasks finish.
 func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); a.resolver.Watch(ctx, a.cfg.WatchInterval) }()
 	go func() {
 		defer wg.Done()
-		a.loyalty.Run(ctx, a.cfg.SweepInterval, func(err error) { a.cfg.Log.Error("loyalty sweep", "err", err) })
+		a.loyalty.Run(ctx, a.cfg.SweepInterval, func(err error) { a.cfg.Log.Error("points expiry sweep", "err", err) })
+	}()
+	go func() {
+		defer wg.Done()
+		a.earning.Run(ctx, a.cfg.SweepInterval, func(err error) { a.cfg.Log.Error("pending points sweep", "err", err) })
 	}()
 	go func() {
 		defer wg.Done()

@@ -1,4 +1,4 @@
-package loyalty_test
+package earning_test
 
 import (
 	"context"
@@ -22,29 +22,17 @@ func keys(m map[string]any) string {
 	return strings.Join(ks, ",")
 }
 
-// history is a card's transactions, oldest first.
-func (a api) history(code string) []map[string]any {
-	a.T.Helper()
-	var out []map[string]any
-	for _, d := range a.OK("GET", "/v1/loyalties/members/"+code+"/transactions?order=id&limit=100", nil)["data"].([]any) {
-		out = append(out, d.(map[string]any))
-	}
-	return out
+func start(t *testing.T) (*stacktest.Env, stacktest.API) {
+	e := stacktest.Start(t, stacktest.Options{})
+	return e, stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 }
 
-func (a api) pending(code string) []map[string]any {
-	a.T.Helper()
-	var out []map[string]any
-	for _, d := range a.OK("GET", "/v1/loyalties/members/"+code+"/pending-points?limit=100", nil)["data"].([]any) {
-		out = append(out, d.(map[string]any))
-	}
-	return out
-}
+func card(m map[string]any) map[string]any { return m["loyalty_card"].(map[string]any) }
 
 func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testing.T) {
 	e, a := start(t)
-	campID := a.campaign("Earners", nil)["id"].(string)
-	code := a.member(campID, "ann")["code"].(string)
+	campID := a.Campaign("Earners", nil)["id"].(string)
+	code := a.Member(campID, "ann")["code"].(string)
 
 	// Rules: bad ones are refused whole, good ones come back in the reference shape.
 	a.Fails("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid",
@@ -78,10 +66,10 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 	if order["amount"] != 2500.0 || order["total_amount"] != 2500.0 || order["object"] != "order" || order["customer_id"] == nil {
 		t.Fatalf("order: %v", order)
 	}
-	stacktest.Eventually(t, 10*time.Second, "two accruals", func() bool { return len(a.history(code)) == 2 })
+	stacktest.Eventually(t, 10*time.Second, "two accruals", func() bool { return len(a.History(code)) == 2 })
 	byRule := map[string]map[string]any{}
-	for _, tx := range a.history(code) {
-		checkTx(t, tx, "POINTS_ACCRUAL", "balance", "earning_rule", "event", "order")
+	for _, tx := range a.History(code) {
+		stacktest.CheckTx(t, tx, "POINTS_ACCRUAL", "balance", "earning_rule", "event", "order")
 		d := tx["details"].(map[string]any)
 		if d["order"].(map[string]any)["id"] != order["id"] || d["order"].(map[string]any)["source_id"] != "o-1" ||
 			d["event"].(map[string]any)["type"] != "customer.order.paid" || tx["source_id"] != "o-1" {
@@ -116,7 +104,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		_ = pool.QueryRow(ctx, `SELECT status FROM outbox WHERE project_id = $1 AND id = $2`, a.P.ID, again).Scan(&status)
 		return status == "done"
 	})
-	if n := len(a.history(code)); n != 2 {
+	if n := len(a.History(code)); n != 2 {
 		t.Fatalf("a replayed accrual task earned again: %d transactions", n)
 	}
 
@@ -136,8 +124,8 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		t.Fatalf("order 2: %v", o2)
 	}
 	a.OK("PUT", "/v1/orders/o-2", map[string]any{"status": "PAID"})
-	stacktest.Eventually(t, 10*time.Second, "a pending entry", func() bool { return len(a.pending(code)) == 1 })
-	p := a.pending(code)[0]
+	stacktest.Eventually(t, 10*time.Second, "a pending entry", func() bool { return len(a.Pending(code)) == 1 })
+	p := a.Pending(code)[0]
 	today := time.Now().UTC().Add(0)
 	if !strings.HasPrefix(p["id"].(string), "lopp_") || p["points"] != 50.0 || p["order_id"] != o2["id"] || p["voucher_id"] == nil ||
 		p["activates_at"] != today.AddDate(0, 0, 3).Format(time.DateOnly) || keys(p["details"].(map[string]any)) != "earning_rule,event,order" {
@@ -154,14 +142,14 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 	// Two days on: not yet. Three: activated by the sweep.
 	e.Clock.Advance(48 * time.Hour)
 	time.Sleep(300 * time.Millisecond)
-	if len(a.pending(code)) != 1 {
+	if len(a.Pending(code)) != 1 {
 		t.Fatal("pending points activated before their date")
 	}
 	e.Clock.Advance(24 * time.Hour)
-	stacktest.Eventually(t, 10*time.Second, "activation on the date", func() bool { return len(a.pending(code)) == 0 })
-	h := a.history(code)
+	stacktest.Eventually(t, 10*time.Second, "activation on the date", func() bool { return len(a.Pending(code)) == 0 })
+	h := a.History(code)
 	act := h[len(h)-1]
-	checkTx(t, act, "PENDING_POINTS_ACTIVATION", "balance", "pending_points")
+	stacktest.CheckTx(t, act, "PENDING_POINTS_ACTIVATION", "balance", "pending_points")
 	if d := act["details"].(map[string]any); d["pending_points"].(map[string]any)["id"] != p["id"] ||
 		d["balance"].(map[string]any)["points"] != 50.0 || d["balance"].(map[string]any)["balance"] != 85.0 {
 		t.Fatalf("activation: %v", act)
@@ -175,7 +163,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 		a.OK("POST", "/v1/orders", map[string]any{"source_id": src, "status": "PAID", "amount": 100, "customer": map[string]any{"source_id": "ann"}})
 		var entry map[string]any
 		stacktest.Eventually(t, 10*time.Second, "pending entry of "+src, func() bool {
-			ps := a.pending(code)
+			ps := a.Pending(code)
 			if len(ps) == 1 {
 				entry = ps[0]
 			}
@@ -190,7 +178,7 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 	a.Fails("POST", "/v1/loyalties/members/"+code+"/pending-points/"+c["id"].(string)+"/activate", nil, 404, "not_found")
 	e.Clock.Advance(5 * 24 * time.Hour)
 	time.Sleep(300 * time.Millisecond)
-	if n := len(a.history(code)); n != 3 {
+	if n := len(a.History(code)); n != 3 {
 		t.Fatalf("a canceled entry activated: %d transactions", n)
 	}
 	m := pay("o-4")

@@ -1,4 +1,4 @@
-package loyalty
+package earning
 
 import (
 	"context"
@@ -19,7 +19,9 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/tiers"
 )
 
 // Webhook events of pending points.
@@ -71,13 +73,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	if err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, `SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
-		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
-		WHERE c.project_id = $1 AND c.holder_id = $2 ORDER BY c.id`, t.ProjectID, task.CustomerID)
-	if err != nil {
-		return err
-	}
-	cardIDs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	cardIDs, err := s.prog.CardsOf(ctx, tx, t.ProjectID, task.CustomerID)
 	if err != nil {
 		return err
 	}
@@ -85,9 +81,9 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	event := map[string]any{"id": task.EventID, "type": orders.EventPaid}
 	orderRef := map[string]any{"id": o.ID, "source_id": o.SourceID}
 	for _, id := range cardIDs {
-		var card lockedCard
+		var card loyalty.LockedCard
 		b := &pgx.Batch{}
-		queueLockCard(b, s.attrs, t.ProjectID, "", id, &card)
+		s.prog.QueueLockCard(b, t.ProjectID, "", id, &card)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
@@ -99,19 +95,19 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			return err
 		}
 		w := &pgx.Batch{}
-		l := s.ledgerWrite(t.ProjectID, w, now)
+		l := s.prog.LedgerWrite(t.ProjectID, w, now)
 		// The holder's tier when the order was paid, before its accruals: a
 		// rule scoped to a tier earns only in it, and the tier may map its
 		// points. An order's own points do not move it to another tier's
 		// terms.
-		holder := tierOf(card.Campaign.Tiers, card.Balance)
+		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		for _, r := range rules {
 			if !r.live(now) || !r.inTier(holder) {
 				continue
 			}
 			pts := r.Attrs.Loyalty.points(o.Amount, o.TotalAmount())
-			if m, ok := holder.ruleMapping(r.ID); ok {
-				pts = m.apply(pts)
+			if m, ok := holder.RuleMapping(r.ID); ok {
+				pts = m.Apply(pts)
 			}
 			if pts <= 0 {
 				continue
@@ -135,27 +131,27 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 				w.Queue(`INSERT INTO loyalty_pending_points (project_id, `+pendingColumns+`)
 					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, 'PENDING')`, t.ProjectID, p.ID, p.VoucherID, p.CampaignID,
 					p.CustomerID, p.OrderID, p.Points, p.ActivatesAt, details, now)
-				l.pending(&card.Card, pts)
+				l.Pending(&card.Card, pts)
 				if err := s.events.Queue(ctx, w, t.ProjectID, EventPendingAdded, p.ID,
 					map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
 					return err
 				}
 				continue
 			}
-			exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+			exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
 			if r.Attrs.ExpirationRules != nil {
-				exp = r.Attrs.ExpirationRules.expiry(now)
+				exp = r.Attrs.ExpirationRules.Expiry(now)
 			}
-			l.add(&card.Card, earned, pts, exp)
-			bal := card.balance(pts)
+			l.Add(&card.Card, loyalty.Earned, pts, exp)
+			bal := card.BalanceAfter(pts)
 			bal.OperationType = "AUTOMATIC"
-			tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: o.SourceID,
-				Source: ptr("API"), Type: PointsAccrual, CreatedAt: jsonx.Time{Time: now}, Delta: pts}
+			tr := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: o.SourceID,
+				Source: ptr("API"), Type: loyalty.PointsAccrual, CreatedAt: jsonx.Time{Time: now}, Delta: pts}
 			tr.Details, _ = json.Marshal(withTiers(map[string]any{"balance": bal, "order": orderRef, "event": event, "earning_rule": ruleRef}, holder))
-			if err := l.record(ctx, tr, &card.Card, card.Campaign); err != nil {
+			if err := l.Record(ctx, tr, &card.Card, card.Campaign); err != nil {
 				return err
 			}
-			if err := s.events.Queue(ctx, w, t.ProjectID, EventPointsAdded, card.ID,
+			if err := s.events.Queue(ctx, w, t.ProjectID, loyalty.EventPointsAdded, card.ID,
 				map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": tr}); err != nil {
 				return err
 			}
@@ -163,17 +159,27 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		if w.Len() == 0 {
 			continue
 		}
-		if err := tx.SendBatch(ctx, l.done()).Close(); err != nil {
+		if err := tx.SendBatch(ctx, l.Done()).Close(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// withTiers adds to the details of an accrual or a pending entry the tier
+// of the holder (nil: none), which is the tier the entry was made in.
+func withTiers(details map[string]any, holder *tiers.Tier) map[string]any {
+	if holder != nil {
+		details["loyalty_tier"] = holder.Ref()
+		details["holder_loyalty_tier"] = holder.Ref()
+	}
+	return details
+}
+
 // pendingOf reads a card's pending entry under lock, with the card locked
 // first (the ledger's order).
-func (s *Service) pendingOf(ctx context.Context, tx pgx.Tx, projectID, campaignID, memberID, pendingID string) (lockedCard, Pending, error) {
-	card, err := s.lockCard(ctx, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() }, projectID, campaignID, memberID, nil)
+func (s *Service) pendingOf(ctx context.Context, tx pgx.Tx, projectID, campaignID, memberID, pendingID string) (loyalty.LockedCard, Pending, error) {
+	card, err := s.prog.LockCard(ctx, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() }, projectID, campaignID, memberID, nil)
 	if err != nil {
 		return card, Pending{}, err
 	}
@@ -186,8 +192,8 @@ func (s *Service) pendingOf(ctx context.Context, tx pgx.Tx, projectID, campaignI
 }
 
 // Activate adds a pending entry's points to its card now.
-func (s *Service) Activate(ctx context.Context, projectID, campaignID, memberID, pendingID string) (Balance, error) {
-	var out Balance
+func (s *Service) Activate(ctx context.Context, projectID, campaignID, memberID, pendingID string) (loyalty.Balance, error) {
+	var out loyalty.Balance
 	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
 		card, p, err := s.pendingOf(ctx, tx, projectID, campaignID, memberID, pendingID)
 		if err != nil {
@@ -202,27 +208,27 @@ func (s *Service) Activate(ctx context.Context, projectID, campaignID, memberID,
 // activate writes PENDING_POINTS_ACTIVATION for p on its locked card: by the API's activate call
 // (operation MANUAL, the only one the reference's answer allows) or by the
 // sweep on its date (AUTOMATIC).
-func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, card lockedCard, p Pending, operation string) (Balance, error) {
+func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, card loyalty.LockedCard, p Pending, operation string) (loyalty.Balance, error) {
 	now := s.Now()
-	exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+	exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
 	w := &pgx.Batch{}
 	w.Queue(`UPDATE loyalty_pending_points SET status = 'ACTIVATED', updated_at = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, now)
-	l := s.ledgerWrite(projectID, w, now)
-	l.pending(&card.Card, -p.Points)
-	l.add(&card.Card, earned, p.Points, exp)
-	bal := card.balance(p.Points)
+	l := s.prog.LedgerWrite(projectID, w, now)
+	l.Pending(&card.Card, -p.Points)
+	l.Add(&card.Card, loyalty.Earned, p.Points, exp)
+	bal := card.BalanceAfter(p.Points)
 	bal.OperationType = operation
-	tr := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Source: ptr("API"),
-		Type: PendingPointsActivation, CreatedAt: jsonx.Time{Time: now}, Delta: p.Points}
+	tr := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Source: ptr("API"),
+		Type: loyalty.PendingPointsActivation, CreatedAt: jsonx.Time{Time: now}, Delta: p.Points}
 	tr.Details, _ = json.Marshal(map[string]any{"balance": bal, "pending_points": p})
-	if err := l.record(ctx, tr, &card.Card, card.Campaign); err != nil {
-		return Balance{}, err
+	if err := l.Record(ctx, tr, &card.Card, card.Campaign); err != nil {
+		return loyalty.Balance{}, err
 	}
 	if err := s.events.Queue(ctx, w, projectID, EventPendingActivated, p.ID,
 		map[string]any{"pending_points": p, "voucher": card.View(card.Campaign), "transaction": tr}); err != nil {
-		return Balance{}, err
+		return loyalty.Balance{}, err
 	}
-	return bal, tx.SendBatch(ctx, l.done()).Close()
+	return bal, tx.SendBatch(ctx, l.Done()).Close()
 }
 
 // Cancel drops a pending entry: its points never reach the card.
@@ -235,13 +241,13 @@ func (s *Service) Cancel(ctx context.Context, projectID, campaignID, memberID, p
 		now := s.Now()
 		w := &pgx.Batch{}
 		w.Queue(`UPDATE loyalty_pending_points SET status = 'CANCELED', updated_at = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, now)
-		l := s.ledgerWrite(projectID, w, now)
-		l.pending(&card.Card, -p.Points)
+		l := s.prog.LedgerWrite(projectID, w, now)
+		l.Pending(&card.Card, -p.Points)
 		if err := s.events.Queue(ctx, w, projectID, EventPendingCanceled, p.ID,
 			map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
 			return err
 		}
-		return tx.SendBatch(ctx, l.done()).Close()
+		return tx.SendBatch(ctx, l.Done()).Close()
 	})
 }
 
@@ -265,15 +271,15 @@ func (s *Service) AdjustPending(ctx context.Context, projectID, campaignID, memb
 		p.UpdatedAt = &jsonx.Time{Time: now}
 		w := &pgx.Batch{}
 		w.Queue(`UPDATE loyalty_pending_points SET points = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, p.ID, p.Points, now)
-		l := s.ledgerWrite(projectID, w, now)
-		l.pending(&card.Card, *points)
+		l := s.prog.LedgerWrite(projectID, w, now)
+		l.Pending(&card.Card, *points)
 		if err := s.events.Queue(ctx, w, projectID, EventPendingUpdated, p.ID,
 			map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
 			return err
 		}
 		out = map[string]any{"points": *points, "total": p.Points, "object": "balance", "operation_type": "MANUAL",
 			"related_object": map[string]any{"type": "voucher", "id": card.ID}}
-		return tx.SendBatch(ctx, l.done()).Close()
+		return tx.SendBatch(ctx, l.Done()).Close()
 	})
 	return out, err
 }
@@ -284,13 +290,13 @@ func (s *Service) ListPending(ctx context.Context, projectID, campaignID, member
 	var args []any
 	var where string
 	if memberID != "" {
-		c, _, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+		c, _, err := s.prog.Card(ctx, s.pool, projectID, campaignID, memberID)
 		if err != nil {
 			return nil, false, "", err
 		}
 		args, where = []any{projectID, c.ID}, "card_id = $2"
 	} else {
-		camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
+		camp, err := s.prog.Campaign(ctx, s.pool, projectID, campaignID)
 		if err != nil {
 			return nil, false, "", err
 		}
@@ -350,13 +356,12 @@ func (s *Service) Sweep(ctx context.Context) error {
 	}
 }
 
-// Run activates due pending points and expires due points every interval
-// until ctx ends.
+// Run activates due pending points every interval until ctx ends.
 func (s *Service) Run(ctx context.Context, interval time.Duration, log func(error)) {
-	clock.Every(ctx, interval, log, s.Sweep, s.Expire)
+	clock.Every(ctx, interval, log, s.Sweep)
 }
 
-func registerPending(g *echo.Group, h Handler) {
+func registerPending(g *echo.Group, h handler) {
 	g.GET("/loyalties/members/:memberId/pending-points", h.listPending)
 	g.GET("/loyalties/:campaignId/members/:memberId/pending-points", h.listPending)
 	g.GET("/loyalties/:campaignId/pending-points", h.listPending)
@@ -365,7 +370,7 @@ func registerPending(g *echo.Group, h Handler) {
 	g.POST("/loyalties/members/:memberId/pending-points/:pendingId/balance", h.adjustPending)
 }
 
-func (h Handler) listPending(c echo.Context) error {
+func (h handler) listPending(c echo.Context) error {
 	lq, err := listq.Parse(c.QueryParams(), listq.Spec{})
 	if err != nil {
 		return err
@@ -377,18 +382,18 @@ func (h Handler) listPending(c echo.Context) error {
 	return c.JSON(http.StatusOK, listq.List[Pending]{Data: ps, More: more, Next: next})
 }
 
-func (h Handler) activatePending(c echo.Context) error {
+func (h handler) activatePending(c echo.Context) error {
 	return httpx.Reply(c)(h.svc.Activate(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId")))
 }
 
-func (h Handler) cancelPending(c echo.Context) error {
+func (h handler) cancelPending(c echo.Context) error {
 	if err := h.svc.Cancel(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (h Handler) adjustPending(c echo.Context) error {
+func (h handler) adjustPending(c echo.Context) error {
 	var body struct {
 		Points *int64 `json:"points"`
 	}

@@ -1,4 +1,4 @@
-package loyalty
+package earning
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/tiers"
 )
 
 // EarningRule is how a loyalty program gives points for an event: an order
@@ -34,15 +36,15 @@ type EarningRule struct {
 
 // RuleAttrs is the rule as the API writes it.
 type RuleAttrs struct {
-	Loyalty         RulePoints       `json:"loyalty"`
-	CustomEventRaw  json.RawMessage  `json:"custom_event,omitempty"`
-	LoyaltyTier     *IDRef           `json:"loyalty_tier,omitempty"`
-	PendingPoints   *PendingPeriod   `json:"pending_points,omitempty"`
-	Banner          *string          `json:"banner,omitempty"`
-	StartDate       *time.Time       `json:"start_date,omitempty"`
-	ExpirationDate  *time.Time       `json:"expiration_date,omitempty"`
-	Metadata        map[string]any   `json:"metadata,omitempty"`
-	ExpirationRules *ExpirationRules `json:"expiration_rules,omitempty"`
+	Loyalty         RulePoints               `json:"loyalty"`
+	CustomEventRaw  json.RawMessage          `json:"custom_event,omitempty"`
+	LoyaltyTier     *IDRef                   `json:"loyalty_tier,omitempty"`
+	PendingPoints   *PendingPeriod           `json:"pending_points,omitempty"`
+	Banner          *string                  `json:"banner,omitempty"`
+	StartDate       *time.Time               `json:"start_date,omitempty"`
+	ExpirationDate  *time.Time               `json:"expiration_date,omitempty"`
+	Metadata        map[string]any           `json:"metadata,omitempty"`
+	ExpirationRules *loyalty.ExpirationRules `json:"expiration_rules,omitempty"`
 }
 
 // RulePoints is how many points a rule gives.
@@ -96,6 +98,27 @@ func (r EarningRule) live(t time.Time) bool {
 		(r.Attrs.ExpirationDate == nil || t.Before(*r.Attrs.ExpirationDate))
 }
 
+// inTier says whether the rule earns for a holder in tier t (nil: none).
+func (r EarningRule) inTier(t *tiers.Tier) bool {
+	scope := r.Attrs.LoyaltyTier
+	if anyTier(scope) {
+		return true
+	}
+	return t != nil && t.ID == scope.ID
+}
+
+// anyTier is a rule's tier scope that names no tier, or any (__ANY__).
+func anyTier(ref *IDRef) bool { return ref == nil || ref.ID == "" || ref.ID == "__ANY__" }
+
+// checkTier is 404 for a rule's tier scope naming no tier of the project:
+// never another project's.
+func (s *Service) checkTier(ctx context.Context, q db.Querier, projectID string, ref *IDRef) error {
+	if anyTier(ref) {
+		return nil
+	}
+	return tiers.CheckRef(ctx, q, projectID, ref.ID)
+}
+
 // RuleView is the reference shape of an earning rule.
 type RuleView struct {
 	ID             string          `json:"id"`
@@ -114,13 +137,13 @@ type RuleView struct {
 	ExpirationDate *jsonx.Time     `json:"expiration_date"`
 	// The reference types these as non-nullable objects and arrays, and strictly
 	// typed clients reject a null: absent ones are left out, as in its examples.
-	ValidityTimeframe any              `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek any              `json:"validity_day_of_week,omitempty"`
-	ValidityHours     any              `json:"validity_hours,omitempty"`
-	Metadata          map[string]any   `json:"metadata"`
-	ExpirationRules   *ExpirationRules `json:"expiration_rules,omitempty"` // not nullable either
-	ValidationRuleID  *string          `json:"validation_rule_id"`
-	Active            bool             `json:"active"`
+	ValidityTimeframe any                      `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek any                      `json:"validity_day_of_week,omitempty"`
+	ValidityHours     any                      `json:"validity_hours,omitempty"`
+	Metadata          map[string]any           `json:"metadata"`
+	ExpirationRules   *loyalty.ExpirationRules `json:"expiration_rules,omitempty"` // not nullable either
+	ValidationRuleID  *string                  `json:"validation_rule_id"`
+	Active            bool                     `json:"active"`
 }
 
 // View renders the rule.
@@ -151,15 +174,15 @@ type RuleRequest struct {
 	Source        *struct {
 		Banner *string `json:"banner"`
 	} `json:"source"`
-	Active            *bool            `json:"active"`
-	StartDate         *time.Time       `json:"start_date"`
-	ExpirationDate    *time.Time       `json:"expiration_date"`
-	Metadata          map[string]any   `json:"metadata"`
-	ExpirationRules   *ExpirationRules `json:"expiration_rules"`
-	ValidationRuleID  *string          `json:"validation_rule_id"`
-	ValidityTimeframe json.RawMessage  `json:"validity_timeframe"`
-	ValidityDayOfWeek json.RawMessage  `json:"validity_day_of_week"`
-	ValidityHours     json.RawMessage  `json:"validity_hours"`
+	Active            *bool                    `json:"active"`
+	StartDate         *time.Time               `json:"start_date"`
+	ExpirationDate    *time.Time               `json:"expiration_date"`
+	Metadata          map[string]any           `json:"metadata"`
+	ExpirationRules   *loyalty.ExpirationRules `json:"expiration_rules"`
+	ValidationRuleID  *string                  `json:"validation_rule_id"`
+	ValidityTimeframe json.RawMessage          `json:"validity_timeframe"`
+	ValidityDayOfWeek json.RawMessage          `json:"validity_day_of_week"`
+	ValidityHours     json.RawMessage          `json:"validity_hours"`
 }
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
@@ -237,7 +260,7 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 		r.Attrs.PendingPoints = p
 	}
 	if q.Source != nil && q.Source.Banner != nil {
-		if err := checkText("source.banner", q.Source.Banner); err != nil {
+		if err := loyalty.CheckText("source.banner", q.Source.Banner); err != nil {
 			return err
 		}
 		r.Attrs.Banner = q.Source.Banner
@@ -258,7 +281,7 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 		r.Attrs.Metadata = q.Metadata
 	}
 	if q.ExpirationRules != nil {
-		if err := checkRules(q.ExpirationRules); err != nil {
+		if err := loyalty.CheckExpirationRules(q.ExpirationRules); err != nil {
 			return err
 		}
 		r.Attrs.ExpirationRules = q.ExpirationRules
@@ -310,7 +333,7 @@ func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string,
 	var out []RuleView
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out = nil
-		camp, err := s.campaign(ctx, tx, projectID, campaignID)
+		camp, err := s.prog.Campaign(ctx, tx, projectID, campaignID)
 		if err != nil {
 			return err
 		}
@@ -319,7 +342,7 @@ func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string,
 			if err := applyRule(&r, q, true, fmt.Sprintf("[%d].", i)); err != nil {
 				return err
 			}
-			if err := checkTierRef(ctx, tx, projectID, q.LoyaltyTier); err != nil {
+			if err := s.checkTier(ctx, tx, projectID, q.LoyaltyTier); err != nil {
 				return err
 			}
 			if err := saveRule(ctx, tx, projectID, r, true); err != nil {
@@ -333,11 +356,11 @@ func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string,
 }
 
 // ruleRows are a campaign's earning rules.
-var ruleRows = campaignPart[EarningRule]{table: "earning_rules", columns: ruleColumns, resource: "earning_rule", scan: scanRule}
+var ruleRows = loyalty.NewCampaignPart("earning_rules", ruleColumns, "earning_rule", scanRule)
 
 // GetRule reads a rule of a campaign.
 func (s *Service) GetRule(ctx context.Context, projectID, campaignID, ruleID string) (RuleView, error) {
-	r, err := ruleRows.get(ctx, s, s.pool, projectID, campaignID, ruleID, false)
+	r, err := ruleRows.Get(ctx, s.prog, s.pool, projectID, campaignID, ruleID, false)
 	return r.View(), err
 }
 
@@ -345,14 +368,14 @@ func (s *Service) GetRule(ctx context.Context, projectID, campaignID, ruleID str
 func (s *Service) UpdateRule(ctx context.Context, projectID, campaignID, ruleID string, q RuleRequest) (RuleView, error) {
 	var out EarningRule
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		r, err := ruleRows.get(ctx, s, tx, projectID, campaignID, ruleID, true)
+		r, err := ruleRows.Get(ctx, s.prog, tx, projectID, campaignID, ruleID, true)
 		if err != nil {
 			return err
 		}
 		if err := applyRule(&r, q, false, ""); err != nil {
 			return err
 		}
-		if err := checkTierRef(ctx, tx, projectID, q.LoyaltyTier); err != nil {
+		if err := s.checkTier(ctx, tx, projectID, q.LoyaltyTier); err != nil {
 			return err
 		}
 		now := s.Now()
@@ -366,7 +389,7 @@ func (s *Service) UpdateRule(ctx context.Context, projectID, campaignID, ruleID 
 // DeleteRule removes a rule.
 func (s *Service) DeleteRule(ctx context.Context, projectID, campaignID, ruleID string) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		r, err := ruleRows.get(ctx, s, tx, projectID, campaignID, ruleID, true)
+		r, err := ruleRows.Get(ctx, s.prog, tx, projectID, campaignID, ruleID, true)
 		if err != nil {
 			return err
 		}
@@ -377,7 +400,7 @@ func (s *Service) DeleteRule(ctx context.Context, projectID, campaignID, ruleID 
 
 // ListRules lists a campaign's rules.
 func (s *Service) ListRules(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]RuleView, int, error) {
-	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
+	camp, err := s.prog.Campaign(ctx, s.pool, projectID, campaignID)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -408,7 +431,7 @@ func (s *Service) ListRules(ctx context.Context, projectID, campaignID string, l
 	return vs, len(rs), nil
 }
 
-func registerRules(g *echo.Group, h Handler) {
+func registerRules(g *echo.Group, h handler) {
 	g.POST("/loyalties/:campaignId/earning-rules", h.createRules)
 	g.GET("/loyalties/:campaignId/earning-rules", h.listRules)
 	g.GET("/loyalties/:campaignId/earning-rules/:ruleId", h.getRule)
@@ -418,13 +441,13 @@ func registerRules(g *echo.Group, h Handler) {
 	g.POST("/loyalties/:campaignId/earning-rules/:ruleId/disable", h.toggleRule(false))
 }
 
-func (h Handler) createRules(c echo.Context) error {
+func (h handler) createRules(c echo.Context) error {
 	return httpx.WithBody(c, func(qs []RuleRequest) (any, error) {
 		return h.svc.CreateRules(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), qs)
 	})
 }
 
-func (h Handler) listRules(c echo.Context) error {
+func (h handler) listRules(c echo.Context) error {
 	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"},
 		Pages: true})
 	if err != nil {
@@ -438,24 +461,24 @@ func (h Handler) listRules(c echo.Context) error {
 	return c.JSON(http.StatusOK, listq.List[RuleView]{Data: vs, Total: &total, More: total > len(vs)})
 }
 
-func (h Handler) getRule(c echo.Context) error {
+func (h handler) getRule(c echo.Context) error {
 	return httpx.Reply(c)(h.svc.GetRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId")))
 }
 
-func (h Handler) updateRule(c echo.Context) error {
+func (h handler) updateRule(c echo.Context) error {
 	return httpx.WithBody(c, func(q RuleRequest) (any, error) {
 		return h.svc.UpdateRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"), q)
 	})
 }
 
-func (h Handler) deleteRule(c echo.Context) error {
+func (h handler) deleteRule(c echo.Context) error {
 	if err := h.svc.DeleteRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (h Handler) toggleRule(active bool) echo.HandlerFunc {
+func (h handler) toggleRule(active bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		v, err := h.svc.UpdateRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"),
 			RuleRequest{Active: &active})

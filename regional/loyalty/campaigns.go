@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/telemetry"
 
 	"github.com/jackc/pgx/v5"
@@ -45,7 +46,7 @@ type voucherRequest struct {
 	Type        *string        `json:"type"`
 	LoyaltyCard *cardRequest   `json:"loyalty_card"`
 	Redemption  map[string]any `json:"redemption"`
-	CodeConfig  *CodeConfig    `json:"code_config"`
+	CodeConfig  *codes.Config  `json:"code_config"`
 }
 
 type cardRequest struct {
@@ -53,7 +54,8 @@ type cardRequest struct {
 	ExpirationRules *ExpirationRules `json:"expiration_rules"`
 }
 
-func checkRules(r *ExpirationRules) error {
+// CheckExpirationRules refuses expiration rules the ledger cannot apply.
+func CheckExpirationRules(r *ExpirationRules) error {
 	if r == nil {
 		return nil
 	}
@@ -81,8 +83,8 @@ func checkRules(r *ExpirationRules) error {
 	return nil
 }
 
-// expiry is when points added now expire under the rules (nil: never).
-func (r *ExpirationRules) expiry(now time.Time) *time.Time {
+// Expiry is when points added now expire under the rules (nil: never).
+func (r *ExpirationRules) Expiry(now time.Time) *time.Time {
 	if r == nil {
 		return nil
 	}
@@ -174,7 +176,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 				}
 				a.Voucher.LoyaltyCard.Points = *p
 			}
-			if err := checkRules(v.LoyaltyCard.ExpirationRules); err != nil {
+			if err := CheckExpirationRules(v.LoyaltyCard.ExpirationRules); err != nil {
 				return CampaignView{}, err
 			}
 			a.Voucher.LoyaltyCard.ExpirationRules = v.LoyaltyCard.ExpirationRules
@@ -186,7 +188,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 			a.Voucher.CodeConfig = *v.CodeConfig
 		}
 	}
-	gen, err := newGenerator(a.Voucher.CodeConfig)
+	gen, err := codes.New(a.Voucher.CodeConfig)
 	if err != nil {
 		return CampaignView{}, err
 	}
@@ -197,7 +199,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 	if count < 0 || count > maxCards {
 		return CampaignView{}, apierr.InvalidPayload(fmt.Sprintf("vouchers_count must be from 0 to %d", maxCards))
 	}
-	if err := gen.check(count); err != nil {
+	if err := gen.Check(count); err != nil {
 		return CampaignView{}, err
 	}
 	now := s.Now()
@@ -241,7 +243,7 @@ type generateParams struct {
 
 // generate makes n cards of a campaign in q, in chunks, regenerating the
 // codes that collide with existing ones. It returns how many it made.
-func (s *Service) generate(ctx context.Context, q db.Querier, projectID string, c Campaign, gen generator, n int64, now time.Time) (int64, error) {
+func (s *Service) generate(ctx context.Context, q db.Querier, projectID string, c Campaign, gen codes.Generator, n int64, now time.Time) (int64, error) {
 	var made int64
 	for tries := 0; made < n; tries++ {
 		if tries > 50 {
@@ -250,7 +252,7 @@ func (s *Service) generate(ctx context.Context, q db.Querier, projectID string, 
 		chunk := min(n-made, 5000)
 		codes := make([]string, chunk)
 		for i := range codes {
-			codes[i] = gen.next()
+			codes[i] = gen.Next()
 		}
 		cardIDs := make([]string, chunk)
 		for i := range cardIDs {
@@ -279,12 +281,12 @@ func (s *Service) generate(ctx context.Context, q db.Querier, projectID string, 
 // initialPoints gives new cards the campaign's starting points, each with
 // its POINTS_ADDITION, so that balances stay the sum of their transactions.
 func (s *Service) initialPoints(ctx context.Context, q db.Querier, projectID string, c Campaign, cardIDs []string, points int64, now time.Time) error {
-	exp := c.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+	exp := c.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
 	txIDs, details := make([]string, len(cardIDs)), make([]string, len(cardIDs))
 	for i, id := range cardIDs {
 		txIDs[i] = ids.New("vtx_")
 		card := Card{ID: id, Points: points, Balance: points}
-		d, _ := json.Marshal(map[string]any{"balance": card.balance(points)})
+		d, _ := json.Marshal(map[string]any{"balance": card.BalanceAfter(points)})
 		details[i] = string(d)
 	}
 	b := &pgx.Batch{}
@@ -314,7 +316,7 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	gen, err := newGenerator(c.Attrs.Voucher.CodeConfig)
+	gen, err := codes.New(c.Attrs.Voucher.CodeConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +351,7 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 
 // GetCampaign returns a campaign by id or name.
 func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (CampaignView, error) {
-	c, err := s.campaign(ctx, s.pool, projectID, idOrName)
+	c, err := s.Campaign(ctx, s.pool, projectID, idOrName)
 	if err != nil {
 		return CampaignView{}, err
 	}
@@ -394,7 +396,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string
 		return CampaignView{}, apierr.InvalidPayload("join_once is always true for loyalty campaigns")
 	}
 	if r.LoyaltyCard != nil {
-		if err := checkRules(r.LoyaltyCard.ExpirationRules); err != nil {
+		if err := CheckExpirationRules(r.LoyaltyCard.ExpirationRules); err != nil {
 			return CampaignView{}, err
 		}
 		if r.LoyaltyCard.Points != nil {
@@ -404,7 +406,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string
 	var c Campaign
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		if c, err = s.campaign(ctx, tx, projectID, idOrName); err != nil {
+		if c, err = s.Campaign(ctx, tx, projectID, idOrName); err != nil {
 			return err
 		}
 		a := &c.Attrs
@@ -463,7 +465,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string
 func (s *Service) DeleteCampaign(ctx context.Context, projectID, idOrName string) (string, error) {
 	var actionID string
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		c, err := s.campaign(ctx, tx, projectID, idOrName)
+		c, err := s.Campaign(ctx, tx, projectID, idOrName)
 		if err != nil {
 			return err
 		}
@@ -506,9 +508,9 @@ func (s *Service) deleteJob(ctx context.Context, job *async.Job) (any, error) {
 			b := &pgx.Batch{}
 			b.Queue(`DELETE FROM loyalty_transactions WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
 			b.Queue(`DELETE FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
-			// Pending entries go with their cards: left, the sweep would
-			// read them as due on every pass.
-			b.Queue(`DELETE FROM loyalty_pending_points WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
+			if s.earning != nil {
+				s.earning.QueueDropOfCards(b, job.ProjectID, cardIDs)
+			}
 			b.Queue(`DELETE FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
 			return tx.SendBatch(ctx, b).Close()
 		})
@@ -521,8 +523,10 @@ func (s *Service) deleteJob(ctx context.Context, job *async.Job) (any, error) {
 		deleted += n
 		_ = job.Progress(ctx, 50)
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM earning_rules WHERE project_id = $1 AND campaign_id = $2`, job.ProjectID, p.CampaignID); err != nil {
-		return nil, err
+	if s.earning != nil {
+		if err := s.earning.DropOfCampaign(ctx, s.pool, job.ProjectID, p.CampaignID); err != nil {
+			return nil, err
+		}
 	}
 	return map[string]any{"campaign_id": p.CampaignID, "deleted_vouchers": deleted}, nil
 }

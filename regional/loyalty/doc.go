@@ -1,14 +1,17 @@
-// Package loyalty serves loyalty programs: campaigns and their cards
-// (campaigns.go, members.go), the points ledger every balance change goes
-// through (ledger.go: balance changes, transfers, the card lock and the
-// transaction record; store.go: the card figures, point buckets and their
-// expiry), tiers and reward assignments (tiers.go, assignments.go), earning
-// (earning.go: rules; pending.go: accruals from paid orders, pending points
-// and their sweep; expiration.go: points expiring). Redemptions are a
-// package of their own built on this one (regional/redemptions), through
-// program.go: LockCard, LedgerWrite and the pricing rules.
+// Package loyalty is the loyalty program: campaigns and their cards
+// (campaigns.go, members.go) and the points ledger every balance change
+// goes through (ledger.go: balance changes, transfers, the card lock, the
+// one write path LedgerWrite and the tier events it raises; store.go: the
+// card figures, point buckets and the transaction record; expiration.go:
+// points expiring). It owns the loyalty_campaigns, loyalty_cards,
+// loyalty_point_buckets and loyalty_transactions tables.
 //
-// A card's points change only with the card's row locked (lockCard): the
+// Three packages are built on it, through program.go and the exported
+// ledger: earning (rules, accruals, pending points), redemptions (reward
+// assignments and paying for them) and tiers (the tier definitions, whose
+// ranges the card lock reads with every card).
+//
+// A card's points change only with the card's row locked (LockCard): the
 // figures, the ledger row, the buckets, tier shifts and webhook events of a
 // change are written together in the same transaction, read committed,
 // after the lock (see internal/db.InTxReadCommitted).

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tallyhq/tally/internal/clock"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
@@ -21,6 +23,11 @@ import (
 
 // EventPointsExpired is the webhook event of points expiring.
 const EventPointsExpired = "voucher.loyalty_card.points_expired"
+
+// Run expires due points every interval until ctx ends.
+func (s *Service) Run(ctx context.Context, interval time.Duration, log func(error)) {
+	clock.Every(ctx, interval, log, s.Expire)
+}
 
 // Expire takes from every card the points whose expiration date is before
 // the clock's date, writing a POINTS_EXPIRATION per card: the points of a
@@ -62,8 +69,8 @@ func (s *Service) expireCard(ctx context.Context, projectID, cardID string, toda
 	done := 0
 	err := db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 		done = 0
-		var card lockedCard
-		var buckets []bucket
+		var card LockedCard
+		var buckets []Bucket
 		b := &pgx.Batch{}
 		queueLockCard(b, s.attrs, projectID, "", cardID, &card)
 		queueBuckets(b, projectID, cardID, &buckets)
@@ -75,7 +82,7 @@ func (s *Service) expireCard(ctx context.Context, projectID, cardID string, toda
 			return w, nil // its campaign is being deleted, and its buckets with it
 		}
 		var expired int64
-		var rest []bucket
+		var rest []Bucket
 		for _, bk := range buckets {
 			if bk.ExpiresOn != nil && bk.ExpiresOn.Before(today) {
 				expired += bk.Points
@@ -88,18 +95,18 @@ func (s *Service) expireCard(ctx context.Context, projectID, cardID string, toda
 			return w, nil // another sweep was first
 		}
 		now := s.Now()
-		l := s.ledgerWrite(projectID, w, now)
+		l := s.LedgerWrite(projectID, w, now)
 		l.expire(&card.Card, expired, rest)
-		bal := card.balance(-expired)
+		bal := card.BalanceAfter(-expired)
 		bal.OperationType = "AUTOMATIC"
 		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: PointsExpiration,
 			CreatedAt: jsonx.Time{Time: now}, Delta: -expired}
 		t.Details, _ = json.Marshal(map[string]any{"balance": bal})
-		if err := l.record(ctx, t, &card.Card, card.Campaign); err != nil {
+		if err := l.Record(ctx, t, &card.Card, card.Campaign); err != nil {
 			return nil, err
 		}
 		done = 1
-		return l.done(), s.events.Queue(ctx, w, projectID, EventPointsExpired, card.ID,
+		return l.Done(), s.events.Queue(ctx, w, projectID, EventPointsExpired, card.ID,
 			map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": t})
 	})
 	return done, err

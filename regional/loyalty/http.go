@@ -36,10 +36,6 @@ func Register(g *echo.Group, svc *Service) {
 	g.GET("/loyalties/members/:memberId/transactions", h.transactions)
 	g.GET("/loyalties/:campaignId/members/:memberId/transactions", h.transactions)
 	g.GET("/loyalties/:campaignId/transactions", h.transactions)
-	registerRules(g, h)
-	registerPending(g, h)
-	registerAssignments(g, h)
-	registerTiers(g, h)
 	registerExpiration(g, h)
 }
 

@@ -13,8 +13,8 @@ import (
 // and every later read of the object and its whole list answered 500.
 func TestNumbersOutOfRangeAreRefusedAndListsStillRead(t *testing.T) {
 	_, a := start(t)
-	campID := a.campaign("Numbers", nil)["id"].(string)
-	code := a.member(campID, "nina")["code"].(string)
+	campID := a.Campaign("Numbers", nil)["id"].(string)
+	code := a.Member(campID, "nina")["code"].(string)
 	_ = code
 	const huge = "1e400"
 	for _, c := range []struct{ method, path, body, field, list string }{
@@ -47,7 +47,7 @@ func TestNumbersOutOfRangeAreRefusedAndListsStillRead(t *testing.T) {
 func TestAnotherProjectsIDsAreNotFound(t *testing.T) {
 	e, a := start(t)
 	b := api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}}
-	bCamp := b.campaign("Theirs", nil)["id"].(string)
+	bCamp := b.Campaign("Theirs", nil)["id"].(string)
 	var bTiers []map[string]any
 	if r := b.Do("POST", "/v1/loyalties/"+bCamp+"/tiers", []map[string]any{{"name": "Gold", "points": map[string]any{"from": 0}}}); r.Status != 200 || json.Unmarshal(r.Body, &bTiers) != nil {
 		t.Fatalf("their tier: %d %s", r.Status, r.Body)
@@ -55,7 +55,7 @@ func TestAnotherProjectsIDsAreNotFound(t *testing.T) {
 	theirTier := bTiers[0]["id"].(string)
 	theirCustomer := b.OK("POST", "/v1/customers", map[string]any{"source_id": "theirs"})["id"].(string)
 
-	camp := a.campaign("Ours", nil)["id"].(string)
+	camp := a.Campaign("Ours", nil)["id"].(string)
 	rule := []map[string]any{{"event": "order.paid", "loyalty_tier": map[string]any{"id": theirTier},
 		"loyalty": map[string]any{"type": "FIXED", "points": 10}}}
 	if m := a.Fails("POST", "/v1/loyalties/"+camp+"/earning-rules", rule, 404, "not_found"); !strings.Contains(m["details"].(string), theirTier) {

@@ -24,13 +24,13 @@ func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 	e, a := start(t)
 	// Transfers give points expiring by the campaign's rules; additions
 	// choose among three dates and none, so cards hold several buckets.
-	campID := a.campaign("Integrity", map[string]any{"voucher": map[string]any{"type": "LOYALTY_CARD",
+	campID := a.Campaign("Integrity", map[string]any{"voucher": map[string]any{"type": "LOYALTY_CARD",
 		"loyalty_card": map[string]any{"points": 0, "expiration_rules": map[string]any{"period_type": "MONTH", "period_value": 6}}}})["id"].(string)
 	dates := []string{"", time.Now().AddDate(0, 1, 0).Format(time.DateOnly), time.Now().AddDate(0, 3, 0).Format(time.DateOnly),
 		time.Now().AddDate(1, 0, 0).Format(time.DateOnly)}
 	codes := make([]string, 50)
 	for i := range codes {
-		codes[i] = a.member(campID, fmt.Sprintf("m%02d", i))["code"].(string)
+		codes[i] = a.Member(campID, fmt.Sprintf("m%02d", i))["code"].(string)
 		a.OK("POST", "/v1/loyalties/members/"+codes[i]+"/balance", map[string]any{"points": 100})
 	}
 	var added, removed, txCount, ops, refused atomic.Int64

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/tiers"
 
 	"github.com/jackc/pgx/v5"
 
@@ -41,10 +42,10 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 	if pts > 1_000_000_000 || pts < -1_000_000_000 {
 		return Balance{}, apierr.InvalidPayload("points must be within ±1000000000")
 	}
-	if err := checkText("reason", r.Reason); err != nil {
+	if err := CheckText("reason", r.Reason); err != nil {
 		return Balance{}, err
 	}
-	if err := checkText("source_id", r.SourceID); err != nil {
+	if err := CheckText("source_id", r.SourceID); err != nil {
 		return Balance{}, err
 	}
 	expType := "PROGRAM_RULES"
@@ -84,11 +85,11 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 	// buckets) is read after the lock: two round trips in all, the locking
 	// read with BEGIN and the writes with COMMIT.
 	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
-		var buckets *[]bucket
+		var buckets *[]Bucket
 		if pts < 0 {
-			buckets = new([]bucket)
+			buckets = new([]Bucket)
 		}
-		card, err := s.lockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID, buckets)
+		card, err := s.LockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID, buckets)
 		if err != nil {
 			return nil, err
 		}
@@ -97,26 +98,26 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: r.SourceID,
 			Reason: r.Reason, Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, Delta: pts}
 		w := &pgx.Batch{}
-		l := s.ledgerWrite(projectID, w, now)
+		l := s.LedgerWrite(projectID, w, now)
 		if pts > 0 {
 			exp := custom
 			if expType == "PROGRAM_RULES" {
-				exp = camp.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
+				exp = camp.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
 			}
-			l.add(&card.Card, earned, pts, exp)
+			l.Add(&card.Card, Earned, pts, exp)
 			t.Type = PointsAddition
 		} else {
 			if card.Balance < -pts {
-				return nil, pointsExceeded(card.Card, -pts)
+				return nil, PointsExceeded(card.Card, -pts)
 			}
-			if _, err := l.take(&card.Card, subtracted, -pts, *buckets); err != nil {
+			if _, err := l.Take(&card.Card, Subtracted, -pts, *buckets); err != nil {
 				return nil, err
 			}
 			t.Type = PointsRemoval
 		}
-		out = card.balance(pts)
+		out = card.BalanceAfter(pts)
 		t.Details, _ = json.Marshal(map[string]any{"balance": out})
-		if err := l.record(ctx, t, &card.Card, camp); err != nil {
+		if err := l.Record(ctx, t, &card.Card, camp); err != nil {
 			return nil, err
 		}
 		if pts > 0 {
@@ -125,21 +126,21 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 				return nil, err
 			}
 		}
-		return l.done(), nil
+		return l.Done(), nil
 	})
 	return out, err
 }
 
-// lockCard locks and reads a card of a live campaign (and, when buckets is
+// LockCard locks and reads a card of a live campaign (and, when buckets is
 // not nil, its buckets) with send, which runs one batch in the caller's
 // transaction: by code, the way clients name cards, or else by id
 // (cardIDOf). A card not found is its 404.
 //
 // also, when given, queues more reads into the same batch: of things found
 // through the card whose code or id is key.
-func (s *Service) lockCard(ctx context.Context, send func(*pgx.Batch) error, projectID, campaignID, memberID string,
-	buckets *[]bucket, also ...func(b *pgx.Batch, key string)) (lockedCard, error) {
-	var card lockedCard
+func (s *Service) LockCard(ctx context.Context, send func(*pgx.Batch) error, projectID, campaignID, memberID string,
+	buckets *[]Bucket, also ...func(b *pgx.Batch, key string)) (LockedCard, error) {
+	var card LockedCard
 	b := &pgx.Batch{}
 	queueLockCard(b, s.attrs, projectID, campaignID, memberID, &card)
 	if buckets != nil {
@@ -162,7 +163,7 @@ func (s *Service) lockCard(ctx context.Context, send func(*pgx.Batch) error, pro
 // the card's.
 func (s *Service) missingCard(ctx context.Context, projectID, campaignID, memberID string) error {
 	if campaignID != "" {
-		if _, err := s.campaign(ctx, s.pool, projectID, campaignID); err != nil {
+		if _, err := s.Campaign(ctx, s.pool, projectID, campaignID); err != nil {
 			return err
 		}
 	}
@@ -178,6 +179,55 @@ func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t 
 		return err
 	}
 	return s.queueTierShift(ctx, b, projectID, card, camp, card.Balance-t.Delta)
+}
+
+// Webhook events of tiers: a card's holder enters or leaves a tier as its
+// balance crosses the tiers' point ranges.
+const (
+	EventTierJoined     = "customer.loyalty.tier.joined"
+	EventTierLeft       = "customer.loyalty.tier.left"
+	EventTierUpgraded   = "customer.loyalty.tier.upgraded"
+	EventTierDowngraded = "customer.loyalty.tier.downgraded"
+)
+
+// queueTierShift queues the events of a card whose balance went from
+// before to its present one, when that moved it between tiers.
+func (s *Service) queueTierShift(ctx context.Context, b *pgx.Batch, projectID string, card Card, camp Campaign, before int64) error {
+	if len(camp.Tiers) == 0 {
+		return nil
+	}
+	from, to := tiers.Of(camp.Tiers, before), tiers.Of(camp.Tiers, card.Balance)
+	if from == to {
+		return nil
+	}
+	holder := ""
+	if card.HolderID != nil {
+		holder = *card.HolderID
+	}
+	body := func(t *tiers.Tier) map[string]any {
+		return map[string]any{"loyalty_tier": t.View(), "customer": map[string]any{"id": holder, "object": "customer"},
+			"campaign": map[string]any{"id": camp.ID, "name": camp.Name}, "voucher": card.View(camp)}
+	}
+	if from != nil {
+		if err := s.events.Queue(ctx, b, projectID, EventTierLeft, card.ID, body(from)); err != nil {
+			return err
+		}
+	}
+	if to != nil {
+		if err := s.events.Queue(ctx, b, projectID, EventTierJoined, card.ID, body(to)); err != nil {
+			return err
+		}
+	}
+	if from != nil && to != nil {
+		ev := EventTierUpgraded
+		if to.From < from.From {
+			ev = EventTierDowngraded
+		}
+		o := body(to)
+		o["previous_loyalty_tier"] = from.View()
+		return s.events.Queue(ctx, b, projectID, ev, card.ID, o)
+	}
+	return nil
 }
 
 // TransferRequest is one source card of a transfer.
@@ -204,14 +254,14 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 		if r.Points <= 0 || r.Points > 1_000_000_000 {
 			return CardView{}, apierr.InvalidPayload(fmt.Sprintf("[%d].points must be a positive number of points", i))
 		}
-		if err := checkText(fmt.Sprintf("[%d].reason", i), r.Reason); err != nil {
+		if err := CheckText(fmt.Sprintf("[%d].reason", i), r.Reason); err != nil {
 			return CardView{}, err
 		}
-		if err := checkText(fmt.Sprintf("[%d].source_id", i), r.SourceID); err != nil {
+		if err := CheckText(fmt.Sprintf("[%d].source_id", i), r.SourceID); err != nil {
 			return CardView{}, err
 		}
 	}
-	var dest lockedCard
+	var dest LockedCard
 	// READ COMMITTED under the cards' row locks, as a balance change: two
 	// round trips, the locking reads of every card with its campaign, tiers
 	// and buckets with BEGIN, and every write with COMMIT. The cards are
@@ -226,8 +276,8 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 		}
 		slices.Sort(keys)
 		keys = slices.Compact(keys)
-		locked := make([]lockedCard, len(keys))
-		bks := make([][]bucket, len(keys))
+		locked := make([]LockedCard, len(keys))
+		bks := make([][]Bucket, len(keys))
 		b := &pgx.Batch{}
 		for i, k := range keys {
 			queueLockCard(b, s.attrs, projectID, "", k, &locked[i])
@@ -237,8 +287,8 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 			return nil, err
 		}
 		// Two keys may name one card (its code and its id): one copy of it.
-		byKey, byID := map[string]*lockedCard{}, map[string]*lockedCard{}
-		buckets := map[string][]bucket{}
+		byKey, byID := map[string]*LockedCard{}, map[string]*LockedCard{}
+		buckets := map[string][]Bucket{}
 		for i, k := range keys {
 			if !locked[i].Found {
 				continue
@@ -249,13 +299,13 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 			}
 			byKey[k] = byID[locked[i].ID]
 		}
-		find := func(key string) *lockedCard { return byKey[key] }
+		find := func(key string) *LockedCard { return byKey[key] }
 		d := find(memberID)
 		if d == nil || (campaignID != "" && d.Campaign.ID != campaignID && d.Campaign.Name != campaignID) {
 			return nil, s.missingCard(ctx, projectID, campaignID, memberID)
 		}
 		want := map[string]int64{} // by card id
-		donors := make([]*lockedCard, len(rs))
+		donors := make([]*LockedCard, len(rs))
 		for i, r := range rs {
 			c := find(r.Code)
 			if c == nil {
@@ -269,38 +319,38 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 		}
 		for _, c := range donors {
 			if c.Balance < want[c.ID] {
-				return nil, pointsExceeded(c.Card, want[c.ID])
+				return nil, PointsExceeded(c.Card, want[c.ID])
 			}
 		}
 		now := s.Now()
-		exp := d.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.expiry(now)
-		l := s.ledgerWrite(projectID, &pgx.Batch{}, now)
+		exp := d.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
+		l := s.LedgerWrite(projectID, &pgx.Batch{}, now)
 		for i, r := range rs {
 			donor := donors[i]
-			rest, err := l.take(&donor.Card, subtracted, r.Points, buckets[donor.ID])
+			rest, err := l.Take(&donor.Card, Subtracted, r.Points, buckets[donor.ID])
 			if err != nil {
 				return nil, err
 			}
 			buckets[donor.ID] = rest
-			l.add(&d.Card, earned, r.Points, exp)
+			l.Add(&d.Card, Earned, r.Points, exp)
 			outID, inID := ids.New("vtx_"), ids.New("vtx_")
 			out := Transaction{ID: outID, VoucherID: donor.ID, CampaignID: donor.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
 				Source: ptr("API"), Type: PointsTransferOut, RelatedTransactionID: &inID, CreatedAt: jsonx.Time{Time: now}, Delta: -r.Points}
-			out.Details, _ = json.Marshal(map[string]any{"balance": donor.balance(-r.Points),
+			out.Details, _ = json.Marshal(map[string]any{"balance": donor.BalanceAfter(-r.Points),
 				"destination_voucher": d.simpleVoucher(d.Campaign)})
 			in := Transaction{ID: inID, VoucherID: d.ID, CampaignID: d.CampaignID, SourceID: r.SourceID, Reason: r.Reason,
 				Source: ptr("API"), Type: PointsTransferIn, RelatedTransactionID: &outID, CreatedAt: jsonx.Time{Time: now}, Delta: r.Points}
-			in.Details, _ = json.Marshal(map[string]any{"balance": d.balance(r.Points),
+			in.Details, _ = json.Marshal(map[string]any{"balance": d.BalanceAfter(r.Points),
 				"source_voucher": donor.simpleVoucher(donor.Campaign)})
-			if err := l.record(ctx, out, &donor.Card, donor.Campaign); err != nil {
+			if err := l.Record(ctx, out, &donor.Card, donor.Campaign); err != nil {
 				return nil, err
 			}
-			if err := l.record(ctx, in, &d.Card, d.Campaign); err != nil {
+			if err := l.Record(ctx, in, &d.Card, d.Campaign); err != nil {
 				return nil, err
 			}
 		}
 		dest = *d
-		return l.done(), nil
+		return l.Done(), nil
 	})
 	if err != nil {
 		return CardView{}, err
@@ -320,7 +370,7 @@ func (s *Service) ListTransactions(ctx context.Context, projectID, campaignID, m
 		if memberID != "" {
 			_, _, err = s.card(ctx, s.pool, projectID, campaignID, memberID, false)
 		} else {
-			_, err = s.campaign(ctx, s.pool, projectID, campaignID)
+			_, err = s.Campaign(ctx, s.pool, projectID, campaignID)
 		}
 		if err != nil {
 			return nil, false, "", err
@@ -330,24 +380,24 @@ func (s *Service) ListTransactions(ctx context.Context, projectID, campaignID, m
 	return ts, more, next, nil
 }
 
-// pointsKind is what a change of a card's points is, which decides the
+// PointsKind is what a change of a card's points is, which decides the
 // figures it moves.
-type pointsKind int
+type PointsKind int
 
 const (
-	earned     pointsKind = iota // additions, accruals, activations, transfers in: points and balance up
-	subtracted                   // removals, transfers out: subtracted points up, balance down
-	redeemed                     // redemptions: redeemed points up, balance down
-	refunded                     // rollbacks: redeemed points down, balance up
+	Earned     PointsKind = iota // additions, accruals, activations, transfers in: points and balance up
+	Subtracted                   // removals, transfers out: subtracted points up, balance down
+	Redeemed                     // redemptions: redeemed points up, balance down
+	Refunded                     // rollbacks: redeemed points down, balance up
 )
 
-// ledgerWrite is the one write path of points: every change of a locked
+// LedgerWrite is the one write path of points: every change of a locked
 // card's points in a transaction goes through it. It queues the bucket
 // writes and the ledger entries (with their webhook and tier events) onto
 // the transaction's batch as it goes, keeps each card's figures and next
 // expiration in step, and queues each touched card's figures once at the
-// end (done).
-type ledgerWrite struct {
+// end (Done).
+type LedgerWrite struct {
 	s         *Service
 	projectID string
 	now       time.Time
@@ -355,11 +405,12 @@ type ledgerWrite struct {
 	touched   []*Card
 }
 
-func (s *Service) ledgerWrite(projectID string, b *pgx.Batch, now time.Time) *ledgerWrite {
-	return &ledgerWrite{s: s, projectID: projectID, now: now, b: b}
+// LedgerWrite starts the writes of points of a transaction onto b.
+func (s *Service) LedgerWrite(projectID string, b *pgx.Batch, now time.Time) *LedgerWrite {
+	return &LedgerWrite{s: s, projectID: projectID, now: now, b: b}
 }
 
-func (l *ledgerWrite) touch(c *Card) {
+func (l *LedgerWrite) touch(c *Card) {
 	c.UpdatedAt = &l.now
 	for _, t := range l.touched {
 		if t == c {
@@ -369,18 +420,18 @@ func (l *ledgerWrite) touch(c *Card) {
 	l.touched = append(l.touched, c)
 }
 
-// add puts points on c's bucket for exp (nil: never expiring): earned, or
+// Add puts points on c's bucket for exp (nil: never expiring): earned, or
 // refunded (a rollback gives each taken part back to the bucket it left).
-func (l *ledgerWrite) add(c *Card, kind pointsKind, pts int64, exp *time.Time) {
+func (l *LedgerWrite) Add(c *Card, kind PointsKind, pts int64, exp *time.Time) {
 	queueAddBucket(l.b, l.projectID, c.ID, pts, exp, l.now)
 	c.addPoints(kind, pts, exp)
 	l.touch(c)
 }
 
-// take removes points from c's buckets bs, soonest-expiring first
+// Take removes points from c's buckets bs, soonest-expiring first
 // (subtracted or redeemed), and returns what is left of the buckets. The
 // caller has checked the balance.
-func (l *ledgerWrite) take(c *Card, kind pointsKind, pts int64, bs []bucket) ([]bucket, error) {
+func (l *LedgerWrite) Take(c *Card, kind PointsKind, pts int64, bs []Bucket) ([]Bucket, error) {
 	rest, err := queueTake(l.b, l.projectID, c.ID, bs, pts, l.now)
 	if err != nil {
 		return nil, err
@@ -392,27 +443,27 @@ func (l *ledgerWrite) take(c *Card, kind pointsKind, pts int64, bs []bucket) ([]
 
 // expire counts points of buckets past their date as expired; rest are the
 // card's buckets left. The caller deletes the expired buckets.
-func (l *ledgerWrite) expire(c *Card, pts int64, rest []bucket) {
+func (l *LedgerWrite) expire(c *Card, pts int64, rest []Bucket) {
 	c.ExpiredPoints += pts
 	c.Balance -= pts
 	c.expireFrom(rest)
 	l.touch(c)
 }
 
-// pending moves c's pending points (entries added, adjusted, canceled,
+// Pending moves c's pending points (entries added, adjusted, canceled,
 // activated).
-func (l *ledgerWrite) pending(c *Card, delta int64) {
+func (l *LedgerWrite) Pending(c *Card, delta int64) {
 	c.PendingPoints += delta
 	l.touch(c)
 }
 
-// record queues ledger entry t of c with its webhook and tier events.
-func (l *ledgerWrite) record(ctx context.Context, t Transaction, c *Card, camp Campaign) error {
+// Record queues ledger entry t of c with its webhook and tier events.
+func (l *LedgerWrite) Record(ctx context.Context, t Transaction, c *Card, camp Campaign) error {
 	return l.s.record(ctx, l.b, l.projectID, t, *c, camp)
 }
 
-// done queues the figures of every card the write touched.
-func (l *ledgerWrite) done() *pgx.Batch {
+// Done queues the figures of every card the write touched and returns the batch.
+func (l *LedgerWrite) Done() *pgx.Batch {
 	for _, c := range l.touched {
 		queueFigures(l.b, l.projectID, c)
 	}
@@ -421,11 +472,11 @@ func (l *ledgerWrite) done() *pgx.Batch {
 }
 
 // addPoints is the figures' side of add.
-func (c *Card) addPoints(kind pointsKind, pts int64, exp *time.Time) {
+func (c *Card) addPoints(kind PointsKind, pts int64, exp *time.Time) {
 	switch kind {
-	case earned:
+	case Earned:
 		c.Points += pts
-	case refunded:
+	case Refunded:
 		c.RedeemedPoints -= pts
 	default:
 		panic(fmt.Sprintf("loyalty: add of kind %d", kind))
@@ -435,11 +486,11 @@ func (c *Card) addPoints(kind pointsKind, pts int64, exp *time.Time) {
 }
 
 // takePoints is the figures' side of take.
-func (c *Card) takePoints(kind pointsKind, pts int64, rest []bucket) {
+func (c *Card) takePoints(kind PointsKind, pts int64, rest []Bucket) {
 	switch kind {
-	case subtracted:
+	case Subtracted:
 		c.SubtractedPoints += pts
-	case redeemed:
+	case Redeemed:
 		c.RedeemedPoints += pts
 	default:
 		panic(fmt.Sprintf("loyalty: take of kind %d", kind))
@@ -448,9 +499,9 @@ func (c *Card) takePoints(kind pointsKind, pts int64, rest []bucket) {
 	c.expireFrom(rest)
 }
 
-// pointsExceeded is the reference's error for a card whose balance does not
+// PointsExceeded is the reference's error for a card whose balance does not
 // cover what is asked of it.
-func pointsExceeded(c Card, want int64) error {
+func PointsExceeded(c Card, want int64) error {
 	return apierr.New(http.StatusBadRequest, "loyalty_card_points_exceeded", "Loyalty card points exceeded",
 		fmt.Sprintf("Card %s has %d points; %d cannot be taken from it.", c.Code, c.Balance, want))
 }

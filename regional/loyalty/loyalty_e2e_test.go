@@ -20,65 +20,13 @@ func start(t *testing.T) (*stacktest.Env, api) {
 	return e, api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}}
 }
 
-func (a api) campaign(name string, extra map[string]any) map[string]any {
-	a.T.Helper()
-	body := map[string]any{"name": name, "vouchers_count": 1,
-		"voucher": map[string]any{"type": "LOYALTY_CARD", "loyalty_card": map[string]any{"points": 0},
-			"code_config": map[string]any{"prefix": "LC-", "length": 6, "charset": "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"}}}
-	for k, v := range extra {
-		body[k] = v
-	}
-	return a.OK("POST", "/v1/loyalties", body)
-}
-
-func (a api) member(campaign, sourceID string) map[string]any {
-	a.T.Helper()
-	return a.OK("POST", "/v1/loyalties/"+campaign+"/members", map[string]any{
-		"customer": map[string]any{"source_id": sourceID, "name": "Member " + sourceID}})
-}
-
 func card(m map[string]any) map[string]any { return m["loyalty_card"].(map[string]any) }
 
 func num(v any) int64 { return int64(v.(float64)) }
 
-var txFields = []string{"id", "source_id", "voucher_id", "campaign_id", "source", "reason", "type", "details",
-	"related_transaction_id", "created_at"}
-
-// checkTx checks that every field of the transaction table is present and
-// that details hold exactly the sub-objects its type carries.
-func checkTx(t *testing.T, tx map[string]any, typ string, details ...string) {
-	t.Helper()
-	for _, f := range txFields {
-		if _, ok := tx[f]; !ok {
-			t.Fatalf("transaction lacks %s: %v", f, tx)
-		}
-	}
-	if len(tx) != len(txFields) {
-		t.Fatalf("transaction has fields beyond the table: %v", tx)
-	}
-	if tx["type"] != typ || !strings.HasPrefix(tx["id"].(string), "vtx_") {
-		t.Fatalf("type %v id %v, want %s", tx["type"], tx["id"], typ)
-	}
-	var got []string
-	for k := range tx["details"].(map[string]any) {
-		got = append(got, k)
-	}
-	sort.Strings(got)
-	sort.Strings(details)
-	if strings.Join(got, ",") != strings.Join(details, ",") {
-		t.Fatalf("%s details %v, want %v", typ, got, details)
-	}
-	b := tx["details"].(map[string]any)["balance"].(map[string]any)
-	for _, f := range []string{"type", "total", "object", "points", "balance", "related_object"} {
-		if _, ok := b[f]; !ok {
-			t.Fatalf("balance lacks %s: %v", f, b)
-		}
-	}
-}
-
 func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.T) {
 	_, a := start(t)
-	camp := a.campaign("Gold Club", map[string]any{"metadata": map[string]any{"tier": "gold"}})
+	camp := a.Campaign("Gold Club", map[string]any{"metadata": map[string]any{"tier": "gold"}})
 	campID := camp["id"].(string)
 	if !strings.HasPrefix(campID, "camp_") || camp["campaign_type"] != "LOYALTY_PROGRAM" || camp["object"] != "campaign" ||
 		camp["vouchers_count"] != 1.0 || camp["vouchers_generation_status"] != "DONE" {
@@ -99,15 +47,15 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 	}
 
 	// The campaign's one card goes to the first member; the second gets a new one.
-	ann := a.member(campID, "ann")
+	ann := a.Member(campID, "ann")
 	code := ann["code"].(string)
 	if !regexp.MustCompile(`^LC-[A-HJ-NP-Z2-9]{6}$`).MatchString(code) || ann["type"] != "LOYALTY_CARD" || ann["holder_id"] == nil {
 		t.Fatalf("card: %v", ann)
 	}
-	if again := a.member(campID, "ann"); again["code"] != code {
+	if again := a.Member(campID, "ann"); again["code"] != code {
 		t.Fatalf("a program is joined once: %v then %v", code, again["code"])
 	}
-	bob := a.member(campID, "bob")
+	bob := a.Member(campID, "bob")
 	bobCode := bob["code"].(string)
 	if bobCode == code {
 		t.Fatal("two members, one card")
@@ -154,10 +102,10 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 		t.Fatalf("history: %v", txs)
 	}
 	add, add2, removal, out := data[0].(map[string]any), data[1].(map[string]any), data[2].(map[string]any), data[3].(map[string]any)
-	checkTx(t, add, "POINTS_ADDITION", "balance")
-	checkTx(t, add2, "POINTS_ADDITION", "balance")
-	checkTx(t, removal, "POINTS_REMOVAL", "balance")
-	checkTx(t, out, "POINTS_TRANSFER_OUT", "balance", "destination_voucher")
+	stacktest.CheckTx(t, add, "POINTS_ADDITION", "balance")
+	stacktest.CheckTx(t, add2, "POINTS_ADDITION", "balance")
+	stacktest.CheckTx(t, removal, "POINTS_REMOVAL", "balance")
+	stacktest.CheckTx(t, out, "POINTS_TRANSFER_OUT", "balance", "destination_voucher")
 	if add["source_id"] != "crm-1" || add["reason"] != "welcome" || add["source"] != "API" || add["voucher_id"] != ann["id"] ||
 		add["campaign_id"] != campID || add["related_transaction_id"] != nil || add2["reason"] != nil || add2["source_id"] != nil {
 		t.Fatalf("addition: %v / %v", add, add2)
@@ -170,7 +118,7 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 		t.Fatalf("destination_voucher: %v", dv)
 	}
 	in := a.OK("GET", "/v1/loyalties/"+campID+"/members/"+bobCode+"/transactions", nil)["data"].([]any)[0].(map[string]any)
-	checkTx(t, in, "POINTS_TRANSFER_IN", "balance", "source_voucher")
+	stacktest.CheckTx(t, in, "POINTS_TRANSFER_IN", "balance", "source_voucher")
 	if in["related_transaction_id"] != out["id"] || out["related_transaction_id"] != in["id"] || in["reason"] != "gift" {
 		t.Fatalf("transfer links: out %v in %v", out, in)
 	}
@@ -192,7 +140,7 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 	}
 
 	// Another campaign's path does not reach this card.
-	other := a.campaign("Silver", nil)["id"].(string)
+	other := a.Campaign("Silver", nil)["id"].(string)
 	a.Fails("GET", "/v1/loyalties/"+other+"/members/"+code, nil, 404, "not_found")
 	a.Fails("GET", "/v1/loyalties/"+other+"/members/"+code+"/transactions", nil, 404, "not_found")
 
@@ -204,7 +152,7 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 	a.Fails("GET", "/v1/loyalties/"+campID, nil, 404, "not_found")
 	a.Fails("GET", "/v1/loyalties/members/"+code, nil, 404, "not_found")
 	a.WaitAction(del["async_action_id"].(string))
-	a.campaign("Gold Club", nil) // the name is free again
+	a.Campaign("Gold Club", nil) // the name is free again
 }
 
 func TestManyCardsAreGeneratedByAnAsyncAction(t *testing.T) {
@@ -255,17 +203,17 @@ func TestManyCardsAreGeneratedByAnAsyncAction(t *testing.T) {
 	if len(txs) != 1 {
 		t.Fatalf("initial points: %v", txs)
 	}
-	checkTx(t, txs[0].(map[string]any), "POINTS_ADDITION", "balance")
+	stacktest.CheckTx(t, txs[0].(map[string]any), "POINTS_ADDITION", "balance")
 	// A STATIC campaign with every card taken refuses new members only when none is free.
-	a.member(camp["id"].(string), "first")
+	a.Member(camp["id"].(string), "first")
 	a.Fails("POST", "/v1/loyalties", map[string]any{"name": "Tiny", "vouchers_count": 11,
 		"voucher": map[string]any{"code_config": map[string]any{"length": 1, "charset": "AB"}}}, 400, "invalid_payload")
 }
 
 func TestHistoryPagesFiltersAndOrders(t *testing.T) {
 	_, a := start(t)
-	campID := a.campaign("Paging", nil)["id"].(string)
-	code := a.member(campID, "pat")["code"].(string)
+	campID := a.Campaign("Paging", nil)["id"].(string)
+	code := a.Member(campID, "pat")["code"].(string)
 	for i := 0; i < 250; i++ {
 		a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": i + 1, "source_id": fmt.Sprintf("s%03d", i)})
 	}
@@ -358,15 +306,15 @@ func TestHistoryPagesFiltersAndOrders(t *testing.T) {
 
 func TestCardsOfOtherProjectsAndClustersAreUnreachable(t *testing.T) {
 	e, a := start(t)
-	campID := a.campaign("Mine", nil)["id"].(string)
-	code := a.member(campID, "me")["code"].(string)
+	campID := a.Campaign("Mine", nil)["id"].(string)
+	code := a.Member(campID, "me")["code"].(string)
 	other := api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}}
 	other.Fails("GET", "/v1/loyalties/members/"+code, nil, 404, "not_found")
 	other.Fails("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 5}, 404, "not_found")
 	other.Fails("GET", "/v1/loyalties/members/"+code+"/transactions", nil, 404, "not_found")
 	other.Fails("GET", "/v1/loyalties/"+campID, nil, 404, "not_found")
 	us := api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "us1")}}
-	usCode := us.member(us.campaign("US", nil)["id"].(string), "yank")["code"].(string)
+	usCode := us.Member(us.Campaign("US", nil)["id"].(string), "yank")["code"].(string)
 	// The us1 project's key on the Europe host is the wrong cluster; Europe's key finds no such card.
 	r := e.Do(t, "GET", stacktest.URL("api", "/v1/loyalties/members/"+usCode), us.P.Header(), nil)
 	if r.Status != 421 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/telemetry"
 
 	"github.com/jackc/pgx/v5"
@@ -47,7 +48,7 @@ func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r
 	var camp Campaign
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		if camp, err = s.campaign(ctx, tx, projectID, campaignID); err != nil {
+		if camp, err = s.Campaign(ctx, tx, projectID, campaignID); err != nil {
 			return err
 		}
 		var custID string
@@ -94,7 +95,7 @@ func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r
 					return apierr.New(http.StatusBadRequest, "no_voucher_suitable_for_publication", "Couldn't find any voucher suitable for publication",
 						fmt.Sprintf("Campaign %s has no free cards and is STATIC.", camp.ID))
 				}
-				gen, gerr := newGenerator(camp.Attrs.Voucher.CodeConfig)
+				gen, gerr := codes.New(camp.Attrs.Voucher.CodeConfig)
 				if gerr != nil {
 					return gerr
 				}
@@ -141,7 +142,7 @@ func (s *Service) GetMember(ctx context.Context, projectID, campaignID, memberID
 
 // ListMembers returns a page of a campaign's cards.
 func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]CardView, int, bool, string, error) {
-	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
+	camp, err := s.Campaign(ctx, s.pool, projectID, campaignID)
 	if err != nil {
 		return nil, 0, false, "", err
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/tiers"
 )
 
 // Transaction types of the interface.
@@ -36,16 +38,6 @@ const (
 	DeleteJob   = "CAMPAIGN.VOUCHERS_DELETE"
 )
 
-// CodeConfig is how a campaign's codes look.
-type CodeConfig struct {
-	Length       *int    `json:"length"`
-	Charset      *string `json:"charset"`
-	Prefix       *string `json:"prefix"`
-	Postfix      *string `json:"postfix"`
-	Pattern      *string `json:"pattern"`
-	InitialCount *int    `json:"initial_count,omitempty"`
-}
-
 // ExpirationRules are a program's rules for when added points expire.
 type ExpirationRules struct {
 	PeriodType    string `json:"period_type"`              // MONTH or FIXED_DAY_OF_YEAR
@@ -67,7 +59,7 @@ type VoucherConfig struct {
 	Type           string         `json:"type"`
 	LoyaltyCard    CardConfig     `json:"loyalty_card"`
 	Redemption     map[string]any `json:"redemption"`
-	CodeConfig     CodeConfig     `json:"code_config"`
+	CodeConfig     codes.Config   `json:"code_config"`
 	IsReferralCode bool           `json:"is_referral_code"`
 }
 
@@ -102,7 +94,7 @@ type Campaign struct {
 	UpdatedAt        *time.Time
 	// Tiers, by range, are read with a locked card (and by Transfer): the
 	// balance changes that may move a holder between tiers.
-	Tiers []Tier
+	Tiers []tiers.Tier
 }
 
 // CampaignView is the reference shape of a loyalty campaign.
@@ -280,7 +272,7 @@ type RelatedObject struct {
 	Type string `json:"type"`
 }
 
-func (c Card) balance(points int64) Balance {
+func (c Card) BalanceAfter(points int64) Balance {
 	return Balance{Type: "loyalty_card", Total: c.Points - c.SubtractedPoints - c.ExpiredPoints, Object: "balance",
 		Points: points, Balance: c.Balance, OperationType: "MANUAL", RelatedObject: RelatedObject{ID: c.ID, Type: "voucher"}}
 }

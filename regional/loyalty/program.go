@@ -2,96 +2,66 @@ package loyalty
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
 )
 
-// The program's API for the packages built on it (regional/redemptions):
-// the card lock, the ledger's one write path and the rules they price by.
+// The program's API for the packages built on it (regional/earning,
+// regional/redemptions, regional/tiers), besides the card lock (LockCard)
+// and the ledger's one write path (LedgerWrite) in ledger.go.
 
-// LockedCard is a card and its live campaign read under the card's lock.
-type LockedCard = lockedCard
-
-// Bucket is points on a card that expire together.
-type Bucket = bucket
-
-// Kinds of a change of points (LedgerWrite.Add and Take).
-const (
-	Earned     = earned
-	Subtracted = subtracted
-	Redeemed   = redeemed
-	Refunded   = refunded
-)
-
-// PointsKind is what a change of a card's points is.
-type PointsKind = pointsKind
-
-// LedgerWrite is the one write path of points (see ledgerWrite).
-type LedgerWrite struct{ l *ledgerWrite }
-
-// LedgerWrite starts the writes of points of a transaction onto b.
-func (s *Service) LedgerWrite(projectID string, b *pgx.Batch, now time.Time) LedgerWrite {
-	return LedgerWrite{s.ledgerWrite(projectID, b, now)}
+// Earning is what the program asks of earning (regional/earning), which
+// is built on it and plugs in with UseEarning.
+type Earning interface {
+	// QueueDropOfCards queues the deletion of what earning keeps of cards
+	// that are being deleted, in the transaction that deletes them.
+	QueueDropOfCards(b *pgx.Batch, projectID string, cardIDs []string)
+	// DropOfCampaign deletes what earning keeps of a deleted campaign.
+	DropOfCampaign(ctx context.Context, q db.Querier, projectID, campaignID string) error
 }
 
-// Add puts points on c's bucket for exp (earned or refunded).
-func (w LedgerWrite) Add(c *Card, kind PointsKind, pts int64, exp *time.Time) {
-	w.l.add(c, kind, pts, exp)
+// UseEarning plugs earning in; call it before serving.
+func (s *Service) UseEarning(e Earning) { s.earning = e }
+
+// CampaignID is the id of the live campaign idOrName names, or its 404
+// (tiers.Program).
+func (s *Service) CampaignID(ctx context.Context, q db.Querier, projectID, idOrName string) (string, error) {
+	c, err := s.Campaign(ctx, q, projectID, idOrName)
+	return c.ID, err
 }
 
-// Take removes points from c's buckets bs (subtracted or redeemed) and
-// returns what is left of them.
-func (w LedgerWrite) Take(c *Card, kind PointsKind, pts int64, bs []Bucket) ([]Bucket, error) {
-	return w.l.take(c, kind, pts, bs)
+// CardBalance is the campaign and balance of the card memberID names, or
+// its 404 (tiers.Program).
+func (s *Service) CardBalance(ctx context.Context, q db.Querier, projectID, memberID string) (string, int64, error) {
+	c, _, err := s.card(ctx, q, projectID, "", memberID, false)
+	return c.CampaignID, c.Balance, err
 }
 
-// Record queues ledger entry t of c with its webhook and tier events.
-func (w LedgerWrite) Record(ctx context.Context, t Transaction, c *Card, camp Campaign) error {
-	return w.l.record(ctx, t, c, camp)
+// Card reads a card of a live campaign (campaignID, when given, must be
+// its campaign), or answers its 404.
+func (s *Service) Card(ctx context.Context, q db.Querier, projectID, campaignID, memberID string) (Card, Campaign, error) {
+	return s.card(ctx, q, projectID, campaignID, memberID, false)
 }
 
-// Done queues the figures of every card the write touched and returns the batch.
-func (w LedgerWrite) Done() *pgx.Batch { return w.l.done() }
+// CardsOf are the ids of the cards customerID holds in live campaigns, in
+// id order, which is the order they are locked in.
+func (s *Service) CardsOf(ctx context.Context, q db.Querier, projectID, customerID string) ([]string, error) {
+	return db.Collect(func(r pgx.Row) (id string, err error) { return id, r.Scan(&id) })(q.Query(ctx, `SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
+		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+		WHERE c.project_id = $1 AND c.holder_id = $2 ORDER BY c.id`, projectID, customerID))
+}
 
-// LockCard locks a card (and, with buckets, reads them) in one batch sent
-// with send, also queuing the callers' reads of what the card leads to.
-func (s *Service) LockCard(ctx context.Context, send func(*pgx.Batch) error, projectID, campaignID, memberID string,
-	buckets *[]Bucket, also ...func(b *pgx.Batch, key string)) (LockedCard, error) {
-	return s.lockCard(ctx, send, projectID, campaignID, memberID, buckets, also...)
+// NewCampaignPart describes a table whose rows belong to a campaign.
+func NewCampaignPart[T any](table, columns, resource string, scan func(pgx.Row) (T, error)) CampaignPart[T] {
+	return CampaignPart[T]{table: table, columns: columns, resource: resource, scan: scan}
 }
 
 // QueueLockCard queues the locking read of the card named by key into dst.
 func (s *Service) QueueLockCard(b *pgx.Batch, projectID, campaignID, key string, dst *LockedCard) {
 	queueLockCard(b, s.attrs, projectID, campaignID, key, dst)
 }
-
-// CardKeyed is the condition on loyalty_cards c that finds the card named by $2.
-func CardKeyed(key string) string { return cardKeyed(key) }
-
-// BalanceAfter is the balance object of a change of delta points on c.
-func (c Card) BalanceAfter(delta int64) Balance { return c.balance(delta) }
-
-// PointsExceeded is the error of a card whose balance is short of want.
-func PointsExceeded(c Card, want int64) error { return pointsExceeded(c, want) }
-
-// CheckText refuses text longer than the API stores.
-func CheckText(name string, v *string) error { return checkText(name, v) }
-
-// TierOf is the tier whose range holds balance, or nil.
-func TierOf(tiers []Tier, balance int64) *Tier { return tierOf(tiers, balance) }
-
-// RewardMapping is the tier's mapping of a reward's price.
-func (t *Tier) RewardMapping(rewardID string) (Mapping, bool) { return t.rewardMapping(rewardID) }
-
-// Apply maps points.
-func (m Mapping) Apply(points int64) int64 { return m.apply(points) }
-
-// AssignmentColumns are the columns ScanAssignment reads.
-const AssignmentColumns = assignmentColumns
-
-// ScanAssignment reads a row of AssignmentColumns.
-func ScanAssignment(r pgx.Row) (Assignment, error) { return scanAssignment(r) }
 
 // HolderOf is the holder of the card memberID names (of campaignID, when
 // given): 404 when there is no such card.

@@ -15,8 +15,8 @@ func last(txs []map[string]any) map[string]any { return txs[len(txs)-1] }
 func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 	e, a := start(t)
 	ev := a.Subscribe("redemption.succeeded", "redemption.rollback.succeeded", "reward.created")
-	campID := a.campaign("Spenders", nil)["id"].(string)
-	code := a.member(campID, "ann")["code"].(string)
+	campID := a.Campaign("Spenders", nil)["id"].(string)
+	code := a.Member(campID, "ann")["code"].(string)
 	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
 
 	// Rewards: what cannot be served is refused, saying what is wrong.
@@ -85,8 +85,8 @@ func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 		t.Fatalf("redemption reward: %v", rw)
 	}
 	redID := red["id"].(string)
-	tx := last(a.history(code))
-	checkTx(t, tx, "POINTS_REDEMPTION", "balance", "order", "redemption", "reward")
+	tx := last(a.History(code))
+	stacktest.CheckTx(t, tx, "POINTS_REDEMPTION", "balance", "order", "redemption", "reward")
 	d := tx["details"].(map[string]any)
 	if tx["source"] != nil || tx["reason"] != nil || tx["source_id"] != nil || d["balance"].(map[string]any)["points"] != -100.0 ||
 		d["balance"].(map[string]any)["balance"] != 400.0 || d["balance"].(map[string]any)["total"] != 500.0 ||
@@ -114,8 +114,8 @@ func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 		rb["reason"] != "changed mind" || rb["result"] != "SUCCESS" || card(rb["voucher"].(map[string]any))["balance"] != 500.0 {
 		t.Fatalf("rollback: %v", rb)
 	}
-	tx = last(a.history(code))
-	checkTx(t, tx, "POINTS_REFUND", "balance", "order", "redemption", "rollback", "reward")
+	tx = last(a.History(code))
+	stacktest.CheckTx(t, tx, "POINTS_REFUND", "balance", "order", "redemption", "rollback", "reward")
 	d = tx["details"].(map[string]any)
 	if d["balance"].(map[string]any)["points"] != 100.0 || d["balance"].(map[string]any)["balance"] != 500.0 ||
 		d["rollback"].(map[string]any)["id"] != rb["id"] || d["redemption"].(map[string]any)["id"] != redID ||
@@ -203,8 +203,8 @@ func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 
 func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
 	_, a := start(t)
-	campID := a.campaign("Rush", nil)["id"].(string)
-	code := a.member(campID, "bob")["code"].(string)
+	campID := a.Campaign("Rush", nil)["id"].(string)
+	code := a.Member(campID, "bob")["code"].(string)
 	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
 	w := a.OK("POST", "/v1/rewards", map[string]any{"name": "Voucher", "parameters": map[string]any{"product": map[string]any{"id": "prod_v"}}})
 	a.OK("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": w["id"], "parameters": map[string]any{"loyalty": map[string]any{"points": 100}}})
@@ -234,7 +234,7 @@ func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
 		t.Fatalf("card: %v", lc)
 	}
 	n := 0
-	for _, tx := range a.history(code) {
+	for _, tx := range a.History(code) {
 		if tx["type"] == "POINTS_REDEMPTION" {
 			n++
 		}
@@ -247,8 +247,8 @@ func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
 func TestPointsExpireAfterTheirDate(t *testing.T) {
 	e, a := start(t)
 	ev := a.Subscribe("voucher.loyalty_card.points_expired")
-	campID := a.campaign("Expiring", nil)["id"].(string)
-	code := a.member(campID, "cy")["code"].(string)
+	campID := a.Campaign("Expiring", nil)["id"].(string)
+	code := a.Member(campID, "cy")["code"].(string)
 	today := e.Clock.Today()
 	d10, d20 := today.AddDate(0, 0, 10).Format(time.DateOnly), today.AddDate(0, 0, 20).Format(time.DateOnly)
 	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100, "expiration_type": "CUSTOM_DATE", "expiration_date": d10})
@@ -274,13 +274,13 @@ func TestPointsExpireAfterTheirDate(t *testing.T) {
 	// Points dated D are good through D.
 	e.Clock.Advance(10 * 24 * time.Hour)
 	time.Sleep(300 * time.Millisecond)
-	if n := len(a.history(code)); n != 4 {
+	if n := len(a.History(code)); n != 4 {
 		t.Fatalf("points expired on their last day: %d entries", n)
 	}
 	e.Clock.Advance(24 * time.Hour)
-	stacktest.Eventually(t, 10*time.Second, "an expiration", func() bool { return len(a.history(code)) == 5 })
-	tx := last(a.history(code))
-	checkTx(t, tx, "POINTS_EXPIRATION", "balance")
+	stacktest.Eventually(t, 10*time.Second, "an expiration", func() bool { return len(a.History(code)) == 5 })
+	tx := last(a.History(code))
+	stacktest.CheckTx(t, tx, "POINTS_EXPIRATION", "balance")
 	if b := tx["details"].(map[string]any)["balance"].(map[string]any); b["points"] != -80.0 || b["balance"] != 80.0 || b["total"] != 80.0 {
 		t.Fatalf("expiration entry: %v", tx)
 	}
@@ -294,7 +294,7 @@ func TestPointsExpireAfterTheirDate(t *testing.T) {
 	ev.Wait(t, "voucher.loyalty_card.points_expired", 1)
 	// The sweep runs on: nothing expires twice.
 	time.Sleep(200 * time.Millisecond)
-	if n := len(a.history(code)); n != 5 {
+	if n := len(a.History(code)); n != 5 {
 		t.Fatalf("%d entries after more sweeps", n)
 	}
 }
@@ -302,8 +302,8 @@ func TestPointsExpireAfterTheirDate(t *testing.T) {
 func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
 	_, a := start(t)
 	ev := a.Subscribe("customer.loyalty.tier.joined", "customer.loyalty.tier.left", "customer.loyalty.tier.upgraded")
-	campID := a.campaign("Tiered", nil)["id"].(string)
-	code := a.member(campID, "dee")["code"].(string)
+	campID := a.Campaign("Tiered", nil)["id"].(string)
+	code := a.Member(campID, "dee")["code"].(string)
 	var rules []map[string]any
 	r := a.Do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{
 		{"event": "order.paid", "source": map[string]any{"banner": "Hundred"}, "loyalty": map[string]any{"type": "FIXED", "points": 100}}})
@@ -351,12 +351,12 @@ func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
 
 	pay := func(src string, entries int) []map[string]any {
 		a.OK("POST", "/v1/orders", map[string]any{"source_id": src, "status": "PAID", "amount": 1000, "customer": map[string]any{"source_id": "dee"}})
-		stacktest.Eventually(t, 10*time.Second, "accruals of "+src, func() bool { return len(a.history(code)) == entries })
-		return a.history(code)
+		stacktest.Eventually(t, 10*time.Second, "accruals of "+src, func() bool { return len(a.History(code)) == entries })
+		return a.History(code)
 	}
 	// No tier yet: 100, without tier details; the scoped rule does not earn.
 	h := pay("o-1", 1)
-	checkTx(t, h[0], "POINTS_ACCRUAL", "balance", "earning_rule", "event", "order")
+	stacktest.CheckTx(t, h[0], "POINTS_ACCRUAL", "balance", "earning_rule", "event", "order")
 	if o := ev.Wait(t, "customer.loyalty.tier.joined", 1); o["loyalty_tier"].(map[string]any)["id"] != bronze["id"] {
 		t.Fatalf("joined: %v", o)
 	}
@@ -366,7 +366,7 @@ func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
 	// In Bronze: both rules earn, each naming the tier.
 	h = pay("o-2", 3)
 	for _, tx := range h[1:] {
-		checkTx(t, tx, "POINTS_ACCRUAL", "balance", "earning_rule", "event", "holder_loyalty_tier", "loyalty_tier", "order")
+		stacktest.CheckTx(t, tx, "POINTS_ACCRUAL", "balance", "earning_rule", "event", "holder_loyalty_tier", "loyalty_tier", "order")
 		if d := tx["details"].(map[string]any); d["holder_loyalty_tier"].(map[string]any)["id"] != bronze["id"] ||
 			d["loyalty_tier"].(map[string]any)["name"] != "Bronze" {
 			t.Fatalf("bronze accrual: %v", tx)
@@ -382,13 +382,13 @@ func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
 	// Silver doubles the rule's points, and the Bronze rule is out.
 	h = pay("o-3", 5)
 	tx := h[4]
-	checkTx(t, tx, "POINTS_ACCRUAL", "balance", "earning_rule", "event", "holder_loyalty_tier", "loyalty_tier", "order")
+	stacktest.CheckTx(t, tx, "POINTS_ACCRUAL", "balance", "earning_rule", "event", "holder_loyalty_tier", "loyalty_tier", "order")
 	if d := tx["details"].(map[string]any); d["balance"].(map[string]any)["points"] != 200.0 ||
 		d["loyalty_tier"].(map[string]any)["id"] != silver["id"] || d["earning_rule"].(map[string]any)["id"] != ruleID {
 		t.Fatalf("silver accrual: %v", tx)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n := len(a.history(code)); n != 5 {
+	if n := len(a.History(code)); n != 5 {
 		t.Fatalf("the Bronze rule earned for a Silver holder: %d entries", n)
 	}
 	if lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil)); lc["balance"] != 507.0 {

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// The ledger's pure rules, without a database: when points expire, what a
-// reward costs, which tier a balance is in, and how a tier maps points.
+// The ledger's pure rules, without a database: when points expire and how
+// each change moves a card's figures.
 
 func day(s string) time.Time {
 	t, err := time.Parse(time.DateOnly, s)
@@ -39,7 +39,7 @@ func TestExpiry(t *testing.T) {
 		{"fixed day, today: next year's", &ExpirationRules{PeriodType: "FIXED_DAY_OF_YEAR", FixedMonth: 3, FixedDay: 15}, "2026-03-15", "2027-03-15"},
 		{"fixed day, passed: next year's", &ExpirationRules{PeriodType: "FIXED_DAY_OF_YEAR", FixedMonth: 1, FixedDay: 1}, "2026-03-15", "2027-01-01"},
 	} {
-		got := c.rules.expiry(day(c.now).Add(13 * time.Hour))
+		got := c.rules.Expiry(day(c.now).Add(13 * time.Hour))
 		switch {
 		case c.want == "" && got != nil:
 			t.Errorf("%s: %v, want never", c.name, got)
@@ -49,87 +49,33 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
-func TestTierOfABalance(t *testing.T) {
-	to := func(n int64) *int64 { return &n }
-	tiers := []Tier{{ID: "bronze", From: 100, To: to(299)}, {ID: "silver", From: 300, To: to(999)}, {ID: "gold", From: 1000}}
-	for balance, want := range map[int64]string{0: "", 99: "", 100: "bronze", 299: "bronze", 300: "silver", 999: "silver", 1000: "gold", 1 << 40: "gold"} {
-		got := ""
-		if tr := tierOf(tiers, balance); tr != nil {
-			got = tr.ID
-		}
-		if got != want {
-			t.Errorf("balance %d: tier %q, want %q", balance, got, want)
-		}
-	}
-}
-
-func TestTierMappings(t *testing.T) {
-	f := func(v float64) *float64 { return &v }
-	n := func(v int64) *int64 { return &v }
-	gold := &Tier{ID: "gold", Attrs: TierAttrs{
-		EarningRules: map[string]Mapping{"ern_double": {Type: "MULTIPLY", Multiplier: f(2)}, "ern_flat": {Type: "CUSTOM", Points: n(7)}},
-		Rewards:      map[string]Mapping{"rew_half": {Type: "MULTIPLY", Multiplier: f(0.5)}},
-	}}
-	for _, c := range []struct {
-		rule   string
-		points int64
-		want   int64
-	}{{"ern_double", 15, 30}, {"ern_flat", 1000, 7}, {"ern_other", 15, 15}} {
-		got := c.points
-		if m, ok := gold.ruleMapping(c.rule); ok {
-			got = m.apply(c.points)
-		}
-		if got != c.want {
-			t.Errorf("rule %s on %d: %d, want %d", c.rule, c.points, got, c.want)
-		}
-	}
-	if m, ok := gold.rewardMapping("rew_half"); !ok || m.apply(101) != 50 {
-		t.Errorf("half price of 101: %v %v, want 50 (rounded down)", m, ok)
-	}
-	var none *Tier
-	if _, ok := none.ruleMapping("ern_double"); ok {
-		t.Error("no tier maps nothing")
-	}
-	for _, scope := range []struct {
-		tier *IDRef
-		in   *Tier
-		want bool
-	}{{nil, nil, true}, {&IDRef{ID: "__ANY__"}, nil, true}, {&IDRef{ID: "gold"}, gold, true}, {&IDRef{ID: "gold"}, nil, false},
-		{&IDRef{ID: "silver"}, gold, false}} {
-		r := EarningRule{Attrs: RuleAttrs{LoyaltyTier: scope.tier}}
-		if got := r.inTier(scope.in); got != scope.want {
-			t.Errorf("rule for %v, holder in %v: %v", scope.tier, scope.in, got)
-		}
-	}
-}
-
 // Each kind of change moves the figures it should, and the card's next
 // expiration follows its buckets.
 func TestLedgerFigures(t *testing.T) {
 	may, june := day("2027-05-31"), day("2027-06-30")
 	c := Card{}
-	c.addPoints(earned, 100, &june)
-	c.addPoints(earned, 50, &may)
-	c.addPoints(earned, 10, nil)
+	c.addPoints(Earned, 100, &june)
+	c.addPoints(Earned, 50, &may)
+	c.addPoints(Earned, 10, nil)
 	if c.Points != 160 || c.Balance != 160 || !c.NextExpirationDate.Equal(may) || *c.NextExpirationPoints != 50 {
 		t.Fatalf("after earning: %+v", c)
 	}
 	// Taking 70 empties May's bucket and takes 20 of June's.
-	rest := []bucket{{ID: "2027-06-30", Points: 80, ExpiresOn: &june}, {ID: "never", Points: 10}}
-	c.takePoints(redeemed, 70, rest)
+	rest := []Bucket{{ID: "2027-06-30", Points: 80, ExpiresOn: &june}, {ID: "never", Points: 10}}
+	c.takePoints(Redeemed, 70, rest)
 	if c.RedeemedPoints != 70 || c.Balance != 90 || !c.NextExpirationDate.Equal(june) || *c.NextExpirationPoints != 80 {
 		t.Fatalf("after redeeming: %+v", c)
 	}
-	c.takePoints(subtracted, 5, []bucket{{ID: "2027-06-30", Points: 75, ExpiresOn: &june}, {ID: "never", Points: 10}})
+	c.takePoints(Subtracted, 5, []Bucket{{ID: "2027-06-30", Points: 75, ExpiresOn: &june}, {ID: "never", Points: 10}})
 	if c.SubtractedPoints != 5 || c.Balance != 85 || *c.NextExpirationPoints != 75 {
 		t.Fatalf("after subtracting: %+v", c)
 	}
 	// A rollback gives the May part back to May.
-	c.addPoints(refunded, 50, &may)
+	c.addPoints(Refunded, 50, &may)
 	if c.RedeemedPoints != 20 || c.Balance != 135 || c.Points != 160 || !c.NextExpirationDate.Equal(may) || *c.NextExpirationPoints != 50 {
 		t.Fatalf("after refunding: %+v", c)
 	}
-	if b := c.balance(0); b.Total != 155 || b.Balance != 135 {
+	if b := c.BalanceAfter(0); b.Total != 155 || b.Balance != 135 {
 		t.Fatalf("balance object: %+v", b)
 	}
 }

@@ -2,7 +2,6 @@ package loyalty
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -35,6 +34,7 @@ type Service struct {
 	orders    *orders.Service
 	attrs     attrsCache
 	clock     *clock.Clock
+	earning   Earning
 }
 
 // Now is the service's time: the platform clock, which tests move.
@@ -45,12 +45,6 @@ func NewService(pool *db.Pool, events Events, cust *customers.Service, ord *orde
 	s := &Service{pool: pool, events: events, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
 	reg.HandleJob(GenerateJob, s.generateJob)
 	reg.HandleJob(DeleteJob, s.deleteJob)
-	// An accrual locks its customer's cards, in card id order.
-	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
-		var task orders.PaidTask
-		_ = json.Unmarshal(t.Payload, &task)
-		return task.CustomerID
-	}})
 	return s
 }
 
@@ -58,7 +52,7 @@ func notFoundCampaign(id string) error { return apierr.NotFound("campaign", id) 
 func notFoundCard(id string) error     { return apierr.NotFound("voucher", id) }
 
 // campaign loads a live campaign or answers 404.
-func (s *Service) campaign(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
+func (s *Service) Campaign(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
 	c, err := getCampaign(ctx, q, projectID, idOrName)
 	if errors.Is(err, db.ErrNotFound) {
 		return Campaign{}, notFoundCampaign(idOrName)
@@ -72,7 +66,7 @@ func (s *Service) card(ctx context.Context, q db.Querier, projectID, campaignID,
 	var camp Campaign
 	var err error
 	if campaignID != "" {
-		if camp, err = s.campaign(ctx, q, projectID, campaignID); err != nil {
+		if camp, err = s.Campaign(ctx, q, projectID, campaignID); err != nil {
 			return Card{}, Campaign{}, err
 		}
 	}
@@ -96,7 +90,8 @@ func (s *Service) card(ctx context.Context, q db.Querier, projectID, campaignID,
 	return c, camp, err
 }
 
-func checkText(name string, v *string) error {
+// CheckText refuses text longer than the API stores.
+func CheckText(name string, v *string) error {
 	if v != nil && len(*v) > 1000 {
 		return apierr.InvalidPayload(name + " is at most 1000 characters")
 	}

@@ -16,20 +16,21 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/tiers"
 )
 
-// campaignPart is a table of rows that belong to a campaign: its earning
+// CampaignPart is a table of rows that belong to a campaign: its earning
 // rules, reward assignments or tiers.
-type campaignPart[T any] struct {
+type CampaignPart[T any] struct {
 	table, columns, resource string
 	scan                     func(pgx.Row) (T, error)
 }
 
-// get reads a row of a live campaign (by id or name), locked when lock is
+// Get reads a row of a live campaign (by id or name), locked when lock is
 // set; a row of another or no campaign is the resource's 404.
-func (p campaignPart[T]) get(ctx context.Context, s *Service, q db.Querier, projectID, campaignID, id string, lock bool) (T, error) {
+func (p CampaignPart[T]) Get(ctx context.Context, s *Service, q db.Querier, projectID, campaignID, id string, lock bool) (T, error) {
 	var zero T
-	camp, err := s.campaign(ctx, q, projectID, campaignID)
+	camp, err := s.Campaign(ctx, q, projectID, campaignID)
 	if err != nil {
 		return zero, err
 	}
@@ -117,7 +118,7 @@ func scanCard(r pgx.Row) (Card, error) {
 
 // getCard finds a card by code, or by id, optionally locking it.
 func getCard(ctx context.Context, q db.Querier, projectID, codeOrID string, lock bool) (Card, error) {
-	return scanCard(q.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards c WHERE c.project_id = $1 AND `+cardKeyed(codeOrID)+
+	return scanCard(q.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards c WHERE c.project_id = $1 AND `+CardKeyed(codeOrID)+
 		db.ForUpdate(lock), projectID, codeOrID))
 }
 
@@ -133,7 +134,7 @@ func prefixed(a, columns string) string {
 }
 
 // cardIDOf is the id of the card of project $1 whose code, or else id, is
-// $2 (see cardKeyed). Each arm is a lookup on a unique index: no OR for the
+// $2 (see CardKeyed). Each arm is a lookup on a unique index: no OR for the
 // planner to misjudge (with an OR, stale statistics led PostgreSQL through
 // all of a campaign's cards).
 const cardIDOf = `(SELECT id FROM (
@@ -146,29 +147,29 @@ const liveCardOf = `(SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
 		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
 		WHERE c.project_id = $1 AND c.id = ` + cardIDOf + ` AND ($3 = '' OR k.id = $3 OR k.name = $3))`
 
-// cardKeyed is the condition on loyalty_cards c that finds the card a
+// CardKeyed is the condition on loyalty_cards c that finds the card a
 // request names by key ($2): its code, or else its id. Only a key that may be
 // an id (v_…) needs cardIDOf's second probe and sort; a code is matched on
 // its unique index directly, which kept point additions 25-35 % faster than
 // cardIDOf for every key did (1,637-2,001/s against 1,276-1,300/s).
-func cardKeyed(key string) string {
+func CardKeyed(key string) string {
 	if strings.HasPrefix(key, "v_") {
 		return "c.id = " + cardIDOf
 	}
 	return "c.code = $2"
 }
 
-// lockCardSQL locks the card named by $2 (cardKeyed) and reads it with its
-// live campaign and the campaign's tiers (tiersJSON), which must be the
+// lockCardSQL locks the card named by $2 (CardKeyed) and reads it with its
+// live campaign and the campaign's tiers (tiers.Column), which must be the
 // campaign with id or name $3 when $3 is not empty.
 func lockCardSQL(key string) string {
-	return `SELECT ` + cardColumnsC + `, ` + campaignColumnsK + `, ` + tiersJSON + `
+	return `SELECT ` + cardColumnsC + `, ` + campaignColumnsK + `, ` + tiers.Column + `
 		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
-		WHERE c.project_id = $1 AND ` + cardKeyed(key) + ` AND ($3 = '' OR k.id = $3 OR k.name = $3) FOR UPDATE OF c`
+		WHERE c.project_id = $1 AND ` + CardKeyed(key) + ` AND ($3 = '' OR k.id = $3 OR k.name = $3) FOR UPDATE OF c`
 }
 
-// lockedCard is a card and its live campaign read under the card's lock.
-type lockedCard struct {
+// LockedCard is a card and its live campaign read under the card's lock.
+type LockedCard struct {
 	Card
 	Campaign Campaign
 	Found    bool
@@ -210,7 +211,7 @@ func (a attrsCache) parse(id string, raw []byte) (Attrs, error) {
 // queueLockCard queues the read that locks the card with code or id key of
 // a live campaign (campaignID, its id or name, when not empty) into dst, and
 // the campaign's tiers; dst.Found says whether there was one.
-func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key string, dst *lockedCard) {
+func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key string, dst *LockedCard) {
 	b.Queue(lockCardSQL(key), projectID, key, campaignID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := scanLocked(rows, cache, dst); err != nil {
@@ -222,11 +223,11 @@ func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key st
 }
 
 // scanLocked reads a row of lockedCardSQL's columns into dst.
-func scanLocked(rows pgx.Rows, cache attrsCache, dst *lockedCard) error {
-	var meta, attrs, tiers []byte
+func scanLocked(rows pgx.Rows, cache attrsCache, dst *LockedCard) error {
+	var meta, attrs, tierCol []byte
 	k := &dst.Campaign
 	dests := append(cardDests(&dst.Card, &meta), &k.ID, &k.Name, &attrs, &k.VouchersCount, &k.GenerationStatus,
-		&k.CreatedAt, &k.UpdatedAt, &tiers)
+		&k.CreatedAt, &k.UpdatedAt, &tierCol)
 	if err := rows.Scan(dests...); err != nil {
 		return err
 	}
@@ -239,17 +240,17 @@ func scanLocked(rows pgx.Rows, cache attrsCache, dst *lockedCard) error {
 	if k.Attrs, err = cache.parse(k.ID, attrs); err != nil {
 		return err
 	}
-	if k.Tiers, err = parseTiers(tiers); err != nil {
+	if k.Tiers, err = tiers.Parse(tierCol); err != nil {
 		return err
 	}
 	dst.Found = true
 	return nil
 }
 
-// bucket is points on a card that expire together. A card has one bucket
+// Bucket is points on a card that expire together. A card has one bucket
 // per expiration date (and one for points that never expire), so its
 // bucket count stays small however many additions it takes.
-type bucket struct {
+type Bucket struct {
 	ID        string
 	Points    int64
 	ExpiresOn *time.Time
@@ -274,11 +275,11 @@ func queueAddBucket(b *pgx.Batch, projectID, cardID string, points int64, exp *t
 // queueBuckets queues reading the non-empty buckets of the card whose code
 // or id is key, soonest-expiring first, into dst. Queued after
 // queueLockCard in one batch, it reads them under the card's lock.
-func queueBuckets(b *pgx.Batch, projectID, key string, dst *[]bucket) {
+func queueBuckets(b *pgx.Batch, projectID, key string, dst *[]Bucket) {
 	b.Queue(`SELECT id, points, expires_on FROM loyalty_point_buckets
-		WHERE project_id = $1 AND card_id = (SELECT c.id FROM loyalty_cards c WHERE c.project_id = $1 AND `+cardKeyed(key)+`) AND points > 0
+		WHERE project_id = $1 AND card_id = (SELECT c.id FROM loyalty_cards c WHERE c.project_id = $1 AND `+CardKeyed(key)+`) AND points > 0
 		ORDER BY expires_on NULLS LAST, id`, projectID, key).Query(func(rows pgx.Rows) error {
-		bs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[bucket])
+		bs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Bucket])
 		*dst = bs
 		return err
 	})
@@ -287,8 +288,8 @@ func queueBuckets(b *pgx.Batch, projectID, key string, dst *[]bucket) {
 // queueTake queues taking points from a card's buckets, soonest-expiring
 // first, and returns what is left of them; the caller has checked that the
 // balance covers the points.
-func queueTake(b *pgx.Batch, projectID, cardID string, bs []bucket, points int64, now time.Time) ([]bucket, error) {
-	var rest []bucket
+func queueTake(b *pgx.Batch, projectID, cardID string, bs []Bucket, points int64, now time.Time) ([]Bucket, error) {
+	var rest []Bucket
 	for _, bk := range bs {
 		take := min(points, bk.Points)
 		points -= take
@@ -311,7 +312,7 @@ func queueTake(b *pgx.Batch, projectID, cardID string, bs []bucket, points int64
 }
 
 // expireFrom sets the card's next expiration from its buckets.
-func (c *Card) expireFrom(bs []bucket) {
+func (c *Card) expireFrom(bs []Bucket) {
 	c.NextExpirationDate, c.NextExpirationPoints = nil, nil
 	for _, bk := range bs {
 		if bk.ExpiresOn == nil || bk.Points == 0 {

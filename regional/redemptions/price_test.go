@@ -3,9 +3,9 @@ package redemptions
 import (
 	"testing"
 
-	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/rewards"
+	"github.com/tallyhq/tally/regional/tiers"
 )
 
 // What a reward costs a card, without a database.
@@ -18,7 +18,7 @@ func TestRewardPrice(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		w          rewards.Reward
-		holder     *loyalty.Tier
+		holder     *tiers.Tier
 		asked      *int64
 		order      *orders.View
 		paidBefore int64
@@ -27,7 +27,7 @@ func TestRewardPrice(t *testing.T) {
 		fails      bool
 	}{
 		{"a material reward at its assignment's price", mug, nil, nil, nil, 0, 100, -1, false},
-		{"…mapped for the holder's tier", mug, &loyalty.Tier{Attrs: loyalty.TierAttrs{Rewards: map[string]loyalty.Mapping{"rew_mug": {Type: "CUSTOM", Points: n(40)}}}}, nil, nil, 0, 40, -1, false},
+		{"…mapped for the holder's tier", mug, &tiers.Tier{Attrs: tiers.TierAttrs{Rewards: map[string]tiers.Mapping{"rew_mug": {Type: "CUSTOM", Points: n(40)}}}}, nil, nil, 0, 40, -1, false},
 		{"…with points asked", mug, nil, n(5), nil, 0, 0, 0, true},
 		{"coin: what the order's amount costs", coin, nil, nil, order(2550), 0, 255, 2550, false},
 		{"coin: part of it", coin, nil, n(100), order(2550), 0, 100, 1000, false},
@@ -37,7 +37,7 @@ func TestRewardPrice(t *testing.T) {
 		{"coin: no order", coin, nil, nil, nil, 0, 0, 0, true},
 		{"coin: at least one point", coin, nil, nil, order(1), 0, 1, 1, false},
 	} {
-		pts, amount, err := price(c.w, loyalty.Assignment{Points: n(100)}, c.holder, c.asked, c.order, c.paidBefore)
+		pts, amount, err := price(c.w, Assignment{Points: n(100)}, c.holder, c.asked, c.order, c.paidBefore)
 		if c.fails {
 			if err == nil {
 				t.Errorf("%s: %d points, want an error", c.name, pts)

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
@@ -24,6 +25,7 @@ import (
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/rewards"
+	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
@@ -41,12 +43,17 @@ type Service struct {
 	pool   *db.Pool
 	events loyalty.Events
 	orders *orders.Service
+	clock  *clock.Clock
 }
 
-// NewService returns the redemptions of the loyalty program prog.
-func NewService(prog *loyalty.Service, pool *db.Pool, events loyalty.Events, ord *orders.Service) *Service {
-	return &Service{prog: prog, pool: pool, events: events, orders: ord}
+// NewService returns the reward assignments and redemptions of the
+// loyalty program prog.
+func NewService(prog *loyalty.Service, pool *db.Pool, events loyalty.Events, ord *orders.Service, clk *clock.Clock) *Service {
+	return &Service{prog: prog, pool: pool, events: events, orders: ord, clock: clk}
 }
+
+// Now is the service's time: the platform clock, which tests move.
+func (s *Service) Now() time.Time { return s.clock.Now() }
 
 // Handler serves the redemption endpoints.
 type Handler struct{ svc *Service }
@@ -87,7 +94,7 @@ type taking struct {
 type redemptionReads struct {
 	reward     rewards.Reward
 	hasReward  bool
-	assignment loyalty.Assignment
+	assignment Assignment
 	assigned   bool
 	customer   *customers.Customer
 	paidBefore int64 // by pay-with-points redemptions of the order
@@ -107,8 +114,8 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 		}
 		card := `(SELECT %s FROM loyalty_cards c WHERE c.project_id = $1 AND ` + loyalty.CardKeyed(key) + `)`
 		rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { rd.reward, rd.hasReward = w, true })
-		db.QueueEach(b, loyalty.ScanAssignment, func(a loyalty.Assignment) { rd.assignment, rd.assigned = a, true },
-			`SELECT `+loyalty.AssignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
+		db.QueueEach(b, scanAssignment, func(a Assignment) { rd.assignment, rd.assigned = a, true },
+			`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
 				fmt.Sprintf(card, "campaign_id")+` AND reward_id = $3`, projectID, key, rewardID)
 		customers.QueueGetByIDOf(b, projectID, fmt.Sprintf(card, "holder_id"), []any{key}, func(c customers.Customer) { rd.customer = &c })
 	}
@@ -116,7 +123,7 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 
 // price is what the reward costs the card in points, and, for a COIN
 // reward, the amount of the order they pay.
-func price(w rewards.Reward, a loyalty.Assignment, holder *loyalty.Tier, asked *int64, order *orders.View, paidBefore int64) (points int64, amount *int64, err error) {
+func price(w rewards.Reward, a Assignment, holder *tiers.Tier, asked *int64, order *orders.View, paidBefore int64) (points int64, amount *int64, err error) {
 	if w.Type != rewards.Coin {
 		if asked != nil {
 			return 0, nil, apierr.InvalidPayload("reward.points is for COIN rewards, which take as many points as asked; a " + w.Type + " reward has its price")
@@ -189,7 +196,7 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 				fmt.Sprintf("Reward %s is not offered by campaign %s.", rd.reward.ID, card.Campaign.Name))
 		}
 		w, camp := rd.reward, card.Campaign
-		holder := loyalty.TierOf(camp.Tiers, card.Balance)
+		holder := tiers.Of(camp.Tiers, card.Balance)
 		pts, amount, err := price(w, rd.assignment, holder, r.Reward.Points, order, rd.paidBefore)
 		if err != nil {
 			return nil, err
@@ -320,7 +327,7 @@ func (s *Service) redemptionView(src webhooks.Source, id string, now time.Time, 
 	reward := map[string]any{"id": w.ID, "name": w.Name, "object": "reward", "type": w.Type, "created_at": rw.CreatedAt,
 		"updated_at": rw.UpdatedAt, "parameters": rw.Parameters, "metadata": rw.Metadata, "assignment_id": rd.assignment.ID,
 		"customer": cust, "loyalty_tier_id": nil, "voucher": nil, "product": nil, "sku": nil}
-	if t := loyalty.TierOf(card.Campaign.Tiers, card.Balance+pts); t != nil {
+	if t := tiers.Of(card.Campaign.Tiers, card.Balance+pts); t != nil {
 		reward["loyalty_tier_id"] = t.ID
 	}
 	if p := w.Attrs.Parameters.Product; p != nil {
@@ -517,6 +524,7 @@ func alreadyRolledBack(id string) error {
 // Register mounts the redemption endpoints on g (the /v1 group).
 func Register(g *echo.Group, s *Service) {
 	h := Handler{s}
+	registerAssignments(g, h)
 	g.POST("/loyalties/members/:memberId/redemption", h.redeem)
 	g.POST("/loyalties/:campaignId/members/:memberId/redemption", h.redeem)
 	g.GET("/redemptions/:redemptionId", h.getRedemption)

@@ -1,4 +1,4 @@
-package loyalty
+package redemptions
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/rewards"
 )
 
@@ -64,8 +65,8 @@ func scanAssignment(r pgx.Row) (Assignment, error) {
 	return a, err
 }
 
-// assignedRewards is the set of rewards a campaign offers.
-func assignedRewards(ctx context.Context, q db.Querier, projectID, campaignID string) (map[string]bool, error) {
+// RewardIDs are the rewards a campaign offers (the tiers' Terms).
+func (s *Service) RewardIDs(ctx context.Context, q db.Querier, projectID, campaignID string) (map[string]bool, error) {
 	rows, err := q.Query(ctx, `SELECT reward_id FROM reward_assignments WHERE project_id = $1 AND campaign_id = $2`, projectID, campaignID)
 	if err != nil {
 		return nil, err
@@ -117,7 +118,7 @@ func (s *Service) CreateAssignments(ctx context.Context, projectID, campaignID s
 	var out []AssignmentView
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out = out[:0]
-		camp, err := s.campaign(ctx, tx, projectID, campaignID)
+		camp, err := s.prog.Campaign(ctx, tx, projectID, campaignID)
 		if err != nil {
 			return err
 		}
@@ -154,14 +155,13 @@ func (s *Service) CreateAssignments(ctx context.Context, projectID, campaignID s
 }
 
 // assignmentRows are a campaign's reward assignments.
-var assignmentRows = campaignPart[Assignment]{table: "reward_assignments", columns: assignmentColumns, resource: "reward_assignment",
-	scan: scanAssignment}
+var assignmentRows = loyalty.NewCampaignPart("reward_assignments", assignmentColumns, "reward_assignment", scanAssignment)
 
 // UpdateAssignment changes an assignment's price.
 func (s *Service) UpdateAssignment(ctx context.Context, projectID, campaignID, id string, r AssignmentRequest) (AssignmentView, error) {
 	var out Assignment
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		a, err := assignmentRows.get(ctx, s, tx, projectID, campaignID, id, true)
+		a, err := assignmentRows.Get(ctx, s.prog, tx, projectID, campaignID, id, true)
 		if err != nil {
 			return err
 		}
@@ -185,7 +185,7 @@ func (s *Service) UpdateAssignment(ctx context.Context, projectID, campaignID, i
 // DeleteAssignment withdraws a reward from a campaign.
 func (s *Service) DeleteAssignment(ctx context.Context, projectID, campaignID, id string) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		a, err := assignmentRows.get(ctx, s, tx, projectID, campaignID, id, true)
+		a, err := assignmentRows.Get(ctx, s.prog, tx, projectID, campaignID, id, true)
 		if err != nil {
 			return err
 		}
@@ -196,7 +196,7 @@ func (s *Service) DeleteAssignment(ctx context.Context, projectID, campaignID, i
 
 // ListAssignments returns a page of a campaign's assignments.
 func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]AssignmentView, int, bool, string, error) {
-	camp, err := s.campaign(ctx, s.pool, projectID, campaignID)
+	camp, err := s.prog.Campaign(ctx, s.pool, projectID, campaignID)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
@@ -267,7 +267,7 @@ func (h Handler) listAssignments(c echo.Context) error {
 }
 
 func (h Handler) getAssignment(c echo.Context) error {
-	a, err := assignmentRows.get(c.Request().Context(), h.svc, h.svc.pool, httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), false)
+	a, err := assignmentRows.Get(c.Request().Context(), h.svc.prog, h.svc.pool, httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), false)
 	if err != nil {
 		return err
 	}

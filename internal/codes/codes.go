@@ -1,4 +1,7 @@
-package loyalty
+// Package codes makes voucher codes as a campaign's code_config describes
+// them: loyalty cards now, and discount vouchers, gift cards and referral
+// codes, which share the config.
+package codes
 
 import (
 	"math"
@@ -11,17 +14,28 @@ import (
 
 const defaultCharset = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-// generator makes codes as a campaign's code_config says: `#` in the
+// Config is how a campaign's codes look (code_config).
+type Config struct {
+	Length       *int    `json:"length"`
+	Charset      *string `json:"charset"`
+	Prefix       *string `json:"prefix"`
+	Postfix      *string `json:"postfix"`
+	Pattern      *string `json:"pattern"`
+	InitialCount *int    `json:"initial_count,omitempty"`
+}
+
+// Generator makes codes as a campaign's code_config says: `#` in the
 // pattern is a random character of the charset; without a pattern, length
 // random characters; prefix and postfix around either.
-type generator struct {
+type Generator struct {
 	charset         []rune
 	pattern         []rune
 	prefix, postfix string
 }
 
-func newGenerator(cc CodeConfig) (generator, error) {
-	g := generator{charset: []rune(defaultCharset)}
+// New checks a config and returns its generator.
+func New(cc Config) (Generator, error) {
+	g := Generator{charset: []rune(defaultCharset)}
 	if cc.Charset != nil {
 		if *cc.Charset == "" || !utf8.ValidString(*cc.Charset) {
 			return g, apierr.InvalidPayload("voucher.code_config.charset must be a non-empty set of characters")
@@ -64,21 +78,22 @@ func newGenerator(cc CodeConfig) (generator, error) {
 }
 
 // space is how many distinct codes the config can make (capped).
-func (g generator) space() float64 {
+func (g Generator) space() float64 {
 	k := strings.Count(string(g.pattern), "#")
 	return math.Pow(float64(len(g.charset)), float64(k))
 }
 
-// check refuses a config that cannot make n codes without endless
+// Check refuses a config that cannot make n codes without endless
 // collisions: the space must be at least twice n.
-func (g generator) check(n int64) error {
+func (g Generator) Check(n int64) error {
 	if g.space() < 2*float64(n) {
 		return apierr.InvalidPayload("voucher.code_config cannot make enough distinct codes: widen the charset or lengthen the code")
 	}
 	return nil
 }
 
-func (g generator) next() string {
+// Next is a new random code.
+func (g Generator) Next() string {
 	var b strings.Builder
 	b.WriteString(g.prefix)
 	for _, r := range g.pattern {
