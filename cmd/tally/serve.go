@@ -99,7 +99,7 @@ func runRegional(ctx context.Context, args []string) error {
 	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL (webhook configurations, project secrets)")
 	privateHooks := fs.Bool("webhooks-allow-private", false, "let webhooks reach loopback and private addresses (development only)")
 	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
-	maxConns := fs.Int("max-conns", 0, "database pool size (default: 4 per CPU, at least 8)")
+	maxConns := fs.Int("max-conns", 0, "database pool size (default: 8 per CPU, at least 16)")
 	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
 	if err := parse(fs, args); err != nil {
 		return err
