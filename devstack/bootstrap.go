@@ -23,15 +23,23 @@ type ManagementCredentials struct {
 
 // ProjectCredentials are a demo project's key pair and where to use it.
 type ProjectCredentials struct {
-	Cluster   string `json:"cluster"`
+	Cluster string `json:"cluster"`
+	// BaseURL serves the project's cluster on a port of its own: it works
+	// from any client. HostURL names the cluster's host on the router's
+	// port, for clients that resolve *.localhost.
 	BaseURL   string `json:"base_url"`
+	HostURL   string `json:"host_url"`
 	ProjectID string `json:"project_id"`
 	AppID     string `json:"app_id"`
 	AppToken  string `json:"app_token"`
 }
 
-// BaseURL is the public base URL of a cluster as this stack serves it.
-func (s *Stack) BaseURL(cluster string) string {
+// BaseURL is where this stack serves a cluster on a port of its own, a
+// base URL that works from any client.
+func (s *Stack) BaseURL(cluster string) string { return s.ClusterURLs[cluster] }
+
+// HostURL is a cluster's base URL by its host name on the router's port.
+func (s *Stack) HostURL(cluster string) string {
 	api, _ := ClusterHosts(cluster, s.cfg.BaseDomain)
 	return s.cfg.PublicScheme + "://" + api + ":" + s.RouterPort
 }
@@ -66,7 +74,7 @@ func (s *Stack) Bootstrap(ctx context.Context) (Credentials, error) {
 			return creds, err
 		}
 		creds.Projects = append(creds.Projects, ProjectCredentials{Cluster: r.Cluster, BaseURL: s.BaseURL(r.Cluster),
-			ProjectID: p.ID, AppID: key.AppID, AppToken: token})
+			HostURL: s.HostURL(r.Cluster), ProjectID: p.ID, AppID: key.AppID, AppToken: token})
 	}
 	return creds, nil
 }

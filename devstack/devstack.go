@@ -66,6 +66,11 @@ type Config struct {
 	SweepInterval time.Duration
 	// BinRetention is how long the bin keeps what was deleted (default 30 days).
 	BinRetention time.Duration
+	// ClusterBasePort is the first of the ports, one per cluster in the
+	// order of Regions, on which the router also serves each cluster
+	// whatever Host a request names, on the router's listen host; 0 picks
+	// free ports. Bare localhost on the router's port is the api cluster.
+	ClusterBasePort int
 }
 
 // Stack is a running platform.
@@ -73,10 +78,13 @@ type Stack struct {
 	cfg        Config
 	RouterURL  string // where the router listens, e.g. http://127.0.0.1:8080
 	RouterPort string
-	Management *management.App
-	Regional   map[string]*regional.App
-	Tenancy    *db.Pool
-	Resolver   *tenancy.Resolver
+	// ClusterURLs are where each cluster is served on a port of its own,
+	// e.g. http://127.0.0.1:8081: base URLs that work from any client.
+	ClusterURLs map[string]string
+	Management  *management.App
+	Regional    map[string]*regional.App
+	Tenancy     *db.Pool
+	Resolver    *tenancy.Resolver
 
 	mgmtURL      string
 	regionalURLs map[string]string
@@ -203,13 +211,25 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 	}
 	s.RouterPort = fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 	s.RouterURL = "http://" + l.Addr().String()
-	rt, resolver, rm, err := s.newRouter(runCtx)
+	clusterListeners, err := s.listenClusters(l)
 	if err != nil {
 		l.Close()
 		return err
 	}
+	rt, resolver, rm, err := s.newRouter(runCtx)
+	if err != nil {
+		l.Close()
+		for _, cl := range clusterListeners {
+			cl.Close()
+		}
+		return err
+	}
 	s.Resolver = resolver
 	s.run(func() error { return httpx.Serve(runCtx, l, rt.Handler()) })
+	for i, cl := range clusterListeners {
+		apiHost, _ := ClusterHosts(cfg.Regions[i].Cluster, cfg.BaseDomain)
+		s.run(func() error { return httpx.Serve(runCtx, cl, rt.HandlerFor(apiHost)) })
+	}
 	if admin != 0 {
 		s.serveAdmin(runCtx, admin, rm, rt.Ready)
 	}
@@ -231,9 +251,10 @@ func (s *Stack) newRouter(runCtx context.Context) (*router.Router, *tenancy.Reso
 	m := telemetry.NewMetrics("router", "")
 	m.Register(resolver.Collectors()...)
 	// Base URLs in wrong_cluster errors name the port the client reached.
+	loopback, _ := ClusterHosts("api", cfg.BaseDomain)
 	rt, err := router.New(router.Config{BaseDomain: cfg.BaseDomain, PublicScheme: cfg.PublicScheme, PublicPort: s.RouterPort,
 		ManagementURL: s.mgmtURL, TrustedProxies: cfg.TrustedProxies, IdentitySecret: cfg.IdentitySecret,
-		Resolver: resolver, Log: log, Metrics: m})
+		LoopbackHost: loopback, PublicURLs: s.ClusterURLs, Resolver: resolver, Log: log, Metrics: m})
 	return rt, resolver, m, err
 }
 
@@ -245,6 +266,42 @@ func (s *Stack) StartRouter() (string, error) {
 		return "", err
 	}
 	return s.serve(s.runCtx, "127.0.0.1:0", rt.Handler())
+}
+
+// listenClusters opens a listener per cluster on the router's listen host
+// and records the clusters' base URLs.
+func (s *Stack) listenClusters(router net.Listener) ([]net.Listener, error) {
+	host := router.Addr().(*net.TCPAddr).IP
+	urlHost := host.String()
+	if host.IsUnspecified() {
+		urlHost = "127.0.0.1" // listening everywhere: loopback reaches it
+	}
+	s.ClusterURLs = map[string]string{}
+	var ls []net.Listener
+	for i, r := range s.cfg.Regions {
+		port := 0
+		if s.cfg.ClusterBasePort != 0 {
+			port = s.cfg.ClusterBasePort + i
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(hostOrEmpty(host), fmt.Sprint(port)))
+		if err != nil {
+			for _, o := range ls {
+				o.Close()
+			}
+			return nil, fmt.Errorf("cluster %s: listen on port %d: %w", r.Cluster, port, err)
+		}
+		ls = append(ls, l)
+		s.ClusterURLs[r.Cluster] = fmt.Sprintf("%s://%s", s.cfg.PublicScheme,
+			net.JoinHostPort(urlHost, fmt.Sprint(l.Addr().(*net.TCPAddr).Port)))
+	}
+	return ls, nil
+}
+
+func hostOrEmpty(ip net.IP) string {
+	if ip.IsUnspecified() {
+		return ""
+	}
+	return ip.String()
 }
 
 func (s *Stack) serve(ctx context.Context, addr string, h http.Handler) (string, error) {

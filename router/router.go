@@ -32,6 +32,15 @@ type Config struct {
 	PublicPort   string
 	// ManagementURL is where the management service listens.
 	ManagementURL string
+	// LoopbackHost, when set, is the host a request for a bare loopback
+	// host (localhost, 127.0.0.1, ::1, or none) is served as: `tally dev`
+	// sets the api cluster's, since many clients cannot resolve
+	// *.localhost and Node's fetch drops a Host header.
+	LoopbackHost string
+	// PublicURLs are the base URLs of clusters served on a port of their
+	// own (HandlerFor): a request that came by one is told, in a
+	// wrong_cluster error, the port of its project's cluster.
+	PublicURLs map[string]string
 	// TrustedProxies are the networks whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
 	IdentitySecret []byte
@@ -100,6 +109,33 @@ func New(cfg Config) (*Router, error) {
 // Handler serves the public interface.
 func (r *Router) Handler() http.Handler { return r.echo }
 
+// HandlerFor serves the public interface as the host host, whatever Host
+// a request names: a cluster on a port of its own, reachable by clients
+// that cannot resolve its host name or send a Host header.
+func (r *Router) HandlerFor(host string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		req = req.WithContext(context.WithValue(req.Context(), fixedHostKey{}, host))
+		r.echo.ServeHTTP(w, req)
+	})
+}
+
+type fixedHostKey struct{}
+
+// hostOf is the host a request is served as.
+func (r *Router) hostOf(req *http.Request) string {
+	if h, ok := req.Context().Value(fixedHostKey{}).(string); ok {
+		return h
+	}
+	host := hostOnly(req.Host)
+	if r.cfg.LoopbackHost != "" {
+		switch host {
+		case "", "localhost", "127.0.0.1", "[::1]", "::1":
+			return r.cfg.LoopbackHost
+		}
+	}
+	return host
+}
+
 // Ready reports whether the directory can be read.
 func (r *Router) Ready(ctx context.Context) error { return r.cfg.Resolver.Ready(ctx) }
 
@@ -112,7 +148,7 @@ func (r *Router) handle(c echo.Context) error {
 	if proto != "" {
 		c.Set(ctxForwardedProto, proto)
 	}
-	host := hostOnly(req.Host)
+	host := r.hostOf(req)
 	if !r.inDomain(host) {
 		return unknownHost(host)
 	}
@@ -165,9 +201,15 @@ func (r *Router) wrongCluster(ctx context.Context, p tenancy.Project) error {
 	if err != nil {
 		return directoryDown(err)
 	}
-	base := r.cfg.PublicScheme + "://" + home.APIHost
-	if r.cfg.PublicPort != "" {
-		base += ":" + r.cfg.PublicPort
+	base := ""
+	if _, byPort := ctx.Value(fixedHostKey{}).(string); byPort {
+		base = r.cfg.PublicURLs[home.Name]
+	}
+	if base == "" {
+		base = r.cfg.PublicScheme + "://" + home.APIHost
+		if r.cfg.PublicPort != "" {
+			base += ":" + r.cfg.PublicPort
+		}
 	}
 	return &apierr.Error{Status: http.StatusMisdirectedRequest, Key: "wrong_cluster", Message: "Wrong cluster",
 		Details: fmt.Sprintf("Project %s lives in cluster %s; send its requests to %s", p.ID, home.Name, base)}

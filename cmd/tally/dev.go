@@ -27,6 +27,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ExitOnError)
 	dataDir := fs.String("data-dir", ".tally", "where the databases, the identity secret and credentials.json live")
 	addr := fs.String("addr", ":8080", "router listen address")
+	clusterPort := fs.Int("cluster-port", 8081, "first port of the clusters' own ports (api, us1, as1), served whatever the Host; 0 picks free ports")
 	adminPort := fs.Int("admin-port", 9090, "first port of the admin endpoints (router, management, api, us1, as1); 0 turns them off")
 	domain := fs.String("base-domain", "localhost", "domain of the cluster hosts")
 	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
@@ -84,7 +85,7 @@ func runDev(ctx context.Context, args []string) error {
 	stack, err := devstack.Start(ctx, devstack.Config{BaseDomain: *domain, RouterAddr: *addr, TenancyURL: servers[0].URL("tally"),
 		Regions: regions, IdentitySecret: key, AdminBasePort: *adminPort, Log: log,
 		// Local receivers are the point of trying webhooks on one machine.
-		Webhooks: webhooks.Options{AllowPrivateTargets: true}, BinRetention: *retention})
+		Webhooks: webhooks.Options{AllowPrivateTargets: true}, BinRetention: *retention, ClusterBasePort: *clusterPort})
 	if err != nil {
 		return err
 	}
@@ -125,8 +126,9 @@ func devCredentials(ctx context.Context, stack *devstack.Stack, path string) (de
 		if json.Unmarshal(b, &creds) == nil {
 			_, err := tenancy.GetManagementKey(ctx, stack.Tenancy, creds.Management.ID)
 			if err == nil {
-				for i := range creds.Projects { // the router's port may have changed
+				for i := range creds.Projects { // the ports may have changed
 					creds.Projects[i].BaseURL = stack.BaseURL(creds.Projects[i].Cluster)
+					creds.Projects[i].HostURL = stack.HostURL(creds.Projects[i].Cluster)
 				}
 				return creds, writeJSON(path, creds)
 			}
@@ -154,7 +156,8 @@ func printWelcome(c devstack.Credentials, path string) {
 	fmt.Printf("\nTally is running. Credentials (also in %s):\n\n", path)
 	fmt.Printf("  management  X-Management-Id: %s\n              X-Management-Token: %s\n\n", c.Management.ID, c.Management.Token)
 	for _, p := range c.Projects {
-		fmt.Printf("  %-4s %s  project %s\n       X-App-Id: %s\n       X-App-Token: %s\n\n", p.Cluster, p.BaseURL, p.ProjectID, p.AppID, p.AppToken)
+		fmt.Printf("  %-4s %s (or %s)  project %s\n       X-App-Id: %s\n       X-App-Token: %s\n\n", p.Cluster, p.BaseURL, p.HostURL,
+			p.ProjectID, p.AppID, p.AppToken)
 	}
 	fmt.Println("Try:")
 	for _, p := range c.Projects {
