@@ -225,10 +225,11 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 		return err
 	}
 	s.Resolver = resolver
-	s.run(func() error { return httpx.Serve(runCtx, l, rt.Handler()) })
+	public := rt.PublicOptions()
+	s.run(func() error { return httpx.ServePublic(runCtx, l, rt.Handler(), public) })
 	for i, cl := range clusterListeners {
 		apiHost, _ := ClusterHosts(cfg.Regions[i].Cluster, cfg.BaseDomain)
-		s.run(func() error { return httpx.Serve(runCtx, cl, rt.HandlerFor(apiHost)) })
+		s.run(func() error { return httpx.ServePublic(runCtx, cl, rt.HandlerFor(apiHost), public) })
 	}
 	if admin != 0 {
 		s.serveAdmin(runCtx, admin, rm, rt.Ready)
@@ -265,7 +266,12 @@ func (s *Stack) StartRouter() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return s.serve(s.runCtx, "127.0.0.1:0", rt.Handler())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	s.run(func() error { return httpx.ServePublic(s.runCtx, l, rt.Handler(), rt.PublicOptions()) })
+	return "http://" + l.Addr().String(), nil
 }
 
 // listenClusters opens a listener per cluster on the router's listen host

@@ -10,9 +10,11 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
@@ -62,6 +64,9 @@ type Router struct {
 	fwd        *forwarder
 	management *url.URL
 	upstreams  upstreamCache
+
+	refusedOnce sync.Once
+	refused     prometheus.Counter
 }
 
 const (
@@ -108,6 +113,23 @@ func New(cfg Config) (*Router, error) {
 
 // Handler serves the public interface.
 func (r *Router) Handler() http.Handler { return r.echo }
+
+// PublicOptions are the deadlines and per-address connection cap of the
+// router's listeners (httpx.ServePublic): trusted proxies are not capped,
+// and the connections closed at the cap are counted on the router's
+// metrics (tally_connections_refused_total).
+func (r *Router) PublicOptions() httpx.PublicOptions {
+	o := httpx.PublicOptions{Exempt: func(a netip.Addr) bool { return r.trustedAddr(a) }}
+	if r.cfg.Metrics != nil {
+		r.refusedOnce.Do(func() {
+			r.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_connections_refused_total",
+				Help: "Connections closed as soon as accepted: their client address held the most open connections allowed."})
+			r.cfg.Metrics.Register(r.refused)
+		})
+		o.Refused = r.refused
+	}
+	return o
+}
 
 // HandlerFor serves the public interface as the host host, whatever Host
 // a request names: a cluster on a port of its own, reachable by clients
@@ -262,6 +284,10 @@ func (r *Router) trusted(ip string) bool {
 	if err != nil {
 		return false
 	}
+	return r.trustedAddr(a)
+}
+
+func (r *Router) trustedAddr(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, p := range r.cfg.TrustedProxies {
 		if p.Contains(a) {

@@ -63,10 +63,11 @@ func TestBadCredentialsAre401WithTheInterfaceBody(t *testing.T) {
 	}
 }
 
+// (Bare localhost is the api cluster: see TestEveryClusterIsReachableWithoutAHostName.)
 func TestUnknownHostIs404(t *testing.T) {
 	e := stacktest.Start(t, stacktest.Options{})
 	p := e.CreateProject(t, "api")
-	for _, host := range []string{"http://eu9.api.localhost", "http://localhost", "http://api.example.com", "http://x.download.localhost"} {
+	for _, host := range []string{"http://eu9.api.localhost", "http://localhost.localdomain", "http://api.example.com", "http://x.download.localhost"} {
 		r := e.Do(t, "GET", host+"/v1/customers", p.Header(), nil)
 		if r.Status != 404 {
 			t.Fatalf("%s: status %d: %s", host, r.Status, r.Body)

@@ -22,7 +22,9 @@ import (
 
 // serve runs the service on addr and its admin endpoints on adminAddr until
 // ctx ends, then flushes traces.
-func serve(ctx context.Context, role, addr, adminAddr string, h http.Handler, m *telemetry.Metrics,
+// serve runs a service's listener (a public one, with its deadlines and
+// cap, when public is set), its admin endpoints and its extra work.
+func serve(ctx context.Context, role, addr, adminAddr string, h http.Handler, public *httpx.PublicOptions, m *telemetry.Metrics,
 	ready func(context.Context) error, extra ...func(context.Context) error) error {
 	log := logger()
 	shutdown, err := telemetry.SetupTracing(ctx, "tally-"+role)
@@ -40,7 +42,12 @@ func serve(ctx context.Context, role, addr, adminAddr string, h http.Handler, m 
 	}
 	log.Info(role+" listening", "addr", l.Addr().String())
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return httpx.Serve(gctx, l, h) })
+	g.Go(func() error {
+		if public != nil {
+			return httpx.ServePublic(gctx, l, h, *public)
+		}
+		return httpx.Serve(gctx, l, h)
+	})
 	if adminAddr != "" {
 		g.Go(func() error { return telemetry.ServeAdmin(gctx, adminAddr, m, ready, log) })
 	}
@@ -62,6 +69,7 @@ func runRouter(ctx context.Context, args []string) error {
 	mgmtURL := fs.String("management-url", "", "URL of the management service")
 	proxies := fs.String("trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	watch := fs.Duration("watch-interval", 500*time.Millisecond, "how often directory changes are polled")
+	perIP := fs.Int("max-conns-per-ip", 256, "open connections one client address may hold (trusted proxies are not capped)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -86,7 +94,9 @@ func runRouter(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return serve(ctx, "router", *addr, *adminAddr, rt.Handler(), m, rt.Ready,
+	public := rt.PublicOptions()
+	public.MaxConnsPerIP = *perIP
+	return serve(ctx, "router", *addr, *adminAddr, rt.Handler(), &public, m, rt.Ready,
 		func(ctx context.Context) error { resolver.Watch(ctx, *watch); return nil })
 }
 
@@ -116,7 +126,7 @@ func runRegional(ctx context.Context, args []string) error {
 		return err
 	}
 	defer app.Close()
-	return serve(ctx, "regional", *addr, *adminAddr, app.Handler(), m, app.Ready,
+	return serve(ctx, "regional", *addr, *adminAddr, app.Handler(), nil, m, app.Ready,
 		func(ctx context.Context) error { app.RunBackground(ctx); return nil })
 }
 
@@ -139,5 +149,5 @@ func runManagement(ctx context.Context, args []string) error {
 		return err
 	}
 	defer app.Close()
-	return serve(ctx, "management", *addr, *adminAddr, app.Handler(), m, app.Ready)
+	return serve(ctx, "management", *addr, *adminAddr, app.Handler(), nil, m, app.Ready)
 }

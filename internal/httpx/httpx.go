@@ -189,26 +189,11 @@ func jsonType(kind string) string {
 // sooner (router/upstream.go), so it never writes into one being closed.
 const ServerIdleTimeout = 120 * time.Second
 
-// Serve runs e on the listener until ctx ends, then shuts down gracefully,
-// letting requests in flight finish for up to 10 seconds.
+// Serve runs h on the listener of a service behind the router until ctx
+// ends, then shuts down gracefully, letting requests in flight finish for
+// up to 10 seconds. Public listeners use ServePublic.
 func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: ServerIdleTimeout}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return err
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: ServerIdleTimeout}, l)
 }
 
 // ProjectID is the project of the request's verified identity (regional

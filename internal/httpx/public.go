@@ -1,0 +1,137 @@
+package httpx
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PublicOptions are the limits of a listener that faces the internet: a
+// slow or stalled client holds a connection for seconds, not minutes, and
+// one address cannot hold more than its share of the edge's descriptors.
+type PublicOptions struct {
+	// ReadHeaderTimeout bounds reading a request's line and headers
+	// (default 5 s), ReadTimeout the whole request with its body (default
+	// 60 s), WriteTimeout the handling and the response (default 120 s),
+	// IdleTimeout a kept-alive connection between requests (default 60 s).
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConnsPerIP caps the open connections of one client address
+	// (default 256); connections past it are closed as soon as accepted.
+	MaxConnsPerIP int
+	// Exempt addresses (trusted proxies, whose connections carry many
+	// clients) are not capped.
+	Exempt func(netip.Addr) bool
+	// Refused, when set, counts the connections closed at the cap.
+	Refused prometheus.Counter
+}
+
+func (o *PublicOptions) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.ReadHeaderTimeout, 5*time.Second)
+	def(&o.ReadTimeout, 60*time.Second)
+	def(&o.WriteTimeout, 120*time.Second)
+	def(&o.IdleTimeout, 60*time.Second)
+	if o.MaxConnsPerIP == 0 {
+		o.MaxConnsPerIP = 256
+	}
+}
+
+// ServePublic is Serve for a public listener, with o's deadlines and cap.
+func ServePublic(ctx context.Context, l net.Listener, h http.Handler, o PublicOptions) error {
+	o.defaults()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout}
+	return serve(ctx, srv, &perIPListener{Listener: l, max: o.MaxConnsPerIP, exempt: o.Exempt, refused: o.Refused,
+		open: map[netip.Addr]int{}})
+}
+
+// perIPListener closes, as soon as it is accepted, a connection whose
+// remote address already holds max open ones.
+type perIPListener struct {
+	net.Listener
+	max     int
+	exempt  func(netip.Addr) bool
+	refused prometheus.Counter
+	mu      sync.Mutex
+	open    map[netip.Addr]int
+}
+
+func (l *perIPListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+		if err != nil {
+			return c, nil // not an IP connection (a test pipe): nothing to count
+		}
+		ip := ap.Addr().Unmap()
+		if l.exempt != nil && l.exempt(ip) {
+			return c, nil
+		}
+		l.mu.Lock()
+		if l.open[ip] >= l.max {
+			l.mu.Unlock()
+			c.Close()
+			if l.refused != nil {
+				l.refused.Inc()
+			}
+			continue
+		}
+		l.open[ip]++
+		l.mu.Unlock()
+		return &countedConn{Conn: c, release: func() { l.release(ip) }}, nil
+	}
+}
+
+func (l *perIPListener) release(ip netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[ip]--; l.open[ip] <= 0 {
+		delete(l.open, ip)
+	}
+}
+
+type countedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// serve runs srv on l until ctx ends, then shuts down gracefully, letting
+// requests in flight finish for up to 10 seconds.
+func serve(ctx context.Context, srv *http.Server, l net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
