@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/ids"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -51,6 +52,9 @@ type Config struct {
 	TenancyURL     string
 	Regions        []Region
 	IdentitySecret []byte
+	// OperatorSecret is management's credential for regional's /internal
+	// endpoints (default: a random one per start).
+	OperatorSecret []byte
 	TrustedProxies []netip.Prefix
 	WatchInterval  time.Duration // directory change polling, default 500ms
 	// AdminBasePort, when set, serves each service's /metrics, /healthz and
@@ -123,6 +127,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.OperatorSecret == nil {
+		cfg.OperatorSecret = []byte(ids.Secret(32))
+	}
 	if err := MigrateAll(ctx, cfg.TenancyURL, cfg.Regions); err != nil {
 		return nil, err
 	}
@@ -164,7 +171,8 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 	for _, r := range cfg.Regions {
 		m := telemetry.NewMetrics("regional", r.Cluster)
 		app, err := regional.New(ctx, regional.Config{Cluster: r.Cluster, DatabaseURL: r.DatabaseURL, TenancyURL: cfg.TenancyURL,
-			IdentitySecret: cfg.IdentitySecret, Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m,
+			IdentitySecret: cfg.IdentitySecret, OperatorSecret: cfg.OperatorSecret,
+			Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m,
 			Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval, Clock: cfg.Clock, SweepInterval: cfg.SweepInterval,
 			BinRetention: cfg.BinRetention})
 		if err != nil {
@@ -192,7 +200,8 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 
 	mm := telemetry.NewMetrics("management", "")
 	mgmt, err := management.New(ctx, management.Config{TenancyURL: cfg.TenancyURL, IdentitySecret: cfg.IdentitySecret,
-		Log: cfg.Log.With("service", "management"), Metrics: mm})
+		OperatorSecret: cfg.OperatorSecret,
+		Log:            cfg.Log.With("service", "management"), Metrics: mm})
 	if err != nil {
 		return err
 	}

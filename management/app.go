@@ -3,6 +3,7 @@ package management
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -20,6 +21,9 @@ import (
 type Config struct {
 	TenancyURL     string
 	IdentitySecret []byte
+	// OperatorSecret signs management's calls of regional instances'
+	// /internal endpoints (regional.Config.OperatorSecret).
+	OperatorSecret []byte
 	Log            *slog.Logger
 	Metrics        *telemetry.Metrics
 }
@@ -29,6 +33,7 @@ type App struct {
 	pool   *db.Pool
 	echo   *echo.Echo
 	signer *identity.Signer
+	seen   *identity.Seen
 }
 
 // New connects to the tenancy database and wires the management API.
@@ -40,15 +45,19 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	operator, err := identity.NewSigner(cfg.OperatorSecret)
+	if err != nil {
+		return nil, fmt.Errorf("management: operator secret: %w", err)
+	}
 	pool, err := db.Open(ctx, cfg.TenancyURL, db.Options{Name: "tally-management"})
 	if err != nil {
 		return nil, err
 	}
-	a := &App{pool: pool, signer: signer}
+	a := &App{pool: pool, signer: signer, seen: identity.NewSeen(100_000)}
 	e := httpx.New(httpx.Config{Service: "tally-management", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
 	e.Use(a.authenticate) // not on the group: see regional.New
 	g := e.Group("/management/v1")
-	h := handler{pool: pool, signer: signer}
+	h := handler{pool: pool, operator: operator}
 	g.POST("/projects", h.createProject)
 	g.GET("/projects", h.listProjects)
 	g.GET("/projects/:projectId", h.getProject)
@@ -78,7 +87,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 
 func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		id, err := a.signer.Verify(c.Request().Header.Get(identity.Header), time.Now())
+		id, err := a.signer.VerifyRequest(c.Request(), identity.AudienceManagement, "", time.Now(), a.seen)
 		if err != nil || id.Kind != identity.KindManagement {
 			return apierr.Unauthorized("Send valid X-Management-Id and X-Management-Token headers through the platform's router.")
 		}

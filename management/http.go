@@ -20,8 +20,8 @@ import (
 )
 
 type handler struct {
-	pool   *db.Pool
-	signer *identity.Signer
+	pool     *db.Pool
+	operator *identity.Signer // signs its calls of regional's /internal endpoints
 }
 
 // projectInput is a create or update request; nil means "not given".

@@ -41,7 +41,8 @@ func (h handler) askRegional(c echo.Context, cluster, path string) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set(identity.Header, h.signer.Sign(identity.Identity{Cluster: cluster, Kind: identity.KindManagement,
+	req.Header.Set(identity.Header, h.operator.Sign(identity.Identity{Audience: identity.AudienceOperator, Cluster: cluster,
+		Method: req.Method, Path: req.URL.EscapedPath(), Kind: identity.KindManagement,
 		RequestID: c.Response().Header().Get(apierr.HeaderRequestID), Expires: time.Now().Add(identity.TTL)}))
 	req.Header.Set(apierr.HeaderRequestID, c.Response().Header().Get(apierr.HeaderRequestID))
 	res, err := regionalClient.Do(req)

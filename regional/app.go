@@ -3,6 +3,7 @@ package regional
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -40,6 +41,10 @@ type Config struct {
 	DatabaseURL    string
 	TenancyURL     string // the directory, for webhook configurations and project secrets
 	IdentitySecret []byte
+	// OperatorSecret verifies the operator calls of management on
+	// /internal (parked tasks, deliveries, usage): a credential of their
+	// own, so no identity the router signs reaches them.
+	OperatorSecret []byte
 	MaxConns       int32
 	Worker         async.WorkerOptions
 	Webhooks       webhooks.Options
@@ -61,7 +66,9 @@ type App struct {
 	cfg      Config
 	pool     *db.Pool
 	echo     *echo.Echo
-	signer   *identity.Signer
+	signer   *identity.Signer // the router's identities
+	operator *identity.Signer // management's operator calls
+	seen     *identity.Seen   // identities of writes already presented
 	tasks    *async.Registry
 	worker   *async.Worker
 	tenancy  *db.Pool
@@ -84,6 +91,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	signer, err := identity.NewSigner(cfg.IdentitySecret)
 	if err != nil {
 		return nil, err
+	}
+	operator, err := identity.NewSigner(cfg.OperatorSecret)
+	if err != nil {
+		return nil, fmt.Errorf("regional: operator secret: %w", err)
 	}
 	if cfg.MaxConns == 0 {
 		// A request keeps its connection while the database commits (a WAL
@@ -109,7 +120,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		pool.Close()
 		return nil, err
 	}
-	a := &App{cfg: cfg, pool: pool, signer: signer, tasks: async.NewRegistry(), tenancy: tpool,
+	a := &App{cfg: cfg, pool: pool, signer: signer, operator: operator, seen: identity.NewSeen(200_000), tasks: async.NewRegistry(), tenancy: tpool,
 		resolver: tenancy.NewResolver(tpool, tenancy.ResolverOptions{Log: cfg.Log}), usage: usage.NewCounter(pool, cfg.Log)}
 	a.events = webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
 	events := a.events
@@ -165,18 +176,22 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if p := c.Request().URL.Path; p == "/healthz" || p == "/readyz" {
 			return next(c)
 		}
-		id, err := a.signer.Verify(c.Request().Header.Get(identity.Header), time.Now())
-		internal := strings.HasPrefix(c.Request().URL.Path, "/internal/")
-		switch {
-		case err != nil:
-			return apierr.Unauthorized("Requests reach this service only through the platform's router.")
-		case internal && id.Kind != identity.KindManagement:
-			return apierr.Unauthorized("Internal endpoints are for the management service.")
-		case !internal && (id.Cluster != a.cfg.Cluster || id.ProjectID == "" ||
-			(id.Kind != identity.KindApp && id.Kind != identity.KindClient)):
+		// Every identity is good for this cluster and this one request:
+		// the router's for the interface, management's operator credential
+		// for /internal.
+		r := c.Request()
+		if strings.HasPrefix(r.URL.Path, "/internal/") {
+			id, err := a.operator.VerifyRequest(r, identity.AudienceOperator, a.cfg.Cluster, time.Now(), a.seen)
+			if err != nil || id.Kind != identity.KindManagement {
+				return apierr.Unauthorized("Internal endpoints are for the management service.")
+			}
+			c.SetRequest(r.WithContext(identity.With(r.Context(), id)))
+			return next(c)
+		}
+		id, err := a.signer.VerifyRequest(r, identity.AudienceRegional, a.cfg.Cluster, time.Now(), a.seen)
+		if err != nil || id.ProjectID == "" || (id.Kind != identity.KindApp && id.Kind != identity.KindClient) {
 			return apierr.Unauthorized("Requests reach this service only through the platform's router.")
 		}
-		r := c.Request()
 		c.SetRequest(r.WithContext(identity.With(r.Context(), id)))
 		return next(c)
 	}

@@ -145,6 +145,7 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 	}
 	f.propagator.Inject(ctx, propagation.HeaderCarrier(h))
 
+	body := &clientBody{ReadCloser: in.Body}
 	out := (&http.Request{
 		Method:        in.Method,
 		URL:           &outURL,
@@ -152,7 +153,7 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          in.Body,
+		Body:          body,
 		ContentLength: in.ContentLength,
 		Host:          upstream.Host,
 	}).WithContext(ctx)
@@ -163,6 +164,12 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 	resp, done, err := f.roundTrip(ctx, out)
 	if err != nil {
 		span.RecordError(err)
+		if body.err != nil {
+			// The client's body could not be read (a malformed chunk, a
+			// body cut short): the client's fault, not the upstream's.
+			span.SetStatus(codes.Error, "request body unreadable")
+			return apierr.InvalidPayload("The request body could not be read: " + body.err.Error() + ".")
+		}
 		span.SetStatus(codes.Error, "upstream unreachable")
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
 			return nil // the client left; nobody to answer
@@ -194,6 +201,21 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 	return nil // headers are sent; an error now can only be recorded
 }
 
+// clientBody is the client's request body as forwarded, remembering why a
+// read of it failed.
+type clientBody struct {
+	io.ReadCloser
+	err error
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
 // upstreamError says the target cannot be reached, quickly and as JSON.
 func upstreamError(name string, err error) error {
 	var ne net.Error
@@ -214,6 +236,12 @@ func listed(list, name string) bool {
 		}
 	}
 	return false
+}
+
+// upstreamPath is the escaped path a request is forwarded to, which its
+// identity is signed for.
+func upstreamPath(upstream *url.URL, in *http.Request) string {
+	return singleJoin(upstream.EscapedPath(), in.URL.EscapedPath())
 }
 
 func singleJoin(a, b string) string {

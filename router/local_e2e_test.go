@@ -1,11 +1,14 @@
 package router_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 )
@@ -67,5 +70,32 @@ func TestEveryClusterIsReachableWithoutAHostName(t *testing.T) {
 	us := creds.Projects[1]
 	if status, _ := get(e.Stack.RouterURL+"/v1/customers", us.AppID, us.AppToken); status != 421 {
 		t.Fatalf("us1's project on the router's bare loopback: %d, want 421 (it is the api cluster)", status)
+	}
+}
+
+// A request whose chunked body is malformed is the client's error: 400,
+// never a 5xx blaming the upstream.
+func TestAMalformedChunkedBodyIs400(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	p := e.CreateProject(t, "api")
+	addr := strings.TrimPrefix(e.Stack.RouterURL, "http://")
+	for _, ct := range []string{"application/json", "text/csv"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(c, "POST /v1/customers HTTP/1.1\r\nHost: api.localhost\r\nX-App-Id: "+p.AppID+"\r\nX-App-Token: "+p.AppToken+
+			"\r\nContent-Type: "+ct+"\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\nzz\r\nmore\r\n0\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", ct, err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		c.Close()
+		var m map[string]any
+		if res.StatusCode != 400 || json.Unmarshal(b, &m) != nil || m["code"] != float64(400) {
+			t.Fatalf("%s: %d %s, want 400 with a JSON error", ct, res.StatusCode, b)
+		}
 	}
 }

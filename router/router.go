@@ -193,7 +193,8 @@ func (r *Router) handle(c echo.Context) error {
 		if err != nil {
 			return credentialError(err, "Send valid X-Management-Id and X-Management-Token headers.")
 		}
-		signed := r.signer.Sign(identity.Identity{Cluster: cluster.Name, Kind: identity.KindManagement, KeyID: key.ID,
+		signed := r.signer.Sign(identity.Identity{Audience: identity.AudienceManagement, Cluster: cluster.Name,
+			Method: req.Method, Path: upstreamPath(r.management, req), Kind: identity.KindManagement, KeyID: key.ID,
 			RequestID: requestID, Expires: expires})
 		return r.fwd.forward(c, r.management, "management service", signed, clientIP)
 	}
@@ -213,7 +214,8 @@ func (r *Router) handle(c echo.Context) error {
 	if key.Kind == tenancy.KeyClient {
 		kind = identity.KindClient
 	}
-	signed := r.signer.Sign(identity.Identity{ProjectID: project.ID, Cluster: cluster.Name, Kind: kind, KeyID: key.AppID,
+	signed := r.signer.Sign(identity.Identity{Audience: identity.AudienceRegional, ProjectID: project.ID, Cluster: cluster.Name,
+		Method: req.Method, Path: upstreamPath(upstream, req), Kind: kind, KeyID: key.AppID,
 		APIVersion: project.APIVersion, RequestID: requestID, Expires: expires})
 	return r.fwd.forward(c, upstream, "cluster "+cluster.Name, signed, clientIP)
 }

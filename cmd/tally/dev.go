@@ -74,7 +74,11 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	log.Info("PostgreSQL servers started", "dir", filepath.Join(dir, "pg"))
 
-	key, err := identitySecret(dir)
+	key, err := secretFile(dir, "identity.secret")
+	if err != nil {
+		return err
+	}
+	operator, err := secretFile(dir, "operator.secret")
 	if err != nil {
 		return err
 	}
@@ -83,7 +87,7 @@ func runDev(ctx context.Context, args []string) error {
 		regions[i].DatabaseURL = servers[i+1].URL("tally")
 	}
 	stack, err := devstack.Start(ctx, devstack.Config{BaseDomain: *domain, RouterAddr: *addr, TenancyURL: servers[0].URL("tally"),
-		Regions: regions, IdentitySecret: key, AdminBasePort: *adminPort, Log: log,
+		Regions: regions, IdentitySecret: key, OperatorSecret: operator, AdminBasePort: *adminPort, Log: log,
 		// Local receivers are the point of trying webhooks on one machine.
 		Webhooks: webhooks.Options{AllowPrivateTargets: true}, BinRetention: *retention, ClusterBasePort: *clusterPort})
 	if err != nil {
@@ -105,9 +109,10 @@ func runDev(ctx context.Context, args []string) error {
 	return nil
 }
 
-// identitySecret is kept in the data dir so restarts keep their keys valid.
-func identitySecret(dir string) ([]byte, error) {
-	p := filepath.Join(dir, "identity.secret")
+// secretFile is a secret kept in the data dir, so that restarts keep
+// their keys valid.
+func secretFile(dir, name string) ([]byte, error) {
+	p := filepath.Join(dir, name)
 	if b, err := os.ReadFile(p); err == nil {
 		return hex.DecodeString(string(b))
 	}

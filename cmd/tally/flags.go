@@ -49,12 +49,27 @@ func logger() *slog.Logger {
 
 // secret decodes the identity secret: hex, at least 16 bytes.
 func secret(s string) ([]byte, error) {
+	return hexSecret("identity-secret", s, "the same hex secret on router, regional and management")
+}
+
+// operatorSecret is management's credential for regional's /internal
+// endpoints, which must differ from the identity secret.
+func operatorSecret(s string, identity []byte) ([]byte, error) {
+	b, err := hexSecret("operator-secret", s, "the same hex secret on management and regional, other than the identity secret")
+	if err == nil && string(b) == string(identity) {
+		return nil, errors.New("--operator-secret must differ from --identity-secret: it is a credential of its own")
+	}
+	return b, err
+}
+
+func hexSecret(flag, s, what string) ([]byte, error) {
+	env := "TALLY_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 	if s == "" {
-		return nil, errors.New("--identity-secret (TALLY_IDENTITY_SECRET) is required: the same hex secret on router, regional and management")
+		return nil, fmt.Errorf("--%s (%s) is required: %s", flag, env, what)
 	}
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) < 16 {
-		return nil, errors.New("--identity-secret must be at least 32 hex digits (16 bytes)")
+		return nil, fmt.Errorf("--%s must be at least 32 hex digits (16 bytes)", flag)
 	}
 	return b, nil
 }

@@ -109,6 +109,7 @@ func runRegional(ctx context.Context, args []string) error {
 	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL (webhook configurations, project secrets)")
 	privateHooks := fs.Bool("webhooks-allow-private", false, "let webhooks reach loopback and private addresses (development only)")
 	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
+	opSec := fs.String("operator-secret", "", "hex secret of management's calls of /internal (not the identity secret)")
 	maxConns := fs.Int("max-conns", 0, "database pool size (default: 8 per CPU, at least 16)")
 	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
 	if err := parse(fs, args); err != nil {
@@ -118,9 +119,13 @@ func runRegional(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	operator, err := operatorSecret(*opSec, key)
+	if err != nil {
+		return err
+	}
 	m := telemetry.NewMetrics("regional", *cluster)
 	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, TenancyURL: *tenancyURL, IdentitySecret: key,
-		MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks},
+		OperatorSecret: operator, MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks},
 		BinRetention: *retention})
 	if err != nil {
 		return err
@@ -136,6 +141,7 @@ func runManagement(ctx context.Context, args []string) error {
 	adminAddr := fs.String("admin-addr", ":9092", "listen address of /metrics, /healthz, /readyz")
 	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL")
 	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
+	opSec := fs.String("operator-secret", "", "hex secret signing its calls of regional's /internal (not the identity secret)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -143,8 +149,12 @@ func runManagement(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	operator, err := operatorSecret(*opSec, key)
+	if err != nil {
+		return err
+	}
 	m := telemetry.NewMetrics("management", "")
-	app, err := management.New(ctx, management.Config{TenancyURL: *tenancyURL, IdentitySecret: key, Log: logger(), Metrics: m})
+	app, err := management.New(ctx, management.Config{TenancyURL: *tenancyURL, IdentitySecret: key, OperatorSecret: operator, Log: logger(), Metrics: m})
 	if err != nil {
 		return err
 	}

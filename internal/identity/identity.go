@@ -11,14 +11,26 @@ import (
 	"encoding/base64"
 	"errors"
 	"hash"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
 // Header carries the signed identity from the router to a service.
 const Header = "X-Tally-Identity"
+
+// Audiences: the service an identity is signed for. The router signs for
+// regional instances and for management; management signs operator calls
+// (regional's /internal endpoints) with a credential of their own.
+const (
+	AudienceRegional   = "regional"
+	AudienceManagement = "management"
+	AudienceOperator   = "operator"
+)
 
 // Credential kinds.
 const (
@@ -27,10 +39,14 @@ const (
 	KindManagement = "management" // management keys (platform admins)
 )
 
-// Identity is what the router vouches for.
+// Identity is what the router vouches for. It is good for one request:
+// its audience, cluster, method and path, for seconds (TTL).
 type Identity struct {
+	Audience   string
 	ProjectID  string // empty for management calls
 	Cluster    string // the cluster the request was addressed to
+	Method     string
+	Path       string // as sent upstream, escaped (URL.EscapedPath)
 	Kind       string
 	KeyID      string // the X-App-Id or X-Management-Id used
 	Scopes     []string
@@ -39,11 +55,13 @@ type Identity struct {
 	Expires    time.Time
 }
 
-// TTL bounds how long a signed header is good for: long enough for a slow
-// upload, short enough that a captured header is soon worthless.
-const TTL = 5 * time.Minute
+// TTL bounds how long a signed header is good for. The router signs as it
+// forwards and the service verifies as the headers arrive, before any body,
+// so seconds cover clock skew between hosts; a captured header is
+// worthless soon after, and never good for another request.
+const TTL = 10 * time.Second
 
-const version = "v1"
+const version = "v2"
 
 // Signer signs and verifies identities with one secret.
 type Signer struct {
@@ -68,8 +86,8 @@ func (s *Signer) Sign(id Identity) string {
 	var b strings.Builder
 	b.Grow(160)
 	b.WriteString(version)
-	for _, f := range [...]string{id.ProjectID, id.Cluster, id.Kind, id.KeyID, strings.Join(id.Scopes, ","),
-		id.APIVersion, id.RequestID, strconv.FormatInt(id.Expires.Unix(), 10)} {
+	for _, f := range [...]string{id.Audience, id.ProjectID, id.Cluster, id.Method, id.Path, id.Kind, id.KeyID,
+		strings.Join(id.Scopes, ","), id.APIVersion, id.RequestID, strconv.FormatInt(id.Expires.Unix(), 10)} {
 		b.WriteByte('|')
 		b.WriteString(f)
 	}
@@ -98,19 +116,80 @@ func (s *Signer) Verify(header string, now time.Time) (Identity, error) {
 		return Identity{}, errInvalid
 	}
 	f := strings.Split(payload, "|")
-	if len(f) != 9 || f[0] != version {
+	if len(f) != 12 || f[0] != version {
 		return Identity{}, errInvalid
 	}
-	exp, err := strconv.ParseInt(f[8], 10, 64)
+	exp, err := strconv.ParseInt(f[11], 10, 64)
 	if err != nil || now.Unix() > exp {
 		return Identity{}, errors.New("identity: expired identity header")
 	}
-	id := Identity{ProjectID: f[1], Cluster: f[2], Kind: f[3], KeyID: f[4], APIVersion: f[6], RequestID: f[7],
-		Expires: time.Unix(exp, 0)}
-	if f[5] != "" {
-		id.Scopes = strings.Split(f[5], ",")
+	id := Identity{Audience: f[1], ProjectID: f[2], Cluster: f[3], Method: f[4], Path: f[5], Kind: f[6], KeyID: f[7],
+		APIVersion: f[9], RequestID: f[10], Expires: time.Unix(exp, 0)}
+	if f[8] != "" {
+		id.Scopes = strings.Split(f[8], ",")
 	}
 	return id, nil
+}
+
+// Signature is the MAC part of a signed header: what a replay repeats.
+func Signature(header string) string { return header[strings.LastIndexByte(header, '.')+1:] }
+
+// VerifyRequest verifies r's identity header for audience and, when
+// cluster is not empty, for that cluster: the identity must have been
+// signed for r's method and path. seen, when set, refuses a signature
+// already presented (a replay) for a method that is not idempotent.
+func (s *Signer) VerifyRequest(r *http.Request, audience, cluster string, now time.Time, seen *Seen) (Identity, error) {
+	h := r.Header.Get(Header)
+	id, err := s.Verify(h, now)
+	if err != nil {
+		return id, err
+	}
+	switch {
+	case id.Audience != audience:
+		return Identity{}, errors.New("identity: signed for another audience")
+	case cluster != "" && id.Cluster != cluster:
+		return Identity{}, errors.New("identity: signed for another cluster")
+	case id.Method != r.Method || id.Path != r.URL.EscapedPath():
+		return Identity{}, errors.New("identity: signed for another request")
+	}
+	if seen != nil && !idempotent(r.Method) && !seen.first(Signature(h)) {
+		return Identity{}, errors.New("identity: replayed")
+	}
+	return id, nil
+}
+
+// idempotent methods may be sent twice (a router retries them), so their
+// identities are not remembered.
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// Seen remembers the signatures presented until they expire (with 5 s of
+// clock skew), so that each is accepted once by a service instance. Past
+// size signatures within that window (thousands of writes a second) the
+// oldest are forgotten early.
+type Seen struct {
+	mu  sync.Mutex
+	lru *expirable.LRU[string, struct{}]
+}
+
+// NewSeen remembers up to size signatures.
+func NewSeen(size int) *Seen {
+	return &Seen{lru: expirable.NewLRU[string, struct{}](size, nil, TTL+5*time.Second)}
+}
+
+func (s *Seen) first(sig string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lru.Contains(sig) {
+		return false
+	}
+	s.lru.Add(sig, struct{}{})
+	return true
 }
 
 type ctxKey struct{}

@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +14,8 @@ func TestSignVerifyRoundTripAndTamperingIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	in := Identity{ProjectID: "proj_1", Cluster: "us1", Kind: KindApp, KeyID: "app1", Scopes: []string{"api", "loyalties"},
+	in := Identity{Audience: AudienceRegional, ProjectID: "proj_1", Cluster: "us1", Method: "POST", Path: "/v1/customers",
+		Kind: KindApp, KeyID: "app1", Scopes: []string{"api", "loyalties"},
 		APIVersion: "v2018-08-01", RequestID: "v-abc", Expires: now.Add(time.Minute)}
 	h := s.Sign(in)
 	out, err := s.Verify(h, now)
@@ -20,7 +23,8 @@ func TestSignVerifyRoundTripAndTamperingIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out.ProjectID != in.ProjectID || out.Cluster != in.Cluster || strings.Join(out.Scopes, ",") != "api,loyalties" ||
-		out.RequestID != in.RequestID || out.KeyID != "app1" {
+		out.RequestID != in.RequestID || out.KeyID != "app1" || out.Audience != in.Audience || out.Method != "POST" ||
+		out.Path != "/v1/customers" {
 		t.Fatalf("round trip: %+v", out)
 	}
 	cases := map[string]string{
@@ -38,6 +42,52 @@ func TestSignVerifyRoundTripAndTamperingIsRefused(t *testing.T) {
 				t.Fatalf("accepted %q", header)
 			}
 		})
+	}
+}
+
+// An identity is good for its audience, cluster, method and path, once
+// for a write, and for seconds.
+func TestAnIdentityIsGoodForOneRequest(t *testing.T) {
+	s := mustSigner(t, "0123456789abcdef0123")
+	now := time.Now()
+	id := Identity{Audience: AudienceRegional, ProjectID: "proj_1", Cluster: "api", Method: "POST", Path: "/v1/customers",
+		Kind: KindApp, Expires: now.Add(TTL)}
+	req := func(method, path, header string) *http.Request {
+		r := httptest.NewRequest(method, path, nil)
+		r.Header.Set(Header, header)
+		return r
+	}
+	h := s.Sign(id)
+	seen := NewSeen(100)
+	if _, err := s.VerifyRequest(req("POST", "/v1/customers", h), AudienceRegional, "api", now, seen); err != nil {
+		t.Fatalf("the request it was signed for: %v", err)
+	}
+	for name, c := range map[string]struct {
+		r                 *http.Request
+		audience, cluster string
+		at                time.Time
+	}{
+		"replayed":           {req("POST", "/v1/customers", h), AudienceRegional, "api", now},
+		"another cluster":    {req("POST", "/v1/customers", s.Sign(id)), AudienceRegional, "us1", now},
+		"another audience":   {req("POST", "/v1/customers", s.Sign(id)), AudienceOperator, "api", now},
+		"another method":     {req("DELETE", "/v1/customers", s.Sign(id)), AudienceRegional, "api", now},
+		"another path":       {req("POST", "/v1/orders", s.Sign(id)), AudienceRegional, "api", now},
+		"an escaped path":    {req("POST", "/v1/%63ustomers", s.Sign(id)), AudienceRegional, "api", now},
+		"seconds later":      {req("POST", "/v1/customers", s.Sign(id)), AudienceRegional, "api", now.Add(TTL + time.Second)},
+		"another's secret":   {req("POST", "/v1/customers", mustSigner(t, "another secret of 16+").Sign(id)), AudienceRegional, "api", now},
+		"no identity at all": {req("POST", "/v1/customers", ""), AudienceRegional, "api", now},
+	} {
+		if _, err := s.VerifyRequest(c.r, c.audience, c.cluster, c.at, seen); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// An idempotent request may come twice (a router's retry).
+	get := Identity{Audience: AudienceRegional, Cluster: "api", Method: "GET", Path: "/v1/customers", Expires: now.Add(TTL)}
+	g := s.Sign(get)
+	for i := range 2 {
+		if _, err := s.VerifyRequest(req("GET", "/v1/customers", g), AudienceRegional, "api", now, seen); err != nil {
+			t.Fatalf("GET %d: %v", i+1, err)
+		}
 	}
 }
 

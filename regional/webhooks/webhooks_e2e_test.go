@@ -216,7 +216,7 @@ func TestTwoRegionalReplicasShare1000DeliveriesWithNoneTwice(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	second, err := regional.New(ctx, regional.Config{Cluster: "api", DatabaseURL: dbURL, TenancyURL: e.Stack.Config().TenancyURL,
-		IdentitySecret: stacktest.Secret, Worker: async.WorkerOptions{Poll: 20 * time.Millisecond},
+		IdentitySecret: stacktest.Secret, OperatorSecret: e.Stack.Config().OperatorSecret, Worker: async.WorkerOptions{Poll: 20 * time.Millisecond},
 		Webhooks: webhooks.Options{AllowPrivateTargets: true}, Log: telemetry.NewLogger(io.Discard, 0)})
 	if err != nil {
 		t.Fatal(err)
