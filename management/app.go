@@ -76,6 +76,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	g.GET("/projects/:projectId/usage", h.usage)
 	g.GET("/clusters/:name/outbox/parked", h.parked)
 	g.POST("/clusters/:name/outbox/:projectId/:taskId/requeue", h.requeue)
+	g.PUT("/projects/:projectId/api-version", h.setAPIVersion)
+	g.GET("/api-versions", h.listAPIVersions)
 	g.GET("/plans", h.listPlans)
 	g.PUT("/plans/:name", h.putPlan)
 	g.GET("/clusters", h.listClusters)

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/apiversion"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
@@ -74,14 +75,14 @@ func (in projectInput) apply(p *tenancy.Project) error {
 		s.DialCode = in.DialCode
 	}
 	if in.WebhookVersion != nil {
-		if *in.WebhookVersion != "v2024-01-01" {
-			return apierr.InvalidPayload(fmt.Sprintf("Property webhook_version must be v2024-01-01, got %q.", *in.WebhookVersion))
+		if !apiversion.KnownWebhook(*in.WebhookVersion) {
+			return apiversion.InvalidWebhook("Property webhook_version", *in.WebhookVersion)
 		}
 		s.WebhookVersion = *in.WebhookVersion
 	}
 	if in.APIVersion != nil {
-		if *in.APIVersion != tenancy.DefaultAPIVersion {
-			return apierr.InvalidPayload(fmt.Sprintf("Property api_version must be %s, got %q.", tenancy.DefaultAPIVersion, *in.APIVersion))
+		if !apiversion.Known(*in.APIVersion) {
+			return apiversion.Invalid("Property api_version", *in.APIVersion)
 		}
 		p.APIVersion = *in.APIVersion
 	}
@@ -122,8 +123,9 @@ func (h handler) createProject(c echo.Context) error {
 	if cluster == nil || *cluster == "" {
 		return apierr.InvalidPayload("Property cluster_id is required: the cluster the project lives in (for example api, us1 or as1).")
 	}
-	p := tenancy.Project{Cluster: *cluster, APIVersion: tenancy.DefaultAPIVersion,
-		Settings: tenancy.Settings{Timezone: "UTC", Currency: "USD", WebhookVersion: "v2024-01-01"}}
+	// Pinned to the newest version unless the request names another.
+	p := tenancy.Project{Cluster: *cluster, APIVersion: apiversion.Latest,
+		Settings: tenancy.Settings{Timezone: "UTC", Currency: "USD", WebhookVersion: apiversion.LatestWebhook}}
 	if err := in.apply(&p); err != nil {
 		return err
 	}
@@ -208,6 +210,10 @@ func (h handler) updateProject(c echo.Context) error {
 			if cl != nil && *cl != p.Cluster {
 				return apierr.InvalidPayload("A project cannot move to another cluster: its data stays in " + p.Cluster + ".")
 			}
+		}
+		if in.APIVersion != nil && *in.APIVersion != p.APIVersion {
+			return apierr.InvalidPayload(fmt.Sprintf("Property api_version is pinned (%s): an admin changes it with PUT "+
+				"/management/v1/projects/%s/api-version.", p.APIVersion, p.ID))
 		}
 		if err := in.apply(&p); err != nil {
 			return err
@@ -376,4 +382,55 @@ func (h handler) putCluster(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, viewCluster(cl))
+}
+
+// setAPIVersion changes the version a project's requests are served in
+// when they name none: only an admin does, never the platform itself.
+func (h handler) setAPIVersion(c echo.Context) error {
+	id := c.Param("projectId")
+	var in struct {
+		APIVersion *string `json:"api_version"`
+	}
+	if err := httpx.Bind(c, &in); err != nil {
+		return err
+	}
+	if in.APIVersion == nil {
+		return apierr.InvalidPayload("Property api_version is required: one of GET /management/v1/api-versions.")
+	}
+	if !apiversion.Known(*in.APIVersion) {
+		return apiversion.Invalid("Property api_version", *in.APIVersion)
+	}
+	ctx := c.Request().Context()
+	var p tenancy.Project
+	err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
+		var err error
+		if p, err = tenancy.GetProject(ctx, tx, id); err != nil {
+			return err
+		}
+		p.APIVersion = *in.APIVersion
+		return tenancy.UpdateProject(ctx, tx, &p)
+	})
+	if err != nil {
+		return projectNotFound(err, id)
+	}
+	return c.JSON(http.StatusOK, viewProject(p))
+}
+
+// listAPIVersions lists the API and webhook versions with their changes.
+func (h handler) listAPIVersions(c echo.Context) error {
+	type item struct {
+		apiversion.Version
+		Object string `json:"object"`
+		Latest bool   `json:"latest"`
+	}
+	list := func(vs []apiversion.Version, latest, object string) []item {
+		out := make([]item, len(vs))
+		for i, v := range vs {
+			out[i] = item{Version: v, Object: object, Latest: v.Name == latest}
+		}
+		return out
+	}
+	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "data",
+		"data": list(apiversion.Versions, apiversion.Latest, "api_version"), "total": len(apiversion.Versions),
+		"webhook_versions": list(apiversion.WebhookVersions, apiversion.LatestWebhook, "webhook_version")})
 }

@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tallyhq/tally/internal/apiversion"
 	"github.com/tallyhq/tally/internal/clock"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/labstack/echo/v4"
 
@@ -69,6 +72,7 @@ type App struct {
 	signer   *identity.Signer // the router's identities
 	operator *identity.Signer // management's operator calls
 	seen     *identity.Seen   // identities of writes already presented
+	versions *apiversion.Registry
 	tasks    *async.Registry
 	worker   *async.Worker
 	tenancy  *db.Pool
@@ -145,6 +149,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// catch-all route, which would turn every 405 into a 404.
 	e.Use(a.authenticate, a.usage.Middleware)
 	v1 := e.Group("/v1")
+	// The versions' differences, in one place: handlers serve the newest.
+	a.versions = apiversion.NewRegistry()
+	v1.Use(a.versions.Middleware(func(c echo.Context) string {
+		if id, ok := identity.From(c.Request().Context()); ok && id.APIVersion != "" {
+			return id.APIVersion
+		}
+		return apiversion.Latest
+	}))
 	cust := customers.NewService(pool, events)
 	customers.Register(v1, cust)
 	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
@@ -192,10 +204,16 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil || id.ProjectID == "" || (id.Kind != identity.KindApp && id.Kind != identity.KindClient) {
 			return apierr.Unauthorized("Requests reach this service only through the platform's router.")
 		}
+		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("tally.project_id", id.ProjectID),
+			attribute.String("tally.api_version", id.APIVersion))
 		c.SetRequest(r.WithContext(identity.With(r.Context(), id)))
 		return next(c)
 	}
 }
+
+// Versions is where the API versions' request and response transforms
+// are registered (apiversion.Transform).
+func (a *App) Versions() *apiversion.Registry { return a.versions }
 
 // Events records webhook events in a writer's transaction.
 func (a *App) Events() *webhooks.Service { return a.events }

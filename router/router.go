@@ -15,8 +15,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/apiversion"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -206,6 +209,19 @@ func (r *Router) handle(c echo.Context) error {
 	if project.Cluster != cluster.Name {
 		return r.wrongCluster(req.Context(), project)
 	}
+	// The project's pinned version, or the one the request names.
+	version := project.APIVersion
+	if version == "" {
+		version = apiversion.Latest
+	}
+	if v := req.Header.Get(apiversion.Header); v != "" {
+		if !apiversion.Known(v) {
+			return apiversion.Invalid("The "+apiversion.Header+" header", v)
+		}
+		version = v
+	}
+	c.Response().Header().Set(apiversion.Header, version)
+	trace.SpanFromContext(req.Context()).SetAttributes(attribute.String("tally.api_version", version))
 	upstream, err := r.upstreams.get(cluster)
 	if err != nil {
 		return err
@@ -216,7 +232,7 @@ func (r *Router) handle(c echo.Context) error {
 	}
 	signed := r.signer.Sign(identity.Identity{Audience: identity.AudienceRegional, ProjectID: project.ID, Cluster: cluster.Name,
 		Method: req.Method, Path: upstreamPath(upstream, req), Kind: kind, KeyID: key.AppID,
-		APIVersion: project.APIVersion, RequestID: requestID, Expires: expires})
+		APIVersion: version, RequestID: requestID, Expires: expires})
 	return r.fwd.forward(c, upstream, "cluster "+cluster.Name, signed, clientIP)
 }
 

@@ -11,9 +11,6 @@ const (
 	Dedicated = "dedicated"
 )
 
-// DefaultAPIVersion is the version new projects start on.
-const DefaultAPIVersion = "v2018-08-01"
-
 // Cluster is one deployment of the regional service with its own database.
 type Cluster struct {
 	Name         string // api, us1, as1, or a dedicated cluster's name

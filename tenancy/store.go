@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tallyhq/tally/internal/apiversion"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
@@ -153,7 +154,7 @@ func CreateProject(ctx context.Context, q db.Querier, p *Project) (AppKey, strin
 	p.ID = ids.New("proj_")
 	p.CreatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	if p.APIVersion == "" {
-		p.APIVersion = DefaultAPIVersion
+		p.APIVersion = apiversion.Latest
 	}
 	if p.Plan == "" {
 		p.Plan = DefaultPlan

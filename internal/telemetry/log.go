@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/tallyhq/tally/internal/identity"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -22,7 +23,8 @@ func RequestID(ctx context.Context) string {
 }
 
 // NewLogger returns a JSON logger whose records carry trace_id, span_id and
-// request_id from the context they are logged with.
+// request_id, and the project_id and api_version of the verified identity,
+// from the context they are logged with.
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(contextHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})})
 }
@@ -35,6 +37,14 @@ func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	if id := RequestID(ctx); id != "" {
 		r.AddAttrs(slog.String("request_id", id))
+	}
+	if who, ok := identity.From(ctx); ok {
+		if who.ProjectID != "" {
+			r.AddAttrs(slog.String("project_id", who.ProjectID))
+		}
+		if who.APIVersion != "" {
+			r.AddAttrs(slog.String("api_version", who.APIVersion))
+		}
 	}
 	return h.Handler.Handle(ctx, r)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/tallyhq/tally/internal/identity"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -13,7 +14,8 @@ func TestLogRecordsCarryTraceAndRequestIDs(t *testing.T) {
 	var buf bytes.Buffer
 	log := NewLogger(&buf, 0).With("service", "test")
 	tp := sdktrace.NewTracerProvider()
-	ctx, span := tp.Tracer("t").Start(WithRequestID(context.Background(), "v-123"), "op")
+	who := identity.With(context.Background(), identity.Identity{ProjectID: "proj_1", APIVersion: "v2017-04-20"})
+	ctx, span := tp.Tracer("t").Start(WithRequestID(who, "v-123"), "op")
 	log.InfoContext(ctx, "hello", "k", 1)
 	span.End()
 
@@ -22,7 +24,8 @@ func TestLogRecordsCarryTraceAndRequestIDs(t *testing.T) {
 		t.Fatalf("not JSON: %v: %s", err, buf.String())
 	}
 	if rec["trace_id"] != span.SpanContext().TraceID().String() || rec["span_id"] != span.SpanContext().SpanID().String() ||
-		rec["request_id"] != "v-123" || rec["service"] != "test" || rec["msg"] != "hello" {
+		rec["request_id"] != "v-123" || rec["service"] != "test" || rec["msg"] != "hello" ||
+		rec["project_id"] != "proj_1" || rec["api_version"] != "v2017-04-20" {
 		t.Fatalf("record %v", rec)
 	}
 }
