@@ -79,7 +79,11 @@ func TestProjectInputIsValidated(t *testing.T) {
 		"malformed":       `{"name":`,
 	} {
 		r := e.Do(t, "POST", base+"/projects", e.MgmtHeader(), body)
-		if r.Status != 400 || r.JSON(t)["key"] != "invalid_payload" {
+		want := "invalid_payload"
+		if name == "bad api version" {
+			want = "invalid_api_version" // as for the request header
+		}
+		if r.Status != 400 || r.JSON(t)["key"] != want {
 			t.Fatalf("%s: %d %s", name, r.Status, r.Body)
 		}
 	}

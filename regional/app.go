@@ -147,16 +147,17 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	})
 	// Root-level rather than group middleware: a group with middleware adds a
 	// catch-all route, which would turn every 405 into a 404.
-	e.Use(a.authenticate, a.usage.Middleware)
-	v1 := e.Group("/v1")
 	// The versions' differences, in one place: handlers serve the newest.
+	// (On e, not the /v1 group: a group's middleware makes echo answer 404
+	// for a known path's other methods, not 405.)
 	a.versions = apiversion.NewRegistry()
-	v1.Use(a.versions.Middleware(func(c echo.Context) string {
+	e.Use(a.authenticate, a.usage.Middleware, a.versions.Middleware(func(c echo.Context) string {
 		if id, ok := identity.From(c.Request().Context()); ok && id.APIVersion != "" {
 			return id.APIVersion
 		}
 		return apiversion.Latest
 	}))
+	v1 := e.Group("/v1")
 	cust := customers.NewService(pool, events)
 	customers.Register(v1, cust)
 	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
