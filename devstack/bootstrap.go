@@ -63,18 +63,27 @@ func (s *Stack) Bootstrap(ctx context.Context) (Credentials, error) {
 		return creds, err
 	}
 	for _, r := range s.cfg.Regions {
-		p := tenancy.Project{Name: "Demo " + r.Cluster, Cluster: r.Cluster,
-			Settings: tenancy.Settings{Timezone: "UTC", Currency: "USD", WebhookVersion: "v2024-01-01"}}
-		var key tenancy.AppKey
-		var token string
-		if err := db.InTx(ctx, s.Tenancy, func(tx pgx.Tx) error {
-			key, token, err = tenancy.CreateProject(ctx, tx, &p)
-			return err
-		}); err != nil {
+		p, err := s.CreateProject(ctx, "Demo "+r.Cluster, r.Cluster, "")
+		if err != nil {
 			return creds, err
 		}
-		creds.Projects = append(creds.Projects, ProjectCredentials{Cluster: r.Cluster, BaseURL: s.BaseURL(r.Cluster),
-			HostURL: s.HostURL(r.Cluster), ProjectID: p.ID, AppID: key.AppID, AppToken: token})
+		creds.Projects = append(creds.Projects, p)
 	}
 	return creds, nil
+}
+
+// CreateProject makes a project in cluster on plan (the default when
+// empty) with a server-side key.
+func (s *Stack) CreateProject(ctx context.Context, name, cluster, plan string) (ProjectCredentials, error) {
+	p := tenancy.Project{Name: name, Cluster: cluster, Plan: plan,
+		Settings: tenancy.Settings{Timezone: "UTC", Currency: "USD", WebhookVersion: "v2024-01-01"}}
+	var key tenancy.AppKey
+	var token string
+	err := db.InTx(ctx, s.Tenancy, func(tx pgx.Tx) error {
+		var err error
+		key, token, err = tenancy.CreateProject(ctx, tx, &p)
+		return err
+	})
+	return ProjectCredentials{Cluster: cluster, BaseURL: s.BaseURL(cluster), HostURL: s.HostURL(cluster), ProjectID: p.ID,
+		AppID: key.AppID, AppToken: token}, err
 }

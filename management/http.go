@@ -27,25 +27,26 @@ type handler struct {
 
 // projectInput is a create or update request; nil means "not given".
 type projectInput struct {
-	Name                                  *string   `json:"name"`
-	Description                           *string   `json:"description"`
-	ClusterID                             *string   `json:"cluster_id"`
-	Cluster                               *string   `json:"cluster"`
-	Timezone                              *string   `json:"timezone"`
-	Currency                              *string   `json:"currency"`
-	DialCode                              *string   `json:"dial_code"`
-	WebhookVersion                        *string   `json:"webhook_version"`
-	APIVersion                            *string   `json:"api_version"`
-	Plan                                  *string   `json:"plan"`
-	CaseSensitiveCodes                    *bool     `json:"case_sensitive_codes"`
-	IsSandbox                             *bool     `json:"is_sandbox"`
-	ClientTrustedDomains                  *[]string `json:"client_trusted_domains"`
-	ClientRedeemEnabled                   *bool     `json:"client_redeem_enabled"`
-	ClientPublishEnabled                  *bool     `json:"client_publish_enabled"`
-	ClientListVouchersEnabled             *bool     `json:"client_list_vouchers_enabled"`
-	ClientCreateCustomerEnabled           *bool     `json:"client_create_customer_enabled"`
-	ClientLoyaltyEventsEnabled            *bool     `json:"client_loyalty_events_enabled"`
-	ClientSetVoucherExpirationDateEnabled *bool     `json:"client_set_voucher_expiration_date_enabled"`
+	Name                                  *string          `json:"name"`
+	Description                           *string          `json:"description"`
+	ClusterID                             *string          `json:"cluster_id"`
+	Cluster                               *string          `json:"cluster"`
+	Timezone                              *string          `json:"timezone"`
+	Currency                              *string          `json:"currency"`
+	DialCode                              *string          `json:"dial_code"`
+	WebhookVersion                        *string          `json:"webhook_version"`
+	APIVersion                            *string          `json:"api_version"`
+	Plan                                  *string          `json:"plan"`
+	CaseSensitiveCodes                    *bool            `json:"case_sensitive_codes"`
+	IsSandbox                             *bool            `json:"is_sandbox"`
+	ClientTrustedDomains                  *[]string        `json:"client_trusted_domains"`
+	ClientRedeemEnabled                   *bool            `json:"client_redeem_enabled"`
+	ClientPublishEnabled                  *bool            `json:"client_publish_enabled"`
+	ClientListVouchersEnabled             *bool            `json:"client_list_vouchers_enabled"`
+	ClientCreateCustomerEnabled           *bool            `json:"client_create_customer_enabled"`
+	ClientLoyaltyEventsEnabled            *bool            `json:"client_loyalty_events_enabled"`
+	ClientSetVoucherExpirationDateEnabled *bool            `json:"client_set_voucher_expiration_date_enabled"`
+	ClientIPRateLimit                     *tenancy.IPLimit `json:"client_ip_rate_limit"`
 }
 
 var currencyRe = regexp.MustCompile(`^[A-Z]{3}$`)
@@ -88,6 +89,13 @@ func (in projectInput) apply(p *tenancy.Project) error {
 	}
 	if in.Plan != nil {
 		p.Plan = *in.Plan
+	}
+	if l := in.ClientIPRateLimit; l != nil {
+		if l.Requests < 1 || l.Requests > 100_000 || l.Seconds < 1 || l.Seconds > 86_400 {
+			return apierr.InvalidPayload("Property client_ip_rate_limit is {requests: 1 to 100000, seconds: 1 to 86400}: " +
+				"the requests one client address may make in so many seconds on the client-side API.")
+		}
+		s.ClientIPLimit = l
 	}
 	if in.ClientTrustedDomains != nil {
 		s.ClientTrustedDomains = *in.ClientTrustedDomains

@@ -7,30 +7,31 @@ import (
 
 // projectView is the reference's ManagementProjectBaseWithConfig.
 type projectView struct {
-	ID                                    string      `json:"id"`
-	Name                                  string      `json:"name"`
-	Description                           *string     `json:"description"`
-	Timezone                              string      `json:"timezone"`
-	Currency                              string      `json:"currency"`
-	DialCode                              *string     `json:"dial_code"`
-	WebhookVersion                        string      `json:"webhook_version"`
-	ClientTrustedDomains                  []string    `json:"client_trusted_domains"`
-	ClientRedeemEnabled                   bool        `json:"client_redeem_enabled"`
-	ClientPublishEnabled                  bool        `json:"client_publish_enabled"`
-	ClientListVouchersEnabled             bool        `json:"client_list_vouchers_enabled"`
-	ClientCreateCustomerEnabled           bool        `json:"client_create_customer_enabled"`
-	ClientLoyaltyEventsEnabled            bool        `json:"client_loyalty_events_enabled"`
-	ClientSetVoucherExpirationDateEnabled bool        `json:"client_set_voucher_expiration_date_enabled"`
-	APIUsageNotifications                 any         `json:"api_usage_notifications"`
-	WebhooksCalloutNotifications          any         `json:"webhooks_callout_notifications"`
-	ClusterID                             string      `json:"cluster_id"`
-	CaseSensitiveCodes                    bool        `json:"case_sensitive_codes"`
-	APIVersion                            string      `json:"api_version"`
-	IsSandbox                             bool        `json:"is_sandbox"`
-	WebhookToken                          *string     `json:"webhook_token"`
-	Plan                                  string      `json:"plan"`
-	CreatedAt                             jsonx.Time  `json:"created_at"`
-	UpdatedAt                             *jsonx.Time `json:"updated_at"`
+	ID                                    string          `json:"id"`
+	Name                                  string          `json:"name"`
+	Description                           *string         `json:"description"`
+	Timezone                              string          `json:"timezone"`
+	Currency                              string          `json:"currency"`
+	DialCode                              *string         `json:"dial_code"`
+	WebhookVersion                        string          `json:"webhook_version"`
+	ClientTrustedDomains                  []string        `json:"client_trusted_domains"`
+	ClientRedeemEnabled                   bool            `json:"client_redeem_enabled"`
+	ClientPublishEnabled                  bool            `json:"client_publish_enabled"`
+	ClientListVouchersEnabled             bool            `json:"client_list_vouchers_enabled"`
+	ClientCreateCustomerEnabled           bool            `json:"client_create_customer_enabled"`
+	ClientLoyaltyEventsEnabled            bool            `json:"client_loyalty_events_enabled"`
+	ClientSetVoucherExpirationDateEnabled bool            `json:"client_set_voucher_expiration_date_enabled"`
+	APIUsageNotifications                 any             `json:"api_usage_notifications"`
+	WebhooksCalloutNotifications          any             `json:"webhooks_callout_notifications"`
+	ClusterID                             string          `json:"cluster_id"`
+	CaseSensitiveCodes                    bool            `json:"case_sensitive_codes"`
+	APIVersion                            string          `json:"api_version"`
+	IsSandbox                             bool            `json:"is_sandbox"`
+	WebhookToken                          *string         `json:"webhook_token"`
+	Plan                                  string          `json:"plan"`
+	ClientIPRateLimit                     tenancy.IPLimit `json:"client_ip_rate_limit"`
+	CreatedAt                             jsonx.Time      `json:"created_at"`
+	UpdatedAt                             *jsonx.Time     `json:"updated_at"`
 }
 
 func viewProject(p tenancy.Project) projectView {
@@ -47,6 +48,7 @@ func viewProject(p tenancy.Project) projectView {
 		ClientSetVoucherExpirationDateEnabled: s.ClientSetVoucherExpirationDateEnabled, ClusterID: p.Cluster,
 		CaseSensitiveCodes: s.CaseSensitiveCodes, APIVersion: p.APIVersion, IsSandbox: s.IsSandbox,
 		CreatedAt: jsonx.Time{Time: p.CreatedAt}, UpdatedAt: jsonx.Ptr(p.UpdatedAt), WebhookToken: &p.WebhookSecret, Plan: p.Plan,
+		ClientIPRateLimit: s.ClientLimit(),
 	}
 }
 

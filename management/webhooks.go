@@ -224,12 +224,27 @@ func (h handler) putPlan(c echo.Context) error {
 		return apierr.InvalidPayload("A plan name is lower-case letters, digits, '-' and '_'.")
 	}
 	var in struct {
-		Features []string `json:"features"`
+		Features          []string `json:"features"`
+		RequestsPerMinute *int64   `json:"requests_per_minute"`
+		RequestsPerHour   *int64   `json:"requests_per_hour"`
 	}
 	if err := httpx.Bind(c, &in); err != nil {
 		return err
 	}
 	p := tenancy.Plan{Name: name, Features: in.Features}
+	for _, l := range []struct {
+		name string
+		in   *int64
+		out  *int64
+	}{{"requests_per_minute", in.RequestsPerMinute, &p.RequestsPerMinute}, {"requests_per_hour", in.RequestsPerHour, &p.RequestsPerHour}} {
+		if l.in == nil {
+			continue // unlimited
+		}
+		if *l.in < 0 || *l.in > 1_000_000_000 {
+			return apierr.InvalidPayload("Property " + l.name + " is 0 (unlimited) to 1000000000 requests.")
+		}
+		*l.out = *l.in
+	}
 	ctx := c.Request().Context()
 	if err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error { return tenancy.PutPlan(ctx, tx, p) }); err != nil {
 		return err

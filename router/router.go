@@ -70,9 +70,11 @@ type Router struct {
 
 	refusedOnce sync.Once
 	refused     prometheus.Counter
+	limits      *limiter
 }
 
 const (
+	clientPrefix      = "/client/"
 	ctxForwardedFor   = "tally.forwarded_for"
 	ctxForwardedProto = "tally.forwarded_proto"
 	managementPrefix  = "/management/"
@@ -102,7 +104,10 @@ func New(cfg Config) (*Router, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	r := &Router{cfg: cfg, signer: signer, fwd: newForwarder(cfg.DialTimeout)}
+	r := &Router{cfg: cfg, signer: signer, fwd: newForwarder(cfg.DialTimeout), limits: newLimiter(cfg.Resolver)}
+	if cfg.Metrics != nil {
+		cfg.Metrics.Register(r.limits.limited, r.limits.failOpen)
+	}
 	if cfg.ManagementURL != "" {
 		if r.management, err = url.Parse(cfg.ManagementURL); err != nil {
 			return nil, fmt.Errorf("router: management url: %w", err)
@@ -202,9 +207,19 @@ func (r *Router) handle(c echo.Context) error {
 		return r.fwd.forward(c, r.management, "management service", signed, clientIP)
 	}
 
-	key, project, err := r.cfg.Resolver.App(req.Context(), req.Header.Get("X-App-Id"), req.Header.Get("X-App-Token"))
+	// The client-side API takes client keys, in its own headers.
+	clientAPI := strings.HasPrefix(req.URL.Path, clientPrefix)
+	appID, token, hint := req.Header.Get("X-App-Id"), req.Header.Get("X-App-Token"), "Send valid X-App-Id and X-App-Token headers."
+	if clientAPI {
+		appID, token = req.Header.Get("X-Client-Application-Id"), req.Header.Get("X-Client-Token")
+		hint = "Send a client-side key's X-Client-Application-Id and X-Client-Token headers."
+	}
+	key, project, err := r.cfg.Resolver.App(req.Context(), appID, token)
+	if err == nil && clientAPI && key.Kind != tenancy.KeyClient {
+		err = tenancy.ErrBadCredentials
+	}
 	if err != nil {
-		return credentialError(err, "Send valid X-App-Id and X-App-Token headers.")
+		return credentialError(err, hint)
 	}
 	if project.Cluster != cluster.Name {
 		return r.wrongCluster(req.Context(), project)
@@ -222,6 +237,9 @@ func (r *Router) handle(c echo.Context) error {
 	}
 	c.Response().Header().Set(apiversion.Header, version)
 	trace.SpanFromContext(req.Context()).SetAttributes(attribute.String("tally.api_version", version))
+	if err := r.limit(c, project, clientAPI, clientIP); err != nil {
+		return err
+	}
 	upstream, err := r.upstreams.get(cluster)
 	if err != nil {
 		return err
@@ -234,6 +252,30 @@ func (r *Router) handle(c echo.Context) error {
 		Method: req.Method, Path: upstreamPath(upstream, req), Kind: kind, KeyID: key.AppID,
 		APIVersion: version, RequestID: requestID, Expires: expires})
 	return r.fwd.forward(c, upstream, "cluster "+cluster.Name, signed, clientIP)
+}
+
+// limit applies the project's limits to a request: its plan's on the
+// application API, the per-address one on the client-side API. Their
+// headers go on the answer whatever it is; over a limit, it is 429.
+func (r *Router) limit(c echo.Context, project tenancy.Project, clientAPI bool, clientIP string) error {
+	ctx := c.Request().Context()
+	var vs []verdict
+	if clientAPI {
+		vs = []verdict{r.limits.client(project.ID, clientIP, project.Settings.ClientLimit())}
+	} else {
+		plan, err := r.cfg.Resolver.Plan(ctx, project.Plan)
+		if err != nil && !errors.Is(err, tenancy.ErrPlanNotFound) {
+			return directoryDown(err)
+		}
+		vs = r.limits.project(ctx, project.ID, plan.RequestsPerMinute, plan.RequestsPerHour)
+	}
+	setHeaders(c.Response().Header(), vs, r.limits.now())
+	for _, v := range vs {
+		if v.refused {
+			return tooMany()
+		}
+	}
+	return nil
 }
 
 func (r *Router) wrongCluster(ctx context.Context, p tenancy.Project) error {

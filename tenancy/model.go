@@ -46,6 +46,27 @@ type Settings struct {
 	ClientCreateCustomerEnabled           bool     `json:"client_create_customer_enabled"`
 	ClientLoyaltyEventsEnabled            bool     `json:"client_loyalty_events_enabled"`
 	ClientSetVoucherExpirationDateEnabled bool     `json:"client_set_voucher_expiration_date_enabled"`
+	// ClientIPLimit limits each client address on the client-side API
+	// (nil: DefaultClientIPLimit).
+	ClientIPLimit *IPLimit `json:"client_ip_rate_limit,omitempty"`
+}
+
+// IPLimit is at most Requests requests per Seconds seconds.
+type IPLimit struct {
+	Requests int `json:"requests"`
+	Seconds  int `json:"seconds"`
+}
+
+// DefaultClientIPLimit is the interface's client-side limit: 5 requests
+// per 5 seconds from one address.
+var DefaultClientIPLimit = IPLimit{Requests: 5, Seconds: 5}
+
+// ClientLimit is the project's per-address limit on the client-side API.
+func (s Settings) ClientLimit() IPLimit {
+	if s.ClientIPLimit != nil {
+		return *s.ClientIPLimit
+	}
+	return DefaultClientIPLimit
 }
 
 // Project is a tenant. It lives in exactly one cluster.
@@ -66,10 +87,13 @@ type Project struct {
 	WebhookSecretRotated  *time.Time
 }
 
-// Plan grants features.
+// Plan grants features and limits its projects' requests on the
+// application API (0: unlimited).
 type Plan struct {
-	Name     string   `json:"name"`
-	Features []string `json:"features"`
+	Name              string   `json:"name"`
+	Features          []string `json:"features"`
+	RequestsPerMinute int64    `json:"requests_per_minute"`
+	RequestsPerHour   int64    `json:"requests_per_hour"`
 }
 
 // Has reports whether the plan grants feature.

@@ -249,3 +249,15 @@ func (r *Resolver) ClusterByName(ctx context.Context, name string) (Cluster, err
 	}
 	return v.(Cluster), nil
 }
+
+// LeaseQuota takes quota of a project's window for this router replica
+// (see LeaseQuota): never cached, it is the one write the limits make.
+func (r *Resolver) LeaseQuota(ctx context.Context, projectID string, window time.Duration, start time.Time,
+	want, limit int64) (granted, used int64, err error) {
+	return LeaseQuota(ctx, r.pool, projectID, window, start, want, limit)
+}
+
+// DropRateWindows deletes the rate windows that started before cutoff.
+func (r *Resolver) DropRateWindows(ctx context.Context, cutoff time.Time) error {
+	return DropRateWindows(ctx, r.pool, cutoff)
+}

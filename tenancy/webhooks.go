@@ -26,7 +26,8 @@ func newWebhookSecret() string {
 func GetPlan(ctx context.Context, q db.Querier, name string) (Plan, error) {
 	var p Plan
 	var features []byte
-	err := q.QueryRow(ctx, `SELECT name, features FROM plans WHERE name = $1`, name).Scan(&p.Name, &features)
+	err := q.QueryRow(ctx, `SELECT name, features, requests_per_minute, requests_per_hour FROM plans WHERE name = $1`,
+		name).Scan(&p.Name, &features, &p.RequestsPerMinute, &p.RequestsPerHour)
 	if errors.Is(err, db.ErrNotFound) {
 		return Plan{}, ErrPlanNotFound
 	}
@@ -38,14 +39,14 @@ func GetPlan(ctx context.Context, q db.Querier, name string) (Plan, error) {
 
 // ListPlans returns every plan by name.
 func ListPlans(ctx context.Context, q db.Querier) ([]Plan, error) {
-	rows, err := q.Query(ctx, `SELECT name, features FROM plans ORDER BY name`)
+	rows, err := q.Query(ctx, `SELECT name, features, requests_per_minute, requests_per_hour FROM plans ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Plan, error) {
 		var p Plan
 		var features []byte
-		if err := r.Scan(&p.Name, &features); err != nil {
+		if err := r.Scan(&p.Name, &features, &p.RequestsPerMinute, &p.RequestsPerHour); err != nil {
 			return p, err
 		}
 		return p, json.Unmarshal(features, &p.Features)
@@ -58,8 +59,9 @@ func PutPlan(ctx context.Context, q db.Querier, p Plan) error {
 		p.Features = []string{}
 	}
 	features, _ := json.Marshal(p.Features)
-	if _, err := q.Exec(ctx, `INSERT INTO plans (name, features) VALUES ($1, $2)
-		ON CONFLICT (name) DO UPDATE SET features = excluded.features`, p.Name, features); err != nil {
+	if _, err := q.Exec(ctx, `INSERT INTO plans (name, features, requests_per_minute, requests_per_hour) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (name) DO UPDATE SET features = excluded.features, requests_per_minute = excluded.requests_per_minute,
+		requests_per_hour = excluded.requests_per_hour`, p.Name, features, p.RequestsPerMinute, p.RequestsPerHour); err != nil {
 		return err
 	}
 	return RecordChange(ctx, q, ChangePlan, p.Name)

@@ -10,12 +10,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/tenancy"
 
 	"github.com/tallyhq/tally/devstack"
 	"github.com/tallyhq/tally/internal/dbtest"
@@ -35,6 +39,8 @@ type Options struct {
 	// Webhooks overrides the test defaults (private targets allowed, 200ms
 	// first retry).
 	Webhooks *webhooks.Options
+	// TrustedProxies are the addresses whose X-Forwarded-For the routers believe.
+	TrustedProxies []netip.Prefix
 }
 
 // Env is a running platform with a management key.
@@ -48,6 +54,9 @@ type Env struct {
 	Clock *clock.Clock
 	rec   *recorder // the answers of Do, checked against the reference at the end
 }
+
+// TestPlan is the plan of the projects CreateProject makes.
+const TestPlan = "test"
 
 // Start starts a platform for t and stops it when t ends.
 func Start(t testing.TB, o Options) *Env {
@@ -78,6 +87,7 @@ func Start(t testing.TB, o Options) *Env {
 		Clock:          clk,
 		SweepInterval:  50 * time.Millisecond,
 		Webhooks:       hooks,
+		TrustedProxies: o.TrustedProxies,
 		Worker:         async.WorkerOptions{Poll: 20 * time.Millisecond},
 		TenancyURL:     servers["tenancy"].NewDatabase(t),
 		Regions:        regions,
@@ -91,6 +101,15 @@ func Start(t testing.TB, o Options) *Env {
 	t.Cleanup(stack.Close)
 	mgmt, err := stack.CreateManagementKey(ctx, "test")
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Test projects are on a plan whose limits no test reaches, so that
+	// every request still takes the limiter's path; the rate-limit tests
+	// make plans of their own.
+	if err := db.InTx(ctx, stack.Tenancy, func(tx pgx.Tx) error {
+		return tenancy.PutPlan(ctx, tx, tenancy.Plan{Name: TestPlan, Features: []string{"webhooks"}, // as standard
+			RequestsPerMinute: 1_000_000, RequestsPerHour: 1_000_000_000})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
@@ -195,7 +214,7 @@ func (p Project) Header() http.Header {
 func (e *Env) CreateProject(t testing.TB, cluster string) Project {
 	t.Helper()
 	r := e.Do(t, "POST", "http://api.localhost/management/v1/projects", e.MgmtHeader(),
-		map[string]any{"name": "test " + cluster, "cluster_id": cluster})
+		map[string]any{"name": "test " + cluster, "cluster_id": cluster, "plan": TestPlan})
 	if r.Status != 200 {
 		t.Fatalf("create project: %d %s", r.Status, r.Body)
 	}

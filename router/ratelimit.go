@@ -1,0 +1,282 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// The limits the router enforces (docs: README, Rate limits):
+//
+//   - per project on the application API, per minute and per hour, from the
+//     project's plan. Every replica hands out requests from quota it leases
+//     from the project's window row in the tenancy database (LeaseQuota), so
+//     the sum over replicas never passes the limit and no request writes to
+//     the database: a replica leases about a second of its own traffic at a
+//     time. When the database cannot be reached, a replica keeps serving on
+//     its share of the window (what its leases were of the window's use so
+//     far, all of it before any lease) and counts the requests so let
+//     through in tally_ratelimit_fail_open_total.
+//   - per client address on the client-side API (/client/v1/…), a project
+//     setting (default 5 per 5 s): a token bucket per project and address on
+//     each replica.
+
+// quota is where replicas lease a project's requests.
+type quota interface {
+	LeaseQuota(ctx context.Context, projectID string, window time.Duration, start time.Time, want, limit int64) (int64, int64, error)
+	DropRateWindows(ctx context.Context, cutoff time.Time) error
+}
+
+type windowKey struct {
+	project string
+	length  time.Duration
+}
+
+// window is a replica's view of one project window.
+type window struct {
+	mu          sync.Mutex
+	start       time.Time
+	local       int64 // leased and not handed out yet
+	granted     int64 // leased by this replica in the window
+	taken       int64 // handed out by this replica in the window
+	centralUsed int64 // the window's use over all replicas at the last lease
+	spent       bool  // a lease got nothing: refuse until the window ends
+}
+
+type limiter struct {
+	store    quota
+	now      func() time.Time
+	windows  *lru.Cache[windowKey, *window] // the least used are dropped past the size
+	clients  *lru.Cache[string, *rate.Limiter]
+	limited  *prometheus.CounterVec
+	failOpen prometheus.Counter
+	dropMu   sync.Mutex
+	dropped  time.Time
+}
+
+func newLimiter(store quota) *limiter {
+	return &limiter{
+		store:   store,
+		now:     time.Now,
+		windows: must(lru.New[windowKey, *window](200_000)),
+		clients: must(lru.New[string, *rate.Limiter](200_000)),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tally_rate_limited_total",
+			Help: "Requests refused with 429, by the limit they met (project_minute, project_hour, client_ip)."}, []string{"limit"}),
+		failOpen: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_ratelimit_fail_open_total",
+			Help: "Requests let through on a replica's local share while the tenancy database could not be reached."}),
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return v
+}
+
+// verdict is what a limit says of one request, and what the headers show.
+type verdict struct {
+	name      string // "minute", "hour", or "client"
+	limit     int64
+	window    time.Duration
+	remaining int64
+	reset     time.Time // when the window (or, for a client, the next token) comes
+	refused   bool
+}
+
+// project takes one request of the project's plan limits: hour first,
+// then minute (a request refused by the minute has used an hour's token).
+// The verdict shown is the tighter window's.
+func (l *limiter) project(ctx context.Context, projectID string, perMinute, perHour int64) []verdict {
+	var out []verdict
+	for _, w := range []struct {
+		name   string
+		length time.Duration
+		limit  int64
+	}{{"hour", time.Hour, perHour}, {"minute", time.Minute, perMinute}} {
+		if w.limit <= 0 {
+			continue
+		}
+		v := l.take(ctx, projectID, w.name, w.length, w.limit)
+		out = append(out, v)
+		if v.refused {
+			l.limited.WithLabelValues("project_" + w.name).Inc()
+			break
+		}
+	}
+	l.dropOld(ctx)
+	return out
+}
+
+func (l *limiter) take(ctx context.Context, projectID, name string, length time.Duration, limit int64) verdict {
+	now := l.now()
+	start := now.Truncate(length)
+	key := windowKey{projectID, length}
+	w, ok := l.windows.Get(key)
+	if !ok {
+		w = &window{}
+		if prev, loaded, _ := l.windows.PeekOrAdd(key, w); loaded {
+			w = prev
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.start.Equal(start) { // a new window: what was left of the last is gone
+		w.start, w.local, w.granted, w.taken, w.centralUsed, w.spent = start, 0, 0, 0, 0, false
+	}
+	v := verdict{name: name, limit: limit, window: length, reset: start.Add(length)}
+	remaining := func() int64 { return max(0, limit-w.centralUsed+w.local) }
+	if w.local == 0 && !w.spent {
+		// About a second of this replica's traffic, at least one request
+		// and at most a twentieth of the limit.
+		elapsed := max(now.Sub(start).Seconds(), 1)
+		want := int64(math.Ceil(float64(w.taken) / elapsed))
+		want = min(max(want, 1), max(limit/20, 1))
+		granted, used, err := l.store.LeaseQuota(ctx, projectID, length, start, want, limit)
+		if err != nil {
+			// Fail open on this replica's share of the window.
+			share := limit
+			if w.centralUsed > 0 {
+				share = int64(math.Ceil(float64(limit) * float64(w.granted) / float64(w.centralUsed)))
+			}
+			if w.taken < share {
+				w.taken++
+				l.failOpen.Inc()
+				v.remaining = max(0, share-w.taken)
+				return v
+			}
+			v.refused = true
+			return v
+		}
+		w.local += granted
+		w.granted += granted
+		w.centralUsed = used
+		w.spent = granted == 0
+	}
+	if w.local == 0 {
+		v.refused = true
+		return v
+	}
+	w.local--
+	w.taken++
+	v.remaining = remaining()
+	return v
+}
+
+// dropOld deletes windows over two hours old, from one replica at a time
+// at most every five minutes (a stray double delete is harmless).
+func (l *limiter) dropOld(ctx context.Context) {
+	now := l.now()
+	l.dropMu.Lock()
+	due := now.Sub(l.dropped) > 5*time.Minute
+	if due {
+		l.dropped = now
+	}
+	l.dropMu.Unlock()
+	if due {
+		go func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = l.store.DropRateWindows(dctx, now.Add(-2*time.Hour))
+		}()
+	}
+}
+
+// client takes one request of a client address's bucket.
+func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {
+	if lim.Requests <= 0 || lim.Seconds <= 0 {
+		return verdict{}
+	}
+	key := projectID + "|" + ip + "|" + strconv.Itoa(lim.Requests) + "/" + strconv.Itoa(lim.Seconds)
+	b, ok := l.clients.Get(key)
+	if !ok {
+		b = rate.NewLimiter(rate.Limit(float64(lim.Requests)/float64(lim.Seconds)), lim.Requests)
+		if prev, loaded, _ := l.clients.PeekOrAdd(key, b); loaded {
+			b = prev
+		}
+	}
+	now := l.now()
+	v := verdict{name: "client", limit: int64(lim.Requests), window: time.Duration(lim.Seconds) * time.Second}
+	r := b.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		v.refused, v.reset = true, now.Add(d)
+		l.limited.WithLabelValues("client_ip").Inc()
+		return v
+	}
+	v.remaining = int64(b.TokensAt(now))
+	v.reset = now.Add(time.Duration(float64(v.limit-v.remaining) / float64(lim.Requests) * float64(v.window)))
+	return v
+}
+
+// tightest is the verdict the headers show: a refusal, or the window with
+// the fewest requests left.
+func tightest(vs []verdict) (verdict, bool) {
+	var best verdict
+	found := false
+	for _, v := range vs {
+		if v.limit == 0 {
+			continue
+		}
+		if !found || v.refused || (!best.refused && v.remaining < best.remaining) {
+			best, found = v, true
+			if v.refused {
+				break
+			}
+		}
+	}
+	return best, found
+}
+
+// setHeaders writes the limits' headers on a response: the ones existing
+// SDKs read (X-Rate-Limit-*, Retry as Unix seconds) and the IETF draft's
+// RateLimit-Policy and RateLimit (reset in seconds from now).
+func setHeaders(h http.Header, vs []verdict, now time.Time) {
+	v, ok := tightest(vs)
+	if !ok {
+		return
+	}
+	h.Set("X-Rate-Limit-Limit", strconv.FormatInt(v.limit, 10))
+	h.Set("X-Rate-Limit-Remaining", strconv.FormatInt(v.remaining, 10))
+	retry := now
+	if v.remaining == 0 || v.refused {
+		retry = v.reset
+	}
+	h.Set("X-Rate-Limit-Retry", strconv.FormatInt(int64(math.Ceil(float64(retry.UnixNano())/1e9)), 10))
+	policy := ""
+	for _, x := range vs {
+		if x.limit == 0 {
+			continue
+		}
+		if policy != "" {
+			policy += ", "
+		}
+		policy += fmt.Sprintf("%q;q=%d;w=%d", x.name, x.limit, int64(x.window/time.Second))
+	}
+	h.Set("RateLimit-Policy", policy)
+	h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", v.name, v.remaining, secondsUntil(now, v.reset)))
+	if v.refused {
+		h.Set("Retry-After", strconv.FormatInt(secondsUntil(now, v.reset), 10))
+	}
+}
+
+func secondsUntil(now, t time.Time) int64 {
+	return max(int64(math.Ceil(t.Sub(now).Seconds())), 0)
+}
+
+// tooMany is the interface's 429.
+func tooMany() *apierr.Error {
+	return &apierr.Error{Status: http.StatusTooManyRequests, Key: "too_many_requests",
+		Message: "Too many requests hit the API too quickly."}
+}

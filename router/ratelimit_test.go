@@ -1,0 +1,110 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// fakeQuota is the tenancy table's lease, in memory.
+type fakeQuota struct {
+	mu    sync.Mutex
+	used  map[string]int64
+	down  bool
+	calls int
+}
+
+func (f *fakeQuota) LeaseQuota(_ context.Context, project string, window time.Duration, start time.Time, want, limit int64) (int64, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.down {
+		return 0, 0, errors.New("tenancy database down")
+	}
+	k := project + window.String() + start.String()
+	g := min(want, max(limit-f.used[k], 0))
+	f.used[k] += g
+	return g, f.used[k], nil
+}
+
+func (f *fakeQuota) DropRateWindows(context.Context, time.Time) error { return nil }
+
+// Three replicas leasing from one window never let more than the limit
+// through, lease rather than write per request, and start again with the
+// next window; with the database down each keeps to its share.
+func TestReplicasLeasingOneWindowNeverPassItsLimit(t *testing.T) {
+	store := &fakeQuota{used: map[string]int64{}}
+	now := time.Date(2026, 11, 23, 10, 0, 1, 0, time.UTC)
+	clock := func() time.Time { return now }
+	var replicas []*limiter
+	for range 3 {
+		l := newLimiter(store)
+		l.now = clock
+		replicas = append(replicas, l)
+	}
+	accepted := 0
+	for i := range 3000 { // 10× a limit of 300 a minute, spread over the replicas
+		now = now.Add(15 * time.Millisecond)
+		if now.Minute() != 0 {
+			break
+		}
+		vs := replicas[i%3].project(context.Background(), "proj_a", 300, 0)
+		if !vs[0].refused {
+			accepted++
+		}
+	}
+	if accepted > 300 || accepted < 300-3*15 {
+		t.Fatalf("%d accepted in the minute, want at most 300 and at least 300 less three replicas' last leases", accepted)
+	}
+	if store.calls > 600 {
+		t.Fatalf("%d leases for %d requests: a lease should carry several", store.calls, 3000)
+	}
+	// The next window starts afresh.
+	now = time.Date(2026, 11, 23, 10, 1, 0, 0, time.UTC)
+	if vs := replicas[0].project(context.Background(), "proj_a", 300, 0); vs[0].refused || vs[0].remaining <= 0 {
+		t.Fatalf("the next minute: %+v", vs[0])
+	}
+	// The database goes away: a replica that had leased a third of the
+	// window so far keeps to about a third of the limit.
+	store.down = true
+	ok := 0
+	for range 300 {
+		now = now.Add(10 * time.Millisecond)
+		if vs := replicas[0].project(context.Background(), "proj_a", 300, 0); !vs[0].refused {
+			ok++
+		}
+	}
+	if ok == 0 || ok > 300 {
+		t.Fatalf("%d let through failing open", ok)
+	}
+}
+
+// The per-address bucket: 5 at once, then one a second.
+func TestClientAddressesGetTheirOwnBuckets(t *testing.T) {
+	l := newLimiter(&fakeQuota{used: map[string]int64{}})
+	now := time.Now()
+	l.now = func() time.Time { return now }
+	for i := range 5 {
+		if v := l.client("p", "198.51.100.7", tenancy.DefaultClientIPLimit); v.refused {
+			t.Fatalf("request %d refused", i+1)
+		}
+	}
+	v := l.client("p", "198.51.100.7", tenancy.DefaultClientIPLimit)
+	if !v.refused || v.reset.Sub(now) <= 0 || v.reset.Sub(now) > time.Second {
+		t.Fatalf("the sixth: %+v", v)
+	}
+	if v := l.client("p", "198.51.100.8", tenancy.DefaultClientIPLimit); v.refused {
+		t.Fatal("another address was refused")
+	}
+	if v := l.client("q", "198.51.100.7", tenancy.DefaultClientIPLimit); v.refused {
+		t.Fatal("the same address of another project was refused")
+	}
+	now = now.Add(1100 * time.Millisecond)
+	if v := l.client("p", "198.51.100.7", tenancy.DefaultClientIPLimit); v.refused {
+		t.Fatal("a second later the bucket has a token again")
+	}
+}
