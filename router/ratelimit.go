@@ -47,7 +47,8 @@ type windowKey struct {
 type window struct {
 	mu          sync.Mutex
 	start       time.Time
-	local       int64 // leased and not handed out yet
+	first       time.Time // this replica's first request in the window
+	local       int64     // leased and not handed out yet
 	granted     int64 // leased by this replica in the window
 	taken       int64 // handed out by this replica in the window
 	centralUsed int64 // the window's use over all replicas at the last lease
@@ -57,7 +58,7 @@ type window struct {
 type limiter struct {
 	store    quota
 	now      func() time.Time
-	windows  *lru.Cache[windowKey, *window] // the least used are dropped past the size
+	windows  sync.Map // windowKey → *window: two per project, reset in place as windows pass
 	clients  *lru.Cache[string, *rate.Limiter]
 	limited  *prometheus.CounterVec
 	failOpen prometheus.Counter
@@ -69,7 +70,6 @@ func newLimiter(store quota) *limiter {
 	return &limiter{
 		store:   store,
 		now:     time.Now,
-		windows: must(lru.New[windowKey, *window](200_000)),
 		clients: must(lru.New[string, *rate.Limiter](200_000)),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tally_rate_limited_total",
 			Help: "Requests refused with 429, by the limit they met (project_minute, project_hour, client_ip)."}, []string{"limit"}),
@@ -123,24 +123,23 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 	now := l.now()
 	start := now.Truncate(length)
 	key := windowKey{projectID, length}
-	w, ok := l.windows.Get(key)
+	wv, ok := l.windows.Load(key)
 	if !ok {
-		w = &window{}
-		if prev, loaded, _ := l.windows.PeekOrAdd(key, w); loaded {
-			w = prev
-		}
+		wv, _ = l.windows.LoadOrStore(key, &window{})
 	}
+	w := wv.(*window)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.start.Equal(start) { // a new window: what was left of the last is gone
-		w.start, w.local, w.granted, w.taken, w.centralUsed, w.spent = start, 0, 0, 0, 0, false
+		w.start, w.first, w.local, w.granted, w.taken, w.centralUsed, w.spent = start, now, 0, 0, 0, 0, false
 	}
 	v := verdict{name: name, limit: limit, window: length, reset: start.Add(length)}
 	remaining := func() int64 { return max(0, limit-w.centralUsed+w.local) }
 	if w.local == 0 && !w.spent {
-		// About a second of this replica's traffic, at least one request
-		// and at most a twentieth of the limit.
-		elapsed := max(now.Sub(start).Seconds(), 1)
+		// About a second of this replica's traffic (since its first request
+		// of the window: an hour's window may have begun long before), at
+		// least one request and at most a twentieth of the limit.
+		elapsed := max(now.Sub(w.first).Seconds(), 1)
 		want := int64(math.Ceil(float64(w.taken) / elapsed))
 		want = min(max(want, 1), max(limit/20, 1))
 		granted, used, err := l.store.LeaseQuota(ctx, projectID, length, start, want, limit)

@@ -83,6 +83,27 @@ func TestReplicasLeasingOneWindowNeverPassItsLimit(t *testing.T) {
 	}
 }
 
+// A replica that starts serving a project half an hour into its hour
+// window sizes its leases by its own traffic since then, not by the
+// window's age: 2,000 requests in two seconds take a few dozen leases,
+// not one each (which held every request of the project on the lease's
+// round trip).
+func TestLeasesFollowTheReplicasOwnTraffic(t *testing.T) {
+	store := &fakeQuota{used: map[string]int64{}}
+	now := time.Date(2026, 11, 23, 10, 30, 0, 0, time.UTC)
+	l := newLimiter(store)
+	l.now = func() time.Time { return now }
+	for range 2000 {
+		now = now.Add(time.Millisecond)
+		if vs := l.project(context.Background(), "proj_b", 0, 1_000_000); vs[0].refused {
+			t.Fatal("refused under the limit")
+		}
+	}
+	if store.calls > 50 {
+		t.Fatalf("%d leases for 2,000 requests", store.calls)
+	}
+}
+
 // The per-address bucket: 5 at once, then one a second.
 func TestClientAddressesGetTheirOwnBuckets(t *testing.T) {
 	l := newLimiter(&fakeQuota{used: map[string]int64{}})
