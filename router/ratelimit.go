@@ -49,10 +49,10 @@ type window struct {
 	start       time.Time
 	first       time.Time // this replica's first request in the window
 	local       int64     // leased and not handed out yet
-	granted     int64 // leased by this replica in the window
-	taken       int64 // handed out by this replica in the window
-	centralUsed int64 // the window's use over all replicas at the last lease
-	spent       bool  // a lease got nothing: refuse until the window ends
+	granted     int64     // leased by this replica in the window
+	taken       int64     // handed out by this replica in the window
+	centralUsed int64     // the window's use over all replicas at the last lease
+	spent       bool      // a lease got nothing: refuse until the window ends
 }
 
 type limiter struct {
