@@ -78,6 +78,11 @@ func TestFuzzEveryRoute(t *testing.T) {
 		if r.mgmt {
 			header = e.MgmtHeader()
 		}
+		// One request in eight names an API version: known, unknown or garbage.
+		if rng.IntN(8) == 0 {
+			header.Set("X-Voucherify-API-Version", []string{"v2017-04-05", "v2017-04-20", "v2018-08-01", "v2099-01-01", "",
+				"v2018-08-01; DROP TABLE projects", strings.Repeat("v", 5000), "\xff\xfe"}[rng.IntN(8)])
+		}
 		status, ct, got, d := fuzzDo(t, e, r.method, stacktest.URL("api", path), header, body)
 		statuses[status]++
 		bad := ""
