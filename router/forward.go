@@ -48,7 +48,7 @@ var hopHeaders = map[string]bool{
 // Headers the router consumes: credentials never travel past the edge, and a
 // client cannot smuggle its own identity or forwarding claims upstream.
 var consumedHeaders = map[string]bool{
-	"X-App-Token": true, "X-Management-Token": true, "X-Client-Token": true,
+	"X-App-Token": true, "X-Management-Token": true, "X-Client-Token": true, "Authorization": true,
 	"X-Tally-Identity": true, "X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
 	"Forwarded": true, "X-Real-Ip": true, "X-Request-Id": true,
 }

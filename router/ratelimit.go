@@ -173,8 +173,9 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 	return v
 }
 
-// dropOld deletes windows over two hours old, from one replica at a time
-// at most every five minutes (a stray double delete is harmless).
+// dropOld deletes windows over two hours old, and access tokens a day
+// past their expiry, at most every five minutes per replica (a double
+// delete by two replicas is harmless).
 func (l *limiter) dropOld(ctx context.Context) {
 	now := l.now()
 	l.dropMu.Lock()
@@ -188,6 +189,11 @@ func (l *limiter) dropOld(ctx context.Context) {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			_ = l.store.DropRateWindows(dctx, now.Add(-2*time.Hour))
+			if t, ok := l.store.(interface {
+				DropExpiredTokens(context.Context, time.Time) error
+			}); ok {
+				_ = t.DropExpiredTokens(dctx, now.Add(-24*time.Hour)) // a day of expired tokens answers introspection
+			}
 		}()
 	}
 }

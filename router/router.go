@@ -207,22 +207,46 @@ func (r *Router) handle(c echo.Context) error {
 		return r.fwd.forward(c, r.management, "management service", signed, clientIP)
 	}
 
-	// The client-side API takes client keys, in its own headers.
+	if strings.HasPrefix(req.URL.Path, oauthPrefix) && hostKind == tenancy.APIHost {
+		return r.oauth(c, cluster)
+	}
 	clientAPI := strings.HasPrefix(req.URL.Path, clientPrefix)
-	appID, token, hint := req.Header.Get("X-App-Id"), req.Header.Get("X-App-Token"), "Send valid X-App-Id and X-App-Token headers."
-	if clientAPI {
-		appID, token = req.Header.Get("X-Client-Application-Id"), req.Header.Get("X-Client-Token")
-		hint = "Send a client-side key's X-Client-Application-Id and X-Client-Token headers."
-	}
-	key, project, err := r.cfg.Resolver.App(req.Context(), appID, token)
-	if err == nil && clientAPI && key.Kind != tenancy.KeyClient {
-		err = tenancy.ErrBadCredentials
-	}
-	if err != nil {
-		return credentialError(err, hint)
-	}
-	if project.Cluster != cluster.Name {
-		return r.wrongCluster(req.Context(), project)
+	var key tenancy.AppKey
+	var project tenancy.Project
+	var granted []string // a token's scopes
+	if token, ok := bearer(req); ok {
+		k, p, t, err := r.cfg.Resolver.Bearer(req.Context(), token)
+		if errors.Is(err, tenancy.ErrBadCredentials) {
+			return invalidToken()
+		}
+		if err != nil {
+			return directoryDown(err)
+		}
+		if p.Cluster != cluster.Name {
+			return r.wrongCluster(req.Context(), p)
+		}
+		if err := checkScope(t, req.URL.Path); err != nil {
+			return err
+		}
+		key, project, granted = k, p, t.Scopes
+	} else {
+		// The client-side API takes client keys, in its own headers.
+		appID, token, hint := req.Header.Get("X-App-Id"), req.Header.Get("X-App-Token"), "Send valid X-App-Id and X-App-Token headers."
+		if clientAPI {
+			appID, token = req.Header.Get("X-Client-Application-Id"), req.Header.Get("X-Client-Token")
+			hint = "Send a client-side key's X-Client-Application-Id and X-Client-Token headers."
+		}
+		var err error
+		key, project, err = r.cfg.Resolver.App(req.Context(), appID, token)
+		if err == nil && clientAPI && key.Kind != tenancy.KeyClient {
+			err = tenancy.ErrBadCredentials
+		}
+		if err != nil {
+			return credentialError(err, hint)
+		}
+		if project.Cluster != cluster.Name {
+			return r.wrongCluster(req.Context(), project)
+		}
 	}
 	// The project's pinned version, or the one the request names.
 	version := project.APIVersion
@@ -249,7 +273,7 @@ func (r *Router) handle(c echo.Context) error {
 		kind = identity.KindClient
 	}
 	signed := r.signer.Sign(identity.Identity{Audience: identity.AudienceRegional, ProjectID: project.ID, Cluster: cluster.Name,
-		Method: req.Method, Path: upstreamPath(upstream, req), Kind: kind, KeyID: key.AppID,
+		Method: req.Method, Path: upstreamPath(upstream, req), Kind: kind, KeyID: key.AppID, Scopes: granted,
 		APIVersion: version, RequestID: requestID, Expires: expires})
 	return r.fwd.forward(c, upstream, "cluster "+cluster.Name, signed, clientIP)
 }

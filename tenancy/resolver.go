@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tallyhq/tally/internal/db"
 	"golang.org/x/sync/singleflight"
@@ -32,6 +33,7 @@ type Resolver struct {
 	mgmt     *expirable.LRU[string, ManagementKey]
 	webhooks *expirable.LRU[string, []Webhook] // by project id
 	plans    *expirable.LRU[string, Plan]
+	tokens   *expirable.LRU[string, Token]    // by hash, for at most a minute
 	negative *expirable.LRU[string, struct{}] // "k:"+app id, "m:"+management id, "h:"+host
 	group    singleflight.Group
 
@@ -67,6 +69,7 @@ func NewResolver(pool *db.Pool, o ResolverOptions) *Resolver {
 		mgmt:     expirable.NewLRU[string, ManagementKey](1000, nil, o.TTL),
 		webhooks: expirable.NewLRU[string, []Webhook](o.Size, nil, o.TTL),
 		plans:    expirable.NewLRU[string, Plan](1000, nil, o.TTL),
+		tokens:   expirable.NewLRU[string, Token](o.Size, nil, min(o.TTL, time.Minute)),
 		negative: expirable.NewLRU[string, struct{}](o.Size, nil, o.NegativeTTL),
 	}
 }
@@ -175,6 +178,8 @@ func (r *Resolver) Invalidate(c Change) {
 		r.webhooks.Remove(c.Key)
 	case ChangePlan:
 		r.plans.Remove(c.Key)
+	case ChangeToken:
+		r.tokens.Remove(c.Key)
 	case ChangeCluster:
 		// Rare, and a cluster has several hosts: drop them all.
 		r.hosts.Purge()
@@ -260,4 +265,64 @@ func (r *Resolver) LeaseQuota(ctx context.Context, projectID string, window time
 // DropRateWindows deletes the rate windows that started before cutoff.
 func (r *Resolver) DropRateWindows(ctx context.Context, cutoff time.Time) error {
 	return DropRateWindows(ctx, r.pool, cutoff)
+}
+
+// Bearer resolves an OAuth access token to the key that issued it, its
+// project and the token: ErrBadCredentials when the token is unknown,
+// expired or revoked, or its key revoked (a revocation reaches every
+// router with the next directory poll).
+func (r *Resolver) Bearer(ctx context.Context, token string) (AppKey, Project, Token, error) {
+	if token == "" || len(token) > 256 {
+		return AppKey{}, Project{}, Token{}, ErrBadCredentials
+	}
+	hash := TokenHash(token)
+	t, err := cached(r, r.tokens, "t:", hash, ErrTokenNotFound, func() (Token, error) { return GetToken(ctx, r.pool, hash) })
+	if errors.Is(err, ErrTokenNotFound) || (err == nil && !t.Live(time.Now())) {
+		return AppKey{}, Project{}, Token{}, ErrBadCredentials
+	}
+	if err != nil {
+		return AppKey{}, Project{}, Token{}, err
+	}
+	k, err := cached(r, r.keys, "k:", t.AppID, ErrKeyNotFound, func() (AppKey, error) { return GetAppKey(ctx, r.pool, t.AppID) })
+	if errors.Is(err, ErrKeyNotFound) || (err == nil && k.RevokedAt != nil) {
+		return AppKey{}, Project{}, Token{}, ErrBadCredentials
+	}
+	if err != nil {
+		return AppKey{}, Project{}, Token{}, err
+	}
+	p, err := r.Project(ctx, t.ProjectID)
+	if errors.Is(err, ErrProjectNotFound) {
+		return AppKey{}, Project{}, Token{}, ErrBadCredentials
+	}
+	return k, p, t, err
+}
+
+// IssueToken issues an access token to key for scopes.
+func (r *Resolver) IssueToken(ctx context.Context, key AppKey, scopes []string) (string, Token, error) {
+	var token string
+	var t Token
+	err := db.InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		var err error
+		token, t, err = CreateToken(ctx, tx, key, scopes, time.Now())
+		return err
+	})
+	return token, t, err
+}
+
+// Token reads a project's token for introspection (not cached: an admin's
+// question, answered from the source).
+func (r *Resolver) Token(ctx context.Context, token string) (Token, error) {
+	return GetToken(ctx, r.pool, TokenHash(token))
+}
+
+// RevokeToken revokes one of a project's live tokens.
+func (r *Resolver) RevokeToken(ctx context.Context, projectID, token string) error {
+	return db.InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		return RevokeToken(ctx, tx, projectID, TokenHash(token), time.Now())
+	})
+}
+
+// DropExpiredTokens deletes the access tokens that expired before cutoff.
+func (r *Resolver) DropExpiredTokens(ctx context.Context, cutoff time.Time) error {
+	return DropExpiredTokens(ctx, r.pool, cutoff)
 }

@@ -1,0 +1,194 @@
+package router
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// OAuth 2.0 client credentials (the interface's alternative to the key
+// pair): POST /v1/oauth/token issues a 900 s Bearer token to a server-side
+// key for space-separated scopes, /v1/oauth/introspect describes one,
+// /v1/oauth/token/revoke revokes one. The router serves them itself and
+// checks each Bearer request's scope against its route: "api", or the
+// route's resource ("loyalties" for /v1/loyalties/…; "client_api" or
+// "client_<resource>" on /client/v1/…), as the reference's operations pair
+// them.
+
+// scopes are the scopes a token may be issued for.
+var scopes = map[string]bool{}
+
+func init() {
+	for _, s := range strings.Fields(`api client_api vouchers campaigns promotions exports publications validations
+		qualifications redemptions customers orders products skus validation-rules validation-rules-assignments segments
+		events rewards assets task-results loyalties consents async-actions product-collections categories
+		metadata-schemas locations referrals trash-bin templates client_vouchers client_promotions client_publish
+		client_validate client_validations client_qualifications client_redeem client_redemptions client_customers
+		client_events client_consents`) {
+		scopes[s] = true
+	}
+}
+
+const oauthPrefix = "/v1/oauth/"
+
+// requiredScopes are the scopes, any one of which grants a route.
+func requiredScopes(path string) []string {
+	if rest, ok := strings.CutPrefix(path, "/client/v1/"); ok {
+		seg, _, _ := strings.Cut(rest, "/")
+		return []string{"client_api", "client_" + seg}
+	}
+	rest := strings.TrimPrefix(path, "/v1/")
+	seg, _, _ := strings.Cut(rest, "/")
+	return []string{"api", seg}
+}
+
+// bearer is the token of an Authorization: Bearer header, if any.
+func bearer(req *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(req.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+func invalidToken() *apierr.Error {
+	e := apierr.Unauthorized("The access token is unknown, expired or revoked; ask POST /v1/oauth/token for a new one.")
+	e.Header = http.Header{"Www-Authenticate": {`Bearer error="invalid_token"`}}
+	return e
+}
+
+// checkScope refuses a token without any of the route's scopes.
+func checkScope(t tenancy.Token, path string) error {
+	need := requiredScopes(path)
+	for _, s := range need {
+		if slices.Contains(t.Scopes, s) {
+			return nil
+		}
+	}
+	e := apierr.New(http.StatusForbidden, "missing_scope", "Forbidden",
+		fmt.Sprintf("The access token's scopes (%s) grant no access to %s: it needs %s or %s.",
+			strings.Join(t.Scopes, " "), path, need[0], need[1]))
+	e.Header = http.Header{"Www-Authenticate": {fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s %s"`, need[0], need[1])}}
+	return e
+}
+
+// oauthKey authenticates an OAuth endpoint's caller: a server-side key, by
+// its X-App-Id and X-App-Token or HTTP Basic with the same pair.
+func (r *Router) oauthKey(c echo.Context, cluster tenancy.Cluster) (tenancy.AppKey, tenancy.Project, error) {
+	req := c.Request()
+	id, token := req.Header.Get("X-App-Id"), req.Header.Get("X-App-Token")
+	if scheme, cred, ok := strings.Cut(req.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Basic") {
+		if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
+			id, token, _ = strings.Cut(string(b), ":")
+		}
+	}
+	key, project, err := r.cfg.Resolver.App(req.Context(), id, token)
+	if err == nil && key.Kind != tenancy.KeyApp {
+		err = tenancy.ErrBadCredentials
+	}
+	if err != nil {
+		return key, project, credentialError(err, "Send a server-side key's X-App-Id and X-App-Token headers, or the pair as HTTP Basic.")
+	}
+	if project.Cluster != cluster.Name {
+		return key, project, r.wrongCluster(req.Context(), project)
+	}
+	return key, project, nil
+}
+
+func oauthError(key, message string) *apierr.Error {
+	return apierr.New(http.StatusBadRequest, key, message, "")
+}
+
+// tokenView is the reference's answer of the token and introspect endpoints.
+type tokenView struct {
+	AccessToken string `json:"access_token,omitempty"`
+	ClientID    string `json:"client_id"`
+	ExpiresAt   int64  `json:"expires_at"`
+	ExpiresIn   int64  `json:"expires_in"`
+	Scope       string `json:"scope"`
+	TokenType   string `json:"token_type"`
+	Active      *bool  `json:"active,omitempty"`
+}
+
+func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
+	req := c.Request()
+	if req.Method != http.MethodPost {
+		return apierr.New(http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed", "This endpoint accepts POST.")
+	}
+	key, project, err := r.oauthKey(c, cluster)
+	if err != nil {
+		return err
+	}
+	if err := req.ParseForm(); err != nil {
+		return apierr.InvalidPayload("The body is a form (application/x-www-form-urlencoded): " + err.Error())
+	}
+	ctx := req.Context()
+	now := r.limits.now()
+	switch strings.TrimPrefix(req.URL.Path, oauthPrefix) {
+	case "token":
+		if req.PostForm.Get("grant_type") != "client_credentials" {
+			return oauthError("invalid_grant_type", "Invalid grant_type")
+		}
+		asked := strings.Fields(req.PostForm.Get("scope"))
+		var bad []string
+		for _, s := range asked {
+			if !scopes[s] {
+				bad = append(bad, s)
+			}
+		}
+		if len(asked) == 0 || len(bad) > 0 {
+			e := oauthError("invalid_scope", "Invalid scope: "+strings.Join(bad, ","))
+			e.Details = "scope is a space-separated list of: api, client_api, or resources such as loyalties, customers, orders."
+			return e
+		}
+		slices.Sort(asked)
+		token, t, err := r.cfg.Resolver.IssueToken(ctx, key, slices.Compact(asked))
+		if errors.Is(err, tenancy.ErrTooManyTokens) {
+			return apierr.New(http.StatusBadRequest, "too_many_tokens", "Too many tokens",
+				fmt.Sprintf("A project has at most %d live access tokens; revoke some or let them expire.", tenancy.MaxTokens))
+		}
+		if err != nil {
+			return directoryDown(err)
+		}
+		return c.JSON(http.StatusOK, tokenView{AccessToken: token, ClientID: key.AppID, ExpiresAt: t.ExpiresAt.Unix(),
+			ExpiresIn: int64(tenancy.TokenLifetime / time.Second), Scope: strings.Join(t.Scopes, " "), TokenType: "Bearer"})
+	case "introspect":
+		token := req.PostForm.Get("access_token")
+		if token == "" {
+			return oauthError("missing_parameters", "Missing parameters: access_token")
+		}
+		t, err := r.cfg.Resolver.Token(ctx, token)
+		if errors.Is(err, tenancy.ErrTokenNotFound) || (err == nil && (!t.Live(now) || t.ProjectID != project.ID)) {
+			return c.JSON(http.StatusOK, map[string]bool{"active": false})
+		}
+		if err != nil {
+			return directoryDown(err)
+		}
+		active := true
+		return c.JSON(http.StatusOK, tokenView{ClientID: t.AppID, ExpiresAt: t.ExpiresAt.Unix(),
+			ExpiresIn: max(int64(t.ExpiresAt.Sub(now).Seconds()), 0), Scope: strings.Join(t.Scopes, " "), TokenType: "Bearer", Active: &active})
+	case "token/revoke":
+		token := req.PostForm.Get("access_token")
+		if token == "" {
+			return oauthError("missing_parameters", "Missing parameters: access_token")
+		}
+		err := r.cfg.Resolver.RevokeToken(ctx, project.ID, token)
+		if errors.Is(err, tenancy.ErrTokenNotFound) {
+			return apierr.NotFound("access_token", "")
+		}
+		if err != nil {
+			return directoryDown(err)
+		}
+		return c.NoContent(http.StatusNoContent)
+	}
+	return apierr.New(http.StatusNotFound, "not_found", "Resource not found", "No such endpoint.")
+}

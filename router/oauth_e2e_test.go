@@ -1,0 +1,189 @@
+package router_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// The OAuth flow end to end: a token for scopes, used, refused where its
+// scopes do not reach, introspected, revoked (refused by two routers
+// within 2 s), and stopped with the key that issued it.
+func TestOAuthTokensGrantTheirScopesUntilRevoked(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	p := e.CreateProject(t, "api")
+	second, err := e.Stack.StartRouter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := func(path string, h http.Header, values url.Values) (int, map[string]any, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.Stack.BaseURL("api")+path, strings.NewReader(values.Encode()))
+		req.Header = h.Clone()
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return res.StatusCode, m, res.Header
+	}
+	issue := func(h http.Header, scope string) string {
+		t.Helper()
+		status, m, _ := form("/v1/oauth/token", h, url.Values{"grant_type": {"client_credentials"}, "scope": {scope}})
+		if status != 200 || m["token_type"] != "Bearer" || m["expires_in"] != float64(900) || m["client_id"] != p.AppID ||
+			m["expires_at"].(float64) < float64(time.Now().Unix()+890) {
+			t.Fatalf("token for %q: %d %v", scope, status, m)
+		}
+		return m["access_token"].(string)
+	}
+	with := func(base, token, path string) (int, http.Header, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Host = "api.localhost"
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return res.StatusCode, res.Header, m
+	}
+	api := e.Stack.BaseURL("api")
+
+	// Refusals of the token endpoint.
+	if status, m, _ := form("/v1/oauth/token", p.Header(), url.Values{"grant_type": {"password"}, "scope": {"api"}}); status != 400 ||
+		m["key"] != "invalid_grant_type" {
+		t.Fatalf("a wrong grant: %d %v", status, m)
+	}
+	if status, m, _ := form("/v1/oauth/token", p.Header(), url.Values{"grant_type": {"client_credentials"}, "scope": {"loyalties,customers nope"}}); status != 400 ||
+		m["key"] != "invalid_scope" || m["message"] != "Invalid scope: loyalties,customers,nope" {
+		t.Fatalf("comma-separated and unknown scopes: %d %v", status, m)
+	}
+	if status, _, _ := form("/v1/oauth/token", http.Header{}, url.Values{"grant_type": {"client_credentials"}, "scope": {"api"}}); status != 401 {
+		t.Fatalf("no key: %d", status)
+	}
+
+	// A token for customers and loyalties, asked with HTTP Basic.
+	basic := http.Header{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte(p.AppID+":"+p.AppToken))}}
+	tok := issue(basic, "customers loyalties")
+	if status, h, _ := with(api, tok, "/v1/customers"); status != 200 || h.Get("X-Rate-Limit-Limit") == "" {
+		t.Fatalf("customers with its scope: %d", status)
+	}
+	status, h, m := with(api, tok, "/v1/orders")
+	if details, _ := m["details"].(string); status != 403 || m["key"] != "missing_scope" || !strings.Contains(details, "orders") ||
+		!strings.Contains(h.Get("WWW-Authenticate"), "insufficient_scope") {
+		t.Fatalf("orders without its scope: %d %v %v", status, m, h)
+	}
+	if status, _, _ := with(api, issue(p.Header(), "api"), "/v1/orders"); status != 200 {
+		t.Fatalf("orders with api: %d", status)
+	}
+
+	// Introspection.
+	status, m, _ = form("/v1/oauth/introspect", p.Header(), url.Values{"access_token": {tok}})
+	if status != 200 || m["active"] != true || m["scope"] != "customers loyalties" || m["client_id"] != p.AppID {
+		t.Fatalf("introspect: %d %v", status, m)
+	}
+	if status, m, _ := form("/v1/oauth/introspect", p.Header(), url.Values{"access_token": {"nope"}}); status != 200 || m["active"] != false || len(m) != 1 {
+		t.Fatalf("introspect an unknown token: %d %v", status, m)
+	}
+	if status, m, _ := form("/v1/oauth/introspect", p.Header(), url.Values{}); status != 400 || m["key"] != "missing_parameters" {
+		t.Fatalf("introspect nothing: %d %v", status, m)
+	}
+
+	// Revoked: refused by both routers within 2 s, with the Bearer challenge.
+	for _, base := range []string{api, second} {
+		if status, _, _ := with(base, tok, "/v1/customers"); status != 200 {
+			t.Fatalf("before the revocation at %s: %d", base, status)
+		}
+	}
+	if status, _, _ := form("/v1/oauth/token/revoke", p.Header(), url.Values{"access_token": {tok}}); status != 204 {
+		t.Fatalf("revoke: %d", status)
+	}
+	revoked := time.Now()
+	for _, base := range []string{api, second} {
+		stacktest.Eventually(t, 2*time.Second-time.Since(revoked), "the revocation at "+base, func() bool {
+			status, h, _ := with(base, tok, "/v1/customers")
+			return status == 401 && h.Get("WWW-Authenticate") == `Bearer error="invalid_token"`
+		})
+	}
+	if status, _, _ := form("/v1/oauth/token/revoke", p.Header(), url.Values{"access_token": {tok}}); status != 404 {
+		t.Fatalf("revoke twice: %d", status)
+	}
+
+	// Another project's token reads its own project only.
+	other := e.CreateProject(t, "api")
+	c := e.Do(t, "POST", stacktest.URL("api", "/v1/customers"), p.Header(), map[string]any{"source_id": "ann"}).JSON(t)
+	otherHeader := http.Header{"X-App-Id": {other.AppID}, "X-App-Token": {other.AppToken}}
+	otherTok := ""
+	{
+		status, m, _ := form("/v1/oauth/token", otherHeader, url.Values{"grant_type": {"client_credentials"}, "scope": {"api"}})
+		if status != 200 {
+			t.Fatalf("other project's token: %d %v", status, m)
+		}
+		otherTok = m["access_token"].(string)
+	}
+	if status, _, _ := with(api, otherTok, "/v1/customers/"+c["id"].(string)); status != 404 {
+		t.Fatalf("another project's token on this project's customer: %d, want 404", status)
+	}
+
+	// Revoking the key stops its tokens within 2 s.
+	keyTok := issue(p.Header(), "api")
+	if r := e.Do(t, "DELETE", "http://api.localhost/management/v1/projects/"+p.ID+"/api-keys/"+p.AppID, e.MgmtHeader(), nil); r.Status/100 != 2 {
+		t.Fatalf("revoke the key: %d %s", r.Status, r.Body)
+	}
+	gone := time.Now()
+	for _, base := range []string{api, second} {
+		stacktest.Eventually(t, 2*time.Second-time.Since(gone), "the key's revocation at "+base, func() bool {
+			status, _, _ := with(base, keyTok, "/v1/customers")
+			return status == 401
+		})
+	}
+
+	// An expired token, and the most live tokens a project may hold.
+	ctx := context.Background()
+	key, err := tenancy.GetAppKey(ctx, e.Stack.Tenancy, other.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expired string
+	if err := db.InTx(ctx, e.Stack.Tenancy, func(tx pgx.Tx) error {
+		expired, _, err = tenancy.CreateToken(ctx, tx, key, []string{"api"}, time.Now().Add(-tenancy.TokenLifetime-time.Second))
+		if err != nil {
+			return err
+		}
+		for range tenancy.MaxTokens - 1 { // the one above is live
+			if _, _, err := tenancy.CreateToken(ctx, tx, key, []string{"api"}, time.Now()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, _ := with(api, expired, "/v1/customers"); status != 401 {
+		t.Fatalf("an expired token: %d", status)
+	}
+	if status, m, _ := form("/v1/oauth/token", otherHeader, url.Values{"grant_type": {"client_credentials"}, "scope": {"api"}}); status != 400 ||
+		m["key"] != "too_many_tokens" {
+		t.Fatalf("token 1,001: %d %v", status, m)
+	}
+}

@@ -1,0 +1,104 @@
+package tenancy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+)
+
+// OAuth access tokens are issued to an application key for TokenLifetime,
+// at most MaxTokens live per project.
+const (
+	TokenLifetime = 900 * time.Second
+	MaxTokens     = 1000
+	ChangeToken   = "oauth_token" // key: the token's hash
+)
+
+// Errors of tokens.
+var (
+	ErrTooManyTokens = errors.New("tenancy: the project has the most live access tokens allowed")
+	ErrTokenNotFound = errors.New("tenancy: no such live access token")
+)
+
+// Token is an OAuth access token as stored (its hash, never itself).
+type Token struct {
+	Hash      string
+	ProjectID string
+	AppID     string
+	Scopes    []string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	RevokedAt *time.Time
+}
+
+// Live says whether the token is good at now.
+func (t Token) Live(now time.Time) bool { return t.RevokedAt == nil && now.Before(t.ExpiresAt) }
+
+// TokenHash is the stored form of a token.
+func TokenHash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// CreateToken issues a token to key for scopes, counting the project's
+// live tokens under a lock on the key's project row so that concurrent
+// issues cannot pass MaxTokens.
+func CreateToken(ctx context.Context, q db.Querier, key AppKey, scopes []string, now time.Time) (string, Token, error) {
+	var one int
+	if err := q.QueryRow(ctx, `SELECT 1 FROM projects WHERE id = $1 FOR UPDATE`, key.ProjectID).Scan(&one); err != nil {
+		return "", Token{}, err
+	}
+	var live int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM oauth_tokens WHERE project_id = $1 AND expires_at > $2 AND revoked_at IS NULL`,
+		key.ProjectID, now).Scan(&live); err != nil {
+		return "", Token{}, err
+	}
+	if live >= MaxTokens {
+		return "", Token{}, ErrTooManyTokens
+	}
+	token := ids.Secret(32)
+	t := Token{Hash: TokenHash(token), ProjectID: key.ProjectID, AppID: key.AppID, Scopes: scopes, CreatedAt: now,
+		ExpiresAt: now.Add(TokenLifetime).Truncate(time.Second)}
+	_, err := q.Exec(ctx, `INSERT INTO oauth_tokens (token_hash, project_id, app_id, scopes, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, t.Hash, t.ProjectID, t.AppID, strings.Join(scopes, " "), t.CreatedAt, t.ExpiresAt)
+	return token, t, err
+}
+
+// GetToken reads a token by its hash, live or not.
+func GetToken(ctx context.Context, q db.Querier, hash string) (Token, error) {
+	var t Token
+	var scopes string
+	err := q.QueryRow(ctx, `SELECT token_hash, project_id, app_id, scopes, created_at, expires_at, revoked_at
+		FROM oauth_tokens WHERE token_hash = $1`, hash).Scan(&t.Hash, &t.ProjectID, &t.AppID, &scopes, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt)
+	if errors.Is(err, db.ErrNotFound) {
+		return Token{}, ErrTokenNotFound
+	}
+	t.Scopes = strings.Fields(scopes)
+	return t, err
+}
+
+// RevokeToken revokes a project's live token: ErrTokenNotFound when it has
+// no such token live.
+func RevokeToken(ctx context.Context, q db.Querier, projectID, hash string, now time.Time) error {
+	tag, err := q.Exec(ctx, `UPDATE oauth_tokens SET revoked_at = $3 WHERE token_hash = $1 AND project_id = $2
+		AND revoked_at IS NULL AND expires_at > $3`, hash, projectID, now)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrTokenNotFound
+	}
+	return RecordChange(ctx, q, ChangeToken, hash)
+}
+
+// DropExpiredTokens deletes the tokens that expired before cutoff.
+func DropExpiredTokens(ctx context.Context, q db.Querier, cutoff time.Time) error {
+	_, err := q.Exec(ctx, `DELETE FROM oauth_tokens WHERE expires_at < $1`, cutoff)
+	return err
+}
