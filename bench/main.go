@@ -120,7 +120,8 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 	// that every request goes through the limiter's leases; the router
 	// section also measures a project without limits, which skips them.
 	if err := db.InTx(ctx, stack.Tenancy, func(tx pgx.Tx) error {
-		return tenancy.PutPlan(ctx, tx, tenancy.Plan{Name: "bench", RequestsPerMinute: 1_000_000_000, RequestsPerHour: 1_000_000_000})
+		return tenancy.PutPlan(ctx, tx, tenancy.Plan{Name: "bench", Features: []string{"webhooks"},
+			RequestsPerMinute: 1_000_000_000, RequestsPerHour: 1_000_000_000})
 	}); err != nil {
 		return err
 	}

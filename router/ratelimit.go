@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -53,6 +52,8 @@ type window struct {
 	taken       int64     // handed out by this replica in the window
 	centralUsed int64     // the window's use over all replicas at the last lease
 	spent       bool      // a lease got nothing: refuse until the window ends
+	lastWant    int64     // the size of the last lease asked
+	refilling   bool      // a lease is being taken in the background
 }
 
 type limiter struct {
@@ -142,6 +143,7 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 		elapsed := max(now.Sub(w.first).Seconds(), 1)
 		want := int64(math.Ceil(float64(w.taken) / elapsed))
 		want = min(max(want, 1), max(limit/20, 1))
+		w.lastWant = want
 		granted, used, err := l.store.LeaseQuota(ctx, projectID, length, start, want, limit)
 		if err != nil {
 			// Fail open on this replica's share of the window.
@@ -170,7 +172,31 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 	w.local--
 	w.taken++
 	v.remaining = remaining()
+	// A busy window takes its next lease in the background when a quarter
+	// of the last is left, so that its requests do not wait on the lease's
+	// round trip (the window's lock is held through a blocking lease).
+	if w.lastWant >= 8 && !w.spent && !w.refilling && w.local <= w.lastWant/4 {
+		w.refilling = true
+		go l.refill(w, projectID, length, start, w.lastWant, limit)
+	}
 	return v
+}
+
+// refill leases more of a window in the background (see take).
+func (l *limiter) refill(w *window, projectID string, length time.Duration, start time.Time, want, limit int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	granted, used, err := l.store.LeaseQuota(ctx, projectID, length, start, want, limit)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.refilling = false
+	if err != nil || !w.start.Equal(start) {
+		return // the next blocking lease tries again; another window's quota is void
+	}
+	w.local += granted
+	w.granted += granted
+	w.centralUsed = max(w.centralUsed, used)
+	w.spent = granted == 0
 }
 
 // dropOld deletes windows over two hours old, and access tokens a day
@@ -259,18 +285,23 @@ func setHeaders(h http.Header, vs []verdict, now time.Time) {
 		retry = v.reset
 	}
 	h.Set("X-Rate-Limit-Retry", strconv.FormatInt(int64(math.Ceil(float64(retry.UnixNano())/1e9)), 10))
-	policy := ""
+	policy := make([]byte, 0, 64)
 	for _, x := range vs {
 		if x.limit == 0 {
 			continue
 		}
-		if policy != "" {
-			policy += ", "
+		if len(policy) > 0 {
+			policy = append(policy, ", "...)
 		}
-		policy += fmt.Sprintf("%q;q=%d;w=%d", x.name, x.limit, int64(x.window/time.Second))
+		policy = append(policy, '"')
+		policy = append(policy, x.name...)
+		policy = append(policy, `";q=`...)
+		policy = strconv.AppendInt(policy, x.limit, 10)
+		policy = append(policy, ";w="...)
+		policy = strconv.AppendInt(policy, int64(x.window/time.Second), 10)
 	}
-	h.Set("RateLimit-Policy", policy)
-	h.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", v.name, v.remaining, secondsUntil(now, v.reset)))
+	h.Set("RateLimit-Policy", string(policy))
+	h.Set("RateLimit", `"`+v.name+`";r=`+strconv.FormatInt(v.remaining, 10)+";t="+strconv.FormatInt(secondsUntil(now, v.reset), 10))
 	if v.refused {
 		h.Set("Retry-After", strconv.FormatInt(secondsUntil(now, v.reset), 10))
 	}
