@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -235,7 +236,7 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 	}
 	s.Resolver = resolver
 	public := rt.PublicOptions()
-	s.run(func() error { return httpx.ServePublic(runCtx, l, rt.Handler(), public) })
+	s.run(labeled("router", func() error { return httpx.ServePublic(runCtx, l, rt.Handler(), public) }))
 	for i, cl := range clusterListeners {
 		apiHost, _ := ClusterHosts(cfg.Regions[i].Cluster, cfg.BaseDomain)
 		s.run(func() error { return httpx.ServePublic(runCtx, cl, rt.HandlerFor(apiHost), public) })
@@ -324,8 +325,19 @@ func (s *Stack) serve(ctx context.Context, addr string, h http.Handler) (string,
 	if err != nil {
 		return "", err
 	}
-	s.run(func() error { return httpx.Serve(ctx, l, h) })
+	s.run(labeled("service", func() error { return httpx.Serve(ctx, l, h) }))
 	return "http://" + l.Addr().String(), nil
+}
+
+// labeled runs fn under the pprof label server=name, which the goroutines
+// it starts (a server's connections) inherit: a CPU profile of the whole
+// in-process stack, as the bench takes, then tells the router's share from
+// the services' with -tagfocus.
+func labeled(name string, fn func() error) func() error {
+	return func() (err error) {
+		pprof.Do(context.Background(), pprof.Labels("server", name), func(context.Context) { err = fn() })
+		return err
+	}
 }
 
 func (s *Stack) serveAdmin(ctx context.Context, port int, m *telemetry.Metrics, ready func(context.Context) error) {
