@@ -37,6 +37,9 @@ const (
 	KindApp        = "app"        // server-side application keys
 	KindClient     = "client"     // client-side keys (browser, mobile)
 	KindManagement = "management" // management keys (platform admins)
+	// KindDownload is a signed download link's bearer: good for reading
+	// the one export the link names (KeyID), nothing else.
+	KindDownload = "download"
 )
 
 // Identity is what the router vouches for. It is good for one request:
