@@ -20,6 +20,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/apiversion"
+	"github.com/tallyhq/tally/internal/dltoken"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -71,6 +72,7 @@ type Router struct {
 	refusedOnce sync.Once
 	refused     prometheus.Counter
 	limits      *limiter
+	tokens      dltoken.Keys
 }
 
 const (
@@ -104,7 +106,8 @@ func New(cfg Config) (*Router, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	r := &Router{cfg: cfg, signer: signer, fwd: newForwarder(cfg.DialTimeout), limits: newLimiter(cfg.Resolver)}
+	r := &Router{cfg: cfg, signer: signer, fwd: newForwarder(cfg.DialTimeout), limits: newLimiter(cfg.Resolver),
+		tokens: dltoken.New(cfg.IdentitySecret)}
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(r.limits.limited, r.limits.failOpen)
 	}
@@ -211,10 +214,24 @@ func (r *Router) handle(c echo.Context) error {
 		return r.oauth(c, cluster)
 	}
 	clientAPI := strings.HasPrefix(req.URL.Path, clientPrefix)
+	exportID, isExport := exportOf(req)
+	if hostKind == tenancy.DownloadHost && !isExport {
+		return notOnDownloadHost(req)
+	}
+	file := isExport && (hostKind == tenancy.DownloadHost || wantsFile(req))
 	var key tenancy.AppKey
 	var project tenancy.Project
 	var granted []string // a token's scopes
-	if token, ok := bearer(req); ok {
+	kind := identity.KindApp
+	_, hasBearer := bearer(req)
+	if file && !hasBearer && req.Header.Get("X-App-Id") == "" && req.URL.Query().Has("token") {
+		// A download link alone: good for its one export's file.
+		p, err := r.tokenProject(req, exportID, cluster)
+		if err != nil {
+			return err
+		}
+		project, kind, key.AppID = p, identity.KindDownload, exportID
+	} else if token, ok := bearer(req); ok {
 		k, p, t, err := r.cfg.Resolver.Bearer(req.Context(), token)
 		if errors.Is(err, tenancy.ErrBadCredentials) {
 			return invalidToken()
@@ -268,7 +285,9 @@ func (r *Router) handle(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	kind := identity.KindApp
+	if file {
+		toFile(req, exportID)
+	}
 	if key.Kind == tenancy.KeyClient {
 		kind = identity.KindClient
 	}

@@ -1,0 +1,96 @@
+package router
+
+import (
+	"errors"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// Export files. GET /v1/exports/{id} is the export object as JSON on an
+// API host and its file on a download host (download.<domain>,
+// us1.download…). The file is also served on an API host when the request
+// carries the link's token or asks for CSV, since the generated SDK
+// downloads from the host it was configured with. The file's route on the
+// regional service is /v1/exports/{id}/download.
+
+const exportsPrefix = "/v1/exports/"
+
+// exportOf returns the export a GET or HEAD of /v1/exports/{id} names.
+func exportOf(req *http.Request) (string, bool) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(req.URL.Path, exportsPrefix)
+	if !ok || id == "" || strings.ContainsAny(id, "/%") || len(id) > 64 {
+		return "", false
+	}
+	return id, true
+}
+
+// wantsFile reports whether a request for an export on an API host is for
+// its file: it carries a token or prefers CSV or plain text to JSON.
+func wantsFile(req *http.Request) bool {
+	if req.URL.Query().Get("token") != "" {
+		return true
+	}
+	for _, v := range strings.Split(req.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(v))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "text/csv", "text/plain":
+			return true
+		case "application/json", "*/*", "application/*":
+			return false
+		}
+	}
+	return false
+}
+
+// toFile points the request at the regional route of the export's file.
+func toFile(req *http.Request, id string) {
+	req.URL.Path = exportsPrefix + id + "/download"
+	req.URL.RawPath = ""
+}
+
+func notOnDownloadHost(req *http.Request) error {
+	return &apierr.Error{Status: http.StatusNotFound, Key: "not_found", Message: "Resource not found",
+		Details: "A download host serves export files only: GET /v1/exports/{id}?token=…; " + req.Method + " " +
+			clipPath(req.URL.Path) + " is served on the API host."}
+}
+
+func clipPath(p string) string {
+	if len(p) > 80 {
+		return p[:80] + "…"
+	}
+	return p
+}
+
+// tokenProject resolves a download link's token: the project it is for,
+// which must be live and in this cluster.
+func (r *Router) tokenProject(req *http.Request, exportID string, cluster tenancy.Cluster) (tenancy.Project, error) {
+	projectID, id, err := r.tokens.Verify(req.URL.Query().Get("token"), time.Now())
+	if err != nil {
+		return tenancy.Project{}, apierr.Unauthorized("The download token is invalid or has expired; read the export again for a fresh link.")
+	}
+	if id != exportID {
+		return tenancy.Project{}, apierr.NotFound("export", exportID)
+	}
+	p, err := r.cfg.Resolver.Project(req.Context(), projectID)
+	if errors.Is(err, tenancy.ErrProjectNotFound) {
+		return tenancy.Project{}, apierr.NotFound("export", exportID)
+	}
+	if err != nil {
+		return tenancy.Project{}, directoryDown(err)
+	}
+	if p.Cluster != cluster.Name {
+		return tenancy.Project{}, r.wrongCluster(req.Context(), p)
+	}
+	return p, nil
+}
