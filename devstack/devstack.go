@@ -71,6 +71,10 @@ type Config struct {
 	SweepInterval time.Duration
 	// BinRetention is how long the bin keeps what was deleted (default 30 days).
 	BinRetention time.Duration
+	// ExportPartRows and ExportRetention: the most rows in one export file
+	// and how long files are kept (defaults 1,000,000 and 30 days).
+	ExportPartRows  int
+	ExportRetention time.Duration
 	// ClusterBasePort is the first of the ports, one per cluster in the
 	// order of Regions, on which the router also serves each cluster
 	// whatever Host a request names, on the router's listen host; 0 picks
@@ -168,14 +172,39 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 	s.closers = append(s.closers, pool.Close)
 	admin := cfg.AdminBasePort
 
+	// The router's listeners first, so that the services know its port
+	// (download links); it serves once the rest is up.
+	l, err := net.Listen("tcp", cfg.RouterAddr)
+	if err != nil {
+		return fmt.Errorf("router: listen on %s: %w", cfg.RouterAddr, err)
+	}
+	s.RouterPort = fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	s.RouterURL = "http://" + l.Addr().String()
+	clusterListeners, err := s.listenClusters(l)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	listening := true
+	defer func() {
+		if listening { // an error before the router serves
+			l.Close()
+			for _, cl := range clusterListeners {
+				cl.Close()
+			}
+		}
+	}()
+
 	// Regional instances first: the directory records where they listen.
 	for _, r := range cfg.Regions {
+		apiHost, dlHost := ClusterHosts(r.Cluster, cfg.BaseDomain)
 		m := telemetry.NewMetrics("regional", r.Cluster)
 		app, err := regional.New(ctx, regional.Config{Cluster: r.Cluster, DatabaseURL: r.DatabaseURL, TenancyURL: cfg.TenancyURL,
 			IdentitySecret: cfg.IdentitySecret, OperatorSecret: cfg.OperatorSecret,
 			Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m,
 			Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval, Clock: cfg.Clock, SweepInterval: cfg.SweepInterval,
-			BinRetention: cfg.BinRetention})
+			BinRetention: cfg.BinRetention, ExportPartRows: cfg.ExportPartRows, ExportRetention: cfg.ExportRetention,
+			DownloadBaseURL: cfg.PublicScheme + "://" + dlHost + ":" + s.RouterPort})
 		if err != nil {
 			return err
 		}
@@ -187,7 +216,6 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 			return err
 		}
 		s.regionalURLs[r.Cluster] = url
-		apiHost, dlHost := ClusterHosts(r.Cluster, cfg.BaseDomain)
 		if err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
 			return tenancy.UpsertCluster(ctx, tx, tenancy.Cluster{Name: r.Cluster, Region: r.Region, Kind: tenancy.Shared,
 				APIHost: apiHost, DownloadHost: dlHost, UpstreamURL: url})
@@ -215,25 +243,11 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 		s.serveAdmin(runCtx, admin+1, mm, mgmt.Ready)
 	}
 
-	l, err := net.Listen("tcp", cfg.RouterAddr)
-	if err != nil {
-		return fmt.Errorf("router: listen on %s: %w", cfg.RouterAddr, err)
-	}
-	s.RouterPort = fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
-	s.RouterURL = "http://" + l.Addr().String()
-	clusterListeners, err := s.listenClusters(l)
-	if err != nil {
-		l.Close()
-		return err
-	}
 	rt, resolver, rm, err := s.newRouter(runCtx)
 	if err != nil {
-		l.Close()
-		for _, cl := range clusterListeners {
-			cl.Close()
-		}
 		return err
 	}
+	listening = false
 	s.Resolver = resolver
 	public := rt.PublicOptions()
 	s.run(labeled("router", func() error { return httpx.ServePublic(runCtx, l, rt.Handler(), public) }))

@@ -27,6 +27,7 @@ import (
 	"github.com/tallyhq/tally/regional/bin"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/earning"
+	"github.com/tallyhq/tally/regional/exports"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
@@ -62,6 +63,13 @@ type Config struct {
 	// BinRetention is how long deleted products and SKUs stay in the bin
 	// before the sweep removes them for good (default 30 days).
 	BinRetention time.Duration
+	// Exports: the most rows in one file (default 1,000,000), how long a
+	// file is kept (default 30 days), and the base URL of the cluster's
+	// download host for result.url (default https:// and the cluster's
+	// download host in the directory).
+	ExportPartRows  int
+	ExportRetention time.Duration
+	DownloadBaseURL string
 }
 
 // App is a regional instance.
@@ -82,6 +90,7 @@ type App struct {
 	loyalty  *loyalty.Service
 	earning  *earning.Service
 	bin      *bin.Bin
+	exports  *exports.Service
 }
 
 // New connects to the cluster's database and wires the application API.
@@ -174,6 +183,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
 	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))
 	bin.Register(v1, a.bin)
+	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock, cfg.IdentitySecret, exports.Options{
+		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL})
+	exports.Register(v1, a.exports)
 	async.Register(v1, pool)
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, pool)
@@ -202,8 +214,13 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		id, err := a.signer.VerifyRequest(r, identity.AudienceRegional, a.cfg.Cluster, time.Now(), a.seen)
-		if err != nil || id.ProjectID == "" || (id.Kind != identity.KindApp && id.Kind != identity.KindClient) {
+		if err != nil || id.ProjectID == "" || (id.Kind != identity.KindApp && id.Kind != identity.KindClient && id.Kind != identity.KindDownload) {
 			return apierr.Unauthorized("Requests reach this service only through the platform's router.")
+		}
+		// A download link's identity reads its one export's file.
+		if id.Kind == identity.KindDownload && ((r.Method != http.MethodGet && r.Method != http.MethodHead) ||
+			r.URL.Path != "/v1/exports/"+id.KeyID+"/download") {
+			return apierr.Unauthorized("A download token reads only the file of its export.")
 		}
 		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("tally.project_id", id.ProjectID),
 			attribute.String("tally.api_version", id.APIVersion))
@@ -211,6 +228,25 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// downloadURL is the base of the cluster's download links.
+func (a *App) downloadURL(ctx context.Context) (string, error) {
+	if a.cfg.DownloadBaseURL != "" {
+		return a.cfg.DownloadBaseURL, nil
+	}
+	c, err := a.resolver.ClusterByName(ctx, a.cfg.Cluster)
+	if err != nil {
+		return "", err
+	}
+	host := c.DownloadHost
+	if host == "" {
+		host = c.APIHost
+	}
+	return "https://" + host, nil
+}
+
+// Exports is the export service.
+func (a *App) Exports() *exports.Service { return a.exports }
 
 // Versions is where the API versions' request and response transforms
 // are registered (apiversion.Transform).
@@ -226,7 +262,7 @@ func (a *App) Tasks() *async.Registry { return a.tasks }
 // flusher until ctx ends, then lets running tasks finish.
 func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(5)
+	wg.Add(6)
 	go func() { defer wg.Done(); a.resolver.Watch(ctx, a.cfg.WatchInterval) }()
 	go func() {
 		defer wg.Done()
@@ -239,6 +275,10 @@ func (a *App) RunBackground(ctx context.Context) {
 	go func() {
 		defer wg.Done()
 		a.bin.Run(ctx, a.cfg.SweepInterval, func(err error) { a.cfg.Log.Error("bin retention sweep", "err", err) })
+	}()
+	go func() {
+		defer wg.Done()
+		a.exports.Run(ctx, a.cfg.SweepInterval, func(err error) { a.cfg.Log.Error("export retention sweep", "err", err) })
 	}()
 	go func() { defer wg.Done(); a.usage.Run(ctx, 2*time.Second) }()
 	a.worker.Run(ctx)

@@ -41,6 +41,8 @@ type Options struct {
 	Webhooks *webhooks.Options
 	// TrustedProxies are the addresses whose X-Forwarded-For the routers believe.
 	TrustedProxies []netip.Prefix
+	// ExportPartRows is the most rows in one export file (default 1,000,000).
+	ExportPartRows int
 }
 
 // Env is a running platform with a management key.
@@ -88,6 +90,7 @@ func Start(t testing.TB, o Options) *Env {
 		SweepInterval:  50 * time.Millisecond,
 		Webhooks:       hooks,
 		TrustedProxies: o.TrustedProxies,
+		ExportPartRows: o.ExportPartRows,
 		Worker:         async.WorkerOptions{Poll: 20 * time.Millisecond},
 		TenancyURL:     servers["tenancy"].NewDatabase(t),
 		Regions:        regions,

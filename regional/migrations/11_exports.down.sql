@@ -1,0 +1,2 @@
+DROP TABLE export_chunks;
+DROP TABLE exports;
