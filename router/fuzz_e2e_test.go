@@ -183,6 +183,8 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	as := a.OK("POST", "/v1/loyalties/"+ids["campaignId"]+"/rewards", []map[string]any{{"reward": ids["rewardId"],
 		"parameters": map[string]any{"loyalty": map[string]any{"points": 10}}}})
 	ids["assignmentId"] = as["id"].(string)
+	// An export (its routes' :id), made before the redemption below.
+	ids["id"] = a.OK("POST", "/v1/loyalties/"+ids["campaignId"]+"/transactions/export", nil)["id"].(string)
 	red := a.OK("POST", "/v1/loyalties/members/"+ids["memberId"]+"/redemption", map[string]any{"reward": map[string]any{"id": ids["rewardId"]}})
 	if rid, ok := red["id"].(string); ok {
 		ids["redemptionId"] = rid

@@ -520,6 +520,21 @@ func TestDownloadsFromTheClustersHosts(t *testing.T) {
 		}
 	}
 
+	// An OAuth token with the exports scope downloads too; one without it cannot.
+	for scope, status := range map[string]int{"exports": 200, "customers": 403} {
+		form := "grant_type=client_credentials&scope=" + scope
+		h := a.P.Header()
+		h.Set("Content-Type", "application/x-www-form-urlencoded")
+		tr := stacktest.Do(t, a.E.Client, "POST", "http://api.localhost/v1/oauth/token", h, form)
+		if tr.Status != 200 {
+			t.Fatalf("token: %d %s", tr.Status, tr.Body)
+		}
+		bearer := http.Header{"Authorization": {"Bearer " + tr.JSON(t)["access_token"].(string)}, "Accept-Encoding": {"identity"}}
+		if r := get(a, dl, bearer); r.Status != status || (status == 200 && !bytes.Equal(r.Body, whole.Body)) {
+			t.Fatalf("a Bearer token of scope %s: %d %s", scope, r.Status, r.Body)
+		}
+	}
+
 	// A range resumes a download; gzip when asked for.
 	r := get(a, link, http.Header{"Range": {"bytes=100-599"}})
 	if r.Status != 206 || !bytes.Equal(r.Body, whole.Body[100:600]) ||
@@ -553,6 +568,45 @@ func TestDownloadsFromTheClustersHosts(t *testing.T) {
 		t.Fatal("the link was not renewed")
 	}
 	_ = fresh
+}
+
+// An export that cannot be made is ERROR with the reason in a field of its
+// own, raises export.failed, and fails its async action.
+func TestAFailedExportSaysWhy(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("export.failed")
+	campID := a.Campaign("Broken", nil)["id"].(string)
+	cardID := a.Member(campID, "bo")["id"].(string)
+	// An entry whose balance is not a number: the export's SQL cannot read it.
+	if _, err := a.E.Stack.Regional["api"].Pool().Exec(context.Background(), `INSERT INTO loyalty_transactions (project_id, id,
+		card_id, campaign_id, type, delta, details, created_at) VALUES ($1, 'lt_broken', $2, $3, 'POINTS_ADDITION', 1,
+		'{"balance": {"points": 1, "balance": "many"}}', now())`, a.P.ID, cardID, campID); err != nil {
+		t.Fatal(err)
+	}
+	ex := a.OK("POST", "/v1/loyalties/"+campID+"/transactions/export", nil)
+	var got map[string]any
+	stacktest.Eventually(t, 20*time.Second, "the export to fail", func() bool {
+		got = a.OK("GET", "/v1/exports/"+ex["id"].(string), nil)
+		return got["status"] == "ERROR"
+	})
+	if got["result"] != nil || got["error"].(map[string]any)["code"] != "export_failed" || got["error"].(map[string]any)["message"] == "" {
+		t.Fatalf("failed export: %v", got)
+	}
+	if o := hooks.Wait(t, "export.failed", 1)["export"].(map[string]any); o["id"] != ex["id"] || o["status"] != "ERROR" {
+		t.Fatalf("export.failed: %v", o)
+	}
+	stacktest.Eventually(t, 10*time.Second, "the action to fail", func() bool {
+		return a.OK("GET", "/v1/async-actions/"+ex["async_action_id"].(string), nil)["status"] == "FAILED"
+	})
+	r := get(a, "http://api.localhost/v1/exports/"+ex["id"].(string)+"?token=x", a.P.Header())
+	if r.Status != 401 {
+		t.Fatalf("a bad token with keys: %d %s", r.Status, r.Body)
+	}
+	h := a.P.Header()
+	h.Set("Accept", "text/csv")
+	if r := get(a, "http://api.localhost/v1/exports/"+ex["id"].(string), h); r.Status != 409 || r.JSON(t)["key"] != "export_not_ready" {
+		t.Fatalf("the file of a failed export: %d %s", r.Status, r.Body)
+	}
 }
 
 func TestRetentionAndDelete(t *testing.T) {
