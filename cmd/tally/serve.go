@@ -112,6 +112,9 @@ func runRegional(ctx context.Context, args []string) error {
 	opSec := fs.String("operator-secret", "", "hex secret of management's calls of /internal (not the identity secret)")
 	maxConns := fs.Int("max-conns", 0, "database pool size (default: 8 per CPU, at least 16)")
 	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
+	partRows := fs.Int("export-part-rows", 1_000_000, "the most rows in one export file; larger exports are split into parts")
+	exportRetention := fs.Duration("export-retention", 30*24*time.Hour, "how long export files are kept")
+	downloadURL := fs.String("download-base-url", "", "base URL of the cluster's download host in export links (default: https:// and its download host in the directory)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -126,7 +129,7 @@ func runRegional(ctx context.Context, args []string) error {
 	m := telemetry.NewMetrics("regional", *cluster)
 	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, TenancyURL: *tenancyURL, IdentitySecret: key,
 		OperatorSecret: operator, MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks},
-		BinRetention: *retention})
+		BinRetention: *retention, ExportPartRows: *partRows, ExportRetention: *exportRetention, DownloadBaseURL: *downloadURL})
 	if err != nil {
 		return err
 	}
