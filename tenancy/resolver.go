@@ -31,7 +31,8 @@ type Resolver struct {
 	keys     *expirable.LRU[string, AppKey]
 	projects *expirable.LRU[string, Project]
 	mgmt     *expirable.LRU[string, ManagementKey]
-	webhooks *expirable.LRU[string, []Webhook] // by project id
+	webhooks *expirable.LRU[string, []Webhook]     // by project id
+	schemas  *expirable.LRU[string, []EventSchema] // by project id
 	plans    *expirable.LRU[string, Plan]
 	tokens   *expirable.LRU[string, Token]    // by hash, for at most a minute
 	negative *expirable.LRU[string, struct{}] // "k:"+app id, "m:"+management id, "h:"+host
@@ -68,6 +69,7 @@ func NewResolver(pool *db.Pool, o ResolverOptions) *Resolver {
 		projects: expirable.NewLRU[string, Project](o.Size, nil, o.TTL),
 		mgmt:     expirable.NewLRU[string, ManagementKey](1000, nil, o.TTL),
 		webhooks: expirable.NewLRU[string, []Webhook](o.Size, nil, o.TTL),
+		schemas:  expirable.NewLRU[string, []EventSchema](o.Size, nil, o.TTL),
 		plans:    expirable.NewLRU[string, Plan](1000, nil, o.TTL),
 		tokens:   expirable.NewLRU[string, Token](o.Size, nil, min(o.TTL, time.Minute)),
 		negative: expirable.NewLRU[string, struct{}](o.Size, nil, o.NegativeTTL),
@@ -145,6 +147,15 @@ func (r *Resolver) Webhooks(ctx context.Context, projectID string) ([]Webhook, e
 	return cached(r, r.webhooks, "w:", projectID, nil, func() ([]Webhook, error) { return ListWebhooks(ctx, r.pool, projectID) })
 }
 
+// EventSchemas returns a project's custom event schemas, oldest first. The
+// list is cached and shared: read it, never change it. A created, updated
+// or deleted schema is seen here with the next Watch poll.
+func (r *Resolver) EventSchemas(ctx context.Context, projectID string) ([]EventSchema, error) {
+	return cached(r, r.schemas, "es:", projectID, nil, func() ([]EventSchema, error) {
+		return ListEventSchemas(ctx, r.pool, projectID)
+	})
+}
+
 // Plan returns a plan.
 func (r *Resolver) Plan(ctx context.Context, name string) (Plan, error) {
 	return cached(r, r.plans, "pl:", name, ErrPlanNotFound, func() (Plan, error) { return GetPlan(ctx, r.pool, name) })
@@ -176,6 +187,8 @@ func (r *Resolver) Invalidate(c Change) {
 		r.negative.Remove("m:" + c.Key)
 	case ChangeWebhooks:
 		r.webhooks.Remove(c.Key)
+	case ChangeEventSchemas:
+		r.schemas.Remove(c.Key)
 	case ChangePlan:
 		r.plans.Remove(c.Key)
 	case ChangeToken:
