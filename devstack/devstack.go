@@ -73,8 +73,9 @@ type Config struct {
 	BinRetention time.Duration
 	// ExportPartRows and ExportRetention: the most rows in one export file
 	// and how long files are kept (defaults 1,000,000 and 30 days).
-	ExportPartRows  int
-	ExportRetention time.Duration
+	ExportPartRows   int
+	ExportRetention  time.Duration
+	ExportChunkBytes int
 	// ClusterBasePort is the first of the ports, one per cluster in the
 	// order of Regions, on which the router also serves each cluster
 	// whatever Host a request names, on the router's listen host; 0 picks
@@ -203,7 +204,7 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 			IdentitySecret: cfg.IdentitySecret, OperatorSecret: cfg.OperatorSecret,
 			Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m,
 			Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval, Clock: cfg.Clock, SweepInterval: cfg.SweepInterval,
-			BinRetention: cfg.BinRetention, ExportPartRows: cfg.ExportPartRows, ExportRetention: cfg.ExportRetention,
+			BinRetention: cfg.BinRetention, ExportPartRows: cfg.ExportPartRows, ExportRetention: cfg.ExportRetention, ExportChunkBytes: cfg.ExportChunkBytes,
 			DownloadBaseURL: cfg.PublicScheme + "://" + dlHost + ":" + s.RouterPort})
 		if err != nil {
 			return err

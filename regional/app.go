@@ -70,6 +70,9 @@ type Config struct {
 	ExportPartRows  int
 	ExportRetention time.Duration
 	DownloadBaseURL string
+	// ExportChunkBytes is the largest stored chunk of an export's file
+	// (default 1 MiB; tests make it small).
+	ExportChunkBytes int
 }
 
 // App is a regional instance.
@@ -184,7 +187,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))
 	bin.Register(v1, a.bin)
 	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock, cfg.IdentitySecret, exports.Options{
-		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL})
+		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
 	exports.Register(v1, a.exports)
 	async.Register(v1, pool)
 	internal := e.Group("/internal/v1")
@@ -216,6 +219,10 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		id, err := a.signer.VerifyRequest(r, identity.AudienceRegional, a.cfg.Cluster, time.Now(), a.seen)
 		if err != nil || id.ProjectID == "" || (id.Kind != identity.KindApp && id.Kind != identity.KindClient && id.Kind != identity.KindDownload) {
 			return apierr.Unauthorized("Requests reach this service only through the platform's router.")
+		}
+		// Client keys reach the client-side API only.
+		if id.Kind == identity.KindClient && !strings.HasPrefix(r.URL.Path, "/client/") {
+			return apierr.Unauthorized("Client-side keys reach /client/v1 only.")
 		}
 		// A download link's identity reads its one export's file.
 		if id.Kind == identity.KindDownload && ((r.Method != http.MethodGet && r.Method != http.MethodHead) ||

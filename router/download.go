@@ -94,3 +94,35 @@ func (r *Router) tokenProject(req *http.Request, exportID string, cluster tenanc
 	}
 	return p, nil
 }
+
+// fileWriteIdle is how long a file download may make no progress: the
+// public listeners' 120 s for a whole answer would cut a large file to a
+// slow client, so each write of a file moves the deadline on instead.
+const fileWriteIdle = 60 * time.Second
+
+// progressDeadline gives a file download a fresh write deadline with each
+// piece written: a slow but steady client gets the whole file, a stalled
+// one is still cut off.
+type progressDeadline struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (p *progressDeadline) Write(b []byte) (int, error) {
+	_ = p.rc.SetWriteDeadline(time.Now().Add(fileWriteIdle))
+	return p.ResponseWriter.Write(b)
+}
+
+func (p *progressDeadline) Flush() { _ = p.rc.Flush() }
+
+func (p *progressDeadline) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+// streamFile lets the answer to a file request take as long as it makes
+// progress; it reports whether the writer allows that.
+func streamFile(w http.ResponseWriter) (http.ResponseWriter, error) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetWriteDeadline(time.Now().Add(fileWriteIdle)); err != nil {
+		return w, err
+	}
+	return &progressDeadline{ResponseWriter: w, rc: rc}, nil
+}

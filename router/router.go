@@ -255,7 +255,9 @@ func (r *Router) handle(c echo.Context) error {
 		}
 		var err error
 		key, project, err = r.cfg.Resolver.App(req.Context(), appID, token)
-		if err == nil && clientAPI && key.Kind != tenancy.KeyClient {
+		// Each API takes its own keys: a client key is public (it ships in
+		// browsers and apps) and never reaches the application API.
+		if err == nil && clientAPI != (key.Kind == tenancy.KeyClient) {
 			err = tenancy.ErrBadCredentials
 		}
 		if err != nil {
@@ -287,6 +289,11 @@ func (r *Router) handle(c echo.Context) error {
 	}
 	if file {
 		toFile(req, exportID)
+		w, err := streamFile(c.Response().Writer)
+		if err != nil {
+			r.cfg.Log.Warn("a file download keeps the listener's write timeout", "err", err)
+		}
+		c.Response().Writer = w
 	}
 	if key.Kind == tenancy.KeyClient {
 		kind = identity.KindClient

@@ -43,6 +43,8 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// ExportPartRows is the most rows in one export file (default 1,000,000).
 	ExportPartRows int
+	// ExportChunkBytes is the largest stored chunk of an export (default 1 MiB).
+	ExportChunkBytes int
 }
 
 // Env is a running platform with a management key.
@@ -86,17 +88,18 @@ func Start(t testing.TB, o Options) *Env {
 	}
 	clk := &clock.Clock{}
 	stack, err := devstack.Start(ctx, devstack.Config{
-		Clock:          clk,
-		SweepInterval:  50 * time.Millisecond,
-		Webhooks:       hooks,
-		TrustedProxies: o.TrustedProxies,
-		ExportPartRows: o.ExportPartRows,
-		Worker:         async.WorkerOptions{Poll: 20 * time.Millisecond},
-		TenancyURL:     servers["tenancy"].NewDatabase(t),
-		Regions:        regions,
-		IdentitySecret: Secret,
-		WatchInterval:  200 * time.Millisecond,
-		Log:            telemetry.NewLogger(io.Discard, 0),
+		Clock:            clk,
+		SweepInterval:    50 * time.Millisecond,
+		Webhooks:         hooks,
+		TrustedProxies:   o.TrustedProxies,
+		ExportPartRows:   o.ExportPartRows,
+		ExportChunkBytes: o.ExportChunkBytes,
+		Worker:           async.WorkerOptions{Poll: 20 * time.Millisecond},
+		TenancyURL:       servers["tenancy"].NewDatabase(t),
+		Regions:          regions,
+		IdentitySecret:   Secret,
+		WatchInterval:    200 * time.Millisecond,
+		Log:              telemetry.NewLogger(io.Discard, 0),
 	})
 	if err != nil {
 		t.Fatalf("stacktest: start: %v", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/internal/dbtest"
+	"github.com/tallyhq/tally/internal/dltoken"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -388,7 +389,9 @@ func TestALargeExportIsSplitIntoParts(t *testing.T) {
 // all, as of one moment: a writer's additions, made one after another, are
 // in it as a prefix, and the file's rows are exactly the snapshot's count.
 func TestAnExportHoldsExactlyItsSnapshot(t *testing.T) {
-	a := stacktest.NewAPI(t)
+	// Small chunks make the file take a few seconds, so writes fall inside.
+	e := stacktest.Start(t, stacktest.Options{ExportChunkBytes: 512})
+	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	campID := a.Campaign("Busy", nil)["id"].(string)
 	card := a.Member(campID, "bee")
 	code, cardID := card["code"].(string), card["id"].(string)
@@ -454,12 +457,14 @@ func TestAnExportHoldsExactlyItsSnapshot(t *testing.T) {
 	}
 	t.Logf("%d of the writer's %d additions are in the file", k, len(written))
 	if k == 0 || k == len(written) {
-		t.Logf("no write fell inside the export this time")
+		t.Fatalf("no write fell inside the export (%d of %d in the file): the test proved nothing", k, len(written))
 	}
 }
 
 func TestDownloadsFromTheClustersHosts(t *testing.T) {
-	a := stacktest.NewAPI(t)
+	// Chunks of 700 bytes: the file spans many, as a large one does 1 MiB chunks.
+	e := stacktest.Start(t, stacktest.Options{ExportChunkBytes: 700})
+	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	us := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "us1")}
 	campID := a.Campaign("Downloads", nil)["id"].(string)
@@ -471,6 +476,10 @@ func TestDownloadsFromTheClustersHosts(t *testing.T) {
 	id := ex["id"].(string)
 	link := ex["result"].(map[string]any)["url"].(string)
 	token := link[strings.Index(link, "token=")+len("token="):]
+	sameRows(t, "a file of many chunks", file(a, link)[1:], expected(t, a.History(code), allFields), allFields)
+	if n := countChunks(a, id); n < 10 {
+		t.Fatalf("the file is in %d chunks", n)
+	}
 	whole := get(a, link, http.Header{"Accept-Encoding": {"identity"}})
 	if whole.Status != 200 || whole.Header.Get("Content-Disposition") != `attachment; filename="`+id+`.csv"` ||
 		whole.Header.Get("Content-Encoding") != "" || whole.Header.Get("Accept-Ranges") != "bytes" {
@@ -535,11 +544,20 @@ func TestDownloadsFromTheClustersHosts(t *testing.T) {
 		}
 	}
 
-	// A range resumes a download; gzip when asked for.
-	r := get(a, link, http.Header{"Range": {"bytes=100-599"}})
-	if r.Status != 206 || !bytes.Equal(r.Body, whole.Body[100:600]) ||
-		r.Header.Get("Content-Range") != fmt.Sprintf("bytes 100-599/%d", len(whole.Body)) {
+	// A range resumes a download, across chunks too; gzip when asked for.
+	r := get(a, link, http.Header{"Range": {"bytes=100-1999"}})
+	if r.Status != 206 || !bytes.Equal(r.Body, whole.Body[100:2000]) ||
+		r.Header.Get("Content-Range") != fmt.Sprintf("bytes 100-1999/%d", len(whole.Body)) {
 		t.Fatalf("range: %d %v %q", r.Status, r.Header, r.Body)
+	}
+	// Many ranges are answered with the whole file (each would read a chunk).
+	if r := get(a, link, http.Header{"Range": {"bytes=0-0,700-700,1400-1400"}, "Accept-Encoding": {"identity"}}); r.Status != 200 ||
+		!bytes.Equal(r.Body, whole.Body) {
+		t.Fatalf("many ranges: %d %v", r.Status, r.Header)
+	}
+	if r := get(a, link, http.Header{"Range": {fmt.Sprintf("bytes=%d-", len(whole.Body)+5)}}); r.Status != 416 ||
+		r.JSON(t)["code"] != 416.0 {
+		t.Fatalf("a range past the end: %d %s", r.Status, r.Body)
 	}
 	r = get(a, link, http.Header{"Range": {fmt.Sprintf("bytes=%d-", len(whole.Body)-10)}})
 	if r.Status != 206 || !bytes.Equal(r.Body, whole.Body[len(whole.Body)-10:]) {
@@ -555,6 +573,22 @@ func TestDownloadsFromTheClustersHosts(t *testing.T) {
 	}
 	if b, err := io.ReadAll(zr); err != nil || !bytes.Equal(b, whole.Body) {
 		t.Fatalf("gunzipped: %v, %d bytes of %d", err, len(b), len(whole.Body))
+	}
+
+	// A token signed for a moment already past is refused at the edge.
+	past := dltoken.New(stacktest.Secret).Sign(a.P.ID, id, time.Now().Add(-time.Second))
+	if r := get(a, dl+"?token="+past, nil); r.Status != 401 {
+		t.Fatalf("a token past its expiry: %d %s", r.Status, r.Body)
+	}
+	// A client-side key, public by nature, neither downloads nor reaches
+	// the application API.
+	ck := a.E.Do(t, "POST", "http://api.localhost/management/v1/projects/"+a.P.ID+"/api-keys", a.E.MgmtHeader(),
+		map[string]any{"kind": "client"}).JSON(t)
+	clientKeys := http.Header{"X-App-Id": {ck["app_id"].(string)}, "X-App-Token": {ck["app_token"].(string)}}
+	for _, u := range []string{dl, api, "http://api.localhost/v1/customers"} {
+		if r := get(a, u, clientKeys); r.Status != 401 {
+			t.Fatalf("a client key on %s: %d %s", u, r.Status, r.Body)
+		}
 	}
 
 	// The link expires; reading the export again gives a fresh one.
@@ -606,6 +640,50 @@ func TestAFailedExportSaysWhy(t *testing.T) {
 	h.Set("Accept", "text/csv")
 	if r := get(a, "http://api.localhost/v1/exports/"+ex["id"].(string), h); r.Status != 409 || r.JSON(t)["key"] != "export_not_ready" {
 		t.Fatalf("the file of a failed export: %d %s", r.Status, r.Body)
+	}
+}
+
+func countChunks(a stacktest.API, id string) int {
+	a.T.Helper()
+	var n int
+	if err := a.E.Stack.Regional["api"].Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM export_chunks WHERE export_id = $1`, id).Scan(&n); err != nil {
+		a.T.Fatal(err)
+	}
+	return n
+}
+
+// An export with no rows is a file with its header row; parts that end
+// exactly at the part size leave no empty part or chunk.
+func TestEmptyAndExactlySplitExports(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{ExportPartRows: 7, ExportChunkBytes: 300})
+	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
+	campID := a.Campaign("Empty", nil)["id"].(string)
+	ex := export(a, "/v1/loyalties/"+campID+"/transactions/export", nil)
+	if res := ex["result"].(map[string]any); res["rows"] != 0.0 || len(res["urls"].([]any)) != 1 {
+		t.Fatalf("empty export: %v", res)
+	}
+	if recs := file(a, ex["result"].(map[string]any)["url"].(string)); len(recs) != 1 || recs[0][0] != "ID" {
+		t.Fatalf("empty file: %v", recs)
+	}
+	code := a.Member(campID, "ed")["code"].(string)
+	for i := range 14 {
+		a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": i + 1})
+	}
+	ex = export(a, "/v1/loyalties/"+campID+"/transactions/export", map[string]any{"parameters": map[string]any{"fields": allFields}})
+	res := ex["result"].(map[string]any)
+	if len(res["urls"].([]any)) != 2 || res["rows"] != 14.0 {
+		t.Fatalf("14 rows in parts of 7: %v", res)
+	}
+	var rows [][]string
+	for _, u := range res["urls"].([]any) {
+		rows = append(rows, file(a, u.(string))[1:]...)
+	}
+	sameRows(t, "two full parts", rows, expected(t, a.History(code), allFields), allFields)
+	var empty int
+	if err := a.E.Stack.Regional["api"].Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM export_chunks WHERE export_id = $1 AND length(data) = 0`, ex["id"]).Scan(&empty); err != nil || empty != 0 {
+		t.Fatalf("%d empty chunks (%v)", empty, err)
 	}
 }
 

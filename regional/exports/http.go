@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,8 +51,12 @@ func bind(c echo.Context) (Request, error) {
 		return r, nil
 	}
 	body, err := io.ReadAll(c.Request().Body)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return r, echo.NewHTTPError(http.StatusRequestEntityTooLarge)
+	}
 	if err != nil {
-		return r, err
+		return r, apierr.InvalidPayload("The request body could not be read: " + err.Error() + ".")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return r, nil
@@ -157,7 +162,7 @@ func (h handler) download(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if e.Status != Done {
+	if e.Status != Done || e.RunID == nil {
 		return &apierr.Error{Status: http.StatusConflict, Key: "export_not_ready", Message: "Export not ready",
 			Details: fmt.Sprintf("Export %s is %s; its file can be downloaded once it is DONE.", e.ID, e.Status)}
 	}
@@ -173,16 +178,24 @@ func (h handler) download(c echo.Context) error {
 	hdr := w.Header()
 	hdr.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 	hdr.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="%s"`, name))
-	hdr.Set("ETag", fmt.Sprintf(`"%s-%d-%d"`, e.ID, part, size))
+	etag := fmt.Sprintf(`"%s-%d-%d"`, e.ID, part, size)
+	hdr.Set("ETag", etag)
 	hdr.Set("Cache-Control", "private, no-store")
 	hdr.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
-	r := &partReader{ctx: ctx, svc: h.svc, projectID: projectID, exportID: e.ID, part: part - 1, size: size}
+	r := &partReader{ctx: ctx, svc: h.svc, projectID: projectID, exportID: e.ID, run: *e.RunID, part: part - 1, size: size}
 	modified := e.CreatedAt
 	if e.UpdatedAt != nil {
 		modified = *e.UpdatedAt
 	}
-	if c.Request().Header.Get("Range") == "" && acceptsGzip(c.Request()) {
+	req := c.Request()
+	if rg := req.Header.Get("Range"); strings.Contains(rg, ",") {
+		// One range at a time: many small ranges would read a chunk each.
+		// A server may ignore Range; the whole part is the answer.
+		req.Header.Del("Range")
+	}
+	if req.Header.Get("Range") == "" && acceptsGzip(req) {
 		hdr.Set(echo.HeaderContentEncoding, "gzip")
+		hdr.Set("ETag", "W/"+strings.TrimSuffix(etag, `"`)+`-gzip"`)
 		w.WriteHeader(http.StatusOK)
 		if c.Request().Method == http.MethodHead {
 			return nil
@@ -194,9 +207,47 @@ func (h handler) download(c echo.Context) error {
 		_ = zw.Close()
 		return nil
 	}
-	http.ServeContent(w, c.Request(), "", modified, r)
+	http.ServeContent(&jsonErrors{ResponseWriter: w, requestID: w.Header().Get(apierr.HeaderRequestID)}, req, "", modified, r)
 	return nil
 }
+
+// jsonErrors turns the plain-text errors of http.ServeContent (416 for a
+// range past the end, 412 for a failed precondition) into the
+// interface's JSON errors.
+type jsonErrors struct {
+	http.ResponseWriter
+	requestID string
+	failed    bool
+}
+
+func (j *jsonErrors) WriteHeader(code int) {
+	if code < 400 {
+		j.ResponseWriter.WriteHeader(code)
+		return
+	}
+	j.failed = true
+	h := j.Header()
+	h.Del(echo.HeaderContentDisposition)
+	h.Del("Content-Length")
+	h.Set(echo.HeaderContentType, "application/json")
+	j.ResponseWriter.WriteHeader(code)
+	msg, details := http.StatusText(code), "The request's preconditions do not hold for this file."
+	if code == http.StatusRequestedRangeNotSatisfiable {
+		details = "The range starts past the end of the file (" + h.Get("Content-Range") + ")."
+	}
+	b, _ := json.Marshal(apierr.Error{Status: code, Key: strings.ToLower(strings.ReplaceAll(msg, " ", "_")), Message: msg,
+		Details: details, RequestID: j.requestID})
+	_, _ = j.ResponseWriter.Write(b)
+}
+
+func (j *jsonErrors) Write(b []byte) (int, error) {
+	if j.failed {
+		return len(b), nil // ServeContent's own text
+	}
+	return j.ResponseWriter.Write(b)
+}
+
+func (j *jsonErrors) Unwrap() http.ResponseWriter { return j.ResponseWriter }
 
 func acceptsGzip(r *http.Request) bool {
 	for _, v := range r.Header.Values(echo.HeaderAcceptEncoding) {
@@ -221,6 +272,7 @@ type partReader struct {
 	ctx                  context.Context
 	svc                  *Service
 	projectID, exportID  string
+	run                  string
 	part                 int
 	size, pos            int64
 	chunk                []byte
@@ -248,8 +300,8 @@ func (r *partReader) Read(p []byte) (int, error) {
 	}
 	if r.chunk == nil || r.pos < r.chunkStart || r.pos >= r.chunkEnd {
 		if err := r.svc.pool.QueryRow(r.ctx, `SELECT offset_bytes, data FROM export_chunks
-			WHERE project_id = $1 AND export_id = $2 AND part = $3 AND offset_bytes <= $4
-			ORDER BY offset_bytes DESC LIMIT 1`, r.projectID, r.exportID, r.part, r.pos).Scan(&r.chunkStart, &r.chunk); err != nil {
+			WHERE project_id = $1 AND export_id = $2 AND run_id = $3 AND part = $4 AND offset_bytes <= $5
+			ORDER BY offset_bytes DESC LIMIT 1`, r.projectID, r.exportID, r.run, r.part, r.pos).Scan(&r.chunkStart, &r.chunk); err != nil {
 			return 0, err
 		}
 		r.chunkEnd = r.chunkStart + int64(len(r.chunk))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
+	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/regional/async"
 )
 
@@ -43,26 +45,40 @@ func (s *Service) run(ctx context.Context, job *async.Job) (any, error) {
 	if e.Status == Done || e.Status == Error {
 		return map[string]any{"export_id": e.ID, "status": e.Status}, nil
 	}
-	parts, err := s.produce(ctx, job, e)
+	select { // a slot of the instance's exports
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	run := ids.New("run_")
+	parts, err := s.produce(ctx, job, e, run)
 	if errors.Is(err, errGone) {
-		// Deleted while it ran: drop what this run stored after the delete.
-		if err := s.dropChunks(ctx, job.ProjectID, e.ID); err != nil {
-			return nil, err
+		// Deleted, or taken over by a later run: drop what this run stored.
+		return map[string]any{"export_id": e.ID, "superseded": true}, s.dropRun(context.WithoutCancel(ctx), job.ProjectID, e.ID, run)
+	}
+	var failure *Failure
+	if err != nil {
+		failure = &Failure{Code: "export_failed", Message: failureMessage(err)}
+	}
+	// Mark it DONE or ERROR, trying again through a short outage: a job is
+	// not run again, and an export left IN_PROGRESS would stay so.
+	var ferr error
+	for try := 0; try < 5; try++ {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * time.Second)
 		}
-		return map[string]any{"export_id": e.ID, "deleted": true}, nil
+		if ferr = s.finish(context.WithoutCancel(ctx), job.ProjectID, e.ID, run, parts, failure); ferr == nil || errors.Is(ferr, errGone) {
+			break
+		}
+	}
+	if errors.Is(ferr, errGone) {
+		return map[string]any{"export_id": e.ID, "superseded": true}, s.dropRun(context.WithoutCancel(ctx), job.ProjectID, e.ID, run)
+	}
+	if ferr != nil {
+		return nil, ferr
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err // shutting down: the task runs again elsewhere
-		}
-		if ferr := s.finish(ctx, job.ProjectID, e.ID, nil, &Failure{Code: "export_failed", Message: failureMessage(err)}); ferr != nil {
-			return nil, ferr
-		}
-		return nil, err
-	}
-	if err := s.finish(ctx, job.ProjectID, e.ID, parts, nil); errors.Is(err, errGone) {
-		return map[string]any{"export_id": e.ID, "deleted": true}, s.dropChunks(ctx, job.ProjectID, e.ID)
-	} else if err != nil {
 		return nil, err
 	}
 	var rows int64
@@ -85,7 +101,7 @@ func failureMessage(err error) string {
 
 // finish marks the export DONE with its parts, or ERROR, and raises its
 // webhook event, in one transaction.
-func (s *Service) finish(ctx context.Context, projectID, id string, parts []Part, failure *Failure) error {
+func (s *Service) finish(ctx context.Context, projectID, id, run string, parts []Part, failure *Failure) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		status, event := Done, EventCompleted
 		var partsJSON, failJSON []byte
@@ -99,7 +115,7 @@ func (s *Service) finish(ctx context.Context, projectID, id string, parts []Part
 			return err
 		}
 		tag, err := tx.Exec(ctx, `UPDATE exports SET status = $3, parts = $4, error = $5, updated_at = $6
-			WHERE project_id = $1 AND id = $2`, projectID, id, status, partsJSON, failJSON, s.now())
+			WHERE project_id = $1 AND id = $2 AND run_id = $7`, projectID, id, status, partsJSON, failJSON, s.now(), run)
 		if err != nil {
 			return err
 		}
@@ -114,12 +130,18 @@ func (s *Service) finish(ctx context.Context, projectID, id string, parts []Part
 		if err != nil {
 			return err
 		}
+		// What an earlier, superseded run left.
+		if _, err := tx.Exec(ctx, `DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id <> $3`,
+			projectID, id, run); err != nil {
+			return err
+		}
 		return s.events.Emit(ctx, tx, projectID, event, id, map[string]any{"export": v})
 	})
 }
 
-func (s *Service) dropChunks(ctx context.Context, projectID, id string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2`, projectID, id)
+// dropRun deletes what one run of an export stored.
+func (s *Service) dropRun(ctx context.Context, projectID, id, run string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id = $3`, projectID, id, run)
 	return err
 }
 
@@ -134,7 +156,17 @@ type chunk struct {
 // produce streams the export's rows from one snapshot into CSV chunks, and
 // the chunks into export_chunks: a reader and a writer, with at most a few
 // chunks between them, so memory stays bounded whatever the size.
-func (s *Service) produce(ctx context.Context, job *async.Job, e export) ([]Part, error) {
+func (s *Service) produce(ctx context.Context, job *async.Job, e export, run string) ([]Part, error) {
+	// This run owns the export from here; an earlier one still going
+	// finds its run no longer named at its next chunk and stops.
+	tag, err := s.pool.Exec(ctx, `UPDATE exports SET status = $3, done_rows = 0, updated_at = $4, run_id = $5
+		WHERE project_id = $1 AND id = $2`, job.ProjectID, e.ID, InProgress, s.now(), run)
+	if err != nil {
+		return nil, err
+	}
+	if tag.RowsAffected() == 0 {
+		return nil, errGone
+	}
 	o, ok := objects[e.Object]
 	if !ok {
 		return nil, fmt.Errorf("exports: unknown object %q", e.Object)
@@ -179,16 +211,8 @@ func (s *Service) produce(ctx context.Context, job *async.Job, e export) ([]Part
 	if err := tx.QueryRow(ctx, `SELECT count(*) `+o.from+` AND `+cond, args...).Scan(&total); err != nil {
 		return nil, err
 	}
-	// Start over: drop what an earlier run of this job stored.
-	tag, err := s.pool.Exec(ctx, `UPDATE exports SET status = $3, total_rows = $4, done_rows = 0, updated_at = $5
-		WHERE project_id = $1 AND id = $2`, job.ProjectID, e.ID, InProgress, total, s.now())
-	if err != nil {
-		return nil, err
-	}
-	if tag.RowsAffected() == 0 {
-		return nil, errGone
-	}
-	if err := s.dropChunks(ctx, job.ProjectID, e.ID); err != nil {
+	if _, err := s.pool.Exec(ctx, `UPDATE exports SET total_rows = $3 WHERE project_id = $1 AND id = $2 AND run_id = $4`,
+		job.ProjectID, e.ID, total, run); err != nil {
 		return nil, err
 	}
 
@@ -197,7 +221,7 @@ func (s *Service) produce(ctx context.Context, job *async.Job, e export) ([]Part
 	chunks := make(chan chunk, 2)
 	werr := make(chan error, 1)
 	go func() {
-		err := s.store(wctx, job, e.ID, total, chunks)
+		err := s.store(wctx, job, e.ID, run, total, chunks)
 		if err != nil {
 			cancel() // stops the reader at its next chunk
 		}
@@ -208,7 +232,9 @@ func (s *Service) produce(ctx context.Context, job *async.Job, e export) ([]Part
 		cancel()
 	}
 	close(chunks)
-	if err := <-werr; err != nil {
+	// The writer's error is the cause, unless the reader's failure is
+	// what stopped it.
+	if err := <-werr; err != nil && (rerr == nil || !errors.Is(err, context.Canceled)) {
 		return nil, err
 	}
 	return parts, rerr
@@ -262,8 +288,10 @@ func (s *Service) encode(ctx context.Context, tx pgx.Tx, o object, cs []column, 
 	startPart()
 	for rows.Next() {
 		if parts[len(parts)-1].Rows == int64(s.opt.PartRows) {
-			if err := send(); err != nil {
-				return nil, err
+			if len(buf) > 0 {
+				if err := send(); err != nil {
+					return nil, err
+				}
 			}
 			startPart()
 		}
@@ -334,12 +362,12 @@ func needsQuotes(f []byte) bool {
 }
 
 // store writes chunks as they come, each with the export's progress.
-func (s *Service) store(ctx context.Context, job *async.Job, id string, total int64, in <-chan chunk) error {
+func (s *Service) store(ctx context.Context, job *async.Job, id, run string, total int64, in <-chan chunk) error {
 	for c := range in {
 		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO export_chunks (project_id, export_id, part, offset_bytes, data) VALUES ($1, $2, $3, $4, $5)`,
-			job.ProjectID, id, c.part, c.offset, c.data)
-		b.Queue(`UPDATE exports SET done_rows = $3 WHERE project_id = $1 AND id = $2`, job.ProjectID, id, c.rows)
+		b.Queue(`INSERT INTO export_chunks (project_id, export_id, run_id, part, offset_bytes, data) VALUES ($1, $2, $3, $4, $5, $6)`,
+			job.ProjectID, id, run, c.part, c.offset, c.data)
+		b.Queue(`UPDATE exports SET done_rows = $3 WHERE project_id = $1 AND id = $2 AND run_id = $4`, job.ProjectID, id, c.rows, run)
 		br := s.pool.SendBatch(ctx, b)
 		_, err := br.Exec()
 		var tag pgconn.CommandTag

@@ -61,6 +61,11 @@ type Options struct {
 	DownloadURL func(ctx context.Context) (string, error)
 	// ChunkBytes is the largest stored chunk (default 1 MiB).
 	ChunkBytes int
+	// Concurrent is how many exports one instance makes at once (default
+	// 2): each holds two database connections while it runs, a snapshot
+	// and a writer, so a burst of requests waits its turn instead of
+	// taking the pool that every request needs.
+	Concurrent int
 }
 
 // Service runs exports.
@@ -71,6 +76,7 @@ type Service struct {
 	clock   *clock.Clock
 	tokens  dltoken.Keys
 	opt     Options
+	slots   chan struct{}
 }
 
 // NewService makes the service and registers the export job.
@@ -88,7 +94,11 @@ func NewService(pool *db.Pool, events *webhooks.Service, loy *loyalty.Service, t
 	if o.ChunkBytes <= 0 {
 		o.ChunkBytes = 1 << 20
 	}
-	s := &Service{pool: pool, events: events, loyalty: loy, clock: clk, tokens: dltoken.New(identitySecret), opt: o}
+	if o.Concurrent <= 0 {
+		o.Concurrent = 2
+	}
+	s := &Service{pool: pool, events: events, loyalty: loy, clock: clk, tokens: dltoken.New(identitySecret), opt: o,
+		slots: make(chan struct{}, o.Concurrent)}
 	tasks.HandleJob(ActionType, s.run)
 	return s
 }
@@ -293,7 +303,7 @@ type export struct {
 	TotalRows                   *int64
 	DoneRows                    int64
 	Err                         *Failure
-	ActionID                    *string
+	ActionID, RunID             *string
 	CreatedAt                   time.Time
 	UpdatedAt                   *time.Time
 	ExpiresAt                   time.Time
@@ -379,13 +389,13 @@ func (s *Service) view(ctx context.Context, projectID string, e export) (View, e
 }
 
 const exportColumns = `id, exported_object, status, channel, parameters, parts, total_rows, done_rows, error, action_id,
-	created_at, updated_at, expires_at`
+	run_id, created_at, updated_at, expires_at`
 
 func scanExport(r pgx.Row) (export, error) {
 	var e export
 	var parts, failure []byte
 	if err := r.Scan(&e.ID, &e.Object, &e.Status, &e.Channel, &e.Parameters, &parts, &e.TotalRows, &e.DoneRows, &failure,
-		&e.ActionID, &e.CreatedAt, &e.UpdatedAt, &e.ExpiresAt); err != nil {
+		&e.ActionID, &e.RunID, &e.CreatedAt, &e.UpdatedAt, &e.ExpiresAt); err != nil {
 		return export{}, err
 	}
 	if parts != nil {

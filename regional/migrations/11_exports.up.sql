@@ -14,6 +14,9 @@ CREATE TABLE exports (
     done_rows       INT8        NOT NULL DEFAULT 0,
     error           JSONB       NULL,
     action_id       TEXT        NULL,
+    -- The run of the job that owns the file: a run superseded by another
+    -- (its lease lapsed) finds itself no longer named and stops.
+    run_id          TEXT        NULL,
     created_at      TIMESTAMPTZ NOT NULL,
     updated_at      TIMESTAMPTZ NULL,
     expires_at      TIMESTAMPTZ NOT NULL,
@@ -26,8 +29,9 @@ CREATE INDEX exports_by_expiry ON exports (expires_at);
 CREATE TABLE export_chunks (
     project_id   TEXT  NOT NULL,
     export_id    TEXT  NOT NULL,
+    run_id       TEXT  NOT NULL,
     part         INT4  NOT NULL,
     offset_bytes INT8  NOT NULL,
     data         BYTEA NOT NULL,
-    PRIMARY KEY (project_id, export_id, part, offset_bytes)
+    PRIMARY KEY (project_id, export_id, run_id, part, offset_bytes)
 );
