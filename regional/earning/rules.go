@@ -53,6 +53,21 @@ type RulePoints struct {
 	Points          *int64      `json:"points,omitempty"`
 	CalculationType string      `json:"calculation_type,omitempty"`
 	Order           *RuleAmount `json:"order,omitempty"`
+	// CustomEvent is the proportional rule of a custom event: points for
+	// every so much of a numeric metadata property.
+	CustomEvent *RuleEventMetadata `json:"custom_event,omitempty"`
+}
+
+// RuleEventMetadata is {metadata: {every, points, property}}.
+type RuleEventMetadata struct {
+	Metadata *EveryProperty `json:"metadata"`
+}
+
+// EveryProperty gives points for every `every` of a metadata property.
+type EveryProperty struct {
+	Every    float64 `json:"every"`
+	Points   int64   `json:"points"`
+	Property string  `json:"property"`
 }
 
 // RuleAmount is the proportional rule: points for every so much.
@@ -218,11 +233,20 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 			if l.Points == nil || *l.Points <= 0 || *l.Points > 1_000_000_000 {
 				return bad("loyalty.points must be a positive number of points for a FIXED rule")
 			}
-			l.CalculationType, l.Order = "", nil
+			l.CalculationType, l.Order, l.CustomEvent = "", nil, nil
 		case "PROPORTIONAL":
 			if r.Event != "order.paid" {
-				return bad("a custom event rule gives FIXED points")
+				m := l.CustomEvent
+				if l.CalculationType != "CUSTOM_EVENT_METADATA" || m == nil || m.Metadata == nil {
+					return bad("a PROPORTIONAL custom event rule has calculation_type CUSTOM_EVENT_METADATA with custom_event.metadata {every, points, property}")
+				}
+				if e := m.Metadata; e.Every <= 0 || e.Points <= 0 || e.Points > 1_000_000_000 || e.Property == "" || len(e.Property) > 100 {
+					return bad("loyalty.custom_event.metadata needs a positive every and points and the name of a number property")
+				}
+				l.Points, l.Order = nil, nil
+				break
 			}
+			l.CustomEvent = nil
 			var e *Every
 			switch {
 			case l.CalculationType == "ORDER_AMOUNT" && l.Order != nil:
@@ -342,6 +366,9 @@ func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string,
 			if err := applyRule(&r, q, true, fmt.Sprintf("[%d].", i)); err != nil {
 				return err
 			}
+			if err := s.checkCustomEvent(ctx, projectID, r, fmt.Sprintf("[%d].", i)); err != nil {
+				return err
+			}
 			if err := s.checkTier(ctx, tx, projectID, q.LoyaltyTier); err != nil {
 				return err
 			}
@@ -373,6 +400,9 @@ func (s *Service) UpdateRule(ctx context.Context, projectID, campaignID, ruleID 
 			return err
 		}
 		if err := applyRule(&r, q, false, ""); err != nil {
+			return err
+		}
+		if err := s.checkCustomEvent(ctx, projectID, r, ""); err != nil {
 			return err
 		}
 		if err := s.checkTier(ctx, tx, projectID, q.LoyaltyTier); err != nil {

@@ -18,10 +18,11 @@ import (
 // Service holds the earning rules of loyalty programs, accrues points for
 // paid orders and keeps pending points.
 type Service struct {
-	pool   *db.Pool
-	events loyalty.Events
-	prog   *loyalty.Service
-	clock  *clock.Clock
+	pool    *db.Pool
+	events  loyalty.Events
+	prog    *loyalty.Service
+	clock   *clock.Clock
+	schemas Schemas
 }
 
 // Now is the service's time: the platform clock, which tests move.

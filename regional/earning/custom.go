@@ -1,0 +1,200 @@
+package earning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/tiers"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// Schemas returns a project's custom event schemas (the directory's,
+// through the cached resolver).
+type Schemas func(ctx context.Context, projectID string) ([]tenancy.EventSchema, error)
+
+// UseSchemas lets custom event rules be checked against their schemas.
+func (s *Service) UseSchemas(fn Schemas) { s.schemas = fn }
+
+// customEventRef is a rule's custom_event: the schema its event follows.
+type customEventRef struct {
+	SchemaID string `json:"schema_id"`
+}
+
+// checkCustomEvent checks a custom event rule against its schema: the
+// rule names the schema of its event by custom_event.schema_id, and a
+// proportional rule counts a number property of it.
+func (s *Service) checkCustomEvent(ctx context.Context, projectID string, r EarningRule, where string) error {
+	if r.Event == "order.paid" {
+		if present(r.Attrs.CustomEventRaw) {
+			return apierr.InvalidPayload(where + "custom_event goes with custom event rules, not order.paid")
+		}
+		return nil
+	}
+	var ref customEventRef
+	if !present(r.Attrs.CustomEventRaw) || json.Unmarshal(r.Attrs.CustomEventRaw, &ref) != nil || ref.SchemaID == "" {
+		return apierr.InvalidPayload(where + "a custom event rule needs custom_event.schema_id, the id (ms_…) of its event's schema")
+	}
+	if s.schemas == nil {
+		return apierr.Unavailable("Custom event schemas cannot be read on this instance.")
+	}
+	all, err := s.schemas(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	for _, sc := range all {
+		if sc.ID != ref.SchemaID {
+			continue
+		}
+		if sc.Name != r.Event {
+			return apierr.InvalidPayload(fmt.Sprintf("%scustom_event.schema_id %s is the schema of %q, not of event %q", where, sc.ID, sc.Name, r.Event))
+		}
+		if m := r.Attrs.Loyalty.CustomEvent; m != nil && m.Metadata != nil {
+			p, ok := sc.Properties[m.Metadata.Property]
+			if !ok || p.Deleted || p.Type != tenancy.PropNumber {
+				return apierr.InvalidPayload(fmt.Sprintf("%sloyalty.custom_event.metadata.property %q is not a number property of the schema %s",
+					where, m.Metadata.Property, sc.Name))
+			}
+		}
+		return nil
+	}
+	e := apierr.NotFound("custom_event_schema", ref.SchemaID)
+	return e
+}
+
+// CustomEvent is a stored custom event, as its accrual reads it.
+type CustomEvent struct {
+	ID          string         `json:"id"`
+	Type        string         `json:"type"`
+	CustomerID  string         `json:"customer_id"`
+	LoyaltyCode *string        `json:"loyalty_code,omitempty"`
+	SchemaID    string         `json:"schema_id"`
+	SchemaName  string         `json:"schema_name"`
+	Metadata    map[string]any `json:"metadata"`
+}
+
+// pointsFor is what the rule gives for the event's metadata.
+func (r RulePoints) pointsFor(meta map[string]any) int64 {
+	if r.Type == "FIXED" && r.Points != nil {
+		return *r.Points
+	}
+	if r.CalculationType != "CUSTOM_EVENT_METADATA" || r.CustomEvent == nil || r.CustomEvent.Metadata == nil {
+		return 0
+	}
+	m := r.CustomEvent.Metadata
+	var v float64
+	switch x := meta[m.Property].(type) {
+	case float64:
+		v = x
+	case json.Number:
+		v, _ = x.Float64()
+	default:
+		return 0
+	}
+	n := math.Floor(v / m.Every)
+	if n <= 0 || n > 1e12 {
+		return 0
+	}
+	pts := int64(n) * m.Points
+	if pts < 0 || pts > 1_000_000_000_000 {
+		return 0
+	}
+	return pts
+}
+
+// AccrueEvent earns for a custom event, in tx (READ COMMITTED, the card
+// rows locked in id order): on the card loyalty.code names, or else on
+// each of the customer's cards in a campaign with a live rule for the
+// event, each rule once per (event, rule, card) whatever runs it again.
+func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, ev CustomEvent) error {
+	rows, err := tx.Query(ctx, `SELECT `+ruleColumns+` FROM earning_rules WHERE project_id = $1 AND event = $2 AND active
+		ORDER BY campaign_id, id`, projectID, ev.Type)
+	if err != nil {
+		return err
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (EarningRule, error) { return scanRule(r) })
+	if err != nil || len(all) == 0 {
+		return err
+	}
+	byCampaign := map[string][]EarningRule{}
+	for _, r := range all {
+		byCampaign[r.CampaignID] = append(byCampaign[r.CampaignID], r)
+	}
+	var keys []string
+	if ev.LoyaltyCode != nil {
+		keys = []string{*ev.LoyaltyCode}
+	} else if keys, err = s.prog.CardsOf(ctx, tx, projectID, ev.CustomerID); err != nil {
+		return err
+	}
+	now := s.Now()
+	evRef := map[string]any{"id": ev.ID, "type": ev.Type}
+	schemaRef := map[string]any{"id": ev.SchemaID, "name": ev.SchemaName}
+	for _, key := range keys {
+		var card loyalty.LockedCard
+		b := &pgx.Batch{}
+		s.prog.QueueLockCard(b, projectID, "", key, &card)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		rules := byCampaign[card.CampaignID]
+		if !card.Found || len(rules) == 0 {
+			continue
+		}
+		w := &pgx.Batch{}
+		l := s.prog.LedgerWrite(projectID, w, now)
+		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
+		for _, r := range rules {
+			if !r.live(now) || !r.inTier(holder) {
+				continue
+			}
+			pts := r.Attrs.Loyalty.pointsFor(ev.Metadata)
+			if m, ok := holder.RuleMapping(r.ID); ok {
+				pts = m.Apply(pts)
+			}
+			if pts <= 0 {
+				continue
+			}
+			tag, err := tx.Exec(ctx, `INSERT INTO custom_event_accruals (project_id, event_id, rule_id, card_id, created_at)
+				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, projectID, ev.ID, r.ID, card.ID, now)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				continue // earned by an earlier run
+			}
+			exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
+			if r.Attrs.ExpirationRules != nil {
+				exp = r.Attrs.ExpirationRules.Expiry(now)
+			}
+			l.Add(&card.Card, loyalty.Earned, pts, exp)
+			bal := card.BalanceAfter(pts)
+			bal.OperationType = "AUTOMATIC"
+			ruleRef := map[string]any{"id": r.ID, "source": map[string]any{"banner": r.Attrs.Banner}}
+			tr := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID,
+				Source: ptr("API"), Type: loyalty.PointsAccrual, CreatedAt: jsonx.Time{Time: now}, Delta: pts}
+			tr.Details, _ = json.Marshal(withTiers(map[string]any{"balance": bal, "custom_event": evRef, "event_schema": schemaRef,
+				"earning_rule": ruleRef}, holder))
+			if err := l.Record(ctx, tr, &card.Card, card.Campaign); err != nil {
+				return err
+			}
+			if err := s.events.Queue(ctx, w, projectID, loyalty.EventPointsAdded, card.ID,
+				map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": tr}); err != nil {
+				return err
+			}
+		}
+		if w.Len() == 0 {
+			continue
+		}
+		if err := tx.SendBatch(ctx, l.Done()).Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
