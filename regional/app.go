@@ -27,6 +27,7 @@ import (
 	"github.com/tallyhq/tally/regional/bin"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/earning"
+	customEvents "github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/exports"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
@@ -178,6 +179,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// The loyalty program, and the packages built on it.
 	loyalty.Register(v1, a.loyalty)
 	a.earning = earning.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock)
+	a.earning.UseSchemas(a.resolver.EventSchemas)
 	earning.Register(v1, a.earning)
 	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
 	redemptions.Register(v1, red)
@@ -186,6 +188,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
 	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))
 	bin.Register(v1, a.bin)
+	customEvents.Register(v1, customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver.EventSchemas, a.tasks, cfg.Clock))
 	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock, cfg.IdentitySecret, exports.Options{
 		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
 	exports.Register(v1, a.exports)

@@ -157,3 +157,15 @@ func (c Customer) Simple() map[string]any {
 	return map[string]any{"id": c.ID, "name": c.Attrs.Name, "email": c.Attrs.Email, "source_id": c.SourceID,
 		"metadata": meta, "object": "customer"}
 }
+
+// Changes reports whether the patch sets anything besides the id or
+// source_id that name the customer: a write that only names one (a custom
+// event's customer) need not update it.
+func (p *Patch) Changes() bool {
+	for k := range p.fields {
+		if k != "id" && k != "source_id" && k != "object" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,384 @@
+// Package events serves custom events: POST /v1/events (and its bulk
+// variant), validated against the project's event schemas, recorded in the
+// customer's activity, and earning points through custom-event earning
+// rules in the asynchronous phase.
+package events
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/earning"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/webhooks"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// KindAccrue is the task that earns for a stored event.
+const KindAccrue = "events.accrue"
+
+// EventCustom is the webhook event of a custom event.
+const EventCustom = "customer.custom_event"
+
+// Service stores custom events.
+type Service struct {
+	pool      *db.Pool
+	hooks     *webhooks.Service
+	customers *customers.Service
+	loyalty   *loyalty.Service
+	earning   *earning.Service
+	schemas   earning.Schemas
+	tasks     *async.Registry
+	clock     *clock.Clock
+}
+
+// NewService makes the service and registers its tasks.
+func NewService(pool *db.Pool, hooks *webhooks.Service, cust *customers.Service, loy *loyalty.Service, earn *earning.Service,
+	schemas earning.Schemas, tasks *async.Registry, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, hooks: hooks, customers: cust, loyalty: loy, earning: earn, schemas: schemas, tasks: tasks, clock: clk}
+	// An accrual locks its customer's cards, in card id order; two
+	// accruals of one customer take them in the same order.
+	tasks.HandleTx(KindAccrue, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
+		var ev earning.CustomEvent
+		_ = json.Unmarshal(t.Payload, &ev)
+		return ev.CustomerID
+	}})
+	tasks.HandleJob(BulkAction, s.bulk)
+	return s
+}
+
+// Request is the body of POST /v1/events.
+type Request struct {
+	Event    *string          `json:"event"`
+	Customer *customers.Patch `json:"customer"`
+	Referral *struct {
+		Code       *string `json:"code"`
+		ReferrerID *string `json:"referrer_id"`
+	} `json:"referral"`
+	Loyalty *struct {
+		Code *string `json:"code"`
+	} `json:"loyalty"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+// View is the custom event object of the interface, with its id and
+// creation time (new properties, which clients ignore).
+type View struct {
+	ID        string         `json:"id"`
+	Object    string         `json:"object"`
+	Type      string         `json:"type"`
+	Customer  map[string]any `json:"customer"`
+	Referral  any            `json:"referral"`
+	Loyalty   any            `json:"loyalty"`
+	Metadata  map[string]any `json:"metadata"`
+	CreatedAt jsonx.Time     `json:"created_at"`
+}
+
+func invalid(format string, args ...any) error {
+	return apierr.InvalidPayload(fmt.Sprintf(format, args...))
+}
+
+// check validates a request against the project's schemas and returns the
+// event's schema.
+func (s *Service) check(ctx context.Context, projectID string, r *Request) (tenancy.EventSchema, error) {
+	if r.Event == nil || *r.Event == "" {
+		return tenancy.EventSchema{}, invalid("event is required: the name of a custom event of the project's event schemas")
+	}
+	ev := *r.Event
+	if utf8.RuneCountInString(ev) > tenancy.MaxEventNameLen {
+		return tenancy.EventSchema{}, invalid("event must be at most %d characters", tenancy.MaxEventNameLen)
+	}
+	if r.Customer == nil {
+		return tenancy.EventSchema{}, invalid("customer is required: {id} of an existing customer or {source_id, …} of one to create or find")
+	}
+	if r.Customer.ID == nil && (r.Customer.SourceID == nil || *r.Customer.SourceID == "") {
+		return tenancy.EventSchema{}, invalid("customer needs an id or a source_id")
+	}
+	if r.Loyalty != nil && r.Loyalty.Code != nil && (*r.Loyalty.Code == "" || len(*r.Loyalty.Code) > 300) {
+		return tenancy.EventSchema{}, invalid("loyalty.code must be a loyalty card's code")
+	}
+	if r.Referral != nil {
+		for k, v := range map[string]*string{"code": r.Referral.Code, "referrer_id": r.Referral.ReferrerID} {
+			if v != nil && len(*v) > 300 {
+				return tenancy.EventSchema{}, invalid("referral.%s is longer than 300 characters", k)
+			}
+		}
+	}
+	all, err := s.schemas(ctx, projectID)
+	if err != nil {
+		return tenancy.EventSchema{}, err
+	}
+	var schema *tenancy.EventSchema
+	for i := range all {
+		if all[i].Name == ev {
+			schema = &all[i]
+		}
+	}
+	if schema == nil {
+		return tenancy.EventSchema{}, invalid("event %q has no schema in this project; define it with POST /management/v1/projects/{projectId}/custom-event-schemas", clip(ev))
+	}
+	return *schema, checkMetadata(*schema, r.Metadata)
+}
+
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}
+
+// checkMetadata checks an event's metadata against its schema: every
+// property that is not optional is there, and every property of the
+// schema has its type. Properties the schema does not name are kept.
+func checkMetadata(sc tenancy.EventSchema, meta map[string]any) error {
+	names := make([]string, 0, len(sc.Properties))
+	for n := range sc.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := sc.Properties[n]
+		if p.Deleted {
+			continue
+		}
+		v, ok := meta[n]
+		if !ok || v == nil {
+			if !p.Optional {
+				return invalid("metadata.%s is required by the schema of %s (%s)", n, sc.Name, p.Type)
+			}
+			continue
+		}
+		okType := false
+		switch p.Type {
+		case tenancy.PropString:
+			_, okType = v.(string)
+		case tenancy.PropNumber:
+			_, okType = v.(json.Number)
+			if !okType {
+				_, okType = v.(float64)
+			}
+		case tenancy.PropBoolean:
+			_, okType = v.(bool)
+		case tenancy.PropDate:
+			if s, isStr := v.(string); isStr {
+				_, err := time.Parse(time.DateOnly, s)
+				okType = err == nil
+			}
+		case tenancy.PropDatetime:
+			if s, isStr := v.(string); isStr {
+				_, err := time.Parse(time.RFC3339Nano, s)
+				okType = err == nil
+			}
+		}
+		if !okType {
+			return invalid("metadata.%s must be a %s (%s), as the schema of %s says", n, p.Type, example(p.Type), sc.Name)
+		}
+	}
+	return nil
+}
+
+func example(t string) string {
+	switch t {
+	case tenancy.PropDate:
+		return "2024-01-31"
+	case tenancy.PropDatetime:
+		return "2024-01-31T12:00:00Z"
+	case tenancy.PropNumber:
+		return "12.5"
+	case tenancy.PropBoolean:
+		return "true or false"
+	}
+	return "text"
+}
+
+// ErrKeyReused is a reused Idempotency-Key on another request.
+var errKeyReused = &apierr.Error{Status: 409, Key: "idempotency_key_reused", Message: "Idempotency key reused",
+	Details: "This Idempotency-Key was used for a different request; send a new key for a new event."}
+
+// Create stores an event and answers as soon as it is stored: its
+// accrual and webhook follow in the asynchronous phase. key, when not
+// empty, is the request's Idempotency-Key; body the raw request, whose
+// hash tells a retry from another use of the key.
+func (s *Service) Create(ctx context.Context, projectID string, r Request, key string, body []byte) (v View, err error) {
+	ctx, span := tracer.Start(ctx, "events.Create")
+	defer telemetry.End(span, &err)
+	if len(key) > 255 {
+		return View{}, apierr.New(400, "invalid_idempotency_key", "Invalid idempotency key", "Idempotency-Key is at most 255 characters.")
+	}
+	hash := ""
+	if key != "" {
+		sum := sha256.Sum256(bytes.TrimSpace(body))
+		hash = hex.EncodeToString(sum[:])
+		if v, ok, err := s.replay(ctx, s.pool, projectID, key, hash); ok || err != nil {
+			return v, err
+		}
+	}
+	sc, err := s.check(ctx, projectID, &r)
+	if err != nil {
+		return View{}, err
+	}
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		v, err = s.store(ctx, tx, projectID, r, sc, key, hash)
+		return err
+	})
+	if key != "" && errors.Is(err, db.ErrConflict) {
+		// The same key committed meanwhile: its answer, or a conflict.
+		v, ok, rerr := s.replay(ctx, s.pool, projectID, key, hash)
+		if ok || rerr != nil {
+			return v, rerr
+		}
+	}
+	if err == nil {
+		s.tasks.Wake()
+	}
+	return v, err
+}
+
+func (s *Service) replay(ctx context.Context, q db.Querier, projectID, key, hash string) (View, bool, error) {
+	var answer []byte
+	var was *string
+	err := q.QueryRow(ctx, `SELECT answer, request_hash FROM custom_events WHERE project_id = $1 AND idempotency_key = $2`,
+		projectID, key).Scan(&answer, &was)
+	if errors.Is(err, db.ErrNotFound) {
+		return View{}, false, nil
+	}
+	if err != nil {
+		return View{}, false, err
+	}
+	if was == nil || *was != hash {
+		return View{}, true, errKeyReused
+	}
+	var v View
+	return v, true, json.Unmarshal(answer, &v)
+}
+
+// store writes the event, the customer's activity, the accrual task and
+// the webhook event in tx.
+func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Request, sc tenancy.EventSchema, key, hash string) (View, error) {
+	cust, err := s.customerOf(ctx, tx, projectID, r.Customer)
+	if err != nil {
+		return View{}, err
+	}
+	var code *string
+	if r.Loyalty != nil && r.Loyalty.Code != nil {
+		code = r.Loyalty.Code
+		if _, _, err := s.loyalty.CardBalance(ctx, tx, projectID, *code); err != nil {
+			return View{}, err
+		}
+	}
+	now := s.clock.Now()
+	meta := r.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	v := View{ID: ids.New("evcus_"), Object: "event", Type: sc.Name, Customer: cust.Simple(), Metadata: meta,
+		CreatedAt: jsonx.Time{Time: now}}
+	answer, err := json.Marshal(v)
+	if err != nil {
+		return View{}, err
+	}
+	var referral, referralView, loyaltyView any
+	if r.Referral != nil && (r.Referral.Code != nil || r.Referral.ReferrerID != nil) {
+		referral = map[string]any{"code": r.Referral.Code, "referrer_id": r.Referral.ReferrerID}
+		referralView = referral
+	}
+	if code != nil {
+		loyaltyView = map[string]any{"code": *code}
+	}
+	var refJSON []byte
+	if referral != nil {
+		if refJSON, err = json.Marshal(referral); err != nil {
+			return View{}, err
+		}
+	}
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return View{}, err
+	}
+	var keyArg, hashArg *string
+	if key != "" {
+		keyArg, hashArg = &key, &hash
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO custom_events (project_id, id, type, customer_id, schema_id, schema_name, loyalty_code, referral, metadata,
+		answer, idempotency_key, request_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		projectID, v.ID, v.Type, cust.ID, sc.ID, sc.Name, code, refJSON, metaJSON, answer, keyArg, hashArg, now)
+	// The activity, in the reference's shape of customer.custom_event.
+	evObj := map[string]any{"id": v.ID, "object": "event", "type": v.Type, "customer": v.Customer, "referral": referralView,
+		"loyalty": loyaltyView, "metadata": meta, "created_at": v.CreatedAt}
+	data := map[string]any{"event": evObj, "event_schema": map[string]any{"id": sc.ID, "name": sc.Name},
+		"customer": cust.Simple(), "referral": nil, "loyalty": nil}
+	activity, err := json.Marshal(map[string]any{"data": data, "event_source": map[string]any{"channel": "API"}})
+	if err != nil {
+		return View{}, err
+	}
+	groupID := telemetry.RequestID(ctx)
+	b.Queue(`INSERT INTO customer_activities (project_id, customer_id, id, type, data, group_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, cust.ID, ids.New("evt_"), EventCustom, activity, nilIfEmpty(groupID), now)
+	acc := earning.CustomEvent{ID: v.ID, Type: v.Type, CustomerID: cust.ID, LoyaltyCode: code, SchemaID: sc.ID, SchemaName: sc.Name,
+		Metadata: meta}
+	if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindAccrue, Payload: acc}); err != nil {
+		return View{}, err
+	}
+	if err := s.hooks.Queue(ctx, b, projectID, EventCustom, cust.ID, data); err != nil {
+		return View{}, err
+	}
+	return v, tx.SendBatch(ctx, b).Close()
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// customerOf finds the event's customer: by id (404 when unknown), or by
+// source_id, created when new and updated only when the event names more
+// than its source_id.
+func (s *Service) customerOf(ctx context.Context, tx pgx.Tx, projectID string, p *customers.Patch) (customers.Customer, error) {
+	if !p.Changes() {
+		key := ""
+		if p.ID != nil {
+			key = *p.ID
+		} else {
+			key = *p.SourceID
+		}
+		c, err := s.customers.GetIn(ctx, tx, projectID, key)
+		var ae *apierr.Error
+		if err == nil || p.ID != nil || !errors.As(err, &ae) || ae.Status != 404 {
+			return c, err
+		}
+	}
+	c, _, err := s.customers.UpsertIn(ctx, tx, projectID, p)
+	return c, err
+}
+
+// accrue is the task of a stored event: its earning rules.
+func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
+	var ev earning.CustomEvent
+	d := json.NewDecoder(bytes.NewReader(t.Payload))
+	d.UseNumber()
+	if err := d.Decode(&ev); err != nil {
+		return fmt.Errorf("events: accrual payload: %w", err)
+	}
+	return s.earning.AccrueEvent(ctx, tx, t.ProjectID, ev)
+}
