@@ -49,7 +49,7 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, exports, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, exports, events, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's saturation phase, the webhook run, or the point additions (with -only)")
 	flag.Parse()
@@ -159,6 +159,10 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		{"exports", func(profile string) (string, error) {
 			xr, err := benchExports(stack, p, servers[1], profile)
 			return exportsReport(xr), err
+		}},
+		{"events", func(string) (string, error) {
+			er, err := benchEvents(stack, p, creds.Management, servers[1], d)
+			return eventsReport(er), err
 		}},
 		{"webhooks", func(profile string) (string, error) {
 			if profile != "" {

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"fortio.org/fortio/periodic"
+
+	"github.com/tallyhq/tally/devstack"
+	"github.com/tallyhq/tally/internal/pglocal"
+)
+
+type eventsResult struct {
+	fixedQPS, fixedP50, fixedP99 float64 // POST /v1/events at 500/s, ms
+	fixedErrs                    int64
+	accrualP50, accrualP99       float64 // event to accrual in the history, ms
+	accrualSamples               int
+	sat                          float64 // events/s at saturation, mean of rounds
+	satRounds, pgbRounds         []float64
+	pgbench                      float64
+	satErrs                      int64
+}
+
+// eventSender is one load thread: it sends its customer's events, which
+// earn on its card.
+type eventSender struct {
+	c    client
+	body []byte
+}
+
+func (e *eventSender) Run(_ context.Context, _ periodic.ThreadID) (bool, string) {
+	res, err := e.c.send("POST", "/v1/events", bytes.NewReader(e.body), "application/json")
+	if err != nil {
+		return false, ""
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode == 200, ""
+}
+
+// benchEvents measures POST /v1/events: at 500 events/s (the answer, and
+// the time until the event's accrual is in the card's history), and at
+// saturation beside pgbench's TPC-B-like on the same server.
+func benchEvents(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt devstack.ManagementCredentials, srv *pglocal.Server,
+	d time.Duration) (eventsResult, error) {
+	var r eventsResult
+	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	// The event's schema, through the management API.
+	body := `{"name": "bench_visit", "schema": {"properties": {"store": {"type": "string"}, "spent": {"type": "number"}}}}`
+	req, _ := http.NewRequest("POST", stack.RouterURL+"/management/v1/projects/"+p.ProjectID+"/custom-event-schemas", strings.NewReader(body))
+	req.Host = "api.localhost"
+	req.Header.Set("X-Management-Id", mgmt.ID)
+	req.Header.Set("X-Management-Token", mgmt.Token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return r, err
+	}
+	var schema map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&schema); err != nil || res.StatusCode != 200 {
+		res.Body.Close()
+		return r, fmt.Errorf("event schema: %d %v %v", res.StatusCode, schema, err)
+	}
+	res.Body.Close()
+	camp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench events"})
+	if err != nil {
+		return r, err
+	}
+	campID := camp["id"].(string)
+	status, m, err := c.do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "bench_visit",
+		"custom_event": map[string]any{"schema_id": schema["id"]}, "loyalty": map[string]any{"type": "FIXED", "points": 1}}})
+	if err != nil && status != 200 {
+		return r, fmt.Errorf("earning rule: %d %v %v", status, m, err)
+	}
+	const threads = 32
+	var senders []periodic.Runnable
+	for i := range threads {
+		card, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("visitor-%d", i)}})
+		if err != nil {
+			return r, err
+		}
+		b, _ := json.Marshal(map[string]any{"event": "bench_visit", "customer": map[string]any{"source_id": fmt.Sprintf("visitor-%d", i)},
+			"loyalty": map[string]any{"code": card["code"]}, "metadata": map[string]any{"store": "Oslo", "spent": 12.5}})
+		senders = append(senders, &eventSender{c: c, body: b})
+	}
+	probe, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": "probe"}})
+	if err != nil {
+		return r, err
+	}
+	probeCode := probe["code"].(string)
+	// The schema reaches the regional resolver within a poll.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if ok, _ := senders[0].Run(context.Background(), 0); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("events refused: the schema never reached the service")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	run := func(qps float64, d time.Duration, n int) periodic.RunnerResults {
+		ro := periodic.RunnerOptions{QPS: qps, Duration: d, NumThreads: n, Percentiles: []float64{50, 99}, Out: io.Discard, Uniform: qps > 0}
+		pr := periodic.NewPeriodicRunner(&ro)
+		copy(pr.Options().Runners, senders[:n])
+		return pr.Run()
+	}
+	run(-1, 2*time.Second, threads) // warm up
+
+	// 1. 500 events/s, and meanwhile probes: an event, then the card's
+	// history polled until its accrual is there.
+	fmt.Fprintln(os.Stderr, "bench: events at 500/s, with accrual probes")
+	var lat []float64
+	probeErr := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		defer close(probeErr)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			start := time.Now()
+			ev, err := c.must("POST", "/v1/events", map[string]any{"event": "bench_visit", "customer": map[string]any{"source_id": "probe"},
+				"loyalty": map[string]any{"code": probeCode}, "metadata": map[string]any{"store": "Oslo", "spent": 1}})
+			if err != nil {
+				probeErr <- err
+				return
+			}
+			for {
+				h, err := c.must("GET", "/v1/loyalties/members/"+probeCode+"/transactions?order=-id&limit=1", nil)
+				if err != nil {
+					probeErr <- err
+					return
+				}
+				if data, _ := h["data"].([]any); len(data) == 1 {
+					d, _ := data[0].(map[string]any)["details"].(map[string]any)
+					if ce, _ := d["custom_event"].(map[string]any); ce != nil && ce["id"] == ev["id"] {
+						lat = append(lat, float64(time.Since(start).Microseconds())/1000)
+						break
+					}
+				}
+				if time.Since(start) > 30*time.Second {
+					probeErr <- fmt.Errorf("no accrual of %v within 30 s", ev["id"])
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}()
+	fixed := run(500, d, 16)
+	close(stop)
+	if err := <-probeErr; err != nil {
+		return r, err
+	}
+	r.fixedQPS, r.fixedErrs = fixed.ActualQPS, fixed.ErrorsDurationHistogram.Count
+	for _, x := range fixed.DurationHistogram.Percentiles {
+		switch x.Percentile {
+		case 50:
+			r.fixedP50 = x.Value * 1000
+		case 99:
+			r.fixedP99 = x.Value * 1000
+		}
+	}
+	sort.Float64s(lat)
+	r.accrualSamples = len(lat)
+	if len(lat) > 0 {
+		r.accrualP50, r.accrualP99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	}
+
+	// 2. Saturation, alternating with pgbench on the same server.
+	pgb, err := newPgbench(srv, threads)
+	if err != nil {
+		return r, err
+	}
+	for i := range rounds {
+		fmt.Fprintf(os.Stderr, "bench: round %d: events at saturation, then pgbench TPC-B-like, 32 clients each\n", i+1)
+		if err := pgb.checkpoint(); err != nil {
+			return r, err
+		}
+		res := run(-1, d/rounds, threads)
+		r.satRounds = append(r.satRounds, res.ActualQPS)
+		r.satErrs += res.ErrorsDurationHistogram.Count
+		if err := pgb.checkpoint(); err != nil {
+			return r, err
+		}
+		t, err := pgb.run(d / rounds)
+		if err != nil {
+			return r, err
+		}
+		r.pgbRounds = append(r.pgbRounds, t)
+	}
+	r.sat, r.pgbench = mean(r.satRounds), mean(r.pgbRounds)
+	return r, nil
+}
+
+func eventsReport(r eventsResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Custom events\n\n")
+	fmt.Fprintf(&b, "Measured by `make bench` on %s: the platform as above, every request through the router with tracing on. "+
+		"Each event (a schema of two properties, checked) names its customer by source_id and the card its one FIXED earning rule "+
+		"credits, so each makes an accrual in the asynchronous phase. At 500 events/s (16 clients, uniform), a probe sends an event "+
+		"every 50 ms and polls its card's history every 5 ms until the event's accrual is there. At saturation, 32 clients on "+
+		"their own customers and cards, alternating with pgbench's TPC-B-like (32 clients) on the same server, three rounds of each, "+
+		"each after a CHECKPOINT.\n\n", time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&b, "| measure | figure |\n|---|---|\n")
+	fmt.Fprintf(&b, "| `POST /v1/events` at 500/s (%.0f/s achieved, %d errors) | p50 %.2f ms, p99 %.2f ms |\n", r.fixedQPS, r.fixedErrs,
+		r.fixedP50, r.fixedP99)
+	fmt.Fprintf(&b, "| event to accrual in the card's history, %d probes | p50 %.0f ms, p99 %.0f ms |\n", r.accrualSamples, r.accrualP50, r.accrualP99)
+	fmt.Fprintf(&b, "| events at saturation, 32 clients | %.0f/s (rounds %s; %d errors) |\n", r.sat, joinRounds(r.satRounds), r.satErrs)
+	fmt.Fprintf(&b, "| pgbench TPC-B-like, 32 clients, same server | %.0f tps (rounds %s) |\n", r.pgbench, joinRounds(r.pgbRounds))
+	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| `POST /v1/events` p99 at 500/s | ≤ 10 ms | %.2f ms | %s |\n", r.fixedP99, verdict(r.fixedP99 <= 10 && r.fixedErrs == 0))
+	fmt.Fprintf(&b, "| event to accrual, p99 | ≤ 1 s | %.0f ms | %s |\n", r.accrualP99, verdict(r.accrualP99 <= 1000 && r.accrualSamples >= 50))
+	fmt.Fprintf(&b, "| events/s ÷ pgbench tps | ≥ 0.5 | %.2f | %s |\n", r.sat/r.pgbench, verdict(r.sat >= r.pgbench/2 && r.satErrs == 0))
+	return b.String()
+}
