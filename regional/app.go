@@ -25,6 +25,7 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/bin"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/earning"
 	customEvents "github.com/tallyhq/tally/regional/events"
@@ -183,6 +184,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	earning.Register(v1, a.earning)
 	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
 	redemptions.Register(v1, red)
+	campaigns.Register(v1, a.loyalty)
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)

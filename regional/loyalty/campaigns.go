@@ -342,7 +342,7 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 			return nil, err
 		}
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE loyalty_campaigns SET generation_status = 'DONE' WHERE project_id = $1 AND id = $2`,
+	if _, err := s.pool.Exec(ctx, `UPDATE campaigns SET generation_status = 'DONE' WHERE project_id = $1 AND id = $2`,
 		job.ProjectID, c.ID); err != nil {
 		return nil, err
 	}
@@ -470,7 +470,7 @@ func (s *Service) DeleteCampaign(ctx context.Context, projectID, idOrName string
 			return err
 		}
 		// The name is freed for a new campaign.
-		if _, err := tx.Exec(ctx, `UPDATE loyalty_campaigns SET deleted_at = $3, name = $4 WHERE project_id = $1 AND id = $2`,
+		if _, err := tx.Exec(ctx, `UPDATE campaigns SET deleted_at = $3, name = $4 WHERE project_id = $1 AND id = $2`,
 			projectID, c.ID, s.Now(), c.Name+" #deleted:"+c.ID); err != nil {
 			return err
 		}

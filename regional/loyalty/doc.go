@@ -3,7 +3,7 @@
 // goes through (ledger.go: balance changes, transfers, the card lock, the
 // one write path LedgerWrite and the tier events it raises; store.go: the
 // card figures, point buckets and the transaction record; expiration.go:
-// points expiring). It owns the loyalty_campaigns, loyalty_cards,
+// points expiring). It owns the campaigns, loyalty_cards,
 // loyalty_point_buckets and loyalty_transactions tables.
 //
 // Three packages are built on it, through program.go and the exported

@@ -102,7 +102,7 @@ func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r
 				if _, err = s.generate(ctx, tx, projectID, camp, gen, 1, s.Now()); err != nil {
 					return err
 				}
-				if _, err = tx.Exec(ctx, `UPDATE loyalty_campaigns SET vouchers_count = vouchers_count + 1 WHERE project_id = $1 AND id = $2`,
+				if _, err = tx.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + 1 WHERE project_id = $1 AND id = $2`,
 					projectID, camp.ID); err != nil {
 					return err
 				}

@@ -48,7 +48,7 @@ func (s *Service) Card(ctx context.Context, q db.Querier, projectID, campaignID,
 // CardsOf are the ids of the cards customerID holds in live campaigns, in
 // id order, which is the order they are locked in.
 func (s *Service) CardsOf(ctx context.Context, q db.Querier, projectID, customerID string) ([]string, error) {
-	return db.Collect(func(r pgx.Row) (id string, err error) { return id, r.Scan(&id) })(q.Query(ctx, `SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
+	return db.Collect(func(r pgx.Row) (id string, err error) { return id, r.Scan(&id) })(q.Query(ctx, `SELECT c.id FROM loyalty_cards c JOIN campaigns k
 		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
 		WHERE c.project_id = $1 AND c.holder_id = $2 ORDER BY c.id`, projectID, customerID))
 }

@@ -55,11 +55,11 @@ func scanCampaign(r pgx.Row) (Campaign, error) {
 
 // getCampaign finds a live campaign by id or name.
 func getCampaign(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
-	c, err := scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM loyalty_campaigns
-		WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL`, projectID, idOrName))
+	c, err := scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
+		WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL AND campaign_type = 'LOYALTY_PROGRAM'`, projectID, idOrName))
 	if errors.Is(err, db.ErrNotFound) {
-		c, err = scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM loyalty_campaigns
-			WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL`, projectID, idOrName))
+		c, err = scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
+			WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL AND campaign_type = 'LOYALTY_PROGRAM'`, projectID, idOrName))
 	}
 	return c, err
 }
@@ -69,7 +69,7 @@ func insertCampaign(ctx context.Context, q db.Querier, projectID string, c Campa
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `INSERT INTO loyalty_campaigns (project_id, id, name, attrs, vouchers_count, generation_status, created_at)
+	_, err = q.Exec(ctx, `INSERT INTO campaigns (project_id, id, name, attrs, vouchers_count, generation_status, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, c.ID, c.Name, attrs, c.VouchersCount, c.GenerationStatus, c.CreatedAt)
 	return err
 }
@@ -79,21 +79,22 @@ func updateCampaign(ctx context.Context, q db.Querier, projectID string, c Campa
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `UPDATE loyalty_campaigns SET name = $3, attrs = $4, vouchers_count = $5, generation_status = $6, updated_at = $7
+	_, err = q.Exec(ctx, `UPDATE campaigns SET name = $3, attrs = $4, vouchers_count = $5, generation_status = $6, updated_at = $7
 		WHERE project_id = $1 AND id = $2`, projectID, c.ID, c.Name, attrs, c.VouchersCount, c.GenerationStatus, c.UpdatedAt)
 	return err
 }
 
 func listCampaigns(ctx context.Context, q db.Querier, projectID string, lq listq.Query) ([]Campaign, int, error) {
 	var total int
-	if err := q.QueryRow(ctx, `SELECT count(*) FROM loyalty_campaigns WHERE project_id = $1 AND deleted_at IS NULL`,
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL
+		AND campaign_type = 'LOYALTY_PROGRAM'`,
 		projectID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	// Ids are time-ordered: creation order is id order.
-	cond, orderBy, args := lq.Keyset("loyalty_campaigns", "id", []any{projectID, lq.Limit + 1})
-	cs, err := db.Collect(scanCampaign)(q.Query(ctx, `SELECT `+campaignColumns+` FROM loyalty_campaigns
-		WHERE project_id = $1 AND deleted_at IS NULL`+cond+` ORDER BY `+orderBy+` LIMIT $2`, args...))
+	cond, orderBy, args := lq.Keyset("campaigns", "id", []any{projectID, lq.Limit + 1})
+	cs, err := db.Collect(scanCampaign)(q.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns
+		WHERE project_id = $1 AND deleted_at IS NULL AND campaign_type = 'LOYALTY_PROGRAM'`+cond+` ORDER BY `+orderBy+` LIMIT $2`, args...))
 	return cs, total, err
 }
 
@@ -143,7 +144,7 @@ const cardIDOf = `(SELECT id FROM (
 
 // liveCardOf is the id of that card when its campaign is live and, when $3
 // is not empty, is the campaign with id or name $3.
-const liveCardOf = `(SELECT c.id FROM loyalty_cards c JOIN loyalty_campaigns k
+const liveCardOf = `(SELECT c.id FROM loyalty_cards c JOIN campaigns k
 		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
 		WHERE c.project_id = $1 AND c.id = ` + cardIDOf + ` AND ($3 = '' OR k.id = $3 OR k.name = $3))`
 
@@ -164,7 +165,7 @@ func CardKeyed(key string) string {
 // campaign with id or name $3 when $3 is not empty.
 func lockCardSQL(key string) string {
 	return `SELECT ` + cardColumnsC + `, ` + campaignColumnsK + `, ` + tiers.Column + `
-		FROM loyalty_cards c JOIN loyalty_campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+		FROM loyalty_cards c JOIN campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
 		WHERE c.project_id = $1 AND ` + CardKeyed(key) + ` AND ($3 = '' OR k.id = $3 OR k.name = $3) FOR UPDATE OF c`
 }
 
@@ -380,8 +381,9 @@ func listTransactions(ctx context.Context, q db.Querier, projectID string, tq Tx
 	} else {
 		args = []any{projectID, tq.Campaign}
 		where = `project_id = $1 AND campaign_id = (SELECT id FROM (
-			SELECT id, 0 AS o FROM loyalty_campaigns WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL
-			UNION ALL SELECT id, 1 FROM loyalty_campaigns WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL) AS m
+			SELECT id, 0 AS o FROM campaigns WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL AND campaign_type = 'LOYALTY_PROGRAM'
+			UNION ALL SELECT id, 1 FROM campaigns WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL
+				AND campaign_type = 'LOYALTY_PROGRAM') AS m
 			ORDER BY o LIMIT 1)`
 	}
 	after, orderBy, args := tq.Keyset("loyalty_transactions", "id", args)

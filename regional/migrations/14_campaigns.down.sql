@@ -1,0 +1,1 @@
+ALTER TABLE campaigns RENAME TO loyalty_campaigns;
