@@ -151,7 +151,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	// The product jobs take up to 10 MB (an imported file), as the router does.
 	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true,
-		LargeBodies: products.LargeBodies, LargeBodyLimit: "10M"})
+		LargeBodies: append(append([]string(nil), products.LargeBodies...), customEvents.BulkPath), LargeBodyLimit: "10M"})
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
 		if err := a.Ready(c.Request().Context()); err != nil {

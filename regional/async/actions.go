@@ -143,6 +143,39 @@ func (j *Job) Checkpoint(ctx context.Context, tx db.Querier, state any, pct int)
 	return err
 }
 
+// ErrSuperseded is a job's run that found its checkpoint moved by another
+// run of the same job (its lease lapsed and another worker took it over):
+// it must stop, leaving the work to the other.
+var ErrSuperseded = errors.New("async: another run of this job has moved its checkpoint")
+
+// Advance is Checkpoint for a job whose runs must not both do a step: it
+// moves the checkpoint from `from` (nil: none yet) to `to` only if no
+// other run moved it meanwhile, and is ErrSuperseded otherwise, so the
+// step's work in tx is rolled back.
+func (j *Job) Advance(ctx context.Context, tx db.Querier, from, to any, pct int) error {
+	var prev []byte
+	if from != nil {
+		var err error
+		if prev, err = json.Marshal(from); err != nil {
+			return err
+		}
+	}
+	next, err := json.Marshal(to)
+	if err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, `UPDATE async_actions SET checkpoint = $3, progress = $4, updated_at = now()
+		WHERE project_id = $1 AND id = $2 AND ((checkpoint IS NULL AND $5::JSONB IS NULL) OR checkpoint = $5::JSONB)`,
+		j.ProjectID, j.ActionID, next, max(0, min(pct, 99)), prev)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrSuperseded
+	}
+	return nil
+}
+
 // Resume reads the last checkpoint into state; ok is false when the job has
 // none (its first run).
 func (j *Job) Resume(ctx context.Context, state any) (ok bool, err error) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
+	"math/big"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -65,22 +67,37 @@ func (s *Service) checkCustomEvent(ctx context.Context, projectID string, r Earn
 		}
 		return nil
 	}
-	e := apierr.NotFound("custom_event_schema", ref.SchemaID)
-	return e
+	return apierr.NotFound("custom_event_schema", ref.SchemaID)
 }
 
 // CustomEvent is a stored custom event, as its accrual reads it.
 type CustomEvent struct {
-	ID          string         `json:"id"`
-	Type        string         `json:"type"`
-	CustomerID  string         `json:"customer_id"`
-	LoyaltyCode *string        `json:"loyalty_code,omitempty"`
-	SchemaID    string         `json:"schema_id"`
-	SchemaName  string         `json:"schema_name"`
-	Metadata    map[string]any `json:"metadata"`
+	ID          string  `json:"id"`
+	Type        string  `json:"type"`
+	CustomerID  string  `json:"customer_id"`
+	LoyaltyCode *string `json:"loyalty_code,omitempty"`
+	// CardID is the card loyalty.code named when the event was stored,
+	// and HolderID its holder: what the accrual locks, and in which order.
+	CardID     string         `json:"card_id,omitempty"`
+	HolderID   string         `json:"holder_id,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
+	SchemaID   string         `json:"schema_id"`
+	SchemaName string         `json:"schema_name"`
+	Metadata   map[string]any `json:"metadata"`
 }
 
-// pointsFor is what the rule gives for the event's metadata.
+// maxEventPoints bounds what one rule gives for one event.
+const maxEventPoints = 1_000_000_000_000
+
+// positive reports whether n is a number above zero.
+func positive(n json.Number) bool {
+	r, ok := new(big.Rat).SetString(string(n))
+	return ok && r.Sign() > 0 && len(n) <= 40
+}
+
+// pointsFor is what the rule gives for the event's metadata: FIXED points,
+// or points for every whole `every` of a number property, in exact
+// decimal arithmetic (0.3 is three tenths) and never past maxEventPoints.
 func (r RulePoints) pointsFor(meta map[string]any) int64 {
 	if r.Type == "FIXED" && r.Points != nil {
 		return *r.Points
@@ -89,24 +106,29 @@ func (r RulePoints) pointsFor(meta map[string]any) int64 {
 		return 0
 	}
 	m := r.CustomEvent.Metadata
-	var v float64
+	var text string
 	switch x := meta[m.Property].(type) {
-	case float64:
-		v = x
 	case json.Number:
-		v, _ = x.Float64()
+		text = x.String()
+	case float64:
+		text = strconv.FormatFloat(x, 'g', -1, 64)
 	default:
 		return 0
 	}
-	n := math.Floor(v / m.Every)
-	if n <= 0 || n > 1e12 {
+	v, ok := new(big.Rat).SetString(text)
+	every, ok2 := new(big.Rat).SetString(string(m.Every))
+	if !ok || !ok2 || v.Sign() <= 0 || every.Sign() <= 0 || len(text) > 40 {
 		return 0
 	}
-	pts := int64(n) * m.Points
-	if pts < 0 || pts > 1_000_000_000_000 {
+	units := new(big.Int).Quo(new(big.Int).Mul(v.Num(), every.Denom()), new(big.Int).Mul(v.Denom(), every.Num()))
+	pts := new(big.Int).Mul(units, big.NewInt(m.Points))
+	if pts.Sign() <= 0 {
 		return 0
 	}
-	return pts
+	if pts.Cmp(big.NewInt(maxEventPoints)) > 0 {
+		return maxEventPoints
+	}
+	return pts.Int64()
 }
 
 // AccrueEvent earns for a custom event, in tx (READ COMMITTED, the card
@@ -128,12 +150,23 @@ func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, 
 		byCampaign[r.CampaignID] = append(byCampaign[r.CampaignID], r)
 	}
 	var keys []string
-	if ev.LoyaltyCode != nil {
+	switch {
+	case ev.CardID != "":
+		keys = []string{ev.CardID}
+	case ev.LoyaltyCode != nil:
 		keys = []string{*ev.LoyaltyCode}
-	} else if keys, err = s.prog.CardsOf(ctx, tx, projectID, ev.CustomerID); err != nil {
-		return err
+	default:
+		if keys, err = s.prog.CardsOf(ctx, tx, projectID, ev.CustomerID); err != nil {
+			return err
+		}
 	}
 	now := s.Now()
+	// A rule earns if it was live when the event happened, however late
+	// its task runs.
+	at := ev.CreatedAt
+	if at.IsZero() {
+		at = now
+	}
 	evRef := map[string]any{"id": ev.ID, "type": ev.Type}
 	schemaRef := map[string]any{"id": ev.SchemaID, "name": ev.SchemaName}
 	for _, key := range keys {
@@ -151,7 +184,7 @@ func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, 
 		l := s.prog.LedgerWrite(projectID, w, now)
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		for _, r := range rules {
-			if !r.live(now) || !r.inTier(holder) {
+			if !r.live(at) || !r.inTier(holder) {
 				continue
 			}
 			pts := r.Attrs.Loyalty.pointsFor(ev.Metadata)

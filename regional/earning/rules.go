@@ -65,9 +65,9 @@ type RuleEventMetadata struct {
 
 // EveryProperty gives points for every `every` of a metadata property.
 type EveryProperty struct {
-	Every    float64 `json:"every"`
-	Points   int64   `json:"points"`
-	Property string  `json:"property"`
+	Every    json.Number `json:"every"` // kept as written: 0.1 is a tenth, exactly
+	Points   int64       `json:"points"`
+	Property string      `json:"property"`
 }
 
 // RuleAmount is the proportional rule: points for every so much.
@@ -240,7 +240,7 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 				if l.CalculationType != "CUSTOM_EVENT_METADATA" || m == nil || m.Metadata == nil {
 					return bad("a PROPORTIONAL custom event rule has calculation_type CUSTOM_EVENT_METADATA with custom_event.metadata {every, points, property}")
 				}
-				if e := m.Metadata; e.Every <= 0 || e.Points <= 0 || e.Points > 1_000_000_000 || e.Property == "" || len(e.Property) > 100 {
+				if e := m.Metadata; !positive(e.Every) || e.Points <= 0 || e.Points > 1_000_000_000 || e.Property == "" || len(e.Property) > 100 {
 					return bad("loyalty.custom_event.metadata needs a positive every and points and the name of a number property")
 				}
 				l.Points, l.Order = nil, nil

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 	"unicode/utf8"
@@ -54,11 +55,17 @@ type Service struct {
 func NewService(pool *db.Pool, hooks *webhooks.Service, cust *customers.Service, loy *loyalty.Service, earn *earning.Service,
 	schemas earning.Schemas, tasks *async.Registry, clk *clock.Clock) *Service {
 	s := &Service{pool: pool, hooks: hooks, customers: cust, loyalty: loy, earning: earn, schemas: schemas, tasks: tasks, clock: clk}
-	// An accrual locks its customer's cards, in card id order; two
-	// accruals of one customer take them in the same order.
+	// An accrual locks its customer's cards in card id order, or the one
+	// card loyalty.code named. The tasks of a batch, which share a
+	// transaction, run by holder and then card, so every batch takes the
+	// locks in the same order (holder, card): a task for a customer's cards
+	// sorts before one for a single card of theirs.
 	tasks.HandleTx(KindAccrue, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
 		var ev earning.CustomEvent
 		_ = json.Unmarshal(t.Payload, &ev)
+		if ev.CardID != "" {
+			return ev.HolderID + "|" + ev.CardID
+		}
 		return ev.CustomerID
 	}})
 	tasks.HandleJob(BulkAction, s.bulk)
@@ -171,9 +178,12 @@ func checkMetadata(sc tenancy.EventSchema, meta map[string]any) error {
 		case tenancy.PropString:
 			_, okType = v.(string)
 		case tenancy.PropNumber:
-			_, okType = v.(json.Number)
-			if !okType {
-				_, okType = v.(float64)
+			switch x := v.(type) {
+			case json.Number: // a number a float64 holds: 1e400 is not one
+				f, err := x.Float64()
+				okType = err == nil && !math.IsInf(f, 0)
+			case float64:
+				okType = true
 			}
 		case tenancy.PropBoolean:
 			_, okType = v.(bool)
@@ -217,11 +227,11 @@ var errKeyReused = &apierr.Error{Status: 409, Key: "idempotency_key_reused", Mes
 // accrual and webhook follow in the asynchronous phase. key, when not
 // empty, is the request's Idempotency-Key; body the raw request, whose
 // hash tells a retry from another use of the key.
-func (s *Service) Create(ctx context.Context, projectID string, r Request, key string, body []byte) (v View, err error) {
+func (s *Service) Create(ctx context.Context, projectID string, r Request, key string, body []byte) (v json.RawMessage, err error) {
 	ctx, span := tracer.Start(ctx, "events.Create")
 	defer telemetry.End(span, &err)
 	if len(key) > 255 {
-		return View{}, apierr.New(400, "invalid_idempotency_key", "Invalid idempotency key", "Idempotency-Key is at most 255 characters.")
+		return nil, apierr.New(400, "invalid_idempotency_key", "Invalid idempotency key", "Idempotency-Key is at most 255 characters.")
 	}
 	hash := ""
 	if key != "" {
@@ -233,7 +243,7 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request, key s
 	}
 	sc, err := s.check(ctx, projectID, &r)
 	if err != nil {
-		return View{}, err
+		return nil, err
 	}
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		v, err = s.store(ctx, tx, projectID, r, sc, key, hash)
@@ -252,36 +262,42 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request, key s
 	return v, err
 }
 
-func (s *Service) replay(ctx context.Context, q db.Querier, projectID, key, hash string) (View, bool, error) {
+// replay is the first answer to a request with this key, as it was sent.
+func (s *Service) replay(ctx context.Context, q db.Querier, projectID, key, hash string) (json.RawMessage, bool, error) {
 	var answer []byte
 	var was *string
 	err := q.QueryRow(ctx, `SELECT answer, request_hash FROM custom_events WHERE project_id = $1 AND idempotency_key = $2`,
 		projectID, key).Scan(&answer, &was)
 	if errors.Is(err, db.ErrNotFound) {
-		return View{}, false, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return View{}, false, err
+		return nil, false, err
 	}
 	if was == nil || *was != hash {
-		return View{}, true, errKeyReused
+		return nil, true, errKeyReused
 	}
-	var v View
-	return v, true, json.Unmarshal(answer, &v)
+	return answer, true, nil
 }
 
 // store writes the event, the customer's activity, the accrual task and
 // the webhook event in tx.
-func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Request, sc tenancy.EventSchema, key, hash string) (View, error) {
+func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Request, sc tenancy.EventSchema, key, hash string) (json.RawMessage, error) {
 	cust, err := s.customerOf(ctx, tx, projectID, r.Customer)
 	if err != nil {
-		return View{}, err
+		return nil, err
 	}
 	var code *string
+	var cardID, holderID string
 	if r.Loyalty != nil && r.Loyalty.Code != nil {
 		code = r.Loyalty.Code
-		if _, _, err := s.loyalty.CardBalance(ctx, tx, projectID, *code); err != nil {
-			return View{}, err
+		card, _, err := s.loyalty.Card(ctx, tx, projectID, "", *code)
+		if err != nil {
+			return nil, err
+		}
+		cardID = card.ID
+		if card.HolderID != nil {
+			holderID = *card.HolderID
 		}
 	}
 	now := s.clock.Now()
@@ -293,7 +309,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 		CreatedAt: jsonx.Time{Time: now}}
 	answer, err := json.Marshal(v)
 	if err != nil {
-		return View{}, err
+		return nil, err
 	}
 	var referral, referralView, loyaltyView any
 	if r.Referral != nil && (r.Referral.Code != nil || r.Referral.ReferrerID != nil) {
@@ -306,12 +322,12 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 	var refJSON []byte
 	if referral != nil {
 		if refJSON, err = json.Marshal(referral); err != nil {
-			return View{}, err
+			return nil, err
 		}
 	}
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
-		return View{}, err
+		return nil, err
 	}
 	var keyArg, hashArg *string
 	if key != "" {
@@ -328,20 +344,20 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 		"customer": cust.Simple(), "referral": nil, "loyalty": nil}
 	activity, err := json.Marshal(map[string]any{"data": data, "event_source": map[string]any{"channel": "API"}})
 	if err != nil {
-		return View{}, err
+		return nil, err
 	}
 	groupID := telemetry.RequestID(ctx)
 	b.Queue(`INSERT INTO customer_activities (project_id, customer_id, id, type, data, group_id, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, cust.ID, ids.New("evt_"), EventCustom, activity, nilIfEmpty(groupID), now)
-	acc := earning.CustomEvent{ID: v.ID, Type: v.Type, CustomerID: cust.ID, LoyaltyCode: code, SchemaID: sc.ID, SchemaName: sc.Name,
-		Metadata: meta}
+	acc := earning.CustomEvent{ID: v.ID, Type: v.Type, CustomerID: cust.ID, LoyaltyCode: code, CardID: cardID, HolderID: holderID,
+		SchemaID: sc.ID, SchemaName: sc.Name, Metadata: meta, CreatedAt: now}
 	if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindAccrue, Payload: acc}); err != nil {
-		return View{}, err
+		return nil, err
 	}
 	if err := s.hooks.Queue(ctx, b, projectID, EventCustom, cust.ID, data); err != nil {
-		return View{}, err
+		return nil, err
 	}
-	return v, tx.SendBatch(ctx, b).Close()
+	return answer, tx.SendBatch(ctx, b).Close()
 }
 
 func nilIfEmpty(s string) *string {

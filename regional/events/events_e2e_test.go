@@ -78,6 +78,33 @@ func TestEventsAreCheckedRecordedAndAnsweredOnce(t *testing.T) {
 		t.Fatalf("second event: %v", ev2)
 	}
 
+	// Two requests with one key at once: one event, one answer.
+	hk := a.P.Header()
+	hk.Set("Idempotency-Key", "race-1")
+	var wg sync.WaitGroup
+	bodies := make([]string, 4)
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := stacktest.Do(t, a.E.Client, "POST", stacktest.URL("api", "/v1/events"), hk, map[string]any{"event": "store_visit",
+				"customer": map[string]any{"source_id": "racer"}, "metadata": map[string]any{"store": "Oslo", "spent": 1}})
+			if r.Status != 200 {
+				t.Errorf("racing key: %d %s", r.Status, r.Body)
+			}
+			bodies[i] = string(r.Body)
+		}()
+	}
+	wg.Wait()
+	for _, b := range bodies[1:] {
+		if b != bodies[0] {
+			t.Fatalf("racing requests with one key answered differently:\n%s\n%s", bodies[0], b)
+		}
+	}
+	if n := len(a.OK("GET", "/v1/customers/racer/activity", nil)["data"].([]any)); n != 1 {
+		t.Fatalf("racing requests with one key recorded %d events", n)
+	}
+
 	// Everything refused, and why.
 	long := strings.Repeat("e", 301)
 	for _, c := range []struct {
@@ -136,7 +163,9 @@ func TestEventsAreCheckedRecordedAndAnsweredOnce(t *testing.T) {
 	if d := next["data"].([]any); len(d) != 1 || d[0].(map[string]any)["data"].(map[string]any)["data"].(map[string]any)["event"].(map[string]any)["id"] != ev["id"] {
 		t.Fatalf("activity, next page: %v", next)
 	}
-	if o := hooks.Wait(t, "customer.custom_event", 2); o["event"].(map[string]any)["id"] != ev2["id"] && o["event"].(map[string]any)["id"] != ev["id"] {
+	// Three events so far (ann's two and the racers' one), each raised once.
+	if o := hooks.Wait(t, "customer.custom_event", 3); o["event"].(map[string]any)["type"] != "store_visit" ||
+		o["event_schema"].(map[string]any)["id"] != sc["id"] || hooks.Count("customer.custom_event") != 3 {
 		t.Fatalf("webhook: %v", o)
 	}
 	a.Fails("GET", "/v1/customers/cust_nope/activity", nil, 404, "not_found")
@@ -197,11 +226,13 @@ func TestCustomEventRulesAccrueOncePerEventRuleAndCard(t *testing.T) {
 		prop["custom_event"].(map[string]any)["schema_id"] != sc["id"] {
 		t.Fatalf("proportional rule: %v", prop)
 	}
-	// Rules in the second campaign: one disabled, one not yet started.
+	// Rules in the second campaign: one disabled, one not yet started, one ended.
 	off := rules(second, []map[string]any{{"event": "review", "custom_event": ce, "loyalty": map[string]any{"type": "FIXED", "points": 7}}})[0]
 	a.OK("POST", "/v1/loyalties/"+second+"/earning-rules/"+off["id"].(string)+"/disable", nil)
 	rules(second, []map[string]any{{"event": "review", "custom_event": ce, "start_date": time.Now().Add(48 * time.Hour).Format(time.RFC3339),
 		"loyalty": map[string]any{"type": "FIXED", "points": 9}}})
+	rules(second, []map[string]any{{"event": "review", "custom_event": ce, "start_date": time.Now().Add(-48 * time.Hour).Format(time.RFC3339),
+		"expiration_date": time.Now().Add(-24 * time.Hour).Format(time.RFC3339), "loyalty": map[string]any{"type": "FIXED", "points": 11}}})
 
 	// Rules that do not fit their schema are refused.
 	for _, bad := range []map[string]any{
@@ -253,11 +284,16 @@ func TestCustomEventRulesAccrueOncePerEventRuleAndCard(t *testing.T) {
 	custID := ev["customer"].(map[string]any)["id"].(string)
 	payload := earning.CustomEvent{ID: ev["id"].(string), Type: "review", CustomerID: custID, SchemaID: sc["id"].(string),
 		SchemaName: "review", Metadata: map[string]any{"words": 250}}
-	if _, err := async.Enqueue(context.Background(), a.E.Stack.Regional["api"].Pool(), a.P.ID,
-		async.NewTask{Kind: events.KindAccrue, Payload: payload}); err != nil {
+	pool := a.E.Stack.Regional["api"].Pool()
+	taskID, err := async.Enqueue(context.Background(), pool, a.P.ID, async.NewTask{Kind: events.KindAccrue, Payload: payload})
+	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	stacktest.Eventually(t, 10*time.Second, "the replayed task done", func() bool {
+		var status string
+		err := pool.QueryRow(context.Background(), `SELECT status FROM outbox WHERE project_id = $1 AND id = $2`, a.P.ID, taskID).Scan(&status)
+		return err == nil && status == "done"
+	})
 	if n := len(a.History(code)); n != 3 {
 		t.Fatalf("the replayed task earned again: %d entries", n)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,12 +21,16 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/tenancy"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/events")
 
 // BulkAction is the async action of POST /v1/events/bulk/async.
 const BulkAction = "EVENTS.BULK_CREATE"
+
+// BulkPath takes bodies of up to 10 MB (10,000 events), as product jobs do.
+const BulkPath = "/v1/events/bulk/async"
 
 // MaxBulk is the most events one bulk request takes.
 const MaxBulk = 10_000
@@ -36,7 +41,7 @@ type handler struct{ svc *Service }
 func Register(g *echo.Group, svc *Service) {
 	h := handler{svc}
 	g.POST("/events", h.create)
-	g.POST("/events/bulk/async", h.bulkCreate)
+	g.POST(strings.TrimPrefix(BulkPath, "/v1"), h.bulkCreate)
 	g.GET("/customers/:customerId/activity", h.activity)
 	g.GET("/customers/:customerId/activities", h.activity) // the name older SDKs call
 }
@@ -101,9 +106,25 @@ type BulkError struct {
 	Message string `json:"message"`
 }
 
+// maxReported is the most refusals a bulk result lists; failed counts all.
+const maxReported = 1000
+
+// bulkState is a bulk job's checkpoint: the next event and what came of
+// the ones before.
+type bulkState struct {
+	Next   int         `json:"next"`
+	Stored int         `json:"stored"`
+	Failed int         `json:"failed"`
+	Errors []BulkError `json:"errors"`
+}
+
 // bulk stores the events of a bulk request one by one, each as
 // POST /v1/events would, and reports the ones refused with their index.
-// Run again after its worker died, it goes on from its checkpoint.
+// Each event commits with the job's checkpoint, moved only from where this
+// run found it: run again after its worker died, the job goes on from
+// there, and a run whose lease lapsed stops instead of storing an event
+// twice. A database that fails an event is tried again five times before
+// the job fails, saying how far it got.
 func (s *Service) bulk(ctx context.Context, job *async.Job) (any, error) {
 	input, err := job.Input(ctx)
 	if err != nil {
@@ -113,63 +134,88 @@ func (s *Service) bulk(ctx context.Context, job *async.Job) (any, error) {
 	if err := json.Unmarshal(input, &rs); err != nil {
 		return nil, err
 	}
-	type state struct {
-		Next   int         `json:"next"`
-		Stored int         `json:"stored"`
-		Errors []BulkError `json:"errors"`
-	}
-	var st state
-	if _, err := job.Resume(ctx, &st); err != nil {
+	var st bulkState
+	resumed, err := job.Resume(ctx, &st)
+	if err != nil {
 		return nil, err
 	}
+	var from any // the checkpoint as this run found it
+	if resumed {
+		prev := st
+		from = prev
+	}
 	for i := st.Next; i < len(rs); i++ {
-		var r Request
-		d := json.NewDecoder(bytes.NewReader(rs[i]))
-		d.UseNumber()
-		err := d.Decode(&r)
-		if err != nil {
-			err = apierr.InvalidPayload("the event is not a JSON object of POST /v1/events: " + err.Error())
-		}
-		if err == nil {
-			var schema, cerr = s.check(ctx, job.ProjectID, &r)
-			if cerr != nil {
-				err = cerr
-			} else {
-				err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-					if _, err := s.store(ctx, tx, job.ProjectID, r, schema, "", ""); err != nil {
-						return err
-					}
-					// The event and the job's progress commit together: a
-					// rerun does not store it twice.
-					return job.Checkpoint(ctx, tx, state{Next: i + 1, Stored: st.Stored + 1, Errors: st.Errors}, (i+1)*100/len(rs))
-				})
-			}
-		}
+		next := st
+		next.Next = i + 1
+		err := s.bulkOne(ctx, job, rs[i], from, &next, i, len(rs))
 		var ae *apierr.Error
 		switch {
 		case err == nil:
-			st.Stored++
-			st.Next = i + 1
 			s.tasks.Wake()
-			continue
-		case errors.As(err, &ae) && ae.Status < 500:
+		case errors.As(err, &ae) && ae.Status < 500 && !errors.Is(err, async.ErrSuperseded):
 			msg := ae.Details
 			if msg == "" {
 				msg = ae.Message
 			}
-			st.Errors = append(st.Errors, BulkError{Index: i, Code: ae.Status, Key: ae.Key, Message: msg})
-			st.Next = i + 1
-			if err := job.Checkpoint(ctx, s.pool, st, (i+1)*100/len(rs)); err != nil {
+			next.Stored = st.Stored
+			next.Failed++
+			if len(next.Errors) < maxReported {
+				next.Errors = append(append([]BulkError(nil), st.Errors...), BulkError{Index: i, Code: ae.Status, Key: ae.Key, Message: msg})
+			}
+			if err := job.Advance(ctx, s.pool, from, next, (i+1)*100/len(rs)); err != nil {
 				return nil, err
 			}
 		default:
-			return nil, err // the database: the job fails, its checkpoint kept
+			return nil, fmt.Errorf("events: bulk stopped at event %d after storing %d of %d (%d refused): %w", i, st.Stored, len(rs), st.Failed, err)
 		}
+		st, from = next, next
 	}
 	if st.Errors == nil {
 		st.Errors = []BulkError{}
 	}
-	return map[string]any{"total": len(rs), "stored": st.Stored, "failed": len(st.Errors), "errors": st.Errors}, nil
+	return map[string]any{"total": len(rs), "stored": st.Stored, "failed": st.Failed, "errors": st.Errors}, nil
+}
+
+// bulkOne stores one event of a bulk request with the job's checkpoint
+// moved to next, trying again while the database fails.
+func (s *Service) bulkOne(ctx context.Context, job *async.Job, raw json.RawMessage, from any, next *bulkState, i, n int) error {
+	var r Request
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&r); err != nil {
+		return apierr.InvalidPayload("the event is not a JSON object of POST /v1/events: " + err.Error())
+	}
+	var err error
+	for try := 0; try < 5; try++ {
+		if try > 0 {
+			time.Sleep(time.Duration(100<<try) * time.Millisecond)
+		}
+		var schema tenancy.EventSchema
+		if schema, err = s.check(ctx, job.ProjectID, &r); err != nil {
+			var ae *apierr.Error
+			if errors.As(err, &ae) && ae.Status < 500 {
+				return err
+			}
+			continue
+		}
+		stored := *next
+		stored.Stored++
+		err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := s.store(ctx, tx, job.ProjectID, r, schema, "", ""); err != nil {
+				return err
+			}
+			return job.Advance(ctx, tx, from, stored, (i+1)*100/n)
+		})
+		var ae *apierr.Error
+		if err == nil {
+			*next = stored
+			return nil
+		}
+		if errors.Is(err, async.ErrSuperseded) || (errors.As(err, &ae) && ae.Status < 500) {
+			return err
+		}
+	}
+	return err
 }
 
 // Activity is an entry of a customer's activity.

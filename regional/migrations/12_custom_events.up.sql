@@ -11,7 +11,7 @@ CREATE TABLE custom_events (
     loyalty_code    TEXT        NULL,
     referral        JSONB       NULL,
     metadata        JSONB       NOT NULL,
-    answer          JSONB       NOT NULL,
+    answer          BYTEA       NOT NULL, -- the bytes sent, sent again as they were
     idempotency_key TEXT        NULL,
     request_hash    TEXT        NULL,
     created_at      TIMESTAMPTZ NOT NULL,
