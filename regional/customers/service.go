@@ -23,9 +23,10 @@ type Events interface {
 
 // Service holds the customer rules.
 type Service struct {
-	pool   *db.Pool
-	events Events
-	now    func() time.Time
+	pool     *db.Pool
+	events   Events
+	now      func() time.Time
+	onDelete []func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error
 }
 
 // NewService returns the customer service over a regional database.
@@ -141,7 +142,14 @@ func (s *Service) Update(ctx context.Context, projectID, idOrSource string, p *P
 	return c, err
 }
 
-// Delete removes a customer for good.
+// OnDelete adds what the packages that keep a customer's data remove with
+// it, in the transaction that deletes the customer (the custom events and
+// activity that name them, say). Register before serving.
+func (s *Service) OnDelete(fn func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error) {
+	s.onDelete = append(s.onDelete, fn)
+}
+
+// Delete removes a customer for good, with what OnDelete's hooks remove.
 func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		c, err := get(ctx, tx, projectID, idOrSource, true)
@@ -153,6 +161,11 @@ func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) erro
 		}
 		if err := remove(ctx, tx, projectID, c.ID); err != nil {
 			return err
+		}
+		for _, fn := range s.onDelete {
+			if err := fn(ctx, tx, projectID, c.ID); err != nil {
+				return err
+			}
 		}
 		return s.events.Emit(ctx, tx, projectID, "customer.deleted", c.ID, c.View())
 	})

@@ -69,6 +69,14 @@ func NewService(pool *db.Pool, hooks *webhooks.Service, cust *customers.Service,
 		return ev.CustomerID
 	}})
 	tasks.HandleJob(BulkAction, s.bulk)
+	// A customer's events and activity hold their personal data: they go
+	// with the customer.
+	cust.OnDelete(func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM customer_activities WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
+		b.Queue(`DELETE FROM custom_events WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
+		return tx.SendBatch(ctx, b).Close()
+	})
 	return s
 }
 

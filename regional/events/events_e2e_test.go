@@ -396,3 +396,33 @@ func TestBulkEventsReportEachRefusal(t *testing.T) {
 	}
 	a.Fails("POST", "/v1/events/bulk/async", []any{}, 400, "invalid_payload")
 }
+
+// A customer's events and activity hold their personal data: deleting the
+// customer deletes them.
+func TestACustomersEventsGoWithTheCustomer(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	schema(a, "ping", map[string]any{})
+	send(a, map[string]any{"event": "ping", "customer": map[string]any{"source_id": "gone", "email": "gone@example.com"}})
+	send(a, map[string]any{"event": "ping", "customer": map[string]any{"source_id": "kept"}})
+	gone := a.OK("GET", "/v1/customers/gone", nil)["id"].(string)
+	rows := func(table, customerID string) int {
+		var n int
+		if err := a.E.Stack.Regional["api"].Pool().QueryRow(context.Background(),
+			`SELECT count(*) FROM `+table+` WHERE project_id = $1 AND customer_id = $2`, a.P.ID, customerID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if rows("custom_events", gone) != 1 || rows("customer_activities", gone) != 1 {
+		t.Fatal("the event was not stored")
+	}
+	if r := a.Do("DELETE", "/v1/customers/gone", nil); r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	if n, m := rows("custom_events", gone), rows("customer_activities", gone); n != 0 || m != 0 {
+		t.Fatalf("%d events and %d activities left of a deleted customer", n, m)
+	}
+	if n := len(a.OK("GET", "/v1/customers/kept/activity", nil)["data"].([]any)); n != 1 {
+		t.Fatalf("another customer's activity: %d", n)
+	}
+}

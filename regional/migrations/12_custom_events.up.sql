@@ -17,6 +17,7 @@ CREATE TABLE custom_events (
     created_at      TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (project_id, id)
 );
+CREATE INDEX custom_events_by_customer ON custom_events (project_id, customer_id);
 CREATE UNIQUE INDEX custom_events_by_idempotency_key ON custom_events (project_id, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
 
