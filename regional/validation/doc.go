@@ -1,0 +1,10 @@
+// Package validation serves validation rules, the reference's v2018-08-01
+// model: /v1/validation-rules (create, list, get, update, delete), their
+// assignments to the objects they restrict
+// (/v1/validation-rules/{id}/assignments, /v1/validation-rules-assignments),
+// and the rule language (lang.go, logic.go, eval.go): a rule is checked and
+// compiled when written, cached compiled by id and version, and evaluated
+// in memory against an Input by Evaluate, for the validation and redemption
+// engine. It owns the validation_rules and validation_rule_assignments
+// tables.
+package validation

@@ -1,0 +1,297 @@
+package validation
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/internal/apierr"
+)
+
+// The input every row starts from: an order of two shirts (2,000 each) and
+// a hat (1,500), 5,500 in all; a customer in one segment; counts so far.
+func baseInput() Input {
+	return Input{
+		Order: &Order{ID: "ord_1", Items: []Item{
+			{ProductID: "prod_shirt", ProductSourceID: "shirt", SKUID: "sku_shirt_m", SKUSourceID: "shirt-m",
+				CollectionIDs: []string{"pc_summer"}, Quantity: 2, Price: 2000, Metadata: map[string]any{"color": "blue", "size": 42}},
+			{ProductID: "prod_hat", ProductSourceID: "hat", Quantity: 1, Price: 1500, Metadata: map[string]any{"color": "red"}},
+		}, Metadata: map[string]any{"location": "Santorini", "channel": "web", "tags": []any{"vip", "summer"},
+			"pickup": "2026-06-01T10:00:00Z", "gift": true, "floor": json.Number("3")}},
+		Customer: &Customer{ID: "cust_1", SourceID: "alice@example.com",
+			Metadata: map[string]any{"tier": "gold", "visits": 12}, Segments: []string{"seg_vip"}},
+		Redemptions: RedemptionCounts{PerCustomer: 1, PerCampaign: 99, PerDay: 4},
+		Now:         time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC),
+		Event:       &Event{Type: "signup", Metadata: map[string]any{"plan": "pro"}},
+		Metadata:    map[string]any{"channel": "pos"},
+	}
+}
+
+// c writes one condition: name, conditions, and optionally its error
+// message and nested rules.
+func c(name, conds string, extra ...string) string {
+	s := `{"name":"` + name + `","conditions":` + conds
+	if len(extra) > 0 && extra[0] != "" {
+		s += `,"error":{"message":"` + extra[0] + `"}`
+	}
+	if len(extra) > 1 {
+		s += `,"rules":` + extra[1]
+	}
+	return s + "}"
+}
+
+// one is a rules object of one condition.
+func one(name, conds string, extra ...string) string {
+	return `{"1":` + c(name, conds, extra...) + `,"logic":"1"}`
+}
+
+func TestRulesAgainstOrdersAndCustomers(t *testing.T) {
+	noCustomer := func(in *Input) { in.Customer = nil }
+	rows := []struct {
+		name    string
+		rules   string
+		ruleMsg string // the rule's error.message
+		change  func(*Input)
+		valid   bool
+		msg     string // the verdict's message
+		cond    string // the condition blamed
+	}{
+		// Order volume.
+		{name: "amount more than, met", rules: one("order.amount", `{"$more_than":[5000]}`), valid: true},
+		{name: "amount more than, missed: the rule's message", rules: one("order.amount", `{"$more_than":[5500]}`),
+			ruleMsg: "Spend more than 55.00", msg: "Spend more than 55.00", cond: "1"},
+		{name: "amount more than or equal", rules: one("order.amount", `{"$more_than_equal":[5500]}`), valid: true},
+		{name: "amount less than, missed: the condition's message over the rule's",
+			rules: one("order.amount", `{"$less_than":[5500]}`, "Orders under 55.00 only"), ruleMsg: "rule", msg: "Orders under 55.00 only", cond: "1"},
+		{name: "amount less than or equal", rules: one("order.amount", `{"$less_than_equal":[5500]}`), valid: true},
+		{name: "amount is", rules: one("order.amount", `{"$is":[5500]}`), valid: true},
+		{name: "amount is not", rules: one("order.amount", `{"$is_not":[5500]}`), cond: "1"},
+		{name: "amount in", rules: one("order.amount", `{"$in":[100, 5500]}`), valid: true},
+		{name: "amount not in", rules: one("order.amount", `{"$not_in":[100, 5500]}`), cond: "1"},
+		{name: "amount given beats the items' sum", rules: one("order.amount", `{"$is":[9900]}`),
+			change: func(in *Input) { in.Order.Amount = 9900 }, valid: true},
+		{name: "initial amount", rules: one("order.initial_amount", `{"$is":[6000]}`),
+			change: func(in *Input) { in.Order.InitialAmount = 6000 }, valid: true},
+		{name: "initial amount defaults to the amount", rules: one("order.initial_amount", `{"$is":[5500]}`), valid: true},
+		{name: "no order: the amount is unknown", rules: one("order.amount", `{"$more_than":[0]}`),
+			change: func(in *Input) { in.Order = nil }, cond: "1"},
+		{name: "no order: $is_unknown", rules: one("order.amount", `{"$is_unknown":[]}`),
+			change: func(in *Input) { in.Order = nil }, valid: true},
+		{name: "two conditions in one rule both hold", rules: one("order.amount", `{"$more_than":[5000],"$less_than":[6000]}`), valid: true},
+		{name: "aliases of the reference's examples", rules: one("order.amount", `{"$greater_than_or_equal":[5500],"$less_than_or_equal":[5500]}`), valid: true},
+		{name: "items count", rules: one("order.items.count", `{"$is":[2]}`), valid: true},
+		{name: "items quantity is the total", rules: one("order.items.quantity", `{"$more_than_equal":[3]}`), valid: true},
+		{name: "aggregated quantity", rules: one("order.items.aggregated_quantity", `{"$less_than":[3]}`), cond: "1"},
+		{name: "aggregated amount", rules: one("order.items.aggregated_amount", `{"$is":[5500]}`), valid: true},
+		{name: "price of any item", rules: one("order.items.price_any", `{"$is":[1500]}`), valid: true},
+		{name: "price of each item, missed by the hat", rules: one("order.items.price_each", `{"$more_than":[1500]}`, "Every item above 15.00"),
+			msg: "Every item above 15.00", cond: "1"},
+		{name: "price of each item", rules: one("order.items.price_each", `{"$more_than_equal":[1500]}`), valid: true},
+		{name: "price of each item of no items is unknown", rules: one("order.items.price_each", `{"$more_than":[0]}`),
+			change: func(in *Input) { in.Order.Items = nil }, cond: "1"},
+
+		// Items: any, every, none over products, SKUs, collections.
+		{name: "any: the hat", rules: one("order.items.any", `{"$is":[{"object":"product","id":"prod_hat"}]}`), valid: true},
+		{name: "any: by source id", rules: one("order.items.any", `{"$is":[{"object":"product","source_id":"shirt"}]}`), valid: true},
+		{name: "any: by collection", rules: one("order.items.any", `{"$in":[{"object":"products_collection","id":"pc_summer"}]}`), valid: true},
+		{name: "any: the SKU without object", rules: one("order.items.any", `{"$is":[{"id":"sku_shirt_m"}]}`), valid: true},
+		{name: "any: a product not ordered", rules: one("order.items.any", `{"$is":[{"object":"product","id":"prod_shoes"}]}`, "Add shoes"),
+			msg: "Add shoes", cond: "1"},
+		{name: "any with nested quantity: the hat is one", rules: one("order.items.any", `{"$is":[{"object":"product","id":"prod_hat"}]}`, "",
+			`{"1":`+c("order.items.quantity", `{"$more_than_equal":[2]}`, "Two hats at least")+`}`), msg: "Two hats at least", cond: "1.1"},
+		{name: "any with nested price and amount", rules: one("order.items.any", `{"$is":[{"object":"sku","id":"sku_shirt_m"}]}`, "",
+			`{"1":`+c("order.items.price", `{"$is":[2000]}`)+`,"2":`+c("order.items.amount", `{"$is":[4000]}`)+`,"logic":"1 and 2"}`), valid: true},
+		{name: "every: each listed product is in the order", rules: one("order.items.every",
+			`{"$is":[{"object":"product","id":"prod_shirt"},{"object":"product","id":"prod_hat"}]}`), valid: true},
+		{name: "every: shoes are missing", rules: one("order.items.every",
+			`{"$is":[{"object":"product","id":"prod_shirt"},{"object":"product","id":"prod_shoes"}]}`), ruleMsg: "Buy the set", msg: "Buy the set", cond: "1"},
+		{name: "every with nested metadata: the nested message", rules: one("order.items.every", `{"$is":[{"object":"product","id":"prod_hat"}]}`, "",
+			`{"1":`+c("order.items.metadata.color", `{"$is":["blue"]}`, "Blue items only")+`}`), ruleMsg: "rule", msg: "Blue items only", cond: "1.1"},
+		{name: "every with nested metadata by property", rules: `{"1":{"name":"order.items.every","conditions":{"$is":[{"object":"product","id":"prod_shirt"}]},"rules":{"1":{"name":"order.items.metadata","property":"color","conditions":{"$is":["blue"]}}}}}`,
+			valid: true},
+		{name: "none: the SKU is there", rules: one("order.items.none", `{"$is":[{"object":"sku","id":"sku_shirt_m"}]}`, "No shirts"), msg: "No shirts", cond: "1"},
+		{name: "none: shoes are not", rules: one("order.items.none", `{"$is":[{"object":"product","id":"prod_shoes"}]}`), valid: true},
+		{name: "aggregated quantity within a listed product", rules: one("order.items.any", `{"$is":[{"object":"product","id":"prod_shirt"}]}`, "",
+			`{"1":`+c("order.items.aggregated_quantity", `{"$is":[2]}`)+`}`), valid: true},
+
+		// Order metadata.
+		{name: "order metadata by property", rules: `{"1":{"name":"order.metadata","property":"location","conditions":{"$is":["Santorini"]}}}`, valid: true},
+		{name: "order metadata by name.key, starts and ends", rules: one("order.metadata.channel", `{"$starts_with":["w"],"$ends_with":["eb"]}`), valid: true},
+		{name: "order metadata list contains", rules: one("order.metadata.tags", `{"$contains":["vip"]}`), valid: true},
+		{name: "order metadata text contains", rules: one("order.metadata.location", `{"$contains":["tori"]}`), valid: true},
+		{name: "order metadata not contain", rules: one("order.metadata.tags", `{"$not_contain":["vip"]}`), cond: "1"},
+		{name: "order metadata unknown", rules: one("order.metadata.coupon", `{"$is_unknown":true}`), valid: true},
+		{name: "order metadata has value, missed", rules: one("order.metadata.coupon", `{"$has_value":[]}`, "Give a coupon"), msg: "Give a coupon", cond: "1"},
+		{name: "order metadata date after", rules: one("order.metadata.pickup", `{"$after":["2026-05-01"]}`), valid: true},
+		{name: "order metadata date before, missed", rules: one("order.metadata.pickup", `{"$before":["2026-05-01T00:00:00Z"]}`), cond: "1"},
+		{name: "order metadata boolean", rules: one("order.metadata.gift", `{"$is":[true]}`), valid: true},
+		{name: "order metadata number from a decoder", rules: one("order.metadata.floor", `{"$more_than":[2.5]}`), valid: true},
+
+		// Customer.
+		{name: "customer id", rules: one("customer.id", `{"$is":["cust_1"]}`), valid: true},
+		{name: "customer source id ends with", rules: one("customer.source_id", `{"$ends_with":["@example.com"]}`), valid: true},
+		{name: "customer source id in, missed", rules: one("customer.source_id", `{"$in":["bob@example.com"]}`), cond: "1"},
+		{name: "no customer: id unknown", rules: one("customer.id", `{"$is_unknown":[]}`), change: noCustomer, valid: true},
+		{name: "no customer: $is_not holds", rules: one("customer.metadata.tier", `{"$is_not":["banned"]}`), change: noCustomer, valid: true},
+		{name: "customer metadata in", rules: `{"1":{"name":"customer.metadata","property":"tier","conditions":{"$in":["gold","platinum"]}}}`, valid: true},
+		{name: "customer metadata number", rules: one("customer.metadata.visits", `{"$more_than":[10]}`), valid: true},
+		{name: "customer segment", rules: one("customer.segment", `{"$is":["seg_vip"]}`), valid: true},
+		{name: "customer segment not in", rules: one("customer.segment", `{"$not_in":["seg_vip"]}`, "Not for VIPs"), msg: "Not for VIPs", cond: "1"},
+
+		// Redemption counts (the one being validated counts too) and dates.
+		{name: "once per customer, redeemed before", rules: one("redemption.count.per_customer", `{"$less_than_equal":[1]}`, "Once per customer"),
+			msg: "Once per customer", cond: "1"},
+		{name: "once per customer, first time", rules: one("redemption.count.per_customer", `{"$less_than_equal":[1]}`),
+			change: func(in *Input) { in.Redemptions.PerCustomer = 0 }, valid: true},
+		{name: "per campaign limit reached", rules: one("redemption.count.per_campaign", `{"$less_than":[100]}`), cond: "1"},
+		{name: "per day", rules: one("redemption.count.per_day", `{"$less_than_equal":[5]}`), valid: true},
+		{name: "date within", rules: one("date", `{"$after":["2026-06-01T00:00:00Z"],"$before":["2026-07-01"]}`), valid: true},
+		{name: "date not yet", rules: one("date", `{"$after":["2026-07-01"]}`, "Starts in July"), msg: "Starts in July", cond: "1"},
+
+		// Custom event and request metadata.
+		{name: "custom event metadata", rules: `{"1":{"name":"custom_event.metadata","property":"plan","conditions":{"$is":["pro"]}}}`, valid: true},
+		{name: "redemption metadata", rules: one("redemption.metadata.channel", `{"$is":["pos"]}`), valid: true},
+
+		// Logic.
+		{name: "1 and (2 or 3): 3 saves it", rules: `{"1":` + c("order.amount", `{"$more_than":[5000]}`) + `,"2":` + c("customer.segment", `{"$is":["seg_gold"]}`) +
+			`,"3":` + c("customer.metadata.tier", `{"$is":["gold"]}`) + `,"logic":"1 and (2 or 3)"}`, valid: true},
+		{name: "1 and (2 or 3): both fail, the first blamed", rules: `{"1":` + c("order.amount", `{"$more_than":[5000]}`) +
+			`,"2":` + c("customer.segment", `{"$is":["seg_gold"]}`, "Gold segment only") + `,"3":` + c("customer.metadata.tier", `{"$is":["platinum"]}`, "Platinum only") +
+			`,"logic":"1 and (2 or 3)"}`, msg: "Gold segment only", cond: "2"},
+		{name: "(1 or 2) and 3: 3 fails", rules: `{"1":` + c("order.amount", `{"$less_than":[10]}`) + `,"2":` + c("customer.id", `{"$is":["cust_1"]}`) +
+			`,"3":` + c("order.items.count", `{"$more_than":[5]}`, "More than five lines") + `,"logic":"(1 OR 2) AND 3"}`, msg: "More than five lines", cond: "3"},
+		{name: "or binds looser than and", rules: `{"1":` + c("order.amount", `{"$less_than":[10]}`) + `,"2":` + c("customer.id", `{"$is":["x"]}`) +
+			`,"3":` + c("customer.id", `{"$is":["cust_1"]}`) + `,"logic":"1 and 2 or 3"}`, valid: true},
+		{name: "without logic every condition holds", rules: `{"1":` + c("order.amount", `{"$more_than":[10]}`) + `,"2":` + c("customer.id", `{"$is":["x"]}`, "Not you") + `}`,
+			msg: "Not you", cond: "2"},
+		{name: "junction or", rules: `{"1":` + c("order.amount", `{"$less_than":[10]}`) + `,"2":` + c("customer.id", `{"$is":["cust_1"]}`) + `,"junction":"OR"}`, valid: true},
+		{name: "keys numbered past 9 sort as numbers", rules: `{"10":` + c("customer.id", `{"$is":["x"]}`, "ten") + `,"2":` + c("customer.id", `{"$is":["y"]}`, "two") + `}`,
+			msg: "two", cond: "2"},
+		{name: "a rule with nested rules on a plain condition", rules: one("order.amount", `{"$more_than":[10]}`, "",
+			`{"1":`+c("customer.segment", `{"$has_value":true}`)+`,"2":`+c("customer.metadata.visits", `{"$less_than":[5]}`, "Frequent visitors only")+`,"logic":"1 and 2"}`),
+			ruleMsg: "rule", msg: "Frequent visitors only", cond: "1.2"},
+		{name: "no message anywhere", rules: one("customer.id", `{"$is":["x"]}`), msg: "", cond: "1"},
+		{name: "empty rules", rules: `{}`, valid: true},
+		{name: "the reference's empty logic", rules: `{"logic":""}`, valid: true},
+	}
+	if len(rows) < 30 {
+		t.Fatalf("only %d rows", len(rows))
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			var errDoc json.RawMessage
+			if r.ruleMsg != "" {
+				errDoc = json.RawMessage(`{"message":"` + r.ruleMsg + `"}`)
+			}
+			p, err := compile(json.RawMessage(r.rules), errDoc, nil)
+			if err != nil {
+				t.Fatalf("compile: %v", err)
+			}
+			in := baseInput()
+			if r.change != nil {
+				r.change(&in)
+			}
+			v := p.run("val_1", &in)
+			if v.Valid != r.valid {
+				t.Fatalf("valid = %v, want %v (%+v)", v.Valid, r.valid, v.Error)
+			}
+			if r.valid {
+				if v.Error != nil {
+					t.Fatalf("a valid verdict with an error: %+v", v.Error)
+				}
+				return
+			}
+			if v.Error == nil || v.Error.RuleID != "val_1" || v.Error.Message != r.msg || v.Error.Condition != r.cond {
+				t.Fatalf("error = %+v, want message %q condition %q", v.Error, r.msg, r.cond)
+			}
+		})
+	}
+}
+
+func TestApplicableTo(t *testing.T) {
+	for _, r := range []struct {
+		doc  string
+		want []int
+	}{
+		{`{"included":[{"object":"product","id":"prod_shirt","effect":"APPLY_TO_EVERY"}],"excluded":[],"included_all":false}`, []int{0}},
+		{`{"included":[],"excluded":[{"object":"product","id":"prod_hat"}],"included_all":true}`, []int{0}},
+		{`{"excluded":[{"object":"sku","source_id":"shirt-m"}]}`, []int{1}},
+		{`{"included":[{"object":"products_collection","id":"pc_winter"}]}`, []int{}},
+		{`{"included":[],"excluded":[],"included_all":false}`, nil},
+	} {
+		p, err := compile(nil, nil, json.RawMessage(r.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := baseInput()
+		if got := p.run("val_1", &in).Applicable; !reflect.DeepEqual(got, r.want) {
+			t.Errorf("%s: applicable %v, want %v", r.doc, got, r.want)
+		}
+	}
+}
+
+// Rules that do not compile are a 400 naming where and what.
+func TestRulesRefusedOnWrite(t *testing.T) {
+	for _, r := range []struct{ rules, errDoc, applicable, want string }{
+		{rules: one("order.foo", `{"$is":[1]}`), want: `rules.1.name: unknown rule name "order.foo"`},
+		{rules: one("order.amount", `{"$bigger":[1]}`), want: `rules.1.conditions.$bigger: unknown condition $bigger`},
+		{rules: one("customer.id", `{"$more_than":[1]}`), want: `rules.1.conditions.$more_than: customer.id does not take $more_than`},
+		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 and 4"}`, want: `rules.logic: names condition 4`},
+		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"2":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 and (2"}`, want: `rules.logic: the ( at character 7 is not closed`},
+		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"2":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 2"}`, want: `rules.logic: unexpected "2"`},
+		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"2":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 & 2"}`, want: `rules.logic: unexpected '&'`},
+		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 or"}`, want: `rules.logic: ends where a condition key`},
+		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"logic":7}`, want: `rules.logic: must be a string`},
+		{rules: one("order.amount", `{"$more_than":["a"]}`), want: `rules.1.conditions.$more_than[0]: must be a whole number`},
+		{rules: one("order.amount", `{"$is":[10.5]}`), want: `rules.1.conditions.$is[0]: must be a whole number`},
+		{rules: one("order.amount", `{"$more_than":[1, 2]}`), want: `rules.1.conditions.$more_than: takes one number`},
+		{rules: one("order.amount", `{"$is":[]}`), want: `rules.1.conditions.$is: needs at least one value`},
+		{rules: one("customer.id", `{"$is":[7]}`), want: `rules.1.conditions.$is[0]: must be a string, got 7`},
+		{rules: one("order.items.any", `{"$is":["prod_1"]}`), want: `rules.1.conditions.$is[0]: must be an object naming a product`},
+		{rules: one("order.items.any", `{"$is":[{"object":"category","id":"x"}]}`), want: `rules.1.conditions.$is[0].object: must be product, sku or products_collection`},
+		{rules: one("order.metadata", `{"$is":["x"]}`), want: `rules.1.property: is required for order.metadata`},
+		{rules: `{"1":{"name":"order.amount","property":"x","conditions":{"$is":[1]}}}`, want: `rules.1.property: order.amount takes no property`},
+		{rules: one("order.items.price", `{"$is":[1]}`), want: `rules.1.name: order.items.price reads one order item`},
+		{rules: one("order.items.any", `{"$is":[{"id":"p"}]}`, "", `{"1":`+c("order.items.nope", `{"$is":[1]}`)+`}`), want: `rules.1.rules.1.name: unknown rule name "order.items.nope"`},
+		{rules: one("date", `{"$after":["yesterday"]}`), want: `rules.1.conditions.$after[0]: must be an RFC 3339 date-time`},
+		{rules: one("order.amount", `{"$has_value":[5]}`), want: `rules.1.conditions.$has_value: takes no value`},
+		{rules: one("order.amount", `{}`), want: `rules.1.conditions: must name at least one condition`},
+		{rules: `{"1":{"conditions":{"$is":[1]}}}`, want: `rules.1.name: is required`},
+		{rules: `{"and":` + c("order.amount", `{"$is":[1]}`) + `}`, want: `cannot be a condition's key`},
+		{rules: `{"1":"order.amount"}`, want: `rules.1: must be a condition`},
+		{rules: `[1]`, want: `rules: must be an object`},
+		{rules: one("order.amount", `{"$is":[1]}`, "", `{"1":`+c("order.amount", `{"$is":[1]}`)+`,"junction":"xor"}`), want: `rules.1.rules.junction: must be and or or`},
+		{rules: one("order.amount", `{"$is":[1]}`), errDoc: `{"message":5}`, want: `error.message: must be a string`},
+		{rules: `{}`, applicable: `{"included":[{"object":"product","id":"p","effect":"APPLY_TO_SOME"}]}`, want: `applicable_to.included[0].effect: must be one of`},
+		{rules: `{}`, applicable: `{"excluded":[{"object":"sku"}]}`, want: `applicable_to.excluded[0]: must give an id or a source_id`},
+		{rules: one("order.amount", `{"$is":[99999999999999999999]}`), want: `rules.1.conditions.$is[0]: must be a number from`},
+	} {
+		_, err := compile(json.RawMessage(r.rules), opt(r.errDoc), opt(r.applicable))
+		var ae *apierr.Error
+		if !errors.As(err, &ae) || ae.Status != 400 || ae.Key != "invalid_payload" || !strings.Contains(ae.Details, r.want) {
+			t.Errorf("%s: got %v, want a 400 saying %q", r.rules, err, r.want)
+		}
+	}
+}
+
+// opt is s as a document, nil when empty.
+func opt(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// Nested rules past maxDepth are refused.
+func TestRulesNestAtMostMaxDepth(t *testing.T) {
+	rules := one("order.amount", `{"$is":[1]}`)
+	for range maxDepth {
+		rules = one("order.amount", `{"$is":[1]}`, "", rules)
+	}
+	if _, err := compile(json.RawMessage(rules), nil, nil); err == nil || !strings.Contains(err.Error(), "nest at most") {
+		t.Fatalf("got %v", err)
+	}
+}
