@@ -37,6 +37,7 @@ import (
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/usage"
+	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -191,6 +192,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))
 	bin.Register(v1, a.bin)
 	customEvents.Register(v1, customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver.EventSchemas, a.tasks, cfg.Clock))
+	validation.Register(v1, validation.NewService(pool, cfg.Clock))
 	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock, cfg.IdentitySecret, exports.Options{
 		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
 	exports.Register(v1, a.exports)

@@ -1,0 +1,2 @@
+DROP TABLE validation_rule_assignments;
+DROP TABLE validation_rules;

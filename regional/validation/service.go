@@ -1,0 +1,248 @@
+package validation
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// CacheSize is how many compiled rules an instance keeps.
+const CacheSize = 10_000
+
+// Service holds the rules of validation rules.
+type Service struct {
+	pool  *db.Pool
+	clock *clock.Clock
+	// cache keeps compiled rules by project and id with the version they
+	// were compiled from: a rule changed (here or on another instance) has
+	// a new version and is compiled again when next evaluated.
+	cache      *lru.Cache[string, compiled]
+	recompiles atomic.Int64
+}
+
+type compiled struct {
+	version int64
+	prog    *program
+}
+
+// NewService returns the validation rule service.
+func NewService(pool *db.Pool, clk *clock.Clock) *Service {
+	c, err := lru.New[string, compiled](CacheSize)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &Service{pool: pool, clock: clk, cache: c}
+}
+
+func cacheKey(projectID, id string) string { return projectID + "/" + id }
+
+// Create stores a new rule, compiled first: a rule that does not compile
+// is a 400 naming what is wrong.
+func (s *Service) Create(ctx context.Context, projectID string, b Body) (View, error) {
+	r := Rule{ID: ids.New("val_"), Version: 1, CreatedAt: s.clock.Now()}
+	if err := b.apply(&r, true); err != nil {
+		return View{}, err
+	}
+	prog, err := compile(r.Rules, r.Error, r.ApplicableTo)
+	if err != nil {
+		return View{}, err
+	}
+	if err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error { return insertRule(ctx, tx, projectID, r) }); err != nil {
+		return View{}, err
+	}
+	s.cache.Add(cacheKey(projectID, r.ID), compiled{r.Version, prog})
+	return r.View(), nil
+}
+
+// Get reads a rule.
+func (s *Service) Get(ctx context.Context, projectID, id string) (View, error) {
+	r, err := getRule(ctx, s.pool, projectID, id, false)
+	return r.View(), err
+}
+
+// Update changes what the body names; the rule is compiled again, and its
+// version moves on so every instance compiles it anew.
+func (s *Service) Update(ctx context.Context, projectID, id string, b Body) (View, error) {
+	var out Rule
+	var prog *program
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		r, err := getRule(ctx, tx, projectID, id, true)
+		if err != nil {
+			return err
+		}
+		if err := b.apply(&r, false); err != nil {
+			return err
+		}
+		if prog, err = compile(r.Rules, r.Error, r.ApplicableTo); err != nil {
+			return err
+		}
+		now := s.clock.Now()
+		r.UpdatedAt = &now
+		r.Version++
+		out = r
+		return updateRule(ctx, tx, projectID, r)
+	})
+	if err != nil {
+		return View{}, err
+	}
+	s.cache.Add(cacheKey(projectID, id), compiled{out.Version, prog})
+	return out.View(), nil
+}
+
+// Delete removes a rule and its assignments.
+func (s *Service) Delete(ctx context.Context, projectID, id string) error {
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := getRule(ctx, tx, projectID, id, true); err != nil {
+			return err
+		}
+		return deleteRule(ctx, tx, projectID, id)
+	})
+	if err == nil {
+		s.cache.Remove(cacheKey(projectID, id))
+	}
+	return err
+}
+
+// List answers a page of rules.
+func (s *Service) List(ctx context.Context, projectID string, f ruleFilter, lq listq.Query) ([]View, int, bool, string, error) {
+	rs, total, err := listRules(ctx, s.pool, projectID, f, lq)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	page, more, next := listq.PageOf(rs, lq.Limit, func(r Rule) string { return r.ID }, Rule.View)
+	return page, total, more, next, nil
+}
+
+// Assign assigns a rule to an object, kept by the type and id given.
+func (s *Service) Assign(ctx context.Context, projectID, ruleID string, b Body, force bool) (AssignmentView, error) {
+	typ, objectID, err := b.assignmentOf()
+	if err != nil {
+		return AssignmentView{}, err
+	}
+	a := Assignment{ID: ids.New("asgm_"), RuleID: ruleID, RelatedObjectType: typ, RelatedObjectID: objectID, CreatedAt: s.clock.Now()}
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := getRule(ctx, tx, projectID, ruleID, false); err != nil {
+			return err
+		}
+		return insertAssignment(ctx, tx, projectID, a, force)
+	})
+	return a.View(), err
+}
+
+// Unassign removes one of a rule's assignments.
+func (s *Service) Unassign(ctx context.Context, projectID, ruleID, id string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := getRule(ctx, tx, projectID, ruleID, false); err != nil {
+			return err
+		}
+		return deleteAssignment(ctx, tx, projectID, ruleID, id)
+	})
+}
+
+// Assignments answers a page of assignments: of one rule (404 when it does
+// not exist), of one object, or all.
+func (s *Service) Assignments(ctx context.Context, projectID string, f assignmentFilter, mustExist bool, lq listq.Query) ([]AssignmentView, int, bool, string, error) {
+	if mustExist {
+		if _, err := getRule(ctx, s.pool, projectID, f.ruleID, false); err != nil {
+			return nil, 0, false, "", err
+		}
+	}
+	as, total, err := listAssignments(ctx, s.pool, projectID, f, lq)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	page, more, next := listq.PageOf(as, lq.Limit, func(a Assignment) string { return a.ID }, Assignment.View)
+	return page, total, more, next, nil
+}
+
+// RulesOf returns the ids of the rules assigned to an object (a campaign,
+// voucher, promotion tier, earning rule…), in the order they were assigned.
+func (s *Service) RulesOf(ctx context.Context, projectID, relatedObjectID string) ([]string, error) {
+	return rulesOf(ctx, s.pool, projectID, relatedObjectID)
+}
+
+// Evaluate evaluates a rule against in. The rule is compiled once per
+// version: the call reads the rule's version (one indexed read) and
+// compiles it only when this instance has not seen that version. A rule
+// that does not exist is apierr's 404.
+func (s *Service) Evaluate(ctx context.Context, projectID, ruleID string, in Input) (Verdict, error) {
+	vs, err := s.EvaluateAll(ctx, projectID, []string{ruleID}, in)
+	if err != nil {
+		return Verdict{}, err
+	}
+	return vs[0], nil
+}
+
+// EvaluateAll evaluates several rules against in with one read of their
+// versions: the verdicts are in the order of ruleIDs.
+func (s *Service) EvaluateAll(ctx context.Context, projectID string, ruleIDs []string, in Input) ([]Verdict, error) {
+	progs, err := s.programs(ctx, projectID, ruleIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Verdict, len(ruleIDs))
+	for i, id := range ruleIDs {
+		out[i] = progs[i].run(id, &in)
+	}
+	return out, nil
+}
+
+// programs returns the compiled rules of ids, compiling those whose stored
+// version this instance has not compiled.
+func (s *Service) programs(ctx context.Context, projectID string, ruleIDs []string) ([]*program, error) {
+	if len(ruleIDs) == 0 {
+		return nil, nil
+	}
+	current, err := versions(ctx, s.pool, projectID, ruleIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*program, len(ruleIDs))
+	var stale []string
+	for i, id := range ruleIDs {
+		if c, ok := s.cache.Get(cacheKey(projectID, id)); ok && c.version == current[id] {
+			out[i] = c.prog
+		} else {
+			stale = append(stale, id)
+		}
+	}
+	if len(stale) == 0 {
+		return out, nil
+	}
+	rs, err := sources(ctx, s.pool, projectID, stale)
+	if err != nil {
+		return nil, err
+	}
+	fresh := make(map[string]*program, len(rs))
+	for _, r := range rs {
+		prog, err := compile(r.Rules, r.Error, r.ApplicableTo)
+		if err != nil {
+			return nil, fmt.Errorf("validation: stored rule %s does not compile: %w", r.ID, err)
+		}
+		s.recompiles.Add(1)
+		fresh[r.ID] = prog
+		s.cache.Add(cacheKey(projectID, r.ID), compiled{r.Version, prog})
+	}
+	for i, id := range ruleIDs {
+		if out[i] != nil {
+			continue
+		}
+		if out[i] = fresh[id]; out[i] == nil { // deleted between the two reads
+			return nil, apierr.NotFound("validation_rule", id)
+		}
+	}
+	return out, nil
+}
+
+// Recompiles counts the rules this instance compiled when evaluating, for
+// a version it had not seen (those written here were compiled then).
+func (s *Service) Recompiles() int64 { return s.recompiles.Load() }
