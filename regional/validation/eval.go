@@ -210,21 +210,25 @@ func (c *cond) items(s *scope) (bool, *cond) {
 			}
 		}
 		met := false
+		var refWhy *cond // why this object's lines failed; nil: it has none
 		for _, it := range group {
 			ok, why := c.sub.eval(&scope{in: s.in, item: it, group: group})
 			if ok {
 				met = true
 				break
 			}
-			if first == nil {
-				first = why
+			if refWhy == nil {
+				refWhy = why
 			}
+		}
+		if first == nil {
+			first = refWhy
 		}
 		switch {
 		case c.spec.mode == itemsAny && met:
 			return true, nil
 		case c.spec.mode == itemsEvery && !met:
-			return false, first
+			return false, refWhy // the object that is missing, or failed
 		case c.spec.mode == itemsNone && met:
 			return false, nil
 		}

@@ -26,11 +26,13 @@ import (
 
 // Limits of one rule.
 const (
-	maxDepth      = 5    // levels of nested rules
-	maxConditions = 300  // conditions in all levels together
-	maxValues     = 1000 // values of one condition
-	maxText       = 1000 // characters of a string value, a message, the logic
-	maxKey        = 64   // characters of a condition's key
+	maxDepth      = 5        // levels of nested rules
+	maxConditions = 300      // conditions in all levels together
+	maxValues     = 1000     // values of one condition
+	maxAllValues  = 5000     // values of all conditions together
+	maxDocument   = 64 << 10 // bytes of the rules, error and applicable_to documents together
+	maxText       = 1000     // characters of a string value, a message, the logic
+	maxKey        = 64       // characters of a condition's key
 	maxSafeInt    = 1<<53 - 1
 )
 
@@ -174,7 +176,7 @@ type ref struct {
 }
 
 // compiler carries a rule's compilation state.
-type compiler struct{ count int }
+type compiler struct{ count, values int }
 
 // bad is the 400 naming where a rule is wrong.
 func bad(path, format string, args ...any) error {
@@ -212,6 +214,11 @@ func decodeValue(raw json.RawMessage) (any, error) {
 // object, errDoc the rule's error object, applicableTo its applicable_to;
 // any may be empty.
 func compile(rules, errDoc, applicableTo json.RawMessage) (*program, error) {
+	// Bounded documents and values bound the compiled rule's memory and an
+	// evaluation's work.
+	if n := len(rules) + len(errDoc) + len(applicableTo); n > maxDocument {
+		return nil, bad("rules", "a rule's documents hold at most %d KB, got %d bytes", maxDocument>>10, n)
+	}
 	c := &compiler{}
 	root, err := c.group("rules", rules, 1, false)
 	if err != nil {
@@ -372,6 +379,11 @@ func (c *compiler) cond(path string, raw json.RawMessage, depth int, inItem bool
 	spec, key, err := lookupName(path, nm, prop)
 	if err != nil {
 		return nil, err
+	}
+	if spec.kind == kItems && inItem {
+		// An items condition reads the whole order: nested in another,
+		// its work would multiply with every level.
+		return nil, bad(path+".name", "%s cannot be nested in the rules of another items condition", nm)
 	}
 	if spec.item && !inItem {
 		return nil, bad(path+".name", "%s reads one order item: use it in the rules of an order.items.any, order.items.every or order.items.none condition", nm)
@@ -540,13 +552,20 @@ func (c *compiler) op(cd *cond, path, nm, op string, raw json.RawMessage) error 
 		return bad(path, "needs at least one value, as [\"x\"]")
 	}
 	negate := canon == "$is_not" || canon == "$not_in"
+	if err := c.countValues(path, len(vals)); err != nil {
+		return err
+	}
 	if k == kItems {
+		seen := map[ref]bool{}
 		for i, v := range vals {
 			r, err := refOf(fmt.Sprintf("%s[%d]", path, i), v)
 			if err != nil {
 				return err
 			}
-			cd.refs = append(cd.refs, r)
+			if !seen[r] { // a product named twice is checked once
+				seen[r] = true
+				cd.refs = append(cd.refs, r)
+			}
 		}
 		return nil
 	}
@@ -589,11 +608,23 @@ func (c *compiler) op(cd *cond, path, nm, op string, raw json.RawMessage) error 
 			}
 		}
 	}
+	// The values as a set: a lookup per value compared, whatever their number.
+	set := make(map[any]bool, len(want))
+	for _, w := range want {
+		set[w] = true
+	}
+	in := func(v any) bool {
+		switch v.(type) {
+		case float64, string, bool:
+			return set[v]
+		}
+		return false // maps and lists are never equal to a value
+	}
 	eq := func(v any) bool {
 		if l, ok := v.([]any); ok { // a list (segments, a metadata array) equals when one member does
-			return anyOf(l, func(e any) bool { return anyOf(want, func(w any) bool { return e == w }) })
+			return anyOf(l, in)
 		}
-		return anyOf(want, func(w any) bool { return v == w })
+		return in(v)
 	}
 	if negate {
 		cd.tests = append(cd.tests, func(v any) bool { return !eq(v) })
@@ -621,6 +652,15 @@ func values(path string, raw json.RawMessage) ([]any, error) {
 		return nil, bad(path, "holds at most %d values", maxValues)
 	}
 	return vals, nil
+}
+
+// countValues keeps a rule's values within maxAllValues.
+func (c *compiler) countValues(path string, n int) error {
+	c.values += n
+	if c.values > maxAllValues {
+		return bad(path, "a rule holds at most %d values in all its conditions", maxAllValues)
+	}
+	return nil
 }
 
 // noValue is what $is_unknown and $has_value take: nothing, true or "".

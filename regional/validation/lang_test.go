@@ -3,6 +3,7 @@ package validation
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -108,6 +109,14 @@ func TestRulesAgainstOrdersAndCustomers(t *testing.T) {
 			`{"$is":[{"object":"product","id":"prod_shirt"},{"object":"product","id":"prod_hat"}]}`), valid: true},
 		{name: "every: shoes are missing", rules: one("order.items.every",
 			`{"$is":[{"object":"product","id":"prod_shirt"},{"object":"product","id":"prod_shoes"}]}`), ruleMsg: "Buy the set", msg: "Buy the set", cond: "1"},
+		{name: "every: the missing product is blamed, not another's failed line", rules: one("order.items.every",
+			`{"$is":[{"object":"product","id":"prod_shirt"},{"object":"product","id":"prod_shoes"}]}`, "",
+			`{"1":`+c("order.items.quantity", `{"$more_than_equal":[2]}`, "Two of each")+`}`),
+			// A shirt line of one before the line of two: the shirts are met, the shoes are not.
+			change: func(in *Input) {
+				in.Order.Items = append([]Item{{ProductID: "prod_shirt", Quantity: 1, Price: 2000}}, in.Order.Items...)
+			},
+			ruleMsg: "Buy the set", msg: "Buy the set", cond: "1"},
 		{name: "every with nested metadata: the nested message", rules: one("order.items.every", `{"$is":[{"object":"product","id":"prod_hat"}]}`, "",
 			`{"1":`+c("order.items.metadata.color", `{"$is":["blue"]}`, "Blue items only")+`}`), ruleMsg: "rule", msg: "Blue items only", cond: "1.1"},
 		{name: "every with nested metadata by property", rules: `{"1":{"name":"order.items.every","conditions":{"$is":[{"object":"product","id":"prod_shirt"}]},"rules":{"1":{"name":"order.items.metadata","property":"color","conditions":{"$is":["blue"]}}}}}`,
@@ -268,6 +277,11 @@ func TestRulesRefusedOnWrite(t *testing.T) {
 		{rules: `{}`, applicable: `{"included":[{"object":"product","id":"p","effect":"APPLY_TO_SOME"}]}`, want: `applicable_to.included[0].effect: must be one of`},
 		{rules: `{}`, applicable: `{"excluded":[{"object":"sku"}]}`, want: `applicable_to.excluded[0]: must give an id or a source_id`},
 		{rules: one("order.amount", `{"$is":[99999999999999999999]}`), want: `rules.1.conditions.$is[0]: must be a number from`},
+		// Limits that bound an evaluation's work and a compiled rule's memory.
+		{rules: one("order.items.any", `{"$is":[{"id":"p"}]}`, "", `{"1":`+c("order.items.any", `{"$is":[{"id":"q"}]}`)+`}`),
+			want: `rules.1.rules.1.name: order.items.any cannot be nested in the rules of another items condition`},
+		{rules: one("customer.id", `{"$in":[`+strings.Repeat(`"aaaaaaaaaaaaaaaaaaaa",`, 3500)+`"z"]}`), want: `a rule's documents hold at most 64 KB`},
+		{rules: manyValues(6), want: `a rule holds at most 5000 values in all its conditions`},
 	} {
 		_, err := compile(json.RawMessage(r.rules), opt(r.errDoc), opt(r.applicable))
 		var ae *apierr.Error
@@ -275,6 +289,19 @@ func TestRulesRefusedOnWrite(t *testing.T) {
 			t.Errorf("%s: got %v, want a 400 saying %q", r.rules, err, r.want)
 		}
 	}
+}
+
+// manyValues is a rule of n conditions of 1,000 short values each.
+func manyValues(n int) string {
+	var parts []string
+	for i := range n {
+		vals := make([]string, 1000)
+		for j := range vals {
+			vals[j] = fmt.Sprint(j)
+		}
+		parts = append(parts, fmt.Sprintf(`"%d":{"name":"customer.id","conditions":{"$in":["%s"]}}`, i+1, strings.Join(vals, `","`)))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }
 
 // opt is s as a document, nil when empty.

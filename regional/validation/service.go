@@ -16,7 +16,7 @@ import (
 )
 
 // CacheSize is how many compiled rules an instance keeps.
-const CacheSize = 10_000
+const CacheSize = 2_000
 
 // Service holds the rules of validation rules.
 type Service struct {
