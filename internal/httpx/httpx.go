@@ -48,6 +48,7 @@ type Config struct {
 func New(cfg Config) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	e.JSONSerializer = plainJSON{}
 	e.HTTPErrorHandler = apierr.Handler(cfg.Log)
 	e.Pre(RequestID(cfg.TrustRequestID))
 	// A handler's panic is its request's 500, logged with the panicking
@@ -73,6 +74,20 @@ func New(cfg Config) *echo.Echo {
 			Skipper: func(c echo.Context) bool { return !large(c) }}))
 	}
 	return e
+}
+
+// plainJSON is echo's JSON serializer without HTML escaping: what a
+// client writes (a message of "Spend > $50 & save") reads back as written,
+// not as \u003e and \u0026. Answers are application/json, never HTML.
+type plainJSON struct{ echo.DefaultJSONSerializer }
+
+func (plainJSON) Serialize(c echo.Context, i any, indent string) error {
+	enc := json.NewEncoder(c.Response())
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	return enc.Encode(i)
 }
 
 // NewRequestID returns a fresh request id (`v-` and a time-ordered body).

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 // alphabetical order and a number written with a fraction, to see it read
 // back exactly as sent.
 const ruleBody = `{"name":"Santorini orders over 50","rules":{"2":{"name":"order.metadata","property":"location","rules":{},` +
-	`"conditions":{"$is":["Santorini"]},"error":{"message":"Santorini shops only."}},"1":{"name":"order.amount",` +
+	`"conditions":{"$is":["Santorini"]},"error":{"message":"Santorini <shops> & only."}},"1":{"name":"order.amount",` +
 	`"conditions":{"$more_than":[5000]}},"3":{"name":"order.items.any","conditions":{"$is":[{"object":"product","id":"prod_hat",` +
 	`"effect":"APPLY_TO_EVERY","source_id":null}]},"rules":{"1":{"name":"order.items.metadata","property":"weight",` +
 	`"conditions":{"$less_than":[1.50]}}}},"logic":"1 and (2 or 3)"},"error":{"message":"Your order does not qualify."},` +
