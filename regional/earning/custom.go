@@ -11,8 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/internal/ids"
-	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/tenancy"
@@ -202,23 +200,9 @@ func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, 
 			if tag.RowsAffected() == 0 {
 				continue // earned by an earlier run
 			}
-			exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
-			if r.Attrs.ExpirationRules != nil {
-				exp = r.Attrs.ExpirationRules.Expiry(now)
-			}
-			l.Add(&card.Card, loyalty.Earned, pts, exp)
-			bal := card.BalanceAfter(pts)
-			bal.OperationType = "AUTOMATIC"
 			ruleRef := map[string]any{"id": r.ID, "source": map[string]any{"banner": r.Attrs.Banner}}
-			tr := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID,
-				Source: ptr("API"), Type: loyalty.PointsAccrual, CreatedAt: jsonx.Time{Time: now}, Delta: pts}
-			tr.Details, _ = json.Marshal(withTiers(map[string]any{"balance": bal, "custom_event": evRef, "event_schema": schemaRef,
-				"earning_rule": ruleRef}, holder))
-			if err := l.Record(ctx, tr, &card.Card, card.Campaign); err != nil {
-				return err
-			}
-			if err := s.events.Queue(ctx, w, projectID, loyalty.EventPointsAdded, card.ID,
-				map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": tr}); err != nil {
+			if err := s.credit(ctx, w, l, projectID, &card, r, pts, now, nil,
+				map[string]any{"custom_event": evRef, "event_schema": schemaRef, "earning_rule": ruleRef}, holder); err != nil {
 				return err
 			}
 		}

@@ -138,21 +138,8 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 				}
 				continue
 			}
-			exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
-			if r.Attrs.ExpirationRules != nil {
-				exp = r.Attrs.ExpirationRules.Expiry(now)
-			}
-			l.Add(&card.Card, loyalty.Earned, pts, exp)
-			bal := card.BalanceAfter(pts)
-			bal.OperationType = "AUTOMATIC"
-			tr := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: o.SourceID,
-				Source: ptr("API"), Type: loyalty.PointsAccrual, CreatedAt: jsonx.Time{Time: now}, Delta: pts}
-			tr.Details, _ = json.Marshal(withTiers(map[string]any{"balance": bal, "order": orderRef, "event": event, "earning_rule": ruleRef}, holder))
-			if err := l.Record(ctx, tr, &card.Card, card.Campaign); err != nil {
-				return err
-			}
-			if err := s.events.Queue(ctx, w, t.ProjectID, loyalty.EventPointsAdded, card.ID,
-				map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": tr}); err != nil {
+			if err := s.credit(ctx, w, l, t.ProjectID, &card, r, pts, now, o.SourceID,
+				map[string]any{"order": orderRef, "event": event, "earning_rule": ruleRef}, holder); err != nil {
 				return err
 			}
 		}
@@ -164,6 +151,30 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		}
 	}
 	return nil
+}
+
+// credit writes an accrual of pts to a locked card by rule r, at now: the
+// points with the rule's expiry (or the program's), the POINTS_ACCRUAL entry
+// whose details are the balance, details and the holder's tier, and its
+// webhook event, all queued on the ledger write l and its batch w.
+func (s *Service) credit(ctx context.Context, w *pgx.Batch, l *loyalty.LedgerWrite, projectID string, card *loyalty.LockedCard,
+	r EarningRule, pts int64, now time.Time, sourceID *string, details map[string]any, holder *tiers.Tier) error {
+	exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
+	if r.Attrs.ExpirationRules != nil {
+		exp = r.Attrs.ExpirationRules.Expiry(now)
+	}
+	l.Add(&card.Card, loyalty.Earned, pts, exp)
+	bal := card.BalanceAfter(pts)
+	bal.OperationType = "AUTOMATIC"
+	tr := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: sourceID,
+		Source: ptr("API"), Type: loyalty.PointsAccrual, CreatedAt: jsonx.Time{Time: now}, Delta: pts}
+	details["balance"] = bal
+	tr.Details, _ = json.Marshal(withTiers(details, holder))
+	if err := l.Record(ctx, tr, &card.Card, card.Campaign); err != nil {
+		return err
+	}
+	return s.events.Queue(ctx, w, projectID, loyalty.EventPointsAdded, card.ID,
+		map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": tr})
 }
 
 // withTiers adds to the details of an accrual or a pending entry the tier
