@@ -258,8 +258,16 @@ func (s *Service) generate(ctx context.Context, q db.Querier, projectID string, 
 		for i := range cardIDs {
 			cardIDs[i] = ids.New("v_")
 		}
-		rows, err := q.Query(ctx, `INSERT INTO loyalty_cards (project_id, id, code, campaign_id, created_at)
-			SELECT $1, v.id, v.code, $2, $3 FROM unnest($4::TEXT[], $5::TEXT[]) AS v(id, code)
+		// A code is unique in the project across every voucher type: the
+		// registry (voucher_codes, shared with regional/vouchers) takes it
+		// first, and a code taken there, by a card or a voucher, is skipped
+		// and made again in the next round. One statement per chunk.
+		rows, err := q.Query(ctx, `WITH reg AS (
+				INSERT INTO voucher_codes (project_id, code, voucher_id)
+				SELECT $1, v.code, v.id FROM unnest($4::TEXT[], $5::TEXT[]) AS v(id, code)
+				ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id, code)
+			INSERT INTO loyalty_cards (project_id, id, code, campaign_id, created_at)
+			SELECT $1, reg.voucher_id, reg.code, $2, $3 FROM reg
 			ON CONFLICT (project_id, code) DO NOTHING RETURNING id`, projectID, c.ID, now, cardIDs, codes)
 		if err != nil {
 			return made, err
@@ -310,6 +318,13 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 		return nil, err
 	}
 	c, err := getCampaign(ctx, s.pool, job.ProjectID, p.CampaignID)
+	if errors.Is(err, db.ErrNotFound) && s.otherGenerate != nil {
+		// Not a loyalty program: campaigns of other types (discount and
+		// gift campaigns, regional/vouchers) share the action type.
+		if res, ok, err := s.otherGenerate(ctx, job); ok || err != nil {
+			return res, err
+		}
+	}
 	if errors.Is(err, db.ErrNotFound) {
 		return map[string]any{"message": "the campaign was deleted"}, nil
 	}
@@ -511,6 +526,10 @@ func (s *Service) deleteJob(ctx context.Context, job *async.Job) (any, error) {
 			if s.earning != nil {
 				s.earning.QueueDropOfCards(b, job.ProjectID, cardIDs)
 			}
+			// The cards' codes are free again (the registry of every voucher
+			// type's codes, found by its key).
+			b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND code IN (
+				SELECT code FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[]))`, job.ProjectID, cardIDs)
 			b.Queue(`DELETE FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
 			return tx.SendBatch(ctx, b).Close()
 		})

@@ -35,6 +35,16 @@ type Service struct {
 	attrs     attrsCache
 	clock     *clock.Clock
 	earning   Earning
+	// otherGenerate makes the vouchers of campaigns of other types, which
+	// share CAMPAIGN.VOUCHERS_GENERATE (ok false: not one of its campaigns).
+	otherGenerate func(ctx context.Context, job *async.Job) (result any, ok bool, err error)
+}
+
+// UseGenerator hands CAMPAIGN.VOUCHERS_GENERATE jobs of campaigns that are
+// not loyalty programs to fn (regional/vouchers' discount and gift
+// campaigns): the action type is the reference's for every campaign type.
+func (s *Service) UseGenerator(fn func(ctx context.Context, job *async.Job) (result any, ok bool, err error)) {
+	s.otherGenerate = fn
 }
 
 // Now is the service's time: the platform clock, which tests move.

@@ -1,0 +1,2 @@
+DROP TABLE vouchers;
+DROP TABLE voucher_codes;
