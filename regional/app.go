@@ -38,6 +38,7 @@ import (
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/vouchers"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -185,10 +186,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	earning.Register(v1, a.earning)
 	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
 	redemptions.Register(v1, red)
-	campaigns.Register(v1, a.loyalty)
+	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
+	vs := vouchers.NewService(pool, a.bin, cfg.Clock)
+	a.loyalty.UseGenerator(vs.GenerateVouchers)
+	vouchers.Register(v1, vs)
+	campaigns.Register(v1, a.loyalty, vs)
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
-	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
 	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))
 	bin.Register(v1, a.bin)
 	customEvents.Register(v1, customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver.EventSchemas, a.tasks, cfg.Clock))

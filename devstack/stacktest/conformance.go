@@ -49,6 +49,10 @@ var knownDefects = []struct{ op, field, why string }{
 	{`/export$`, `/parameters/filters/campaign_id/conditions/$in`, "the export filters type $in's values with maxLength 1 (maxItems meant): its own example has a campaign id there"},
 	{`^/v1/exports`, `/parameters/filters/campaign_id/conditions/$in`, "the export filters' $in maxLength, as above"},
 	{`^/v1/exports`, `/exports/*/parameters/filters/campaign_id/conditions/$in`, "the export filters' $in maxLength, in a list"},
+	{`^/v1/(vouchers|campaigns)`, `/discount`, "the Discount oneOf: a UNIT discount with effect ADD_MANY_ITEMS matches both DiscountUnit (whose effects include ADD_MANY_ITEMS) and DiscountUnitMultiple"},
+	{`^/v1/(vouchers|campaigns)`, `/vouchers/*/discount`, "the Discount oneOf, in a list"},
+	{`^/v1/campaigns`, `/voucher/discount`, "the Discount oneOf, in a campaign's voucher"},
+	{`^/v1/campaigns`, `/campaigns/*/voucher/discount`, "the Discount oneOf, in a list of campaigns"},
 }
 
 type exchange struct {

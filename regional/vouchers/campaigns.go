@@ -1,0 +1,473 @@
+package vouchers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/codes"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/async"
+)
+
+// CampaignTypes are the campaign types this package writes.
+var CampaignTypes = []string{"DISCOUNT_COUPONS", "GIFT_VOUCHERS"}
+
+// GenerateJob is the async action that makes a campaign's vouchers (the
+// action type loyalty programs use too; loyalty hands this package's
+// campaigns to GenerateVouchers).
+const GenerateJob = "CAMPAIGN.VOUCHERS_GENERATE"
+
+const maxVouchers = 1_000_000
+
+// Template is the voucher a campaign makes.
+type Template struct {
+	Type       string          `json:"type"`
+	Discount   json.RawMessage `json:"discount,omitempty"`
+	Gift       *GiftFigures    `json:"gift,omitempty"`
+	CodeConfig codes.Config    `json:"code_config"`
+	Redemption struct {
+		Quantity *int64 `json:"quantity"`
+	} `json:"redemption"`
+	IsReferralCode bool `json:"is_referral_code"`
+}
+
+// CampaignAttrs are a campaign's properties kept as a document.
+type CampaignAttrs struct {
+	Description                     *string         `json:"description"`
+	Type                            string          `json:"type"`
+	Voucher                         Template        `json:"voucher"`
+	AutoJoin                        bool            `json:"auto_join"`
+	JoinOnce                        bool            `json:"join_once"`
+	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	StartDate                       *time.Time      `json:"start_date"`
+	ExpirationDate                  *time.Time      `json:"expiration_date"`
+	Active                          bool            `json:"active"`
+	Metadata                        map[string]any  `json:"metadata"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+}
+
+// Campaign is a discount or gift campaign.
+type Campaign struct {
+	ID               string
+	Name             string
+	CampaignType     string
+	Attrs            CampaignAttrs
+	Template         Template
+	VouchersCount    int64
+	GenerationStatus string
+	CreatedAt        time.Time
+	UpdatedAt        *time.Time
+}
+
+// voucher is a new voucher of the campaign, as its template says.
+func (t Template) voucher(c Campaign, code string, now time.Time) Voucher {
+	a := c.Attrs
+	v := Voucher{Code: code, CampaignID: &c.ID, CampaignName: &c.Name, Type: t.Type, Active: true, Category: a.Category,
+		Quantity: t.Redemption.Quantity, CreatedAt: now,
+		Attrs: Attrs{Discount: t.Discount, CategoryID: a.CategoryID, StartDate: a.StartDate, ExpirationDate: a.ExpirationDate,
+			ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours}}
+	if t.Gift != nil {
+		g := *t.Gift
+		v.Attrs.Gift = &g
+	}
+	return v
+}
+
+// CampaignView is the reference's campaign shape.
+type CampaignView struct {
+	ID                              string          `json:"id"`
+	Name                            string          `json:"name"`
+	Description                     *string         `json:"description"`
+	CampaignType                    string          `json:"campaign_type"`
+	Type                            string          `json:"type"`
+	Voucher                         Template        `json:"voucher"`
+	AutoJoin                        bool            `json:"auto_join"`
+	JoinOnce                        bool            `json:"join_once"`
+	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	VouchersCount                   int64           `json:"vouchers_count"`
+	StartDate                       *jsonx.Time     `json:"start_date"`
+	ExpirationDate                  *jsonx.Time     `json:"expiration_date"`
+	Active                          bool            `json:"active"`
+	Metadata                        map[string]any  `json:"metadata"`
+	CreatedAt                       jsonx.Time      `json:"created_at"`
+	UpdatedAt                       *jsonx.Time     `json:"updated_at"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+	Categories                      []any           `json:"categories"`
+	CreationStatus                  string          `json:"creation_status"`
+	VouchersGenerationStatus        string          `json:"vouchers_generation_status"`
+	Readonly                        bool            `json:"readonly"`
+	Protected                       bool            `json:"protected"`
+	Object                          string          `json:"object"`
+	AsyncActionID                   *string         `json:"async_action_id,omitempty"`
+}
+
+// View renders the campaign.
+func (c Campaign) View() CampaignView {
+	a := c.Attrs
+	meta := a.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return CampaignView{ID: c.ID, Name: c.Name, Description: a.Description, CampaignType: c.CampaignType, Type: a.Type,
+		Voucher: c.Template, AutoJoin: a.AutoJoin, JoinOnce: a.JoinOnce, UseVoucherMetadataSchema: a.UseVoucherMetadataSchema,
+		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
+		ActivityDurationAfterPublishing: a.ActivityDurationAfterPublishing, VouchersCount: c.VouchersCount,
+		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Active: a.Active, Metadata: meta,
+		CreatedAt: jsonx.Time{Time: c.CreatedAt}, UpdatedAt: jsonx.Ptr(c.UpdatedAt), Category: a.Category,
+		CategoryID: a.CategoryID, Categories: []any{}, CreationStatus: "DONE", VouchersGenerationStatus: c.GenerationStatus,
+		Object: "campaign"}
+}
+
+// CampaignRequest is the body of POST /v1/campaigns for the types of this package.
+type CampaignRequest struct {
+	Name                            *string         `json:"name"`
+	Description                     *string         `json:"description"`
+	CampaignType                    *string         `json:"campaign_type"`
+	Type                            *string         `json:"type"`
+	VouchersCount                   *int64          `json:"vouchers_count"`
+	Voucher                         *Request        `json:"voucher"`
+	AutoJoin                        *bool           `json:"auto_join"`
+	JoinOnce                        *bool           `json:"join_once"`
+	UseVoucherMetadataSchema        *bool           `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
+	ValidityHours                   json.RawMessage `json:"validity_hours"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	StartDate                       *time.Time      `json:"start_date"`
+	ExpirationDate                  *time.Time      `json:"expiration_date"`
+	Metadata                        json.RawMessage `json:"metadata"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+}
+
+const campaignColumns = `id, name, campaign_type, attrs, vouchers_count, generation_status, created_at, updated_at`
+
+func scanCampaign(r pgx.Row) (Campaign, error) {
+	var c Campaign
+	var attrs []byte
+	if err := r.Scan(&c.ID, &c.Name, &c.CampaignType, &attrs, &c.VouchersCount, &c.GenerationStatus, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return Campaign{}, err
+	}
+	err := json.Unmarshal(attrs, &c.Attrs)
+	c.Template = c.Attrs.Voucher
+	return c, err
+}
+
+const ownTypes = `campaign_type IN ('DISCOUNT_COUPONS', 'GIFT_VOUCHERS')`
+
+// campaign finds a live campaign of this package's types by id or name.
+func (s *Service) campaign(ctx context.Context, q db.Querier, projectID, idOrName string, lock bool) (Campaign, error) {
+	forUpdate := ""
+	if lock {
+		forUpdate = " FOR UPDATE"
+	}
+	c, err := scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
+		WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL AND `+ownTypes+forUpdate, projectID, idOrName))
+	if errors.Is(err, db.ErrNotFound) {
+		c, err = scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
+			WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL AND `+ownTypes+forUpdate, projectID, idOrName))
+	}
+	if errors.Is(err, db.ErrNotFound) {
+		return Campaign{}, apierr.NotFound("campaign", idOrName)
+	}
+	return c, err
+}
+
+// GetCampaign returns a discount or gift campaign by id or name.
+func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (CampaignView, error) {
+	c, err := s.campaign(ctx, s.pool, projectID, idOrName, false)
+	if err != nil {
+		return CampaignView{}, err
+	}
+	return c.View(), nil
+}
+
+// ListCampaigns returns a page of the project's campaigns of typ ("": all
+// of this package's types), in id (creation) order.
+func (s *Service) ListCampaigns(ctx context.Context, projectID, typ string, lq listq.Query) ([]CampaignView, int, bool, string, error) {
+	args := []any{projectID}
+	cond := ownTypes
+	if typ != "" {
+		args = append(args, typ)
+		cond = "campaign_type = $2"
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL AND `+cond,
+		args...).Scan(&total); err != nil {
+		return nil, 0, false, "", err
+	}
+	args = append(args, lq.Limit+1)
+	limit := fmt.Sprintf("$%d", len(args))
+	kcond, orderBy, args := lq.Keyset("campaigns", "id", args)
+	cs, err := db.Collect(scanCampaign)(s.pool.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns
+		WHERE project_id = $1 AND deleted_at IS NULL AND `+cond+kcond+` ORDER BY `+orderBy+` LIMIT `+limit, args...))
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	out, more, next := listq.PageOf(cs, lq.Limit, func(c Campaign) string { return c.ID }, Campaign.View)
+	return out, total, more, next, nil
+}
+
+// CreateCampaign creates a DISCOUNT_COUPONS or GIFT_VOUCHERS campaign and
+// its vouchers: one in the request, the rest by the async action.
+func (s *Service) CreateCampaign(ctx context.Context, projectID string, r CampaignRequest) (_ CampaignView, err error) {
+	ctx, span := tracer.Start(ctx, "vouchers.CreateCampaign")
+	defer telemetry.End(span, &err)
+	if r.Name == nil || strings.TrimSpace(*r.Name) == "" {
+		return CampaignView{}, apierr.InvalidPayload("name is required")
+	}
+	if len(*r.Name) > 200 {
+		return CampaignView{}, apierr.InvalidPayload("name is at most 200 characters")
+	}
+	if err := textOK("description", r.Description, 1000); err != nil {
+		return CampaignView{}, err
+	}
+	c := Campaign{ID: ids.New("camp_"), Name: *r.Name, CreatedAt: s.now(), GenerationStatus: "DONE"}
+	vtype := ""
+	switch t := firstOf(r.CampaignType); t {
+	case "DISCOUNT_COUPONS":
+		vtype = Discount
+	case "GIFT_VOUCHERS":
+		vtype = Gift
+	default:
+		return CampaignView{}, apierr.InvalidPayload("campaign_type must be DISCOUNT_COUPONS or GIFT_VOUCHERS here")
+	}
+	c.CampaignType = *r.CampaignType
+	a := &c.Attrs
+	a.Type, a.Active, a.Description, a.ActivityDurationAfterPublishing = "AUTO_UPDATE", true, r.Description, r.ActivityDurationAfterPublishing
+	if r.Type != nil {
+		if *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
+			return CampaignView{}, apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
+		}
+		a.Type = *r.Type
+	}
+	for _, b := range []struct {
+		dst *bool
+		v   *bool
+	}{{&a.AutoJoin, r.AutoJoin}, {&a.JoinOnce, r.JoinOnce}, {&a.UseVoucherMetadataSchema, r.UseVoucherMetadataSchema}} {
+		if b.v != nil {
+			*b.dst = *b.v
+		}
+	}
+	// The campaign's own properties, checked as a voucher's are.
+	probe := Voucher{Type: vtype}
+	own := Request{ValidityTimeframe: r.ValidityTimeframe, ValidityDayOfWeek: r.ValidityDayOfWeek, ValidityHours: r.ValidityHours,
+		StartDate: r.StartDate, ExpirationDate: r.ExpirationDate, Metadata: r.Metadata, Category: r.Category, CategoryID: r.CategoryID}
+	if vtype == Discount {
+		probe.Attrs.Discount = json.RawMessage(`{}`)
+	} else {
+		probe.Attrs.Gift = &GiftFigures{}
+	}
+	if err := own.apply(&probe, true); err != nil {
+		return CampaignView{}, err
+	}
+	a.ValidityTimeframe, a.ValidityDayOfWeek, a.ValidityHours = probe.Attrs.ValidityTimeframe, probe.Attrs.ValidityDayOfWeek, probe.Attrs.ValidityHours
+	a.StartDate, a.ExpirationDate, a.Metadata = probe.Attrs.StartDate, probe.Attrs.ExpirationDate, probe.Attrs.Metadata
+	a.Category, a.CategoryID = probe.Category, probe.Attrs.CategoryID
+	// The voucher template.
+	t := Template{Type: vtype}
+	if r.Voucher == nil {
+		return CampaignView{}, apierr.InvalidPayload("voucher is required: the template of the campaign's vouchers")
+	}
+	vr := *r.Voucher
+	if vr.Type != nil && *vr.Type != vtype {
+		return CampaignView{}, apierr.InvalidPayload(fmt.Sprintf("voucher.type must be %s in a %s campaign", vtype, c.CampaignType))
+	}
+	if vtype == Discount {
+		if !present(vr.Discount) {
+			return CampaignView{}, apierr.InvalidPayload("voucher.discount is required")
+		}
+		if t.Discount, err = CheckDiscount(vr.Discount, "voucher.discount"); err != nil {
+			return CampaignView{}, err
+		}
+	} else {
+		if !present(vr.Gift) {
+			return CampaignView{}, apierr.InvalidPayload("voucher.gift is required: voucher.gift.amount in cents")
+		}
+		if t.Gift, err = checkGift(vr.Gift, "voucher.gift"); err != nil {
+			return CampaignView{}, err
+		}
+	}
+	if vr.Redemption != nil {
+		if q := vr.Redemption.Quantity; q != nil && (*q < 1 || *q > 1_000_000_000) {
+			return CampaignView{}, apierr.InvalidPayload("voucher.redemption.quantity must be from 1 to 1000000000, or null for no limit")
+		}
+		t.Redemption.Quantity = vr.Redemption.Quantity
+	}
+	if vr.CodeConfig != nil {
+		t.CodeConfig = *vr.CodeConfig
+	}
+	gen, err := codes.New(t.CodeConfig)
+	if err != nil {
+		return CampaignView{}, err
+	}
+	if r.VouchersCount != nil {
+		c.VouchersCount = *r.VouchersCount
+	}
+	if c.VouchersCount < 0 || c.VouchersCount > maxVouchers {
+		return CampaignView{}, apierr.InvalidPayload(fmt.Sprintf("vouchers_count must be from 0 to %d", maxVouchers))
+	}
+	if err := gen.Check(c.VouchersCount); err != nil {
+		return CampaignView{}, err
+	}
+	a.Voucher, c.Template = t, t
+	var actionID *string
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		actionID, c.GenerationStatus = nil, "DONE"
+		if c.VouchersCount > 1 {
+			c.GenerationStatus = "IN_PROGRESS"
+		}
+		attrs, err := json.Marshal(c.Attrs)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO campaigns (project_id, id, name, campaign_type, attrs, vouchers_count, generation_status, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, projectID, c.ID, c.Name, c.CampaignType, attrs, c.VouchersCount,
+			c.GenerationStatus, c.CreatedAt); err != nil {
+			if errors.Is(err, db.ErrConflict) {
+				return apierr.Duplicate("campaign", fmt.Sprintf("A campaign named %q already exists.", c.Name))
+			}
+			return err
+		}
+		if c.VouchersCount >= 1 {
+			if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, 1, c.CreatedAt); err != nil {
+				return err
+			}
+		}
+		if c.VouchersCount > 1 {
+			act, err := async.StartJob(ctx, tx, projectID, GenerateJob, generateParams{CampaignID: c.ID})
+			if err != nil {
+				return err
+			}
+			actionID = &act.ID
+		}
+		return nil
+	})
+	if err != nil {
+		return CampaignView{}, err
+	}
+	v := c.View()
+	v.AsyncActionID = actionID
+	return v, nil
+}
+
+type generateParams struct {
+	CampaignID string `json:"campaign_id"`
+}
+
+// GenerateVouchers is CAMPAIGN.VOUCHERS_GENERATE for this package's
+// campaigns: it makes the vouchers the campaign still lacks, 10,000 a
+// transaction (a rerun after a crash makes only the rest). ok is false
+// when the campaign is not one of this package's.
+func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job) (result any, ok bool, err error) {
+	var p generateParams
+	if err := json.Unmarshal(job.Params, &p); err != nil {
+		return nil, false, err
+	}
+	c, err := s.campaign(ctx, s.pool, job.ProjectID, p.CampaignID, false)
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) && ae.Status == 404 {
+			return nil, false, nil
+		}
+		return nil, true, err
+	}
+	gen, err := codes.New(c.Template.CodeConfig)
+	if err != nil {
+		return nil, true, err
+	}
+	var have int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`,
+		job.ProjectID, c.ID).Scan(&have); err != nil {
+		return nil, true, err
+	}
+	now := s.now()
+	for have < c.VouchersCount {
+		n := min(c.VouchersCount-have, 10000)
+		var made int64
+		err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			made, err = generateVouchers(ctx, tx, job.ProjectID, c, gen.Next, n, now)
+			return err
+		})
+		if err != nil {
+			return nil, true, err
+		}
+		have += made
+		if err := job.Progress(ctx, int(have*100/c.VouchersCount)); err != nil {
+			return nil, true, err
+		}
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE campaigns SET generation_status = 'DONE' WHERE project_id = $1 AND id = $2`,
+		job.ProjectID, c.ID); err != nil {
+		return nil, true, err
+	}
+	return map[string]any{"campaign_id": c.ID, "vouchers_count": have}, true, nil
+}
+
+// AddVouchers adds n vouchers to a campaign: one at once (its voucher
+// answered), more by the async action (its id answered). code, when
+// given, is the one voucher's code; r overrides the template's
+// properties for a single voucher.
+func (s *Service) AddVouchers(ctx context.Context, projectID, campaignKey, code string, n int64, r Request) (any, bool, error) {
+	if n < 1 || n > maxVouchers {
+		return nil, false, apierr.InvalidQuery("vouchers_count", fmt.Sprintf("must be from 1 to %d", maxVouchers))
+	}
+	if n == 1 || code != "" {
+		if n != 1 {
+			return nil, false, apierr.InvalidQuery("vouchers_count", "a voucher with a given code is one voucher")
+		}
+		r.Campaign, r.CampaignID = nil, &campaignKey
+		v, err := s.Create(ctx, projectID, code, r)
+		return v, false, err
+	}
+	var actionID string
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		c, err := s.campaign(ctx, tx, projectID, campaignKey, true)
+		if err != nil {
+			return err
+		}
+		gen, err := codes.New(c.Template.CodeConfig)
+		if err != nil {
+			return err
+		}
+		if err := gen.Check(c.VouchersCount + n); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + $3, generation_status = 'IN_PROGRESS'
+			WHERE project_id = $1 AND id = $2`, projectID, c.ID, n); err != nil {
+			return err
+		}
+		act, err := async.StartJob(ctx, tx, projectID, GenerateJob, generateParams{CampaignID: c.ID})
+		if err != nil {
+			return err
+		}
+		actionID = act.ID
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return map[string]string{"async_action_id": actionID}, true, nil
+}

@@ -1,0 +1,450 @@
+// Package vouchers owns the vouchers table (discount vouchers and gift
+// cards; loyalty cards stay in regional/loyalty) and the registry of codes
+// (voucher_codes) that keeps a code unique in a project across every
+// voucher type. It also writes the campaigns of its own types
+// (DISCOUNT_COUPONS, GIFT_VOUCHERS) in the campaigns table, whose
+// LOYALTY_PROGRAM rows regional/loyalty writes.
+package vouchers
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/jsonx"
+)
+
+// Voucher types this package serves.
+const (
+	Discount = "DISCOUNT_VOUCHER"
+	Gift     = "GIFT_VOUCHER"
+)
+
+// GiftFigures are a gift card's credits, in cents.
+type GiftFigures struct {
+	Amount           int64   `json:"amount"`
+	SubtractedAmount int64   `json:"subtracted_amount"`
+	Balance          int64   `json:"balance"`
+	Effect           *string `json:"effect,omitempty"`
+}
+
+// Attrs are a voucher's properties kept as a document.
+type Attrs struct {
+	Discount          json.RawMessage `json:"discount,omitempty"`
+	Gift              *GiftFigures    `json:"gift,omitempty"`
+	CategoryID        *string         `json:"category_id,omitempty"`
+	StartDate         *time.Time      `json:"start_date,omitempty"`
+	ExpirationDate    *time.Time      `json:"expiration_date,omitempty"`
+	ValidityTimeframe json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours     json.RawMessage `json:"validity_hours,omitempty"`
+	Metadata          map[string]any  `json:"metadata,omitempty"`
+	AdditionalInfo    *string         `json:"additional_info,omitempty"`
+}
+
+// Voucher is a row of vouchers.
+type Voucher struct {
+	ID           string
+	Code         string
+	CampaignID   *string
+	CampaignName *string // joined when read
+	Type         string
+	Attrs        Attrs
+	Category     *string
+	Active       bool
+	Quantity     *int64
+	Redeemed     int64
+	HolderID     *string
+	CreatedAt    time.Time
+	UpdatedAt    *time.Time
+}
+
+// View is the reference's Voucher shape.
+type View struct {
+	ID                         string          `json:"id"`
+	Code                       string          `json:"code"`
+	Campaign                   *string         `json:"campaign"`
+	CampaignID                 *string         `json:"campaign_id"`
+	Category                   *string         `json:"category"`
+	CategoryID                 *string         `json:"category_id"`
+	Categories                 []Category      `json:"categories"`
+	Type                       string          `json:"type"`
+	Discount                   json.RawMessage `json:"discount,omitempty"`
+	Gift                       *GiftFigures    `json:"gift"`
+	LoyaltyCard                *struct{}       `json:"loyalty_card"`
+	StartDate                  *jsonx.Time     `json:"start_date"`
+	ExpirationDate             *jsonx.Time     `json:"expiration_date"`
+	ValidityTimeframe          json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek          json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours              json.RawMessage `json:"validity_hours,omitempty"`
+	Active                     bool            `json:"active"`
+	AdditionalInfo             *string         `json:"additional_info"`
+	Metadata                   map[string]any  `json:"metadata"`
+	IsReferralCode             bool            `json:"is_referral_code"`
+	HolderID                   *string         `json:"holder_id"`
+	CreatedAt                  jsonx.Time      `json:"created_at"`
+	UpdatedAt                  *jsonx.Time     `json:"updated_at"`
+	Redemption                 RedemptionView  `json:"redemption"`
+	Publish                    PublishView     `json:"publish"`
+	ValidationRulesAssignments ListView        `json:"validation_rules_assignments"`
+	Object                     string          `json:"object"`
+}
+
+// Category is a voucher's category as the answer lists it.
+type Category struct {
+	Name      string `json:"name"`
+	Hierarchy int    `json:"hierarchy"`
+	Object    string `json:"object"`
+}
+
+// RedemptionView is a voucher's redemption figures.
+type RedemptionView struct {
+	Quantity         *int64 `json:"quantity"`
+	RedeemedQuantity int64  `json:"redeemed_quantity"`
+	Object           string `json:"object"`
+	URL              string `json:"url"`
+}
+
+// PublishView is a voucher's publication figures.
+type PublishView struct {
+	Object string `json:"object"`
+	Count  int64  `json:"count"`
+	URL    string `json:"url"`
+}
+
+// ListView is an empty embedded list.
+type ListView struct {
+	Object  string `json:"object"`
+	DataRef string `json:"data_ref"`
+	Data    []any  `json:"data"`
+	Total   int    `json:"total"`
+}
+
+// View renders the voucher.
+func (v Voucher) View() View {
+	a := v.Attrs
+	meta := a.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	cats := []Category{}
+	if v.Category != nil {
+		cats = append(cats, Category{Name: *v.Category, Object: "category"})
+	}
+	esc := v.Code
+	return View{ID: v.ID, Code: v.Code, Campaign: v.CampaignName, CampaignID: v.CampaignID, Category: v.Category,
+		CategoryID: a.CategoryID, Categories: cats, Type: v.Type, Discount: a.Discount, Gift: a.Gift,
+		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate),
+		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
+		Active: v.Active, AdditionalInfo: a.AdditionalInfo, Metadata: meta, HolderID: v.HolderID,
+		CreatedAt: jsonx.Time{Time: v.CreatedAt}, UpdatedAt: jsonx.Ptr(v.UpdatedAt),
+		Redemption: RedemptionView{Quantity: v.Quantity, RedeemedQuantity: v.Redeemed, Object: "list",
+			URL: "/v1/vouchers/" + esc + "/redemptions?page=1&limit=10"},
+		Publish:                    PublishView{Object: "list", URL: "/v1/vouchers/" + esc + "/publications?page=1&limit=10"},
+		ValidationRulesAssignments: ListView{Object: "list", DataRef: "data", Data: []any{}},
+		Object:                     "voucher"}
+}
+
+// ---- checks of the documents a voucher or a campaign's template holds ----
+
+// obj decodes a JSON object, or says at path that it is not one.
+func obj(raw json.RawMessage, path string) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, apierr.InvalidPayload(path + " must be an object")
+	}
+	return m, nil
+}
+
+func str(m map[string]json.RawMessage, key, path string, required bool) (*string, error) {
+	raw, ok := m[key]
+	if !ok || bytes.Equal(raw, []byte("null")) {
+		if required {
+			return nil, apierr.InvalidPayload(path + "." + key + " is required")
+		}
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, apierr.InvalidPayload(path + "." + key + " must be a string")
+	}
+	return &s, nil
+}
+
+// maxNumber is the largest amount the API stores exactly (cents of a
+// float64's integer range).
+const maxNumber = 1 << 53
+
+func number(m map[string]json.RawMessage, key, path string, required, integer bool, hi float64) error {
+	raw, ok := m[key]
+	if !ok || bytes.Equal(raw, []byte("null")) {
+		if required {
+			return apierr.InvalidPayload(path + "." + key + " is required")
+		}
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil || raw[0] == '"' {
+		return apierr.InvalidPayload(path + "." + key + " must be a number")
+	}
+	if integer && f != math.Trunc(f) {
+		return apierr.InvalidPayload(path + "." + key + " must be a whole number")
+	}
+	if f < 0 || f > hi {
+		return apierr.InvalidPayload(fmt.Sprintf("%s.%s must be from 0 to %v", path, key, hi))
+	}
+	return nil
+}
+
+func oneOf(m map[string]json.RawMessage, key, path string, required bool, allowed ...string) (string, error) {
+	s, err := str(m, key, path, required)
+	if err != nil || s == nil {
+		return "", err
+	}
+	for _, a := range allowed {
+		if *s == a {
+			return *s, nil
+		}
+	}
+	return "", apierr.InvalidPayload(fmt.Sprintf("%s.%s must be one of %v; got %q", path, key, allowed, *s))
+}
+
+func boolean(m map[string]json.RawMessage, key, path string) error {
+	raw, ok := m[key]
+	if !ok || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) != nil {
+		return apierr.InvalidPayload(path + "." + key + " must be true or false")
+	}
+	return nil
+}
+
+func product(m map[string]json.RawMessage, key, path string) error {
+	raw, ok := m[key]
+	if !ok || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	p, err := obj(raw, path+"."+key)
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"id", "source_id", "name"} {
+		if _, err := str(p, k, path+"."+key, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckDiscount checks a discount object in one of the specification's
+// five variants and returns it as given (stored and returned exactly).
+func CheckDiscount(raw json.RawMessage, path string) (json.RawMessage, error) {
+	m, err := obj(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	typ, err := oneOf(m, "type", path, true, "AMOUNT", "PERCENT", "UNIT", "FIXED")
+	if err != nil {
+		return nil, err
+	}
+	hasFormula := func(k string) bool { _, ok := m[k]; return ok }
+	if err := boolean(m, "is_dynamic", path); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"amount_off_formula", "percent_off_formula", "unit_off_formula", "fixed_amount_formula"} {
+		if _, err := str(m, k, path, false); err != nil {
+			return nil, err
+		}
+	}
+	switch typ {
+	case "AMOUNT":
+		if err := number(m, "amount_off", path, !hasFormula("amount_off_formula"), false, maxNumber); err != nil {
+			return nil, err
+		}
+		if err := number(m, "aggregated_amount_limit", path, false, true, maxNumber); err != nil {
+			return nil, err
+		}
+		if _, err := oneOf(m, "effect", path, false, "APPLY_TO_ORDER", "APPLY_TO_ITEMS", "APPLY_TO_ITEMS_PROPORTIONALLY",
+			"APPLY_TO_ITEMS_PROPORTIONALLY_BY_QUANTITY", "APPLY_TO_ITEMS_BY_QUANTITY"); err != nil {
+			return nil, err
+		}
+	case "PERCENT":
+		if err := number(m, "percent_off", path, !hasFormula("percent_off_formula"), false, 100); err != nil {
+			return nil, err
+		}
+		if err := number(m, "amount_limit", path, false, false, maxNumber); err != nil {
+			return nil, err
+		}
+		if err := number(m, "aggregated_amount_limit", path, false, true, maxNumber); err != nil {
+			return nil, err
+		}
+		if _, err := oneOf(m, "effect", path, false, "APPLY_TO_ORDER", "APPLY_TO_ITEMS"); err != nil {
+			return nil, err
+		}
+	case "FIXED":
+		if err := number(m, "fixed_amount", path, !hasFormula("fixed_amount_formula"), false, maxNumber); err != nil {
+			return nil, err
+		}
+		if _, err := oneOf(m, "effect", path, false, "APPLY_TO_ORDER", "APPLY_TO_ITEMS"); err != nil {
+			return nil, err
+		}
+	case "UNIT":
+		effect, err := oneOf(m, "effect", path, false, "ADD_MISSING_ITEMS", "ADD_NEW_ITEMS", "ADD_MANY_ITEMS", "ADD_SAME_ITEMS")
+		if err != nil {
+			return nil, err
+		}
+		if effect == "ADD_MANY_ITEMS" {
+			var units []json.RawMessage
+			if raw, ok := m["units"]; !ok || json.Unmarshal(raw, &units) != nil || len(units) == 0 || len(units) > 100 {
+				return nil, apierr.InvalidPayload(path + ".units must be an array of 1 to 100 units when effect is ADD_MANY_ITEMS")
+			}
+			for i, u := range units {
+				up := fmt.Sprintf("%s.units[%d]", path, i)
+				um, err := obj(u, up)
+				if err != nil {
+					return nil, err
+				}
+				if _, err := str(um, "unit_off_formula", up, false); err != nil {
+					return nil, err
+				}
+				_, f := um["unit_off_formula"]
+				if err := number(um, "unit_off", up, !f, false, maxNumber); err != nil {
+					return nil, err
+				}
+				if _, err := str(um, "unit_type", up, true); err != nil {
+					return nil, err
+				}
+				if _, err := oneOf(um, "effect", up, true, "ADD_NEW_ITEMS", "ADD_MISSING_ITEMS"); err != nil {
+					return nil, err
+				}
+				if err := product(um, "product", up); err != nil {
+					return nil, err
+				}
+				if err := product(um, "sku", up); err != nil {
+					return nil, err
+				}
+			}
+			break
+		}
+		if _, ok := m["units"]; ok {
+			return nil, apierr.InvalidPayload(path + ".units applies to effect ADD_MANY_ITEMS only")
+		}
+		if err := number(m, "unit_off", path, !hasFormula("unit_off_formula"), true, maxNumber); err != nil {
+			return nil, err
+		}
+		if _, err := str(m, "unit_type", path, true); err != nil {
+			return nil, err
+		}
+		if err := product(m, "product", path); err != nil {
+			return nil, err
+		}
+		if err := product(m, "sku", path); err != nil {
+			return nil, err
+		}
+	}
+	return raw, nil
+}
+
+// checkGift reads gift: {amount, effect}; the balance starts at the amount.
+func checkGift(raw json.RawMessage, path string) (*GiftFigures, error) {
+	m, err := obj(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := number(m, "amount", path, true, true, maxNumber); err != nil {
+		return nil, err
+	}
+	var g GiftFigures
+	_ = json.Unmarshal(m["amount"], &g.Amount)
+	g.Balance = g.Amount
+	e, err := oneOf(m, "effect", path, false, "APPLY_TO_ORDER", "APPLY_TO_ITEMS")
+	if err != nil {
+		return nil, err
+	}
+	if e != "" {
+		g.Effect = &e
+	}
+	return &g, nil
+}
+
+var clockTime = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+
+// checkValidity checks validity_timeframe, validity_day_of_week and
+// validity_hours as the specification shapes them.
+func checkValidity(tf, dow, hours json.RawMessage) error {
+	if len(tf) > 0 && string(tf) != "null" {
+		m, err := obj(tf, "validity_timeframe")
+		if err != nil {
+			return err
+		}
+		iv, err := str(m, "interval", "validity_timeframe", false)
+		if err != nil {
+			return err
+		}
+		du, err := str(m, "duration", "validity_timeframe", false)
+		if err != nil {
+			return err
+		}
+		iso := regexp.MustCompile(`^P(\d+[YMWD])*(T(\d+[HMS])+)?$`)
+		for _, s := range []*string{iv, du} {
+			if s != nil && (!iso.MatchString(*s) || *s == "P" || *s == "PT") {
+				return apierr.InvalidPayload("validity_timeframe.interval and .duration are ISO 8601 durations (P1D, PT1H); got " + *s)
+			}
+		}
+	}
+	days := func(raw json.RawMessage, path string) error {
+		var ds []int
+		if json.Unmarshal(raw, &ds) != nil {
+			return apierr.InvalidPayload(path + " must be an array of days of the week, 0 (Sunday) to 6")
+		}
+		for _, d := range ds {
+			if d < 0 || d > 6 {
+				return apierr.InvalidPayload(path + " must be an array of days of the week, 0 (Sunday) to 6")
+			}
+		}
+		return nil
+	}
+	if len(dow) > 0 && string(dow) != "null" {
+		if err := days(dow, "validity_day_of_week"); err != nil {
+			return err
+		}
+	}
+	if len(hours) > 0 && string(hours) != "null" {
+		m, err := obj(hours, "validity_hours")
+		if err != nil {
+			return err
+		}
+		var daily []json.RawMessage
+		if raw, ok := m["daily"]; ok && json.Unmarshal(raw, &daily) != nil {
+			return apierr.InvalidPayload("validity_hours.daily must be an array")
+		}
+		for i, d := range daily {
+			p := fmt.Sprintf("validity_hours.daily[%d]", i)
+			dm, err := obj(d, p)
+			if err != nil {
+				return err
+			}
+			for _, k := range []string{"start_time", "expiration_time"} {
+				s, err := str(dm, k, p, true)
+				if err != nil {
+					return err
+				}
+				if !clockTime.MatchString(*s) {
+					return apierr.InvalidPayload(p + "." + k + " must be a time of day, HH:MM")
+				}
+			}
+			if raw, ok := dm["days_of_week"]; ok {
+				if err := days(raw, p+".days_of_week"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package vouchers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/filters"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// The columns of a voucher, with its campaign's name (v is vouchers, c campaigns).
+const voucherColumns = `v.id, v.code, v.campaign_id, c.name, v.type, v.attrs, v.category, v.active, v.redemption_quantity,
+	v.redeemed_quantity, v.holder_id, v.created_at, v.updated_at`
+
+const voucherFrom = ` FROM vouchers v LEFT JOIN campaigns c ON c.project_id = v.project_id AND c.id = v.campaign_id`
+
+func scanVoucher(r pgx.Row) (Voucher, error) {
+	var v Voucher
+	var attrs []byte
+	if err := r.Scan(&v.ID, &v.Code, &v.CampaignID, &v.CampaignName, &v.Type, &attrs, &v.Category, &v.Active, &v.Quantity,
+		&v.Redeemed, &v.HolderID, &v.CreatedAt, &v.UpdatedAt); err != nil {
+		return Voucher{}, err
+	}
+	return v, json.Unmarshal(attrs, &v.Attrs)
+}
+
+// getVoucher finds a live voucher (not in the bin) by code, or by id.
+func getVoucher(ctx context.Context, q db.Querier, projectID, codeOrID string, lock bool) (Voucher, error) {
+	forUpdate := ""
+	if lock {
+		forUpdate = " FOR UPDATE OF v"
+	}
+	v, err := scanVoucher(q.QueryRow(ctx, `SELECT `+voucherColumns+voucherFrom+`
+		WHERE v.project_id = $1 AND v.code = $2 AND v.bin_id IS NULL`+forUpdate, projectID, codeOrID))
+	if errors.Is(err, db.ErrNotFound) && strings.HasPrefix(codeOrID, "v_") {
+		v, err = scanVoucher(q.QueryRow(ctx, `SELECT `+voucherColumns+voucherFrom+`
+			WHERE v.project_id = $1 AND v.id = $2 AND v.bin_id IS NULL`+forUpdate, projectID, codeOrID))
+	}
+	if errors.Is(err, db.ErrNotFound) {
+		return Voucher{}, apierr.NotFound("voucher", codeOrID)
+	}
+	return v, err
+}
+
+// registerCode takes a code in the project's registry of codes, shared by
+// every voucher type; a taken code is 409.
+func registerCode(ctx context.Context, q db.Querier, projectID, code, voucherID string) error {
+	tag, err := q.Exec(ctx, `INSERT INTO voucher_codes (project_id, code, voucher_id) VALUES ($1, $2, $3)
+		ON CONFLICT (project_id, code) DO NOTHING`, projectID, code, voucherID)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return errCodeTaken(code)
+	}
+	return nil
+}
+
+func errCodeTaken(code string) error {
+	return apierr.Duplicate("voucher", fmt.Sprintf("A voucher or loyalty card with code %q already exists in this project.", code))
+}
+
+func insertVoucher(ctx context.Context, q db.Querier, projectID string, v Voucher) error {
+	attrs, err := json.Marshal(v.Attrs)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, active,
+		redemption_quantity, holder_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		projectID, v.ID, v.Code, v.CampaignID, v.Type, attrs, v.Category, v.Active, v.Quantity, v.HolderID, v.CreatedAt)
+	if errors.Is(err, db.ErrConflict) {
+		return errCodeTaken(v.Code)
+	}
+	return err
+}
+
+func updateVoucher(ctx context.Context, q db.Querier, projectID string, v Voucher) error {
+	attrs, err := json.Marshal(v.Attrs)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `UPDATE vouchers SET attrs = $3, category = $4, active = $5, redemption_quantity = $6, updated_at = $7
+		WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, v.Category, v.Active, v.Quantity, v.UpdatedAt)
+	return err
+}
+
+// generateVouchers makes n vouchers of a campaign from its template in one
+// statement per chunk: codes taken in the registry (by any voucher or
+// card) are skipped and made again in the next round. It returns how many
+// it made.
+func generateVouchers(ctx context.Context, q db.Querier, projectID string, c Campaign, next func() string, n int64, now time.Time) (int64, error) {
+	t := c.Template
+	v := t.voucher(c, "", now)
+	attrs, err := json.Marshal(v.Attrs)
+	if err != nil {
+		return 0, err
+	}
+	var made int64
+	for tries := 0; made < n; tries++ {
+		if tries > 50 {
+			return made, errors.New("vouchers: code space too crowded to generate vouchers")
+		}
+		chunk := min(n-made, 5000)
+		codes, vids := make([]string, chunk), make([]string, chunk)
+		for i := range codes {
+			codes[i], vids[i] = next(), ids.New("v_")
+		}
+		var got int64
+		err := q.QueryRow(ctx, `WITH reg AS (
+				INSERT INTO voucher_codes (project_id, code, voucher_id)
+				SELECT $1, x.code, x.id FROM unnest($2::TEXT[], $3::TEXT[]) AS x(id, code)
+				ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id, code),
+			ins AS (INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, active, redemption_quantity, created_at)
+				SELECT $1, reg.voucher_id, reg.code, $4, $5, $6, $7, true, $8, $9 FROM reg
+				ON CONFLICT (project_id, code) DO NOTHING RETURNING 1)
+			SELECT count(*) FROM ins`, projectID, vids, codes, c.ID, v.Type, attrs, v.Category, v.Quantity, now).Scan(&got)
+		if err != nil {
+			return made, err
+		}
+		made += got
+	}
+	return made, nil
+}
+
+var listFields = map[string]filters.Field{
+	"id":          {Kind: filters.String, Column: "v.id"},
+	"code":        {Kind: filters.String, Column: "v.code"},
+	"campaign_id": {Kind: filters.String, Column: "v.campaign_id"},
+	"category":    {Kind: filters.String, Column: "v.category"},
+	"holder_id":   {Kind: filters.String, Column: "v.holder_id"},
+	"type":        {Kind: filters.String, Column: "v.type"},
+	"created_at":  {Kind: filters.DateTime, Column: "v.created_at"},
+	"updated_at":  {Kind: filters.DateTime, Column: "v.updated_at"},
+}
+
+// ListQuery is a parsed GET /v1/vouchers.
+type ListQuery struct {
+	listq.Query
+	CampaignID                       string
+	Category, Customer, Code         string
+	IDs                              []string
+	CreatedAfter, CreatedBefore      *time.Time
+	UpdatedAfter, UpdatedBefore      *time.Time
+	Filter                           filters.Filter
+	campaignName                     string
+	campaignByName, campaignResolved bool
+}
+
+func listVouchers(ctx context.Context, q db.Querier, projectID string, lq ListQuery, now time.Time) ([]Voucher, int, error) {
+	args := []any{projectID}
+	cond := ""
+	add := func(sql string, v any) {
+		args = append(args, v)
+		cond += fmt.Sprintf(" AND "+sql, len(args))
+	}
+	if lq.CampaignID != "" {
+		add("v.campaign_id = $%d", lq.CampaignID)
+	}
+	if lq.Category != "" {
+		add("v.category = $%d", lq.Category)
+	}
+	if lq.Customer != "" {
+		add("v.holder_id = $%d", lq.Customer)
+	}
+	if lq.Code != "" {
+		add("v.code = $%d", lq.Code)
+	}
+	if len(lq.IDs) > 0 {
+		add("v.id = ANY($%d::TEXT[])", lq.IDs)
+	}
+	for _, t := range []struct {
+		sql string
+		v   *time.Time
+	}{{"v.created_at > $%d", lq.CreatedAfter}, {"v.created_at < $%d", lq.CreatedBefore},
+		{"COALESCE(v.updated_at, v.created_at) > $%d", lq.UpdatedAfter}, {"COALESCE(v.updated_at, v.created_at) < $%d", lq.UpdatedBefore}} {
+		if t.v != nil {
+			add(t.sql, *t.v)
+		}
+	}
+	if !lq.Filter.Empty() {
+		var f string
+		f, args = lq.Filter.SQL(listFields, args, now)
+		cond += " AND " + f
+	}
+	where := ` WHERE v.project_id = $1 AND v.bin_id IS NULL` + cond
+	var total int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM vouchers v`+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	key := map[string]string{"created_at": "v.id", "id": "v.id", "code": "v.code",
+		"updated_at": "COALESCE(v.updated_at, v.created_at)"}[lq.Key]
+	if key == "" {
+		key = "v.id"
+	}
+	args = append(args, lq.Limit+1)
+	limit := fmt.Sprintf("$%d", len(args))
+	kcond, orderBy := "", ""
+	cmp, dir := listq.Keyset(lq.Desc)
+	if key == "v.id" {
+		orderBy = "v.id " + dir
+	} else {
+		orderBy = key + " " + dir + ", v.id " + dir
+	}
+	if lq.After != "" {
+		args = append(args, lq.After)
+		p := fmt.Sprintf("$%d", len(args))
+		if key == "v.id" {
+			kcond = " AND v.id " + cmp + " " + p
+		} else {
+			inner := strings.ReplaceAll(key, "v.", "w.")
+			kcond = fmt.Sprintf(" AND (%s, v.id) %s (SELECT %s, w.id FROM vouchers w WHERE w.project_id = $1 AND w.id = %s)",
+				key, cmp, inner, p)
+		}
+	}
+	vs, err := db.Collect(scanVoucher)(q.Query(ctx, `SELECT `+voucherColumns+voucherFrom+where+kcond+
+		` ORDER BY `+orderBy+` LIMIT `+limit, args...))
+	return vs, total, err
+}
