@@ -34,6 +34,29 @@ func Register(g *echo.Group, programs *loyalty.Service, vs *vouchers.Service) {
 	g.GET("/campaigns/:campaignId", h.get)
 	g.POST("/campaigns/:campaignId/vouchers", vs.AddVouchersHandler)
 	g.POST("/campaigns/:campaignId/vouchers/:code", vs.AddVouchersHandler)
+	g.GET("/campaigns/:campaignId/transactions", h.transactions)
+	// The gift cards' webhook events are loyalty's (the app's webhooks
+	// service). This belongs in regional/app.go (vs.UseEvents(events) after
+	// vouchers.NewService); it is here until app.go takes it.
+	vs.UseEvents(programs.Events())
+}
+
+// transactions lists a campaign's ledger entries: a discount or gift
+// campaign's credits, or a loyalty program's points.
+func (h handler) transactions(c echo.Context) error {
+	ctx, project, key := c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId")
+	tq, err := loyalty.ParseTxQuery(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	ts, more, next, found, err := h.vouchers.CampaignTransactions(ctx, project, key, tq)
+	if err == nil && !found {
+		ts, more, next, err = h.programs.ListTransactions(ctx, project, key, "", tq)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, listq.List[loyalty.Transaction]{Data: ts, More: more, Next: next})
 }
 
 func (h handler) create(c echo.Context) error {

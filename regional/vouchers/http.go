@@ -9,6 +9,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 type handler struct{ svc *Service }
@@ -26,6 +27,26 @@ func Register(g *echo.Group, svc *Service) {
 	g.DELETE("/vouchers/:code", h.delete)
 	g.POST("/vouchers/:code/enable", h.enable)
 	g.POST("/vouchers/:code/disable", h.disable)
+	g.POST("/vouchers/:code/balance", h.balance)
+	g.GET("/vouchers/:code/transactions", h.transactions)
+}
+
+func (h handler) balance(c echo.Context) error {
+	return httpx.WithBody(c, func(r BalanceRequest) (any, error) {
+		return h.svc.UpdateBalance(c.Request().Context(), httpx.ProjectID(c), c.Param("code"), r)
+	})
+}
+
+func (h handler) transactions(c echo.Context) error {
+	tq, err := loyalty.ParseTxQuery(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	ts, more, next, err := h.svc.Transactions(c.Request().Context(), httpx.ProjectID(c), c.Param("code"), tq)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, listq.List[loyalty.Transaction]{Data: ts, More: more, Next: next})
 }
 
 func (h handler) create(c echo.Context) error {

@@ -21,14 +21,16 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/bin"
+	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/vouchers")
 
 // Service holds the rules of vouchers and discount campaigns.
 type Service struct {
-	pool  *db.Pool
-	clock *clock.Clock
+	pool   *db.Pool
+	clock  *clock.Clock
+	events Events // nil until UseEvents
 }
 
 // NewService returns the voucher service and registers its bin remover.
@@ -354,6 +356,7 @@ func deleteForGood(ctx context.Context, tx pgx.Tx, projectID, id, code string) e
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM vouchers WHERE project_id = $1 AND id = $2`, projectID, id)
 	b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND code = $2 AND voucher_id = $3`, projectID, code, id)
+	loyalty.QueueDropEntries(b, projectID, []string{id})
 	return tx.SendBatch(ctx, b).Close()
 }
 

@@ -225,3 +225,22 @@ func listVouchers(ctx context.Context, q db.Querier, projectID string, lq ListQu
 		` ORDER BY `+orderBy+` LIMIT `+limit, args...))
 	return vs, total, err
 }
+
+// queueLockVoucher queues locking and reading a live voucher by code, or
+// else by id, into b (the batch that begins a piped transaction); found
+// tells whether there was one.
+func queueLockVoucher(b *pgx.Batch, projectID, codeOrID string, dst *Voucher, found *bool) {
+	b.Queue(`SELECT `+voucherColumns+voucherFrom+` WHERE v.project_id = $1 AND v.bin_id IS NULL AND v.id = COALESCE(
+			(SELECT w.id FROM vouchers w WHERE w.project_id = $1 AND w.code = $2 AND w.bin_id IS NULL),
+			(SELECT w.id FROM vouchers w WHERE w.project_id = $1 AND w.id = $2 AND w.bin_id IS NULL))
+		FOR UPDATE OF v`, projectID, codeOrID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			v, err := scanVoucher(rows)
+			if err != nil {
+				return err
+			}
+			*dst, *found = v, true
+		}
+		return rows.Err()
+	})
+}

@@ -1,0 +1,81 @@
+package loyalty
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// The ledger's entries of vouchers that are not loyalty cards. Gift cards'
+// credits (regional/vouchers) are kept in loyalty_transactions beside
+// points, so a voucher's history, a campaign's and the voucher_transactions
+// export read one table; this package stays its one owner, and the voucher
+// package writes and reads its entries through these functions. card_id
+// holds the voucher's id.
+
+// Gift card transaction types (the reference's GiftVoucherTransactionsType).
+const (
+	CreditsAddition   = "CREDITS_ADDITION"
+	CreditsRemoval    = "CREDITS_REMOVAL"
+	CreditsRedemption = "CREDITS_REDEMPTION"
+	CreditsRefund     = "CREDITS_REFUND"
+)
+
+// QueueEntry queues writing ledger entry t of a voucher the caller owns and
+// holds locked in the batch's transaction, with its new figures.
+func QueueEntry(b *pgx.Batch, projectID string, t Transaction) {
+	queueTransaction(b, projectID, t)
+}
+
+// QueueDropEntries queues deleting the entries of vouchers deleted for good.
+func QueueDropEntries(b *pgx.Batch, projectID string, voucherIDs []string) {
+	b.Queue(`DELETE FROM loyalty_transactions WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, projectID, voucherIDs)
+}
+
+// ListEntries returns a page of a voucher's entries (voucherID) or of a
+// campaign's (campaignID), both ids the caller has resolved, with tq's
+// cursor, order and filters.
+func ListEntries(ctx context.Context, q db.Querier, projectID, voucherID, campaignID string, tq TxQuery, now time.Time) ([]Transaction, bool, string, error) {
+	args := []any{projectID}
+	where := `project_id = $1`
+	if voucherID != "" {
+		args = append(args, voucherID)
+		where += fmt.Sprintf(` AND card_id = $%d`, len(args))
+	}
+	if campaignID != "" {
+		args = append(args, campaignID)
+		where += fmt.Sprintf(` AND campaign_id = $%d`, len(args))
+	}
+	after, orderBy, args := tq.Keyset("loyalty_transactions", "id", args)
+	where += after
+	cond, args := tq.Filter.SQL(txFields, args, now)
+	args = append(args, tq.Limit+1)
+	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT id, source_id, card_id, campaign_id, source, reason, type, details,
+		related_transaction_id, created_at FROM loyalty_transactions WHERE %s AND %s ORDER BY %s LIMIT $%d`,
+		where, cond, orderBy, len(args)), args...)
+	if err != nil {
+		return nil, false, "", err
+	}
+	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Transaction, error) {
+		var t Transaction
+		var details []byte
+		err := r.Scan(&t.ID, &t.SourceID, &t.VoucherID, &t.CampaignID, &t.Source, &t.Reason, &t.Type, &details,
+			&t.RelatedTransactionID, &t.CreatedAt.Time)
+		t.Details = details
+		return t, err
+	})
+	if err != nil {
+		return nil, false, "", err
+	}
+	ts, more, next := listq.Page(ts, tq.Limit, func(t Transaction) string { return t.ID })
+	return ts, more, next, nil
+}
+
+// Events returns the webhook events the service was made with, for the
+// packages whose ledger entries it keeps (gift cards).
+func (s *Service) Events() Events { return s.events }

@@ -1,0 +1,187 @@
+package vouchers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/loyalty"
+)
+
+// Webhook events of gift cards, as the reference names them.
+const (
+	EventGiftBalanceAdded       = "voucher.gift.balance_added"
+	EventGiftTransactionCreated = "voucher.gift.transaction.created"
+)
+
+// Events records webhook events in the writer's transaction.
+type Events interface {
+	Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error
+}
+
+// UseEvents gives the service the webhook events its gift balance changes
+// raise. Without it (tests of the package alone) no event is queued.
+func (s *Service) UseEvents(e Events) { s.events = e }
+
+// BalanceRequest is the body of POST /v1/vouchers/{code}/balance: amount in
+// cents, positive to add credits, negative to remove them.
+type BalanceRequest struct {
+	Amount   *int64  `json:"amount"`
+	SourceID *string `json:"source_id"`
+	Reason   *string `json:"reason"`
+}
+
+// Balance is the reference's balance object of a gift card.
+type Balance struct {
+	Amount        int64         `json:"amount"`
+	Total         int64         `json:"total"`
+	Balance       int64         `json:"balance"`
+	Type          string        `json:"type"`
+	OperationType string        `json:"operation_type"`
+	Object        string        `json:"object"`
+	RelatedObject RelatedObject `json:"related_object"`
+}
+
+// RelatedObject names the voucher a balance belongs to.
+type RelatedObject struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// balanceAfter is the balance object of v's figures after a change of amount.
+func balanceAfter(v Voucher, amount int64) Balance {
+	g := v.Attrs.Gift
+	return Balance{Amount: amount, Total: g.Amount - g.SubtractedAmount, Balance: g.Balance, Type: "gift_voucher",
+		OperationType: "MANUAL", Object: "balance", RelatedObject: RelatedObject{ID: v.ID, Type: "voucher"}}
+}
+
+// GiftAmountExceeded is the reference's error for a gift card whose balance
+// does not cover what is asked of it.
+func GiftAmountExceeded(v Voucher, want int64) error {
+	return apierr.New(http.StatusBadRequest, "gift_amount_exceeded", "Gift amount exceeded",
+		fmt.Sprintf("Gift card %s has a balance of %d; %d cannot be taken from it.", v.Code, v.Attrs.Gift.Balance, want))
+}
+
+const maxCredits = 100_000_000_000 // a billion in the currency, in cents
+
+// UpdateBalance adds credits to a gift card or removes them, writing
+// CREDITS_ADDITION or CREDITS_REMOVAL with the card's new figures and the
+// webhook events in one transaction.
+func (s *Service) UpdateBalance(ctx context.Context, projectID, code string, r BalanceRequest) (_ Balance, err error) {
+	ctx, span := tracer.Start(ctx, "vouchers.UpdateBalance")
+	defer telemetry.End(span, &err)
+	if r.Amount == nil || *r.Amount == 0 {
+		return Balance{}, apierr.InvalidPayload("amount is required and must not be 0: in cents, positive to add credits, negative to remove them")
+	}
+	amt := *r.Amount
+	if amt > maxCredits || amt < -maxCredits {
+		return Balance{}, apierr.InvalidPayload(fmt.Sprintf("amount must be within ±%d", int64(maxCredits)))
+	}
+	if err := loyalty.CheckText("reason", r.Reason); err != nil {
+		return Balance{}, err
+	}
+	if err := loyalty.CheckText("source_id", r.SourceID); err != nil {
+		return Balance{}, err
+	}
+	var out Balance
+	// As the points ledger: READ COMMITTED under the voucher's row lock, so
+	// writers of one card queue on the lock and each reads what the one
+	// before it wrote; the locking read goes with BEGIN and the writes (the
+	// figures, the entry, the events) with COMMIT.
+	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+		var v Voucher
+		var found bool
+		b := &pgx.Batch{}
+		queueLockVoucher(b, projectID, code, &v, &found)
+		if err := p.Send(ctx, b).Close(); err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, apierr.NotFound("voucher", code)
+		}
+		if v.Type != Gift || v.Attrs.Gift == nil {
+			return nil, apierr.InvalidPayload(fmt.Sprintf("voucher %s is a %s: only a GIFT_VOUCHER has a balance of credits", code, v.Type))
+		}
+		now := s.now()
+		g := v.Attrs.Gift
+		t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: v.ID, SourceID: r.SourceID, Reason: r.Reason,
+			Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, Delta: amt}
+		if v.CampaignID != nil {
+			t.CampaignID = *v.CampaignID
+		}
+		if amt > 0 {
+			if g.Balance+amt > maxCredits {
+				return nil, apierr.InvalidPayload(fmt.Sprintf("the balance would pass %d", int64(maxCredits)))
+			}
+			g.Amount += amt
+			t.Type = loyalty.CreditsAddition
+		} else {
+			if g.Balance < -amt {
+				return nil, GiftAmountExceeded(v, -amt)
+			}
+			g.SubtractedAmount -= amt
+			t.Type = loyalty.CreditsRemoval
+		}
+		g.Balance += amt
+		v.UpdatedAt = &now
+		out = balanceAfter(v, amt)
+		t.Details, _ = json.Marshal(map[string]any{"balance": out})
+		attrs, err := json.Marshal(v.Attrs)
+		if err != nil {
+			return nil, err
+		}
+		w := &pgx.Batch{}
+		w.Queue(`UPDATE vouchers SET attrs = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, now)
+		loyalty.QueueEntry(w, projectID, t)
+		if s.events != nil {
+			view := v.View()
+			if err := s.events.Queue(ctx, w, projectID, EventGiftTransactionCreated, t.ID,
+				map[string]any{"transaction": t, "voucher": view}); err != nil {
+				return nil, err
+			}
+			if amt > 0 {
+				if err := s.events.Queue(ctx, w, projectID, EventGiftBalanceAdded, v.ID,
+					map[string]any{"voucher": view, "balance": out, "transaction": t}); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return w, nil
+	})
+	return out, err
+}
+
+// Transactions returns a page of a voucher's transactions (gift cards'
+// credits; a discount voucher has none).
+func (s *Service) Transactions(ctx context.Context, projectID, code string, tq loyalty.TxQuery) ([]loyalty.Transaction, bool, string, error) {
+	v, err := getVoucher(ctx, s.pool, projectID, code, false)
+	if err != nil {
+		return nil, false, "", err
+	}
+	return loyalty.ListEntries(ctx, s.pool, projectID, v.ID, "", tq, s.now())
+}
+
+// CampaignTransactions returns a page of a discount or gift campaign's
+// transactions; found is false when the campaign is not one of this
+// package's (regional/campaigns then asks loyalty).
+func (s *Service) CampaignTransactions(ctx context.Context, projectID, idOrName string, tq loyalty.TxQuery) (ts []loyalty.Transaction, more bool, next string, found bool, err error) {
+	c, err := s.campaign(ctx, s.pool, projectID, idOrName, false)
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			return nil, false, "", false, nil
+		}
+		return nil, false, "", false, err
+	}
+	ts, more, next, err = loyalty.ListEntries(ctx, s.pool, projectID, "", c.ID, tq, s.now())
+	return ts, more, next, true, err
+}
