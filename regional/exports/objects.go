@@ -118,14 +118,16 @@ const (
 // index instead of sorting the table.
 var objects = map[string]object{
 	// The ledger, every column as the history endpoint shows it: balance
-	// and amount are the transaction's details.balance.balance and .points.
+	// and amount are the transaction's details.balance.balance and .points
+	// (a loyalty card's) or .amount (a gift card's credits, which the ledger
+	// keeps in the same table).
 	VoucherTransactions: {
 		name: VoucherTransactions,
 		from: `FROM loyalty_transactions t WHERE t.project_id = $1`,
 		columns: cols(
 			text("id", "t.id"), text("campaign_id", "t.campaign_id"), text("voucher_id", "t.card_id"), text("type", "t.type"),
 			text("source_id", "t.source_id"), text("reason", "t.reason"), text("source", "t.source"),
-			num("balance", "(t.details->'balance'->>'balance')::INT8"), num("amount", "(t.details->'balance'->>'points')::INT8"),
+			num("balance", "(t.details->'balance'->>'balance')::INT8"), num("amount", "(COALESCE(t.details->'balance'->>'points', t.details->'balance'->>'amount'))::INT8"),
 			text("related_transaction_id", "t.related_transaction_id"), at("created_at", "t.created_at"), js("details", "t.details")),
 		// The reference's default list also names `status`, which a
 		// transaction does not have and `fields` cannot ask for.
