@@ -1,0 +1,95 @@
+package vouchers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/codes"
+	"github.com/tallyhq/tally/internal/db"
+)
+
+// What regional/publications asks of the vouchers it gives to customers:
+// the vouchers table stays this package's own.
+
+// ErrNoFreeVoucher is ClaimFree's answer for a campaign with no voucher
+// suitable for publication (active, held by no one, not in the bin) that
+// cannot make one (a STATIC campaign).
+var ErrNoFreeVoucher = errors.New("vouchers: no voucher suitable for publication")
+
+// CampaignIn finds a live discount or gift campaign by id or name in q
+// (404 otherwise, another project's included).
+func (s *Service) CampaignIn(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
+	return s.campaign(ctx, q, projectID, idOrName, false)
+}
+
+// ClaimFree gives holderID a free voucher of c in tx: the first one no
+// other transaction holds locked (FOR UPDATE SKIP LOCKED, which PostgreSQL
+// and CockroachDB since 22.2 accept), so concurrent publications of one
+// campaign take distinct vouchers without waiting on each other. An
+// AUTO_UPDATE campaign without a free voucher makes one from its template;
+// a STATIC one answers ErrNoFreeVoucher.
+func (s *Service) ClaimFree(ctx context.Context, tx pgx.Tx, projectID string, c Campaign, holderID string) (Voucher, error) {
+	free := func() (Voucher, error) {
+		return scanVoucher(tx.QueryRow(ctx, `SELECT `+voucherColumns+voucherFrom+`
+			WHERE v.project_id = $1 AND v.campaign_id = $2 AND v.holder_id IS NULL AND v.bin_id IS NULL AND v.active
+			ORDER BY v.id LIMIT 1 FOR UPDATE OF v SKIP LOCKED`, projectID, c.ID))
+	}
+	v, err := free()
+	if errors.Is(err, db.ErrNotFound) {
+		if c.Attrs.Type != "AUTO_UPDATE" {
+			return Voucher{}, ErrNoFreeVoucher
+		}
+		gen, gerr := codes.New(c.Template.CodeConfig)
+		if gerr != nil {
+			return Voucher{}, gerr
+		}
+		if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, 1, s.now()); err != nil {
+			return Voucher{}, err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + 1 WHERE project_id = $1 AND id = $2`,
+			projectID, c.ID); err != nil {
+			return Voucher{}, err
+		}
+		// The one just made is invisible to other transactions until commit.
+		v, err = free()
+	}
+	if err != nil {
+		return Voucher{}, err
+	}
+	return v, s.hold(ctx, tx, projectID, &v, holderID)
+}
+
+// ClaimCode gives holderID the voucher with code (or id) in tx. A voucher
+// another customer holds is 400 voucher_already_published.
+func (s *Service) ClaimCode(ctx context.Context, tx pgx.Tx, projectID, code, holderID string) (Voucher, error) {
+	v, err := getVoucher(ctx, tx, projectID, code, true)
+	if err != nil {
+		return Voucher{}, err
+	}
+	if v.HolderID != nil && *v.HolderID != holderID {
+		return Voucher{}, apierr.New(http.StatusBadRequest, "voucher_already_published", "Voucher already published",
+			fmt.Sprintf("Voucher %s is already published to another customer.", v.Code))
+	}
+	return v, s.hold(ctx, tx, projectID, &v, holderID)
+}
+
+func (s *Service) hold(ctx context.Context, tx pgx.Tx, projectID string, v *Voucher, holderID string) error {
+	now := s.now()
+	v.HolderID, v.UpdatedAt = &holderID, &now
+	_, err := tx.Exec(ctx, `UPDATE vouchers SET holder_id = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`,
+		projectID, v.ID, holderID, now)
+	return err
+}
+
+// QueueByIDs queues onto b the read of the vouchers with ids (those in
+// the bin included, as a publication still names them); into runs for
+// each found.
+func QueueByIDs(b *pgx.Batch, projectID string, ids []string, into func(Voucher)) {
+	db.QueueEach(b, scanVoucher, into, `SELECT `+voucherColumns+voucherFrom+`
+		WHERE v.project_id = $1 AND v.id = ANY($2::TEXT[])`, projectID, ids)
+}
