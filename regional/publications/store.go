@@ -1,0 +1,122 @@
+package publications
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/filters"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+const columns = `id, campaign_id, campaign_name, voucher_id, voucher_code, voucher_type, is_referral_code, customer_id,
+	tracking_id, channel, source_id, result, failure_code, failure_message, metadata, join_once_campaign, created_at`
+
+func scan(r pgx.Row) (Publication, error) {
+	var p Publication
+	var meta []byte
+	if err := r.Scan(&p.ID, &p.CampaignID, &p.CampaignName, &p.VoucherID, &p.VoucherCode, &p.VoucherType, &p.IsReferralCode,
+		&p.CustomerID, &p.TrackingID, &p.Channel, &p.SourceID, &p.Result, &p.FailureCode, &p.FailureMessage, &meta,
+		&p.JoinOnce, &p.CreatedAt); err != nil {
+		return Publication{}, err
+	}
+	return p, json.Unmarshal(meta, &p.Metadata)
+}
+
+func insert(ctx context.Context, q db.Querier, projectID string, p Publication) error {
+	meta := p.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	mb, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO publications (project_id, id, campaign_id, campaign_name, voucher_id, voucher_code,
+		voucher_type, is_referral_code, customer_id, tracking_id, channel, source_id, result, failure_code, failure_message,
+		metadata, join_once_campaign, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+		projectID, p.ID, p.CampaignID, p.CampaignName, p.VoucherID, p.VoucherCode, p.VoucherType, p.IsReferralCode,
+		p.CustomerID, p.TrackingID, p.Channel, p.SourceID, p.Result, p.FailureCode, p.FailureMessage, mb, p.JoinOnce, p.CreatedAt)
+	return err
+}
+
+var listFields = map[string]filters.Field{
+	"id":            {Kind: filters.String, Column: "id"},
+	"voucher_code":  {Kind: filters.String, Column: "voucher_code"},
+	"campaign_id":   {Kind: filters.String, Column: "campaign_id"},
+	"campaign_name": {Kind: filters.String, Column: "campaign_name"},
+	"customer_id":   {Kind: filters.String, Column: "customer_id"},
+	"tracking_id":   {Kind: filters.String, Column: "tracking_id"},
+	"channel":       {Kind: filters.String, Column: "channel"},
+	"source_id":     {Kind: filters.String, Column: "source_id"},
+	"result":        {Kind: filters.String, Column: "result"},
+	"failure_code":  {Kind: filters.String, Column: "failure_code"},
+	"voucher_type":  {Kind: filters.String, Column: "voucher_type"},
+	"created_at":    {Kind: filters.DateTime, Column: "created_at"},
+}
+
+// orderKeys are the list's order keys and the expressions they sort by
+// (id breaks ties; created_at is id's order, ids being time-ordered).
+var orderKeys = map[string]string{"id": "id", "created_at": "id", "voucher_code": "COALESCE(voucher_code, '')",
+	"tracking_id": "COALESCE(tracking_id, '')", "customer_id": "customer_id", "channel": "channel"}
+
+// ListQuery is a parsed GET /v1/publications.
+type ListQuery struct {
+	listq.Query
+	Campaign, Customer, Voucher, Result, VoucherType, SourceID string
+	ReferralOnly                                               bool
+	Filter                                                     filters.Filter
+}
+
+func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery, now time.Time) ([]Publication, int, error) {
+	args := []any{projectID}
+	cond := ""
+	add := func(sql string, v any) {
+		args = append(args, v)
+		cond += fmt.Sprintf(" AND "+sql, len(args))
+	}
+	if lq.Campaign != "" { // the reference filters by name; an id is accepted too
+		args = append(args, lq.Campaign)
+		cond += fmt.Sprintf(" AND (campaign_name = $%d OR campaign_id = $%d)", len(args), len(args))
+	}
+	if lq.Customer != "" {
+		add("customer_id = $%d", lq.Customer)
+	}
+	if lq.Voucher != "" {
+		add("voucher_code = $%d", lq.Voucher)
+	}
+	if lq.Result != "" {
+		add("result = $%d", lq.Result)
+	}
+	if lq.VoucherType != "" {
+		add("voucher_type = ANY($%d::TEXT[])", map[string][]string{"discount": {"DISCOUNT_VOUCHER", "GIFT_VOUCHER"},
+			"loyalty": {"LOYALTY_CARD"}}[lq.VoucherType])
+	}
+	if lq.SourceID != "" {
+		add("source_id = $%d", lq.SourceID)
+	}
+	if lq.ReferralOnly {
+		cond += " AND is_referral_code"
+	}
+	if !lq.Filter.Empty() {
+		var f string
+		f, args = lq.Filter.SQL(listFields, args, now)
+		cond += " AND " + f
+	}
+	where := ` WHERE project_id = $1` + cond
+	var total int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM publications`+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	args = append(args, lq.Limit+1)
+	limit := fmt.Sprintf("$%d", len(args))
+	kcond, orderBy, args := lq.Keyset("publications", orderKeys[lq.Key], args)
+	ps, err := db.Collect(scan)(q.Query(ctx, `SELECT `+columns+` FROM publications`+where+kcond+
+		` ORDER BY `+orderBy+` LIMIT `+limit, args...))
+	return ps, total, err
+}
