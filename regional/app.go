@@ -33,6 +33,7 @@ import (
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
+	"github.com/tallyhq/tally/regional/publications"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/tiers"
@@ -166,7 +167,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// The versions' differences, in one place: handlers serve the newest.
 	// (On e, not the /v1 group: a group's middleware makes echo answer 404
 	// for a known path's other methods, not 405.)
-	a.versions = apiversion.NewRegistry()
+	a.versions = apiversion.Interface()
 	e.Use(a.authenticate, a.usage.Middleware, a.versions.Middleware(func(c echo.Context) string {
 		if id, ok := identity.From(c.Request().Context()); ok && id.APIVersion != "" {
 			return id.APIVersion
@@ -188,9 +189,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	redemptions.Register(v1, red)
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
 	vs := vouchers.NewService(pool, a.bin, cfg.Clock)
+	vs.UseEvents(events)
 	a.loyalty.UseGenerator(vs.GenerateVouchers)
 	vouchers.Register(v1, vs)
 	campaigns.Register(v1, a.loyalty, vs)
+	publications.Register(v1, publications.NewService(pool, events, cust, vs, cfg.Clock))
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
 	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))

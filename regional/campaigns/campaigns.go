@@ -35,10 +35,6 @@ func Register(g *echo.Group, programs *loyalty.Service, vs *vouchers.Service) {
 	g.POST("/campaigns/:campaignId/vouchers", vs.AddVouchersHandler)
 	g.POST("/campaigns/:campaignId/vouchers/:code", vs.AddVouchersHandler)
 	g.GET("/campaigns/:campaignId/transactions", h.transactions)
-	// The gift cards' webhook events are loyalty's (the app's webhooks
-	// service). This belongs in regional/app.go (vs.UseEvents(events) after
-	// vouchers.NewService); it is here until app.go takes it.
-	vs.UseEvents(programs.Events())
 }
 
 // transactions lists a campaign's ledger entries: a discount or gift

@@ -75,7 +75,3 @@ func ListEntries(ctx context.Context, q db.Querier, projectID, voucherID, campai
 	ts, more, next := listq.Page(ts, tq.Limit, func(t Transaction) string { return t.ID })
 	return ts, more, next, nil
 }
-
-// Events returns the webhook events the service was made with, for the
-// packages whose ledger entries it keeps (gift cards).
-func (s *Service) Events() Events { return s.events }
