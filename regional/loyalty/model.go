@@ -97,14 +97,16 @@ type Campaign struct {
 	Tiers []tiers.Tier
 }
 
-// CampaignView is the reference shape of a loyalty campaign.
-type CampaignView struct {
+// CampaignViewOf is the reference shape of a campaign, of any type: V is
+// its voucher template (a loyalty card's here, a discount or gift
+// voucher's in regional/vouchers).
+type CampaignViewOf[V any] struct {
 	ID                              string          `json:"id"`
 	Name                            string          `json:"name"`
 	Description                     *string         `json:"description"`
 	CampaignType                    string          `json:"campaign_type"`
 	Type                            string          `json:"type"`
-	Voucher                         VoucherConfig   `json:"voucher"`
+	Voucher                         V               `json:"voucher"`
 	AutoJoin                        bool            `json:"auto_join"`
 	JoinOnce                        bool            `json:"join_once"`
 	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
@@ -129,6 +131,9 @@ type CampaignView struct {
 	Object                          string          `json:"object"`
 	AsyncActionID                   *string         `json:"async_action_id,omitempty"`
 }
+
+// CampaignView is the reference shape of a loyalty campaign.
+type CampaignView = CampaignViewOf[VoucherConfig]
 
 // View renders the campaign.
 func (c Campaign) View() CampaignView {

@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 // CampaignTypes are the campaign types this package writes.
@@ -89,38 +90,9 @@ func (t Template) voucher(c Campaign, code string, now time.Time) Voucher {
 	return v
 }
 
-// CampaignView is the reference's campaign shape.
-type CampaignView struct {
-	ID                              string          `json:"id"`
-	Name                            string          `json:"name"`
-	Description                     *string         `json:"description"`
-	CampaignType                    string          `json:"campaign_type"`
-	Type                            string          `json:"type"`
-	Voucher                         Template        `json:"voucher"`
-	AutoJoin                        bool            `json:"auto_join"`
-	JoinOnce                        bool            `json:"join_once"`
-	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
-	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	VouchersCount                   int64           `json:"vouchers_count"`
-	StartDate                       *jsonx.Time     `json:"start_date"`
-	ExpirationDate                  *jsonx.Time     `json:"expiration_date"`
-	Active                          bool            `json:"active"`
-	Metadata                        map[string]any  `json:"metadata"`
-	CreatedAt                       jsonx.Time      `json:"created_at"`
-	UpdatedAt                       *jsonx.Time     `json:"updated_at"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
-	Categories                      []any           `json:"categories"`
-	CreationStatus                  string          `json:"creation_status"`
-	VouchersGenerationStatus        string          `json:"vouchers_generation_status"`
-	Readonly                        bool            `json:"readonly"`
-	Protected                       bool            `json:"protected"`
-	Object                          string          `json:"object"`
-	AsyncActionID                   *string         `json:"async_action_id,omitempty"`
-}
+// CampaignView is the reference's campaign shape, the one loyalty programs
+// have, with this package's voucher template.
+type CampaignView = loyalty.CampaignViewOf[Template]
 
 // View renders the campaign.
 func (c Campaign) View() CampaignView {
