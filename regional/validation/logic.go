@@ -106,35 +106,25 @@ func (p *parser) peekOp(op string) bool {
 	return p.i < len(p.toks) && strings.EqualFold(p.toks[p.i].text, op)
 }
 
+// or and and parse terms joined by their word: and binds tighter.
 func (p *parser) or() (expr, error) {
-	first, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	out := or{first}
-	for p.peekOp("or") {
-		p.i++
-		e, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if len(out) == 1 {
-		return first, nil
-	}
-	return out, nil
+	return p.joined("or", p.and, func(es []expr) expr { return or(es) })
 }
 
 func (p *parser) and() (expr, error) {
-	first, err := p.atom()
+	return p.joined("and", p.atom, func(es []expr) expr { return and(es) })
+}
+
+// joined parses next, then more of it after each op, as one expression.
+func (p *parser) joined(op string, next func() (expr, error), join func([]expr) expr) (expr, error) {
+	first, err := next()
 	if err != nil {
 		return nil, err
 	}
-	out := and{first}
-	for p.peekOp("and") {
+	out := []expr{first}
+	for p.peekOp(op) {
 		p.i++
-		e, err := p.atom()
+		e, err := next()
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +133,7 @@ func (p *parser) and() (expr, error) {
 	if len(out) == 1 {
 		return first, nil
 	}
-	return out, nil
+	return join(out), nil
 }
 
 func (p *parser) atom() (expr, error) {
