@@ -63,11 +63,12 @@ type VoucherConfig struct {
 	IsReferralCode bool           `json:"is_referral_code"`
 }
 
-// Attrs are a campaign's properties kept as a document.
-type Attrs struct {
+// AttrsOf are a campaign's properties kept as a document, of any type: V
+// is its voucher template.
+type AttrsOf[V any] struct {
 	Description                     *string         `json:"description"`
 	Type                            string          `json:"type"` // AUTO_UPDATE or STATIC
-	Voucher                         VoucherConfig   `json:"voucher"`
+	Voucher                         V               `json:"voucher"`
 	AutoJoin                        bool            `json:"auto_join"`
 	JoinOnce                        bool            `json:"join_once"`
 	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
@@ -82,6 +83,9 @@ type Attrs struct {
 	Category                        *string         `json:"category"`
 	CategoryID                      *string         `json:"category_id"`
 }
+
+// Attrs are a loyalty program's properties.
+type Attrs = AttrsOf[VoucherConfig]
 
 // Campaign is a loyalty program.
 type Campaign struct {

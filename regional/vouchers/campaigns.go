@@ -43,25 +43,9 @@ type Template struct {
 	IsReferralCode bool `json:"is_referral_code"`
 }
 
-// CampaignAttrs are a campaign's properties kept as a document.
-type CampaignAttrs struct {
-	Description                     *string         `json:"description"`
-	Type                            string          `json:"type"`
-	Voucher                         Template        `json:"voucher"`
-	AutoJoin                        bool            `json:"auto_join"`
-	JoinOnce                        bool            `json:"join_once"`
-	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
-	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	StartDate                       *time.Time      `json:"start_date"`
-	ExpirationDate                  *time.Time      `json:"expiration_date"`
-	Active                          bool            `json:"active"`
-	Metadata                        map[string]any  `json:"metadata"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
-}
+// CampaignAttrs are a discount or gift campaign's properties kept as a
+// document, in the shape loyalty programs keep theirs.
+type CampaignAttrs = loyalty.AttrsOf[Template]
 
 // Campaign is a discount or gift campaign.
 type Campaign struct {
