@@ -51,24 +51,7 @@ func ListEntries(ctx context.Context, q db.Querier, projectID, voucherID, campai
 		args = append(args, campaignID)
 		where += fmt.Sprintf(` AND campaign_id = $%d`, len(args))
 	}
-	after, orderBy, args := tq.Keyset("loyalty_transactions", "id", args)
-	where += after
-	cond, args := tq.Filter.SQL(txFields, args, now)
-	args = append(args, tq.Limit+1)
-	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT id, source_id, card_id, campaign_id, source, reason, type, details,
-		related_transaction_id, created_at FROM loyalty_transactions WHERE %s AND %s ORDER BY %s LIMIT $%d`,
-		where, cond, orderBy, len(args)), args...)
-	if err != nil {
-		return nil, false, "", err
-	}
-	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Transaction, error) {
-		var t Transaction
-		var details []byte
-		err := r.Scan(&t.ID, &t.SourceID, &t.VoucherID, &t.CampaignID, &t.Source, &t.Reason, &t.Type, &details,
-			&t.RelatedTransactionID, &t.CreatedAt.Time)
-		t.Details = details
-		return t, err
-	})
+	ts, err := pageOfTransactions(ctx, q, tq, where, args, now)
 	if err != nil {
 		return nil, false, "", err
 	}

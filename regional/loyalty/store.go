@@ -386,6 +386,13 @@ func listTransactions(ctx context.Context, q db.Querier, projectID string, tq Tx
 				AND campaign_type = 'LOYALTY_PROGRAM') AS m
 			ORDER BY o LIMIT 1)`
 	}
+	return pageOfTransactions(ctx, q, tq, where, args, now)
+}
+
+// pageOfTransactions reads a page of ledger entries matching where (over
+// args, the project as $1), with tq's cursor, filters and limit (one more
+// row than the page, for listq.Page).
+func pageOfTransactions(ctx context.Context, q db.Querier, tq TxQuery, where string, args []any, now time.Time) ([]Transaction, error) {
 	after, orderBy, args := tq.Keyset("loyalty_transactions", "id", args)
 	where += after
 	cond, args := tq.Filter.SQL(txFields, args, now)
