@@ -203,14 +203,15 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 		return CampaignView{}, err
 	}
 	now := s.Now()
-	c := Campaign{ID: ids.New("camp_"), Name: *r.Name, Attrs: a, VouchersCount: count, GenerationStatus: "DONE", CreatedAt: now}
+	c := Campaign{CampaignOf: CampaignOf[VoucherConfig]{ID: ids.New("camp_"), Name: *r.Name, CampaignType: "LOYALTY_PROGRAM",
+		Attrs: a, VouchersCount: count, GenerationStatus: "DONE", CreatedAt: now}}
 	var actionID *string
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		c.GenerationStatus, actionID = "DONE", nil
 		if count > 1 {
 			c.GenerationStatus = "IN_PROGRESS"
 		}
-		if err := insertCampaign(ctx, tx, projectID, c); err != nil {
+		if err := InsertCampaign(ctx, tx, projectID, c.CampaignOf); err != nil {
 			return err
 		}
 		if count == 1 {
@@ -357,8 +358,7 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 			return nil, err
 		}
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE campaigns SET generation_status = 'DONE' WHERE project_id = $1 AND id = $2`,
-		job.ProjectID, c.ID); err != nil {
+	if err := SetGenerationStatus(ctx, s.pool, job.ProjectID, c.ID, "DONE", 0); err != nil {
 		return nil, err
 	}
 	return map[string]any{"campaign_id": c.ID, "vouchers_count": have}, nil
@@ -375,11 +375,12 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (
 
 // ListCampaigns returns a page of campaigns in id (creation) order.
 func (s *Service) ListCampaigns(ctx context.Context, projectID string, lq listq.Query) ([]CampaignView, int, bool, string, error) {
-	cs, total, err := listCampaigns(ctx, s.pool, projectID, lq)
+	cs, total, err := ListCampaignsOf[VoucherConfig](ctx, s.pool, projectID, []string{"LOYALTY_PROGRAM"}, lq)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	out, more, next := listq.PageOf(cs, lq.Limit, func(c Campaign) string { return c.ID }, Campaign.View)
+	out, more, next := listq.PageOf(cs, lq.Limit, func(c CampaignOf[VoucherConfig]) string { return c.ID },
+		CampaignOf[VoucherConfig].ViewOf)
 	return out, total, more, next, nil
 }
 
@@ -463,7 +464,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string
 		}
 		now := s.Now()
 		c.UpdatedAt = &now
-		if err := updateCampaign(ctx, tx, projectID, c); err != nil {
+		if err := UpdateCampaignOf(ctx, tx, projectID, c.CampaignOf); err != nil {
 			return err
 		}
 		return s.events.Emit(ctx, tx, projectID, EventCampaignUpdated, c.ID, c.View())
@@ -485,8 +486,7 @@ func (s *Service) DeleteCampaign(ctx context.Context, projectID, idOrName string
 			return err
 		}
 		// The name is freed for a new campaign.
-		if _, err := tx.Exec(ctx, `UPDATE campaigns SET deleted_at = $3, name = $4 WHERE project_id = $1 AND id = $2`,
-			projectID, c.ID, s.Now(), c.Name+" #deleted:"+c.ID); err != nil {
+		if err := MarkCampaignDeleted(ctx, tx, projectID, c.ID, c.Name+" #deleted:"+c.ID, s.Now()); err != nil {
 			return err
 		}
 		act, err := async.StartJob(ctx, tx, projectID, DeleteJob, generateParams{CampaignID: c.ID})

@@ -102,8 +102,7 @@ func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r
 				if _, err = s.generate(ctx, tx, projectID, camp, gen, 1, s.Now()); err != nil {
 					return err
 				}
-				if _, err = tx.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + 1 WHERE project_id = $1 AND id = $2`,
-					projectID, camp.ID); err != nil {
+				if err = AddVouchersCount(ctx, tx, projectID, camp.ID, 1); err != nil {
 					return err
 				}
 				card, err = scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards

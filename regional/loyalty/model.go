@@ -82,6 +82,10 @@ type AttrsOf[V any] struct {
 	Metadata                        map[string]any  `json:"metadata"`
 	Category                        *string         `json:"category"`
 	CategoryID                      *string         `json:"category_id"`
+	// ReferralProgram is a REFERRAL_PROGRAM's conversion and rewards,
+	// Promotion a PROMOTION's tiers as created.
+	ReferralProgram json.RawMessage `json:"referral_program,omitempty"`
+	Promotion       json.RawMessage `json:"promotion,omitempty"`
 }
 
 // Attrs are a loyalty program's properties.
@@ -89,13 +93,7 @@ type Attrs = AttrsOf[VoucherConfig]
 
 // Campaign is a loyalty program.
 type Campaign struct {
-	ID               string
-	Name             string
-	Attrs            Attrs
-	VouchersCount    int64
-	GenerationStatus string
-	CreatedAt        time.Time
-	UpdatedAt        *time.Time
+	CampaignOf[VoucherConfig]
 	// Tiers, by range, are read with a locked card (and by Transfer): the
 	// balance changes that may move a holder between tiers.
 	Tiers []tiers.Tier
@@ -130,6 +128,8 @@ type CampaignViewOf[V any] struct {
 	Categories                      []any           `json:"categories"`
 	CreationStatus                  string          `json:"creation_status"`
 	VouchersGenerationStatus        string          `json:"vouchers_generation_status"`
+	ReferralProgram                 json.RawMessage `json:"referral_program,omitempty"`
+	Promotion                       json.RawMessage `json:"promotion,omitempty"`
 	Readonly                        bool            `json:"readonly"`
 	Protected                       bool            `json:"protected"`
 	Object                          string          `json:"object"`
@@ -140,20 +140,23 @@ type CampaignViewOf[V any] struct {
 type CampaignView = CampaignViewOf[VoucherConfig]
 
 // View renders the campaign.
-func (c Campaign) View() CampaignView {
+func (c Campaign) View() CampaignView { return c.ViewOf() }
+
+// ViewOf renders a campaign of any type.
+func (c CampaignOf[V]) ViewOf() CampaignViewOf[V] {
 	a := c.Attrs
 	meta := a.Metadata
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	return CampaignView{ID: c.ID, Name: c.Name, Description: a.Description, CampaignType: "LOYALTY_PROGRAM", Type: a.Type,
+	return CampaignViewOf[V]{ID: c.ID, Name: c.Name, Description: a.Description, CampaignType: c.CampaignType, Type: a.Type,
 		Voucher: a.Voucher, AutoJoin: a.AutoJoin, JoinOnce: a.JoinOnce, UseVoucherMetadataSchema: a.UseVoucherMetadataSchema,
 		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
 		ActivityDurationAfterPublishing: a.ActivityDurationAfterPublishing, VouchersCount: c.VouchersCount,
 		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Active: a.Active, Metadata: meta,
 		CreatedAt: jsonx.Time{Time: c.CreatedAt}, UpdatedAt: jsonx.Ptr(c.UpdatedAt), Category: a.Category,
 		CategoryID: a.CategoryID, Categories: []any{}, CreationStatus: "DONE", VouchersGenerationStatus: c.GenerationStatus,
-		Object: "campaign"}
+		ReferralProgram: a.ReferralProgram, Promotion: a.Promotion, Object: "campaign"}
 }
 
 // Card is a loyalty card and its figures.

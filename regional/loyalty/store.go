@@ -42,60 +42,10 @@ func (p CampaignPart[T]) Get(ctx context.Context, s *Service, q db.Querier, proj
 	return v, err
 }
 
-const campaignColumns = `id, name, attrs, vouchers_count, generation_status, created_at, updated_at`
-
-func scanCampaign(r pgx.Row) (Campaign, error) {
-	var c Campaign
-	var attrs []byte
-	if err := r.Scan(&c.ID, &c.Name, &attrs, &c.VouchersCount, &c.GenerationStatus, &c.CreatedAt, &c.UpdatedAt); err != nil {
-		return Campaign{}, err
-	}
-	return c, json.Unmarshal(attrs, &c.Attrs)
-}
-
-// getCampaign finds a live campaign by id or name.
+// getCampaign finds a live loyalty program by id or name.
 func getCampaign(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
-	c, err := scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
-		WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL AND campaign_type = 'LOYALTY_PROGRAM'`, projectID, idOrName))
-	if errors.Is(err, db.ErrNotFound) {
-		c, err = scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
-			WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL AND campaign_type = 'LOYALTY_PROGRAM'`, projectID, idOrName))
-	}
-	return c, err
-}
-
-func insertCampaign(ctx context.Context, q db.Querier, projectID string, c Campaign) error {
-	attrs, err := json.Marshal(c.Attrs)
-	if err != nil {
-		return err
-	}
-	_, err = q.Exec(ctx, `INSERT INTO campaigns (project_id, id, name, attrs, vouchers_count, generation_status, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, c.ID, c.Name, attrs, c.VouchersCount, c.GenerationStatus, c.CreatedAt)
-	return err
-}
-
-func updateCampaign(ctx context.Context, q db.Querier, projectID string, c Campaign) error {
-	attrs, err := json.Marshal(c.Attrs)
-	if err != nil {
-		return err
-	}
-	_, err = q.Exec(ctx, `UPDATE campaigns SET name = $3, attrs = $4, vouchers_count = $5, generation_status = $6, updated_at = $7
-		WHERE project_id = $1 AND id = $2`, projectID, c.ID, c.Name, attrs, c.VouchersCount, c.GenerationStatus, c.UpdatedAt)
-	return err
-}
-
-func listCampaigns(ctx context.Context, q db.Querier, projectID string, lq listq.Query) ([]Campaign, int, error) {
-	var total int
-	if err := q.QueryRow(ctx, `SELECT count(*) FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL
-		AND campaign_type = 'LOYALTY_PROGRAM'`,
-		projectID).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	// Ids are time-ordered: creation order is id order.
-	cond, orderBy, args := lq.Keyset("campaigns", "id", []any{projectID, lq.Limit + 1})
-	cs, err := db.Collect(scanCampaign)(q.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns
-		WHERE project_id = $1 AND deleted_at IS NULL AND campaign_type = 'LOYALTY_PROGRAM'`+cond+` ORDER BY `+orderBy+` LIMIT $2`, args...))
-	return cs, total, err
+	c, err := GetCampaignOf[VoucherConfig](ctx, q, projectID, idOrName, false, "LOYALTY_PROGRAM")
+	return Campaign{CampaignOf: c}, err
 }
 
 const cardColumns = `id, code, campaign_id, holder_id, points, balance, subtracted_points, expired_points, redeemed_points,
@@ -227,8 +177,7 @@ func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key st
 func scanLocked(rows pgx.Rows, cache attrsCache, dst *LockedCard) error {
 	var meta, attrs, tierCol []byte
 	k := &dst.Campaign
-	dests := append(cardDests(&dst.Card, &meta), &k.ID, &k.Name, &attrs, &k.VouchersCount, &k.GenerationStatus,
-		&k.CreatedAt, &k.UpdatedAt, &tierCol)
+	dests := append(append(cardDests(&dst.Card, &meta), campaignDests(&k.CampaignOf, &attrs)...), &tierCol)
 	if err := rows.Scan(dests...); err != nil {
 		return err
 	}

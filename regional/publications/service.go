@@ -189,7 +189,7 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 			return View{}, nil, err
 		}
 		camp = &c
-		pub.CampaignID, pub.CampaignName, pub.IsReferralCode = &c.ID, &c.Name, c.Template.IsReferralCode
+		pub.CampaignID, pub.CampaignName, pub.IsReferralCode = &c.ID, &c.Name, c.Attrs.Voucher.IsReferralCode
 		if c.Attrs.JoinOnce || r.JoinOnce {
 			pub.JoinOnce = &c.ID
 			prev, err := scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM publications
@@ -285,5 +285,5 @@ func (s *Service) full(ctx context.Context, tx pgx.Tx, projectID string, pub Pub
 
 func simpleCampaign(c vouchers.Campaign) map[string]any {
 	return map[string]any{"id": c.ID, "name": c.Name, "campaign_type": c.CampaignType, "type": c.Attrs.Type,
-		"is_referral_code": c.Template.IsReferralCode, "object": "campaign"}
+		"is_referral_code": c.Attrs.Voucher.IsReferralCode, "object": "campaign"}
 }

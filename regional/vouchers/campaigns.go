@@ -14,7 +14,6 @@ import (
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
-	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
@@ -47,18 +46,9 @@ type Template struct {
 // document, in the shape loyalty programs keep theirs.
 type CampaignAttrs = loyalty.AttrsOf[Template]
 
-// Campaign is a discount or gift campaign.
-type Campaign struct {
-	ID               string
-	Name             string
-	CampaignType     string
-	Attrs            CampaignAttrs
-	Template         Template
-	VouchersCount    int64
-	GenerationStatus string
-	CreatedAt        time.Time
-	UpdatedAt        *time.Time
-}
+// Campaign is a discount, gift or referral campaign: a row of the one
+// campaign model with this package's voucher template.
+type Campaign = loyalty.CampaignOf[Template]
 
 // voucher is a new voucher of the campaign, as its template says.
 func (t Template) voucher(c Campaign, code string, now time.Time) Voucher {
@@ -77,23 +67,6 @@ func (t Template) voucher(c Campaign, code string, now time.Time) Voucher {
 // CampaignView is the reference's campaign shape, the one loyalty programs
 // have, with this package's voucher template.
 type CampaignView = loyalty.CampaignViewOf[Template]
-
-// View renders the campaign.
-func (c Campaign) View() CampaignView {
-	a := c.Attrs
-	meta := a.Metadata
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	return CampaignView{ID: c.ID, Name: c.Name, Description: a.Description, CampaignType: c.CampaignType, Type: a.Type,
-		Voucher: c.Template, AutoJoin: a.AutoJoin, JoinOnce: a.JoinOnce, UseVoucherMetadataSchema: a.UseVoucherMetadataSchema,
-		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
-		ActivityDurationAfterPublishing: a.ActivityDurationAfterPublishing, VouchersCount: c.VouchersCount,
-		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Active: a.Active, Metadata: meta,
-		CreatedAt: jsonx.Time{Time: c.CreatedAt}, UpdatedAt: jsonx.Ptr(c.UpdatedAt), Category: a.Category,
-		CategoryID: a.CategoryID, Categories: []any{}, CreationStatus: "DONE", VouchersGenerationStatus: c.GenerationStatus,
-		Object: "campaign"}
-}
 
 // CampaignRequest is the body of POST /v1/campaigns for the types of this package.
 type CampaignRequest struct {
@@ -117,33 +90,12 @@ type CampaignRequest struct {
 	CategoryID                      *string         `json:"category_id"`
 }
 
-const campaignColumns = `id, name, campaign_type, attrs, vouchers_count, generation_status, created_at, updated_at`
-
-func scanCampaign(r pgx.Row) (Campaign, error) {
-	var c Campaign
-	var attrs []byte
-	if err := r.Scan(&c.ID, &c.Name, &c.CampaignType, &attrs, &c.VouchersCount, &c.GenerationStatus, &c.CreatedAt, &c.UpdatedAt); err != nil {
-		return Campaign{}, err
-	}
-	err := json.Unmarshal(attrs, &c.Attrs)
-	c.Template = c.Attrs.Voucher
-	return c, err
-}
-
-const ownTypes = `campaign_type IN ('DISCOUNT_COUPONS', 'GIFT_VOUCHERS')`
+// ownTypes are the campaign types whose vouchers this package makes.
+var ownTypes = []string{"DISCOUNT_COUPONS", "GIFT_VOUCHERS", "REFERRAL_PROGRAM"}
 
 // campaign finds a live campaign of this package's types by id or name.
 func (s *Service) campaign(ctx context.Context, q db.Querier, projectID, idOrName string, lock bool) (Campaign, error) {
-	forUpdate := ""
-	if lock {
-		forUpdate = " FOR UPDATE"
-	}
-	c, err := scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
-		WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL AND `+ownTypes+forUpdate, projectID, idOrName))
-	if errors.Is(err, db.ErrNotFound) {
-		c, err = scanCampaign(q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
-			WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL AND `+ownTypes+forUpdate, projectID, idOrName))
-	}
+	c, err := loyalty.GetCampaignOf[Template](ctx, q, projectID, idOrName, lock, ownTypes...)
 	if errors.Is(err, db.ErrNotFound) {
 		return Campaign{}, apierr.NotFound("campaign", idOrName)
 	}
@@ -156,32 +108,21 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (
 	if err != nil {
 		return CampaignView{}, err
 	}
-	return c.View(), nil
+	return c.ViewOf(), nil
 }
 
 // ListCampaigns returns a page of the project's campaigns of typ ("": all
 // of this package's types), in id (creation) order.
 func (s *Service) ListCampaigns(ctx context.Context, projectID, typ string, lq listq.Query) ([]CampaignView, int, bool, string, error) {
-	args := []any{projectID}
-	cond := ownTypes
+	types := ownTypes
 	if typ != "" {
-		args = append(args, typ)
-		cond = "campaign_type = $2"
+		types = []string{typ}
 	}
-	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL AND `+cond,
-		args...).Scan(&total); err != nil {
-		return nil, 0, false, "", err
-	}
-	args = append(args, lq.Limit+1)
-	limit := fmt.Sprintf("$%d", len(args))
-	kcond, orderBy, args := lq.Keyset("campaigns", "id", args)
-	cs, err := db.Collect(scanCampaign)(s.pool.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns
-		WHERE project_id = $1 AND deleted_at IS NULL AND `+cond+kcond+` ORDER BY `+orderBy+` LIMIT `+limit, args...))
+	cs, total, err := loyalty.ListCampaignsOf[Template](ctx, s.pool, projectID, types, lq)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	out, more, next := listq.PageOf(cs, lq.Limit, func(c Campaign) string { return c.ID }, Campaign.View)
+	out, more, next := listq.PageOf(cs, lq.Limit, func(c Campaign) string { return c.ID }, Campaign.ViewOf)
 	return out, total, more, next, nil
 }
 
@@ -287,20 +228,14 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 	if err := gen.Check(c.VouchersCount); err != nil {
 		return CampaignView{}, err
 	}
-	a.Voucher, c.Template = t, t
+	a.Voucher = t
 	var actionID *string
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		actionID, c.GenerationStatus = nil, "DONE"
 		if c.VouchersCount > 1 {
 			c.GenerationStatus = "IN_PROGRESS"
 		}
-		attrs, err := json.Marshal(c.Attrs)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO campaigns (project_id, id, name, campaign_type, attrs, vouchers_count, generation_status, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, projectID, c.ID, c.Name, c.CampaignType, attrs, c.VouchersCount,
-			c.GenerationStatus, c.CreatedAt); err != nil {
+		if err := loyalty.InsertCampaign(ctx, tx, projectID, c); err != nil {
 			if errors.Is(err, db.ErrConflict) {
 				return apierr.Duplicate("campaign", fmt.Sprintf("A campaign named %q already exists.", c.Name))
 			}
@@ -323,7 +258,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 	if err != nil {
 		return CampaignView{}, err
 	}
-	v := c.View()
+	v := c.ViewOf()
 	v.AsyncActionID = actionID
 	return v, nil
 }
@@ -349,7 +284,7 @@ func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job) (result 
 		}
 		return nil, true, err
 	}
-	gen, err := codes.New(c.Template.CodeConfig)
+	gen, err := codes.New(c.Attrs.Voucher.CodeConfig)
 	if err != nil {
 		return nil, true, err
 	}
@@ -375,8 +310,7 @@ func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job) (result 
 			return nil, true, err
 		}
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE campaigns SET generation_status = 'DONE' WHERE project_id = $1 AND id = $2`,
-		job.ProjectID, c.ID); err != nil {
+	if err := loyalty.SetGenerationStatus(ctx, s.pool, job.ProjectID, c.ID, "DONE", 0); err != nil {
 		return nil, true, err
 	}
 	return map[string]any{"campaign_id": c.ID, "vouchers_count": have}, true, nil
@@ -404,15 +338,14 @@ func (s *Service) AddVouchers(ctx context.Context, projectID, campaignKey, code 
 		if err != nil {
 			return err
 		}
-		gen, err := codes.New(c.Template.CodeConfig)
+		gen, err := codes.New(c.Attrs.Voucher.CodeConfig)
 		if err != nil {
 			return err
 		}
 		if err := gen.Check(c.VouchersCount + n); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + $3, generation_status = 'IN_PROGRESS'
-			WHERE project_id = $1 AND id = $2`, projectID, c.ID, n); err != nil {
+		if err := loyalty.SetGenerationStatus(ctx, tx, projectID, c.ID, "IN_PROGRESS", n); err != nil {
 			return err
 		}
 		act, err := async.StartJob(ctx, tx, projectID, GenerateJob, generateParams{CampaignID: c.ID})

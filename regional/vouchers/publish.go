@@ -11,6 +11,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 // What regional/publications asks of the vouchers it gives to customers:
@@ -44,15 +45,14 @@ func (s *Service) ClaimFree(ctx context.Context, tx pgx.Tx, projectID string, c 
 		if c.Attrs.Type != "AUTO_UPDATE" {
 			return Voucher{}, ErrNoFreeVoucher
 		}
-		gen, gerr := codes.New(c.Template.CodeConfig)
+		gen, gerr := codes.New(c.Attrs.Voucher.CodeConfig)
 		if gerr != nil {
 			return Voucher{}, gerr
 		}
 		if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, 1, s.now()); err != nil {
 			return Voucher{}, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + 1 WHERE project_id = $1 AND id = $2`,
-			projectID, c.ID); err != nil {
+		if err := loyalty.AddVouchersCount(ctx, tx, projectID, c.ID, 1); err != nil {
 			return Voucher{}, err
 		}
 		// The one just made is invisible to other transactions until commit.

@@ -214,17 +214,17 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 				return err
 			}
 			camp = &c
-			v = c.Template.voucher(c, code, now)
+			v = c.Attrs.Voucher.voucher(c, code, now)
 			v.ID = ids.New("v_")
 			if r.CodeConfig == nil {
-				cc = c.Template.CodeConfig
+				cc = c.Attrs.Voucher.CodeConfig
 			}
 		}
 		if err := r.apply(&v, true); err != nil {
 			return err
 		}
-		if camp != nil && v.Type != camp.Template.Type {
-			return apierr.InvalidPayload("type must be the campaign's voucher type, " + camp.Template.Type)
+		if camp != nil && v.Type != camp.Attrs.Voucher.Type {
+			return apierr.InvalidPayload("type must be the campaign's voucher type, " + camp.Attrs.Voucher.Type)
 		}
 		if v.Code == "" {
 			gen, err := codes.New(cc)
@@ -255,9 +255,7 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 			return err
 		}
 		if camp != nil {
-			_, err := tx.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + 1 WHERE project_id = $1 AND id = $2`,
-				projectID, camp.ID)
-			return err
+			return loyalty.AddVouchersCount(ctx, tx, projectID, camp.ID, 1)
 		}
 		return nil
 	})

@@ -98,8 +98,7 @@ func updateVoucher(ctx context.Context, q db.Querier, projectID string, v Vouche
 // card) are skipped and made again in the next round. It returns how many
 // it made.
 func generateVouchers(ctx context.Context, q db.Querier, projectID string, c Campaign, next func() string, n int64, now time.Time) (int64, error) {
-	t := c.Template
-	v := t.voucher(c, "", now)
+	v := c.Attrs.Voucher.voucher(c, "", now)
 	attrs, err := json.Marshal(v.Attrs)
 	if err != nil {
 		return 0, err

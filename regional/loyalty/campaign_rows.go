@@ -1,0 +1,143 @@
+package loyalty
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+// The campaigns table holds every campaign type of the interface, told
+// apart by campaign_type. Every statement on it is in this file: loyalty
+// programs, discount, gift, referral and promotion campaigns are rows of
+// one model, CampaignOf, whose type-specific part (the voucher template V)
+// is the only thing the owning packages add.
+
+// CampaignOf is a campaign of any type; V is its voucher template.
+type CampaignOf[V any] struct {
+	ID               string
+	Name             string
+	CampaignType     string
+	Attrs            AttrsOf[V]
+	VouchersCount    int64
+	GenerationStatus string
+	CreatedAt        time.Time
+	UpdatedAt        *time.Time
+}
+
+const campaignColumns = `id, name, campaign_type, attrs, vouchers_count, generation_status, created_at, updated_at`
+
+// campaignDests are the scan destinations of campaignColumns; the attrs
+// document lands in attrs, for the caller to decode.
+func campaignDests[V any](c *CampaignOf[V], attrs *[]byte) []any {
+	return []any{&c.ID, &c.Name, &c.CampaignType, attrs, &c.VouchersCount, &c.GenerationStatus, &c.CreatedAt, &c.UpdatedAt}
+}
+
+func scanCampaignOf[V any](r pgx.Row) (CampaignOf[V], error) {
+	var c CampaignOf[V]
+	var attrs []byte
+	if err := r.Scan(campaignDests(&c, &attrs)...); err != nil {
+		return CampaignOf[V]{}, err
+	}
+	return c, json.Unmarshal(attrs, &c.Attrs)
+}
+
+// ofTypes is the condition on campaign_type for types ($n the array), or
+// none for every type.
+func ofTypes(types []string, args []any) (string, []any) {
+	if len(types) == 0 {
+		return "", args
+	}
+	args = append(args, types)
+	return ` AND campaign_type = ANY($` + strconv.Itoa(len(args)) + `)`, args
+}
+
+// GetCampaignOf reads a live campaign of one of types (any when none) by id
+// or, failing that, by name; locked when lock is set. db.ErrNotFound when
+// there is none.
+func GetCampaignOf[V any](ctx context.Context, q db.Querier, projectID, idOrName string, lock bool, types ...string) (CampaignOf[V], error) {
+	for _, col := range []string{"id", "name"} {
+		cond, args := ofTypes(types, []any{projectID, idOrName})
+		c, err := scanCampaignOf[V](q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
+			WHERE project_id = $1 AND `+col+` = $2 AND deleted_at IS NULL`+cond+db.ForUpdate(lock), args...))
+		if !errors.Is(err, db.ErrNotFound) {
+			return c, err
+		}
+	}
+	return CampaignOf[V]{}, db.ErrNotFound
+}
+
+// InsertCampaign writes a new campaign.
+func InsertCampaign[V any](ctx context.Context, q db.Querier, projectID string, c CampaignOf[V]) error {
+	attrs, err := json.Marshal(c.Attrs)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO campaigns (project_id, id, name, campaign_type, attrs, vouchers_count, generation_status, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		projectID, c.ID, c.Name, c.CampaignType, attrs, c.VouchersCount, c.GenerationStatus, c.CreatedAt)
+	return err
+}
+
+// UpdateCampaignOf writes a campaign's name, attrs, counts and updated_at.
+func UpdateCampaignOf[V any](ctx context.Context, q db.Querier, projectID string, c CampaignOf[V]) error {
+	attrs, err := json.Marshal(c.Attrs)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `UPDATE campaigns SET name = $3, attrs = $4, vouchers_count = $5, generation_status = $6, updated_at = $7
+		WHERE project_id = $1 AND id = $2`, projectID, c.ID, c.Name, attrs, c.VouchersCount, c.GenerationStatus, c.UpdatedAt)
+	return err
+}
+
+// ListCampaignsOf reads a page of live campaigns of types (every type when
+// none) in id order, which is creation order, and their total.
+func ListCampaignsOf[V any](ctx context.Context, q db.Querier, projectID string, types []string, lq listq.Query) ([]CampaignOf[V], int, error) {
+	cond, args := ofTypes(types, []any{projectID})
+	var total int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL`+cond,
+		args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	cond, args = ofTypes(types, []any{projectID, lq.Limit + 1})
+	keyset, orderBy, args := lq.Keyset("campaigns", "id", args)
+	cs, err := db.Collect(scanCampaignOf[V])(q.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns
+		WHERE project_id = $1 AND deleted_at IS NULL`+cond+keyset+` ORDER BY `+orderBy+` LIMIT $2`, args...))
+	return cs, total, err
+}
+
+// AddVouchersCount counts n more vouchers of a campaign.
+func AddVouchersCount(ctx context.Context, q db.Querier, projectID, campaignID string, n int64) error {
+	_, err := q.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + $3 WHERE project_id = $1 AND id = $2`,
+		projectID, campaignID, n)
+	return err
+}
+
+// SetGenerationStatus records where a campaign's voucher generation is;
+// with n > 0, n more vouchers are counted in the same statement.
+func SetGenerationStatus(ctx context.Context, q db.Querier, projectID, campaignID, status string, n int64) error {
+	_, err := q.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + $3, generation_status = $4
+		WHERE project_id = $1 AND id = $2`, projectID, campaignID, n, status)
+	return err
+}
+
+// MarkCampaignDeleted takes a campaign out of every read: it is deleted at
+// now, and renamed to newName so that its name is free for a new campaign.
+func MarkCampaignDeleted(ctx context.Context, q db.Querier, projectID, campaignID, newName string, now time.Time) error {
+	_, err := q.Exec(ctx, `UPDATE campaigns SET deleted_at = $3, name = $4 WHERE project_id = $1 AND id = $2`,
+		projectID, campaignID, now, newName)
+	return err
+}
+
+// CampaignTypeOf is the type of a live campaign by id or name, and its id;
+// db.ErrNotFound when there is none.
+func CampaignTypeOf(ctx context.Context, q db.Querier, projectID, idOrName string) (id, typ string, err error) {
+	c, err := GetCampaignOf[json.RawMessage](ctx, q, projectID, idOrName, false)
+	return c.ID, c.CampaignType, err
+}
