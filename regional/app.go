@@ -192,8 +192,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	vs.UseEvents(events)
 	a.loyalty.UseGenerator(vs.GenerateVouchers)
 	vouchers.Register(v1, vs)
-	campaigns.Register(v1, a.loyalty, vs)
-	publications.Register(v1, publications.NewService(pool, events, cust, vs, cfg.Clock))
+	pubs := publications.NewService(pool, events, cust, vs, cfg.Clock)
+	publications.Register(v1, pubs)
+	// One campaign model: a deleted campaign's vouchers (of any type) go in
+	// CAMPAIGN.VOUCHERS_DELETE, at once or when its bin entry is removed.
+	a.loyalty.UseCampaignDropper(vs.DropCampaignVouchers)
+	a.bin.Handle("campaign", a.loyalty.RemoveBinnedCampaign)
+	campaigns.Register(v1, campaigns.Deps{Programs: a.loyalty, Vouchers: vs, Publications: pubs, Redemptions: red,
+		Clock: cfg.Clock.Now})
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
 	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))

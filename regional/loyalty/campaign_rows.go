@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/listq"
 )
 
@@ -99,16 +100,59 @@ func UpdateCampaignOf[V any](ctx context.Context, q db.Querier, projectID string
 // ListCampaignsOf reads a page of live campaigns of types (every type when
 // none) in id order, which is creation order, and their total.
 func ListCampaignsOf[V any](ctx context.Context, q db.Querier, projectID string, types []string, lq listq.Query) ([]CampaignOf[V], int, error) {
-	cond, args := ofTypes(types, []any{projectID})
+	return ListCampaignsWhere[V](ctx, q, projectID, CampaignFilter{Types: types}, lq, time.Time{})
+}
+
+// CampaignFilter narrows a list of campaigns: to types (any when none), to
+// a generation status, and by the filters of GET /v1/campaigns
+// (CampaignFields).
+type CampaignFilter struct {
+	Types  []string
+	Status string
+	Filter filters.Filter
+}
+
+// CampaignFields are the campaign properties GET /v1/campaigns filters by.
+var CampaignFields = map[string]filters.Field{
+	"campaigns":     {Kind: filters.String, Column: "name"},
+	"name":          {Kind: filters.String, Column: "name"},
+	"id":            {Kind: filters.String, Column: "id"},
+	"campaign_type": {Kind: filters.String, Column: "campaign_type"},
+	"created_at":    {Kind: filters.DateTime, Column: "created_at"},
+	"updated_at":    {Kind: filters.DateTime, Column: "updated_at"},
+}
+
+// ListCampaignsWhere reads a page of live campaigns that f admits, in id
+// (creation) order, and their total; now is the time relative dates in
+// the filters count from.
+func ListCampaignsWhere[V any](ctx context.Context, q db.Querier, projectID string, f CampaignFilter, lq listq.Query, now time.Time) ([]CampaignOf[V], int, error) {
+	where := func(args []any) (string, []any) {
+		cond, args := ofTypes(f.Types, args)
+		if f.Status != "" {
+			args = append(args, f.Status)
+			cond += ` AND generation_status = $` + strconv.Itoa(len(args))
+		}
+		if !f.Filter.Empty() {
+			var sql string
+			sql, args = f.Filter.SQL(CampaignFields, args, now)
+			cond += " AND " + sql
+		}
+		return ` WHERE project_id = $1 AND deleted_at IS NULL` + cond, args
+	}
+	cond, args := where([]any{projectID})
 	var total int
-	if err := q.QueryRow(ctx, `SELECT count(*) FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL`+cond,
-		args...).Scan(&total); err != nil {
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM campaigns`+cond, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	cond, args = ofTypes(types, []any{projectID, lq.Limit + 1})
-	keyset, orderBy, args := lq.Keyset("campaigns", "id", args)
-	cs, err := db.Collect(scanCampaignOf[V])(q.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns
-		WHERE project_id = $1 AND deleted_at IS NULL`+cond+keyset+` ORDER BY `+orderBy+` LIMIT $2`, args...))
+	cond, args = where([]any{projectID, lq.Limit + 1})
+	// Ids are time-ordered: creation order is id order.
+	key := "id"
+	if lq.Key == "updated_at" {
+		key = "COALESCE(updated_at, created_at)"
+	}
+	keyset, orderBy, args := lq.Keyset("campaigns", key, args)
+	cs, err := db.Collect(scanCampaignOf[V])(q.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns`+cond+keyset+
+		` ORDER BY `+orderBy+` LIMIT $2`, args...))
 	return cs, total, err
 }
 

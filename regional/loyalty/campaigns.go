@@ -387,27 +387,12 @@ func (s *Service) ListCampaigns(ctx context.Context, projectID string, lq listq.
 // UpdateRequest is the body of PUT /v1/loyalties/{campaignId}: the
 // properties present are replaced.
 type UpdateRequest struct {
-	Description                     *string         `json:"description"`
-	Type                            *string         `json:"type"`
-	AutoJoin                        *bool           `json:"auto_join"`
-	JoinOnce                        *bool           `json:"join_once"`
-	StartDate                       *time.Time      `json:"start_date"`
-	ExpirationDate                  *time.Time      `json:"expiration_date"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
-	ValidityHours                   json.RawMessage `json:"validity_hours"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	Metadata                        map[string]any  `json:"metadata"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
-	LoyaltyCard                     *cardRequest    `json:"loyalty_card"`
+	CommonUpdate
+	LoyaltyCard *cardRequest `json:"loyalty_card"`
 }
 
 // UpdateCampaign changes a campaign's properties.
 func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string, r UpdateRequest) (CampaignView, error) {
-	if r.Type != nil && *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
-		return CampaignView{}, apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
-	}
 	if r.JoinOnce != nil && !*r.JoinOnce {
 		return CampaignView{}, apierr.InvalidPayload("join_once is always true for loyalty campaigns")
 	}
@@ -419,88 +404,33 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string
 			return CampaignView{}, apierr.InvalidPayload("loyalty_card.points applies to new campaigns only")
 		}
 	}
-	var c Campaign
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if c, err = s.Campaign(ctx, tx, projectID, idOrName); err != nil {
-			return err
-		}
-		a := &c.Attrs
-		set := func(dst **string, v *string) {
-			if v != nil {
-				*dst = v
+	c, err := ChangeCampaign(ctx, s, projectID, idOrName, EventCampaignUpdated, []string{"LOYALTY_PROGRAM"},
+		func(_ pgx.Tx, c *CampaignOf[VoucherConfig]) error {
+			if err := ApplyCommon(&c.Attrs, r.CommonUpdate); err != nil {
+				return err
 			}
-		}
-		set(&a.Description, r.Description)
-		set(&a.ActivityDurationAfterPublishing, r.ActivityDurationAfterPublishing)
-		set(&a.Category, r.Category)
-		set(&a.CategoryID, r.CategoryID)
-		if r.Type != nil {
-			a.Type = *r.Type
-		}
-		if r.AutoJoin != nil {
-			a.AutoJoin = *r.AutoJoin
-		}
-		if r.StartDate != nil {
-			a.StartDate = r.StartDate
-		}
-		if r.ExpirationDate != nil {
-			a.ExpirationDate = r.ExpirationDate
-		}
-		if a.StartDate != nil && a.ExpirationDate != nil && !a.ExpirationDate.After(*a.StartDate) {
-			return apierr.InvalidPayload("expiration_date must be after start_date")
-		}
-		for _, f := range []struct{ dst, v *json.RawMessage }{{&a.ValidityTimeframe, &r.ValidityTimeframe},
-			{&a.ValidityDayOfWeek, &r.ValidityDayOfWeek}, {&a.ValidityHours, &r.ValidityHours}} {
-			if len(*f.v) > 0 {
-				*f.dst = *f.v
+			if r.LoyaltyCard != nil && r.LoyaltyCard.ExpirationRules != nil {
+				c.Attrs.Voucher.LoyaltyCard.ExpirationRules = r.LoyaltyCard.ExpirationRules
 			}
-		}
-		if r.Metadata != nil {
-			a.Metadata = r.Metadata
-		}
-		if r.LoyaltyCard != nil && r.LoyaltyCard.ExpirationRules != nil {
-			a.Voucher.LoyaltyCard.ExpirationRules = r.LoyaltyCard.ExpirationRules
-		}
-		now := s.Now()
-		c.UpdatedAt = &now
-		if err := UpdateCampaignOf(ctx, tx, projectID, c.CampaignOf); err != nil {
-			return err
-		}
-		return s.events.Emit(ctx, tx, projectID, EventCampaignUpdated, c.ID, c.View())
-	})
+			return nil
+		})
 	if err != nil {
 		return CampaignView{}, err
 	}
-	return c.View(), nil
+	return c.ViewOf(), nil
 }
 
-// DeleteCampaign removes a campaign at once (it and its cards answer 404)
-// and deletes its cards and their ledger in the CAMPAIGN.VOUCHERS_DELETE
-// async action, whose id it returns.
+// DeleteCampaign removes a loyalty program at once (it and its cards
+// answer 404) and deletes its cards and their ledger in the
+// CAMPAIGN.VOUCHERS_DELETE async action, whose id it returns.
 func (s *Service) DeleteCampaign(ctx context.Context, projectID, idOrName string) (string, error) {
-	var actionID string
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		c, err := s.Campaign(ctx, tx, projectID, idOrName)
-		if err != nil {
-			return err
-		}
-		// The name is freed for a new campaign.
-		if err := MarkCampaignDeleted(ctx, tx, projectID, c.ID, c.Name+" #deleted:"+c.ID, s.Now()); err != nil {
-			return err
-		}
-		act, err := async.StartJob(ctx, tx, projectID, DeleteJob, generateParams{CampaignID: c.ID})
-		if err != nil {
-			return err
-		}
-		actionID = act.ID
-		return s.events.Emit(ctx, tx, projectID, EventCampaignDeleted, c.ID, c.View())
-	})
-	return actionID, err
+	id, err := s.RemoveCampaign(ctx, projectID, idOrName, true, "LOYALTY_PROGRAM")
+	if err != nil {
+		return "", err
+	}
+	return *id, nil
 }
 
-// deleteJob deletes a deleted campaign's cards, buckets and transactions,
-// a chunk of cards per transaction.
 func (s *Service) deleteJob(ctx context.Context, job *async.Job) (any, error) {
 	var p generateParams
 	if err := json.Unmarshal(job.Params, &p); err != nil {
@@ -546,6 +476,13 @@ func (s *Service) deleteJob(ctx context.Context, job *async.Job) (any, error) {
 		if err := s.earning.DropOfCampaign(ctx, s.pool, job.ProjectID, p.CampaignID); err != nil {
 			return nil, err
 		}
+	}
+	for _, drop := range s.droppers {
+		n, err := drop(ctx, job.ProjectID, p.CampaignID)
+		if err != nil {
+			return nil, err
+		}
+		deleted += n
 	}
 	return map[string]any{"campaign_id": p.CampaignID, "deleted_vouchers": deleted}, nil
 }

@@ -38,6 +38,8 @@ type Service struct {
 	// otherGenerate makes the vouchers of campaigns of other types, which
 	// share CAMPAIGN.VOUCHERS_GENERATE (ok false: not one of its campaigns).
 	otherGenerate func(ctx context.Context, job *async.Job) (result any, ok bool, err error)
+	// droppers delete what other packages keep of a deleted campaign.
+	droppers []func(ctx context.Context, projectID, campaignID string) (int64, error)
 }
 
 // UseGenerator hands CAMPAIGN.VOUCHERS_GENERATE jobs of campaigns that are
@@ -121,3 +123,7 @@ func parseDate(s string) (time.Time, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Pool is the database of the campaigns, for the readers of the campaign
+// model (regional/campaigns).
+func (s *Service) Pool() *db.Pool { return s.pool }

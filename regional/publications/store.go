@@ -11,6 +11,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 const columns = `id, campaign_id, campaign_name, voucher_id, voucher_code, voucher_type, is_referral_code, customer_id,
@@ -119,4 +120,18 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery, now
 	ps, err := db.Collect(scan)(q.Query(ctx, `SELECT `+columns+` FROM publications`+where+kcond+
 		` ORDER BY `+orderBy+` LIMIT `+limit, args...))
 	return ps, total, err
+}
+
+// Counts are a campaign's publications within p: succeeded and failed.
+func (s *Service) Counts(ctx context.Context, projectID, campaignID string, p loyalty.Period) (ok, failed int64, err error) {
+	for _, c := range []struct {
+		result string
+		n      *int64
+	}{{Success, &ok}, {Failure, &failed}} {
+		if *c.n, err = loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM publications
+			WHERE project_id = $1 AND campaign_id = $2 AND result = $3`, "created_at", p, projectID, campaignID, c.result); err != nil {
+			return 0, 0, err
+		}
+	}
+	return ok, failed, nil
 }

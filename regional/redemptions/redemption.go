@@ -561,3 +561,16 @@ func (h Handler) rollback(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, v)
 }
+
+// Counts are a loyalty program's reward redemptions made within p, and
+// their rollbacks made within p.
+func (s *Service) Counts(ctx context.Context, projectID, campaignID string, p loyalty.Period) (redeemed, rolledBack int64, err error) {
+	if redeemed, err = loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM redemptions WHERE project_id = $1 AND campaign_id = $2`,
+		"created_at", p, projectID, campaignID); err != nil {
+		return 0, 0, err
+	}
+	rolledBack, err = loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM redemption_rollbacks b JOIN redemptions r
+		ON r.project_id = b.project_id AND r.id = b.redemption_id WHERE b.project_id = $1 AND r.campaign_id = $2`,
+		"b.created_at", p, projectID, campaignID)
+	return redeemed, rolledBack, err
+}

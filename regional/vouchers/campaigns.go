@@ -14,14 +14,10 @@ import (
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
-	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
-
-// CampaignTypes are the campaign types this package writes.
-var CampaignTypes = []string{"DISCOUNT_COUPONS", "GIFT_VOUCHERS"}
 
 // GenerateJob is the async action that makes a campaign's vouchers (the
 // action type loyalty programs use too; loyalty hands this package's
@@ -90,12 +86,12 @@ type CampaignRequest struct {
 	CategoryID                      *string         `json:"category_id"`
 }
 
-// ownTypes are the campaign types whose vouchers this package makes.
-var ownTypes = []string{"DISCOUNT_COUPONS", "GIFT_VOUCHERS", "REFERRAL_PROGRAM"}
+// CampaignTypes are the campaign types whose vouchers this package makes.
+var CampaignTypes = []string{"DISCOUNT_COUPONS", "GIFT_VOUCHERS", "REFERRAL_PROGRAM"}
 
 // campaign finds a live campaign of this package's types by id or name.
 func (s *Service) campaign(ctx context.Context, q db.Querier, projectID, idOrName string, lock bool) (Campaign, error) {
-	c, err := loyalty.GetCampaignOf[Template](ctx, q, projectID, idOrName, lock, ownTypes...)
+	c, err := loyalty.GetCampaignOf[Template](ctx, q, projectID, idOrName, lock, CampaignTypes...)
 	if errors.Is(err, db.ErrNotFound) {
 		return Campaign{}, apierr.NotFound("campaign", idOrName)
 	}
@@ -109,21 +105,6 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (
 		return CampaignView{}, err
 	}
 	return c.ViewOf(), nil
-}
-
-// ListCampaigns returns a page of the project's campaigns of typ ("": all
-// of this package's types), in id (creation) order.
-func (s *Service) ListCampaigns(ctx context.Context, projectID, typ string, lq listq.Query) ([]CampaignView, int, bool, string, error) {
-	types := ownTypes
-	if typ != "" {
-		types = []string{typ}
-	}
-	cs, total, err := loyalty.ListCampaignsOf[Template](ctx, s.pool, projectID, types, lq)
-	if err != nil {
-		return nil, 0, false, "", err
-	}
-	out, more, next := listq.PageOf(cs, lq.Limit, func(c Campaign) string { return c.ID }, Campaign.ViewOf)
-	return out, total, more, next, nil
 }
 
 // CreateCampaign creates a DISCOUNT_COUPONS or GIFT_VOUCHERS campaign and
@@ -359,4 +340,65 @@ func (s *Service) AddVouchers(ctx context.Context, projectID, campaignKey, code 
 		return nil, false, err
 	}
 	return map[string]string{"async_action_id": actionID}, true, nil
+}
+
+// DropCampaignVouchers deletes a deleted campaign's vouchers for good,
+// with their codes and ledger entries, 5,000 a transaction (a rerun after
+// a crash deletes the rest): CAMPAIGN.VOUCHERS_DELETE's part for this
+// package's campaigns. It answers how many it deleted.
+func (s *Service) DropCampaignVouchers(ctx context.Context, projectID, campaignID string) (int64, error) {
+	var deleted int64
+	for {
+		var ids []string
+		err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT id FROM vouchers WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT 5000`,
+				projectID, campaignID)
+			if err != nil {
+				return err
+			}
+			if ids, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(ids) == 0 {
+				return err
+			}
+			b := &pgx.Batch{}
+			b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND voucher_id = ANY($2::TEXT[]) AND code IN (
+				SELECT code FROM vouchers WHERE project_id = $1 AND id = ANY($2::TEXT[]))`, projectID, ids)
+			b.Queue(`DELETE FROM vouchers WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, ids)
+			loyalty.QueueDropEntries(b, projectID, ids)
+			return tx.SendBatch(ctx, b).Close()
+		})
+		if err != nil || len(ids) == 0 {
+			return deleted, err
+		}
+		deleted += int64(len(ids))
+	}
+}
+
+// TemplateUpdate is the voucher-template part of PUT /v1/campaigns/{id} for
+// this package's campaigns: a discount campaign's discount, a gift
+// campaign's gift. Vouchers made from then on take it.
+type TemplateUpdate struct {
+	Discount json.RawMessage `json:"discount"`
+	Gift     json.RawMessage `json:"gift"`
+}
+
+// Apply checks u and writes it into t.
+func (u TemplateUpdate) Apply(t *Template) error {
+	var err error
+	switch {
+	case present(u.Discount) && t.Type != Discount:
+		return apierr.InvalidPayload("discount applies to discount and referral campaigns; this campaign's vouchers are " + t.Type)
+	case present(u.Gift) && t.Type != Gift:
+		return apierr.InvalidPayload("gift applies to gift card campaigns; this campaign's vouchers are " + t.Type)
+	case present(u.Discount):
+		t.Discount, err = CheckDiscount(u.Discount, "discount")
+	case present(u.Gift):
+		t.Gift, err = checkGift(u.Gift, "gift")
+	}
+	return err
+}
+
+// VouchersCreated counts a campaign's vouchers made within p.
+func (s *Service) VouchersCreated(ctx context.Context, projectID, campaignID string, p loyalty.Period) (int64, error) {
+	return loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`,
+		"created_at", p, projectID, campaignID)
 }

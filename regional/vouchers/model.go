@@ -375,9 +375,9 @@ func checkGift(raw json.RawMessage, path string) (*GiftFigures, error) {
 
 var clockTime = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
 
-// checkValidity checks validity_timeframe, validity_day_of_week and
+// CheckValidity checks validity_timeframe, validity_day_of_week and
 // validity_hours as the specification shapes them.
-func checkValidity(tf, dow, hours json.RawMessage) error {
+func CheckValidity(tf, dow, hours json.RawMessage) error {
 	if len(tf) > 0 && string(tf) != "null" {
 		m, err := obj(tf, "validity_timeframe")
 		if err != nil {

@@ -136,7 +136,7 @@ func (r Request) apply(v *Voucher, creating bool) error {
 	case creating && v.Type == Gift && a.Gift == nil:
 		return apierr.InvalidPayload("gift is required for a GIFT_VOUCHER: gift.amount in cents")
 	}
-	if err := checkValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
+	if err := CheckValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
 		return err
 	}
 	for _, f := range []struct{ dst, v *json.RawMessage }{{&a.ValidityTimeframe, &r.ValidityTimeframe},

@@ -40,10 +40,10 @@ func getVoucher(ctx context.Context, q db.Querier, projectID, codeOrID string, l
 		forUpdate = " FOR UPDATE OF v"
 	}
 	v, err := scanVoucher(q.QueryRow(ctx, `SELECT `+voucherColumns+voucherFrom+`
-		WHERE v.project_id = $1 AND v.code = $2 AND v.bin_id IS NULL`+forUpdate, projectID, codeOrID))
+		WHERE v.project_id = $1 AND v.code = $2 AND v.bin_id IS NULL AND c.deleted_at IS NULL`+forUpdate, projectID, codeOrID))
 	if errors.Is(err, db.ErrNotFound) && strings.HasPrefix(codeOrID, "v_") {
 		v, err = scanVoucher(q.QueryRow(ctx, `SELECT `+voucherColumns+voucherFrom+`
-			WHERE v.project_id = $1 AND v.id = $2 AND v.bin_id IS NULL`+forUpdate, projectID, codeOrID))
+			WHERE v.project_id = $1 AND v.id = $2 AND v.bin_id IS NULL AND c.deleted_at IS NULL`+forUpdate, projectID, codeOrID))
 	}
 	if errors.Is(err, db.ErrNotFound) {
 		return Voucher{}, apierr.NotFound("voucher", codeOrID)
@@ -190,9 +190,9 @@ func listVouchers(ctx context.Context, q db.Querier, projectID string, lq ListQu
 		f, args = lq.Filter.SQL(listFields, args, now)
 		cond += " AND " + f
 	}
-	where := ` WHERE v.project_id = $1 AND v.bin_id IS NULL` + cond
+	where := ` WHERE v.project_id = $1 AND v.bin_id IS NULL AND c.deleted_at IS NULL` + cond
 	var total int
-	if err := q.QueryRow(ctx, `SELECT count(*) FROM vouchers v`+where, args...).Scan(&total); err != nil {
+	if err := q.QueryRow(ctx, `SELECT count(*)`+voucherFrom+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	key := map[string]string{"created_at": "v.id", "id": "v.id", "code": "v.code",
@@ -229,7 +229,7 @@ func listVouchers(ctx context.Context, q db.Querier, projectID string, lq ListQu
 // else by id, into b (the batch that begins a piped transaction); found
 // tells whether there was one.
 func queueLockVoucher(b *pgx.Batch, projectID, codeOrID string, dst *Voucher, found *bool) {
-	b.Queue(`SELECT `+voucherColumns+voucherFrom+` WHERE v.project_id = $1 AND v.bin_id IS NULL AND v.id = COALESCE(
+	b.Queue(`SELECT `+voucherColumns+voucherFrom+` WHERE v.project_id = $1 AND v.bin_id IS NULL AND c.deleted_at IS NULL AND v.id = COALESCE(
 			(SELECT w.id FROM vouchers w WHERE w.project_id = $1 AND w.code = $2 AND w.bin_id IS NULL),
 			(SELECT w.id FROM vouchers w WHERE w.project_id = $1 AND w.id = $2 AND w.bin_id IS NULL))
 		FOR UPDATE OF v`, projectID, codeOrID).Query(func(rows pgx.Rows) error {
