@@ -267,3 +267,21 @@ func TestCampaignListFilters(t *testing.T) {
 	a.Fails("GET", "/v1/campaigns?order=name", nil, 400, "invalid_query_params")
 	a.Fails("GET", "/v1/campaigns?filters[nothing][conditions][$is]=x", nil, 400, "invalid_query_params")
 }
+
+// Creating a campaign of any type raises campaign.created, and the end of
+// its vouchers' generation campaign.vouchers.generation.completed.
+func TestCampaignCreationEvents(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("campaign.created", "campaign.vouchers.generation.completed")
+	d := discountCampaign(a, "Made", 20)
+	giftCampaign(a, "Given", 100)
+	a.Campaign("Loyal", map[string]any{"vouchers_count": 5})
+	hooks.Wait(t, "campaign.created", 3)
+	done := hooks.Wait(t, "campaign.vouchers.generation.completed", 2)
+	if done["vouchers_generation_status"] != "DONE" {
+		t.Fatalf("generation completed: %v", done)
+	}
+	if r := a.OK("GET", "/v1/campaigns/"+d["id"].(string), nil); r["vouchers_generation_status"] != "DONE" {
+		t.Fatalf("campaign: %v", r)
+	}
+}

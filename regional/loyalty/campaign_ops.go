@@ -23,6 +23,9 @@ import (
 const (
 	EventCampaignEnabled  = "campaign.enabled"
 	EventCampaignDisabled = "campaign.disabled"
+	// EventGenerationCompleted is raised when CAMPAIGN.VOUCHERS_GENERATE
+	// has made every voucher of a campaign.
+	EventGenerationCompleted = "campaign.vouchers.generation.completed"
 )
 
 // CommonUpdate are the properties of PUT /v1/campaigns/{campaignId} (and PUT

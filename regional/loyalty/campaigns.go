@@ -322,8 +322,12 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 	if errors.Is(err, db.ErrNotFound) && s.otherGenerate != nil {
 		// Not a loyalty program: campaigns of other types (discount and
 		// gift campaigns, regional/vouchers) share the action type.
-		if res, ok, err := s.otherGenerate(ctx, job); ok || err != nil {
-			return res, err
+		res, ok, oerr := s.otherGenerate(ctx, job)
+		if oerr != nil {
+			return nil, oerr
+		}
+		if ok {
+			return res, s.generationDone(ctx, job.ProjectID, p.CampaignID)
 		}
 	}
 	if errors.Is(err, db.ErrNotFound) {
@@ -358,10 +362,27 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 			return nil, err
 		}
 	}
-	if err := SetGenerationStatus(ctx, s.pool, job.ProjectID, c.ID, "DONE", 0); err != nil {
+	if err := s.generationDone(ctx, job.ProjectID, c.ID); err != nil {
 		return nil, err
 	}
 	return map[string]any{"campaign_id": c.ID, "vouchers_count": have}, nil
+}
+
+// generationDone records a campaign's vouchers made, and raises
+// campaign.vouchers.generation.completed with it, in one transaction.
+func (s *Service) generationDone(ctx context.Context, projectID, campaignID string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := SetGenerationStatus(ctx, tx, projectID, campaignID, "DONE", 0); err != nil {
+			return err
+		}
+		c, err := GetCampaignOf[json.RawMessage](ctx, tx, projectID, campaignID, false)
+		if errors.Is(err, db.ErrNotFound) {
+			return nil // deleted meanwhile
+		} else if err != nil {
+			return err
+		}
+		return s.events.Emit(ctx, tx, projectID, EventGenerationCompleted, c.ID, c.ViewOf())
+	})
 }
 
 // GetCampaign returns a campaign by id or name.

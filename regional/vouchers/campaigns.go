@@ -234,7 +234,14 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 			}
 			actionID = &act.ID
 		}
-		return nil
+		if s.events == nil {
+			return nil
+		}
+		b := &pgx.Batch{}
+		if err := s.events.Queue(ctx, b, projectID, loyalty.EventCampaignCreated, c.ID, c.ViewOf()); err != nil {
+			return err
+		}
+		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
 		return CampaignView{}, err
@@ -291,9 +298,7 @@ func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job) (result 
 			return nil, true, err
 		}
 	}
-	if err := loyalty.SetGenerationStatus(ctx, s.pool, job.ProjectID, c.ID, "DONE", 0); err != nil {
-		return nil, true, err
-	}
+	// regional/loyalty, which handed the job here, records it DONE.
 	return map[string]any{"campaign_id": c.ID, "vouchers_count": have}, true, nil
 }
 
