@@ -28,6 +28,7 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/earning"
+	"github.com/tallyhq/tally/regional/engine"
 	customEvents "github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/exports"
 	"github.com/tallyhq/tally/regional/loyalty"
@@ -202,10 +203,15 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Clock: cfg.Clock.Now})
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
-	products.Register(v1, products.NewService(pool, events, a.tasks, a.bin, cfg.Clock))
+	prods := products.NewService(pool, events, a.tasks, a.bin, cfg.Clock)
+	products.Register(v1, prods)
 	bin.Register(v1, a.bin)
 	customEvents.Register(v1, customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver.EventSchemas, a.tasks, cfg.Clock))
-	validation.Register(v1, validation.NewService(pool, cfg.Clock))
+	rules := validation.NewService(pool, cfg.Clock)
+	validation.Register(v1, rules)
+	// The promotion engine: stacked validation and redemption.
+	engine.Register(v1, engine.New(engine.Deps{Pool: pool, Events: events, Vouchers: vs, Rules: rules, Customers: cust,
+		Orders: ord, Redemptions: red, Clock: cfg.Clock}))
 	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock, cfg.IdentitySecret, exports.Options{
 		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
 	exports.Register(v1, a.exports)

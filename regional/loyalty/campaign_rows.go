@@ -185,3 +185,17 @@ func CampaignTypeOf(ctx context.Context, q db.Querier, projectID, idOrName strin
 	c, err := GetCampaignOf[json.RawMessage](ctx, q, projectID, idOrName, false)
 	return c.ID, c.CampaignType, err
 }
+
+// CampaignsByID reads live campaigns by id, any type, in one query.
+func CampaignsByID[V any](ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]CampaignOf[V], error) {
+	out := map[string]CampaignOf[V]{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cs, err := db.Collect(scanCampaignOf[V])(q.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns
+		WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND deleted_at IS NULL`, projectID, ids))
+	for _, c := range cs {
+		out[c.ID] = c
+	}
+	return out, err
+}

@@ -147,6 +147,8 @@ func items(in []map[string]any) ([]map[string]any, error) {
 			switch x := v.(type) {
 			case float64:
 				f = x
+			case int64: // items the redemption engine recalculated
+				f = float64(x)
 			case json.Number:
 				var err error
 				if f, err = x.Float64(); err != nil {
@@ -265,35 +267,9 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 	var out Order
 	paid := false
 	attempt := func(tx pgx.Tx) error {
-		paid = false
-		o, insert, err := s.find(ctx, tx, projectID, target, r)
-		if err != nil {
-			return err
-		}
-		wasPaid := !insert && o.Status == "PAID"
-		if err := apply(&o, r); err != nil {
-			return err
-		}
-		if err := s.customer(ctx, tx, projectID, &o, r); err != nil {
-			return err
-		}
-		now := s.clock.Now()
-		if !insert {
-			o.UpdatedAt = &now
-		}
-		b := &pgx.Batch{}
-		if o.Status == "PAID" && !wasPaid {
-			o.PaidAt = &now
-			if err := s.paid(ctx, b, projectID, o, now); err != nil {
-				return err
-			}
-			paid = true
-		}
-		if err := save(ctx, tx, projectID, o, insert); err != nil {
-			return err
-		}
-		out = o
-		return tx.SendBatch(ctx, b).Close()
+		var err error
+		out, paid, err = s.writeIn(ctx, tx, projectID, target, r)
+		return err
 	}
 	err = db.InTxReadCommitted(ctx, s.pool, attempt)
 	if errors.Is(db.Classify(err), db.ErrConflict) {
@@ -308,6 +284,51 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 		s.wake() // the accrual task is committed: earn now, not at the next poll
 	}
 	return out.View(), nil
+}
+
+// WriteIn is Upsert in the caller's transaction (the redemption engine's);
+// paid says the order became PAID, and the caller calls Wake after commit.
+func (s *Service) WriteIn(ctx context.Context, tx pgx.Tx, projectID string, r Request) (View, bool, error) {
+	o, paid, err := s.writeIn(ctx, tx, projectID, "", r)
+	return o.View(), paid, err
+}
+
+// Wake starts the accruals a PAID order left at once, not at the next poll.
+func (s *Service) Wake() {
+	if s.wake != nil {
+		s.wake()
+	}
+}
+
+func (s *Service) writeIn(ctx context.Context, tx pgx.Tx, projectID, target string, r Request) (Order, bool, error) {
+	o, insert, err := s.find(ctx, tx, projectID, target, r)
+	if err != nil {
+		return Order{}, false, err
+	}
+	wasPaid := !insert && o.Status == "PAID"
+	if err := apply(&o, r); err != nil {
+		return Order{}, false, err
+	}
+	if err := s.customer(ctx, tx, projectID, &o, r); err != nil {
+		return Order{}, false, err
+	}
+	now := s.clock.Now()
+	if !insert {
+		o.UpdatedAt = &now
+	}
+	b := &pgx.Batch{}
+	paid := false
+	if o.Status == "PAID" && !wasPaid {
+		o.PaidAt = &now
+		if err := s.paid(ctx, b, projectID, o, now); err != nil {
+			return Order{}, false, err
+		}
+		paid = true
+	}
+	if err := save(ctx, tx, projectID, o, insert); err != nil {
+		return Order{}, false, err
+	}
+	return o, paid, tx.SendBatch(ctx, b).Close()
 }
 
 // find returns the order a write is about, or a new one.
@@ -408,3 +429,8 @@ func (s *Service) List(ctx context.Context, projectID string, lq listq.Query) ([
 	vs, more, next := listq.PageOf(os, lq.Limit, func(o Order) string { return o.ID }, Order.View)
 	return vs, total, more, next, nil
 }
+
+// NormalizeItems checks and completes order items as an order's write does
+// (amount = price × quantity when not given, object order_item), for
+// callers that read an order without storing it (validation).
+func NormalizeItems(in []map[string]any) ([]map[string]any, error) { return items(in) }

@@ -251,3 +251,21 @@ func listSKUs(ctx context.Context, q db.Querier, projectID, productID string, lq
 		WHERE project_id = $1 AND product_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...))
 	return out, total, err
 }
+
+// PriceIn is the catalogue price of a product (or, with sku, a SKU) by id
+// or source id, read through q (the caller's transaction); nil when it has
+// none or does not exist.
+func PriceIn(ctx context.Context, q db.Querier, projectID, ref string, sku bool) (*int64, error) {
+	if sku {
+		s, err := getSKU(ctx, q, projectID, ref, false)
+		if errors.Is(err, db.ErrNotFound) {
+			return nil, nil
+		}
+		return s.Price, err
+	}
+	p, err := getProduct(ctx, q, projectID, ref, false)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, nil
+	}
+	return p.Price, err
+}

@@ -527,39 +527,12 @@ func Register(g *echo.Group, s *Service) {
 	registerAssignments(g, h)
 	g.POST("/loyalties/members/:memberId/redemption", h.redeem)
 	g.POST("/loyalties/:campaignId/members/:memberId/redemption", h.redeem)
-	g.GET("/redemptions/:redemptionId", h.getRedemption)
-	g.POST("/redemptions/:redemptionId/rollback", h.rollback)
 }
 
 func (h Handler) redeem(c echo.Context) error {
 	return httpx.WithBody(c, func(r RedeemRequest) (any, error) {
 		return h.svc.Redeem(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
 	})
-}
-
-func (h Handler) getRedemption(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.GetRedemption(c.Request().Context(), httpx.ProjectID(c), c.Param("redemptionId")))
-}
-
-func (h Handler) rollback(c echo.Context) error {
-	var r RollbackRequest
-	if c.Request().ContentLength != 0 {
-		if err := httpx.Bind(c, &r); err != nil {
-			return err
-		}
-	}
-	q := c.QueryParams()
-	if r.Reason == nil && q.Has("reason") {
-		r.Reason = ptr(q.Get("reason"))
-	}
-	if r.TrackingID == nil && q.Has("tracking_id") {
-		r.TrackingID = ptr(q.Get("tracking_id"))
-	}
-	v, err := h.svc.Rollback(c.Request().Context(), httpx.ProjectID(c), c.Param("redemptionId"), r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, v)
 }
 
 // Counts are a loyalty program's reward redemptions made within p, and
@@ -573,4 +546,56 @@ func (s *Service) Counts(ctx context.Context, projectID, campaignID string, p lo
 		ON r.project_id = b.project_id AND r.id = b.redemption_id WHERE b.project_id = $1 AND r.campaign_id = $2`,
 		"b.created_at", p, projectID, campaignID)
 	return redeemed, rolledBack, err
+}
+
+// ListFilter narrows a list of redemptions (GET /v1/redemptions).
+type ListFilter struct {
+	Result     string // SUCCESS or FAILURE ("": both)
+	CampaignID string
+	CustomerID string
+	After      *time.Time
+	Before     *time.Time
+	Asc        bool
+	Limit      int // rows to read, from the first
+}
+
+// ListViews reads loyalty reward redemptions as the API shows them, with
+// their present status, newest first (or oldest with Asc), and their
+// creation times. Reward redemptions always succeed.
+func (s *Service) ListViews(ctx context.Context, projectID string, f ListFilter) ([]map[string]any, []time.Time, int, error) {
+	if f.Result == "FAILURE" {
+		return nil, nil, 0, nil
+	}
+	dir := "DESC"
+	if f.Asc {
+		dir = "ASC"
+	}
+	where := ` FROM redemptions
+		WHERE project_id = $1 AND ($2 = '' OR campaign_id = $2) AND ($3 = '' OR view->>'customer_id' = $3)
+			AND ($4::TIMESTAMPTZ IS NULL OR created_at > $4) AND ($5::TIMESTAMPTZ IS NULL OR created_at < $5)`
+	args := []any{projectID, f.CampaignID, f.CustomerID, f.After, f.Before}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*)`+where, args...).Scan(&total); err != nil {
+		return nil, nil, 0, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT view, status, created_at`+where+` ORDER BY created_at `+dir+`, id `+dir+` LIMIT $6`,
+		append(args, f.Limit)...)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var views []map[string]any
+	var times []time.Time
+	var raw []byte
+	var status string
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&raw, &status, &at}, func() error {
+		var v map[string]any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		v["status"] = status
+		views, times = append(views, v), append(times, at)
+		return nil
+	})
+	return views, times, total, err
 }

@@ -185,7 +185,13 @@ func (s *Service) Evaluate(ctx context.Context, projectID, ruleID string, in Inp
 // EvaluateAll evaluates several rules against in with one read of their
 // versions: the verdicts are in the order of ruleIDs.
 func (s *Service) EvaluateAll(ctx context.Context, projectID string, ruleIDs []string, in Input) ([]Verdict, error) {
-	progs, err := s.programs(ctx, projectID, ruleIDs)
+	return s.EvaluateAllIn(ctx, s.pool, projectID, ruleIDs, in)
+}
+
+// EvaluateAllIn is EvaluateAll reading through q: the caller's transaction
+// (a redemption, which must not wait for a second connection).
+func (s *Service) EvaluateAllIn(ctx context.Context, q db.Querier, projectID string, ruleIDs []string, in Input) ([]Verdict, error) {
+	progs, err := s.programs(ctx, q, projectID, ruleIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +204,11 @@ func (s *Service) EvaluateAll(ctx context.Context, projectID string, ruleIDs []s
 
 // programs returns the compiled rules of ids, compiling those whose stored
 // version this instance has not compiled.
-func (s *Service) programs(ctx context.Context, projectID string, ruleIDs []string) ([]*program, error) {
+func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, ruleIDs []string) ([]*program, error) {
 	if len(ruleIDs) == 0 {
 		return nil, nil
 	}
-	current, err := versions(ctx, s.pool, projectID, ruleIDs)
+	current, err := versions(ctx, q, projectID, ruleIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +224,7 @@ func (s *Service) programs(ctx context.Context, projectID string, ruleIDs []stri
 	if len(stale) == 0 {
 		return out, nil
 	}
-	rs, err := sources(ctx, s.pool, projectID, stale)
+	rs, err := sources(ctx, q, projectID, stale)
 	if err != nil {
 		return nil, err
 	}

@@ -229,10 +229,15 @@ func listVouchers(ctx context.Context, q db.Querier, projectID string, lq ListQu
 // else by id, into b (the batch that begins a piped transaction); found
 // tells whether there was one.
 func queueLockVoucher(b *pgx.Batch, projectID, codeOrID string, dst *Voucher, found *bool) {
+	queueVoucher(b, projectID, codeOrID, true, dst, found)
+}
+
+// queueVoucher is queueLockVoucher that locks only when lock is set.
+func queueVoucher(b *pgx.Batch, projectID, codeOrID string, lock bool, dst *Voucher, found *bool) {
 	b.Queue(`SELECT `+voucherColumns+voucherFrom+` WHERE v.project_id = $1 AND v.bin_id IS NULL AND c.deleted_at IS NULL AND v.id = COALESCE(
 			(SELECT w.id FROM vouchers w WHERE w.project_id = $1 AND w.code = $2 AND w.bin_id IS NULL),
-			(SELECT w.id FROM vouchers w WHERE w.project_id = $1 AND w.id = $2 AND w.bin_id IS NULL))
-		FOR UPDATE OF v`, projectID, codeOrID).Query(func(rows pgx.Rows) error {
+			(SELECT w.id FROM vouchers w WHERE w.project_id = $1 AND w.id = $2 AND w.bin_id IS NULL))`+
+		map[bool]string{true: ` FOR UPDATE OF v`}[lock], projectID, codeOrID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			v, err := scanVoucher(rows)
 			if err != nil {

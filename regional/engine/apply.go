@@ -1,0 +1,499 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/products"
+	"github.com/tallyhq/tally/regional/vouchers"
+)
+
+// The order recalculation. Redeemables apply in turn, each to what the
+// ones before it left: an order-level discount (APPLY_TO_ORDER, gift
+// credits) to the order's remaining total, an item-level one to the
+// admitted items' remaining amounts. Amounts are integer cents; a percent
+// is exact (read as a decimal) and rounds half away from zero; a split
+// across items (PROPORTIONALLY) gives each item its share rounded down and
+// the cents left one by one to the largest remainders, ties to the earlier
+// item, so the parts sum to the whole. No amount goes below zero: a
+// discount is at most what remains.
+//
+//   AMOUNT   APPLY_TO_ORDER      min(amount_off, remaining total)
+//            APPLY_TO_ITEMS      amount_off off each admitted item
+//            …_BY_QUANTITY       amount_off off each unit of each admitted item
+//            …_PROPORTIONALLY    amount_off split by the items' remaining amounts
+//            …_PROPORTIONALLY_BY_QUANTITY  split by the items' quantities
+//            aggregated_amount_limit caps the item-level total
+//   PERCENT  percent_off of the remaining total (or of each admitted
+//            item); amount_limit caps it
+//   FIXED    the total (or each admitted item's unit price) becomes
+//            fixed_amount when above it
+//   UNIT     unit_off units of a product free: ADD_MISSING_ITEMS raises its
+//            line to unit_off units (added at the line's or the
+//            catalogue's price), ADD_NEW_ITEMS adds a line of unit_off;
+//            ADD_MANY_ITEMS does each of its units
+//   gift     the requested credits, or the balance, up to the remaining total
+
+// applied is one redeemable's effect on the order.
+type applied struct {
+	Order    map[string]any // the order with this redeemable's discounts
+	Result   map[string]any // the reference's result: discount or gift
+	Discount int64          // the amount it took off
+	Credits  int64          // the gift credits it takes
+	NoEffect bool
+}
+
+// line is an order item being recalculated.
+type line struct {
+	raw                map[string]any
+	price, qty         int64
+	initialQty         int64
+	amount, initialAmt int64
+	discount           int64 // item-level discounts so far
+	added              bool  // a line a UNIT discount added
+}
+
+func (l *line) remaining() int64 { return max(0, l.amount-l.discount) }
+
+// cart is the order being recalculated.
+type cart struct {
+	lines         []*line
+	amount        int64 // the order's amount before discounts
+	given         int64 // the request's own discount_amount
+	orderDiscount int64 // order-level discounts applied
+	o             *orders.Request
+}
+
+func newCart(o *orders.Request) *cart {
+	c := &cart{o: o}
+	if o == nil {
+		return c
+	}
+	var sum int64
+	for _, it := range o.Items {
+		l := &line{raw: it, price: intOf(it["price"]), qty: intOf(it["quantity"]), amount: intOf(it["amount"])}
+		if l.amount == 0 && l.price > 0 {
+			l.amount = l.price * max(l.qty, 1)
+		}
+		if l.price == 0 && l.qty > 0 {
+			l.price = l.amount / l.qty
+		}
+		l.initialQty, l.initialAmt = l.qty, l.amount
+		c.lines = append(c.lines, l)
+		sum += l.amount
+	}
+	c.amount = sum
+	if o.Amount != nil && (len(o.Items) == 0 || *o.Amount > sum) {
+		c.amount = *o.Amount
+	}
+	if o.DiscountAmount != nil {
+		c.given = *o.DiscountAmount
+	}
+	return c
+}
+
+func (c *cart) itemsDiscount() int64 {
+	var n int64
+	for _, l := range c.lines {
+		n += l.discount
+	}
+	return n
+}
+
+func (c *cart) remaining() int64 {
+	return max(0, c.amount-c.given-c.orderDiscount-c.itemsDiscount())
+}
+
+// admitted are the lines a redeemable may discount (nil: every line).
+func (c *cart) admitted(lines []int) []*line {
+	if lines == nil {
+		return c.lines
+	}
+	out := make([]*line, 0, len(lines))
+	for _, i := range lines {
+		if i >= 0 && i < len(c.lines) {
+			out = append(out, c.lines[i])
+		}
+	}
+	return out
+}
+
+// discount is a stored discount object, its numbers read exactly.
+type discount struct {
+	Type                  string          `json:"type"`
+	Effect                string          `json:"effect"`
+	AmountOff             json.Number     `json:"amount_off"`
+	PercentOff            json.Number     `json:"percent_off"`
+	AmountLimit           json.Number     `json:"amount_limit"`
+	AggregatedAmountLimit json.Number     `json:"aggregated_amount_limit"`
+	FixedAmount           json.Number     `json:"fixed_amount"`
+	UnitOff               json.Number     `json:"unit_off"`
+	Product               *productRef     `json:"product"`
+	SKU                   *productRef     `json:"sku"`
+	Units                 []discount      `json:"units"`
+	raw                   json.RawMessage `json:"-"`
+}
+
+type productRef struct {
+	ID       string `json:"id"`
+	SourceID string `json:"source_id"`
+	Name     string `json:"name"`
+}
+
+func cents(n json.Number) int64 {
+	if n == "" {
+		return 0
+	}
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok {
+		return 0
+	}
+	return roundRat(r)
+}
+
+// roundRat rounds half away from zero.
+func roundRat(r *big.Rat) int64 {
+	num, den := new(big.Int).Set(r.Num()), r.Denom()
+	neg := num.Sign() < 0
+	num.Abs(num)
+	q, m := new(big.Int).QuoRem(num, den, new(big.Int))
+	if new(big.Int).Mul(m, big.NewInt(2)).Cmp(den) >= 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if neg {
+		q.Neg(q)
+	}
+	return q.Int64()
+}
+
+// percentOf is pct % of amount, rounded half away from zero.
+func percentOf(amount int64, pct json.Number) int64 {
+	p, ok := new(big.Rat).SetString(string(pct))
+	if !ok {
+		return 0
+	}
+	r := new(big.Rat).Mul(new(big.Rat).SetInt64(amount), p)
+	return roundRat(r.Quo(r, big.NewRat(100, 1)))
+}
+
+// recalc applies the candidates in turn to the order: the order at the
+// end and each one's effect.
+func (e *Engine) recalc(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate) (map[string]any, []applied, error) {
+	c := newCart(o)
+	effects := make([]applied, len(cs))
+	for i, cd := range cs {
+		before := c.snapshot()
+		var ef applied
+		var err error
+		if cd.voucher != nil && cd.voucher.Type == vouchers.Gift {
+			ef = c.gift(cd)
+		} else {
+			ef, err = e.applyDiscount(ctx, q, projectID, c, cd)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		ef.Order = c.view(before)
+		effects[i] = ef
+	}
+	return c.view(nil), effects, nil
+}
+
+func (c *cart) gift(cd *candidate) applied {
+	g := cd.voucher.Attrs.Gift
+	want := g.Balance
+	if x := cd.req.Gift; x != nil && x.Credits != nil {
+		want = *x.Credits
+	}
+	credits := min(want, c.remaining())
+	c.orderDiscount += credits
+	return applied{Credits: credits, Discount: credits, NoEffect: credits == 0,
+		Result: map[string]any{"gift": map[string]any{"credits": credits, "balance": g.Balance}}}
+}
+
+func (e *Engine) applyDiscount(ctx context.Context, q db.Querier, projectID string, c *cart, cd *candidate) (applied, error) {
+	raw := cd.discount()
+	var d discount
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&d); err != nil {
+		return applied{}, fmt.Errorf("engine: stored discount of %s: %w", cd.req.ID, err)
+	}
+	var res map[string]any
+	_ = json.Unmarshal(raw, &res)
+	before := c.orderDiscount + c.itemsDiscount()
+	if err := e.discountCart(ctx, q, projectID, c, cd, d); err != nil {
+		return applied{}, err
+	}
+	took := c.orderDiscount + c.itemsDiscount() - before
+	return applied{Discount: took, NoEffect: took == 0, Result: map[string]any{"discount": res}}, nil
+}
+
+func (e *Engine) discountCart(ctx context.Context, q db.Querier, projectID string, c *cart, cd *candidate, d discount) error {
+	items := c.admitted(cd.lines)
+	switch d.Type {
+	case "AMOUNT":
+		off := cents(d.AmountOff)
+		switch d.Effect {
+		case "", "APPLY_TO_ORDER":
+			c.orderDiscount += min(off, c.remaining())
+		case "APPLY_TO_ITEMS":
+			capItems(items, func(l *line) int64 { return off }, cents(d.AggregatedAmountLimit))
+		case "APPLY_TO_ITEMS_BY_QUANTITY":
+			capItems(items, func(l *line) int64 { return off * l.qty }, cents(d.AggregatedAmountLimit))
+		case "APPLY_TO_ITEMS_PROPORTIONALLY":
+			split(items, off, func(l *line) int64 { return l.remaining() })
+		case "APPLY_TO_ITEMS_PROPORTIONALLY_BY_QUANTITY":
+			split(items, off, func(l *line) int64 { return l.qty })
+		}
+	case "PERCENT":
+		limit := cents(d.AmountLimit)
+		if d.Effect == "" || d.Effect == "APPLY_TO_ORDER" {
+			off := percentOf(c.remaining(), d.PercentOff)
+			if limit > 0 {
+				off = min(off, limit)
+			}
+			c.orderDiscount += min(off, c.remaining())
+		} else {
+			if limit == 0 {
+				limit = cents(d.AggregatedAmountLimit)
+			}
+			capItems(items, func(l *line) int64 { return percentOf(l.remaining(), d.PercentOff) }, limit)
+		}
+	case "FIXED":
+		fixed := cents(d.FixedAmount)
+		if d.Effect == "" || d.Effect == "APPLY_TO_ORDER" {
+			c.orderDiscount += max(0, c.remaining()-fixed)
+		} else {
+			capItems(items, func(l *line) int64 { return max(0, l.remaining()-fixed*l.qty) }, 0)
+		}
+	case "UNIT":
+		units := d.Units
+		if d.Effect != "ADD_MANY_ITEMS" {
+			units = []discount{d}
+		}
+		for _, u := range units {
+			if err := e.addUnits(ctx, q, projectID, c, u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// capItems takes off(l) off each line (at most what remains of it) while
+// the total stays within limit (0: no limit).
+func capItems(items []*line, off func(*line) int64, limit int64) {
+	var total int64
+	for _, l := range items {
+		d := min(off(l), l.remaining())
+		if limit > 0 {
+			d = min(d, limit-total)
+		}
+		if d <= 0 {
+			continue
+		}
+		l.discount += d
+		total += d
+	}
+}
+
+// split takes amount off items in proportion to weight (at most what the
+// items have left): largest remainders get the odd cents.
+func split(items []*line, amount int64, weight func(*line) int64) {
+	var left, wsum int64
+	for _, l := range items {
+		left += l.remaining()
+		wsum += weight(l)
+	}
+	amount = min(amount, left)
+	if amount <= 0 || wsum <= 0 {
+		return
+	}
+	type share struct {
+		l    *line
+		rem  *big.Int
+		part int64
+	}
+	shares := make([]share, 0, len(items))
+	var given int64
+	for _, l := range items {
+		n := new(big.Int).Mul(big.NewInt(amount), big.NewInt(weight(l)))
+		q, m := new(big.Int).QuoRem(n, big.NewInt(wsum), new(big.Int))
+		p := min(q.Int64(), l.remaining())
+		shares = append(shares, share{l, m, p})
+		given += p
+	}
+	for given < amount {
+		best := -1
+		for i, s := range shares {
+			if s.part < s.l.remaining() && (best < 0 || s.rem.Cmp(shares[best].rem) > 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		shares[best].part++
+		shares[best].rem = big.NewInt(-1)
+		given++
+	}
+	for _, s := range shares {
+		s.l.discount += s.part
+	}
+}
+
+// addUnits gives unit_off units of the discount's product (or SKU) free.
+func (e *Engine) addUnits(ctx context.Context, q db.Querier, projectID string, c *cart, u discount) error {
+	n := cents(u.UnitOff)
+	ref := u.Product
+	sku := u.SKU != nil && (u.SKU.ID != "" || u.SKU.SourceID != "")
+	if sku {
+		ref = u.SKU
+	}
+	if n <= 0 || ref == nil {
+		return nil
+	}
+	var target *line
+	for _, l := range c.lines {
+		if matchesRef(l.raw, ref, sku) {
+			target = l
+			break
+		}
+	}
+	price := int64(0)
+	if target != nil {
+		price = target.price
+	}
+	if price == 0 {
+		p, err := e.catalogPrice(ctx, q, projectID, ref, sku)
+		if err != nil {
+			return err
+		}
+		price = p
+	}
+	if price == 0 {
+		return nil // nothing known to give: no effect
+	}
+	if u.Effect == "ADD_NEW_ITEMS" || target == nil {
+		key := map[bool]string{false: "product_id", true: "sku_id"}[sku]
+		raw := map[string]any{key: first(ref.ID, ref.SourceID), "quantity": n, "price": price, "object": "order_item"}
+		if ref.ID == "" {
+			raw = map[string]any{"source_id": ref.SourceID, "related_object": map[bool]string{false: "product", true: "sku"}[sku],
+				"quantity": n, "price": price, "object": "order_item"}
+		}
+		target = &line{raw: raw, price: price, added: true}
+		c.lines = append(c.lines, target)
+	}
+	if target.qty < n {
+		add := n - target.qty
+		target.qty += add
+		target.amount += add * price
+		c.amount += add * price
+	}
+	target.discount += min(n*price, target.remaining())
+	return nil
+}
+
+func matchesRef(raw map[string]any, ref *productRef, sku bool) bool {
+	idKey, obj := "product_id", "product"
+	if sku {
+		idKey, obj = "sku_id", "sku"
+	}
+	if ref.ID != "" && strOf(raw[idKey]) == ref.ID {
+		return true
+	}
+	if ref.SourceID != "" && strOf(raw["source_id"]) == ref.SourceID && (strOf(raw["related_object"]) == obj ||
+		strOf(raw["related_object"]) == "" && !sku) {
+		return true
+	}
+	if m, ok := raw[obj].(map[string]any); ok {
+		return ref.ID != "" && strOf(m["id"]) == ref.ID || ref.SourceID != "" && strOf(m["source_id"]) == ref.SourceID
+	}
+	return false
+}
+
+// catalogPrice is a product's or SKU's price in the catalogue, 0 when it
+// has none (or there is no catalogue to read: unit tests).
+func (e *Engine) catalogPrice(ctx context.Context, q db.Querier, projectID string, ref *productRef, sku bool) (int64, error) {
+	if q == nil {
+		return 0, nil
+	}
+	p, err := products.PriceIn(ctx, q, projectID, first(ref.ID, ref.SourceID), sku)
+	if err != nil || p == nil {
+		return 0, err
+	}
+	return *p, nil
+}
+
+// snapshot is what the cart has taken off so far, to tell one
+// redeemable's part from the ones before it.
+type snapshot struct {
+	order int64
+	items []int64
+}
+
+func (c *cart) snapshot() *snapshot {
+	s := &snapshot{order: c.orderDiscount, items: make([]int64, len(c.lines))}
+	for i, l := range c.lines {
+		s.items[i] = l.discount
+	}
+	return s
+}
+
+// view renders the order in the reference's OrderCalculated shape: with
+// the discounts since before (one redeemable's part), or all of them.
+func (c *cart) view(before *snapshot) map[string]any {
+	items := make([]any, 0, len(c.lines))
+	var itemsOff int64
+	for i, l := range c.lines {
+		off := l.discount
+		if before != nil && i < len(before.items) {
+			off -= before.items[i]
+		}
+		itemsOff += off
+		it := map[string]any{}
+		for k, v := range l.raw {
+			it[k] = v
+		}
+		it["object"] = "order_item"
+		it["quantity"], it["amount"], it["price"] = l.qty, l.amount, l.price
+		it["initial_quantity"], it["initial_amount"] = l.initialQty, l.initialAmt
+		it["discount_amount"], it["applied_discount_amount"] = off, off
+		it["subtotal_amount"] = l.amount - l.discount
+		if l.qty != l.initialQty {
+			it["applied_quantity"], it["applied_quantity_amount"] = l.qty-l.initialQty, (l.qty-l.initialQty)*l.price
+		}
+		items = append(items, it)
+	}
+	orderOff := c.orderDiscount
+	if before != nil {
+		orderOff -= before.order
+	}
+	total := c.amount - c.given - c.orderDiscount - c.itemsDiscount()
+	out := map[string]any{"object": "order", "amount": c.amount, "initial_amount": c.amount,
+		"discount_amount": c.given + orderOff, "items_discount_amount": itemsOff,
+		"total_discount_amount": c.given + orderOff + itemsOff, "total_amount": max(0, total),
+		"applied_discount_amount": orderOff, "items_applied_discount_amount": itemsOff,
+		"total_applied_discount_amount": orderOff + itemsOff, "items": items, "metadata": map[string]any{}}
+	if c.o != nil {
+		if c.o.ID != nil {
+			out["id"] = *c.o.ID
+		}
+		if c.o.SourceID != nil {
+			out["source_id"] = *c.o.SourceID
+		}
+		if c.o.Metadata != nil {
+			out["metadata"] = c.o.Metadata
+		}
+		if c.o.Status != nil {
+			out["status"] = *c.o.Status
+		}
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/redemptions"
+	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/vouchers"
+)
+
+var tracer = otel.Tracer("github.com/tallyhq/tally/regional/engine")
+
+// Webhook events of the engine, as the reference names them.
+const (
+	EventRedemptionSucceeded = "redemption.succeeded"
+	EventRedemptionFailed    = "redemption.failed"
+	EventRollbackSucceeded   = "redemption.rollback.succeeded"
+	EventRollbackFailed      = "redemption.rollback.failed"
+	EventValidationSucceeded = "voucher.validation.succeeded"
+	EventValidationFailed    = "voucher.validation.failed"
+)
+
+// Deps are the services the engine reads and writes through.
+type Deps struct {
+	Pool        *db.Pool
+	Events      loyalty.Events
+	Vouchers    *vouchers.Service
+	Rules       *validation.Service
+	Customers   *customers.Service
+	Orders      *orders.Service
+	Redemptions *redemptions.Service // loyalty reward redemptions, listed and read beside these
+	Clock       *clock.Clock
+}
+
+// Engine validates and redeems stacked redeemables.
+type Engine struct {
+	Deps
+	pool  *db.Pool
+	rules *validation.Service
+	tiers Tiers
+}
+
+// New returns the engine.
+func New(d Deps) *Engine { return &Engine{Deps: d, pool: d.Pool, rules: d.Rules} }
+
+// UseTiers gives the engine the promotion tiers it validates; without it
+// a promotion_tier redeemable is not found.
+func (e *Engine) UseTiers(t Tiers) { e.tiers = t }
+
+func (e *Engine) now() time.Time { return e.Clock.Now().UTC().Truncate(time.Millisecond) }
+
+// readCustomer is the request's customer for a validation: the stored one
+// (by id, which must exist, or source_id), else the one described, not
+// stored; nil when the request names none.
+func (e *Engine) readCustomer(ctx context.Context, projectID string, p *customers.Patch) (*customers.Customer, error) {
+	if p == nil {
+		return nil, nil
+	}
+	key := ""
+	switch {
+	case p.ID != nil:
+		key = *p.ID
+	case p.SourceID != nil:
+		key = *p.SourceID
+	}
+	if key != "" {
+		c, err := e.Customers.Get(ctx, projectID, key)
+		var ae *apierr.Error
+		if err == nil || !errors.As(err, &ae) || ae.Status != 404 || p.ID != nil {
+			return &c, err
+		}
+	}
+	c := customers.Customer{SourceID: p.SourceID}
+	if err := p.Apply(&c.Attrs); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}

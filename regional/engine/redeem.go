@@ -1,0 +1,283 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/vouchers"
+)
+
+// Redeem is POST /v1/redemptions: the redeemables validated as Validate
+// does, under their vouchers' row locks, and applied all together in one
+// transaction (redemption counts, gift credits through the ledger, the
+// order with its discounts, a parent redemption and one child per
+// redeemable, the events) or not at all: when one fails, the attempt is
+// stored as FAILURE redemptions with the reason and the answer is 400.
+func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map[string]any, err error) {
+	ctx, span := tracer.Start(ctx, "engine.Redeem")
+	defer telemetry.End(span, &err)
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	var refused error
+	paid := false
+	err = db.InTxReadCommitted(ctx, e.pool, func(tx pgx.Tx) error {
+		out, refused, paid = nil, nil, false
+		now := e.now()
+		var cust *customers.Customer
+		if r.Customer != nil {
+			c, _, err := e.Customers.UpsertIn(ctx, tx, projectID, r.Customer)
+			if err != nil {
+				return err
+			}
+			cust = &c
+		}
+		key := ""
+		if r.Session != nil && r.Session.Key != nil {
+			key = *r.Session.Key
+		}
+		cs, err := e.resolve(ctx, tx, projectID, &r, cust, key, true, now)
+		if err != nil {
+			return err
+		}
+		o, err := e.decide(ctx, tx, projectID, &r, cs)
+		if err != nil {
+			return err
+		}
+		if !o.valid {
+			refused = failure(o)
+			return e.storeFailure(ctx, tx, projectID, &r, o, cust, now)
+		}
+		out, paid, err = e.storeSuccess(ctx, tx, projectID, &r, o, cust, key, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if paid {
+		e.Orders.Wake()
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return out, nil
+}
+
+// failure is the answer to a refused redemption: the first inapplicable
+// redeemable's error, naming it.
+func failure(o *outcome) error {
+	for i, c := range o.cs {
+		if o.status[i] == "INAPPLICABLE" {
+			f := c.refusal
+			return apierr.New(f.Code, f.Key, f.Message, fmt.Sprintf("%s %s: %s", c.req.Object, c.req.ID, f.Details))
+		}
+	}
+	return apierr.InvalidPayload("no redeemable applies")
+}
+
+// customerRef is the customer object a redemption shows.
+func customerRef(c *customers.Customer) map[string]any {
+	if c == nil {
+		return nil
+	}
+	v := c.View()
+	return map[string]any{"id": v.ID, "source_id": v.SourceID, "name": v.Name, "email": v.Email, "metadata": v.Metadata,
+		"object": "customer"}
+}
+
+// records are the redemptions of an outcome: the parent and one child per
+// redeemable, each with the view the API answers.
+func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, orderView map[string]any, now time.Time,
+	result, status string) (Redemption, []Redemption) {
+	parentID := ids.New("r_")
+	var custID *string
+	if cust != nil && cust.ID != "" {
+		custID = &cust.ID
+	}
+	var orderID *string
+	if id, ok := orderView["id"].(string); ok {
+		orderID = &id
+	}
+	meta := r.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	base := func(id string) map[string]any {
+		return map[string]any{"id": id, "object": "redemption", "date": jsonx.Time{Time: now}, "customer_id": custID,
+			"tracking_id": r.TrackingID, "metadata": meta, "result": result, "status": status, "order": orderView,
+			"channel": map[string]any{"channel_type": "API", "channel_id": nil}, "customer": customerRef(cust)}
+	}
+	var kids []Redemption
+	var related []any
+	var total int64
+	for i, c := range o.cs {
+		id := ids.New("r_")
+		v := base(id)
+		v["redemption"] = parentID
+		x := Redemption{ID: id, ParentID: &parentID, ObjectType: c.req.Object, CustomerID: custID, OrderID: orderID,
+			TrackingID: r.TrackingID, Result: result, Status: status, View: v, CreatedAt: now}
+		oid := c.objectID()
+		if oid != "" {
+			x.ObjectID = &oid
+		}
+		if c.campaign != nil {
+			x.CampaignID, x.CampaignNm = &c.campaign.ID, &c.campaign.Name
+		}
+		v["related_object_type"], v["related_object_id"] = c.req.Object, oid
+		switch {
+		case c.voucher != nil:
+			code := c.voucher.Code
+			x.Code = &code
+			vv := c.voucher.View()
+			v["voucher"] = vv
+		case c.tier != nil:
+			v["promotion_tier"] = map[string]any{"id": c.tier.ID, "name": c.tier.Name, "campaign_id": c.tier.CampaignID,
+				"hierarchy": c.tier.Hierarchy, "metadata": c.tier.Metadata, "object": "promotion_tier"}
+		}
+		if result == "SUCCESS" {
+			ef := o.effects[i]
+			x.Amount = ef.Discount
+			v["amount"], v["order"] = ef.Discount, ef.Order
+			if ef.Credits > 0 {
+				x.GiftAmount = ef.Credits
+				v["gift"] = map[string]any{"amount": ef.Credits}
+			}
+			total += ef.Discount
+		} else {
+			code, msg := "preceding_validation_failed", "Preceding validation failed"
+			if c.refusal != nil {
+				code, msg = c.refusal.Key, c.refusal.Details
+			} else if d := o.skip[i]; d != nil {
+				code, msg = d["key"].(string), d["message"].(string)
+			}
+			x.FailureCode = &code
+			v["amount"], v["failure_code"], v["failure_message"] = int64(0), code, msg
+		}
+		related = append(related, map[string]any{"id": id, "date": jsonx.Time{Time: now}})
+		kids = append(kids, x)
+	}
+	pv := base(parentID)
+	pv["redemption"], pv["amount"] = nil, total
+	pv["related_object_type"], pv["related_object_id"] = "redemption", parentID
+	pv["related_redemptions"] = map[string]any{"redemptions": related, "rollbacks": []any{}}
+	parent := Redemption{ID: parentID, ObjectType: "redemption", CustomerID: custID, OrderID: orderID, TrackingID: r.TrackingID,
+		Result: result, Status: status, Amount: total, View: pv, CreatedAt: now}
+	if result == "FAILURE" {
+		code := *kids[firstFailed(o)].FailureCode
+		parent.FailureCode = &code
+		pv["failure_code"], pv["failure_message"] = code, kids[firstFailed(o)].View["failure_message"]
+	}
+	return parent, kids
+}
+
+func firstFailed(o *outcome) int {
+	for i := range o.cs {
+		if o.status[i] == "INAPPLICABLE" {
+			return i
+		}
+	}
+	return 0
+}
+
+// storeFailure records a refused attempt: FAILURE redemptions, and
+// redemption.failed for each.
+func (e *Engine) storeFailure(ctx context.Context, tx pgx.Tx, projectID string, r *Request, o *outcome,
+	cust *customers.Customer, now time.Time) error {
+	parent, kids := e.records(r, o, cust, o.order, now, "FAILURE", "FAILED")
+	b := &pgx.Batch{}
+	if err := queueInsert(b, projectID, append([]Redemption{parent}, kids...)); err != nil {
+		return err
+	}
+	if err := e.queueEvents(ctx, b, projectID, EventRedemptionFailed, kids); err != nil {
+		return err
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+func (e *Engine) queueEvents(ctx context.Context, b *pgx.Batch, projectID, event string, rs []Redemption) error {
+	if e.Events == nil {
+		return nil
+	}
+	for _, x := range rs {
+		if err := e.Events.Queue(ctx, b, projectID, event, x.ID, map[string]any{"redemption": x.View}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storeSuccess applies an outcome every redeemable of which applies: the
+// order (with its discounts), the vouchers' counts and credits, the
+// session's end, the redemptions and their events. paid says the order
+// became PAID.
+func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, r *Request, o *outcome,
+	cust *customers.Customer, key string, now time.Time) (map[string]any, bool, error) {
+	orderView, paid := o.order, false
+	if r.Order != nil {
+		w := *r.Order
+		amount, discount := o.order["amount"].(int64), o.order["total_discount_amount"].(int64)
+		w.Amount, w.DiscountAmount, w.Items = &amount, &discount, nil
+		for _, it := range o.order["items"].([]any) {
+			w.Items = append(w.Items, it.(map[string]any))
+		}
+		if cust != nil && len(w.Customer) == 0 && w.CustomerID == nil {
+			w.CustomerID = &cust.ID
+		}
+		saved, p, err := e.Orders.WriteIn(ctx, tx, projectID, w)
+		if err != nil {
+			return nil, false, err
+		}
+		paid = p
+		orderView["id"], orderView["created_at"], orderView["customer_id"] = saved.ID, saved.CreatedAt, saved.CustomerID
+		if saved.Status != "" {
+			orderView["status"] = saved.Status
+		}
+	}
+	parent, kids := e.records(r, o, cust, orderView, now, "SUCCESS", "SUCCEEDED")
+	b := &pgx.Batch{}
+	var held []string
+	for i, c := range o.cs {
+		v := c.voucher
+		if v == nil {
+			continue
+		}
+		held = append(held, v.ID)
+		vouchers.QueueRedeemed(b, projectID, v.ID, 1, now)
+		v.Redeemed++
+		if ef := o.effects[i]; ef.Credits > 0 {
+			if _, err := e.Vouchers.QueueCredits(ctx, b, projectID, v, -ef.Credits, loyalty.CreditsRedemption, &kids[i].ID, now); err != nil {
+				return nil, false, err
+			}
+		}
+		kids[i].View["voucher"] = v.View() // as the redemption left it
+	}
+	if len(held) > 0 {
+		queueEndSessions(b, projectID, held, key, now)
+	}
+	if err := queueInsert(b, projectID, append([]Redemption{parent}, kids...)); err != nil {
+		return nil, false, err
+	}
+	if err := e.queueEvents(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
+		return nil, false, err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, false, err
+	}
+	views := make([]any, len(kids))
+	for i, k := range kids {
+		views[i] = k.View
+	}
+	return map[string]any{"redemptions": views, "parent_redemption": parent.View, "order": orderView,
+		"inapplicable_redeemables": []any{}, "skipped_redeemables": []any{}}, paid, nil
+}

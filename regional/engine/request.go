@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/validation"
+)
+
+// Request is the body of POST /v1/validations and POST /v1/redemptions.
+type Request struct {
+	Redeemables []Redeemable     `json:"redeemables"`
+	Order       *orders.Request  `json:"order"`
+	Customer    *customers.Patch `json:"customer"`
+	Session     *SessionRequest  `json:"session"`
+	TrackingID  *string          `json:"tracking_id"`
+	Metadata    map[string]any   `json:"metadata"`
+	Options     *Options         `json:"options"`
+}
+
+// Redeemable is one of a request's redeemables: a voucher (a discount
+// voucher, a gift card with the credits to take) or a promotion tier.
+type Redeemable struct {
+	Object string `json:"object"`
+	ID     string `json:"id"`
+	Gift   *struct {
+		Credits *int64 `json:"credits"`
+	} `json:"gift"`
+	Reward *struct {
+		ID     *string `json:"id"`
+		Points *int64  `json:"points"`
+	} `json:"reward"`
+}
+
+// SessionRequest is a request's session: a LOCK session reserves the
+// vouchers validated in it for its key until it expires.
+type SessionRequest struct {
+	Key     *string  `json:"key"`
+	Type    *string  `json:"type"`
+	TTL     *float64 `json:"ttl"`
+	TTLUnit *string  `json:"ttl_unit"`
+}
+
+// Options are a request's options: expand names what the answer adds.
+type Options struct {
+	Expand []string `json:"expand"`
+}
+
+func (o *Options) has(what string) bool {
+	if o == nil {
+		return false
+	}
+	for _, e := range o.Expand {
+		if e == what {
+			return true
+		}
+	}
+	return false
+}
+
+// RedeemablesLimit is the default stacking rules' redeemables_limit: how
+// many redeemables one request may name.
+const RedeemablesLimit = 30
+
+// check refuses a request that does not read: no redeemables or too many,
+// an unknown object, an empty id, a redeemable named twice, a bad order.
+func (r *Request) check() error {
+	if len(r.Redeemables) == 0 {
+		return apierr.InvalidPayload("redeemables is required: from 1 to 30 vouchers or promotion tiers")
+	}
+	if len(r.Redeemables) > RedeemablesLimit {
+		return apierr.InvalidPayload(fmt.Sprintf("redeemables: at most %d in one request", RedeemablesLimit))
+	}
+	seen := map[string]bool{}
+	for i, x := range r.Redeemables {
+		p := fmt.Sprintf("redeemables[%d]", i)
+		switch x.Object {
+		case "voucher", "promotion_tier":
+		case "promotion_stack":
+			return apierr.New(400, "feature_not_available", "Feature not available", p+": promotion stacks are not served yet")
+		default:
+			return apierr.InvalidPayload(p + ".object must be voucher or promotion_tier")
+		}
+		if strings.TrimSpace(x.ID) == "" || len(x.ID) > 300 {
+			return apierr.InvalidPayload(p + ".id is required: the voucher's code or the promotion tier's id")
+		}
+		if seen[x.Object+"/"+x.ID] {
+			return apierr.InvalidPayload(fmt.Sprintf("%s: %s %s is named twice", p, x.Object, x.ID))
+		}
+		seen[x.Object+"/"+x.ID] = true
+		if x.Gift != nil && x.Gift.Credits != nil && *x.Gift.Credits < 0 {
+			return apierr.InvalidPayload(p + ".gift.credits must not be negative")
+		}
+		if x.Reward != nil {
+			return apierr.New(400, "feature_not_available", "Feature not available",
+				p+": paying with a loyalty card's reward in a stacked request is not served yet; use POST /v1/loyalties/members/{memberId}/redemption")
+		}
+	}
+	if r.Order != nil {
+		items, err := orders.NormalizeItems(r.Order.Items)
+		if err != nil {
+			return err
+		}
+		r.Order.Items = items
+		for _, a := range []*int64{r.Order.Amount, r.Order.InitialAmount, r.Order.DiscountAmount} {
+			if a != nil && (*a < 0 || *a > 1e15) {
+				return apierr.InvalidPayload("order amounts are non-negative integers in the smallest currency unit")
+			}
+		}
+	}
+	if s := r.Session; s != nil {
+		if s.Type != nil && *s.Type != "LOCK" {
+			return apierr.InvalidPayload("session.type must be LOCK")
+		}
+		if s.Key != nil && (strings.TrimSpace(*s.Key) == "" || len(*s.Key) > 200) {
+			return apierr.InvalidPayload("session.key must be 1 to 200 characters")
+		}
+		if s.TTL != nil && (*s.TTL <= 0 || *s.TTL > 1e9) {
+			return apierr.InvalidPayload("session.ttl must be positive")
+		}
+		if s.TTLUnit != nil && ttlUnits[*s.TTLUnit] == 0 {
+			return apierr.InvalidPayload("session.ttl_unit must be DAYS, HOURS, MINUTES, SECONDS, MILLISECONDS, MICROSECONDS or NANOSECONDS")
+		}
+	}
+	return nil
+}
+
+// ruleOrder is the order as validation rules read it.
+func ruleOrder(o *orders.Request) *validation.Order {
+	if o == nil {
+		return nil
+	}
+	out := &validation.Order{Metadata: o.Metadata}
+	if o.ID != nil {
+		out.ID = *o.ID
+	}
+	if o.SourceID != nil {
+		out.SourceID = *o.SourceID
+	}
+	if o.Amount != nil {
+		out.Amount = *o.Amount
+	}
+	if o.InitialAmount != nil {
+		out.InitialAmount = *o.InitialAmount
+	}
+	for _, it := range o.Items {
+		var li validation.Item
+		li.Quantity, li.Price, li.Amount = intOf(it["quantity"]), intOf(it["price"]), intOf(it["amount"])
+		li.ProductID, li.SKUID = strOf(it["product_id"]), strOf(it["sku_id"])
+		if src := strOf(it["source_id"]); src != "" {
+			if strOf(it["related_object"]) == "sku" {
+				li.SKUSourceID = src
+			} else {
+				li.ProductSourceID = src
+			}
+		}
+		if p, ok := it["product"].(map[string]any); ok {
+			li.ProductID, li.ProductSourceID = first(li.ProductID, strOf(p["id"])), first(li.ProductSourceID, strOf(p["source_id"]))
+			if m, ok := p["metadata"].(map[string]any); ok {
+				li.Metadata = m
+			}
+		}
+		if s, ok := it["sku"].(map[string]any); ok {
+			li.SKUID, li.SKUSourceID = first(li.SKUID, strOf(s["id"])), first(li.SKUSourceID, strOf(s["source_id"]))
+			if m, ok := s["metadata"].(map[string]any); ok && li.Metadata == nil {
+				li.Metadata = m
+			}
+		}
+		out.Items = append(out.Items, li)
+	}
+	return out
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func strOf(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func intOf(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case float64:
+		return int64(x)
+	case json.Number:
+		n, _ := x.Int64()
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/vouchers"
+)
+
+// Tier is a promotion tier as the engine validates it.
+type Tier struct {
+	ID         string
+	Name       string
+	CampaignID string
+	Discount   json.RawMessage
+	Window     Window
+	Hierarchy  int
+	Metadata   map[string]any
+}
+
+// Tiers reads promotion tiers (regional/promotions) by id.
+type Tiers interface {
+	TiersByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Tier, error)
+}
+
+// candidate is a redeemable of a request as resolved and checked.
+type candidate struct {
+	req      Redeemable
+	voucher  *vouchers.Voucher
+	tier     *Tier
+	campaign *loyalty.CampaignOf[json.RawMessage]
+	// refusal says why the redeemable is inapplicable; nil when it applies.
+	refusal *Refusal
+	// lines are the order's items its rules admit (nil: every item).
+	lines []int
+}
+
+// objectID is the id of what the redeemable names: the voucher's or the tier's.
+func (c *candidate) objectID() string {
+	if c.voucher != nil {
+		return c.voucher.ID
+	}
+	if c.tier != nil {
+		return c.tier.ID
+	}
+	return ""
+}
+
+func (c *candidate) campaignID() string {
+	if c.campaign != nil {
+		return c.campaign.ID
+	}
+	return ""
+}
+
+// discount is what the redeemable applies: a voucher's or a tier's discount.
+func (c *candidate) discount() json.RawMessage {
+	if c.tier != nil {
+		return c.tier.Discount
+	}
+	if c.voucher != nil {
+		return c.voucher.Attrs.Discount
+	}
+	return nil
+}
+
+// resolve reads a request's redeemables (locked with lock), their campaigns,
+// the sessions that hold them and their validation rules, and checks each:
+// a refused one carries its refusal. Reads are batched: one round trip for
+// the vouchers, one for the tiers, one for campaigns, sessions and rules.
+func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r *Request, cust *customers.Customer,
+	sessionKey string, lock bool, now time.Time) ([]*candidate, error) {
+	cs := make([]*candidate, len(r.Redeemables))
+	found := make([]vouchers.Found, len(r.Redeemables))
+	b := &pgx.Batch{}
+	var tierIDs []string
+	for i, x := range r.Redeemables {
+		cs[i] = &candidate{req: x}
+		if x.Object == "voucher" {
+			vouchers.QueueRead(b, projectID, x.ID, lock, &found[i])
+		} else {
+			tierIDs = append(tierIDs, x.ID)
+		}
+	}
+	if b.Len() > 0 {
+		if err := q.SendBatch(ctx, b).Close(); err != nil {
+			return nil, err
+		}
+	}
+	tiers := map[string]Tier{}
+	if len(tierIDs) > 0 && e.tiers != nil {
+		var err error
+		if tiers, err = e.tiers.TiersByID(ctx, q, projectID, tierIDs); err != nil {
+			return nil, err
+		}
+	}
+	var campaignIDs, voucherIDs []string
+	for i, c := range cs {
+		switch {
+		case c.req.Object == "voucher" && found[i].Found:
+			v := found[i].Voucher
+			c.voucher = &v
+			voucherIDs = append(voucherIDs, v.ID)
+			if v.CampaignID != nil {
+				campaignIDs = append(campaignIDs, *v.CampaignID)
+			}
+		case c.req.Object == "promotion_tier":
+			if t, ok := tiers[c.req.ID]; ok {
+				c.tier = &t
+				campaignIDs = append(campaignIDs, t.CampaignID)
+			}
+		}
+		if c.voucher == nil && c.tier == nil {
+			c.refusal = &Refusal{Code: 404, Key: "not_found", Message: "Resource not found",
+				Details: fmt.Sprintf("Cannot find %s with id %s", map[string]string{"voucher": "voucher", "promotion_tier": "promotion tier"}[c.req.Object], c.req.ID)}
+		}
+	}
+	campaigns, err := loyalty.CampaignsByID[json.RawMessage](ctx, q, projectID, campaignIDs)
+	if err != nil {
+		return nil, err
+	}
+	held, err := heldByOthers(ctx, q, projectID, voucherIDs, sessionKey, now)
+	if err != nil {
+		return nil, err
+	}
+	var objects []string
+	for _, c := range cs {
+		if c.refusal != nil {
+			continue
+		}
+		cid := deref(c.voucher)
+		if c.tier != nil {
+			cid = c.tier.CampaignID
+		}
+		if cid != "" {
+			k, ok := campaigns[cid]
+			if !ok {
+				c.refusal = &Refusal{Code: 404, Key: "not_found", Message: "Resource not found",
+					Details: "The campaign of " + c.req.ID + " was deleted."}
+				continue
+			}
+			c.campaign = &k
+		}
+		c.refusal = e.check(c, held, now)
+		if c.refusal == nil {
+			objects = append(objects, c.objectID())
+			if c.campaign != nil {
+				objects = append(objects, c.campaign.ID)
+			}
+		}
+	}
+	return cs, e.evaluate(ctx, q, projectID, r, cust, cs, objects, now)
+}
+
+func deref(v *vouchers.Voucher) string {
+	if v == nil || v.CampaignID == nil {
+		return ""
+	}
+	return *v.CampaignID
+}
+
+// check says why a resolved redeemable cannot be used now, or nil.
+func (e *Engine) check(c *candidate, held map[string]int64, now time.Time) *Refusal {
+	if k := c.campaign; k != nil {
+		a := k.Attrs
+		w := Window{Active: a.Active, StartDate: a.StartDate, ExpirationDate: a.ExpirationDate,
+			ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours}
+		if r := w.check(now, "campaign", k.Name); r != nil {
+			return r
+		}
+	}
+	if t := c.tier; t != nil {
+		if r := t.Window.check(now, "promotion tier", t.ID); r != nil {
+			return r
+		}
+		if !present(t.Discount) {
+			return refuse("invalid_redeemable", "Promotion tier has no discount", "The promotion tier "+t.ID+" has no discount to apply.")
+		}
+		return nil
+	}
+	v := c.voucher
+	a := v.Attrs
+	w := Window{Active: v.Active, StartDate: a.StartDate, ExpirationDate: a.ExpirationDate,
+		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours}
+	if r := w.check(now, "voucher", v.Code); r != nil {
+		return r
+	}
+	if v.Quantity != nil && v.Redeemed+held[v.ID] >= *v.Quantity {
+		return refuse("quantity_exceeded", "Quantity exceeded",
+			fmt.Sprintf("The voucher %s has been redeemed %d of %d times (sessions hold %d).", v.Code, v.Redeemed, *v.Quantity, held[v.ID]))
+	}
+	switch v.Type {
+	case vouchers.Discount:
+	case vouchers.Gift:
+		g := v.Attrs.Gift
+		if g == nil || g.Balance <= 0 {
+			return refuse("gift_amount_exceeded", "Gift amount exceeded", "The gift card "+v.Code+" has no credits left.")
+		}
+		if x := c.req.Gift; x != nil && x.Credits != nil && *x.Credits > g.Balance {
+			return refuse("gift_amount_exceeded", "Gift amount exceeded",
+				fmt.Sprintf("gift.credits %d is more than the gift card's balance, %d.", *x.Credits, g.Balance))
+		}
+	default:
+		return refuse("invalid_voucher", "Voucher cannot be redeemed here",
+			fmt.Sprintf("The voucher %s is a %s: stacked requests take discount vouchers, gift cards and promotion tiers.", v.Code, v.Type))
+	}
+	return nil
+}
+
+// evaluate runs the validation rules of the checked redeemables (assigned
+// to the voucher or tier, or to its campaign) against the order and the
+// customer; a failing rule refuses its redeemable with the rule's message.
+func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, r *Request, cust *customers.Customer,
+	cs []*candidate, objects []string, now time.Time) error {
+	if len(objects) == 0 || e.rules == nil {
+		return nil
+	}
+	assigned, err := e.rules.RulesOfAll(ctx, q, projectID, objects)
+	if err != nil || len(assigned) == 0 {
+		return err
+	}
+	in := validation.Input{Order: ruleOrder(r.Order), Now: now, Metadata: r.Metadata}
+	if cust != nil {
+		in.Customer = &validation.Customer{ID: cust.ID, Metadata: cust.Attrs.Metadata}
+		if cust.SourceID != nil {
+			in.Customer.SourceID = *cust.SourceID
+		}
+	}
+	for _, c := range cs {
+		if c.refusal != nil {
+			continue
+		}
+		ids := append(append([]string(nil), assigned[c.objectID()]...), assigned[c.campaignID()]...)
+		if len(ids) == 0 {
+			continue
+		}
+		cin := in
+		if cin.Redemptions, err = e.counts(ctx, q, projectID, c, cust, now); err != nil {
+			return err
+		}
+		verdicts, err := e.rules.EvaluateAllIn(ctx, q, projectID, ids, cin)
+		if err != nil {
+			return err
+		}
+		for _, v := range verdicts {
+			if !v.Valid {
+				msg := "The order or customer does not meet the validation rules."
+				if v.Error != nil && v.Error.Message != "" {
+					msg = v.Error.Message
+				}
+				key := "order_rules_violated"
+				c.refusal = &Refusal{Code: 400, Key: key, Message: "Validation rules not met", Details: msg}
+				break
+			}
+			if v.Applicable != nil {
+				c.lines = intersect(c.lines, v.Applicable)
+			}
+		}
+	}
+	return nil
+}
+
+// intersect is the lines both admit; nil admits every line.
+func intersect(a, b []int) []int {
+	if a == nil {
+		return b
+	}
+	out := []int{}
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// counts are the successful redemptions the rules count: of the
+// redeemable's object by the customer, in its campaign, and in its
+// campaign today.
+func (e *Engine) counts(ctx context.Context, q db.Querier, projectID string, c *candidate, cust *customers.Customer,
+	now time.Time) (validation.RedemptionCounts, error) {
+	var n validation.RedemptionCounts
+	custID := ""
+	if cust != nil {
+		custID = cust.ID
+	}
+	day := now.UTC().Truncate(24 * time.Hour)
+	err := q.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE object_id = $2 AND customer_id = $3),
+			count(*) FILTER (WHERE campaign_id = $4),
+			count(*) FILTER (WHERE campaign_id = $4 AND created_at >= $5)
+		FROM stacked_redemptions WHERE project_id = $1 AND parent_id IS NOT NULL AND result = 'SUCCESS' AND status = 'SUCCEEDED'
+			AND (object_id = $2 OR campaign_id = $4)`,
+		projectID, c.objectID(), custID, c.campaignID(), day).Scan(&n.PerCustomer, &n.PerCampaign, &n.PerDay)
+	return n, err
+}

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/redemptions"
+	"github.com/tallyhq/tally/regional/vouchers"
+)
+
+func alreadyRolledBack(id string) error {
+	return apierr.New(http.StatusBadRequest, "already_rolled_back", "Already rolled back",
+		fmt.Sprintf("Redemption %s has already been rolled back.", id))
+}
+
+// Rollback undoes successful stacked redemptions: a parent's every child
+// (POST /v1/redemptions/{parentId}/rollbacks) or one child (POST
+// /v1/redemptions/{id}/rollback), restoring the vouchers' counts and the
+// gift credits (CREDITS_REFUND), in one transaction. A redemption is
+// rolled back once; a parent is ROLLED_BACK when all its children are.
+// errNotStacked says id is none of the engine's (a loyalty redemption's).
+func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptions.RollbackRequest, whole bool) (_ map[string]any, err error) {
+	ctx, span := tracer.Start(ctx, "engine.Rollback")
+	defer telemetry.End(span, &err)
+	var out map[string]any
+	err = db.InTxReadCommitted(ctx, e.pool, func(tx pgx.Tx) error {
+		x, kids, err := family(ctx, tx, projectID, id, true)
+		if errors.Is(err, db.ErrNotFound) {
+			return errNotStacked
+		}
+		if err != nil {
+			return err
+		}
+		var parent *Redemption
+		targets := []Redemption{x}
+		switch {
+		case x.ParentID == nil && !whole:
+			return apierr.InvalidPayload("redemption " + id + " is a stacked redemption's parent: roll it back with POST /v1/redemptions/" + id + "/rollbacks")
+		case x.ParentID != nil && whole:
+			return apierr.InvalidPayload("redemption " + id + " is one redeemable's: roll it back with POST /v1/redemptions/" + id + "/rollback, or its parent's with /rollbacks")
+		case x.ParentID == nil:
+			parent, targets = &x, kids
+		default:
+			p, siblings, err := family(ctx, tx, projectID, *x.ParentID, true)
+			if err != nil {
+				return err
+			}
+			parent, kids = &p, siblings
+		}
+		if x.Result != "SUCCESS" {
+			return apierr.InvalidPayload("redemption " + id + " failed: there is nothing to roll back")
+		}
+		if x.Status == "ROLLED_BACK" {
+			return alreadyRolledBack(id)
+		}
+		now := e.now()
+		b := &pgx.Batch{}
+		var views []any
+		rolled := map[string]bool{}
+		for _, t := range targets {
+			if t.Status != "SUCCEEDED" {
+				continue
+			}
+			v, err := e.undo(ctx, tx, b, projectID, t, r, now)
+			if err != nil {
+				return err
+			}
+			rolled[t.ID] = true
+			views = append(views, v)
+		}
+		// The parent is rolled back when none of its children stands.
+		standing := false
+		for _, k := range kids {
+			standing = standing || (k.Status == "SUCCEEDED" && !rolled[k.ID])
+		}
+		out = map[string]any{"rollbacks": views}
+		if parent != nil && !standing {
+			rb := ids.New("rr_")
+			pv := rollbackView(rb, *parent, r, now, parent.Amount)
+			b.Queue(`UPDATE stacked_redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, parent.ID)
+			if err := queueRollback(b, projectID, rb, parent.ID, nil, pv, now); err != nil {
+				return err
+			}
+			out["parent_rollback"] = pv
+		}
+		if !whole && len(views) == 1 {
+			out = views[0].(map[string]any)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	return out, err
+}
+
+// undo queues rolling back one child redemption: its voucher's count and
+// credits, its status, and its rollback record, answered.
+func (e *Engine) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, t Redemption, r redemptions.RollbackRequest,
+	now time.Time) (map[string]any, error) {
+	rb := ids.New("rr_")
+	v := rollbackView(rb, t, r, now, t.Amount)
+	if t.ObjectType == "voucher" && t.ObjectID != nil {
+		var f vouchers.Found
+		lb := &pgx.Batch{}
+		vouchers.QueueRead(lb, projectID, *t.ObjectID, true, &f)
+		if err := tx.SendBatch(ctx, lb).Close(); err != nil {
+			return nil, err
+		}
+		if f.Found {
+			vouchers.QueueRedeemed(b, projectID, f.ID, -1, now)
+			f.Redeemed--
+			if t.GiftAmount > 0 && f.Attrs.Gift != nil {
+				if _, err := e.Vouchers.QueueCredits(ctx, b, projectID, &f.Voucher, t.GiftAmount, loyalty.CreditsRefund, &rb, now); err != nil {
+					return nil, err
+				}
+				v["gift"] = map[string]any{"amount": t.GiftAmount}
+			}
+			v["voucher"] = f.View()
+		}
+	}
+	b.Queue(`UPDATE stacked_redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, t.ID)
+	if e.Events != nil {
+		if err := e.Events.Queue(ctx, b, projectID, EventRollbackSucceeded, rb, map[string]any{"redemption_rollback": v}); err != nil {
+			return nil, err
+		}
+	}
+	return v, queueRollback(b, projectID, rb, t.ID, t.ParentID, v, now)
+}
+
+func rollbackView(id string, x Redemption, r redemptions.RollbackRequest, now time.Time, amount int64) map[string]any {
+	meta := r.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	v := map[string]any{"id": id, "object": "redemption_rollback", "date": jsonx.Time{Time: now}, "customer_id": x.CustomerID,
+		"tracking_id": x.TrackingID, "metadata": meta, "amount": -amount, "redemption": x.ID, "reason": r.Reason,
+		"result": "SUCCESS", "status": "SUCCEEDED", "related_object_type": x.ObjectType, "related_object_id": x.ObjectID,
+		"order": x.View["order"], "customer": x.View["customer"], "channel": x.View["channel"]}
+	if x.ObjectType == "redemption" {
+		v["related_object_id"] = x.ID
+	}
+	return v
+}
+
+func queueRollback(b *pgx.Batch, projectID, id, redemptionID string, parentID *string, view map[string]any, now time.Time) error {
+	raw, err := json.Marshal(view)
+	if err != nil {
+		return err
+	}
+	b.Queue(`INSERT INTO stacked_rollbacks (project_id, id, redemption_id, parent_id, view, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		projectID, id, redemptionID, parentID, raw, now)
+	return nil
+}

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/jsonx"
+)
+
+// Redemption is a stored stacked redemption: a parent (ObjectType
+// "redemption") or a child of one redeemable. View is the object as the
+// API answered it; Status and the rollbacks are the row's, current.
+type Redemption struct {
+	ID          string
+	ParentID    *string
+	ObjectType  string
+	ObjectID    *string
+	Code        *string
+	CampaignID  *string
+	CampaignNm  *string
+	CustomerID  *string
+	OrderID     *string
+	TrackingID  *string
+	Result      string
+	Status      string
+	Amount      int64
+	GiftAmount  int64
+	FailureCode *string
+	SessionKey  *string
+	View        map[string]any
+	CreatedAt   time.Time
+}
+
+const redemptionColumns = `id, parent_id, object_type, object_id, code, campaign_id, campaign_name, customer_id, order_id,
+	tracking_id, result, status, amount, gift_amount, failure_code, session_key, view, created_at`
+
+func scanRedemption(r pgx.Row) (Redemption, error) {
+	var x Redemption
+	var view []byte
+	if err := r.Scan(&x.ID, &x.ParentID, &x.ObjectType, &x.ObjectID, &x.Code, &x.CampaignID, &x.CampaignNm, &x.CustomerID,
+		&x.OrderID, &x.TrackingID, &x.Result, &x.Status, &x.Amount, &x.GiftAmount, &x.FailureCode, &x.SessionKey, &view,
+		&x.CreatedAt); err != nil {
+		return Redemption{}, err
+	}
+	return x, json.Unmarshal(view, &x.View)
+}
+
+// queueInsert queues writing redemptions.
+func queueInsert(b *pgx.Batch, projectID string, rs []Redemption) error {
+	for _, x := range rs {
+		view, err := json.Marshal(x.View)
+		if err != nil {
+			return err
+		}
+		b.Queue(`INSERT INTO stacked_redemptions (project_id, id, parent_id, object_type, object_id, code, campaign_id, campaign_name,
+			customer_id, order_id, tracking_id, result, status, amount, gift_amount, failure_code, session_key, view, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+			projectID, x.ID, x.ParentID, x.ObjectType, x.ObjectID, x.Code, x.CampaignID, x.CampaignNm, x.CustomerID, x.OrderID,
+			x.TrackingID, x.Result, x.Status, x.Amount, x.GiftAmount, x.FailureCode, x.SessionKey, view, x.CreatedAt)
+	}
+	return nil
+}
+
+// family reads a redemption and, for a parent, its children (locked when
+// lock is set); db.ErrNotFound when there is none.
+func family(ctx context.Context, q db.Querier, projectID, id string, lock bool) (Redemption, []Redemption, error) {
+	x, err := scanRedemption(q.QueryRow(ctx, `SELECT `+redemptionColumns+` FROM stacked_redemptions
+		WHERE project_id = $1 AND id = $2`+db.ForUpdate(lock), projectID, id))
+	if err != nil || x.ParentID != nil {
+		return x, nil, err
+	}
+	kids, err := db.Collect(scanRedemption)(q.Query(ctx, `SELECT `+redemptionColumns+` FROM stacked_redemptions
+		WHERE project_id = $1 AND parent_id = $2 ORDER BY id`+db.ForUpdate(lock), projectID, id))
+	return x, kids, err
+}
+
+// rollbacksOf are the rollback ids of redemptions, by redemption.
+func rollbacksOf(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	rows, err := q.Query(ctx, `SELECT redemption_id, id FROM stacked_rollbacks WHERE project_id = $1 AND redemption_id = ANY($2::TEXT[])`,
+		projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	var r, id string
+	_, err = pgx.ForEachRow(rows, []any{&r, &id}, func() error { out[r] = id; return nil })
+	return out, err
+}
+
+// current is a redemption's view with its current status and rollbacks.
+func current(x Redemption, rollback string) map[string]any {
+	v := map[string]any{}
+	for k, val := range x.View {
+		v[k] = val
+	}
+	v["status"] = x.Status
+	if rollback != "" {
+		rel, _ := v["related_redemptions"].(map[string]any)
+		if rel == nil {
+			rel = map[string]any{"redemptions": []any{}}
+		}
+		rel["rollbacks"] = []any{map[string]any{"id": rollback, "date": jsonx.Time{Time: x.CreatedAt}}}
+		v["related_redemptions"] = rel
+	}
+	return v
+}
+
+var errNotStacked = errors.New("engine: not a stacked redemption")

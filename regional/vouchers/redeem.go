@@ -1,0 +1,71 @@
+package vouchers
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/loyalty"
+)
+
+// What the validation and redemption engine (regional/engine) reads and
+// writes of vouchers: the vouchers table stays this package's own.
+
+// Found is a voucher read by QueueRead, and whether there was one.
+type Found struct {
+	Voucher
+	Found bool
+}
+
+// QueueRead queues reading a live voucher by code (or else id) into dst,
+// locked when lock is set (the batch must then open a transaction).
+func QueueRead(b *pgx.Batch, projectID, codeOrID string, lock bool, dst *Found) {
+	queueVoucher(b, projectID, codeOrID, lock, &dst.Voucher, &dst.Found)
+}
+
+// QueueRedeemed counts n more redemptions of voucher id (n < 0 for
+// rollbacks), which the caller holds locked.
+func QueueRedeemed(b *pgx.Batch, projectID, id string, n int64, now time.Time) {
+	b.Queue(`UPDATE vouchers SET redeemed_quantity = redeemed_quantity + $3, updated_at = $4 WHERE project_id = $1 AND id = $2`,
+		projectID, id, n, now)
+}
+
+// QueueCredits changes the credits of gift card v, which the caller holds
+// locked, by delta: negative for a redemption (CREDITS_REDEMPTION), positive
+// for a refund (CREDITS_REFUND); its figures and ledger entry are queued, v
+// is updated, and the entry answered.
+func (s *Service) QueueCredits(ctx context.Context, b *pgx.Batch, projectID string, v *Voucher, delta int64, typ string,
+	sourceID *string, now time.Time) (loyalty.Transaction, error) {
+	g := *v.Attrs.Gift
+	if delta < 0 {
+		g.SubtractedAmount -= delta
+	}
+	g.Balance += delta
+	v.Attrs.Gift = &g
+	v.UpdatedAt = &now
+	t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: v.ID, SourceID: sourceID, Source: ptr("API"), Type: typ,
+		CreatedAt: jsonx.Time{Time: now}, Delta: delta}
+	if v.CampaignID != nil {
+		t.CampaignID = *v.CampaignID
+	}
+	bal := balanceAfter(*v, delta)
+	bal.OperationType = "AUTOMATIC" // a redemption's or a rollback's, not a person's
+	t.Details, _ = json.Marshal(map[string]any{"balance": bal})
+	attrs, err := json.Marshal(v.Attrs)
+	if err != nil {
+		return t, err
+	}
+	b.Queue(`UPDATE vouchers SET attrs = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, now)
+	loyalty.QueueEntry(b, projectID, t)
+	if s.events != nil {
+		if err := s.events.Queue(ctx, b, projectID, EventGiftTransactionCreated, t.ID,
+			map[string]any{"transaction": t, "voucher": v.View()}); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
