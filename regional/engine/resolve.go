@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
@@ -24,11 +26,14 @@ type Tier struct {
 	Window     Window
 	Hierarchy  int
 	Metadata   map[string]any
+	CreatedAt  *time.Time
 }
 
-// Tiers reads promotion tiers (regional/promotions) by id.
+// Tiers reads promotion tiers (regional/promotions): by id, and every
+// active tier of live campaigns (qualifications' candidates).
 type Tiers interface {
 	TiersByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Tier, error)
+	ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]Tier, error)
 }
 
 // candidate is a redeemable of a request as resolved and checked.
@@ -82,9 +87,15 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	found := make([]vouchers.Found, len(r.Redeemables))
 	b := &pgx.Batch{}
 	var tierIDs []string
+	// Locks are taken in code order: two redemptions of the same vouchers
+	// named in other orders queue rather than deadlock.
+	order := make([]int, len(r.Redeemables))
 	for i, x := range r.Redeemables {
-		cs[i] = &candidate{req: x}
-		if x.Object == "voucher" {
+		cs[i], order[i] = &candidate{req: x}, i
+	}
+	sort.Slice(order, func(a, b int) bool { return r.Redeemables[order[a]].ID < r.Redeemables[order[b]].ID })
+	for _, i := range order {
+		if x := r.Redeemables[i]; x.Object == "voucher" {
 			vouchers.QueueRead(b, projectID, x.ID, lock, &found[i])
 		} else {
 			tierIDs = append(tierIDs, x.ID)
@@ -102,20 +113,14 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 			return nil, err
 		}
 	}
-	var campaignIDs, voucherIDs []string
 	for i, c := range cs {
 		switch {
 		case c.req.Object == "voucher" && found[i].Found:
 			v := found[i].Voucher
 			c.voucher = &v
-			voucherIDs = append(voucherIDs, v.ID)
-			if v.CampaignID != nil {
-				campaignIDs = append(campaignIDs, *v.CampaignID)
-			}
 		case c.req.Object == "promotion_tier":
 			if t, ok := tiers[c.req.ID]; ok {
 				c.tier = &t
-				campaignIDs = append(campaignIDs, t.CampaignID)
 			}
 		}
 		if c.voucher == nil && c.tier == nil {
@@ -123,24 +128,37 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 				Details: fmt.Sprintf("Cannot find %s with id %s", map[string]string{"voucher": "voucher", "promotion_tier": "promotion tier"}[c.req.Object], c.req.ID)}
 		}
 	}
+	return cs, e.judge(ctx, q, projectID, r.Order, r.Metadata, cust, cs, sessionKey, now)
+}
+
+// judge checks resolved redeemables: their campaigns (read in one query),
+// the sessions that hold their vouchers, their windows and quantities, and
+// their validation rules; a refused one carries its refusal.
+func (e *Engine) judge(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
+	cust *customers.Customer, cs []*candidate, sessionKey string, now time.Time) error {
+	var campaignIDs, voucherIDs []string
+	for _, c := range cs {
+		if c.voucher != nil {
+			voucherIDs = append(voucherIDs, c.voucher.ID)
+		}
+		if id := c.wantsCampaign(); id != "" {
+			campaignIDs = append(campaignIDs, id)
+		}
+	}
 	campaigns, err := loyalty.CampaignsByID[json.RawMessage](ctx, q, projectID, campaignIDs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	held, err := heldByOthers(ctx, q, projectID, voucherIDs, sessionKey, now)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var objects []string
 	for _, c := range cs {
 		if c.refusal != nil {
 			continue
 		}
-		cid := deref(c.voucher)
-		if c.tier != nil {
-			cid = c.tier.CampaignID
-		}
-		if cid != "" {
+		if cid := c.wantsCampaign(); cid != "" {
 			k, ok := campaigns[cid]
 			if !ok {
 				c.refusal = &Refusal{Code: 404, Key: "not_found", Message: "Resource not found",
@@ -157,14 +175,18 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 			}
 		}
 	}
-	return cs, e.evaluate(ctx, q, projectID, r, cust, cs, objects, now)
+	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, objects, now)
 }
 
-func deref(v *vouchers.Voucher) string {
-	if v == nil || v.CampaignID == nil {
-		return ""
+// wantsCampaign is the id of the redeemable's campaign, "" for none.
+func (c *candidate) wantsCampaign() string {
+	if c.tier != nil {
+		return c.tier.CampaignID
 	}
-	return *v.CampaignID
+	if c.voucher != nil && c.voucher.CampaignID != nil {
+		return *c.voucher.CampaignID
+	}
+	return ""
 }
 
 // check says why a resolved redeemable cannot be used now, or nil.
@@ -218,8 +240,8 @@ func (e *Engine) check(c *candidate, held map[string]int64, now time.Time) *Refu
 // evaluate runs the validation rules of the checked redeemables (assigned
 // to the voucher or tier, or to its campaign) against the order and the
 // customer; a failing rule refuses its redeemable with the rule's message.
-func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, r *Request, cust *customers.Customer,
-	cs []*candidate, objects []string, now time.Time) error {
+func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
+	cust *customers.Customer, cs []*candidate, objects []string, now time.Time) error {
 	if len(objects) == 0 || e.rules == nil {
 		return nil
 	}
@@ -227,7 +249,7 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, r
 	if err != nil || len(assigned) == 0 {
 		return err
 	}
-	in := validation.Input{Order: ruleOrder(r.Order), Now: now, Metadata: r.Metadata}
+	in := validation.Input{Order: ruleOrder(order), Now: now, Metadata: meta}
 	if cust != nil {
 		in.Customer = &validation.Customer{ID: cust.ID, Metadata: cust.Attrs.Metadata}
 		if cust.SourceID != nil {

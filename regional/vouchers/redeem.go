@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/loyalty"
@@ -68,4 +69,12 @@ func (s *Service) QueueCredits(ctx context.Context, b *pgx.Batch, projectID stri
 		}
 	}
 	return t, nil
+}
+
+// HeldBy reads the live, active vouchers a customer holds (published to
+// them), newest first, at most limit: the customer's wallet.
+func HeldBy(ctx context.Context, q db.Querier, projectID, holderID string, limit int) ([]Voucher, error) {
+	return db.Collect(scanVoucher)(q.Query(ctx, `SELECT `+voucherColumns+voucherFrom+`
+		WHERE v.project_id = $1 AND v.holder_id = $2 AND v.bin_id IS NULL AND c.deleted_at IS NULL AND v.active
+		ORDER BY v.id DESC LIMIT $3`, projectID, holderID, limit))
 }
