@@ -49,7 +49,7 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, exports, events, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, engine, exports, events, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's saturation phase, the webhook run, or the point additions (with -only)")
 	flag.Parse()
@@ -159,6 +159,10 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		{"vouchers", func(string) (string, error) {
 			vr, err := benchVouchers(stack, p)
 			return vouchersReport(vr), err
+		}},
+		{"engine", func(profile string) (string, error) {
+			er, err := benchEngine(stack, p, servers[1], d, profile)
+			return engineReport(er), err
 		}},
 		{"exports", func(profile string) (string, error) {
 			xr, err := benchExports(stack, p, servers[1], profile)

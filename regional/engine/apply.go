@@ -8,6 +8,7 @@ import (
 	"math/big"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -41,7 +42,7 @@ import (
 
 // applied is one redeemable's effect on the order.
 type applied struct {
-	Order    map[string]any // the order with this redeemable's discounts
+	Order    *OrderView     // the order with this redeemable's discounts
 	Result   map[string]any // the reference's result: discount or gift
 	Discount int64          // the amount it took off
 	Credits  int64          // the gift credits it takes
@@ -183,7 +184,14 @@ func percentOf(amount int64, pct json.Number) int64 {
 
 // recalc applies the candidates in turn to the order: the order at the
 // end and each one's effect.
-func (e *Engine) recalc(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate) (map[string]any, []applied, error) {
+func (e *Engine) recalc(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate) (*OrderView, []applied, error) {
+	return e.recalcViews(ctx, q, projectID, o, cs, true)
+}
+
+// recalcViews is recalc that renders the orders only with views: without,
+// the effects carry their amounts alone (qualifications' sorting).
+func (e *Engine) recalcViews(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate,
+	views bool) (*OrderView, []applied, error) {
 	c := newCart(o)
 	effects := make([]applied, len(cs))
 	for i, cd := range cs {
@@ -198,8 +206,13 @@ func (e *Engine) recalc(ctx context.Context, q db.Querier, projectID string, o *
 		if err != nil {
 			return nil, nil, err
 		}
-		ef.Order = c.view(before)
+		if views {
+			ef.Order = c.view(before)
+		}
 		effects[i] = ef
+	}
+	if !views {
+		return nil, effects, nil
 	}
 	return c.view(nil), effects, nil
 }
@@ -446,10 +459,76 @@ func (c *cart) snapshot() *snapshot {
 	return s
 }
 
-// view renders the order in the reference's OrderCalculated shape: with
-// the discounts since before (one redeemable's part), or all of them.
-func (c *cart) view(before *snapshot) map[string]any {
-	items := make([]any, 0, len(c.lines))
+// OrderView is the reference's OrderCalculated: an order with the
+// discounts of a request (or of one of its redeemables).
+type OrderView struct {
+	ID                         *string        `json:"id,omitempty"`
+	SourceID                   *string        `json:"source_id,omitempty"`
+	Status                     *string        `json:"status,omitempty"`
+	Amount                     int64          `json:"amount"`
+	InitialAmount              int64          `json:"initial_amount"`
+	DiscountAmount             int64          `json:"discount_amount"`
+	ItemsDiscountAmount        int64          `json:"items_discount_amount"`
+	TotalDiscountAmount        int64          `json:"total_discount_amount"`
+	TotalAmount                int64          `json:"total_amount"`
+	AppliedDiscountAmount      int64          `json:"applied_discount_amount"`
+	ItemsAppliedDiscountAmount int64          `json:"items_applied_discount_amount"`
+	TotalAppliedDiscountAmount int64          `json:"total_applied_discount_amount"`
+	Items                      []ItemView     `json:"items"`
+	Metadata                   map[string]any `json:"metadata"`
+	CustomerID                 *string        `json:"customer_id,omitempty"`
+	CreatedAt                  *jsonx.Time    `json:"created_at,omitempty"`
+	Object                     string         `json:"object"`
+}
+
+// ItemView is an order item with its discounts (the reference's
+// OrderItemCalculated); the request's references to its product or SKU
+// are kept.
+type ItemView struct {
+	ProductID             string         `json:"product_id,omitempty"`
+	SKUID                 string         `json:"sku_id,omitempty"`
+	SourceID              string         `json:"source_id,omitempty"`
+	RelatedObject         string         `json:"related_object,omitempty"`
+	Quantity              int64          `json:"quantity"`
+	InitialQuantity       int64          `json:"initial_quantity"`
+	Amount                int64          `json:"amount"`
+	InitialAmount         int64          `json:"initial_amount"`
+	Price                 int64          `json:"price"`
+	DiscountAmount        int64          `json:"discount_amount"`
+	AppliedDiscountAmount int64          `json:"applied_discount_amount"`
+	SubtotalAmount        int64          `json:"subtotal_amount"`
+	AppliedQuantity       *int64         `json:"applied_quantity,omitempty"`
+	AppliedQuantityAmount *int64         `json:"applied_quantity_amount,omitempty"`
+	Product               any            `json:"product,omitempty"`
+	SKU                   any            `json:"sku,omitempty"`
+	Metadata              map[string]any `json:"metadata,omitempty"`
+	Object                string         `json:"object"`
+}
+
+// request is the item as an order write takes it back.
+func (it ItemView) request() map[string]any {
+	m := map[string]any{"quantity": it.Quantity, "price": it.Price, "amount": it.Amount, "object": "order_item"}
+	for k, v := range map[string]string{"product_id": it.ProductID, "sku_id": it.SKUID, "source_id": it.SourceID,
+		"related_object": it.RelatedObject} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	for k, v := range map[string]any{"product": it.Product, "sku": it.SKU} {
+		if v != nil {
+			m[k] = v
+		}
+	}
+	if it.Metadata != nil {
+		m["metadata"] = it.Metadata
+	}
+	return m
+}
+
+// view renders the order: with the discounts since before (one
+// redeemable's part), or all of them.
+func (c *cart) view(before *snapshot) *OrderView {
+	items := make([]ItemView, len(c.lines))
 	var itemsOff int64
 	for i, l := range c.lines {
 		off := l.discount
@@ -457,43 +536,32 @@ func (c *cart) view(before *snapshot) map[string]any {
 			off -= before.items[i]
 		}
 		itemsOff += off
-		it := map[string]any{}
-		for k, v := range l.raw {
-			it[k] = v
+		it := ItemView{ProductID: strOf(l.raw["product_id"]), SKUID: strOf(l.raw["sku_id"]), SourceID: strOf(l.raw["source_id"]),
+			RelatedObject: strOf(l.raw["related_object"]), Quantity: l.qty, InitialQuantity: l.initialQty, Amount: l.amount,
+			InitialAmount: l.initialAmt, Price: l.price, DiscountAmount: off, AppliedDiscountAmount: off,
+			SubtotalAmount: l.amount - l.discount, Product: l.raw["product"], SKU: l.raw["sku"], Object: "order_item"}
+		if m, ok := l.raw["metadata"].(map[string]any); ok {
+			it.Metadata = m
 		}
-		it["object"] = "order_item"
-		it["quantity"], it["amount"], it["price"] = l.qty, l.amount, l.price
-		it["initial_quantity"], it["initial_amount"] = l.initialQty, l.initialAmt
-		it["discount_amount"], it["applied_discount_amount"] = off, off
-		it["subtotal_amount"] = l.amount - l.discount
 		if l.qty != l.initialQty {
-			it["applied_quantity"], it["applied_quantity_amount"] = l.qty-l.initialQty, (l.qty-l.initialQty)*l.price
+			q, a := l.qty-l.initialQty, (l.qty-l.initialQty)*l.price
+			it.AppliedQuantity, it.AppliedQuantityAmount = &q, &a
 		}
-		items = append(items, it)
+		items[i] = it
 	}
 	orderOff := c.orderDiscount
 	if before != nil {
 		orderOff -= before.order
 	}
-	total := c.amount - c.given - c.orderDiscount - c.itemsDiscount()
-	out := map[string]any{"object": "order", "amount": c.amount, "initial_amount": c.amount,
-		"discount_amount": c.given + orderOff, "items_discount_amount": itemsOff,
-		"total_discount_amount": c.given + orderOff + itemsOff, "total_amount": max(0, total),
-		"applied_discount_amount": orderOff, "items_applied_discount_amount": itemsOff,
-		"total_applied_discount_amount": orderOff + itemsOff, "items": items, "metadata": map[string]any{}}
-	if c.o != nil {
-		if c.o.ID != nil {
-			out["id"] = *c.o.ID
-		}
-		if c.o.SourceID != nil {
-			out["source_id"] = *c.o.SourceID
-		}
-		if c.o.Metadata != nil {
-			out["metadata"] = c.o.Metadata
-		}
-		if c.o.Status != nil {
-			out["status"] = *c.o.Status
+	v := &OrderView{Amount: c.amount, InitialAmount: c.amount, DiscountAmount: c.given + orderOff, ItemsDiscountAmount: itemsOff,
+		TotalDiscountAmount: c.given + orderOff + itemsOff, TotalAmount: max(0, c.amount-c.given-c.orderDiscount-c.itemsDiscount()),
+		AppliedDiscountAmount: orderOff, ItemsAppliedDiscountAmount: itemsOff, TotalAppliedDiscountAmount: orderOff + itemsOff,
+		Items: items, Metadata: map[string]any{}, Object: "order"}
+	if o := c.o; o != nil {
+		v.ID, v.SourceID, v.Status = o.ID, o.SourceID, o.Status
+		if o.Metadata != nil {
+			v.Metadata = o.Metadata
 		}
 	}
-	return out
+	return v
 }

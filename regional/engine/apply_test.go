@@ -100,27 +100,26 @@ func TestRecalculation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out["discount_amount"] != c.orderOff || out["total_amount"] != c.total || out["amount"] != c.amount {
-				t.Errorf("order: discount %v total %v amount %v; want %d %d %d", out["discount_amount"], out["total_amount"],
-					out["amount"], c.orderOff, c.total, c.amount)
+			if out.DiscountAmount != c.orderOff || out.TotalAmount != c.total || out.Amount != c.amount {
+				t.Errorf("order: discount %v total %v amount %v; want %d %d %d", out.DiscountAmount, out.TotalAmount,
+					out.Amount, c.orderOff, c.total, c.amount)
 			}
-			items := out["items"].([]any)
 			var sum int64
 			for i, want := range c.itemsOff {
-				got := items[i].(map[string]any)["discount_amount"].(int64)
+				got := out.Items[i].DiscountAmount
 				sum += got
 				if got != want {
 					t.Errorf("item %d: discount %d, want %d", i, got, want)
 				}
 			}
-			if out["items_discount_amount"] != sum || out["total_discount_amount"] != sum+c.orderOff {
-				t.Errorf("sums: %v %v", out["items_discount_amount"], out["total_discount_amount"])
+			if out.ItemsDiscountAmount != sum || out.TotalDiscountAmount != sum+c.orderOff {
+				t.Errorf("sums: %v %v", out.ItemsDiscountAmount, out.TotalDiscountAmount)
 			}
 			for i, want := range c.perDiscount {
 				if effects[i].Discount != want || effects[i].NoEffect != (want == 0) {
 					t.Errorf("redeemable %d: %d (no effect %v), want %d", i, effects[i].Discount, effects[i].NoEffect, want)
 				}
-				if od := effects[i].Order["total_applied_discount_amount"]; od != want {
+				if od := effects[i].Order.TotalAppliedDiscountAmount; od != want {
 					t.Errorf("redeemable %d's order: applied %v, want %d", i, od, want)
 				}
 			}

@@ -134,11 +134,18 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		if after != nil && !at.Before(*after) {
 			continue
 		}
-		_, effects, err := e.recalc(ctx, e.pool, projectID, r.Order, []*candidate{c})
-		if err != nil {
-			return nil, err
+		qs = append(qs, qualified{c: c, at: at})
+	}
+	// The deals sort by each one's discount, computed without rendering;
+	// only the page's are rendered.
+	if sorting != "DEFAULT" {
+		for i := range qs {
+			_, effects, err := e.recalcViews(ctx, e.pool, projectID, r.Order, []*candidate{qs[i].c}, false)
+			if err != nil {
+				return nil, err
+			}
+			qs[i].effect = effects[0]
 		}
-		qs = append(qs, qualified{c: c, at: at, effect: effects[0]})
 	}
 	sort.SliceStable(qs, func(i, j int) bool {
 		switch sorting {
@@ -151,7 +158,27 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 	})
 	total, more := len(qs), len(qs) > limit
 	if more {
-		qs = qs[:limit]
+		// The cursor is a creation time, exclusive: a page ends before a
+		// run of equal times it would split (or, when the run fills it,
+		// after the run), so that the next page loses none of them.
+		end := limit
+		if sorting == "DEFAULT" {
+			for end > 0 && qs[end-1].at.Equal(qs[end].at) {
+				end--
+			}
+			if end == 0 {
+				for end = limit; end < len(qs) && qs[end].at.Equal(qs[limit-1].at); end++ {
+				}
+			}
+		}
+		qs, more = qs[:end], end < len(qs)
+	}
+	for i := range qs {
+		_, effects, err := e.recalc(ctx, e.pool, projectID, r.Order, []*candidate{qs[i].c})
+		if err != nil {
+			return nil, err
+		}
+		qs[i].effect = effects[0]
 	}
 	data := make([]any, 0, len(qs))
 	for _, q := range qs {

@@ -98,17 +98,14 @@ func customerRef(c *customers.Customer) map[string]any {
 
 // records are the redemptions of an outcome: the parent and one child per
 // redeemable, each with the view the API answers.
-func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, orderView map[string]any, now time.Time,
+func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, orderView *OrderView, now time.Time,
 	result, status string) (Redemption, []Redemption) {
 	parentID := ids.New("r_")
 	var custID *string
 	if cust != nil && cust.ID != "" {
 		custID = &cust.ID
 	}
-	var orderID *string
-	if id, ok := orderView["id"].(string); ok {
-		orderID = &id
-	}
+	orderID := orderView.ID
 	meta := r.Metadata
 	if meta == nil {
 		meta = map[string]any{}
@@ -226,10 +223,10 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	orderView, paid := o.order, false
 	if r.Order != nil {
 		w := *r.Order
-		amount, discount := o.order["amount"].(int64), o.order["total_discount_amount"].(int64)
+		amount, discount := orderView.Amount, orderView.TotalDiscountAmount
 		w.Amount, w.DiscountAmount, w.Items = &amount, &discount, nil
-		for _, it := range o.order["items"].([]any) {
-			w.Items = append(w.Items, it.(map[string]any))
+		for _, it := range orderView.Items {
+			w.Items = append(w.Items, it.request())
 		}
 		if cust != nil && len(w.Customer) == 0 && w.CustomerID == nil {
 			w.CustomerID = &cust.ID
@@ -239,9 +236,9 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 			return nil, false, err
 		}
 		paid = p
-		orderView["id"], orderView["created_at"], orderView["customer_id"] = saved.ID, saved.CreatedAt, saved.CustomerID
+		orderView.ID, orderView.CreatedAt, orderView.CustomerID = &saved.ID, &saved.CreatedAt, saved.CustomerID
 		if saved.Status != "" {
-			orderView["status"] = saved.Status
+			orderView.Status = &saved.Status
 		}
 	}
 	parent, kids := e.records(r, o, cust, orderView, now, "SUCCESS", "SUCCEEDED")

@@ -41,7 +41,7 @@ type candidate struct {
 	req      Redeemable
 	voucher  *vouchers.Voucher
 	tier     *Tier
-	campaign *loyalty.CampaignOf[json.RawMessage]
+	campaign *loyalty.CampaignWindow
 	// refusal says why the redeemable is inapplicable; nil when it applies.
 	refusal *Refusal
 	// lines are the order's items its rules admit (nil: every item).
@@ -145,7 +145,7 @@ func (e *Engine) judge(ctx context.Context, q db.Querier, projectID string, orde
 			campaignIDs = append(campaignIDs, id)
 		}
 	}
-	campaigns, err := loyalty.CampaignsByID[json.RawMessage](ctx, q, projectID, campaignIDs)
+	campaigns, err := loyalty.CampaignWindowsByID(ctx, q, projectID, campaignIDs)
 	if err != nil {
 		return err
 	}
@@ -192,9 +192,8 @@ func (c *candidate) wantsCampaign() string {
 // check says why a resolved redeemable cannot be used now, or nil.
 func (e *Engine) check(c *candidate, held map[string]int64, now time.Time) *Refusal {
 	if k := c.campaign; k != nil {
-		a := k.Attrs
-		w := Window{Active: a.Active, StartDate: a.StartDate, ExpirationDate: a.ExpirationDate,
-			ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours}
+		w := Window{Active: k.Active, StartDate: k.StartDate, ExpirationDate: k.ExpirationDate,
+			ValidityTimeframe: k.ValidityTimeframe, ValidityDayOfWeek: k.ValidityDayOfWeek, ValidityHours: k.ValidityHours}
 		if r := w.check(now, "campaign", k.Name); r != nil {
 			return r
 		}

@@ -20,7 +20,7 @@ type outcome struct {
 	status  []string
 	skip    []map[string]any // a SKIPPED one's details
 	effects []applied        // an APPLICABLE one's effect
-	order   map[string]any
+	order   *OrderView
 	valid   bool
 }
 

@@ -186,16 +186,46 @@ func CampaignTypeOf(ctx context.Context, q db.Querier, projectID, idOrName strin
 	return c.ID, c.CampaignType, err
 }
 
-// CampaignsByID reads live campaigns by id, any type, in one query.
-func CampaignsByID[V any](ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]CampaignOf[V], error) {
-	out := map[string]CampaignOf[V]{}
+// CampaignWindow is what deciding whether a campaign admits use needs of
+// it: read without its attrs document's voucher template and metadata.
+type CampaignWindow struct {
+	ID, Name, CampaignType string
+	Active                 bool
+	StartDate              *time.Time
+	ExpirationDate         *time.Time
+	ValidityTimeframe      json.RawMessage
+	ValidityDayOfWeek      json.RawMessage
+	ValidityHours          json.RawMessage
+}
+
+// CampaignWindowsByID reads live campaigns' windows by id, in one query
+// that takes from each attrs document only the fields it needs.
+func CampaignWindowsByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]CampaignWindow, error) {
+	out := map[string]CampaignWindow{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	cs, err := db.Collect(scanCampaignOf[V])(q.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns
-		WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND deleted_at IS NULL`, projectID, ids))
-	for _, c := range cs {
-		out[c.ID] = c
+	rows, err := q.Query(ctx, `SELECT id, name, campaign_type, COALESCE((attrs->>'active')::BOOL, false),
+			(attrs->>'start_date')::TIMESTAMPTZ, (attrs->>'expiration_date')::TIMESTAMPTZ,
+			attrs->'validity_timeframe', attrs->'validity_day_of_week', attrs->'validity_hours'
+		FROM campaigns WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND deleted_at IS NULL`, projectID, ids)
+	if err != nil {
+		return nil, err
 	}
+	var w CampaignWindow
+	var tf, dow, hours []byte
+	_, err = pgx.ForEachRow(rows, []any{&w.ID, &w.Name, &w.CampaignType, &w.Active, &w.StartDate, &w.ExpirationDate, &tf, &dow, &hours},
+		func() error {
+			w.ValidityTimeframe, w.ValidityDayOfWeek, w.ValidityHours = clone(tf), clone(dow), clone(hours)
+			out[w.ID] = w
+			return nil
+		})
 	return out, err
+}
+
+func clone(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
 }

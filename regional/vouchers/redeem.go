@@ -1,10 +1,12 @@
 package vouchers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
@@ -72,9 +74,39 @@ func (s *Service) QueueCredits(ctx context.Context, b *pgx.Batch, projectID stri
 }
 
 // HeldBy reads the live, active vouchers a customer holds (published to
-// them), newest first, at most limit: the customer's wallet.
+// them), newest first, at most limit: the customer's wallet. Their attrs
+// are shared with other readers (heldAttrs): read only.
 func HeldBy(ctx context.Context, q db.Querier, projectID, holderID string, limit int) ([]Voucher, error) {
-	return db.Collect(scanVoucher)(q.Query(ctx, `SELECT `+voucherColumns+voucherFrom+`
+	return db.Collect(func(r pgx.Row) (Voucher, error) {
+		var v Voucher
+		var attrs []byte
+		if err := r.Scan(&v.ID, &v.Code, &v.CampaignID, &v.CampaignName, &v.Type, &attrs, &v.Category, &v.Active, &v.Quantity,
+			&v.Redeemed, &v.HolderID, &v.CreatedAt, &v.UpdatedAt); err != nil {
+			return Voucher{}, err
+		}
+		if c, ok := heldAttrs.Get(v.ID); ok && bytes.Equal(c.raw, attrs) {
+			v.Attrs = c.attrs
+			return v, nil
+		}
+		if err := json.Unmarshal(attrs, &v.Attrs); err != nil {
+			return Voucher{}, err
+		}
+		heldAttrs.Add(v.ID, parsedAttrs{raw: attrs, attrs: v.Attrs})
+		return v, nil
+	})(q.Query(ctx, `SELECT `+voucherColumns+voucherFrom+`
 		WHERE v.project_id = $1 AND v.holder_id = $2 AND v.bin_id IS NULL AND c.deleted_at IS NULL AND v.active
 		ORDER BY v.id DESC LIMIT $3`, projectID, holderID, limit))
+}
+
+// heldAttrs keeps the parsed attrs of wallets' vouchers for as long as the
+// stored bytes are the same: a qualification reads a wallet of up to a
+// thousand vouchers, and parsing them was most of its time.
+var heldAttrs = func() *lru.Cache[string, parsedAttrs] {
+	c, _ := lru.New[string, parsedAttrs](20_000)
+	return c
+}()
+
+type parsedAttrs struct {
+	raw   []byte
+	attrs Attrs
 }

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"fortio.org/fortio/periodic"
+
+	"github.com/tallyhq/tally/devstack"
+	"github.com/tallyhq/tally/internal/pglocal"
+)
+
+type engineResult struct {
+	valP50, valP95, valQPS    float64
+	valErrs                   int64
+	redP50, redP95, redQPS    float64
+	redErrs                   int64
+	qualP50, qualP95, qualQPS float64
+	qualErrs                  int64
+	qualCandidates            int
+	sat, pgbench              float64
+	satRounds, pgbRounds      []float64
+	satErrs                   int64
+}
+
+// engineCall is one load thread of the engine section: it sends body(),
+// a fresh body for each request, to path.
+type engineCall struct {
+	c    client
+	path string
+	body func() map[string]any
+	errs *atomic.Int64
+}
+
+func (e *engineCall) Run(_ context.Context, _ periodic.ThreadID) (bool, string) {
+	status, m, err := e.c.do("POST", e.path, e.body())
+	if err != nil || status != 200 {
+		if e.errs.Add(1) <= 3 {
+			fmt.Fprintf(os.Stderr, "bench: %s: %d %v %v\n", e.path, status, m, err)
+		}
+		return false, ""
+	}
+	return true, ""
+}
+
+// codesOf pages through a campaign's vouchers, as GET /v1/vouchers lists them.
+func codesOf(c client, campaignID string, n int) ([]string, error) {
+	var out []string
+	for after := ""; len(out) < n; {
+		path := "/v1/vouchers?campaign_id=" + campaignID + "&limit=100&order=created_at"
+		if after != "" {
+			path += "&starting_after_id=" + after
+		}
+		l, err := c.must("GET", path, nil)
+		if err != nil {
+			return nil, err
+		}
+		vs, _ := l["vouchers"].([]any)
+		for _, v := range vs {
+			out = append(out, v.(map[string]any)["code"].(string))
+		}
+		if after, _ = l["more_starting_after"].(string); after == "" || len(vs) == 0 {
+			break
+		}
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("campaign %s: %d vouchers of %d", campaignID, len(out), n)
+	}
+	return out, nil
+}
+
+// benchEngine measures the promotion engine's hot path through the router:
+// stacked validation and redemption of three redeemables on a ten-item
+// order and qualifications over a thousand campaigns, each at 200
+// requests/s, and redemptions of distinct vouchers at saturation beside
+// pgbench's TPC-B-like on the same server.
+func benchEngine(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglocal.Server, d time.Duration, profile string) (engineResult, error) {
+	var r engineResult
+	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	fmt.Fprintln(os.Stderr, "bench: engine: campaigns and vouchers")
+	// Enough distinct vouchers for every redemption the section makes.
+	perRun := int(200*(d+3*time.Second)/time.Second) + 100
+	satN := 60_000
+	campaign := func(name, typ string, n int, voucher map[string]any) (string, error) {
+		camp, err := c.must("POST", "/v1/campaigns", map[string]any{"name": name, "campaign_type": typ, "vouchers_count": n, "voucher": voucher})
+		if err != nil {
+			return "", err
+		}
+		if id, _ := camp["async_action_id"].(string); id != "" {
+			if _, err := c.await(id, 5*time.Minute); err != nil {
+				return "", err
+			}
+		}
+		return camp["id"].(string), nil
+	}
+	amountID, err := campaign("Engine amounts", "DISCOUNT_COUPONS", perRun*2, map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "AMOUNT", "amount_off": 500, "effect": "APPLY_TO_ITEMS_PROPORTIONALLY"}})
+	if err != nil {
+		return r, err
+	}
+	percentID, err := campaign("Engine percents", "DISCOUNT_COUPONS", perRun*2, map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "PERCENT", "percent_off": 10, "amount_limit": 2000}})
+	if err != nil {
+		return r, err
+	}
+	giftID, err := campaign("Engine gifts", "GIFT_VOUCHERS", perRun*2, map[string]any{"type": "GIFT_VOUCHER",
+		"gift": map[string]any{"amount": 100_000}})
+	if err != nil {
+		return r, err
+	}
+	satID, err := campaign("Engine saturation", "DISCOUNT_COUPONS", satN, map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "redemption": map[string]any{"quantity": 1}})
+	if err != nil {
+		return r, err
+	}
+	// The percent campaign's vouchers carry a validation rule on the order.
+	rule, err := c.must("POST", "/v1/validation-rules", map[string]any{"name": "engine bench", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{1000}}}, "logic": "1"}})
+	if err != nil {
+		return r, err
+	}
+	if _, err := c.must("POST", "/v1/validation-rules/"+rule["id"].(string)+"/assignments",
+		map[string]any{"related_object_type": "campaign", "related_object_id": percentID}); err != nil {
+		return r, err
+	}
+	var amounts, percents, gifts, sats []string
+	for _, x := range []struct {
+		id  string
+		n   int
+		dst *[]string
+	}{{amountID, perRun * 2, &amounts}, {percentID, perRun * 2, &percents}, {giftID, perRun * 2, &gifts}, {satID, satN, &sats}} {
+		if *x.dst, err = codesOf(c, x.id, x.n); err != nil {
+			return r, err
+		}
+	}
+	items := make([]any, 10)
+	for i := range items {
+		items[i] = map[string]any{"product_id": fmt.Sprintf("prod_bench_%d", i), "quantity": 1 + i%3, "price": 1500 + 250*i}
+	}
+	var next atomic.Int64
+	stack3 := func() map[string]any {
+		i := int(next.Add(1)) % len(amounts)
+		return map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("eng-%d", i%200)},
+			"order": map[string]any{"items": items},
+			"redeemables": []any{map[string]any{"object": "voucher", "id": amounts[i]}, map[string]any{"object": "voucher", "id": percents[i]},
+				map[string]any{"object": "voucher", "id": gifts[i], "gift": map[string]any{"credits": 1000}}}}
+	}
+	runners := func(path string, body func() map[string]any, errs *atomic.Int64, n int) []periodic.Runnable {
+		out := make([]periodic.Runnable, n)
+		for i := range out {
+			out[i] = &engineCall{c: c, path: path, body: body, errs: errs}
+		}
+		return out
+	}
+	// 1. Validation and redemption of the three, at 200/s.
+	fmt.Fprintln(os.Stderr, "bench: engine: stacked validation at 200/s")
+	var valErrs, redErrs, qualErrs, satErrs atomic.Int64
+	v := at200(runners("/v1/validations", stack3, &valErrs, 16), d)
+	r.valP50, r.valP95, _ = percentiles(v)
+	r.valQPS, r.valErrs = v.ActualQPS, valErrs.Load()
+	fmt.Fprintln(os.Stderr, "bench: engine: stacked redemption at 200/s")
+	next.Store(int64(perRun)) // vouchers the validations did not touch
+	red := at200(runners("/v1/redemptions", stack3, &redErrs, 16), d)
+	r.redP50, r.redP95, _ = percentiles(red)
+	r.redQPS, r.redErrs = red.ActualQPS, redErrs.Load()
+
+	// 2. Qualifications: a customer holding a voucher of each of 1,000 campaigns.
+	fmt.Fprintln(os.Stderr, "bench: engine: 1,000 campaigns in a customer's wallet")
+	r.qualCandidates = 1000
+	jobs, errc := make(chan int), make(chan error, 8)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				name := fmt.Sprintf("Engine wallet %04d", i)
+				if _, err := c.must("POST", "/v1/campaigns", map[string]any{"name": name, "campaign_type": "DISCOUNT_COUPONS",
+					"vouchers_count": 1, "voucher": map[string]any{"type": "DISCOUNT_VOUCHER",
+						"discount": map[string]any{"type": "AMOUNT", "amount_off": 100 + i}}}); err != nil {
+					errc <- err
+					return
+				}
+				if _, err := c.must("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": name},
+					"customer": map[string]any{"source_id": "engine-wallet"}}); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < r.qualCandidates; i++ {
+		select {
+		case jobs <- i:
+		case err := <-errc:
+			close(jobs)
+			wg.Wait()
+			return r, err
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return r, err
+	default:
+	}
+	qual := func() map[string]any {
+		return map[string]any{"customer": map[string]any{"source_id": "engine-wallet"}, "order": map[string]any{"items": items},
+			"options": map[string]any{"limit": 50}}
+	}
+	fmt.Fprintln(os.Stderr, "bench: engine: qualifications at 200/s")
+	if profile != "" { // of the qualifications, the slowest of the engine's calls
+		f, err := os.Create(profile)
+		if err != nil {
+			return r, err
+		}
+		_ = pprof.StartCPUProfile(f)
+	}
+	q := at200(runners("/v1/qualifications", qual, &qualErrs, 16), d)
+	if profile != "" {
+		pprof.StopCPUProfile()
+	}
+	r.qualP50, r.qualP95, _ = percentiles(q)
+	r.qualQPS, r.qualErrs = q.ActualQPS, qualErrs.Load()
+
+	// 3. Redemptions of distinct vouchers at saturation, beside pgbench.
+	const threads = 32
+	var satNext atomic.Int64
+	one := func() map[string]any {
+		i := int(satNext.Add(1)) % len(sats)
+		return map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": sats[i]}},
+			"order": map[string]any{"amount": 5000}}
+	}
+	pgb, err := newPgbench(srv, threads)
+	if err != nil {
+		return r, err
+	}
+	for i := range rounds {
+		fmt.Fprintf(os.Stderr, "bench: engine: round %d: redemptions at saturation, then pgbench TPC-B-like, 32 clients each\n", i+1)
+		if err := pgb.checkpoint(); err != nil {
+			return r, err
+		}
+		ro := periodic.RunnerOptions{QPS: -1, Duration: d / rounds, NumThreads: threads, Out: io.Discard}
+		pr := periodic.NewPeriodicRunner(&ro)
+		copy(pr.Options().Runners, runners("/v1/redemptions", one, &satErrs, threads))
+		res := pr.Run()
+		r.satRounds = append(r.satRounds, res.ActualQPS)
+		if err := pgb.checkpoint(); err != nil {
+			return r, err
+		}
+		t, err := pgb.run(d / rounds)
+		if err != nil {
+			return r, err
+		}
+		r.pgbRounds = append(r.pgbRounds, t)
+	}
+	r.sat, r.pgbench, r.satErrs = mean(r.satRounds), mean(r.pgbRounds), satErrs.Load()
+	if int(satNext.Load()) > len(sats) {
+		return r, fmt.Errorf("saturation used %d redemptions of %d vouchers: make more", satNext.Load(), len(sats))
+	}
+	return r, nil
+}
+
+func engineReport(r engineResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Promotion engine\n\n")
+	fmt.Fprintf(&b, "Measured by `make bench` on %s: the platform as above, every request through the router with tracing on. "+
+		"Validation and redemption stack three redeemables, each request its own: an AMOUNT voucher split proportionally over the "+
+		"items, a PERCENT voucher with an amount limit whose campaign carries a validation rule on the order, and a gift card "+
+		"giving 10.00 of credits, on a ten-item order, for one of 200 customers; 16 clients at an even 200 requests/s after a 2 s "+
+		"warm-up. Qualifications: a customer holding a voucher of each of %d discount campaigns, with a ten-item order, 50 a page. "+
+		"Saturation: redemptions of one distinct voucher each, 32 clients, alternating with pgbench's TPC-B-like (32 clients) on "+
+		"the same server, three rounds of each, each after a CHECKPOINT.\n\n", time.Now().UTC().Format("2006-01-02"), r.qualCandidates)
+	fmt.Fprintf(&b, "| measure | figure |\n|---|---|\n")
+	fmt.Fprintf(&b, "| `POST /v1/validations`, 3 redeemables, 10 items (%.0f/s achieved, %d errors) | p50 %.2f ms, p95 %.2f ms |\n",
+		r.valQPS, r.valErrs, r.valP50, r.valP95)
+	fmt.Fprintf(&b, "| `POST /v1/redemptions`, the same (%.0f/s achieved, %d errors) | p50 %.2f ms, p95 %.2f ms |\n",
+		r.redQPS, r.redErrs, r.redP50, r.redP95)
+	fmt.Fprintf(&b, "| `POST /v1/qualifications`, %d campaigns (%.0f/s achieved, %d errors) | p50 %.2f ms, p95 %.2f ms |\n",
+		r.qualCandidates, r.qualQPS, r.qualErrs, r.qualP50, r.qualP95)
+	fmt.Fprintf(&b, "| redemptions at saturation, distinct vouchers, 32 clients | %.0f/s (rounds %s; %d errors) |\n", r.sat, joinRounds(r.satRounds), r.satErrs)
+	fmt.Fprintf(&b, "| pgbench TPC-B-like, 32 clients, same server | %.0f tps (rounds %s) |\n", r.pgbench, joinRounds(r.pgbRounds))
+	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| stackable validation p50 / p95 | ≤ 5 / 15 ms | %.2f / %.2f ms | %s |\n", r.valP50, r.valP95,
+		verdict(r.valP50 <= 5 && r.valP95 <= 15 && r.valErrs == 0))
+	fmt.Fprintf(&b, "| stackable redemption p50 / p95 | ≤ 10 / 25 ms | %.2f / %.2f ms | %s |\n", r.redP50, r.redP95,
+		verdict(r.redP50 <= 10 && r.redP95 <= 25 && r.redErrs == 0))
+	fmt.Fprintf(&b, "| qualifications p50 / p95 | ≤ 10 / 30 ms | %.2f / %.2f ms | %s |\n", r.qualP50, r.qualP95,
+		verdict(r.qualP50 <= 10 && r.qualP95 <= 30 && r.qualErrs == 0))
+	fmt.Fprintf(&b, "| redemptions/s ÷ pgbench tps | ≥ 0.3 | %.2f | %s |\n", r.sat/r.pgbench, verdict(r.sat >= 0.3*r.pgbench && r.satErrs == 0))
+	return b.String()
+}
