@@ -34,6 +34,7 @@ import (
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
+	"github.com/tallyhq/tally/regional/promotions"
 	"github.com/tallyhq/tally/regional/publications"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/rewards"
@@ -199,19 +200,27 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// CAMPAIGN.VOUCHERS_DELETE, at once or when its bin entry is removed.
 	a.loyalty.UseCampaignDropper(vs.DropCampaignVouchers)
 	a.bin.Handle("campaign", a.loyalty.RemoveBinnedCampaign)
+	rules := validation.NewService(pool, cfg.Clock)
+	validation.Register(v1, rules)
+	// The promotion engine (stacked validation, redemption, qualifications)
+	// and the promotion tiers it applies without codes.
+	eng := engine.New(engine.Deps{Pool: pool, Events: events, Vouchers: vs, Rules: rules, Customers: cust,
+		Orders: ord, Redemptions: red, Clock: cfg.Clock})
+	engine.Register(v1, eng)
+	promos := promotions.NewService(pool, a.loyalty, rules, cfg.Clock)
+	promos.UseSummaries(eng.TierSummaries)
+	eng.UseTiers(promos)
+	promotions.Register(v1, promos)
+	a.loyalty.UseCampaignDropper(promos.DropCampaignTiers)
 	campaigns.Register(v1, campaigns.Deps{Programs: a.loyalty, Vouchers: vs, Publications: pubs, Redemptions: red,
-		Clock: cfg.Clock.Now})
+		Clock: cfg.Clock.Now, Kinds: map[string]campaigns.Kind{
+			"PROMOTION": {Create: promos.CreateCampaign, Get: promos.GetCampaign, Update: promos.UpdateCampaign}}})
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
 	prods := products.NewService(pool, events, a.tasks, a.bin, cfg.Clock)
 	products.Register(v1, prods)
 	bin.Register(v1, a.bin)
 	customEvents.Register(v1, customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver.EventSchemas, a.tasks, cfg.Clock))
-	rules := validation.NewService(pool, cfg.Clock)
-	validation.Register(v1, rules)
-	// The promotion engine: stacked validation and redemption.
-	engine.Register(v1, engine.New(engine.Deps{Pool: pool, Events: events, Vouchers: vs, Rules: rules, Customers: cust,
-		Orders: ord, Redemptions: red, Clock: cfg.Clock}))
 	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock, cfg.IdentitySecret, exports.Options{
 		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
 	exports.Register(v1, a.exports)

@@ -111,3 +111,25 @@ func current(x Redemption, rollback string) map[string]any {
 }
 
 var errNotStacked = errors.New("engine: not a stacked redemption")
+
+// TierSummary is a promotion tier's successful redemptions and their orders.
+type TierSummary struct {
+	Redeemed       int64
+	OrdersAmount   int64
+	DiscountAmount int64
+}
+
+// TierSummaries count the standing redemptions of promotion tiers, by tier.
+func (e *Engine) TierSummaries(ctx context.Context, projectID string, tierIDs []string) (map[string]TierSummary, error) {
+	out := map[string]TierSummary{}
+	rows, err := e.pool.Query(ctx, `SELECT object_id, count(*), COALESCE(sum((view->'order'->>'amount')::INT8), 0), COALESCE(sum(amount), 0)
+		FROM stacked_redemptions WHERE project_id = $1 AND object_id = ANY($2::TEXT[]) AND result = 'SUCCESS' AND status = 'SUCCEEDED'
+		GROUP BY object_id`, projectID, tierIDs)
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	var s TierSummary
+	_, err = pgx.ForEachRow(rows, []any{&id, &s.Redeemed, &s.OrdersAmount, &s.DiscountAmount}, func() error { out[id] = s; return nil })
+	return out, err
+}

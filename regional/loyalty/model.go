@@ -67,8 +67,8 @@ type VoucherConfig struct {
 // is its voucher template.
 type AttrsOf[V any] struct {
 	Description                     *string         `json:"description"`
-	Type                            string          `json:"type"` // AUTO_UPDATE or STATIC
-	Voucher                         V               `json:"voucher"`
+	Type                            string          `json:"type"`              // AUTO_UPDATE or STATIC
+	Voucher                         V               `json:"voucher,omitempty"` // none for PROMOTION campaigns
 	AutoJoin                        bool            `json:"auto_join"`
 	JoinOnce                        bool            `json:"join_once"`
 	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
@@ -108,7 +108,7 @@ type CampaignViewOf[V any] struct {
 	Description                     *string         `json:"description"`
 	CampaignType                    string          `json:"campaign_type"`
 	Type                            string          `json:"type"`
-	Voucher                         V               `json:"voucher"`
+	Voucher                         V               `json:"voucher,omitempty"` // none for PROMOTION campaigns
 	AutoJoin                        bool            `json:"auto_join"`
 	JoinOnce                        bool            `json:"join_once"`
 	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`

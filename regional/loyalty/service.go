@@ -127,3 +127,9 @@ func ptr[T any](v T) *T { return &v }
 // Pool is the database of the campaigns, for the readers of the campaign
 // model (regional/campaigns).
 func (s *Service) Pool() *db.Pool { return s.pool }
+
+// Emit raises a webhook event in tx, for the campaign types whose packages
+// write campaigns through this one (promotions).
+func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, event, id string, object any) error {
+	return s.events.Emit(ctx, tx, projectID, event, id, object)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
 )
 
@@ -250,4 +251,40 @@ func (s *Service) RulesOfAll(ctx context.Context, q db.Querier, projectID string
 	var obj, rule string
 	_, err = pgx.ForEachRow(rows, []any{&obj, &rule}, func() error { out[obj] = append(out[obj], rule); return nil })
 	return out, err
+}
+
+// AssignIn assigns rules to an object in the caller's transaction (a
+// promotion tier created with its rules): each rule must exist.
+func (s *Service) AssignIn(ctx context.Context, tx pgx.Tx, projectID, objectType, objectID string, ruleIDs []string) ([]AssignmentView, error) {
+	out := make([]AssignmentView, 0, len(ruleIDs))
+	for _, id := range ruleIDs {
+		if _, err := getRule(ctx, tx, projectID, id, false); err != nil {
+			return nil, err
+		}
+		a := Assignment{ID: ids.New("asgm_"), RuleID: id, RelatedObjectType: objectType, RelatedObjectID: objectID, CreatedAt: s.clock.Now()}
+		if err := insertAssignment(ctx, tx, projectID, a, false); err != nil {
+			return nil, err
+		}
+		out = append(out, a.View())
+	}
+	return out, nil
+}
+
+// AssignmentsOf are the assignments of each of objectIDs, in assignment
+// order, in one read.
+func AssignmentsOf(ctx context.Context, q db.Querier, projectID string, objectIDs []string) (map[string][]AssignmentView, error) {
+	out := map[string][]AssignmentView{}
+	as, err := db.Collect(scanAssignment)(q.Query(ctx, `SELECT `+assignmentColumns+` FROM validation_rule_assignments
+		WHERE project_id = $1 AND related_object_id = ANY($2::TEXT[]) ORDER BY id`, projectID, objectIDs))
+	for _, a := range as {
+		out[a.RelatedObjectID] = append(out[a.RelatedObjectID], a.View())
+	}
+	return out, err
+}
+
+// DropAssignmentsIn removes the assignments of deleted objects.
+func DropAssignmentsIn(ctx context.Context, q db.Querier, projectID string, objectIDs []string) error {
+	_, err := q.Exec(ctx, `DELETE FROM validation_rule_assignments WHERE project_id = $1 AND related_object_id = ANY($2::TEXT[])`,
+		projectID, objectIDs)
+	return err
 }

@@ -1,0 +1,2 @@
+DROP TABLE promotion_stacks;
+DROP TABLE promotion_tiers;

@@ -1,0 +1,192 @@
+package promotions_test
+
+import (
+	"testing"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/internal/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+func num(v any) int64 { f, _ := v.(float64); return int64(f) }
+
+func promotion(a stacktest.API, name string, tiers ...map[string]any) map[string]any {
+	a.T.Helper()
+	ts := make([]any, len(tiers))
+	for i, t := range tiers {
+		ts[i] = t
+	}
+	return a.OK("POST", "/v1/campaigns", map[string]any{"name": name, "campaign_type": "PROMOTION", "promotion": map[string]any{"tiers": ts}})
+}
+
+func tier(name string, discount map[string]any) map[string]any {
+	return map[string]any{"name": name, "banner": name + "!", "action": map[string]any{"discount": discount}, "metadata": map[string]any{"k": name}}
+}
+
+// A PROMOTION campaign and its tiers: created together, read through the
+// campaign and the tier endpoints, updated, enabled and disabled, ordered
+// by hierarchy, deleted; another project's are 404.
+func TestPromotionTiers(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
+	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "over 100", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{10000}}}, "logic": "1"}})
+	big := tier("Big spender", map[string]any{"type": "PERCENT", "percent_off": 15})
+	big["validation_rules"] = []any{rule["id"]}
+	c := promotion(a, "Autumn", tier("Everyone", map[string]any{"type": "AMOUNT", "amount_off": 300}), big)
+	id := c["id"].(string)
+	list := c["promotion"].(map[string]any)["tiers"].([]any)
+	if c["campaign_type"] != "PROMOTION" || len(list) != 2 {
+		t.Fatalf("campaign: %v", c)
+	}
+	t1, t2 := list[0].(map[string]any), list[1].(map[string]any)
+	if num(t1["hierarchy"]) != 1 || num(t2["hierarchy"]) != 2 || t2["campaign_id"] != id ||
+		num(t2["validation_rule_assignments"].(map[string]any)["total"]) != 1 || t1["banner"] != "Everyone!" {
+		t.Fatalf("tiers: %v", list)
+	}
+	if g := a.OK("GET", "/v1/campaigns/Autumn", nil); len(g["promotion"].(map[string]any)["tiers"].([]any)) != 2 {
+		t.Fatalf("campaign read back: %v", g)
+	}
+	added := a.OK("POST", "/v1/promotions/"+id+"/tiers", tier("Late", map[string]any{"type": "FIXED", "fixed_amount": 5000}))
+	if num(added["hierarchy"]) != 3 {
+		t.Fatalf("added: %v", added)
+	}
+	u := a.OK("PUT", "/v1/promotions/tiers/"+t1["id"].(string), map[string]any{"name": "All", "hierarchy": 9,
+		"action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 400}}})
+	if u["name"] != "All" || num(u["hierarchy"]) != 9 || num(u["action"].(map[string]any)["discount"].(map[string]any)["amount_off"]) != 400 {
+		t.Fatalf("updated: %v", u)
+	}
+	if d := a.OK("POST", "/v1/promotions/tiers/"+added["id"].(string)+"/disable", nil); d["active"] != false {
+		t.Fatalf("disabled: %v", d)
+	}
+	l := a.OK("GET", "/v1/promotions/"+id+"/tiers", nil)
+	ts := l["tiers"].([]any)
+	if num(l["total"]) != 3 || ts[0].(map[string]any)["name"] != "Big spender" || ts[2].(map[string]any)["name"] != "All" {
+		t.Fatalf("by hierarchy: %v", l)
+	}
+	if l := a.OK("GET", "/v1/promotions/tiers?is_available=true", nil); num(l["total"]) != 2 {
+		t.Fatalf("available: %v", l["total"])
+	}
+	if l := a.OK("GET", "/v1/promotions/tiers?limit=1", nil); l["has_more"] != true {
+		t.Fatalf("paged: %v", l)
+	}
+	for _, bad := range []map[string]any{{}, {"name": "x"}, {"name": "x", "action": map[string]any{"discount": map[string]any{"type": "PERCENT"}}},
+		{"name": "x", "action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 1}}, "hierarchy": 0},
+		{"name": "x", "action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 1}}, "validity_day_of_week": []int{8}}} {
+		a.Fails("POST", "/v1/promotions/"+id+"/tiers", bad, 400, "invalid_payload")
+	}
+	a.Fails("POST", "/v1/promotions/"+id+"/tiers", map[string]any{"name": "x", "validation_rules": []any{"val_nothing"},
+		"action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 1}}}, 404, "not_found")
+	a.Fails("POST", "/v1/campaigns", map[string]any{"name": "Empty", "campaign_type": "PROMOTION"}, 400, "invalid_payload")
+	// Stacks of the campaign's tiers.
+	st := a.OK("POST", "/v1/promotions/"+id+"/stacks", map[string]any{"name": "Pair",
+		"tiers": map[string]any{"ids": []any{t1["id"], t2["id"]}, "hierarchy_mode": "MANUAL"}})
+	if st["object"] != "promotion_stack" || len(st["tiers"].(map[string]any)["ids"].([]any)) != 2 {
+		t.Fatalf("stack: %v", st)
+	}
+	a.OK("PUT", "/v1/promotions/"+id+"/stacks/"+st["id"].(string), map[string]any{"name": "Renamed", "tiers": map[string]any{"ids": []any{t1["id"]}}})
+	if g := a.OK("GET", "/v1/promotions/"+id+"/stacks/"+st["id"].(string), nil); g["name"] != "Renamed" {
+		t.Fatalf("stack read back: %v", g)
+	}
+	if l := a.OK("GET", "/v1/promotions/stacks", nil); num(l["total"]) != 1 {
+		t.Fatalf("stacks: %v", l)
+	}
+	a.Fails("POST", "/v1/promotions/"+id+"/stacks", map[string]any{"name": "Bad", "tiers": map[string]any{"ids": []any{"promo_nothing"}}},
+		400, "invalid_payload")
+	// Another project sees none of it.
+	other.Fails("GET", "/v1/promotions/tiers/"+t1["id"].(string), nil, 404, "not_found")
+	other.Fails("GET", "/v1/promotions/"+id+"/tiers", nil, 404, "not_found")
+	other.Fails("GET", "/v1/promotions/"+id+"/stacks/"+st["id"].(string), nil, 404, "not_found")
+	if l := other.OK("GET", "/v1/promotions/tiers", nil); num(l["total"]) != 0 {
+		t.Fatalf("another project's tiers: %v", l)
+	}
+	// Deleting a tier, then the campaign: its tiers go with it.
+	if r := a.Do("DELETE", "/v1/promotions/tiers/"+added["id"].(string), nil); r.Status != 204 {
+		t.Fatalf("delete tier: %d %s", r.Status, r.Body)
+	}
+	a.Fails("GET", "/v1/promotions/tiers/"+added["id"].(string), nil, 404, "not_found")
+	del := a.Do("DELETE", "/v1/campaigns/"+id+"?force=true", nil)
+	a.WaitAction(del.JSON(t)["async_action_id"].(string))
+	a.Fails("GET", "/v1/promotions/tiers/"+t1["id"].(string), nil, 404, "not_found")
+	if l := a.OK("GET", "/v1/promotions/tiers", nil); num(l["total"]) != 0 {
+		t.Fatalf("tiers after the campaign's deletion: %v", l)
+	}
+}
+
+// Tiers are redeemables: validated and redeemed without a code, guarded by
+// their rules, offered by qualifications; their summary counts redemptions.
+func TestPromotionTiersInTheEngine(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "over 100", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{10000}}}, "logic": "1"}})
+	big := tier("Big", map[string]any{"type": "PERCENT", "percent_off": 20})
+	big["validation_rules"] = []any{rule["id"]}
+	c := promotion(a, "Engine", tier("Small", map[string]any{"type": "AMOUNT", "amount_off": 300}), big)
+	ts := c["promotion"].(map[string]any)["tiers"].([]any)
+	small, bigID := ts[0].(map[string]any)["id"].(string), ts[1].(map[string]any)["id"].(string)
+	order := func(amount int) map[string]any {
+		return map[string]any{"items": []any{map[string]any{"product_id": "p", "price": amount, "quantity": 1}}}
+	}
+	v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_tier", "id": small}},
+		"order": order(5000)})
+	if v["valid"] != true || num(v["order"].(map[string]any)["total_discount_amount"]) != 300 {
+		t.Fatalf("small tier: %v", v)
+	}
+	v = a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_tier", "id": bigID}},
+		"order": order(5000)})
+	if v["valid"] != false {
+		t.Fatalf("big tier on a small order: %v", v)
+	}
+	q := a.OK("POST", "/v1/qualifications", map[string]any{"order": order(20000), "customer": map[string]any{"source_id": "q"}})
+	if num(q["redeemables"].(map[string]any)["total"]) != 2 {
+		t.Fatalf("qualifications on a big order: %v", q)
+	}
+	q = a.OK("POST", "/v1/qualifications", map[string]any{"order": order(5000), "customer": map[string]any{"source_id": "q"}})
+	if d := q["redeemables"].(map[string]any)["data"].([]any); len(d) != 1 || d[0].(map[string]any)["id"] != small {
+		t.Fatalf("qualifications on a small order: %v", q)
+	}
+	r := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_tier", "id": bigID}},
+		"order": order(20000)})
+	if num(r["order"].(map[string]any)["total_discount_amount"]) != 4000 {
+		t.Fatalf("redemption: %v", r)
+	}
+	if g := a.OK("GET", "/v1/promotions/tiers/"+bigID, nil); num(g["summary"].(map[string]any)["redemptions"].(map[string]any)["total_redeemed"]) != 1 {
+		t.Fatalf("summary: %v", g["summary"])
+	}
+	// A disabled campaign's tiers are refused.
+	a.OK("POST", "/v1/campaigns/"+c["id"].(string)+"/disable", nil)
+	v = a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_tier", "id": small}},
+		"order": order(5000)})
+	if v["valid"] != false {
+		t.Fatalf("tier of a disabled campaign: %v", v)
+	}
+}
+
+// Requests of versions before v2018-08-01 get tiers with conditions, not
+// validation_rule_assignments.
+func TestTiersBefore20180801HaveConditions(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "r", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{1}}}, "logic": "1"}})
+	tr := tier("Old", map[string]any{"type": "AMOUNT", "amount_off": 1})
+	tr["validation_rules"] = []any{rule["id"]}
+	c := promotion(a, "Versions", tr)
+	tid := c["promotion"].(map[string]any)["tiers"].([]any)[0].(map[string]any)["id"].(string)
+	for _, path := range []string{"/v1/promotions/tiers/" + tid, "/v1/promotions/" + c["id"].(string) + "/tiers"} {
+		h := a.P.Header()
+		h.Set("X-Voucherify-API-Version", "v2017-04-20")
+		r := stacktest.Do(t, a.E.Client, "GET", stacktest.URL(a.P.Cluster, path), h, nil)
+		m := r.JSON(t)
+		if tiers, ok := m["tiers"].([]any); ok {
+			m = tiers[0].(map[string]any)
+		}
+		cond, _ := m["conditions"].(map[string]any)
+		if r.Status != 200 || m["validation_rule_assignments"] != nil || cond == nil || cond["validation_rules"].([]any)[0] != rule["id"] {
+			t.Fatalf("%s before v2018-08-01: %d %v", path, r.Status, m)
+		}
+	}
+	if g := a.OK("GET", "/v1/promotions/tiers/"+tid, nil); g["conditions"] != nil || g["validation_rule_assignments"] == nil {
+		t.Fatalf("newest version: %v", g)
+	}
+}

@@ -1,0 +1,422 @@
+package promotions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/engine"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/vouchers"
+)
+
+// Service is the promotion tiers' and stacks' service.
+type Service struct {
+	pool  *db.Pool
+	prog  *loyalty.Service // the campaign model's writes and events
+	rules *validation.Service
+	clock *clock.Clock
+	// summaries count the tiers' redemptions (regional/engine's); nil: none.
+	summaries func(ctx context.Context, projectID string, tierIDs []string) (map[string]engine.TierSummary, error)
+}
+
+// NewService returns the service.
+func NewService(pool *db.Pool, prog *loyalty.Service, rules *validation.Service, clk *clock.Clock) *Service {
+	return &Service{pool: pool, prog: prog, rules: rules, clock: clk}
+}
+
+// UseSummaries gives the tiers' views their redemption counts.
+func (s *Service) UseSummaries(fn func(ctx context.Context, projectID string, tierIDs []string) (map[string]engine.TierSummary, error)) {
+	s.summaries = fn
+}
+
+func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
+
+const tierColumns = `id, campaign_id, name, active, hierarchy, attrs, created_at, updated_at`
+
+func scanTier(r pgx.Row) (Tier, error) {
+	var t Tier
+	var attrs []byte
+	if err := r.Scan(&t.ID, &t.CampaignID, &t.Name, &t.Active, &t.Hierarchy, &attrs, &t.CreatedAt, &t.UpdatedAt); err != nil {
+		return Tier{}, err
+	}
+	return t, json.Unmarshal(attrs, &t.Attrs)
+}
+
+// liveTiers is the FROM and WHERE of the tiers of live campaigns.
+const liveTiers = ` FROM promotion_tiers WHERE project_id = $1
+	AND campaign_id IN (SELECT id FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL)`
+
+// available holds of the active tiers of active campaigns.
+const available = `active AND campaign_id IN (SELECT id FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL
+	AND COALESCE((attrs->>'active')::BOOL, false))`
+
+func (s *Service) tier(ctx context.Context, q db.Querier, projectID, id string, lock bool) (Tier, error) {
+	t, err := scanTier(q.QueryRow(ctx, `SELECT `+tierColumns+liveTiers+` AND id = $2`+db.ForUpdate(lock), projectID, id))
+	if errors.Is(err, db.ErrNotFound) {
+		return Tier{}, apierr.NotFound("promotion_tier", id)
+	}
+	return t, err
+}
+
+func writeTier(ctx context.Context, q db.Querier, projectID string, t Tier, insert bool) error {
+	attrs, err := json.Marshal(t.Attrs)
+	if err != nil {
+		return err
+	}
+	if insert {
+		_, err = q.Exec(ctx, `INSERT INTO promotion_tiers (project_id, `+tierColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			projectID, t.ID, t.CampaignID, t.Name, t.Active, t.Hierarchy, attrs, t.CreatedAt, t.UpdatedAt)
+		return err
+	}
+	_, err = q.Exec(ctx, `UPDATE promotion_tiers SET name = $3, active = $4, hierarchy = $5, attrs = $6, updated_at = $7
+		WHERE project_id = $1 AND id = $2`, projectID, t.ID, t.Name, t.Active, t.Hierarchy, attrs, t.UpdatedAt)
+	return err
+}
+
+// promotion reads a live PROMOTION campaign by id or name.
+func promotion(ctx context.Context, q db.Querier, projectID, idOrName string, lock bool) (loyalty.CampaignOf[json.RawMessage], error) {
+	c, err := loyalty.GetCampaignOf[json.RawMessage](ctx, q, projectID, idOrName, lock, "PROMOTION")
+	if errors.Is(err, db.ErrNotFound) {
+		return c, apierr.NotFound("campaign", idOrName)
+	}
+	return c, err
+}
+
+// views renders tiers with their campaigns, rule assignments and summaries.
+func (s *Service) views(ctx context.Context, q db.Querier, projectID string, ts []Tier) ([]TierView, error) {
+	out := make([]TierView, 0, len(ts))
+	if len(ts) == 0 {
+		return out, nil
+	}
+	var tierIDs, campaignIDs []string
+	for _, t := range ts {
+		tierIDs, campaignIDs = append(tierIDs, t.ID), append(campaignIDs, t.CampaignID)
+	}
+	ks, err := loyalty.CampaignWindowsByID(ctx, q, projectID, campaignIDs)
+	if err != nil {
+		return nil, err
+	}
+	as, err := validation.AssignmentsOf(ctx, q, projectID, tierIDs)
+	if err != nil {
+		return nil, err
+	}
+	sums := map[string]engine.TierSummary{}
+	if s.summaries != nil {
+		if sums, err = s.summaries(ctx, projectID, tierIDs); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range ts {
+		var sum Summary
+		x := sums[t.ID]
+		sum.Redemptions.TotalRedeemed, sum.Orders.TotalAmount, sum.Orders.TotalDiscountAmount = x.Redeemed, x.OrdersAmount, x.DiscountAmount
+		out = append(out, t.view(ks[t.CampaignID], as[t.ID], sum))
+	}
+	return out, nil
+}
+
+// addTiers writes new tiers of campaign campaignID in tx, with their rule
+// assignments; hierarchies not given follow the campaign's last.
+func (s *Service) addTiers(ctx context.Context, tx pgx.Tx, projectID, campaignID string, rs []TierRequest) ([]Tier, error) {
+	var last int64
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(max(hierarchy), 0) FROM promotion_tiers WHERE project_id = $1 AND campaign_id = $2`,
+		projectID, campaignID).Scan(&last); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := make([]Tier, 0, len(rs))
+	for _, r := range rs {
+		t := Tier{ID: ids.New("promo_"), CampaignID: campaignID, Active: true, CreatedAt: now}
+		if err := r.apply(&t, true); err != nil {
+			return nil, err
+		}
+		if r.Hierarchy == nil {
+			last++
+			t.Hierarchy = last
+		}
+		last = max(last, t.Hierarchy)
+		if err := writeTier(ctx, tx, projectID, t, true); err != nil {
+			return nil, err
+		}
+		if _, err := s.rules.AssignIn(ctx, tx, projectID, "promotion_tier", t.ID, r.ValidationRules); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// CampaignRequest is the body of POST /v1/campaigns for a PROMOTION.
+type CampaignRequest struct {
+	loyalty.CommonUpdate
+	Name      *string `json:"name"`
+	Promotion *struct {
+		Tiers []TierRequest `json:"tiers"`
+	} `json:"promotion"`
+}
+
+// CreateCampaign creates a PROMOTION campaign with its tiers (POST
+// /v1/campaigns), in one transaction.
+func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json.RawMessage) (any, error) {
+	var r CampaignRequest
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, apierr.InvalidPayload("the campaign does not read: " + err.Error())
+	}
+	if r.Name == nil || strings.TrimSpace(*r.Name) == "" || len(*r.Name) > 200 {
+		return nil, apierr.InvalidPayload("name is required: 1 to 200 characters")
+	}
+	if r.Promotion == nil || len(r.Promotion.Tiers) == 0 {
+		return nil, apierr.InvalidPayload("promotion.tiers is required: a PROMOTION campaign has at least one tier")
+	}
+	if len(r.Promotion.Tiers) > 100 {
+		return nil, apierr.InvalidPayload("promotion.tiers: at most 100 in one request")
+	}
+	if err := vouchers.CheckValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
+		return nil, err
+	}
+	c := loyalty.CampaignOf[json.RawMessage]{ID: ids.New("camp_"), Name: *r.Name, CampaignType: "PROMOTION",
+		GenerationStatus: "DONE", CreatedAt: s.now()}
+	c.Attrs.Type, c.Attrs.Active = "AUTO_UPDATE", true
+	if err := loyalty.ApplyCommon(&c.Attrs, r.CommonUpdate); err != nil {
+		return nil, err
+	}
+	var tiers []Tier
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := loyalty.InsertCampaign(ctx, tx, projectID, c); err != nil {
+			if errors.Is(err, db.ErrConflict) {
+				return apierr.Duplicate("campaign", "A campaign named "+c.Name+" already exists.")
+			}
+			return err
+		}
+		var err error
+		if tiers, err = s.addTiers(ctx, tx, projectID, c.ID, r.Promotion.Tiers); err != nil {
+			return err
+		}
+		return s.prog.Emit(ctx, tx, projectID, loyalty.EventCampaignCreated, c.ID, c.ViewOf())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.campaignView(ctx, projectID, c, tiers)
+}
+
+// campaignView is a PROMOTION campaign's view with its tiers.
+func (s *Service) campaignView(ctx context.Context, projectID string, c loyalty.CampaignOf[json.RawMessage], ts []Tier) (any, error) {
+	vs, err := s.views(ctx, s.pool, projectID, ts)
+	if err != nil {
+		return nil, err
+	}
+	v := c.ViewOf()
+	v.Promotion, _ = json.Marshal(map[string]any{"object": "list", "data_ref": "tiers", "tiers": vs, "total": len(vs), "has_more": false})
+	return v, nil
+}
+
+// GetCampaign is a PROMOTION campaign with its tiers.
+func (s *Service) GetCampaign(ctx context.Context, projectID, id string) (any, error) {
+	c, err := promotion(ctx, s.pool, projectID, id, false)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := s.campaignTiers(ctx, s.pool, projectID, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	return s.campaignView(ctx, projectID, c, ts)
+}
+
+// UpdateCampaign changes a PROMOTION campaign's common properties.
+func (s *Service) UpdateCampaign(ctx context.Context, projectID, id string, raw json.RawMessage) (any, error) {
+	var r loyalty.CommonUpdate
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, apierr.InvalidPayload("the campaign does not read: " + err.Error())
+	}
+	c, err := loyalty.ChangeCampaign(ctx, s.prog, projectID, id, loyalty.EventCampaignUpdated, []string{"PROMOTION"},
+		func(_ pgx.Tx, c *loyalty.CampaignOf[json.RawMessage]) error { return loyalty.ApplyCommon(&c.Attrs, r) })
+	if err != nil {
+		return nil, err
+	}
+	ts, err := s.campaignTiers(ctx, s.pool, projectID, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	return s.campaignView(ctx, projectID, c, ts)
+}
+
+func (s *Service) campaignTiers(ctx context.Context, q db.Querier, projectID, campaignID string) ([]Tier, error) {
+	return db.Collect(scanTier)(q.Query(ctx, `SELECT `+tierColumns+` FROM promotion_tiers
+		WHERE project_id = $1 AND campaign_id = $2 ORDER BY hierarchy, id`, projectID, campaignID))
+}
+
+// DropCampaignTiers deletes a deleted campaign's tiers, stacks and their
+// rule assignments (CAMPAIGN.VOUCHERS_DELETE's part for promotions).
+func (s *Service) DropCampaignTiers(ctx context.Context, projectID, campaignID string) (int64, error) {
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		ts, err := s.campaignTiers(ctx, tx, projectID, campaignID)
+		if err != nil || len(ts) == 0 {
+			return err
+		}
+		var idsOf []string
+		for _, t := range ts {
+			idsOf = append(idsOf, t.ID)
+		}
+		if err := validation.DropAssignmentsIn(ctx, tx, projectID, idsOf); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM promotion_tiers WHERE project_id = $1 AND campaign_id = $2`, projectID, campaignID)
+		b.Queue(`DELETE FROM promotion_stacks WHERE project_id = $1 AND campaign_id = $2`, projectID, campaignID)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	return 0, err // tiers are not vouchers: the action counts none
+}
+
+// AddTiers is POST /v1/promotions/{campaignId}/tiers: one tier.
+func (s *Service) AddTier(ctx context.Context, projectID, campaignID string, r TierRequest) (TierView, error) {
+	var t []Tier
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		c, err := promotion(ctx, tx, projectID, campaignID, true)
+		if err != nil {
+			return err
+		}
+		t, err = s.addTiers(ctx, tx, projectID, c.ID, []TierRequest{r})
+		return err
+	})
+	if err != nil {
+		return TierView{}, err
+	}
+	return s.one(ctx, projectID, t[0])
+}
+
+func (s *Service) one(ctx context.Context, projectID string, t Tier) (TierView, error) {
+	vs, err := s.views(ctx, s.pool, projectID, []Tier{t})
+	if err != nil {
+		return TierView{}, err
+	}
+	return vs[0], nil
+}
+
+// GetTier reads a tier.
+func (s *Service) GetTier(ctx context.Context, projectID, id string) (TierView, error) {
+	t, err := s.tier(ctx, s.pool, projectID, id, false)
+	if err != nil {
+		return TierView{}, err
+	}
+	return s.one(ctx, projectID, t)
+}
+
+// UpdateTier changes a tier's properties; enabling and disabling are
+// updates of active.
+func (s *Service) UpdateTier(ctx context.Context, projectID, id string, r TierRequest) (TierView, error) {
+	if len(r.ValidationRules) > 0 {
+		return TierView{}, apierr.InvalidPayload("validation_rules: assign rules to an existing tier with POST /v1/validation-rules/{id}/assignments")
+	}
+	var t Tier
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if t, err = s.tier(ctx, tx, projectID, id, true); err != nil {
+			return err
+		}
+		if err := r.apply(&t, false); err != nil {
+			return err
+		}
+		now := s.now()
+		t.UpdatedAt = &now
+		return writeTier(ctx, tx, projectID, t, false)
+	})
+	if err != nil {
+		return TierView{}, err
+	}
+	return s.one(ctx, projectID, t)
+}
+
+// DeleteTier deletes a tier and its rule assignments.
+func (s *Service) DeleteTier(ctx context.Context, projectID, id string) error {
+	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := s.tier(ctx, tx, projectID, id, true); err != nil {
+			return err
+		}
+		if err := validation.DropAssignmentsIn(ctx, tx, projectID, []string{id}); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM promotion_tiers WHERE project_id = $1 AND id = $2`, projectID, id)
+		return err
+	})
+}
+
+// ListTiers lists tiers, of one campaign or of all, by hierarchy then
+// creation, with is_available (active tiers of active campaigns) when asked.
+func (s *Service) ListTiers(ctx context.Context, projectID, campaignID string, isAvailable *bool, lq listq.Query) ([]TierView, int, bool, string, error) {
+	cond, args := "", []any{projectID}
+	if campaignID != "" {
+		c, err := promotion(ctx, s.pool, projectID, campaignID, false)
+		if err != nil {
+			return nil, 0, false, "", err
+		}
+		args = append(args, c.ID)
+		cond += " AND campaign_id = $2"
+	}
+	if isAvailable != nil {
+		cond += map[bool]string{true: " AND " + available, false: " AND NOT (" + available + ")"}[*isAvailable]
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*)`+liveTiers+cond, args...).Scan(&total); err != nil {
+		return nil, 0, false, "", err
+	}
+	args = append(args, lq.Limit+1)
+	limit := "$" + strconv.Itoa(len(args))
+	keyset, orderBy, args := lq.Keyset("promotion_tiers", "hierarchy", args)
+	ts, err := db.Collect(scanTier)(s.pool.Query(ctx, `SELECT `+tierColumns+liveTiers+cond+keyset+` ORDER BY `+orderBy+` LIMIT `+limit, args...))
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	more, next := len(ts) > lq.Limit, ""
+	if more {
+		ts = ts[:lq.Limit]
+		next = ts[len(ts)-1].ID
+	}
+	vs, err := s.views(ctx, s.pool, projectID, ts)
+	return vs, total, more, next, err
+}
+
+// The promotion engine's reads (engine.Tiers).
+
+func engineTier(t Tier) engine.Tier {
+	a := t.Attrs
+	created := t.CreatedAt
+	return engine.Tier{ID: t.ID, Name: t.Name, CampaignID: t.CampaignID, Discount: a.Discount, Hierarchy: int(t.Hierarchy),
+		Metadata: a.Metadata, CreatedAt: &created, Window: engine.Window{Active: t.Active, StartDate: a.StartDate,
+			ExpirationDate: a.ExpirationDate, ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek,
+			ValidityHours: a.ValidityHours}}
+}
+
+// TiersByID reads tiers of live campaigns by id.
+func (s *Service) TiersByID(ctx context.Context, q db.Querier, projectID string, idsOf []string) (map[string]engine.Tier, error) {
+	ts, err := db.Collect(scanTier)(q.Query(ctx, `SELECT `+tierColumns+liveTiers+` AND id = ANY($2::TEXT[])`, projectID, idsOf))
+	out := make(map[string]engine.Tier, len(ts))
+	for _, t := range ts {
+		out[t.ID] = engineTier(t)
+	}
+	return out, err
+}
+
+// ActiveTiers reads the active tiers of live campaigns.
+func (s *Service) ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]engine.Tier, error) {
+	ts, err := db.Collect(scanTier)(q.Query(ctx, `SELECT `+tierColumns+liveTiers+` AND active ORDER BY id`, projectID))
+	out := make([]engine.Tier, len(ts))
+	for i, t := range ts {
+		out[i] = engineTier(t)
+	}
+	return out, err
+}
