@@ -48,6 +48,7 @@ type Engine struct {
 	pool  *db.Pool
 	rules *validation.Service
 	tiers Tiers
+	cats  catalogues
 }
 
 // New returns the engine.

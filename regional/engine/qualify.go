@@ -103,16 +103,17 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 			}
 		}
 	}
-	if scenario == "ALL" && e.tiers != nil {
-		ts, err := e.tiers.ActiveTiers(ctx, e.pool, projectID)
-		if err != nil {
+	var pre *catalogue
+	if scenario == "ALL" {
+		if pre, err = e.catalogue(ctx, e.pool, projectID, now); err != nil {
 			return nil, err
 		}
-		for i := range ts {
-			cs = append(cs, &candidate{req: Redeemable{Object: "promotion_tier", ID: ts[i].ID}, tier: &ts[i]})
+		for i := range pre.tiers {
+			t := pre.tiers[i] // candidates are changed by judging: each its own copy
+			cs = append(cs, &candidate{req: Redeemable{Object: "promotion_tier", ID: t.ID}, tier: &t})
 		}
 	}
-	if err := e.judge(ctx, e.pool, projectID, r.Order, r.Metadata, cust, cs, "", now); err != nil {
+	if err := e.judgeWith(ctx, e.pool, projectID, r.Order, r.Metadata, cust, cs, "", now, pre); err != nil {
 		return nil, err
 	}
 	type qualified struct {

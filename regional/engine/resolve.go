@@ -136,22 +136,59 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 // their validation rules; a refused one carries its refusal.
 func (e *Engine) judge(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
 	cust *customers.Customer, cs []*candidate, sessionKey string, now time.Time) error {
+	return e.judgeWith(ctx, q, projectID, order, meta, cust, cs, sessionKey, now, nil)
+}
+
+// judgeWith is judge taking campaign windows and rule assignments from pre
+// where it has them (qualifications' catalogue), reading the rest.
+func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
+	cust *customers.Customer, cs []*candidate, sessionKey string, now time.Time, pre *catalogue) error {
 	var campaignIDs, voucherIDs []string
 	for _, c := range cs {
 		if c.voucher != nil {
 			voucherIDs = append(voucherIDs, c.voucher.ID)
 		}
-		if id := c.wantsCampaign(); id != "" {
+		if id := c.wantsCampaign(); id != "" && (pre == nil || !pre.hasCampaign(id)) {
 			campaignIDs = append(campaignIDs, id)
 		}
 	}
-	campaigns, err := loyalty.CampaignWindowsByID(ctx, q, projectID, campaignIDs)
-	if err != nil {
-		return err
+	// One round trip: the campaigns' windows, the sessions holding the
+	// vouchers, and the rules of every candidate and campaign (some may be
+	// refused by the checks below and their rules go unused).
+	campaigns, held, assigned := map[string]loyalty.CampaignWindow{}, map[string]int64{}, map[string][]string{}
+	var ask []string
+	for _, c := range cs {
+		if c.refusal != nil {
+			continue
+		}
+		for _, o := range []string{c.objectID(), c.wantsCampaign()} {
+			if o != "" && (pre == nil || !pre.known[o]) {
+				ask = append(ask, o)
+			}
+		}
 	}
-	held, err := heldByOthers(ctx, q, projectID, voucherIDs, sessionKey, now)
-	if err != nil {
-		return err
+	b := &pgx.Batch{}
+	if len(campaignIDs) > 0 {
+		loyalty.QueueCampaignWindows(b, projectID, campaignIDs, campaigns)
+	}
+	if len(voucherIDs) > 0 {
+		queueHeld(b, projectID, voucherIDs, sessionKey, now, held)
+	}
+	if len(ask) > 0 && e.rules != nil {
+		validation.QueueRulesOf(b, projectID, ask, assigned)
+	}
+	if b.Len() > 0 {
+		if err := q.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+	}
+	if pre != nil {
+		for id, w := range pre.windows {
+			campaigns[id] = w
+		}
+		for o, rs := range pre.rules {
+			assigned[o] = rs
+		}
 	}
 	var objects []string
 	for _, c := range cs {
@@ -175,7 +212,10 @@ func (e *Engine) judge(ctx context.Context, q db.Querier, projectID string, orde
 			}
 		}
 	}
-	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, objects, now)
+	if len(objects) == 0 {
+		return nil
+	}
+	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, assigned, now)
 }
 
 // wantsCampaign is the id of the redeemable's campaign, "" for none.
@@ -240,13 +280,9 @@ func (e *Engine) check(c *candidate, held map[string]int64, now time.Time) *Refu
 // to the voucher or tier, or to its campaign) against the order and the
 // customer; a failing rule refuses its redeemable with the rule's message.
 func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*candidate, objects []string, now time.Time) error {
-	if len(objects) == 0 || e.rules == nil {
+	cust *customers.Customer, cs []*candidate, assigned map[string][]string, now time.Time) error {
+	if len(assigned) == 0 || e.rules == nil {
 		return nil
-	}
-	assigned, err := e.rules.RulesOfAll(ctx, q, projectID, objects)
-	if err != nil || len(assigned) == 0 {
-		return err
 	}
 	in := validation.Input{Order: ruleOrder(order), Now: now, Metadata: meta}
 	if cust != nil {
@@ -255,6 +291,11 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 			in.Customer.SourceID = *cust.SourceID
 		}
 	}
+	// Every rule of every candidate, prepared with one version check; the
+	// redemption counts they may read, in one query.
+	ruled := map[*candidate][]string{}
+	var all []string
+	seen := map[string]bool{}
 	for _, c := range cs {
 		if c.refusal != nil {
 			continue
@@ -263,22 +304,38 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 		if len(ids) == 0 {
 			continue
 		}
+		ruled[c] = ids
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id], all = true, append(all, id)
+			}
+		}
+	}
+	if len(ruled) == 0 {
+		return nil
+	}
+	prepared, err := e.rules.Prepare(ctx, q, projectID, all)
+	if err != nil {
+		return err
+	}
+	counts, err := e.counts(ctx, q, projectID, ruled, cust, now)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		ids, ok := ruled[c]
+		if !ok {
+			continue
+		}
 		cin := in
-		if cin.Redemptions, err = e.counts(ctx, q, projectID, c, cust, now); err != nil {
-			return err
-		}
-		verdicts, err := e.rules.EvaluateAllIn(ctx, q, projectID, ids, cin)
-		if err != nil {
-			return err
-		}
-		for _, v := range verdicts {
+		cin.Redemptions = counts(c)
+		for _, v := range prepared.Run(ids, cin) {
 			if !v.Valid {
 				msg := "The order or customer does not meet the validation rules."
 				if v.Error != nil && v.Error.Message != "" {
 					msg = v.Error.Message
 				}
-				key := "order_rules_violated"
-				c.refusal = &Refusal{Code: 400, Key: key, Message: "Validation rules not met", Details: msg}
+				c.refusal = &Refusal{Code: 400, Key: "order_rules_violated", Message: "Validation rules not met", Details: msg}
 				break
 			}
 			if v.Applicable != nil {
@@ -305,23 +362,50 @@ func intersect(a, b []int) []int {
 	return out
 }
 
-// counts are the successful redemptions the rules count: of the
-// redeemable's object by the customer, in its campaign, and in its
-// campaign today.
-func (e *Engine) counts(ctx context.Context, q db.Querier, projectID string, c *candidate, cust *customers.Customer,
-	now time.Time) (validation.RedemptionCounts, error) {
-	var n validation.RedemptionCounts
+// counts are the successful redemptions the rules count, for each of the
+// ruled candidates: of its object by the customer, in its campaign, and in
+// its campaign today; read in one query.
+func (e *Engine) counts(ctx context.Context, q db.Querier, projectID string, ruled map[*candidate][]string, cust *customers.Customer,
+	now time.Time) (func(*candidate) validation.RedemptionCounts, error) {
 	custID := ""
 	if cust != nil {
 		custID = cust.ID
 	}
+	var objects, campaigns []string
+	for c := range ruled {
+		objects = append(objects, c.objectID())
+		if id := c.campaignID(); id != "" {
+			campaigns = append(campaigns, id)
+		}
+	}
 	day := now.UTC().Truncate(24 * time.Hour)
-	err := q.QueryRow(ctx, `SELECT
-			count(*) FILTER (WHERE object_id = $2 AND customer_id = $3),
-			count(*) FILTER (WHERE campaign_id = $4),
-			count(*) FILTER (WHERE campaign_id = $4 AND created_at >= $5)
+	rows, err := q.Query(ctx, `SELECT COALESCE(object_id, ''), COALESCE(campaign_id, ''), customer_id = $2 AND customer_id <> '', created_at >= $3, count(*)
 		FROM stacked_redemptions WHERE project_id = $1 AND parent_id IS NOT NULL AND result = 'SUCCESS' AND status = 'SUCCEEDED'
-			AND (object_id = $2 OR campaign_id = $4)`,
-		projectID, c.objectID(), custID, c.campaignID(), day).Scan(&n.PerCustomer, &n.PerCampaign, &n.PerDay)
-	return n, err
+			AND (object_id = ANY($4::TEXT[]) OR campaign_id = ANY($5::TEXT[]))
+		GROUP BY 1, 2, 3, 4`, projectID, custID, day, objects, campaigns)
+	if err != nil {
+		return nil, err
+	}
+	mine, perCampaign, today := map[string]int64{}, map[string]int64{}, map[string]int64{}
+	var obj, camp string
+	var isMine *bool
+	var isToday bool
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&obj, &camp, &isMine, &isToday, &n}, func() error {
+		if isMine != nil && *isMine {
+			mine[obj] += n
+		}
+		perCampaign[camp] += n
+		if isToday {
+			today[camp] += n
+		}
+		return nil
+	})
+	return func(c *candidate) validation.RedemptionCounts {
+		cid := c.campaignID()
+		if cid == "" {
+			return validation.RedemptionCounts{PerCustomer: mine[c.objectID()]}
+		}
+		return validation.RedemptionCounts{PerCustomer: mine[c.objectID()], PerCampaign: perCampaign[cid], PerDay: today[cid]}
+	}, err
 }

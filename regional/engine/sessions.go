@@ -58,23 +58,17 @@ func session(r *Request, now time.Time) (*SessionView, time.Time) {
 	return &v, now.Add(d)
 }
 
-// heldByOthers counts the live reservations of each voucher by sessions
-// other than key.
-func heldByOthers(ctx context.Context, q db.Querier, projectID string, voucherIDs []string, key string, now time.Time) (map[string]int64, error) {
-	out := map[string]int64{}
-	if len(voucherIDs) == 0 {
-		return out, nil
-	}
-	rows, err := q.Query(ctx, `SELECT voucher_id, count(*) FROM redemption_sessions
+// queueHeld queues counting the live reservations of each voucher by
+// sessions other than key, into out.
+func queueHeld(b *pgx.Batch, projectID string, voucherIDs []string, key string, now time.Time, out map[string]int64) {
+	b.Queue(`SELECT voucher_id, count(*) FROM redemption_sessions
 		WHERE project_id = $1 AND voucher_id = ANY($2::TEXT[]) AND expires_at > $3 AND session_key <> $4 GROUP BY voucher_id`,
-		projectID, voucherIDs, now, key)
-	if err != nil {
-		return nil, err
-	}
-	var id string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error { out[id] = n; return nil })
-	return out, err
+		projectID, voucherIDs, now, key).Query(func(rows pgx.Rows) error {
+		var id string
+		var n int64
+		_, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error { out[id] = n; return nil })
+		return err
+	})
 }
 
 // holdSessions records the session's reservation of each voucher (renewing

@@ -205,22 +205,28 @@ func CampaignWindowsByID(ctx context.Context, q db.Querier, projectID string, id
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := q.Query(ctx, `SELECT id, name, campaign_type, COALESCE((attrs->>'active')::BOOL, false),
+	b := &pgx.Batch{}
+	QueueCampaignWindows(b, projectID, ids, out)
+	return out, q.SendBatch(ctx, b).Close()
+}
+
+// QueueCampaignWindows queues CampaignWindowsByID's read into b, its
+// answers into out.
+func QueueCampaignWindows(b *pgx.Batch, projectID string, ids []string, out map[string]CampaignWindow) {
+	b.Queue(`SELECT id, name, campaign_type, COALESCE((attrs->>'active')::BOOL, false),
 			(attrs->>'start_date')::TIMESTAMPTZ, (attrs->>'expiration_date')::TIMESTAMPTZ,
 			attrs->'validity_timeframe', attrs->'validity_day_of_week', attrs->'validity_hours'
-		FROM campaigns WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND deleted_at IS NULL`, projectID, ids)
-	if err != nil {
-		return nil, err
-	}
-	var w CampaignWindow
-	var tf, dow, hours []byte
-	_, err = pgx.ForEachRow(rows, []any{&w.ID, &w.Name, &w.CampaignType, &w.Active, &w.StartDate, &w.ExpirationDate, &tf, &dow, &hours},
-		func() error {
-			w.ValidityTimeframe, w.ValidityDayOfWeek, w.ValidityHours = clone(tf), clone(dow), clone(hours)
-			out[w.ID] = w
-			return nil
-		})
-	return out, err
+		FROM campaigns WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND deleted_at IS NULL`, projectID, ids).Query(func(rows pgx.Rows) error {
+		var w CampaignWindow
+		var tf, dow, hours []byte
+		_, err := pgx.ForEachRow(rows, []any{&w.ID, &w.Name, &w.CampaignType, &w.Active, &w.StartDate, &w.ExpirationDate, &tf, &dow, &hours},
+			func() error {
+				w.ValidityTimeframe, w.ValidityDayOfWeek, w.ValidityHours = clone(tf), clone(dow), clone(hours)
+				out[w.ID] = w
+				return nil
+			})
+		return err
+	})
 }
 
 func clone(b []byte) json.RawMessage {

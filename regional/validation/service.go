@@ -252,3 +252,30 @@ func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, 
 // Recompiles counts the rules this instance compiled when evaluating, for
 // a version it had not seen (those written here were compiled then).
 func (s *Service) Recompiles() int64 { return s.recompiles.Load() }
+
+// Prepared are compiled rules read with one version check, to run against
+// many inputs (a request's many redeemables).
+type Prepared map[string]*program
+
+// Prepare compiles (or takes from the cache) the rules of ids, reading
+// their versions once through q.
+func (s *Service) Prepare(ctx context.Context, q db.Querier, projectID string, ids []string) (Prepared, error) {
+	progs, err := s.programs(ctx, q, projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	p := make(Prepared, len(ids))
+	for i, id := range ids {
+		p[id] = progs[i]
+	}
+	return p, nil
+}
+
+// Run evaluates prepared rules ids (each must have been prepared) against in.
+func (p Prepared) Run(ids []string, in Input) []Verdict {
+	out := make([]Verdict, len(ids))
+	for i, id := range ids {
+		out[i] = p[id].run(id, &in)
+	}
+	return out
+}

@@ -243,14 +243,19 @@ func (s *Service) RulesOfAll(ctx context.Context, q db.Querier, projectID string
 	if len(objectIDs) == 0 {
 		return out, nil
 	}
-	rows, err := q.Query(ctx, `SELECT related_object_id, rule_id FROM validation_rule_assignments
-		WHERE project_id = $1 AND related_object_id = ANY($2::TEXT[]) ORDER BY id`, projectID, objectIDs)
-	if err != nil {
-		return nil, err
-	}
-	var obj, rule string
-	_, err = pgx.ForEachRow(rows, []any{&obj, &rule}, func() error { out[obj] = append(out[obj], rule); return nil })
-	return out, err
+	b := &pgx.Batch{}
+	QueueRulesOf(b, projectID, objectIDs, out)
+	return out, q.SendBatch(ctx, b).Close()
+}
+
+// QueueRulesOf queues RulesOfAll's read into b, its answers into out.
+func QueueRulesOf(b *pgx.Batch, projectID string, objectIDs []string, out map[string][]string) {
+	b.Queue(`SELECT related_object_id, rule_id FROM validation_rule_assignments
+		WHERE project_id = $1 AND related_object_id = ANY($2::TEXT[]) ORDER BY id`, projectID, objectIDs).Query(func(rows pgx.Rows) error {
+		var obj, rule string
+		_, err := pgx.ForEachRow(rows, []any{&obj, &rule}, func() error { out[obj] = append(out[obj], rule); return nil })
+		return err
+	})
 }
 
 // AssignIn assigns rules to an object in the caller's transaction (a
