@@ -141,28 +141,28 @@ func (r TierRequest) apply(t *Tier, creating bool) error {
 
 // TierView is the reference's PromotionTier.
 type TierView struct {
-	ID                        string              `json:"id"`
-	CreatedAt                 jsonx.Time          `json:"created_at"`
-	UpdatedAt                 *jsonx.Time         `json:"updated_at"`
-	Name                      string              `json:"name"`
-	Banner                    *string             `json:"banner,omitempty"`
-	Action                    TierAction          `json:"action"`
-	Metadata                  map[string]any      `json:"metadata"`
-	Hierarchy                 int64               `json:"hierarchy"`
-	PromotionID               string              `json:"promotion_id"`
-	Campaign                  CampaignRef         `json:"campaign"`
-	CampaignID                string              `json:"campaign_id"`
-	Active                    bool                `json:"active"`
-	StartDate                 *jsonx.Time         `json:"start_date,omitempty"`
-	ExpirationDate            *jsonx.Time         `json:"expiration_date,omitempty"`
-	ValidityTimeframe         json.RawMessage     `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek         json.RawMessage     `json:"validity_day_of_week,omitempty"`
-	ValidityHours             json.RawMessage     `json:"validity_hours,omitempty"`
-	Summary                   Summary             `json:"summary"`
-	Object                    string              `json:"object"`
-	ValidationRuleAssignments AssignmentList      `json:"validation_rule_assignments"`
-	CategoryID                *string             `json:"category_id,omitempty"`
-	Categories                []any               `json:"categories"`
+	ID                        string          `json:"id"`
+	CreatedAt                 jsonx.Time      `json:"created_at"`
+	UpdatedAt                 *jsonx.Time     `json:"updated_at"`
+	Name                      string          `json:"name"`
+	Banner                    *string         `json:"banner,omitempty"`
+	Action                    TierAction      `json:"action"`
+	Metadata                  map[string]any  `json:"metadata"`
+	Hierarchy                 int64           `json:"hierarchy"`
+	PromotionID               string          `json:"promotion_id"`
+	Campaign                  CampaignRef     `json:"campaign"`
+	CampaignID                string          `json:"campaign_id"`
+	Active                    bool            `json:"active"`
+	StartDate                 *jsonx.Time     `json:"start_date,omitempty"`
+	ExpirationDate            *jsonx.Time     `json:"expiration_date,omitempty"`
+	ValidityTimeframe         json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek         json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours             json.RawMessage `json:"validity_hours,omitempty"`
+	Summary                   Summary         `json:"summary"`
+	Object                    string          `json:"object"`
+	ValidationRuleAssignments AssignmentList  `json:"validation_rule_assignments"`
+	CategoryID                *string         `json:"category_id,omitempty"`
+	Categories                []any           `json:"categories"`
 	assignments               []validation.AssignmentView
 }
 
