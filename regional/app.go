@@ -205,7 +205,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// The promotion engine (stacked validation, redemption, qualifications)
 	// and the promotion tiers it applies without codes.
 	eng := engine.New(engine.Deps{Pool: pool, Events: events, Vouchers: vs, Rules: rules, Customers: cust,
-		Orders: ord, Redemptions: red, Clock: cfg.Clock})
+		Orders: ord, Redemptions: red, Clock: cfg.Clock, StackingRules: a.resolver.StackingRules})
 	engine.Register(v1, eng)
 	promos := promotions.NewService(pool, a.loyalty, rules, cfg.Clock)
 	promos.UseSummaries(eng.TierSummaries)

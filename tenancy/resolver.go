@@ -33,6 +33,7 @@ type Resolver struct {
 	mgmt     *expirable.LRU[string, ManagementKey]
 	webhooks *expirable.LRU[string, []Webhook]     // by project id
 	schemas  *expirable.LRU[string, []EventSchema] // by project id
+	stacking *expirable.LRU[string, StackingRules] // by project id
 	plans    *expirable.LRU[string, Plan]
 	tokens   *expirable.LRU[string, Token]    // by hash, for at most a minute
 	negative *expirable.LRU[string, struct{}] // "k:"+app id, "m:"+management id, "h:"+host
@@ -70,6 +71,7 @@ func NewResolver(pool *db.Pool, o ResolverOptions) *Resolver {
 		mgmt:     expirable.NewLRU[string, ManagementKey](1000, nil, o.TTL),
 		webhooks: expirable.NewLRU[string, []Webhook](o.Size, nil, o.TTL),
 		schemas:  expirable.NewLRU[string, []EventSchema](o.Size, nil, o.TTL),
+		stacking: expirable.NewLRU[string, StackingRules](o.Size, nil, o.TTL),
 		plans:    expirable.NewLRU[string, Plan](1000, nil, o.TTL),
 		tokens:   expirable.NewLRU[string, Token](o.Size, nil, min(o.TTL, time.Minute)),
 		negative: expirable.NewLRU[string, struct{}](o.Size, nil, o.NegativeTTL),
@@ -156,6 +158,18 @@ func (r *Resolver) EventSchemas(ctx context.Context, projectID string) ([]EventS
 	})
 }
 
+// StackingRules returns a project's stacking rules, its own or the
+// defaults; a change is seen here with the next Watch poll.
+func (r *Resolver) StackingRules(ctx context.Context, projectID string) (StackingRules, error) {
+	return cached(r, r.stacking, "sr:", projectID, nil, func() (StackingRules, error) {
+		s, found, err := GetStackingRules(ctx, r.pool, projectID)
+		if !found {
+			return DefaultStackingRules(), err
+		}
+		return s.Rules, err
+	})
+}
+
 // Plan returns a plan.
 func (r *Resolver) Plan(ctx context.Context, name string) (Plan, error) {
 	return cached(r, r.plans, "pl:", name, ErrPlanNotFound, func() (Plan, error) { return GetPlan(ctx, r.pool, name) })
@@ -189,6 +203,8 @@ func (r *Resolver) Invalidate(c Change) {
 		r.webhooks.Remove(c.Key)
 	case ChangeEventSchemas:
 		r.schemas.Remove(c.Key)
+	case ChangeStackingRules:
+		r.stacking.Remove(c.Key)
 	case ChangePlan:
 		r.plans.Remove(c.Key)
 	case ChangeToken:

@@ -68,6 +68,7 @@ type cart struct {
 	given         int64 // the request's own discount_amount
 	orderDiscount int64 // order-level discounts applied
 	o             *orders.Request
+	initial       bool // percents of the initial amounts
 }
 
 func newCart(o *orders.Request) *cart {
@@ -192,9 +193,41 @@ func (e *Engine) recalc(ctx context.Context, q db.Querier, projectID string, o *
 // the effects carry their amounts alone (qualifications' sorting).
 func (e *Engine) recalcViews(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate,
 	views bool) (*OrderView, []applied, error) {
+	return e.recalcMode(ctx, q, projectID, o, cs, views, false)
+}
+
+// recalcMode is recalcViews where, with initial (the stacking rules'
+// INITIAL_AMOUNT discount calculation mode), percents are of the order's
+// (or item's) amount before any discount, not of what the redeemables
+// before left; no discount takes more than what remains.
+func (e *Engine) recalcMode(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate,
+	views, initial bool) (*OrderView, []applied, error) {
+	order, effects, _, err := e.stack(ctx, q, projectID, o, cs, views, initial, len(cs), false)
+	return order, effects, err
+}
+
+// Fates of a redeemable stack leaves out: past the applicable limit, or
+// without effect under the no-effect rule SKIP.
+const (
+	applies       = ""
+	pastLimit     = "limit"
+	skipsNoEffect = "no_effect"
+)
+
+// stack applies cs in turn: at most limit of them take effect (those that
+// change nothing are skipped and not counted when skipNoEffect is set; the
+// rest past the limit are not applied); fates say which were left out.
+func (e *Engine) stack(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate,
+	views, initial bool, limit int, skipNoEffect bool) (*OrderView, []applied, []string, error) {
 	c := newCart(o)
-	effects := make([]applied, len(cs))
+	c.initial = initial
+	effects, fates := make([]applied, len(cs)), make([]string, len(cs))
+	counted := 0
 	for i, cd := range cs {
+		if counted >= limit {
+			fates[i] = pastLimit
+			continue
+		}
 		before := c.snapshot()
 		var ef applied
 		var err error
@@ -204,17 +237,22 @@ func (e *Engine) recalcViews(ctx context.Context, q db.Querier, projectID string
 			ef, err = e.applyDiscount(ctx, q, projectID, c, cd)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		if skipNoEffect && ef.NoEffect {
+			fates[i] = skipsNoEffect
+			continue
+		}
+		counted++
 		if views {
 			ef.Order = c.view(before)
 		}
 		effects[i] = ef
 	}
 	if !views {
-		return nil, effects, nil
+		return nil, effects, fates, nil
 	}
-	return c.view(nil), effects, nil
+	return c.view(nil), effects, fates, nil
 }
 
 func (c *cart) gift(cd *candidate) applied {
@@ -267,7 +305,11 @@ func (e *Engine) discountCart(ctx context.Context, q db.Querier, projectID strin
 	case "PERCENT":
 		limit := cents(d.AmountLimit)
 		if d.Effect == "" || d.Effect == "APPLY_TO_ORDER" {
-			off := percentOf(c.remaining(), d.PercentOff)
+			base := c.remaining()
+			if c.initial {
+				base = c.amount
+			}
+			off := percentOf(base, d.PercentOff)
 			if limit > 0 {
 				off = min(off, limit)
 			}
@@ -276,7 +318,12 @@ func (e *Engine) discountCart(ctx context.Context, q db.Querier, projectID strin
 			if limit == 0 {
 				limit = cents(d.AggregatedAmountLimit)
 			}
-			capItems(items, func(l *line) int64 { return percentOf(l.remaining(), d.PercentOff) }, limit)
+			capItems(items, func(l *line) int64 {
+				if c.initial {
+					return percentOf(l.amount, d.PercentOff)
+				}
+				return percentOf(l.remaining(), d.PercentOff)
+			}, limit)
 		}
 	case "FIXED":
 		fixed := cents(d.FixedAmount)

@@ -16,6 +16,7 @@ import (
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/tenancy"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/engine")
@@ -40,6 +41,8 @@ type Deps struct {
 	Orders      *orders.Service
 	Redemptions *redemptions.Service // loyalty reward redemptions, listed and read beside these
 	Clock       *clock.Clock
+	// StackingRules are a project's (tenancy's resolver); nil: the defaults.
+	StackingRules func(ctx context.Context, projectID string) (tenancy.StackingRules, error)
 }
 
 // Engine validates and redeems stacked redeemables.
@@ -57,6 +60,13 @@ func New(d Deps) *Engine { return &Engine{Deps: d, pool: d.Pool, rules: d.Rules}
 // UseTiers gives the engine the promotion tiers it validates; without it
 // a promotion_tier redeemable is not found.
 func (e *Engine) UseTiers(t Tiers) { e.tiers = t }
+
+func (e *Engine) stackingRules(ctx context.Context, projectID string) (tenancy.StackingRules, error) {
+	if e.StackingRules == nil {
+		return tenancy.DefaultStackingRules(), nil
+	}
+	return e.StackingRules(ctx, projectID)
+}
 
 func (e *Engine) now() time.Time { return e.Clock.Now().UTC().Truncate(time.Millisecond) }
 

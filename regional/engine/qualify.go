@@ -205,7 +205,11 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 	if more && len(qs) > 0 {
 		list["more_starting_after"] = jsonx.Time{Time: qs[len(qs)-1].at}
 	}
-	out := map[string]any{"redeemables": list, "stacking_rules": defaultStackingRules, "id": ids.New("qual_")}
+	rules, err := e.stackingRules(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"redeemables": list, "stacking_rules": rules, "id": ids.New("qual_")}
 	if r.Order != nil {
 		o, _, err := e.recalc(ctx, e.pool, projectID, r.Order, nil)
 		if err != nil {

@@ -26,7 +26,11 @@ import (
 func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "engine.Redeem")
 	defer telemetry.End(span, &err)
-	if err := r.check(); err != nil {
+	rules, err := e.stackingRules(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.check(rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
 	var out map[string]any
@@ -51,7 +55,7 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 		if err != nil {
 			return err
 		}
-		o, err := e.decide(ctx, tx, projectID, &r, cs)
+		o, err := e.decide(ctx, tx, projectID, &r, cs, rules)
 		if err != nil {
 			return err
 		}
@@ -119,6 +123,9 @@ func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, order
 	var related []any
 	var total int64
 	for i, c := range o.cs {
+		if result == "SUCCESS" && o.status[i] != "APPLICABLE" {
+			continue // PARTIAL: what did not apply is answered, not redeemed
+		}
 		id := ids.New("r_")
 		v := base(id)
 		v["redemption"] = parentID
@@ -244,7 +251,12 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	parent, kids := e.records(r, o, cust, orderView, now, "SUCCESS", "SUCCEEDED")
 	b := &pgx.Batch{}
 	var held []string
+	k := -1
 	for i, c := range o.cs {
+		if o.status[i] != "APPLICABLE" {
+			continue
+		}
+		k++
 		v := c.voucher
 		if v == nil {
 			continue
@@ -253,11 +265,11 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 		vouchers.QueueRedeemed(b, projectID, v.ID, 1, now)
 		v.Redeemed++
 		if ef := o.effects[i]; ef.Credits > 0 {
-			if _, err := e.Vouchers.QueueCredits(ctx, b, projectID, v, -ef.Credits, loyalty.CreditsRedemption, &kids[i].ID, now); err != nil {
+			if _, err := e.Vouchers.QueueCredits(ctx, b, projectID, v, -ef.Credits, loyalty.CreditsRedemption, &kids[k].ID, now); err != nil {
 				return nil, false, err
 			}
 		}
-		kids[i].View["voucher"] = v.View() // as the redemption left it
+		kids[k].View["voucher"] = v.View() // as the redemption left it
 	}
 	if len(held) > 0 {
 		queueEndSessions(b, projectID, held, key, now)
@@ -275,6 +287,7 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	for i, k := range kids {
 		views[i] = k.View
 	}
+	answer := o.view(r)
 	return map[string]any{"redemptions": views, "parent_redemption": parent.View, "order": orderView,
-		"inapplicable_redeemables": []any{}, "skipped_redeemables": []any{}}, paid, nil
+		"inapplicable_redeemables": answer["inapplicable_redeemables"], "skipped_redeemables": answer["skipped_redeemables"]}, paid, nil
 }

@@ -62,18 +62,14 @@ func (o *Options) has(what string) bool {
 	return false
 }
 
-// RedeemablesLimit is the default stacking rules' redeemables_limit: how
-// many redeemables one request may name.
-const RedeemablesLimit = 30
-
 // check refuses a request that does not read: no redeemables or too many,
 // an unknown object, an empty id, a redeemable named twice, a bad order.
-func (r *Request) check() error {
+func (r *Request) check(limit int) error {
 	if len(r.Redeemables) == 0 {
-		return apierr.InvalidPayload("redeemables is required: from 1 to 30 vouchers or promotion tiers")
+		return apierr.InvalidPayload(fmt.Sprintf("redeemables is required: from 1 to %d vouchers or promotion tiers", limit))
 	}
-	if len(r.Redeemables) > RedeemablesLimit {
-		return apierr.InvalidPayload(fmt.Sprintf("redeemables: at most %d in one request", RedeemablesLimit))
+	if len(r.Redeemables) > limit {
+		return apierr.InvalidPayload(fmt.Sprintf("redeemables: at most %d in one request (the project's stacking rules' redeemables_limit)", limit))
 	}
 	seen := map[string]bool{}
 	for i, x := range r.Redeemables {

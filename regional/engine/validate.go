@@ -7,10 +7,8 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/tenancy"
 )
-
-// ApplicableLimit is the default stacking rules' applicable_redeemables_limit.
-const ApplicableLimit = 5
 
 // outcome is a request's redeemables as validated: each one's status
 // (APPLICABLE, INAPPLICABLE or SKIPPED) and effect, and the order after
@@ -22,27 +20,32 @@ type outcome struct {
 	effects []applied        // an APPLICABLE one's effect
 	order   *OrderView
 	valid   bool
+	rules   tenancy.StackingRules
 }
 
-// decide applies the stacking rules (application mode ALL: every
-// redeemable must apply, else none does; at most ApplicableLimit apply)
-// and recalculates the order with the applicable ones.
-func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *Request, cs []*candidate) (*outcome, error) {
+// decide applies the project's stacking rules and recalculates the order
+// with the applicable redeemables: at most applicable_redeemables_limit of
+// them; in the ALL application mode one inapplicable redeemable makes the
+// request invalid and skips the rest, in PARTIAL the others still apply;
+// with redeemables_no_effect_rule SKIP one that changes nothing is skipped.
+// Categories are not served yet, so the rules on categories (exclusive,
+// joint, per-category limits, CATEGORY_HIERARCHY sorting) do not act:
+// redeemables apply in the requested order.
+func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *Request, cs []*candidate,
+	rules tenancy.StackingRules) (*outcome, error) {
 	o := &outcome{cs: cs, status: make([]string, len(cs)), skip: make([]map[string]any, len(cs)),
-		effects: make([]applied, len(cs)), valid: true}
+		effects: make([]applied, len(cs)), valid: true, rules: rules}
+	partial := rules.RedeemablesApplicationMode == "PARTIAL"
 	var use []*candidate
+	var at []int // use's indexes in cs
 	for i, c := range cs {
-		switch {
-		case c.refusal != nil:
-			o.status[i], o.valid = "INAPPLICABLE", false
-		case len(use) >= ApplicableLimit:
-			o.status[i] = "SKIPPED"
-			o.skip[i] = map[string]any{"key": "applicable_redeemables_limit_exceeded",
-				"message": "Applicable redeemables limit exceeded"}
-		default:
-			o.status[i] = "APPLICABLE"
-			use = append(use, c)
+		if c.refusal != nil {
+			o.status[i] = "INAPPLICABLE"
+			o.valid = o.valid && partial
+			continue
 		}
+		o.status[i] = "APPLICABLE"
+		use, at = append(use, c), append(at, i)
 	}
 	if !o.valid {
 		// ALL: one inapplicable redeemable and the rest are skipped.
@@ -52,19 +55,31 @@ func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *
 				o.skip[i] = map[string]any{"key": "preceding_validation_failed", "message": "Preceding validation failed"}
 			}
 		}
-		use = nil
+		use, at = nil, nil
 	}
-	order, effects, err := e.recalc(ctx, q, projectID, r.Order, use)
+	order, effects, fates, err := e.stack(ctx, q, projectID, r.Order, use, true, rules.DiscountCalculationMode == "INITIAL_AMOUNT",
+		rules.ApplicableRedeemablesLimit, rules.RedeemablesNoEffectRule == "SKIP")
 	if err != nil {
 		return nil, err
 	}
-	o.order = order
-	k := 0
-	for i := range cs {
-		if o.status[i] == "APPLICABLE" {
+	applicable := 0
+	for k, i := range at {
+		switch fates[k] {
+		case pastLimit:
+			o.status[i] = "SKIPPED"
+			o.skip[i] = map[string]any{"key": "applicable_redeemables_limit_exceeded", "message": "Applicable redeemables limit exceeded"}
+		case skipsNoEffect:
+			o.status[i] = "SKIPPED"
+			o.skip[i] = map[string]any{"key": "no_effect", "message": "Redeemable has no effect on the order"}
+		default:
 			o.effects[i] = effects[k]
-			k++
+			applicable++
 		}
+	}
+	o.order = order
+	// PARTIAL: valid when something applies.
+	if partial && applicable == 0 {
+		o.valid = false
 	}
 	return o, nil
 }
@@ -75,7 +90,11 @@ func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *
 func (e *Engine) Validate(ctx context.Context, projectID string, r Request) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "engine.Validate")
 	defer telemetry.End(span, &err)
-	if err := r.check(); err != nil {
+	rules, err := e.stackingRules(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.check(rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
 	now := e.now()
@@ -92,7 +111,7 @@ func (e *Engine) Validate(ctx context.Context, projectID string, r Request) (_ m
 	if err != nil {
 		return nil, err
 	}
-	o, err := e.decide(ctx, e.pool, projectID, &r, cs)
+	o, err := e.decide(ctx, e.pool, projectID, &r, cs, rules)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +199,7 @@ func (o *outcome) view(r *Request) map[string]any {
 		all = append(all, v)
 	}
 	out := map[string]any{"redeemables": all, "skipped_redeemables": skipped, "inapplicable_redeemables": inapplicable,
-		"order": o.order, "stacking_rules": defaultStackingRules}
+		"order": o.order, "stacking_rules": o.rules}
 	if r.TrackingID != nil {
 		out["tracking_id"] = *r.TrackingID
 	}
@@ -189,16 +208,4 @@ func (o *outcome) view(r *Request) map[string]any {
 
 func emptyList() map[string]any {
 	return map[string]any{"data": []any{}, "total": 0, "data_ref": "data", "object": "list"}
-}
-
-// defaultStackingRules are the stacking rules every project has until the
-// management API's stacking rules are served.
-var defaultStackingRules = map[string]any{
-	"redeemables_limit": RedeemablesLimit, "applicable_redeemables_limit": ApplicableLimit,
-	"applicable_redeemables_per_category_limit": 1, "applicable_exclusive_redeemables_limit": 1,
-	"applicable_exclusive_redeemables_per_category_limit": 1, "exclusive_categories": []any{}, "joint_categories": []any{},
-	"redeemables_application_mode": "ALL", "redeemables_sorting_rule": "REQUESTED_ORDER",
-	"redeemables_products_application_mode": "STACK", "redeemables_no_effect_rule": "REDEEM_ANYWAY",
-	"no_effect_skip_categories": []any{}, "no_effect_redeem_anyway_categories": []any{},
-	"redeemables_rollback_order_mode": "WITH_ORDER",
 }

@@ -1,0 +1,88 @@
+package engine_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+)
+
+// A project's stacking rules, set through the management API, govern its
+// validations and redemptions: PARTIAL application, the applicable limit,
+// skipping redeemables without effect, percents of the initial amount;
+// DELETE restores the defaults.
+func TestStackingRulesOfTheProject(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	mgmt := func(method, path string, body any) stacktest.Resp {
+		return a.E.Do(t, method, "http://api.localhost/management/v1/projects/"+a.P.ID+"/stacking-rules"+path, a.E.MgmtHeader(), body)
+	}
+	l := mgmt("GET", "", nil)
+	defaults := l.JSON(t)["data"].([]any)[0].(map[string]any)
+	if l.Status != 200 || defaults["redeemables_application_mode"] != "ALL" || num(defaults["applicable_redeemables_limit"]) != 5 {
+		t.Fatalf("defaults: %d %s", l.Status, l.Body)
+	}
+	for _, bad := range []map[string]any{{"redeemables_limit": 31}, {"redeemables_application_mode": "SOME"},
+		{"applicable_redeemables_limit": 9, "redeemables_limit": 3}, {"no_such_rule": true}} {
+		if r := mgmt("POST", "", bad); r.Status != 400 {
+			t.Fatalf("bad rules %v: %d %s", bad, r.Status, r.Body)
+		}
+	}
+	c := mgmt("POST", "", map[string]any{"redeemables_application_mode": "PARTIAL", "applicable_redeemables_limit": 2,
+		"redeemables_no_effect_rule": "SKIP", "discount_calculation_mode": "INITIAL_AMOUNT"})
+	rules := c.JSON(t)
+	if c.Status != 200 || rules["redeemables_application_mode"] != "PARTIAL" || num(rules["redeemables_limit"]) != 30 {
+		t.Fatalf("create: %d %s", c.Status, c.Body)
+	}
+	if r := mgmt("POST", "", map[string]any{}); r.Status != 409 {
+		t.Fatalf("a second create: %d %s", r.Status, r.Body)
+	}
+	id := rules["id"].(string)
+	voucher(a, "TEN", percent(10))
+	voucher(a, "TWENTY", percent(20))
+	voucher(a, "THIRTY", percent(30))
+	voucher(a, "OFF", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "active": false})
+	voucher(a, "NOTHING", map[string]any{"discount": map[string]any{"type": "FIXED", "fixed_amount": 100000}})
+	body := map[string]any{"redeemables": redeemables("OFF", "NOTHING", "TEN", "TWENTY", "THIRTY"), "order": orderOf([2]int{10000, 1})}
+	var v map[string]any
+	// The rules reach the region with the directory's next poll.
+	stacktest.Eventually(t, 10*time.Second, "the project's stacking rules", func() bool {
+		v = a.OK("POST", "/v1/validations", body)
+		return v["stacking_rules"].(map[string]any)["redeemables_application_mode"] == "PARTIAL"
+	})
+	status := map[string]string{}
+	for _, r := range v["redeemables"].([]any) {
+		m := r.(map[string]any)
+		status[m["id"].(string)] = m["status"].(string)
+	}
+	// OFF inapplicable (but PARTIAL: the rest apply); NOTHING has no
+	// effect and is skipped; TEN and TWENTY apply, both of the initial
+	// 10000; THIRTY is past the limit of two.
+	if v["valid"] != true || status["OFF"] != "INAPPLICABLE" || status["NOTHING"] != "SKIPPED" || status["TEN"] != "APPLICABLE" ||
+		status["TWENTY"] != "APPLICABLE" || status["THIRTY"] != "SKIPPED" || num(v["order"].(map[string]any)["discount_amount"]) != 3000 {
+		t.Fatalf("validation under the project's rules: %v %v", status, v["order"])
+	}
+	r := a.OK("POST", "/v1/redemptions", body)
+	if len(r["redemptions"].([]any)) != 2 || len(r["inapplicable_redeemables"].([]any)) != 1 {
+		t.Fatalf("partial redemption: %v", r)
+	}
+	if off := a.OK("GET", "/v1/vouchers/OFF", nil); num(off["redemption"].(map[string]any)["redeemed_quantity"]) != 0 {
+		t.Fatalf("the inapplicable voucher was counted: %v", off["redemption"])
+	}
+	if g := mgmt("GET", "/"+id, nil); g.Status != 200 {
+		t.Fatalf("get: %d %s", g.Status, g.Body)
+	}
+	if u := mgmt("PUT", "/"+id, map[string]any{"applicable_redeemables_limit": 3}); u.Status != 200 ||
+		u.JSON(t)["redeemables_application_mode"] != "PARTIAL" || num(u.JSON(t)["applicable_redeemables_limit"]) != 3 {
+		t.Fatalf("update: %d %s", u.Status, u.Body)
+	}
+	if d := mgmt("DELETE", "/"+id, nil); d.Status != 204 {
+		t.Fatalf("delete: %d %s", d.Status, d.Body)
+	}
+	if g := mgmt("GET", "/"+id, nil); g.Status != 404 {
+		t.Fatalf("after delete: %d %s", g.Status, g.Body)
+	}
+	stacktest.Eventually(t, 10*time.Second, "the defaults again", func() bool {
+		v = a.OK("POST", "/v1/validations", body)
+		return v["valid"] == false
+	})
+}
