@@ -9,7 +9,6 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/regional/loyalty"
-	"github.com/tallyhq/tally/regional/vouchers"
 )
 
 // summary serves GET /v1/campaigns/{campaignId}/summary: the campaign and
@@ -81,14 +80,7 @@ func (h handler) summary(c echo.Context) error {
 			return err
 		}
 		if typ == "GIFT_VOUCHERS" {
-			// The credits the campaign's template gave the vouchers made
-			// within the period (a voucher added with its own amount counts
-			// the template's).
-			opening := int64(0)
-			if cv, ok := view.(vouchers.CampaignView); ok && cv.Voucher.Gift != nil {
-				opening = cv.Voucher.Gift.Amount * s["vouchers_created"].(int64)
-			}
-			s["created_vouchers_amount"], s["amount_added"], s["amount_subtracted"] = opening, sums[loyalty.CreditsAddition], -sums[loyalty.CreditsRemoval]
+			s["created_vouchers_amount"], s["amount_added"], s["amount_subtracted"] = sums[loyalty.Opening], sums[loyalty.CreditsAddition], -sums[loyalty.CreditsRemoval]
 			s["amount_deleted"], s["amount_redeemed"], s["amount_rolledback"] = 0, 0, 0
 		} else {
 			for f, t := range map[string]string{"points_added": loyalty.PointsAddition, "points_subtracted": loyalty.PointsRemoval,

@@ -22,13 +22,18 @@ func (p Period) Cond(col string, args []any) (string, []any) {
 		f, col, f, t, col, t), args
 }
 
+// Opening is LedgerSums' key of gift cards' opening entries.
+const Opening = "OPENING"
+
 // LedgerSums are a campaign's ledger entries within p (points of a loyalty
 // program, credits of a gift campaign): per transaction type, the sum of
 // their changes.
 func (s *Service) LedgerSums(ctx context.Context, projectID, campaignID string, p Period) (map[string]int64, error) {
 	cond, args := p.Cond("created_at", []any{projectID, campaignID})
-	rows, err := s.pool.Query(ctx, `SELECT type, COALESCE(sum(delta), 0) FROM loyalty_transactions
-		WHERE project_id = $1 AND campaign_id = $2`+cond+` GROUP BY type`, args...)
+	// A gift card's opening entry (QueueOpeningEntries) is its own key,
+	// Opening, not one of the additions made to it.
+	rows, err := s.pool.Query(ctx, `SELECT CASE WHEN id LIKE 'vtx\_open\_%' THEN '`+Opening+`' ELSE type END AS t, COALESCE(sum(delta), 0)
+		FROM loyalty_transactions WHERE project_id = $1 AND campaign_id = $2`+cond+` GROUP BY t`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -58,3 +58,14 @@ func ListEntries(ctx context.Context, q db.Querier, projectID, voucherID, campai
 	ts, more, next := listq.Page(ts, tq.Limit, func(t Transaction) string { return t.ID })
 	return ts, more, next, nil
 }
+
+// QueueOpeningEntries queues the opening CREDITS_ADDITION entry of each
+// of voucherIDs, new gift cards of amount (campaignID "" for standalone
+// ones), so that a gift card's balance is the sum of its entries from the
+// start. details is the balance object the entries show.
+func QueueOpeningEntries(b *pgx.Batch, projectID, campaignID string, voucherIDs []string, amount int64, details []byte, now time.Time) {
+	b.Queue(`INSERT INTO loyalty_transactions (project_id, id, card_id, campaign_id, type, delta, source_id, source,
+		reason, details, related_transaction_id, created_at)
+		SELECT $1, 'vtx_open_' || v, v, $2, $3, $4, NULL, 'API', NULL, $5, NULL, $6 FROM unnest($7::TEXT[]) AS v`,
+		projectID, campaignID, CreditsAddition, amount, details, now, voucherIDs)
+}

@@ -185,3 +185,12 @@ func (s *Service) CampaignTransactions(ctx context.Context, projectID, idOrName 
 	ts, more, next, err = loyalty.ListEntries(ctx, s.pool, projectID, "", c.ID, tq, s.now())
 	return ts, more, next, true, err
 }
+
+// openingDetails is the details of a new gift card's opening entry: its
+// balance after the amount it was made with.
+func openingDetails(v Voucher) []byte {
+	b := balanceAfter(v, v.Attrs.Gift.Amount)
+	b.OperationType = "AUTOMATIC"
+	raw, _ := json.Marshal(map[string]any{"balance": b})
+	return raw
+}

@@ -143,3 +143,45 @@ func TestGiftBalanceUnderConcurrentWriters(t *testing.T) {
 	}
 	t.Logf("%d changes, %d refused for want of credits", ok.Load(), refused.Load())
 }
+
+// A gift card made with an amount opens with it, as an entry of its
+// ledger: standalone or generated in a campaign, its balance is the sum of
+// its transactions from the start. Vouchers' changes raise their events.
+func TestGiftCardsOpenWithTheirAmountAndVouchersRaiseEvents(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("voucher.created", "voucher.updated", "voucher.enabled", "voucher.disabled", "voucher.deleted")
+	sumOf := func(code string) (int64, int) {
+		var total int64
+		ts := a.OK("GET", "/v1/vouchers/"+code+"/transactions", nil)["data"].([]any)
+		for _, x := range ts {
+			total += int64(x.(map[string]any)["details"].(map[string]any)["balance"].(map[string]any)["amount"].(float64))
+		}
+		return total, len(ts)
+	}
+	a.OK("POST", "/v1/vouchers/OPEN-1", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 2500}})
+	a.OK("POST", "/v1/vouchers/OPEN-1/balance", map[string]any{"amount": -500})
+	if sum, n := sumOf("OPEN-1"); sum != 2000 || n != 2 {
+		t.Fatalf("standalone: sum %d of %d entries", sum, n)
+	}
+	camp := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Cards", "campaign_type": "GIFT_VOUCHERS", "vouchers_count": 3,
+		"voucher": map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 700}}})
+	a.WaitAction(camp["async_action_id"].(string))
+	for _, v := range a.OK("GET", "/v1/vouchers?campaign_id="+camp["id"].(string), nil)["vouchers"].([]any) {
+		code := v.(map[string]any)["code"].(string)
+		if sum, n := sumOf(code); sum != 700 || n != 1 || v.(map[string]any)["gift"].(map[string]any)["balance"] != 700.0 {
+			t.Fatalf("generated %s: sum %d of %d entries", code, sum, n)
+		}
+	}
+	a.OK("PUT", "/v1/vouchers/OPEN-1", map[string]any{"metadata": map[string]any{"k": "v"}})
+	a.OK("POST", "/v1/vouchers/OPEN-1/disable", nil)
+	a.OK("POST", "/v1/vouchers/OPEN-1/enable", nil)
+	if r := a.Do("DELETE", "/v1/vouchers/OPEN-1", nil); r.Status >= 300 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	// A campaign's generated vouchers are told by campaign.vouchers.generation.completed, not one by one.
+	for _, e := range []string{"voucher.created", "voucher.updated", "voucher.disabled", "voucher.enabled", "voucher.deleted"} {
+		if got := hooks.Wait(t, e, 1); got["voucher"].(map[string]any)["code"] != "OPEN-1" {
+			t.Fatalf("%s: %v", e, got)
+		}
+	}
+}

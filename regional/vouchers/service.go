@@ -254,15 +254,44 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 		if err := insertVoucher(ctx, tx, projectID, v); err != nil {
 			return err
 		}
-		if camp != nil {
-			return loyalty.AddVouchersCount(ctx, tx, projectID, camp.ID, 1)
+		b := &pgx.Batch{}
+		if g := v.Attrs.Gift; g != nil && g.Amount > 0 {
+			campaignID := ""
+			if camp != nil {
+				campaignID = camp.ID
+			}
+			loyalty.QueueOpeningEntries(b, projectID, campaignID, []string{v.ID}, g.Amount, openingDetails(v), now)
 		}
-		return nil
+		if camp != nil {
+			if err := loyalty.AddVouchersCount(ctx, tx, projectID, camp.ID, 1); err != nil {
+				return err
+			}
+		}
+		return s.queueEvent(ctx, tx, b, projectID, EventVoucherCreated, v)
 	})
 	if err != nil {
 		return View{}, err
 	}
 	return v.View(), nil
+}
+
+// Webhook events of vouchers, as the reference names them.
+const (
+	EventVoucherCreated  = "voucher.created"
+	EventVoucherUpdated  = "voucher.updated"
+	EventVoucherDeleted  = "voucher.deleted"
+	EventVoucherEnabled  = "voucher.enabled"
+	EventVoucherDisabled = "voucher.disabled"
+)
+
+// queueEvent adds a voucher's webhook event to b and sends b in tx.
+func (s *Service) queueEvent(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID, event string, v Voucher) error {
+	if s.events != nil {
+		if err := s.events.Queue(ctx, b, projectID, event, v.ID, map[string]any{"voucher": v.View()}); err != nil {
+			return err
+		}
+	}
+	return tx.SendBatch(ctx, b).Close()
 }
 
 func firstOf(ss ...*string) string {
@@ -305,7 +334,10 @@ func (s *Service) Update(ctx context.Context, projectID, code string, r Request)
 		}
 		now := s.now()
 		v.UpdatedAt = &now
-		return updateVoucher(ctx, tx, projectID, v)
+		if err := updateVoucher(ctx, tx, projectID, v); err != nil {
+			return err
+		}
+		return s.queueEvent(ctx, tx, &pgx.Batch{}, projectID, EventVoucherUpdated, v)
 	})
 	if err != nil {
 		return View{}, err
@@ -323,7 +355,10 @@ func (s *Service) SetActive(ctx context.Context, projectID, code string, active 
 		}
 		now := s.now()
 		v.Active, v.UpdatedAt = active, &now
-		return updateVoucher(ctx, tx, projectID, v)
+		if err := updateVoucher(ctx, tx, projectID, v); err != nil {
+			return err
+		}
+		return s.queueEvent(ctx, tx, &pgx.Batch{}, projectID, map[bool]string{true: EventVoucherEnabled, false: EventVoucherDisabled}[active], v)
 	})
 	if err != nil {
 		return View{}, err
@@ -337,6 +372,9 @@ func (s *Service) Delete(ctx context.Context, projectID, code string, force bool
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		v, err := getVoucher(ctx, tx, projectID, code, true)
 		if err != nil {
+			return err
+		}
+		if err := s.queueEvent(ctx, tx, &pgx.Batch{}, projectID, EventVoucherDeleted, v); err != nil {
 			return err
 		}
 		if force {

@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 // The columns of a voucher, with its campaign's name (v is vouchers, c campaigns).
@@ -113,19 +114,29 @@ func generateVouchers(ctx context.Context, q db.Querier, projectID string, c Cam
 		for i := range codes {
 			codes[i], vids[i] = next(), ids.New("v_")
 		}
-		var got int64
-		err := q.QueryRow(ctx, `WITH reg AS (
+		rows, err := q.Query(ctx, `WITH reg AS (
 				INSERT INTO voucher_codes (project_id, code, voucher_id)
 				SELECT $1, x.code, x.id FROM unnest($2::TEXT[], $3::TEXT[]) AS x(id, code)
-				ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id, code),
-			ins AS (INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, active, redemption_quantity, created_at)
+				ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id, code)
+			INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, active, redemption_quantity, created_at)
 				SELECT $1, reg.voucher_id, reg.code, $4, $5, $6, $7, true, $8, $9 FROM reg
-				ON CONFLICT (project_id, code) DO NOTHING RETURNING 1)
-			SELECT count(*) FROM ins`, projectID, vids, codes, c.ID, v.Type, attrs, v.Category, v.Quantity, now).Scan(&got)
+				ON CONFLICT (project_id, code) DO NOTHING RETURNING id`, projectID, vids, codes, c.ID, v.Type, attrs, v.Category, v.Quantity, now)
 		if err != nil {
 			return made, err
 		}
-		made += got
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return made, err
+		}
+		// A gift card opens with its amount, as an entry of the ledger.
+		if g := v.Attrs.Gift; g != nil && g.Amount > 0 && len(got) > 0 {
+			b := &pgx.Batch{}
+			loyalty.QueueOpeningEntries(b, projectID, c.ID, got, g.Amount, openingDetails(v), now)
+			if err := q.SendBatch(ctx, b).Close(); err != nil {
+				return made, err
+			}
+		}
+		made += int64(len(got))
 	}
 	return made, nil
 }
