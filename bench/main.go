@@ -157,7 +157,7 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 			return productsReport(pr), err
 		}},
 		{"vouchers", func(string) (string, error) {
-			vr, err := benchVouchers(stack, p)
+			vr, err := benchVouchers(stack, p, servers[1])
 			return vouchersReport(vr), err
 		}},
 		{"engine", func(profile string) (string, error) {

@@ -44,7 +44,7 @@ func (c client) upload(path string, csv []byte) (string, error) {
 	}
 	defer res.Body.Close()
 	var m map[string]any
-	if err := json.NewDecoder(res.Body).Decode(&m); err != nil || res.StatusCode != 200 {
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil || (res.StatusCode != 200 && res.StatusCode != 202) {
 		return "", fmt.Errorf("upload %s: %d %v %v", path, res.StatusCode, m, err)
 	}
 	return m["async_action_id"].(string), nil

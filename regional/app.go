@@ -156,7 +156,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	// The product jobs take up to 10 MB (an imported file), as the router does.
 	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true,
-		LargeBodies: append(append([]string(nil), products.LargeBodies...), customEvents.BulkPath), LargeBodyLimit: "10M"})
+		LargeBodies: append(append(append([]string(nil), products.LargeBodies...), vouchers.LargeBodies...), customEvents.BulkPath),
+		LargeBodyLimit: "10M"})
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
 		if err := a.Ready(c.Request().Context()); err != nil {
@@ -194,6 +195,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	vs.UseEvents(events)
 	a.loyalty.UseGenerator(vs.GenerateVouchers)
 	vouchers.Register(v1, vs)
+	vs.RegisterJobs(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, events, cust, vs, cfg.Clock)
 	publications.Register(v1, pubs)
 	// One campaign model: a deleted campaign's vouchers (of any type) go in

@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -35,8 +36,8 @@ type Config struct {
 	Metrics *telemetry.Metrics
 	// BodyLimit is the largest request body accepted, e.g. "1M" (the default).
 	BodyLimit string
-	// LargeBodies are the paths (imports, bulk updates) that take bodies up
-	// to LargeBodyLimit instead.
+	// LargeBodies are the paths (imports, bulk updates; path.Match
+	// patterns) that take bodies up to LargeBodyLimit instead.
 	LargeBodies    []string
 	LargeBodyLimit string
 	// TrustRequestID keeps a well-formed incoming X-Request-Id (set by the
@@ -67,7 +68,13 @@ func New(cfg Config) *echo.Echo {
 	if limit == "" {
 		limit = "1M"
 	}
-	large := func(c echo.Context) bool { return slices.Contains(cfg.LargeBodies, c.Request().URL.Path) }
+	// An entry is a path or a pattern of path.Match (a * for a segment).
+	large := func(c echo.Context) bool {
+		return slices.ContainsFunc(cfg.LargeBodies, func(p string) bool {
+			ok, _ := path.Match(p, c.Request().URL.Path)
+			return ok
+		})
+	}
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: limit, Skipper: large}))
 	if len(cfg.LargeBodies) > 0 {
 		e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: cfg.LargeBodyLimit,

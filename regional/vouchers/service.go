@@ -31,6 +31,7 @@ type Service struct {
 	pool   *db.Pool
 	clock  *clock.Clock
 	events Events // nil until UseEvents
+	wake   func() // starts the worker on a new job (RegisterJobs)
 }
 
 // NewService returns the voucher service and registers its bin remover.
@@ -282,6 +283,8 @@ const (
 	EventVoucherDeleted  = "voucher.deleted"
 	EventVoucherEnabled  = "voucher.enabled"
 	EventVoucherDisabled = "voucher.disabled"
+	// EventVoucherPublished is raised by publications (and loyalty cards' joins).
+	EventVoucherPublished = loyalty.EventVoucherPublished
 )
 
 // queueEvent adds a voucher's webhook event to b and sends b in tx.
