@@ -224,7 +224,7 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 	if err != nil {
 		return err
 	}
-	bearerToken, _, err := stack.Resolver.IssueToken(ctx, key, []string{"customers"})
+	bearerToken, _, err := stack.Resolver.IssueToken(ctx, key, []string{"customers"}, tenancy.Binding{})
 	if err != nil {
 		return err
 	}

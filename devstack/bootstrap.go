@@ -32,6 +32,9 @@ type ProjectCredentials struct {
 	ProjectID string `json:"project_id"`
 	AppID     string `json:"app_id"`
 	AppToken  string `json:"app_token"`
+	// The client-side pair, for /client/v1 from a trusted origin.
+	ClientAppID string `json:"client_app_id"`
+	ClientToken string `json:"client_app_token"`
 }
 
 // BaseURL is where this stack serves a cluster on a port of its own, a
@@ -73,17 +76,20 @@ func (s *Stack) Bootstrap(ctx context.Context) (Credentials, error) {
 }
 
 // CreateProject makes a project in cluster on plan (the default when
-// empty) with a server-side key.
+// empty) with a server-side and a client-side key.
 func (s *Stack) CreateProject(ctx context.Context, name, cluster, plan string) (ProjectCredentials, error) {
 	p := tenancy.Project{Name: name, Cluster: cluster, Plan: plan,
 		Settings: tenancy.Settings{Timezone: "UTC", Currency: "USD", WebhookVersion: "v2024-01-01"}}
-	var key tenancy.AppKey
-	var token string
+	var key, client tenancy.AppKey
+	var token, clientToken string
 	err := db.InTx(ctx, s.Tenancy, func(tx pgx.Tx) error {
 		var err error
-		key, token, err = tenancy.CreateProject(ctx, tx, &p)
+		if key, token, err = tenancy.CreateProject(ctx, tx, &p); err != nil {
+			return err
+		}
+		client, clientToken, err = tenancy.CreateAppKey(ctx, tx, p.ID, tenancy.KeyClient, "default")
 		return err
 	})
 	return ProjectCredentials{Cluster: cluster, BaseURL: s.BaseURL(cluster), HostURL: s.HostURL(cluster), ProjectID: p.ID,
-		AppID: key.AppID, AppToken: token}, err
+		AppID: key.AppID, AppToken: token, ClientAppID: client.AppID, ClientToken: clientToken}, err
 }

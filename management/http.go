@@ -98,6 +98,14 @@ func (in projectInput) apply(p *tenancy.Project) error {
 		s.ClientIPLimit = l
 	}
 	if in.ClientTrustedDomains != nil {
+		if len(*in.ClientTrustedDomains) > 100 {
+			return apierr.InvalidPayload("Property client_trusted_domains holds at most 100 entries.")
+		}
+		for _, d := range *in.ClientTrustedDomains {
+			if err := tenancy.CheckTrustedDomain(d); err != nil {
+				return apierr.InvalidPayload("Property client_trusted_domains: " + err.Error() + ".")
+			}
+		}
 		s.ClientTrustedDomains = *in.ClientTrustedDomains
 	}
 	for _, b := range []struct {
@@ -138,11 +146,15 @@ func (h handler) createProject(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	var key tenancy.AppKey
-	var token string
+	var key, client tenancy.AppKey
+	var token, clientToken string
 	err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
 		var err error
-		key, token, err = tenancy.CreateProject(ctx, tx, &p)
+		if key, token, err = tenancy.CreateProject(ctx, tx, &p); err != nil {
+			return err
+		}
+		// The client-side pair, made with the project like the server-side one.
+		client, clientToken, err = tenancy.CreateAppKey(ctx, tx, p.ID, tenancy.KeyClient, "default")
 		return err
 	})
 	if errors.Is(err, tenancy.ErrUnknownCluster) {
@@ -155,7 +167,7 @@ func (h handler) createProject(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, createdProjectView{projectView: viewProject(p),
-		ServerSideKey: &keyPair{AppID: key.AppID, AppToken: token}})
+		ServerSideKey: &keyPair{AppID: key.AppID, AppToken: token}, ClientSideKey: &keyPair{AppID: client.AppID, AppToken: clientToken}})
 }
 
 func (h handler) listProjects(c echo.Context) error {

@@ -21,8 +21,9 @@ func TestProjectLifecycleThroughTheRouter(t *testing.T) {
 	p := r.JSON(t)
 	id := p["id"].(string)
 	key := p["server_side_key"].(map[string]any)
+	client, _ := p["client_side_key"].(map[string]any) // made with the project, like the server-side pair
 	if !strings.HasPrefix(id, "proj_") || p["cluster_id"] != "as1" || p["api_version"] != "v2018-08-01" ||
-		p["currency"] != "EUR" || key["app_token"] == "" {
+		p["currency"] != "EUR" || key["app_token"] == "" || client["app_token"] == "" || client["app_id"] == key["app_id"] {
 		t.Fatalf("created project: %s", r.Body)
 	}
 	// The key pair works at once.
@@ -46,13 +47,13 @@ func TestProjectLifecycleThroughTheRouter(t *testing.T) {
 		t.Fatalf("list: %d %s", r.Status, r.Body)
 	}
 
-	// A second, client-side key; list; revoke.
+	// Another client-side key; list; revoke.
 	r = e.Do(t, "POST", base+"/projects/"+id+"/api-keys", h, map[string]any{"name": "web", "kind": "client"})
 	if r.Status != 200 || r.JSON(t)["kind"] != "client" || r.JSON(t)["app_token"] == "" {
 		t.Fatalf("create key: %d %s", r.Status, r.Body)
 	}
 	r = e.Do(t, "GET", base+"/projects/"+id+"/api-keys", h, nil)
-	if m := r.JSON(t); m["total"] != float64(2) || strings.Contains(string(r.Body), app.AppToken) {
+	if m := r.JSON(t); m["total"] != float64(3) || strings.Contains(string(r.Body), app.AppToken) {
 		t.Fatalf("list keys (tokens must not be shown): %s", r.Body)
 	}
 
@@ -77,6 +78,8 @@ func TestProjectInputIsValidated(t *testing.T) {
 		"bad currency":    map[string]any{"name": "x", "cluster_id": "api", "currency": "euro"},
 		"bad api version": map[string]any{"name": "x", "cluster_id": "api", "api_version": "v2030-01-01"},
 		"malformed":       `{"name":`,
+		"a trusted domain with a path": map[string]any{"name": "x", "cluster_id": "api",
+			"client_trusted_domains": []string{"https://shop.example/checkout"}},
 	} {
 		r := e.Do(t, "POST", base+"/projects", e.MgmtHeader(), body)
 		want := "invalid_payload"

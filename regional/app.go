@@ -26,6 +26,7 @@ import (
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/bin"
 	"github.com/tallyhq/tally/regional/campaigns"
+	"github.com/tallyhq/tally/regional/clientapi"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/earning"
 	"github.com/tallyhq/tally/regional/engine"
@@ -227,6 +228,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
 	exports.Register(v1, a.exports)
 	async.Register(v1, pool)
+	// The client-side API (/client/v1): the /v1 twins above, behind the
+	// project's client-side toggles and a bound token's customer.
+	clientapi.Register(e, clientapi.Deps{Project: a.resolver.Project, Customer: cust.Get, Versions: a.versions})
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, pool)
 	webhooks.RegisterInternal(internal, pool)

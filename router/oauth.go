@@ -117,6 +117,41 @@ type tokenView struct {
 	Scope       string `json:"scope"`
 	TokenType   string `json:"token_type"`
 	Active      *bool  `json:"active,omitempty"`
+	// A client-side token's binding (Tally's extension).
+	Customer string `json:"customer,omitempty"`
+	Origin   string `json:"origin,omitempty"`
+}
+
+// binding reads a token request's customer and origin: the merchant's
+// server mints, for a browser, a token good for client-side scopes only,
+// from one of the project's allowed origins and for one customer.
+func binding(req *http.Request, p tenancy.Project, scopes []string) (tenancy.Binding, error) {
+	b := tenancy.Binding{Customer: req.PostForm.Get("customer"), Origin: req.PostForm.Get("origin")}
+	if b == (tenancy.Binding{}) {
+		return b, nil
+	}
+	var server []string
+	for _, s := range scopes {
+		if !strings.HasPrefix(s, "client_") {
+			server = append(server, s)
+		}
+	}
+	switch {
+	case len(server) > 0:
+		e := oauthError("invalid_scope", "Invalid scope: "+strings.Join(server, ","))
+		e.Details = "A token bound to a customer or an origin is for the client-side API: its scopes are client_api or client_* ones."
+		return b, e
+	case b.Customer != "" && b.Origin == "":
+		return b, oauthError("missing_parameters", "Missing parameters: origin")
+	case len(b.Customer) > 200 || (b.Customer != "" && strings.TrimSpace(b.Customer) != b.Customer):
+		return b, oauthError("invalid_customer", "Invalid customer: a customer's source_id or id, at most 200 characters, "+
+			"without surrounding spaces")
+	case !tenancy.ValidOrigin(b.Origin) || !p.Settings.TrustsOrigin(b.Origin):
+		e := oauthError("invalid_origin", "Invalid origin: "+b.Origin)
+		e.Details = "The origin must be one of the project's allowed website URLs (client_trusted_domains), such as https://shop.example."
+		return b, e
+	}
+	return b, nil
 }
 
 func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
@@ -151,7 +186,11 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 			return e
 		}
 		slices.Sort(asked)
-		token, t, err := r.cfg.Resolver.IssueToken(ctx, key, slices.Compact(asked))
+		bind, err := binding(req, project, asked)
+		if err != nil {
+			return err
+		}
+		token, t, err := r.cfg.Resolver.IssueToken(ctx, key, slices.Compact(asked), bind)
 		if errors.Is(err, tenancy.ErrTooManyTokens) {
 			return apierr.New(http.StatusBadRequest, "too_many_tokens", "Too many tokens",
 				fmt.Sprintf("A project has at most %d live access tokens; revoke some or let them expire.", tenancy.MaxTokens))
@@ -160,7 +199,8 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 			return directoryDown(err)
 		}
 		return c.JSON(http.StatusOK, tokenView{AccessToken: token, ClientID: key.AppID, ExpiresAt: t.ExpiresAt.Unix(),
-			ExpiresIn: int64(tenancy.TokenLifetime / time.Second), Scope: strings.Join(t.Scopes, " "), TokenType: "Bearer"})
+			ExpiresIn: int64(tenancy.TokenLifetime / time.Second), Scope: strings.Join(t.Scopes, " "), TokenType: "Bearer",
+			Customer: t.Customer, Origin: t.Origin})
 	case "introspect":
 		token := req.PostForm.Get("access_token")
 		if token == "" {
@@ -175,7 +215,8 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 		}
 		active := true
 		return c.JSON(http.StatusOK, tokenView{ClientID: t.AppID, ExpiresAt: t.ExpiresAt.Unix(),
-			ExpiresIn: max(int64(t.ExpiresAt.Sub(now).Seconds()), 0), Scope: strings.Join(t.Scopes, " "), TokenType: "Bearer", Active: &active})
+			ExpiresIn: max(int64(t.ExpiresAt.Sub(now).Seconds()), 0), Scope: strings.Join(t.Scopes, " "), TokenType: "Bearer", Active: &active,
+			Customer: t.Customer, Origin: t.Origin})
 	case "token/revoke":
 		token := req.PostForm.Get("access_token")
 		if token == "" {

@@ -166,12 +166,12 @@ func TestOAuthTokensGrantTheirScopesUntilRevoked(t *testing.T) {
 	}
 	var expired string
 	if err := db.InTx(ctx, e.Stack.Tenancy, func(tx pgx.Tx) error {
-		expired, _, err = tenancy.CreateToken(ctx, tx, key, []string{"api"}, time.Now().Add(-tenancy.TokenLifetime-time.Second))
+		expired, _, err = tenancy.CreateToken(ctx, tx, key, []string{"api"}, tenancy.Binding{}, time.Now().Add(-tenancy.TokenLifetime-time.Second))
 		if err != nil {
 			return err
 		}
 		for range tenancy.MaxTokens - 1 { // the one above is live
-			if _, _, err := tenancy.CreateToken(ctx, tx, key, []string{"api"}, time.Now()); err != nil {
+			if _, _, err := tenancy.CreateToken(ctx, tx, key, []string{"api"}, tenancy.Binding{}, time.Now()); err != nil {
 				return err
 			}
 		}

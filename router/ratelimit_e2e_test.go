@@ -49,9 +49,12 @@ func TestClientSideRequestsAreLimitedPerAddress(t *testing.T) {
 	p := e.CreateProject(t, "api")
 	key := e.Do(t, "POST", "http://api.localhost/management/v1/projects/"+p.ID+"/api-keys", e.MgmtHeader(),
 		map[string]any{"kind": "client"}).JSON(t)
+	e.Do(t, "PUT", "http://api.localhost/management/v1/projects/"+p.ID, e.MgmtHeader(),
+		map[string]any{"client_trusted_domains": []string{"https://shop.example"}})
 	send := func(client *http.Client, forwardedFor string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest("GET", e.Stack.BaseURL("api")+"/client/v1/ping", nil)
+		req.Header.Set("Origin", "https://shop.example")
 		req.Header.Set("X-Client-Application-Id", key["app_id"].(string))
 		req.Header.Set("X-Client-Token", key["app_token"].(string))
 		if forwardedFor != "" {

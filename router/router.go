@@ -218,10 +218,17 @@ func (r *Router) handle(c echo.Context) error {
 	if hostKind == tenancy.DownloadHost && !isExport {
 		return notOnDownloadHost(req)
 	}
+	var origin string
+	if clientAPI {
+		origin = req.Header.Get("Origin")
+		if done, err := r.clientCORS(c, cluster.Name, origin); done {
+			return err
+		}
+	}
 	file := isExport && (hostKind == tenancy.DownloadHost || wantsFile(req))
 	var key tenancy.AppKey
 	var project tenancy.Project
-	var granted []string // a token's scopes
+	var tok tenancy.Token // a Bearer token's
 	kind := identity.KindApp
 	_, hasBearer := bearer(req)
 	if file && !hasBearer && req.Header.Get("X-App-Id") == "" && req.URL.Query().Has("token") {
@@ -245,7 +252,7 @@ func (r *Router) handle(c echo.Context) error {
 		if err := checkScope(t, req.URL.Path); err != nil {
 			return err
 		}
-		key, project, granted = k, p, t.Scopes
+		key, project, tok = k, p, t
 	} else {
 		// The client-side API takes client keys, in its own headers.
 		appID, token, hint := req.Header.Get("X-App-Id"), req.Header.Get("X-App-Token"), "Send valid X-App-Id and X-App-Token headers."
@@ -266,6 +273,12 @@ func (r *Router) handle(c echo.Context) error {
 		if project.Cluster != cluster.Name {
 			return r.wrongCluster(req.Context(), project)
 		}
+	}
+	if clientAPI {
+		if err := clientOrigin(c, project, tok, origin); err != nil {
+			return err
+		}
+		kind = identity.KindClient // whatever the credential: the client API's narrower rights
 	}
 	// The project's pinned version, or the one the request names.
 	version := project.APIVersion
@@ -295,12 +308,9 @@ func (r *Router) handle(c echo.Context) error {
 		}
 		c.Response().Writer = w
 	}
-	if key.Kind == tenancy.KeyClient {
-		kind = identity.KindClient
-	}
 	signed := r.signer.Sign(identity.Identity{Audience: identity.AudienceRegional, ProjectID: project.ID, Cluster: cluster.Name,
-		Method: req.Method, Path: upstreamPath(upstream, req), Kind: kind, KeyID: key.AppID, Scopes: granted,
-		APIVersion: version, RequestID: requestID, Expires: expires})
+		Method: req.Method, Path: upstreamPath(upstream, req), Kind: kind, KeyID: key.AppID, Scopes: tok.Scopes,
+		APIVersion: version, RequestID: requestID, Expires: expires, Customer: tok.Customer})
 	return r.fwd.forward(c, upstream, "cluster "+cluster.Name, signed, clientIP)
 }
 

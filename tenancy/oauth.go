@@ -35,6 +35,15 @@ type Token struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	RevokedAt *time.Time
+	Binding
+}
+
+// Binding narrows a client-side token, minted by the merchant's server for
+// a browser: the client-side API then serves it only from Origin, and only
+// for Customer (a customer's source_id or id). Empty fields bind nothing.
+type Binding struct {
+	Customer string
+	Origin   string
 }
 
 // Live says whether the token is good at now.
@@ -46,10 +55,10 @@ func TokenHash(token string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// CreateToken issues a token to key for scopes, counting the project's
-// live tokens under a lock on the key's project row so that concurrent
-// issues cannot pass MaxTokens.
-func CreateToken(ctx context.Context, q db.Querier, key AppKey, scopes []string, now time.Time) (string, Token, error) {
+// CreateToken issues a token to key for scopes, bound by b, counting the
+// project's live tokens under a lock on the key's project row so that
+// concurrent issues cannot pass MaxTokens.
+func CreateToken(ctx context.Context, q db.Querier, key AppKey, scopes []string, b Binding, now time.Time) (string, Token, error) {
 	var one int
 	if err := q.QueryRow(ctx, `SELECT 1 FROM projects WHERE id = $1 FOR UPDATE`, key.ProjectID).Scan(&one); err != nil {
 		return "", Token{}, err
@@ -64,9 +73,10 @@ func CreateToken(ctx context.Context, q db.Querier, key AppKey, scopes []string,
 	}
 	token := ids.Secret(32)
 	t := Token{Hash: TokenHash(token), ProjectID: key.ProjectID, AppID: key.AppID, Scopes: scopes, CreatedAt: now,
-		ExpiresAt: now.Add(TokenLifetime).Truncate(time.Second)}
-	_, err := q.Exec(ctx, `INSERT INTO oauth_tokens (token_hash, project_id, app_id, scopes, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, t.Hash, t.ProjectID, t.AppID, strings.Join(scopes, " "), t.CreatedAt, t.ExpiresAt)
+		ExpiresAt: now.Add(TokenLifetime).Truncate(time.Second), Binding: b}
+	_, err := q.Exec(ctx, `INSERT INTO oauth_tokens (token_hash, project_id, app_id, scopes, created_at, expires_at, customer, origin)
+		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''))`, t.Hash, t.ProjectID, t.AppID, strings.Join(scopes, " "),
+		t.CreatedAt, t.ExpiresAt, b.Customer, b.Origin)
 	return token, t, err
 }
 
@@ -74,8 +84,9 @@ func CreateToken(ctx context.Context, q db.Querier, key AppKey, scopes []string,
 func GetToken(ctx context.Context, q db.Querier, hash string) (Token, error) {
 	var t Token
 	var scopes string
-	err := q.QueryRow(ctx, `SELECT token_hash, project_id, app_id, scopes, created_at, expires_at, revoked_at
-		FROM oauth_tokens WHERE token_hash = $1`, hash).Scan(&t.Hash, &t.ProjectID, &t.AppID, &scopes, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt)
+	err := q.QueryRow(ctx, `SELECT token_hash, project_id, app_id, scopes, created_at, expires_at, revoked_at,
+		COALESCE(customer, ''), COALESCE(origin, '') FROM oauth_tokens WHERE token_hash = $1`, hash).Scan(&t.Hash, &t.ProjectID,
+		&t.AppID, &scopes, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &t.Customer, &t.Origin)
 	if errors.Is(err, db.ErrNotFound) {
 		return Token{}, ErrTokenNotFound
 	}

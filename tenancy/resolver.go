@@ -34,6 +34,7 @@ type Resolver struct {
 	webhooks *expirable.LRU[string, []Webhook]     // by project id
 	schemas  *expirable.LRU[string, []EventSchema] // by project id
 	stacking *expirable.LRU[string, StackingRules] // by project id
+	origins  *expirable.LRU[string, Origins]       // by cluster: its projects' trusted domains
 	plans    *expirable.LRU[string, Plan]
 	tokens   *expirable.LRU[string, Token]    // by hash, for at most a minute
 	negative *expirable.LRU[string, struct{}] // "k:"+app id, "m:"+management id, "h:"+host
@@ -72,6 +73,7 @@ func NewResolver(pool *db.Pool, o ResolverOptions) *Resolver {
 		webhooks: expirable.NewLRU[string, []Webhook](o.Size, nil, o.TTL),
 		schemas:  expirable.NewLRU[string, []EventSchema](o.Size, nil, o.TTL),
 		stacking: expirable.NewLRU[string, StackingRules](o.Size, nil, o.TTL),
+		origins:  expirable.NewLRU[string, Origins](1000, nil, o.TTL),
 		plans:    expirable.NewLRU[string, Plan](1000, nil, o.TTL),
 		tokens:   expirable.NewLRU[string, Token](o.Size, nil, min(o.TTL, time.Minute)),
 		negative: expirable.NewLRU[string, struct{}](o.Size, nil, o.NegativeTTL),
@@ -170,6 +172,15 @@ func (r *Resolver) StackingRules(ctx context.Context, projectID string) (Stackin
 	})
 }
 
+// ClusterOrigins are the origins that some live project of the cluster
+// trusts (TrustedDomains); a project's change is seen with the next poll.
+func (r *Resolver) ClusterOrigins(ctx context.Context, cluster string) (Origins, error) {
+	return cached(r, r.origins, "o:", cluster, nil, func() (Origins, error) {
+		lists, err := TrustedDomains(ctx, r.pool, cluster)
+		return CompileOrigins(lists...), err
+	})
+}
+
 // Plan returns a plan.
 func (r *Resolver) Plan(ctx context.Context, name string) (Plan, error) {
 	return cached(r, r.plans, "pl:", name, ErrPlanNotFound, func() (Plan, error) { return GetPlan(ctx, r.pool, name) })
@@ -196,6 +207,7 @@ func (r *Resolver) Invalidate(c Change) {
 	case ChangeProject:
 		r.projects.Remove(c.Key)
 		r.negative.Remove("p:" + c.Key)
+		r.origins.Purge() // rare: rebuilt at the next preflight
 	case ChangeManagementKey:
 		r.mgmt.Remove(c.Key)
 		r.negative.Remove("m:" + c.Key)
@@ -326,13 +338,13 @@ func (r *Resolver) Bearer(ctx context.Context, token string) (AppKey, Project, T
 	return k, p, t, err
 }
 
-// IssueToken issues an access token to key for scopes.
-func (r *Resolver) IssueToken(ctx context.Context, key AppKey, scopes []string) (string, Token, error) {
+// IssueToken issues an access token to key for scopes, bound by b.
+func (r *Resolver) IssueToken(ctx context.Context, key AppKey, scopes []string, b Binding) (string, Token, error) {
 	var token string
 	var t Token
 	err := db.InTx(ctx, r.pool, func(tx pgx.Tx) error {
 		var err error
-		token, t, err = CreateToken(ctx, tx, key, scopes, time.Now())
+		token, t, err = CreateToken(ctx, tx, key, scopes, b, time.Now())
 		return err
 	})
 	return token, t, err

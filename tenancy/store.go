@@ -172,6 +172,10 @@ func CreateProject(ctx context.Context, q db.Querier, p *Project) (AppKey, strin
 		p.WebhookSecret, p.CreatedAt); err != nil {
 		return AppKey{}, "", err
 	}
+	// Routers cache the origins their cluster's projects trust.
+	if err := RecordChange(ctx, q, ChangeProject, p.ID); err != nil {
+		return AppKey{}, "", err
+	}
 	return CreateAppKey(ctx, q, p.ID, KeyApp, "default")
 }
 

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"hash"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,9 @@ type Identity struct {
 	APIVersion string
 	RequestID  string
 	Expires    time.Time
+	// Customer binds a client-side request to one customer (a source_id
+	// or id): a token minted for a browser acts for no one else.
+	Customer string
 }
 
 // TTL bounds how long a signed header is good for. The router signs as it
@@ -64,7 +68,7 @@ type Identity struct {
 // worthless soon after, and never good for another request.
 const TTL = 10 * time.Second
 
-const version = "v2"
+const version = "v3"
 
 // Signer signs and verifies identities with one secret.
 type Signer struct {
@@ -84,13 +88,15 @@ func NewSigner(secret []byte) (*Signer, error) {
 
 var errInvalid = errors.New("identity: invalid or missing identity header")
 
-// Sign renders id as a header value. Fields must not contain '|'.
+// Sign renders id as a header value. Fields must not contain '|' (the
+// customer, which may, is escaped).
 func (s *Signer) Sign(id Identity) string {
 	var b strings.Builder
 	b.Grow(160)
 	b.WriteString(version)
 	for _, f := range [...]string{id.Audience, id.ProjectID, id.Cluster, id.Method, id.Path, id.Kind, id.KeyID,
-		strings.Join(id.Scopes, ","), id.APIVersion, id.RequestID, strconv.FormatInt(id.Expires.Unix(), 10)} {
+		strings.Join(id.Scopes, ","), id.APIVersion, id.RequestID, strconv.FormatInt(id.Expires.Unix(), 10),
+		url.QueryEscape(id.Customer)} {
 		b.WriteByte('|')
 		b.WriteString(f)
 	}
@@ -119,15 +125,19 @@ func (s *Signer) Verify(header string, now time.Time) (Identity, error) {
 		return Identity{}, errInvalid
 	}
 	f := strings.Split(payload, "|")
-	if len(f) != 12 || f[0] != version {
+	if len(f) != 13 || f[0] != version {
 		return Identity{}, errInvalid
 	}
 	exp, err := strconv.ParseInt(f[11], 10, 64)
 	if err != nil || now.Unix() > exp {
 		return Identity{}, errors.New("identity: expired identity header")
 	}
+	customer, err := url.QueryUnescape(f[12])
+	if err != nil {
+		return Identity{}, errInvalid
+	}
 	id := Identity{Audience: f[1], ProjectID: f[2], Cluster: f[3], Method: f[4], Path: f[5], Kind: f[6], KeyID: f[7],
-		APIVersion: f[9], RequestID: f[10], Expires: time.Unix(exp, 0)}
+		APIVersion: f[9], RequestID: f[10], Expires: time.Unix(exp, 0), Customer: customer}
 	if f[8] != "" {
 		id.Scopes = strings.Split(f[8], ",")
 	}

@@ -16,7 +16,7 @@ func TestSignVerifyRoundTripAndTamperingIsRefused(t *testing.T) {
 	now := time.Now()
 	in := Identity{Audience: AudienceRegional, ProjectID: "proj_1", Cluster: "us1", Method: "POST", Path: "/v1/customers",
 		Kind: KindApp, KeyID: "app1", Scopes: []string{"api", "loyalties"},
-		APIVersion: "v2018-08-01", RequestID: "v-abc", Expires: now.Add(time.Minute)}
+		APIVersion: "v2018-08-01", RequestID: "v-abc", Expires: now.Add(time.Minute), Customer: "ann|42,%x"}
 	h := s.Sign(in)
 	out, err := s.Verify(h, now)
 	if err != nil {
@@ -24,7 +24,7 @@ func TestSignVerifyRoundTripAndTamperingIsRefused(t *testing.T) {
 	}
 	if out.ProjectID != in.ProjectID || out.Cluster != in.Cluster || strings.Join(out.Scopes, ",") != "api,loyalties" ||
 		out.RequestID != in.RequestID || out.KeyID != "app1" || out.Audience != in.Audience || out.Method != "POST" ||
-		out.Path != "/v1/customers" {
+		out.Path != "/v1/customers" || out.Customer != in.Customer {
 		t.Fatalf("round trip: %+v", out)
 	}
 	cases := map[string]string{

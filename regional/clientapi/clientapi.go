@@ -1,0 +1,245 @@
+// Package clientapi serves the client-side API (/client/v1/…): the calls a
+// browser or mobile app makes with the project's public client key or a
+// client_* token. The router has already checked the key and the origin;
+// here each request meets the project's danger-zone toggles and, for a
+// customer-bound token, its one customer, and is then served by its
+// server-side twin (/v1/…) unchanged, version transforms included.
+package clientapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/apiversion"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// Deps are what the client-side API asks of the regional service.
+type Deps struct {
+	// Project reads a project's client-side settings (cached).
+	Project func(ctx context.Context, id string) (tenancy.Project, error)
+	// Customer finds a customer by id or source_id.
+	Customer func(ctx context.Context, projectID, idOrSource string) (customers.Customer, error)
+	// Versions transform the twin's route as they would on /v1.
+	Versions *apiversion.Registry
+}
+
+type api struct {
+	e        *echo.Echo
+	d        Deps
+	versions echo.MiddlewareFunc
+}
+
+// Register mounts /client/v1 on e, whose /v1 routes are the twins. The
+// validation, redemption and qualification endpoints are not mounted yet.
+func Register(e *echo.Echo, d Deps) {
+	a := &api{e: e, d: d, versions: d.Versions.Middleware(func(c echo.Context) string {
+		if id, ok := identity.From(c.Request().Context()); ok && id.APIVersion != "" {
+			return id.APIVersion
+		}
+		return apiversion.Latest
+	})}
+	g := e.Group("/client/v1")
+	g.GET("/promotions/tiers", a.serve("/v1/promotions/tiers", nil))
+	g.POST("/events", a.serve("/v1/events", events))
+	g.POST("/publish", a.serve("/v1/publications", publish))
+	g.GET("/vouchers", a.serve("/v1/vouchers", listVouchers))
+	g.POST("/customers", a.serve("/v1/customers", createCustomer))
+}
+
+// call is one client-side request on its way to its twin.
+type call struct {
+	ctx     context.Context
+	a       *api
+	c       echo.Context
+	project tenancy.Project
+	bound   string                     // the customer a bound token acts for, or ""
+	raw     []byte                     // the body as sent
+	body    map[string]json.RawMessage // the body when it is a JSON object, or {} when there is none
+	changed bool
+}
+
+// serve checks a request with prepare and hands it to the route twin.
+func (a *api) serve(twin string, prepare func(*call) error) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		ctx := req.Context()
+		who, _ := identity.From(ctx)
+		if who.Kind != identity.KindClient {
+			return apierr.Unauthorized("The client-side API takes a client-side key (X-Client-Application-Id and X-Client-Token) " +
+				"or a token with client_* scopes.")
+		}
+		p, err := a.d.Project(ctx, who.ProjectID)
+		if errors.Is(err, tenancy.ErrProjectNotFound) {
+			return apierr.Unauthorized("The project of these credentials no longer exists.")
+		}
+		if err != nil {
+			return err
+		}
+		k := &call{ctx: ctx, a: a, c: c, project: p, bound: who.Customer}
+		if err := k.readBody(); err != nil {
+			return err
+		}
+		if prepare != nil {
+			if err := prepare(k); err != nil {
+				return err
+			}
+		}
+		raw := k.raw
+		if k.changed {
+			if raw, err = json.Marshal(k.body); err != nil {
+				return err
+			}
+		}
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
+		return a.twin(c, twin)
+	}
+}
+
+// twin serves c by the route at path, as if it had been sent there.
+func (a *api) twin(c echo.Context, path string) error {
+	req := c.Request()
+	u := *req.URL
+	u.Path, u.RawPath = path, ""
+	out := req.WithContext(req.Context())
+	out.URL = &u
+	c.SetRequest(out)
+	route := c.Path()
+	defer c.SetPath(route) // metrics name the client route
+	a.e.Router().Find(req.Method, path, c)
+	return a.versions(c.Handler())(c)
+}
+
+// readBody reads the body, keeping it as an object when it is one (or
+// none); k.body is nil for any other body, which the twin refuses.
+func (k *call) readBody() error {
+	req := k.c.Request()
+	if req.Body != nil && req.Body != http.NoBody {
+		var err error
+		k.raw, err = io.ReadAll(req.Body)
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge)
+		}
+		if err != nil {
+			return apierr.InvalidPayload("The request body could not be read: " + err.Error() + ".")
+		}
+	}
+	if len(bytes.TrimSpace(k.raw)) == 0 {
+		k.body = map[string]json.RawMessage{}
+	} else if json.Unmarshal(k.raw, &k.body) != nil || k.body == nil {
+		k.body = nil
+	}
+	return nil
+}
+
+// set changes a property of an object body.
+func (k *call) set(field string, v any) {
+	b, _ := json.Marshal(v)
+	k.body[field], k.changed = b, true
+}
+
+// need refuses an action the project has not enabled.
+func need(on bool, flag, what string) error {
+	if on {
+		return nil
+	}
+	return apierr.New(http.StatusForbidden, "client_side_action_disabled", "Forbidden",
+		fmt.Sprintf("%s from the client-side API is disabled for this project: an admin enables %s "+
+			"(PUT /management/v1/projects/{projectId}).", what, flag))
+}
+
+func events(k *call) error {
+	if carries(k.body["loyalty"]) || carries(k.body["referral"]) {
+		if err := need(k.project.Settings.ClientLoyaltyEventsEnabled, "client_loyalty_events_enabled",
+			"Sending events with loyalty or referral"); err != nil {
+			return err
+		}
+	}
+	return k.bindField("customer")
+}
+
+// publish takes the campaign from the query, where the client SDK puts it.
+func publish(k *call) error {
+	if err := need(k.project.Settings.ClientPublishEnabled, "client_publish_enabled", "Publishing vouchers"); err != nil {
+		return err
+	}
+	if name := k.c.QueryParam("campaign"); name != "" && k.body != nil && absent(k.body["campaign"]) && absent(k.body["voucher"]) {
+		k.set("campaign", name)
+	}
+	return k.bindField("customer")
+}
+
+func listVouchers(k *call) error {
+	if err := need(k.project.Settings.ClientListVouchersEnabled, "client_list_vouchers_enabled", "Listing vouchers"); err != nil {
+		return err
+	}
+	if k.bound == "" {
+		return nil
+	}
+	req := k.c.Request()
+	q := req.URL.Query()
+	if ref := q.Get("customer"); ref != "" {
+		return k.check(ref, "")
+	}
+	// The bound customer's vouchers: the filter takes the customer's id.
+	id := k.bound
+	if c, err := k.a.d.Customer(k.ctx, k.project.ID, k.bound); err == nil && names(c, k.bound, boundField(k.bound)) {
+		id = c.ID
+	} else if err != nil && !notFound(err) {
+		return err
+	}
+	q.Set("customer", id)
+	req.URL.RawQuery = q.Encode()
+	return nil
+}
+
+func createCustomer(k *call) error {
+	if err := need(k.project.Settings.ClientCreateCustomerEnabled, "client_create_customer_enabled", "Creating customers"); err != nil {
+		return err
+	}
+	if k.bound == "" || k.body == nil {
+		return nil // nil: not an object, which the twin refuses
+	}
+	changed, err := k.bindObject(k.body)
+	k.changed = k.changed || changed
+	return err
+}
+
+// carries says whether an event's loyalty or referral object asks for
+// anything: the client SDK sends both as {} by default.
+func carries(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return len(bytes.TrimSpace(raw)) > 0
+	}
+	switch v := v.(type) {
+	case nil:
+		return false
+	case string:
+		return v != ""
+	case map[string]any:
+		for _, x := range v {
+			if x != nil && x != "" {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func absent(raw json.RawMessage) bool {
+	s := string(bytes.TrimSpace(raw))
+	return s == "" || s == "null" || s == `""`
+}

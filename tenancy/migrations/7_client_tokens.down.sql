@@ -1,0 +1,2 @@
+ALTER TABLE oauth_tokens DROP COLUMN origin;
+ALTER TABLE oauth_tokens DROP COLUMN customer;
