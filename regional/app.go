@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	// The product jobs take up to 10 MB (an imported file), as the router does.
 	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true,
-		LargeBodies: append(append(append([]string(nil), products.LargeBodies...), vouchers.LargeBodies...), customEvents.BulkPath),
+		LargeBodies:    append(append(append([]string(nil), products.LargeBodies...), vouchers.LargeBodies...), customEvents.BulkPath),
 		LargeBodyLimit: "10M"})
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {
