@@ -209,11 +209,23 @@ func (e *Env) MgmtHeader() http.Header {
 // Project is a project made through the management API.
 type Project struct {
 	ID, Cluster, AppID, AppToken string
+	ClientAppID, ClientToken     string // the client-side pair
 }
 
 // Header carries the project's application keys.
 func (p Project) Header() http.Header {
 	return http.Header{"X-App-Id": {p.AppID}, "X-App-Token": {p.AppToken}}
+}
+
+// ClientHeader carries the project's client-side keys, sent from origin
+// (none when empty), as the client SDK sends them.
+func (p Project) ClientHeader(origin string) http.Header {
+	h := http.Header{"X-Client-Application-Id": {p.ClientAppID}, "X-Client-Token": {p.ClientToken},
+		"X-Voucherify-Channel": {"Browser-ClientSide-SDK-v2.9.4"}}
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	return h
 }
 
 // CreateProject makes a project in cluster through the router and management.
@@ -225,8 +237,9 @@ func (e *Env) CreateProject(t testing.TB, cluster string) Project {
 		t.Fatalf("create project: %d %s", r.Status, r.Body)
 	}
 	m := r.JSON(t)
-	key := m["server_side_key"].(map[string]any)
-	return Project{ID: m["id"].(string), Cluster: cluster, AppID: key["app_id"].(string), AppToken: key["app_token"].(string)}
+	key, client := m["server_side_key"].(map[string]any), m["client_side_key"].(map[string]any)
+	return Project{ID: m["id"].(string), Cluster: cluster, AppID: key["app_id"].(string), AppToken: key["app_token"].(string),
+		ClientAppID: client["app_id"].(string), ClientToken: client["app_token"].(string)}
 }
 
 // URL is a cluster's base URL as the test client reaches it.

@@ -187,8 +187,8 @@ func listVouchers(k *call) error {
 	if k.bound == "" {
 		return nil
 	}
-	req := k.c.Request()
-	q := req.URL.Query()
+	// The context's own (cached) query, which the twin reads.
+	q := k.c.QueryParams()
 	if ref := q.Get("customer"); ref != "" {
 		return k.check(ref, "")
 	}
@@ -200,7 +200,7 @@ func listVouchers(k *call) error {
 		return err
 	}
 	q.Set("customer", id)
-	req.URL.RawQuery = q.Encode()
+	k.c.Request().URL.RawQuery = q.Encode()
 	return nil
 }
 
