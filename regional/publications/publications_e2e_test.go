@@ -42,7 +42,7 @@ func voucherOf(t *testing.T, pub map[string]any) map[string]any {
 
 func TestPublishToNewAndExistingCustomers(t *testing.T) {
 	a := stacktest.NewAPI(t)
-	hooks := a.Subscribe("publication.succeeded", "customer.publication.succeeded", "publication.failed")
+	hooks := a.Subscribe("publication.succeeded", "customer.publication.succeeded", "publication.failed", "voucher.published")
 	camp := campaign(a, "Spring", "STATIC", 3, nil)
 
 	// A new customer, by source_id: made, and given a voucher.
@@ -111,6 +111,9 @@ func TestPublishToNewAndExistingCustomers(t *testing.T) {
 	}
 	if hooks.Wait(t, "publication.failed", 1)["result"] != "FAILURE" {
 		t.Fatal("publication.failed")
+	}
+	if ev := hooks.Wait(t, "voucher.published", 5); ev["voucher"].(map[string]any)["code"] != voucherOf(t, s1)["code"] || ev["customer"] == nil {
+		t.Fatalf("voucher.published: %v", ev)
 	}
 }
 

@@ -227,6 +227,9 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 	if err := s.events.Emit(ctx, tx, projectID, EventSucceeded, pub.ID, view); err != nil {
 		return View{}, nil, err
 	}
+	if err := s.events.Emit(ctx, tx, projectID, vouchers.EventVoucherPublished, v.ID, event); err != nil {
+		return View{}, nil, err
+	}
 	return view, nil, s.events.Emit(ctx, tx, projectID, EventCustomerSucceeded, cust.ID, event)
 }
 
