@@ -25,6 +25,9 @@ var (
 	fuzzSeed = flag.Uint64("fuzzhttp.seed", 0, "seed of the HTTP fuzz test (0: from the clock)")
 )
 
+// fuzzOrigin is the website the client-side routes are called from.
+const fuzzOrigin = "https://fuzz.example"
+
 // fuzzRoute is a registered route and who may call it.
 type fuzzRoute struct {
 	method, path string
@@ -41,6 +44,23 @@ func TestFuzzEveryRoute(t *testing.T) {
 	e := stacktest.Start(t, stacktest.Options{})
 	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	ids := seedObjects(t, a)
+	// The client-side routes are walked with the client keys from a
+	// trusted origin, every toggle on and no per-address limit in the way.
+	if r := e.Do(t, "PUT", "http://api.localhost/management/v1/projects/"+a.P.ID, e.MgmtHeader(), map[string]any{
+		"client_trusted_domains": []string{fuzzOrigin}, "client_ip_rate_limit": map[string]any{"requests": 100000, "seconds": 1},
+		"client_publish_enabled": true, "client_list_vouchers_enabled": true, "client_create_customer_enabled": true,
+		"client_loyalty_events_enabled": true, "client_redeem_enabled": true}); r.Status != 200 {
+		t.Fatalf("client-side settings: %d %s", r.Status, r.Body)
+	}
+	headerFor := func(r fuzzRoute) http.Header {
+		switch {
+		case r.mgmt:
+			return e.MgmtHeader()
+		case strings.HasPrefix(r.path, "/client/"):
+			return a.P.ClientHeader(fuzzOrigin)
+		}
+		return a.P.Header()
+	}
 	// The management routes work on a project of their own: one of them
 	// deletes it.
 	ids["projectId"] = e.CreateProject(t, "api").ID
@@ -74,10 +94,7 @@ func TestFuzzEveryRoute(t *testing.T) {
 	statuses := map[int]int{}
 	send := func(r fuzzRoute, path string, body []byte) {
 		t.Helper()
-		header := a.P.Header()
-		if r.mgmt {
-			header = e.MgmtHeader()
-		}
+		header := headerFor(r)
 		// One request in eight names an API version: known, unknown or garbage.
 		if rng.IntN(8) == 0 {
 			header.Set("X-Voucherify-API-Version", []string{"v2017-04-05", "v2017-04-20", "v2018-08-01", "v2099-01-01", "",
@@ -117,10 +134,7 @@ func TestFuzzEveryRoute(t *testing.T) {
 			continue
 		}
 		path := fillPath(r.path, ids)
-		header := a.P.Header()
-		if r.mgmt {
-			header = e.MgmtHeader()
-		}
+		header := headerFor(r)
 		status, _, got, _ := fuzzDo(t, e, http.MethodGet, stacktest.URL("api", path), header, nil)
 		if status >= 500 {
 			t.Errorf("read back GET %s: %d %s", path, status, clipBody(got))
