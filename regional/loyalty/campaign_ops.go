@@ -62,8 +62,11 @@ func ApplyCommon[V any](a *AttrsOf[V], r CommonUpdate) error {
 	}
 	set(&a.Description, r.Description)
 	set(&a.ActivityDurationAfterPublishing, r.ActivityDurationAfterPublishing)
-	set(&a.Category, r.Category)
-	set(&a.CategoryID, r.CategoryID)
+	// A category by name or by id replaces the one held (resolved by
+	// ChangeCampaign).
+	if r.Category != nil || r.CategoryID != nil {
+		a.Category, a.CategoryID = r.Category, r.CategoryID
+	}
 	if r.Type != nil {
 		a.Type = *r.Type
 	}
@@ -106,10 +109,14 @@ func ChangeCampaign[V any](ctx context.Context, s *Service, projectID, idOrName,
 		} else if err != nil {
 			return err
 		}
+		name, id := c.Attrs.Category, c.Attrs.CategoryID
 		if err := change(tx, &c); err != nil {
 			return err
 		}
 		now := s.Now().UTC()
+		if err := setChangedCategory(ctx, tx, projectID, &c.Attrs, name, id, now); err != nil {
+			return err
+		}
 		c.UpdatedAt = &now
 		if err := UpdateCampaignOf(ctx, tx, projectID, c); err != nil {
 			return err

@@ -235,3 +235,13 @@ func clone(b []byte) json.RawMessage {
 	}
 	return append(json.RawMessage(nil), b...)
 }
+
+// FollowCategory keeps the copy campaigns hold of a category
+// (categories.Follower): renamed to name, or, deleted (name nil), taken
+// out of them.
+func FollowCategory(ctx context.Context, q db.Querier, projectID, categoryID string, name *string) error {
+	_, err := q.Exec(ctx, `UPDATE campaigns SET attrs = CASE WHEN $3::TEXT IS NULL THEN attrs - 'category' - 'category_id'
+		ELSE jsonb_set(attrs, '{category}', to_jsonb($3::TEXT)) END
+		WHERE project_id = $1 AND attrs->>'category_id' = $2`, projectID, categoryID, name)
+	return err
+}

@@ -211,6 +211,9 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 		if count > 1 {
 			c.GenerationStatus = "IN_PROGRESS"
 		}
+		if err := SetCategory(ctx, tx, projectID, &c.Attrs, r.Category, r.CategoryID, now); err != nil {
+			return err
+		}
 		if err := InsertCampaign(ctx, tx, projectID, c.CampaignOf); err != nil {
 			return err
 		}

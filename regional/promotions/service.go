@@ -194,6 +194,9 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json
 	}
 	var tiers []Tier
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := loyalty.SetCategory(ctx, tx, projectID, &c.Attrs, r.Category, r.CategoryID, c.CreatedAt); err != nil {
+			return err
+		}
 		if err := loyalty.InsertCampaign(ctx, tx, projectID, c); err != nil {
 			if errors.Is(err, db.ErrConflict) {
 				return apierr.Duplicate("campaign", "A campaign named "+c.Name+" already exists.")

@@ -50,8 +50,8 @@ type Campaign = loyalty.CampaignOf[Template]
 func (t Template) voucher(c Campaign, code string, now time.Time) Voucher {
 	a := c.Attrs
 	v := Voucher{Code: code, CampaignID: &c.ID, CampaignName: &c.Name, Type: t.Type, Active: true, Category: a.Category,
-		Quantity: t.Redemption.Quantity, CreatedAt: now,
-		Attrs: Attrs{Discount: t.Discount, CategoryID: a.CategoryID, StartDate: a.StartDate, ExpirationDate: a.ExpirationDate,
+		CategoryID: a.CategoryID, Quantity: t.Redemption.Quantity, CreatedAt: now,
+		Attrs: Attrs{Discount: t.Discount, StartDate: a.StartDate, ExpirationDate: a.ExpirationDate,
 			ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours}}
 	if t.Gift != nil {
 		g := *t.Gift
@@ -162,7 +162,6 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 	}
 	a.ValidityTimeframe, a.ValidityDayOfWeek, a.ValidityHours = probe.Attrs.ValidityTimeframe, probe.Attrs.ValidityDayOfWeek, probe.Attrs.ValidityHours
 	a.StartDate, a.ExpirationDate, a.Metadata = probe.Attrs.StartDate, probe.Attrs.ExpirationDate, probe.Attrs.Metadata
-	a.Category, a.CategoryID = probe.Category, probe.Attrs.CategoryID
 	// The voucher template.
 	t := Template{Type: vtype}
 	if r.Voucher == nil {
@@ -215,6 +214,9 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 		actionID, c.GenerationStatus = nil, "DONE"
 		if c.VouchersCount > 1 {
 			c.GenerationStatus = "IN_PROGRESS"
+		}
+		if err := loyalty.SetCategory(ctx, tx, projectID, &c.Attrs, r.Category, r.CategoryID, c.CreatedAt); err != nil {
+			return err
 		}
 		if err := loyalty.InsertCampaign(ctx, tx, projectID, c); err != nil {
 			if errors.Is(err, db.ErrConflict) {

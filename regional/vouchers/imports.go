@@ -307,12 +307,22 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 			vs := make([]Voucher, 0, to-from)
 			rows := make([]int, 0, to-from)
 			now := s.now()
+			cats := categoryCache{}
 			for i := from; i < to; i++ {
 				v, err := s.importVoucher(in.Items[i], camp, now)
 				code := v.Code
 				if err == nil {
 					if first, ok := seen[code]; ok && first != i {
 						err = fmt.Errorf("the code is on row %d already", first+1)
+					}
+				}
+				// A category that does not resolve fails its row; the database failing, the chunk.
+				if err == nil {
+					var ae *apierr.Error
+					if err = cats.resolve(ctx, tx, job.ProjectID, &v, now); errors.As(err, &ae) {
+						err = errors.New(ae.Details)
+					} else if err != nil {
+						return err
 					}
 				}
 				if err != nil {
@@ -400,27 +410,27 @@ func insertVouchers(ctx context.Context, tx pgx.Tx, projectID string, vs []Vouch
 		return made, nil
 	}
 	n := len(vs)
-	vids, codes, types, attrs, cats, camps := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
-		make([]*string, n), make([]*string, n)
+	vids, codes, types, attrs, cats, catIDs, camps := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+		make([]*string, n), make([]*string, n), make([]*string, n)
 	active, quantity := make([]bool, n), make([]*int64, n)
 	for i, v := range vs {
 		a, err := json.Marshal(v.Attrs)
 		if err != nil {
 			return nil, err
 		}
-		vids[i], codes[i], types[i], attrs[i], cats[i], camps[i], active[i], quantity[i] = v.ID, v.Code, v.Type, string(a), v.Category,
-			v.CampaignID, v.Active, v.Quantity
+		vids[i], codes[i], types[i], attrs[i], cats[i], catIDs[i], camps[i], active[i], quantity[i] = v.ID, v.Code, v.Type, string(a),
+			v.Category, v.CategoryID, v.CampaignID, v.Active, v.Quantity
 	}
 	rows, err := tx.Query(ctx, `WITH reg AS (
 			INSERT INTO voucher_codes (project_id, code, voucher_id)
 			SELECT $1, x.code, x.id FROM unnest($2::TEXT[], $3::TEXT[]) AS x(id, code)
 			ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id)
-		INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, active, redemption_quantity, created_at)
-			SELECT $1, x.id, x.code, x.campaign_id, x.type, x.attrs::JSONB, x.category, x.active, x.quantity, $10
-			FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::BOOL[], $9::INT8[])
-				AS x(id, code, campaign_id, type, attrs, category, active, quantity)
+		INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, category_id, active, redemption_quantity, created_at)
+			SELECT $1, x.id, x.code, x.campaign_id, x.type, x.attrs::JSONB, x.category, x.category_id, x.active, x.quantity, $10
+			FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $11::TEXT[], $8::BOOL[], $9::INT8[])
+				AS x(id, code, campaign_id, type, attrs, category, category_id, active, quantity)
 			WHERE x.id IN (SELECT voucher_id FROM reg)
-		RETURNING id`, projectID, vids, codes, camps, types, attrs, cats, active, quantity, vs[0].CreatedAt)
+		RETURNING id`, projectID, vids, codes, camps, types, attrs, cats, active, quantity, vs[0].CreatedAt, catIDs)
 	if err != nil {
 		return nil, err
 	}

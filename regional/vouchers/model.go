@@ -16,6 +16,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/categories"
 )
 
 // Voucher types this package serves.
@@ -36,7 +37,6 @@ type GiftFigures struct {
 type Attrs struct {
 	Discount          json.RawMessage `json:"discount,omitempty"`
 	Gift              *GiftFigures    `json:"gift,omitempty"`
-	CategoryID        *string         `json:"category_id,omitempty"`
 	StartDate         *time.Time      `json:"start_date,omitempty"`
 	ExpirationDate    *time.Time      `json:"expiration_date,omitempty"`
 	ValidityTimeframe json.RawMessage `json:"validity_timeframe,omitempty"`
@@ -54,7 +54,9 @@ type Voucher struct {
 	CampaignName *string // joined when read
 	Type         string
 	Attrs        Attrs
-	Category     *string
+	Category     *string // the name written (the tag shown when CategoryID is nil)
+	CategoryID   *string
+	Cat          *categories.Category // the category CategoryID names, joined when read
 	Active       bool
 	Quantity     *int64
 	Redeemed     int64
@@ -65,40 +67,33 @@ type Voucher struct {
 
 // View is the reference's Voucher shape.
 type View struct {
-	ID                         string          `json:"id"`
-	Code                       string          `json:"code"`
-	Campaign                   *string         `json:"campaign"`
-	CampaignID                 *string         `json:"campaign_id"`
-	Category                   *string         `json:"category"`
-	CategoryID                 *string         `json:"category_id"`
-	Categories                 []Category      `json:"categories"`
-	Type                       string          `json:"type"`
-	Discount                   json.RawMessage `json:"discount,omitempty"`
-	Gift                       *GiftFigures    `json:"gift"`
-	LoyaltyCard                *struct{}       `json:"loyalty_card"`
-	StartDate                  *jsonx.Time     `json:"start_date"`
-	ExpirationDate             *jsonx.Time     `json:"expiration_date"`
-	ValidityTimeframe          json.RawMessage `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek          json.RawMessage `json:"validity_day_of_week,omitempty"`
-	ValidityHours              json.RawMessage `json:"validity_hours,omitempty"`
-	Active                     bool            `json:"active"`
-	AdditionalInfo             *string         `json:"additional_info"`
-	Metadata                   map[string]any  `json:"metadata"`
-	IsReferralCode             bool            `json:"is_referral_code"`
-	HolderID                   *string         `json:"holder_id"`
-	CreatedAt                  jsonx.Time      `json:"created_at"`
-	UpdatedAt                  *jsonx.Time     `json:"updated_at"`
-	Redemption                 RedemptionView  `json:"redemption"`
-	Publish                    PublishView     `json:"publish"`
-	ValidationRulesAssignments ListView        `json:"validation_rules_assignments"`
-	Object                     string          `json:"object"`
-}
-
-// Category is a voucher's category as the answer lists it.
-type Category struct {
-	Name      string `json:"name"`
-	Hierarchy int    `json:"hierarchy"`
-	Object    string `json:"object"`
+	ID                         string            `json:"id"`
+	Code                       string            `json:"code"`
+	Campaign                   *string           `json:"campaign"`
+	CampaignID                 *string           `json:"campaign_id"`
+	Category                   *string           `json:"category"`
+	CategoryID                 *string           `json:"category_id"`
+	Categories                 []categories.View `json:"categories"`
+	Type                       string            `json:"type"`
+	Discount                   json.RawMessage   `json:"discount,omitempty"`
+	Gift                       *GiftFigures      `json:"gift"`
+	LoyaltyCard                *struct{}         `json:"loyalty_card"`
+	StartDate                  *jsonx.Time       `json:"start_date"`
+	ExpirationDate             *jsonx.Time       `json:"expiration_date"`
+	ValidityTimeframe          json.RawMessage   `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek          json.RawMessage   `json:"validity_day_of_week,omitempty"`
+	ValidityHours              json.RawMessage   `json:"validity_hours,omitempty"`
+	Active                     bool              `json:"active"`
+	AdditionalInfo             *string           `json:"additional_info"`
+	Metadata                   map[string]any    `json:"metadata"`
+	IsReferralCode             bool              `json:"is_referral_code"`
+	HolderID                   *string           `json:"holder_id"`
+	CreatedAt                  jsonx.Time        `json:"created_at"`
+	UpdatedAt                  *jsonx.Time       `json:"updated_at"`
+	Redemption                 RedemptionView    `json:"redemption"`
+	Publish                    PublishView       `json:"publish"`
+	ValidationRulesAssignments ListView          `json:"validation_rules_assignments"`
+	Object                     string            `json:"object"`
 }
 
 // RedemptionView is a voucher's redemption figures.
@@ -131,13 +126,10 @@ func (v Voucher) View() View {
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	cats := []Category{}
-	if v.Category != nil {
-		cats = append(cats, Category{Name: *v.Category, Object: "category"})
-	}
+	cat, catID, cats := v.category()
 	esc := v.Code
-	return View{ID: v.ID, Code: v.Code, Campaign: v.CampaignName, CampaignID: v.CampaignID, Category: v.Category,
-		CategoryID: a.CategoryID, Categories: cats, Type: v.Type, Discount: a.Discount, Gift: a.Gift,
+	return View{ID: v.ID, Code: v.Code, Campaign: v.CampaignName, CampaignID: v.CampaignID, Category: cat,
+		CategoryID: catID, Categories: cats, Type: v.Type, Discount: a.Discount, Gift: a.Gift,
 		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate),
 		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
 		Active: v.Active, AdditionalInfo: a.AdditionalInfo, Metadata: meta, HolderID: v.HolderID,
@@ -148,6 +140,22 @@ func (v Voucher) View() View {
 		ValidationRulesAssignments: ListView{Object: "list", DataRef: "data", Data: []any{}},
 		Object:                     "voucher"}
 }
+
+// category is the voucher's category as the answer shows it: the one its
+// category_id names (none once that is deleted), else the tag it was
+// written with (before categories, or by a writer that does not resolve).
+func (v Voucher) category() (name, id *string, cats []categories.View) {
+	switch {
+	case v.Cat != nil:
+		return &v.Cat.Name, &v.Cat.ID, []categories.View{v.Cat.View()}
+	case v.CategoryID == nil:
+		return v.Category, nil, []categories.View{}
+	}
+	return nil, nil, []categories.View{}
+}
+
+// categoryName is category's name in SQL (v vouchers, cat the joined category).
+const categoryName = `COALESCE(cat.name, CASE WHEN v.category_id IS NULL THEN v.category END)`
 
 // ---- checks of the documents a voucher or a campaign's template holds ----
 

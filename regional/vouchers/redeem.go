@@ -79,9 +79,8 @@ func (s *Service) QueueCredits(ctx context.Context, b *pgx.Batch, projectID stri
 func HeldBy(ctx context.Context, q db.Querier, projectID, holderID string, limit int) ([]Voucher, error) {
 	return db.Collect(func(r pgx.Row) (Voucher, error) {
 		var v Voucher
-		var attrs []byte
-		if err := r.Scan(&v.ID, &v.Code, &v.CampaignID, &v.CampaignName, &v.Type, &attrs, &v.Category, &v.Active, &v.Quantity,
-			&v.Redeemed, &v.HolderID, &v.CreatedAt, &v.UpdatedAt); err != nil {
+		attrs, err := scanRow(r, &v)
+		if err != nil {
 			return Voucher{}, err
 		}
 		if c, ok := heldAttrs.Get(v.ID); ok && bytes.Equal(c.raw, attrs) {

@@ -21,6 +21,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/bin"
+	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
 
@@ -167,11 +168,10 @@ func (r Request) apply(v *Voucher, creating bool) error {
 	if r.AdditionalInfo != nil {
 		a.AdditionalInfo = r.AdditionalInfo
 	}
-	if r.Category != nil {
-		v.Category = r.Category
-	}
-	if r.CategoryID != nil {
-		a.CategoryID = r.CategoryID
+	// A category given (by name or id) replaces the one held, once
+	// resolved (resolveCategory).
+	if r.Category != nil || r.CategoryID != nil {
+		v.Category, v.CategoryID, v.Cat = r.Category, r.CategoryID, nil
 	}
 	if r.Active != nil {
 		v.Active = *r.Active
@@ -227,6 +227,9 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 		if camp != nil && v.Type != camp.Attrs.Voucher.Type {
 			return apierr.InvalidPayload("type must be the campaign's voucher type, " + camp.Attrs.Voucher.Type)
 		}
+		if err := resolveCategory(ctx, tx, projectID, &v, now); err != nil {
+			return err
+		}
 		if v.Code == "" {
 			gen, err := codes.New(cc)
 			if err != nil {
@@ -274,6 +277,39 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 		return View{}, err
 	}
 	return v.View(), nil
+}
+
+// resolveCategory makes the category v names (by name or id, from the
+// request or its campaign) one of the project's categories
+// (categories.Resolve), in tx.
+func resolveCategory(ctx context.Context, tx pgx.Tx, projectID string, v *Voucher, now time.Time) error {
+	return categoryCache{}.resolve(ctx, tx, projectID, v, now)
+}
+
+// categoryCache is resolveCategory for the many vouchers of one
+// transaction (an import's chunk): each name or id is looked up once.
+type categoryCache map[[2]string]*categories.Category
+
+func (cc categoryCache) resolve(ctx context.Context, tx pgx.Tx, projectID string, v *Voucher, now time.Time) error {
+	key := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return "+" + *s
+	}
+	k := [2]string{key(v.Category), key(v.CategoryID)}
+	c, ok := cc[k]
+	if !ok {
+		var err error
+		if c, err = categories.Resolve(ctx, tx, projectID, v.Category, v.CategoryID, now); err != nil {
+			return err
+		}
+		cc[k] = c
+	}
+	if v.Cat = c; c != nil {
+		v.Category, v.CategoryID = &c.Name, &c.ID
+	}
+	return nil
 }
 
 // Webhook events of vouchers, as the reference names them.
@@ -336,6 +372,11 @@ func (s *Service) Update(ctx context.Context, projectID, code string, r Request)
 			return err
 		}
 		now := s.now()
+		if r.Category != nil || r.CategoryID != nil {
+			if err := resolveCategory(ctx, tx, projectID, &v, now); err != nil {
+				return err
+			}
+		}
 		v.UpdatedAt = &now
 		if err := updateVoucher(ctx, tx, projectID, v); err != nil {
 			return err

@@ -15,20 +15,35 @@ import (
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
 
-// The columns of a voucher, with its campaign's name (v is vouchers, c campaigns).
-const voucherColumns = `v.id, v.code, v.campaign_id, c.name, v.type, v.attrs, v.category, v.active, v.redemption_quantity,
-	v.redeemed_quantity, v.holder_id, v.created_at, v.updated_at`
+// The columns of a voucher, with its campaign's name and its category (v
+// is vouchers, c campaigns, cat categories), in scanRow's order.
+var voucherColumns = `v.id, v.code, v.campaign_id, c.name, v.type, v.attrs, v.category, v.category_id, ` + categories.Columns("cat") +
+	`, v.active, v.redemption_quantity, v.redeemed_quantity, v.holder_id, v.created_at, v.updated_at`
 
-const voucherFrom = ` FROM vouchers v LEFT JOIN campaigns c ON c.project_id = v.project_id AND c.id = v.campaign_id`
+const voucherFrom = ` FROM vouchers v LEFT JOIN campaigns c ON c.project_id = v.project_id AND c.id = v.campaign_id
+	LEFT JOIN categories cat ON cat.project_id = v.project_id AND cat.id = v.category_id`
+
+// scanRow scans voucherColumns into v, but for the attrs document, which
+// it answers.
+func scanRow(r pgx.Row, v *Voucher) ([]byte, error) {
+	var attrs []byte
+	var cat categories.Nullable
+	if err := r.Scan(append(append([]any{&v.ID, &v.Code, &v.CampaignID, &v.CampaignName, &v.Type, &attrs, &v.Category,
+		&v.CategoryID}, cat.Dests()...), &v.Active, &v.Quantity, &v.Redeemed, &v.HolderID, &v.CreatedAt, &v.UpdatedAt)...); err != nil {
+		return nil, err
+	}
+	v.Cat = cat.Get()
+	return attrs, nil
+}
 
 func scanVoucher(r pgx.Row) (Voucher, error) {
 	var v Voucher
-	var attrs []byte
-	if err := r.Scan(&v.ID, &v.Code, &v.CampaignID, &v.CampaignName, &v.Type, &attrs, &v.Category, &v.Active, &v.Quantity,
-		&v.Redeemed, &v.HolderID, &v.CreatedAt, &v.UpdatedAt); err != nil {
+	attrs, err := scanRow(r, &v)
+	if err != nil {
 		return Voucher{}, err
 	}
 	return v, json.Unmarshal(attrs, &v.Attrs)
@@ -75,9 +90,9 @@ func insertVoucher(ctx context.Context, q db.Querier, projectID string, v Vouche
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, active,
-		redemption_quantity, holder_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		projectID, v.ID, v.Code, v.CampaignID, v.Type, attrs, v.Category, v.Active, v.Quantity, v.HolderID, v.CreatedAt)
+	_, err = q.Exec(ctx, `INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, category_id, active,
+		redemption_quantity, holder_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		projectID, v.ID, v.Code, v.CampaignID, v.Type, attrs, v.Category, v.CategoryID, v.Active, v.Quantity, v.HolderID, v.CreatedAt)
 	if errors.Is(err, db.ErrConflict) {
 		return errCodeTaken(v.Code)
 	}
@@ -89,8 +104,8 @@ func updateVoucher(ctx context.Context, q db.Querier, projectID string, v Vouche
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `UPDATE vouchers SET attrs = $3, category = $4, active = $5, redemption_quantity = $6, updated_at = $7
-		WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, v.Category, v.Active, v.Quantity, v.UpdatedAt)
+	_, err = q.Exec(ctx, `UPDATE vouchers SET attrs = $3, category = $4, category_id = $5, active = $6, redemption_quantity = $7,
+		updated_at = $8 WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, v.Category, v.CategoryID, v.Active, v.Quantity, v.UpdatedAt)
 	return err
 }
 
@@ -118,9 +133,10 @@ func generateVouchers(ctx context.Context, q db.Querier, projectID string, c Cam
 				INSERT INTO voucher_codes (project_id, code, voucher_id)
 				SELECT $1, x.code, x.id FROM unnest($2::TEXT[], $3::TEXT[]) AS x(id, code)
 				ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id, code)
-			INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, active, redemption_quantity, created_at)
-				SELECT $1, reg.voucher_id, reg.code, $4, $5, $6, $7, true, $8, $9 FROM reg
-				ON CONFLICT (project_id, code) DO NOTHING RETURNING id`, projectID, vids, codes, c.ID, v.Type, attrs, v.Category, v.Quantity, now)
+			INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, category_id, active, redemption_quantity, created_at)
+				SELECT $1, reg.voucher_id, reg.code, $4, $5, $6, $7, $10, true, $8, $9 FROM reg
+				ON CONFLICT (project_id, code) DO NOTHING RETURNING id`, projectID, vids, codes, c.ID, v.Type, attrs, v.Category, v.Quantity, now,
+			v.CategoryID)
 		if err != nil {
 			return made, err
 		}
@@ -145,7 +161,7 @@ var listFields = map[string]filters.Field{
 	"id":          {Kind: filters.String, Column: "v.id"},
 	"code":        {Kind: filters.String, Column: "v.code"},
 	"campaign_id": {Kind: filters.String, Column: "v.campaign_id"},
-	"category":    {Kind: filters.String, Column: "v.category"},
+	"category":    {Kind: filters.String, Column: categoryName},
 	"holder_id":   {Kind: filters.String, Column: "v.holder_id"},
 	"type":        {Kind: filters.String, Column: "v.type"},
 	"created_at":  {Kind: filters.DateTime, Column: "v.created_at"},
@@ -176,7 +192,7 @@ func listVouchers(ctx context.Context, q db.Querier, projectID string, lq ListQu
 		add("v.campaign_id = $%d", lq.CampaignID)
 	}
 	if lq.Category != "" {
-		add("v.category = $%d", lq.Category)
+		add(categoryName+" = $%d", lq.Category)
 	}
 	if lq.Customer != "" {
 		add("v.holder_id = $%d", lq.Customer)

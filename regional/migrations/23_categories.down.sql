@@ -1,0 +1,2 @@
+ALTER TABLE vouchers DROP COLUMN category_id;
+DROP TABLE categories;
