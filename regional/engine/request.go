@@ -130,22 +130,21 @@ func ruleOrder(o *orders.Request) *validation.Order {
 	if o == nil {
 		return nil
 	}
-	out := &validation.Order{Metadata: o.Metadata}
+	// An amount given (0 included) is the amount; none, the items' sum.
+	out := &validation.Order{Metadata: o.Metadata, Amount: o.Amount, InitialAmount: o.InitialAmount}
 	if o.ID != nil {
 		out.ID = *o.ID
 	}
 	if o.SourceID != nil {
 		out.SourceID = *o.SourceID
 	}
-	if o.Amount != nil {
-		out.Amount = *o.Amount
-	}
-	if o.InitialAmount != nil {
-		out.InitialAmount = *o.InitialAmount
-	}
 	for _, it := range o.Items {
 		var li validation.Item
-		li.Quantity, li.Price, li.Amount = intOf(it["quantity"]), intOf(it["price"]), intOf(it["amount"])
+		li.Quantity, li.Price = intOf(it["quantity"]), intOf(it["price"])
+		if a, ok := it["amount"]; ok && a != nil {
+			n := intOf(a)
+			li.Amount = &n
+		}
 		li.ProductID, li.SKUID = strOf(it["product_id"]), strOf(it["sku_id"])
 		if src := strOf(it["source_id"]); src != "" {
 			if strOf(it["related_object"]) == "sku" {

@@ -285,6 +285,9 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 		return nil
 	}
 	in := validation.Input{Order: ruleOrder(order), Now: now, Metadata: meta}
+	if err := in.Order.Check(); err != nil {
+		return err
+	}
 	if cust != nil {
 		in.Customer = &validation.Customer{ID: cust.ID, Metadata: cust.Attrs.Metadata}
 		if cust.SourceID != nil {

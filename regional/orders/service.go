@@ -176,6 +176,10 @@ func items(in []map[string]any) ([]map[string]any, error) {
 			return nil, apierr.InvalidPayload(fmt.Sprintf("items[%d].related_object must be product or sku", i))
 		}
 		if vals[2] == nil && vals[0] != nil && vals[1] != nil {
+			// The line's amount is bound as a given one is, not wrapped.
+			if *vals[1] != 0 && *vals[0] > 1e15 / *vals[1] {
+				return nil, apierr.InvalidPayload(fmt.Sprintf("items[%d]: quantity × price must be at most 1e15 (the line's amount)", i))
+			}
 			item["amount"] = *vals[0] * *vals[1]
 		}
 		item["object"] = "order_item"

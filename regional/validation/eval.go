@@ -2,7 +2,10 @@ package validation
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
+
+	"github.com/tallyhq/tally/internal/apierr"
 )
 
 // Input is what a rule is evaluated against: the order, the customer, the
@@ -28,10 +31,11 @@ type Input struct {
 type Order struct {
 	ID       string
 	SourceID string
-	// Amount is the order's amount; 0 is the sum of its items' amounts.
-	Amount int64
-	// InitialAmount is the amount before discounts; 0 is Amount.
-	InitialAmount int64
+	// Amount is the order's amount (0 is an amount); nil is the sum of its
+	// items' amounts.
+	Amount *int64
+	// InitialAmount is the amount before discounts; nil is Amount.
+	InitialAmount *int64
 	Items         []Item
 	Metadata      map[string]any
 }
@@ -45,10 +49,10 @@ type Item struct {
 	// CollectionIDs are the product collections the line's product is in.
 	CollectionIDs []string
 	Quantity      int64
-	// Price is the unit price; Amount the line's amount (0 is Price ×
+	// Price is the unit price; Amount the line's amount (nil is Price ×
 	// Quantity).
 	Price    int64
-	Amount   int64
+	Amount   *int64
 	Metadata map[string]any // the line's product (or SKU) metadata
 }
 
@@ -146,9 +150,12 @@ func (g *group) eval(s *scope) (bool, *cond) {
 func (c *cond) eval(s *scope) (bool, *cond) {
 	var ok bool
 	var inner *cond
-	if c.spec.kind == kItems {
+	switch {
+	case c.spec.kind == kItems && c.empty:
+		ok = true // no product, SKU or collection to look for
+	case c.spec.kind == kItems:
 		ok, inner = c.items(s)
-	} else {
+	default:
 		ok = c.holds(c.spec.read(s, c.prop))
 		if ok && c.sub != nil {
 			ok, inner = c.sub.eval(s)
@@ -280,8 +287,8 @@ func (a *applicability) lines(o *Order) []int {
 // nil (unknown), float64, string, bool, time.Time, []any.
 
 func (o *Order) amount() int64 {
-	if o.Amount != 0 || len(o.Items) == 0 {
-		return o.Amount
+	if o.Amount != nil {
+		return *o.Amount
 	}
 	var sum int64
 	for i := range o.Items {
@@ -291,17 +298,49 @@ func (o *Order) amount() int64 {
 }
 
 func (o *Order) initialAmount() int64 {
-	if o.InitialAmount != 0 {
-		return o.InitialAmount
+	if o.InitialAmount != nil {
+		return *o.InitialAmount
 	}
 	return o.amount()
 }
 
 func (it *Item) amount() int64 {
-	if it.Amount != 0 {
-		return it.Amount
+	if it.Amount != nil {
+		return *it.Amount
 	}
 	return it.Price * it.Quantity
+}
+
+// Check refuses (400, naming the line) an order whose amounts the rules
+// could not read exactly: a line's price × quantity, or the lines' sum,
+// beyond ±2^53 (the numbers rules compare), which would otherwise wrap.
+func (o *Order) Check() error {
+	if o == nil {
+		return nil
+	}
+	within := func(n int64) bool { return n >= -maxSafeInt && n <= maxSafeInt }
+	var sum int64
+	for i := range o.Items {
+		it := &o.Items[i]
+		if it.Amount == nil && !(within(it.Price) && within(it.Quantity) &&
+			(it.Quantity == 0 || abs(it.Price) <= maxSafeInt/abs(it.Quantity))) {
+			return apierr.InvalidPayload(fmt.Sprintf("order.items[%d]: price × quantity (%d × %d) is beyond %d",
+				i, it.Price, it.Quantity, int64(maxSafeInt)))
+		}
+		a := it.amount()
+		if !within(a) || !within(sum+a) {
+			return apierr.InvalidPayload(fmt.Sprintf("order.items[%d]: the items' amounts add up beyond %d", i, int64(maxSafeInt)))
+		}
+		sum += a
+	}
+	return nil
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 func num(n int64) any { return float64(n) }

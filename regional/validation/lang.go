@@ -161,6 +161,7 @@ type cond struct {
 	prop    string
 	tests   []test
 	refs    []ref  // order.items.any/every/none: the products, SKUs, collections
+	empty   bool   // conditions: {}: the condition holds
 	sub     *group // nested rules, nil without
 	message string
 }
@@ -392,13 +393,17 @@ func (c *compiler) cond(path string, raw json.RawMessage, depth int, inItem bool
 	if cd.message, err = message(path+".error", m["error"]); err != nil {
 		return nil, err
 	}
+	// conditions: {} (as the reference's own example nests one) tests
+	// nothing: the condition holds, its nested rules aside. Absent, it
+	// is a mistake.
+	if _, ok := m["conditions"]; !ok || isNull(m["conditions"]) {
+		return nil, bad(path+".conditions", "is required: an object of %s, or {} for none", strings.Join(opsOf[spec.kind], ", "))
+	}
 	conds, err := decodeObject(path+".conditions", m["conditions"])
 	if err != nil {
 		return nil, err
 	}
-	if len(conds) == 0 {
-		return nil, bad(path+".conditions", "must name at least one condition: %s", strings.Join(opsOf[spec.kind], ", "))
-	}
+	cd.empty = len(conds) == 0
 	opNames := make([]string, 0, len(conds))
 	for op := range conds {
 		opNames = append(opNames, op)
@@ -548,7 +553,9 @@ func (c *compiler) op(cd *cond, path, nm, op string, raw json.RawMessage) error 
 		return nil
 	}
 	// $is, $is_not, $in, $not_in: equal to one of the values, or to none.
-	if len(vals) == 0 {
+	// An empty list ($in: [], which the reference's arrays allow) is
+	// equal to nothing: $in holds for no value, $not_in for every one.
+	if len(vals) == 0 && (canon == "$is" || canon == "$is_not") {
 		return bad(path, "needs at least one value, as [\"x\"]")
 	}
 	negate := canon == "$is_not" || canon == "$not_in"

@@ -73,9 +73,15 @@ func TestRulesAgainstOrdersAndCustomers(t *testing.T) {
 		{name: "amount in", rules: one("order.amount", `{"$in":[100, 5500]}`), valid: true},
 		{name: "amount not in", rules: one("order.amount", `{"$not_in":[100, 5500]}`), cond: "1"},
 		{name: "amount given beats the items' sum", rules: one("order.amount", `{"$is":[9900]}`),
-			change: func(in *Input) { in.Order.Amount = 9900 }, valid: true},
+			change: func(in *Input) { in.Order.Amount = ptr(9900) }, valid: true},
+		{name: "an amount of 0 is given, not the items' sum", rules: one("order.amount", `{"$less_than":[1]}`),
+			change: func(in *Input) { in.Order.Amount = ptr(0) }, valid: true},
+		{name: "an initial amount of 0 is given, not the amount", rules: one("order.initial_amount", `{"$is":[0]}`),
+			change: func(in *Input) { in.Order.InitialAmount = ptr(0) }, valid: true},
+		{name: "a line's amount of 0 is given (a free line), not price × quantity", rules: one("order.items.aggregated_amount", `{"$is":[1500]}`),
+			change: func(in *Input) { in.Order.Items[0].Amount = ptr(0) }, valid: true},
 		{name: "initial amount", rules: one("order.initial_amount", `{"$is":[6000]}`),
-			change: func(in *Input) { in.Order.InitialAmount = 6000 }, valid: true},
+			change: func(in *Input) { in.Order.InitialAmount = ptr(6000) }, valid: true},
 		{name: "initial amount defaults to the amount", rules: one("order.initial_amount", `{"$is":[5500]}`), valid: true},
 		{name: "no order: the amount is unknown", rules: one("order.amount", `{"$more_than":[0]}`),
 			change: func(in *Input) { in.Order = nil }, cond: "1"},
@@ -184,6 +190,16 @@ func TestRulesAgainstOrdersAndCustomers(t *testing.T) {
 			ruleMsg: "rule", msg: "Frequent visitors only", cond: "1.2"},
 		{name: "no message anywhere", rules: one("customer.id", `{"$is":["x"]}`), msg: "", cond: "1"},
 		{name: "empty rules", rules: `{}`, valid: true},
+		// $in: [] is equal to nothing; conditions: {} tests nothing (the
+		// reference's own example nests one).
+		{name: "$in [] matches nothing", rules: one("customer.id", `{"$in":[]}`), cond: "1"},
+		{name: "$not_in [] matches everything", rules: one("order.amount", `{"$not_in":[]}`), valid: true},
+		{name: "items $in [] matches no line", rules: one("order.items.any", `{"$in":[]}`), cond: "1"},
+		{name: "empty conditions hold", rules: one("order.amount", `{}`), valid: true},
+		{name: "empty conditions hold with no order", rules: one("order.amount", `{}`), change: func(in *Input) { in.Order = nil }, valid: true},
+		{name: "empty conditions of an items rule hold", rules: one("order.items.every", `{}`), valid: true},
+		{name: "empty conditions, the nested rules still apply", rules: one("order.amount", `{}`, "", `{"1":`+c("customer.id", `{"$is":["x"]}`, "only x")+`}`),
+			msg: "only x", cond: "1.1"},
 		{name: "the reference's empty logic", rules: `{"logic":""}`, valid: true},
 	}
 	if len(rows) < 30 {
@@ -267,7 +283,11 @@ func TestRulesRefusedOnWrite(t *testing.T) {
 		{rules: one("order.items.any", `{"$is":[{"id":"p"}]}`, "", `{"1":`+c("order.items.nope", `{"$is":[1]}`)+`}`), want: `rules.1.rules.1.name: unknown rule name "order.items.nope"`},
 		{rules: one("date", `{"$after":["yesterday"]}`), want: `rules.1.conditions.$after[0]: must be an RFC 3339 date-time`},
 		{rules: one("order.amount", `{"$has_value":[5]}`), want: `rules.1.conditions.$has_value: takes no value`},
-		{rules: one("order.amount", `{}`), want: `rules.1.conditions: must name at least one condition`},
+		{rules: `{"1":{"name":"order.amount"}}`, want: `rules.1.conditions: is required: an object of`},
+		{rules: one("order.amount", `null`), want: `rules.1.conditions: is required`},
+		{rules: one("order.amount", `[]`), want: `rules.1.conditions: must be an object`},
+		{rules: one("order.amount", `{"$is_not":[]}`), want: `rules.1.conditions.$is_not: needs at least one value`},
+		{rules: one("order.amount", `{"$in":[1.5]}`), want: `rules.1.conditions.$in[0]: must be a whole number`},
 		{rules: `{"1":{"conditions":{"$is":[1]}}}`, want: `rules.1.name: is required`},
 		{rules: `{"and":` + c("order.amount", `{"$is":[1]}`) + `}`, want: `cannot be a condition's key`},
 		{rules: `{"1":"order.amount"}`, want: `rules.1: must be a condition`},
@@ -320,5 +340,34 @@ func TestRulesNestAtMostMaxDepth(t *testing.T) {
 	}
 	if _, err := compile(json.RawMessage(rules), nil, nil); err == nil || !strings.Contains(err.Error(), "nest at most") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func ptr(n int64) *int64 { return &n }
+
+// A line's price × quantity, or the lines' sum, beyond what rules compare
+// exactly is a 400 naming the line, not a wrapped amount.
+func TestOrderAmountsOutOfRangeRefused(t *testing.T) {
+	huge := int64(1) << 40
+	for _, r := range []struct {
+		items []Item
+		want  string
+	}{
+		{[]Item{{Price: huge, Quantity: huge}}, "order.items[0]: price × quantity"},
+		{[]Item{{Price: 1, Quantity: 1}, {Price: -huge, Quantity: huge}}, "order.items[1]: price × quantity"},
+		{[]Item{{Price: 1 << 62, Quantity: 4}}, "order.items[0]: price × quantity"}, // wraps to 0 in int64
+		{[]Item{{Amount: ptr(maxSafeInt)}, {Amount: ptr(1)}}, "order.items[1]: the items' amounts add up"},
+		{[]Item{{Amount: ptr(-1 << 62)}}, "order.items[0]: the items' amounts add up"},
+	} {
+		err := (&Order{Items: r.items}).Check()
+		var ae *apierr.Error
+		if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Details, r.want) {
+			t.Errorf("%+v: got %v, want a 400 saying %q", r.items, err, r.want)
+		}
+	}
+	for _, o := range []*Order{nil, {}, {Items: []Item{{Price: 1 << 26, Quantity: 1 << 26}, {Price: 5, Quantity: 0}, {Amount: ptr(0)}}}} {
+		if err := o.Check(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
 	}
 }

@@ -189,8 +189,12 @@ func (s *Service) EvaluateAll(ctx context.Context, projectID string, ruleIDs []s
 }
 
 // EvaluateAllIn is EvaluateAll reading through q: the caller's transaction
-// (a redemption, which must not wait for a second connection).
+// (a redemption, which must not wait for a second connection). An order
+// whose amounts are out of range (Order.Check) is a 400.
 func (s *Service) EvaluateAllIn(ctx context.Context, q db.Querier, projectID string, ruleIDs []string, in Input) ([]Verdict, error) {
+	if err := in.Order.Check(); err != nil {
+		return nil, err
+	}
 	progs, err := s.programs(ctx, q, projectID, ruleIDs)
 	if err != nil {
 		return nil, err

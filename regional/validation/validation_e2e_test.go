@@ -260,7 +260,8 @@ func TestEvaluateSeesTheRulesNewVersion(t *testing.T) {
 		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []int{5000}}}, "logic": "1"}})["id"].(string)
 	// Another regional instance over the same database.
 	svc := validation.NewService(a.E.Stack.Regional["api"].Pool(), a.E.Clock)
-	in := validation.Input{Order: &validation.Order{Amount: 6000}}
+	amount := int64(6000)
+	in := validation.Input{Order: &validation.Order{Amount: &amount}}
 	for range 3 {
 		v, err := svc.Evaluate(ctx, a.P.ID, id, in)
 		if err != nil || !v.Valid || v.Error != nil {
@@ -311,5 +312,50 @@ func TestEvaluateSeesTheRulesNewVersion(t *testing.T) {
 	}
 	if _, err := svc.Evaluate(ctx, a.P.ID, id, in); err == nil {
 		t.Fatal("a deleted rule evaluated")
+	}
+}
+
+// The review's leftovers, end to end: $in: [] and conditions: {} are
+// written and read back as sent, and evaluated (an empty $in matches
+// nothing, empty conditions hold); an order amount of 0 is the amount,
+// not the items' sum; a line's price × quantity out of range is a 400.
+func TestEmptyConditionsZeroAmountsAndOverflow(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	voucher := a.OK("POST", "/v1/vouchers/RULED", map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}})
+	body := `{"name":"Free orders","rules":{"1":{"name":"order.amount","conditions":{"$less_than":[1]},` +
+		`"error":{"message":"Free orders only."}},"2":{"name":"customer.id","conditions":{"$not_in":[]}},` +
+		`"3":{"name":"order.metadata","property":"x","conditions":{}},"logic":"1 and 2 and 3"}}`
+	r := a.Do("POST", "/v1/validation-rules", json.RawMessage(body))
+	if r.Status != http.StatusOK || field(t, r.Body, "rules") != field(t, []byte(body), "rules") {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	rule := field(t, r.Body, "id")
+	a.OK("POST", "/v1/validation-rules/"+strings.Trim(rule, `"`)+"/assignments",
+		map[string]any{"related_object_type": "voucher", "related_object_id": voucher["id"]})
+	validate := func(order map[string]any) map[string]any {
+		return a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": "RULED"}},
+			"order": order})
+	}
+	items := []any{map[string]any{"product_id": "prod_1", "price": 5000, "quantity": 2}}
+	if v := validate(map[string]any{"amount": 0, "items": items}); v["valid"] != true {
+		t.Fatalf("an amount of 0 given: %v", v)
+	}
+	v := validate(map[string]any{"items": items})
+	if e := v["inapplicable_redeemables"].([]any)[0].(map[string]any)["result"].(map[string]any)["error"].(map[string]any); v["valid"] != false ||
+		e["details"] != "Free orders only." {
+		t.Fatalf("no amount: the items' sum, 10000: %v", v)
+	}
+	// An empty $in is equal to nothing.
+	a.OK("POST", "/v1/validation-rules", map[string]any{"name": "Nobody",
+		"rules": map[string]any{"1": map[string]any{"name": "customer.id", "conditions": map[string]any{"$in": []any{}}}}})
+	for _, bad := range []map[string]any{
+		{"items": []any{map[string]any{"product_id": "p", "price": 1e15, "quantity": 1e15}}},
+		{"items": []any{map[string]any{"product_id": "p", "price": 1e15, "quantity": 10000}}}, // past int64: it wrapped
+	} {
+		if e := a.Fails("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": "RULED"}},
+			"order": bad}, http.StatusBadRequest, "invalid_payload"); !strings.Contains(e["details"].(string), "items[0]") {
+			t.Fatalf("overflow: %v", e)
+		}
 	}
 }
