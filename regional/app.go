@@ -26,6 +26,7 @@ import (
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/bin"
 	"github.com/tallyhq/tally/regional/campaigns"
+	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/clientapi"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/earning"
@@ -196,6 +197,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	vs.UseEvents(events)
 	a.loyalty.UseGenerator(vs.GenerateVouchers)
 	vouchers.Register(v1, vs)
+	cats := categories.NewService(pool, cfg.Clock)
+	cats.Follow(loyalty.FollowCategory)
+	categories.Register(v1, cats)
 	vs.RegisterJobs(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, events, cust, vs, cfg.Clock)
 	publications.Register(v1, pubs)
