@@ -178,7 +178,7 @@ func (s Settings) TrustsOrigin(origin string) bool {
 func TrustedDomains(ctx context.Context, q db.Querier, cluster string) ([][]string, error) {
 	rows, err := q.Query(ctx, `SELECT settings->'client_trusted_domains' FROM projects
 		WHERE cluster = $1 AND deleted_at IS NULL AND jsonb_typeof(settings->'client_trusted_domains') = 'array'
-		AND jsonb_array_length(settings->'client_trusted_domains') > 0`, cluster)
+		AND settings->'client_trusted_domains' <> '[]'::JSONB`, cluster) // no function that fails on a scalar: AND does not short-circuit
 	if err != nil {
 		return nil, err
 	}

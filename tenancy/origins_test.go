@@ -1,8 +1,14 @@
 package tenancy_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -64,5 +70,70 @@ func TestTrustedDomainsMatchOrigins(t *testing.T) {
 	}
 	if !tenancy.SameOrigin("https://Shop.example:443", "shop.example") || tenancy.SameOrigin("https://shop.example", "http://shop.example") {
 		t.Error("SameOrigin")
+	}
+}
+
+// A cluster's trusted origins are those of its live projects' lists, with
+// projects of no list (null), an empty one, another cluster's and deleted
+// ones around; a change reaches the resolver through the change log.
+func TestClusterOriginsAreItsLiveProjectsLists(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
+	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := db.Open(ctx, url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var trusting tenancy.Project
+	if err := db.InTx(ctx, pool, func(q pgx.Tx) error {
+		for _, c := range []string{"api", "us1"} {
+			if err := tenancy.UpsertCluster(ctx, q, tenancy.Cluster{Name: c, Region: c, Kind: tenancy.Shared,
+				APIHost: c + ".example.com", UpstreamURL: "http://10.0.0.1"}); err != nil {
+				return err
+			}
+		}
+		for _, p := range []tenancy.Project{{Name: "none", Cluster: "api"},
+			{Name: "empty", Cluster: "api", Settings: tenancy.Settings{ClientTrustedDomains: []string{}}},
+			{Name: "elsewhere", Cluster: "us1", Settings: tenancy.Settings{ClientTrustedDomains: []string{"https://us.example"}}},
+			{Name: "gone", Cluster: "api", Settings: tenancy.Settings{ClientTrustedDomains: []string{"https://gone.example"}}},
+			{Name: "shop", Cluster: "api", Settings: tenancy.Settings{ClientTrustedDomains: []string{"https://shop.example"}}}} {
+			if _, _, err := tenancy.CreateProject(ctx, q, &p); err != nil {
+				return err
+			}
+			if p.Name == "gone" {
+				if err := tenancy.DeleteProject(ctx, q, p.ID); err != nil {
+					return err
+				}
+			}
+			trusting = p
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := tenancy.NewResolver(pool, tenancy.ResolverOptions{})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go r.Watch(wctx, 50*time.Millisecond)
+	o, err := r.ClusterOrigins(ctx, "api")
+	if err != nil || !o.Allows("https://shop.example") || o.Allows("https://us.example") || o.Allows("https://gone.example") {
+		t.Fatalf("api's origins: %+v %v", o, err)
+	}
+	trusting.Settings.ClientTrustedDomains = []string{"https://*.shop.example"}
+	if err := db.InTx(ctx, pool, func(q pgx.Tx) error { return tenancy.UpdateProject(ctx, q, &trusting) }); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for o, _ = r.ClusterOrigins(ctx, "api"); o.Allows("https://shop.example"); o, _ = r.ClusterOrigins(ctx, "api") {
+		if time.Now().After(deadline) {
+			t.Fatal("the change did not reach the resolver")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !o.Allows("https://www.shop.example") {
+		t.Fatalf("after the change: %+v", o)
 	}
 }
