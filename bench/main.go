@@ -49,7 +49,7 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, engine, exports, events, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, engine, exports, events, cors, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's saturation phase, the webhook run, or the point additions (with -only)")
 	flag.Parse()
@@ -171,6 +171,10 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		{"events", func(string) (string, error) {
 			er, err := benchEvents(stack, p, creds.Management, servers[1], d)
 			return eventsReport(er), err
+		}},
+		{"cors", func(string) (string, error) {
+			cr, err := benchCORS(stack, p, d)
+			return corsReport(cr), err
 		}},
 		{"webhooks", func(profile string) (string, error) {
 			if profile != "" {
@@ -339,6 +343,11 @@ func median(xs []float64) float64 {
 }
 
 func load(url string, headers []string, qps float64, d time.Duration, threads int) (*fhttp.HTTPRunnerResults, error) {
+	return loadAs("GET", http.StatusOK, url, headers, qps, d, threads)
+}
+
+// loadAs is load for requests of method whose success is status.
+func loadAs(method string, status int, url string, headers []string, qps float64, d time.Duration, threads int) (*fhttp.HTTPRunnerResults, error) {
 	// Uniform spreads the threads' requests evenly over time: an open-loop
 	// fixed rate rather than every thread firing in the same instant.
 	o := fhttp.HTTPRunnerOptions{RunnerOptions: periodic.RunnerOptions{QPS: qps, Duration: d, NumThreads: threads,
@@ -346,7 +355,7 @@ func load(url string, headers []string, qps float64, d time.Duration, threads in
 	if qps == 0 {
 		o.QPS = -1 // as fast as possible
 	}
-	o.URL = url
+	o.URL, o.MethodOverride = url, method
 	for _, h := range headers {
 		if err := o.AddAndValidateExtraHeader(h); err != nil {
 			return nil, err
@@ -356,8 +365,8 @@ func load(url string, headers []string, qps float64, d time.Duration, threads in
 	if err != nil {
 		return nil, err
 	}
-	if res.RetCodes[http.StatusOK] == 0 {
-		return nil, fmt.Errorf("%s: no successful request: %v", url, res.RetCodes)
+	if res.RetCodes[status] == 0 {
+		return nil, fmt.Errorf("%s %s: no successful request: %v", method, url, res.RetCodes)
 	}
 	return res, nil
 }
