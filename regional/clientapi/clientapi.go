@@ -41,7 +41,8 @@ type api struct {
 }
 
 // Register mounts /client/v1 on e, whose /v1 routes are the twins. The
-// validation, redemption and qualification endpoints are not mounted yet.
+// deprecated single-code forms (GET /client/v1/validate, POST
+// /client/v1/redeem) are not mounted: their server twins are not served.
 func Register(e *echo.Echo, d Deps) {
 	a := &api{e: e, d: d, versions: d.Versions.Middleware(func(c echo.Context) string {
 		if id, ok := identity.From(c.Request().Context()); ok && id.APIVersion != "" {
@@ -55,6 +56,7 @@ func Register(e *echo.Echo, d Deps) {
 	g.POST("/publish", a.serve("/v1/publications", publish))
 	g.GET("/vouchers", a.serve("/v1/vouchers", listVouchers))
 	g.POST("/customers", a.serve("/v1/customers", createCustomer))
+	a.registerEngine(g)
 }
 
 // call is one client-side request on its way to its twin.

@@ -1,0 +1,42 @@
+package clientapi_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+)
+
+// The engine's client twins: qualifications and validations answer as
+// the server's do; a redemption needs client_redeem_enabled.
+func TestClientValidationQualificationAndRedemption(t *testing.T) {
+	a := start(t)
+	a.OK("POST", "/v1/vouchers/CLIENT-10", map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "PERCENT", "percent_off": 10}})
+	body := map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": "CLIENT-10"}},
+		"order": map[string]any{"amount": 5000}, "customer": map[string]any{"source_id": "web-1"}}
+	v := client(a, shop, "POST", "/client/v1/validations", body)
+	if v.Status != 200 || v.JSON(t)["valid"] != true {
+		t.Fatalf("client validation: %d %s", v.Status, v.Body)
+	}
+	if q := client(a, shop, "POST", "/client/v1/qualifications", map[string]any{"order": map[string]any{"amount": 5000},
+		"customer": map[string]any{"source_id": "web-1"}}); q.Status != 200 || q.JSON(t)["redeemables"] == nil {
+		t.Fatalf("client qualifications: %d %s", q.Status, q.Body)
+	}
+	r := client(a, shop, "POST", "/client/v1/redemptions", body)
+	if r.Status != 403 || r.JSON(t)["key"] != "client_side_action_disabled" {
+		t.Fatalf("client redemption while disabled: %d %s", r.Status, r.Body)
+	}
+	if v := client(a, "https://elsewhere.example", "POST", "/client/v1/validations", body); v.Status != 403 {
+		t.Fatalf("another origin: %d %s", v.Status, v.Body)
+	}
+	settings(a, map[string]any{"client_redeem_enabled": true})
+	// The setting reaches the region within a poll.
+	stacktest.Eventually(t, 5*time.Second, "client_redeem_enabled in force", func() bool {
+		r = client(a, shop, "POST", "/client/v1/redemptions", body)
+		return r.Status == 200
+	})
+	if len(r.JSON(t)["redemptions"].([]any)) != 1 {
+		t.Fatalf("client redemption once enabled: %d %s", r.Status, r.Body)
+	}
+}
