@@ -27,6 +27,7 @@ type Tier struct {
 	Hierarchy  int
 	Metadata   map[string]any
 	CreatedAt  *time.Time
+	CategoryID string // "" for none
 }
 
 // Tiers reads promotion tiers (regional/promotions): by id, and every
@@ -55,6 +56,20 @@ func (c *candidate) objectID() string {
 	}
 	if c.tier != nil {
 		return c.tier.ID
+	}
+	return ""
+}
+
+// categoryID is the category the stacking rules see the redeemable in:
+// its own (a voucher's, a tier's), else its campaign's; "" for none.
+func (c *candidate) categoryID() string {
+	switch {
+	case c.voucher != nil && c.voucher.CategoryID != nil:
+		return *c.voucher.CategoryID
+	case c.tier != nil && c.tier.CategoryID != "":
+		return c.tier.CategoryID
+	case c.campaign != nil:
+		return c.campaign.CategoryID
 	}
 	return ""
 }

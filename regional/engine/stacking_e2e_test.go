@@ -86,3 +86,55 @@ func TestStackingRulesOfTheProject(t *testing.T) {
 		return v["valid"] == false
 	})
 }
+
+// The category rules: a redeemable of an exclusive category leaves out the
+// others but those of joint categories; a category keeps at most its limit.
+func TestStackingRulesOnCategories(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	cat := func(name string) string { return a.OK("POST", "/v1/categories", map[string]any{"name": name})["id"].(string) }
+	excl, joint, plain := cat("Exclusive"), cat("Joint"), cat("Plain")
+	for code, c := range map[string]string{"EX-1": excl, "EX-2": excl, "JO-1": joint, "PL-1": plain, "PL-2": plain} {
+		body := percent(5)
+		body["category_id"] = c
+		voucher(a, code, body)
+	}
+	voucher(a, "NONE", percent(5))
+	r := a.E.Do(t, "POST", "http://api.localhost/management/v1/projects/"+a.P.ID+"/stacking-rules", a.E.MgmtHeader(),
+		map[string]any{"exclusive_categories": []any{excl}, "joint_categories": []any{joint}, "applicable_redeemables_limit": 10,
+			"redeemables_application_mode": "PARTIAL"})
+	if r.Status != 200 {
+		t.Fatalf("rules: %d %s", r.Status, r.Body)
+	}
+	statuses := func(codes ...string) map[string]string {
+		v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables(codes...), "order": orderOf([2]int{10000, 1})})
+		out := map[string]string{}
+		for _, x := range v["redeemables"].([]any) {
+			m := x.(map[string]any)
+			out[m["id"].(string)] = m["status"].(string)
+			if d, ok := m["result"].(map[string]any)["details"].(map[string]any); ok && m["status"] == "SKIPPED" {
+				out[m["id"].(string)] += ":" + d["key"].(string)
+			}
+		}
+		return out
+	}
+	stacktest.Eventually(t, 10*time.Second, "the project's rules", func() bool {
+		return statuses("EX-1", "PL-1")["PL-1"] == "SKIPPED:exclusion_rules_not_met"
+	})
+	got := statuses("PL-1", "EX-1", "EX-2", "JO-1", "NONE")
+	want := map[string]string{"EX-1": "APPLICABLE", "EX-2": "SKIPPED:exclusion_rules_not_met", "JO-1": "APPLICABLE",
+		"PL-1": "SKIPPED:exclusion_rules_not_met", "NONE": "SKIPPED:exclusion_rules_not_met"}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("with an exclusive one, %s: %s, want %s", k, got[k], w)
+		}
+	}
+	// No exclusive one: the per-category limit (1 by default) holds.
+	got = statuses("PL-1", "PL-2", "NONE", "JO-1")
+	want = map[string]string{"PL-1": "APPLICABLE", "PL-2": "SKIPPED:applicable_redeemables_per_category_limit_exceeded",
+		"NONE": "APPLICABLE", "JO-1": "APPLICABLE"}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("per category, %s: %s, want %s", k, got[k], w)
+		}
+	}
+}

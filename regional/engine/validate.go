@@ -28,9 +28,9 @@ type outcome struct {
 // them; in the ALL application mode one inapplicable redeemable makes the
 // request invalid and skips the rest, in PARTIAL the others still apply;
 // with redeemables_no_effect_rule SKIP one that changes nothing is skipped.
-// Categories are not served yet, so the rules on categories (exclusive,
-// joint, per-category limits, CATEGORY_HIERARCHY sorting) do not act:
-// redeemables apply in the requested order.
+// The category rules (categoryRules) leave out what exclusivity and the
+// per-category limits do not admit; redeemables apply in the requested
+// order (CATEGORY_HIERARCHY sorting is not served).
 func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *Request, cs []*candidate,
 	rules tenancy.StackingRules) (*outcome, error) {
 	o := &outcome{cs: cs, status: make([]string, len(cs)), skip: make([]map[string]any, len(cs)),
@@ -57,6 +57,7 @@ func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *
 		}
 		use, at = nil, nil
 	}
+	use, at = categoryRules(rules, use, at, o)
 	order, effects, fates, err := e.stack(ctx, q, projectID, r.Order, use, true, rules.DiscountCalculationMode == "INITIAL_AMOUNT",
 		rules.ApplicableRedeemablesLimit, rules.RedeemablesNoEffectRule == "SKIP")
 	if err != nil {
@@ -208,4 +209,67 @@ func (o *outcome) view(r *Request) map[string]any {
 
 func emptyList() map[string]any {
 	return map[string]any{"data": []any{}, "total": 0, "data_ref": "data", "object": "list"}
+}
+
+// categoryRules applies the stacking rules' category rules to the
+// applicable redeemables (use, at their indexes in the outcome): when one
+// in an exclusive category applies, only exclusive ones (up to
+// applicable_exclusive_redeemables_limit, and the per-category limit of
+// exclusive ones) and those of joint categories stay; every category keeps
+// at most its limit (applicable_redeemables_category_limits, else
+// applicable_redeemables_per_category_limit). What is left out is SKIPPED
+// with the reference's reason. Redeemables without a category are free of
+// all this but exclusivity.
+func categoryRules(rules tenancy.StackingRules, use []*candidate, at []int, o *outcome) ([]*candidate, []int) {
+	exclusive := map[string]bool{}
+	for _, c := range rules.ExclusiveCategories {
+		exclusive[c] = true
+	}
+	joint := map[string]bool{}
+	for _, c := range rules.JointCategories {
+		joint[c] = true
+	}
+	anyExclusive := false
+	for _, c := range use {
+		anyExclusive = anyExclusive || exclusive[c.categoryID()]
+	}
+	var keptUse []*candidate
+	var keptAt []int
+	perCategory, exclusives, exclusivePer := map[string]int{}, 0, map[string]int{}
+	skip := func(i int, key, msg string) {
+		o.status[i] = "SKIPPED"
+		o.skip[i] = map[string]any{"key": key, "message": msg}
+	}
+	for k, c := range use {
+		i, cat := at[k], c.categoryID()
+		switch {
+		case anyExclusive && exclusive[cat]:
+			if exclusives >= rules.ApplicableExclusiveRedeemablesLimit {
+				skip(i, "exclusion_rules_not_met", "Exclusive redeemables limit reached")
+				continue
+			}
+			if exclusivePer[cat] >= rules.ApplicableExclusiveRedeemablesPerCategoryLimit {
+				skip(i, "applicable_exclusive_redeemables_per_category_limit_exceeded", "Exclusive redeemables per category limit exceeded")
+				continue
+			}
+			exclusives++
+			exclusivePer[cat]++
+		case anyExclusive && !joint[cat]:
+			skip(i, "exclusion_rules_not_met", "An exclusive redeemable applies")
+			continue
+		}
+		if cat != "" {
+			limit := rules.ApplicableRedeemablesPerCategoryLimit
+			if l, ok := rules.ApplicableRedeemablesCategoryLimits[cat]; ok {
+				limit = l
+			}
+			if perCategory[cat] >= limit {
+				skip(i, "applicable_redeemables_per_category_limit_exceeded", "Applicable redeemables per category limit exceeded")
+				continue
+			}
+			perCategory[cat]++
+		}
+		keptUse, keptAt = append(keptUse, c), append(keptAt, i)
+	}
+	return keptUse, keptAt
 }

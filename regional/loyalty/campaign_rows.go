@@ -190,6 +190,7 @@ func CampaignTypeOf(ctx context.Context, q db.Querier, projectID, idOrName strin
 // it: read without its attrs document's voucher template and metadata.
 type CampaignWindow struct {
 	ID, Name, CampaignType string
+	CategoryID             string // "" for none
 	Active                 bool
 	StartDate              *time.Time
 	ExpirationDate         *time.Time
@@ -213,13 +214,13 @@ func CampaignWindowsByID(ctx context.Context, q db.Querier, projectID string, id
 // QueueCampaignWindows queues CampaignWindowsByID's read into b, its
 // answers into out.
 func QueueCampaignWindows(b *pgx.Batch, projectID string, ids []string, out map[string]CampaignWindow) {
-	b.Queue(`SELECT id, name, campaign_type, COALESCE((attrs->>'active')::BOOL, false),
+	b.Queue(`SELECT id, name, campaign_type, COALESCE(attrs->>'category_id', ''), COALESCE((attrs->>'active')::BOOL, false),
 			(attrs->>'start_date')::TIMESTAMPTZ, (attrs->>'expiration_date')::TIMESTAMPTZ,
 			attrs->'validity_timeframe', attrs->'validity_day_of_week', attrs->'validity_hours'
 		FROM campaigns WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND deleted_at IS NULL`, projectID, ids).Query(func(rows pgx.Rows) error {
 		var w CampaignWindow
 		var tf, dow, hours []byte
-		_, err := pgx.ForEachRow(rows, []any{&w.ID, &w.Name, &w.CampaignType, &w.Active, &w.StartDate, &w.ExpirationDate, &tf, &dow, &hours},
+		_, err := pgx.ForEachRow(rows, []any{&w.ID, &w.Name, &w.CampaignType, &w.CategoryID, &w.Active, &w.StartDate, &w.ExpirationDate, &tf, &dow, &hours},
 			func() error {
 				w.ValidityTimeframe, w.ValidityDayOfWeek, w.ValidityHours = clone(tf), clone(dow), clone(hours)
 				out[w.ID] = w

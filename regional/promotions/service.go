@@ -398,7 +398,11 @@ func (s *Service) ListTiers(ctx context.Context, projectID, campaignID string, i
 func engineTier(t Tier) engine.Tier {
 	a := t.Attrs
 	created := t.CreatedAt
-	return engine.Tier{ID: t.ID, Name: t.Name, CampaignID: t.CampaignID, Discount: a.Discount, Hierarchy: int(t.Hierarchy),
+	cat := ""
+	if a.CategoryID != nil {
+		cat = *a.CategoryID
+	}
+	return engine.Tier{ID: t.ID, Name: t.Name, CampaignID: t.CampaignID, Discount: a.Discount, Hierarchy: int(t.Hierarchy), CategoryID: cat,
 		Metadata: a.Metadata, CreatedAt: &created, Window: engine.Window{Active: t.Active, StartDate: a.StartDate,
 			ExpirationDate: a.ExpirationDate, ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek,
 			ValidityHours: a.ValidityHours}}
