@@ -43,21 +43,25 @@ func chromium(t *testing.T) string {
 }
 
 // page is a shop's page: its script calls the client-side API the way the
-// client SDK does (its headers, its body) and reports what it got back to
+// client SDK does (its headers, its bodies) and reports what it got back to
 // the page's own server.
 const page = `<!doctype html><html><body><script>
-const report = (x) => fetch("/report", {method: "POST", body: JSON.stringify(x)});
-fetch("%s/client/v1/events", {method: "POST", headers: {"Content-Type": "application/json",
-  "X-Client-Application-Id": "%s", "X-Client-Token": "%s", "X-Voucherify-Channel": "Browser-ClientSide-SDK-v2.9.4"},
-  body: JSON.stringify({event: "page_view", customer: {source_id: "ann"}, referral: {}, loyalty: {}, metadata: {}})})
-  .then(r => r.json().then(b => report({status: r.status, type: b.type, customer: b.customer && b.customer.source_id,
-    remaining: r.headers.get("X-Rate-Limit-Remaining")})))
-  .catch(e => report({blocked: String(e)}));
+const call = (path, body) => fetch("%[1]s/client/v1/" + path, {method: "POST", headers: {"Content-Type": "application/json",
+    "X-Client-Application-Id": "%[2]s", "X-Client-Token": "%[3]s", "X-Voucherify-Channel": "Browser-ClientSide-SDK-v2.9.4"},
+    body: JSON.stringify(body)})
+  .then(r => r.json().then(b => ({status: r.status, keys: Object.keys(b).join(","), type: b.type,
+    customer: b.customer && b.customer.source_id, remaining: r.headers.get("X-Rate-Limit-Remaining")})))
+  .catch(e => ({blocked: String(e)}));
+Promise.all([
+  call("events", {event: "page_view", customer: {source_id: "ann"}, referral: {}, loyalty: {}, metadata: {}}),
+  call("qualifications", {customer: {source_id: "ann"}, order: {amount: 5000}}),
+]).then(([events, qualifications]) => fetch("/report", {method: "POST", body: JSON.stringify({events, qualifications})}));
 </script></body></html>`
 
-// A page from an allowed origin calls /client/v1/events from headless
-// Chromium and reads the answer; the same page from another origin is
-// blocked by the browser, the preflight having been refused.
+// A page from an allowed origin calls /client/v1/events and
+// /client/v1/qualifications from headless Chromium and reads the answers;
+// the same page from another origin is blocked by the browser, the
+// preflight having been refused.
 func TestABrowserCallsTheClientAPIFromAnAllowedOriginOnly(t *testing.T) {
 	bin := chromium(t)
 	e := stacktest.Start(t, stacktest.Options{})
@@ -119,12 +123,18 @@ func TestABrowserCallsTheClientAPIFromAnAllowedOriginOnly(t *testing.T) {
 		}
 	}
 	got := visit(allowed + "/")
-	if got["status"] != float64(200) || got["type"] != "page_view" || got["customer"] != "ann" || got["remaining"] == nil {
+	ev, _ := got["events"].(map[string]any)
+	q, _ := got["qualifications"].(map[string]any)
+	if ev["status"] != float64(200) || ev["type"] != "page_view" || ev["customer"] != "ann" || ev["remaining"] == nil ||
+		q["status"] != float64(200) || !strings.Contains(fmt.Sprint(q["keys"]), "redeemables") {
 		t.Fatalf("the page from %s: %v", allowed, got)
 	}
 	refused := "http://evil.localhost:" + pagePort
 	got = visit(refused + "/")
-	if blocked, _ := got["blocked"].(string); !strings.Contains(blocked, "Failed to fetch") {
-		t.Fatalf("the page from %s was not blocked: %v", refused, got)
+	for _, call := range []string{"events", "qualifications"} {
+		r, _ := got[call].(map[string]any)
+		if blocked, _ := r["blocked"].(string); !strings.Contains(blocked, "Failed to fetch") {
+			t.Fatalf("the page's %s from %s was not blocked: %v", call, refused, got)
+		}
 	}
 }
