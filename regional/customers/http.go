@@ -39,11 +39,18 @@ func (h Handler) create(c echo.Context) error {
 }
 
 func (h Handler) get(c echo.Context) error {
-	cust, err := h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("customerId"))
+	ctx, project := c.Request().Context(), httpx.ProjectID(c)
+	cust, err := h.svc.Get(ctx, project, c.Param("customerId"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, cust.View())
+	v := cust.View()
+	if h.svc.referrals != nil {
+		if v.Referrals, err = h.svc.referrals(ctx, project, cust.ID); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, v)
 }
 
 func (h Handler) update(c echo.Context) error {

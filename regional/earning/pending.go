@@ -163,18 +163,8 @@ func (s *Service) credit(ctx context.Context, w *pgx.Batch, l *loyalty.LedgerWri
 	if r.Attrs.ExpirationRules != nil {
 		exp = r.Attrs.ExpirationRules.Expiry(now)
 	}
-	l.Add(&card.Card, loyalty.Earned, pts, exp)
-	bal := card.BalanceAfter(pts)
-	bal.OperationType = "AUTOMATIC"
-	tr := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: sourceID,
-		Source: ptr("API"), Type: loyalty.PointsAccrual, CreatedAt: jsonx.Time{Time: now}, Delta: pts}
-	details["balance"] = bal
-	tr.Details, _ = json.Marshal(withTiers(details, holder))
-	if err := l.Record(ctx, tr, &card.Card, card.Campaign); err != nil {
-		return err
-	}
-	return s.events.Queue(ctx, w, projectID, loyalty.EventPointsAdded, card.ID,
-		map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": tr})
+	_, _, err := l.Credit(ctx, card, loyalty.PointsAccrual, pts, exp, sourceID, withTiers(details, holder))
+	return err
 }
 
 // withTiers adds to the details of an accrual or a pending entry the tier

@@ -49,7 +49,27 @@ type Service struct {
 	schemas   earning.Schemas
 	tasks     *async.Registry
 	clock     *clock.Clock
+	referrals Referrals // nil until UseReferrals
 }
+
+// Referral is what an event tells of a referral conversion: the event and
+// its customer (the referee), and the referral object the request sent.
+type Referral struct {
+	Code, ReferrerID                         *string
+	CustomerID, EventID, EventType, SchemaID string
+	SchemaName                               string
+	Metadata                                 map[string]any
+	CreatedAt                                time.Time
+}
+
+// Referrals converts an event's referral in the event's transaction
+// (regional/referrals): it answers the activity's referral object
+// ({referrer, voucher, campaign}) or nil when the event converted nothing,
+// and refuses the event with a 4xx (the referrer's own code, say).
+type Referrals func(ctx context.Context, tx pgx.Tx, projectID string, r Referral) (any, error)
+
+// UseReferrals lets events with a referral convert referees.
+func (s *Service) UseReferrals(fn Referrals) { s.referrals = fn }
 
 // NewService makes the service and registers its tasks.
 func NewService(pool *db.Pool, hooks *webhooks.Service, cust *customers.Service, loy *loyalty.Service, earn *earning.Service,
@@ -319,10 +339,17 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 	if err != nil {
 		return nil, err
 	}
-	var referral, referralView, loyaltyView any
+	var referral, referralView, loyaltyView, converted any
 	if r.Referral != nil && (r.Referral.Code != nil || r.Referral.ReferrerID != nil) {
 		referral = map[string]any{"code": r.Referral.Code, "referrer_id": r.Referral.ReferrerID}
 		referralView = referral
+		if s.referrals != nil {
+			if converted, err = s.referrals(ctx, tx, projectID, Referral{Code: r.Referral.Code, ReferrerID: r.Referral.ReferrerID,
+				CustomerID: cust.ID, EventID: v.ID, EventType: v.Type, SchemaID: sc.ID, SchemaName: sc.Name, Metadata: meta,
+				CreatedAt: now}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if code != nil {
 		loyaltyView = map[string]any{"code": *code}
@@ -349,7 +376,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 	evObj := map[string]any{"id": v.ID, "object": "event", "type": v.Type, "customer": v.Customer, "referral": referralView,
 		"loyalty": loyaltyView, "metadata": meta, "created_at": v.CreatedAt}
 	data := map[string]any{"event": evObj, "event_schema": map[string]any{"id": sc.ID, "name": sc.Name},
-		"customer": cust.Simple(), "referral": nil, "loyalty": nil}
+		"customer": cust.Simple(), "referral": converted, "loyalty": nil}
 	activity, err := json.Marshal(map[string]any{"data": data, "event_source": map[string]any{"channel": "API"}})
 	if err != nil {
 		return nil, err

@@ -462,6 +462,26 @@ func (l *LedgerWrite) Record(ctx context.Context, t Transaction, c *Card, camp C
 	return l.s.record(ctx, l.b, l.projectID, t, *c, camp)
 }
 
+// Credit adds pts to card as an automatic entry of type typ (an accrual,
+// a referral's reward) whose points expire at exp, with details besides
+// its balance; the entry, its webhook and tier events and points_added are
+// queued. It answers the entry and the card's balance after it.
+func (l *LedgerWrite) Credit(ctx context.Context, card *LockedCard, typ string, pts int64, exp *time.Time, sourceID *string,
+	details map[string]any) (Transaction, Balance, error) {
+	l.Add(&card.Card, Earned, pts, exp)
+	bal := card.BalanceAfter(pts)
+	bal.OperationType = "AUTOMATIC"
+	t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: sourceID,
+		Source: ptr("API"), Type: typ, CreatedAt: jsonx.Time{Time: l.now}, Delta: pts}
+	details["balance"] = bal
+	t.Details, _ = json.Marshal(details)
+	if err := l.Record(ctx, t, &card.Card, card.Campaign); err != nil {
+		return t, bal, err
+	}
+	return t, bal, l.s.events.Queue(ctx, l.b, l.projectID, EventPointsAdded, card.ID,
+		map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": t})
+}
+
 // Done queues the figures of every card the write touched and returns the batch.
 func (l *LedgerWrite) Done() *pgx.Batch {
 	for _, c := range l.touched {

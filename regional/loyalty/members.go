@@ -65,69 +65,89 @@ func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r
 			}
 			custID = cust.ID
 		}
-		existing, err := scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
-			WHERE project_id = $1 AND holder_id = $2 AND campaign_id = $3 LIMIT 1`, projectID, custID, camp.ID))
-		if err == nil {
-			card = existing
-			return nil
-		}
-		if !errors.Is(err, db.ErrNotFound) {
-			return err
-		}
-		switch {
-		case r.Voucher != nil:
-			card, err = getCard(ctx, tx, projectID, *r.Voucher, true)
-			if errors.Is(err, db.ErrNotFound) || (err == nil && card.CampaignID != camp.ID) {
-				return notFoundCard(*r.Voucher)
-			}
-			if err != nil {
-				return err
-			}
-			if card.HolderID != nil {
-				return apierr.New(http.StatusBadRequest, "voucher_already_published", "Voucher already published",
-					fmt.Sprintf("Card %s already belongs to another customer.", card.Code))
-			}
-		default:
-			card, err = scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
-				WHERE project_id = $1 AND holder_id IS NULL AND campaign_id = $2 LIMIT 1 FOR UPDATE SKIP LOCKED`, projectID, camp.ID))
-			if errors.Is(err, db.ErrNotFound) {
-				if camp.Attrs.Type != "AUTO_UPDATE" {
-					return apierr.New(http.StatusBadRequest, "no_voucher_suitable_for_publication", "Couldn't find any voucher suitable for publication",
-						fmt.Sprintf("Campaign %s has no free cards and is STATIC.", camp.ID))
-				}
-				gen, gerr := codes.New(camp.Attrs.Voucher.CodeConfig)
-				if gerr != nil {
-					return gerr
-				}
-				if _, err = s.generate(ctx, tx, projectID, camp, gen, 1, s.Now()); err != nil {
-					return err
-				}
-				if err = AddVouchersCount(ctx, tx, projectID, camp.ID, 1); err != nil {
-					return err
-				}
-				card, err = scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
-					WHERE project_id = $1 AND holder_id IS NULL AND campaign_id = $2 LIMIT 1 FOR UPDATE`, projectID, camp.ID))
-			}
-			if err != nil {
-				return err
-			}
-		}
-		now := s.Now()
-		card.HolderID, card.UpdatedAt = &custID, &now
-		if r.Metadata != nil {
-			card.Metadata = r.Metadata
-		}
-		meta, _ := json.Marshal(card.Metadata)
-		if _, err := tx.Exec(ctx, `UPDATE loyalty_cards SET holder_id = $3, metadata = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
-			projectID, card.ID, custID, meta, now); err != nil {
-			return err
-		}
-		return s.events.Emit(ctx, tx, projectID, EventVoucherPublished, card.ID, card.View(camp))
+		card, err = s.join(ctx, tx, projectID, camp, custID, r.Voucher, r.Metadata)
+		return err
 	})
 	if err != nil {
 		return CardView{}, err
 	}
 	return card.View(camp), nil
+}
+
+// JoinIn gives customerID a card of campaignID in tx, as AddMember does
+// without a named card: the one they hold, a free one, or (AUTO_UPDATE) a
+// new one. Packages that reward customers with points (regional/referrals)
+// join them to the program first.
+func (s *Service) JoinIn(ctx context.Context, tx pgx.Tx, projectID, campaignID, customerID string) (Card, Campaign, error) {
+	camp, err := s.Campaign(ctx, tx, projectID, campaignID)
+	if err != nil {
+		return Card{}, Campaign{}, err
+	}
+	card, err := s.join(ctx, tx, projectID, camp, customerID, nil, nil)
+	return card, camp, err
+}
+
+// join gives custID a card of camp in tx: the one they hold, the one
+// voucher names, a free one or a new one (AUTO_UPDATE), with metadata.
+func (s *Service) join(ctx context.Context, tx pgx.Tx, projectID string, camp Campaign, custID string, voucher *string, metadata map[string]any) (Card, error) {
+	existing, err := scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
+		WHERE project_id = $1 AND holder_id = $2 AND campaign_id = $3 LIMIT 1`, projectID, custID, camp.ID))
+	if err == nil {
+		return existing, nil
+	}
+	if !errors.Is(err, db.ErrNotFound) {
+		return Card{}, err
+	}
+	var card Card
+	switch {
+	case voucher != nil:
+		card, err = getCard(ctx, tx, projectID, *voucher, true)
+		if errors.Is(err, db.ErrNotFound) || (err == nil && card.CampaignID != camp.ID) {
+			return Card{}, notFoundCard(*voucher)
+		}
+		if err != nil {
+			return Card{}, err
+		}
+		if card.HolderID != nil {
+			return Card{}, apierr.New(http.StatusBadRequest, "voucher_already_published", "Voucher already published",
+				fmt.Sprintf("Card %s already belongs to another customer.", card.Code))
+		}
+	default:
+		card, err = scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
+			WHERE project_id = $1 AND holder_id IS NULL AND campaign_id = $2 LIMIT 1 FOR UPDATE SKIP LOCKED`, projectID, camp.ID))
+		if errors.Is(err, db.ErrNotFound) {
+			if camp.Attrs.Type != "AUTO_UPDATE" {
+				return Card{}, apierr.New(http.StatusBadRequest, "no_voucher_suitable_for_publication", "Couldn't find any voucher suitable for publication",
+					fmt.Sprintf("Campaign %s has no free cards and is STATIC.", camp.ID))
+			}
+			gen, gerr := codes.New(camp.Attrs.Voucher.CodeConfig)
+			if gerr != nil {
+				return Card{}, gerr
+			}
+			if _, err = s.generate(ctx, tx, projectID, camp, gen, 1, s.Now()); err != nil {
+				return Card{}, err
+			}
+			if err = AddVouchersCount(ctx, tx, projectID, camp.ID, 1); err != nil {
+				return Card{}, err
+			}
+			card, err = scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
+				WHERE project_id = $1 AND holder_id IS NULL AND campaign_id = $2 LIMIT 1 FOR UPDATE`, projectID, camp.ID))
+		}
+		if err != nil {
+			return Card{}, err
+		}
+	}
+	now := s.Now()
+	card.HolderID, card.UpdatedAt = &custID, &now
+	if metadata != nil {
+		card.Metadata = metadata
+	}
+	meta, _ := json.Marshal(card.Metadata)
+	if _, err := tx.Exec(ctx, `UPDATE loyalty_cards SET holder_id = $3, metadata = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
+		projectID, card.ID, custID, meta, now); err != nil {
+		return Card{}, err
+	}
+	return card, s.events.Emit(ctx, tx, projectID, EventVoucherPublished, card.ID, card.View(camp))
 }
 
 // GetMember returns a card by code or id; campaignID, when given, must be its campaign.

@@ -84,6 +84,9 @@ type CampaignRequest struct {
 	Metadata                        json.RawMessage `json:"metadata"`
 	Category                        *string         `json:"category"`
 	CategoryID                      *string         `json:"category_id"`
+	// ReferralProgram is a REFERRAL_PROGRAM's conversion and rewards, as
+	// regional/referrals checked them: it creates its campaigns through here.
+	ReferralProgram json.RawMessage `json:"-"`
 }
 
 // CampaignTypes are the campaign types whose vouchers this package makes.
@@ -107,8 +110,9 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (
 	return c.ViewOf(), nil
 }
 
-// CreateCampaign creates a DISCOUNT_COUPONS or GIFT_VOUCHERS campaign and
-// its vouchers: one in the request, the rest by the async action.
+// CreateCampaign creates a DISCOUNT_COUPONS, GIFT_VOUCHERS or
+// REFERRAL_PROGRAM campaign (whose codes are referral codes) and its
+// vouchers: one in the request, the rest by the async action.
 func (s *Service) CreateCampaign(ctx context.Context, projectID string, r CampaignRequest) (_ CampaignView, err error) {
 	ctx, span := tracer.Start(ctx, "vouchers.CreateCampaign")
 	defer telemetry.End(span, &err)
@@ -128,8 +132,14 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 		vtype = Discount
 	case "GIFT_VOUCHERS":
 		vtype = Gift
+	case "REFERRAL_PROGRAM":
+		vtype = Discount
+		if !present(r.ReferralProgram) {
+			return CampaignView{}, apierr.InvalidPayload("referral_program is required: how referees convert and what they earn")
+		}
+		c.Attrs.ReferralProgram = r.ReferralProgram
 	default:
-		return CampaignView{}, apierr.InvalidPayload("campaign_type must be DISCOUNT_COUPONS or GIFT_VOUCHERS here")
+		return CampaignView{}, apierr.InvalidPayload("campaign_type must be DISCOUNT_COUPONS, GIFT_VOUCHERS or REFERRAL_PROGRAM here")
 	}
 	c.CampaignType = *r.CampaignType
 	a := &c.Attrs
@@ -208,6 +218,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 	if err := gen.Check(c.VouchersCount); err != nil {
 		return CampaignView{}, err
 	}
+	t.IsReferralCode = c.CampaignType == "REFERRAL_PROGRAM"
 	a.Voucher = t
 	var actionID *string
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {

@@ -81,9 +81,22 @@ func (s *Service) ClaimCode(ctx context.Context, tx pgx.Tx, projectID, code, hol
 func (s *Service) hold(ctx context.Context, tx pgx.Tx, projectID string, v *Voucher, holderID string) error {
 	now := s.now()
 	v.HolderID, v.UpdatedAt = &holderID, &now
-	_, err := tx.Exec(ctx, `UPDATE vouchers SET holder_id = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`,
-		projectID, v.ID, holderID, now)
-	return err
+	if _, err := tx.Exec(ctx, `UPDATE vouchers SET holder_id = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`,
+		projectID, v.ID, holderID, now); err != nil {
+		return err
+	}
+	for _, fn := range s.holds {
+		if err := fn(ctx, tx, projectID, *v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UseHolds runs fn in the transaction that gives a voucher to a customer
+// (a publication): regional/referrals records a referral code's referrer.
+func (s *Service) UseHolds(fn func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error) {
+	s.holds = append(s.holds, fn)
 }
 
 // QueueByIDs queues onto b the read of the vouchers with ids (those in

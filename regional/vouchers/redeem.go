@@ -39,13 +39,15 @@ func QueueRedeemed(b *pgx.Batch, projectID, id string, n int64, now time.Time) {
 
 // QueueCredits changes the credits of gift card v, which the caller holds
 // locked, by delta: negative for a redemption (CREDITS_REDEMPTION), positive
-// for a refund (CREDITS_REFUND); its figures and ledger entry are queued, v
-// is updated, and the entry answered.
+// for a refund (CREDITS_REFUND) or an addition (CREDITS_ADDITION); its
+// figures and ledger entry are queued, v is updated, and the entry answered.
 func (s *Service) QueueCredits(ctx context.Context, b *pgx.Batch, projectID string, v *Voucher, delta int64, typ string,
 	sourceID *string, now time.Time) (loyalty.Transaction, error) {
 	g := *v.Attrs.Gift
 	if delta < 0 {
 		g.SubtractedAmount -= delta
+	} else if typ == loyalty.CreditsAddition {
+		g.Amount += delta // credits given (a referral's reward), not given back
 	}
 	g.Balance += delta
 	v.Attrs.Gift = &g

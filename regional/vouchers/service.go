@@ -33,6 +33,8 @@ type Service struct {
 	clock  *clock.Clock
 	events Events // nil until UseEvents
 	wake   func() // starts the worker on a new job (RegisterJobs)
+	// holds run when a voucher is given to a customer (UseHolds).
+	holds []func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error
 }
 
 // NewService returns the voucher service and registers its bin remover.

@@ -1,0 +1,3 @@
+DROP TABLE referral_holders;
+DROP TABLE referral_referrers;
+DROP TABLE referrals;
