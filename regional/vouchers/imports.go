@@ -274,86 +274,90 @@ func csvItems(b []byte) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// importJob writes the vouchers of an import, chunk by chunk.
-func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
+// runJob reads a job's input and checkpoint and runs do on its items in
+// chunks of importChunk, each in one transaction that ends with the
+// checkpoint, so a rerun goes on after the last committed chunk.
+func (s *Service) runJob(ctx context.Context, job *async.Job,
+	do func(tx pgx.Tx, in *jobInput, st *importState, from, to int) error) (importState, error) {
+	var st importState
 	raw, err := job.Input(ctx)
 	if err != nil {
-		return nil, err
+		return st, err
 	}
 	var in jobInput
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, err
+		return st, err
 	}
-	var st importState
 	if _, err := job.Resume(ctx, &st); err != nil {
-		return nil, err
+		return st, err
 	}
-	// A code twice in the input: the later rows fail.
-	seen := make(map[string]int, len(in.Items))
 	for st.Next < len(in.Items) {
 		from, to := st.Next, min(len(in.Items), st.Next+importChunk)
 		var next importState
 		err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 			next = st
 			next.Failed = slices.Clone(st.Failed)
-			var camp *Campaign
-			if in.CampaignID != "" {
-				c, err := s.campaign(ctx, tx, job.ProjectID, in.CampaignID, true)
-				if err != nil {
-					return err
-				}
-				camp = &c
-			}
-			vs := make([]Voucher, 0, to-from)
-			rows := make([]int, 0, to-from)
-			now := s.now()
-			cats := categoryCache{}
-			for i := from; i < to; i++ {
-				v, err := s.importVoucher(in.Items[i], camp, now)
-				code := v.Code
-				if err == nil {
-					if first, ok := seen[code]; ok && first != i {
-						err = fmt.Errorf("the code is on row %d already", first+1)
-					}
-				}
-				// A category that does not resolve fails its row; the database failing, the chunk.
-				if err == nil {
-					var ae *apierr.Error
-					if err = cats.resolve(ctx, tx, job.ProjectID, &v, now); errors.As(err, &ae) {
-						err = errors.New(ae.Details)
-					} else if err != nil {
-						return err
-					}
-				}
-				if err != nil {
-					next.fail(i+1, code, err.Error())
-					continue
-				}
-				seen[code] = i
-				vs, rows = append(vs, v), append(rows, i+1)
-			}
-			made, err := insertVouchers(ctx, tx, job.ProjectID, vs)
-			if err != nil {
+			if err := do(tx, &in, &next, from, to); err != nil {
 				return err
-			}
-			for k, v := range vs {
-				if !made[v.ID] {
-					next.fail(rows[k], v.Code, "the code is taken by another voucher or loyalty card of the project")
-				}
-			}
-			next.DoneCount += len(made)
-			if camp != nil && len(made) > 0 {
-				if err := loyalty.AddVouchersCount(ctx, tx, job.ProjectID, camp.ID, int64(len(made))); err != nil {
-					return err
-				}
 			}
 			next.Next = to
 			return job.Checkpoint(ctx, tx, next, to*100/len(in.Items))
 		})
 		if err != nil {
-			return nil, err
+			return st, err
 		}
 		st = next
+	}
+	return st, nil
+}
+
+// importJob writes the vouchers of an import, chunk by chunk.
+func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
+	seen := map[string]int{} // a code twice in the input: the later rows fail
+	st, err := s.runJob(ctx, job, func(tx pgx.Tx, in *jobInput, next *importState, from, to int) error {
+		var camp *Campaign
+		if in.CampaignID != "" {
+			c, err := s.campaign(ctx, tx, job.ProjectID, in.CampaignID, true)
+			if err != nil {
+				return err
+			}
+			camp = &c
+		}
+		vs := make([]Voucher, 0, to-from)
+		rows := make([]int, 0, to-from)
+		now := s.now()
+		for i := from; i < to; i++ {
+			v, err := s.importVoucher(in.Items[i], camp, now)
+			code := v.Code
+			if err == nil {
+				if first, ok := seen[code]; ok && first != i {
+					err = fmt.Errorf("the code is on row %d already", first+1)
+				}
+			}
+			if err != nil {
+				next.fail(i+1, code, err.Error())
+				continue
+			}
+			seen[code] = i
+			vs, rows = append(vs, v), append(rows, i+1)
+		}
+		made, err := insertVouchers(ctx, tx, job.ProjectID, vs)
+		if err != nil {
+			return err
+		}
+		for k, v := range vs {
+			if !made[v.ID] {
+				next.fail(rows[k], v.Code, "the code is taken by another voucher or loyalty card of the project")
+			}
+		}
+		next.DoneCount += len(made)
+		if camp != nil && len(made) > 0 {
+			return loyalty.AddVouchersCount(ctx, tx, job.ProjectID, camp.ID, int64(len(made)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	failed := st.Failed
 	if failed == nil {
@@ -512,64 +516,40 @@ func (s *Service) startMetadata(jobType string) echo.HandlerFunc {
 // chunk by chunk under the vouchers' row locks; a code that names no
 // voucher is reported.
 func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) {
-	raw, err := job.Input(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var in jobInput
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, err
-	}
-	var st importState
-	if _, err := job.Resume(ctx, &st); err != nil {
-		return nil, err
-	}
-	for st.Next < len(in.Items) {
-		from, to := st.Next, min(len(in.Items), st.Next+importChunk)
-		var next importState
-		err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-			next = st
-			next.Failed = slices.Clone(st.Failed)
-			now := s.now()
-			b := &pgx.Batch{}
-			for i := from; i < to; i++ {
-				var it struct {
-					Code     string         `json:"code"`
-					Metadata map[string]any `json:"metadata"`
-				}
-				_ = json.Unmarshal(in.Items[i], &it)
-				if it.Metadata == nil {
-					it.Metadata = in.Metadata
-				}
-				v, err := getVoucher(ctx, tx, job.ProjectID, it.Code, true)
-				if err != nil {
-					next.fail(i+1, it.Code, "no voucher has this code")
-					continue
-				}
-				if v.Attrs.Metadata == nil {
-					v.Attrs.Metadata = map[string]any{}
-				}
-				for k, val := range it.Metadata {
-					v.Attrs.Metadata[k] = val
-				}
-				v.UpdatedAt = &now
-				a, err := json.Marshal(v.Attrs)
-				if err != nil {
-					return err
-				}
-				b.Queue(`UPDATE vouchers SET attrs = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, job.ProjectID, v.ID, a, now)
-				next.DoneCount++
+	st, err := s.runJob(ctx, job, func(tx pgx.Tx, in *jobInput, next *importState, from, to int) error {
+		now := s.now()
+		b := &pgx.Batch{}
+		for i := from; i < to; i++ {
+			var it struct {
+				Code     string         `json:"code"`
+				Metadata map[string]any `json:"metadata"`
 			}
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			_ = json.Unmarshal(in.Items[i], &it)
+			if it.Metadata == nil {
+				it.Metadata = in.Metadata
+			}
+			v, err := getVoucher(ctx, tx, job.ProjectID, it.Code, true)
+			if err != nil {
+				next.fail(i+1, it.Code, "no voucher has this code")
+				continue
+			}
+			if v.Attrs.Metadata == nil {
+				v.Attrs.Metadata = map[string]any{}
+			}
+			for k, val := range it.Metadata {
+				v.Attrs.Metadata[k] = val
+			}
+			a, err := json.Marshal(v.Attrs)
+			if err != nil {
 				return err
 			}
-			next.Next = to
-			return job.Checkpoint(ctx, tx, next, to*100/len(in.Items))
-		})
-		if err != nil {
-			return nil, err
+			b.Queue(`UPDATE vouchers SET attrs = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, job.ProjectID, v.ID, a, now)
+			next.DoneCount++
 		}
-		st = next
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return nil, err
 	}
 	errs := make([]map[string]any, len(st.Failed))
 	for i, f := range st.Failed {
