@@ -91,7 +91,9 @@ func TestStackingRulesOfTheProject(t *testing.T) {
 // others but those of joint categories; a category keeps at most its limit.
 func TestStackingRulesOnCategories(t *testing.T) {
 	a := stacktest.NewAPI(t)
-	cat := func(name string) string { return a.OK("POST", "/v1/categories", map[string]any{"name": name})["id"].(string) }
+	cat := func(name string) string {
+		return a.OK("POST", "/v1/categories", map[string]any{"name": name})["id"].(string)
+	}
 	excl, joint, plain := cat("Exclusive"), cat("Joint"), cat("Plain")
 	for code, c := range map[string]string{"EX-1": excl, "EX-2": excl, "JO-1": joint, "PL-1": plain, "PL-2": plain} {
 		body := percent(5)
