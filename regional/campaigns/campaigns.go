@@ -24,6 +24,7 @@ import (
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/publications"
 	"github.com/tallyhq/tally/regional/redemptions"
@@ -43,6 +44,9 @@ type Kind struct {
 	Create func(ctx context.Context, projectID string, raw json.RawMessage) (any, error)
 	Get    func(ctx context.Context, projectID, id string) (any, error)
 	Update func(ctx context.Context, projectID, id string, raw json.RawMessage) (any, error)
+	// Summary adds the type's own figures within a period to its summary
+	// (nil: none).
+	Summary func(ctx context.Context, projectID, id string, p loyalty.Period) (map[string]any, error)
 }
 
 // Deps are the services behind the campaign endpoints.
@@ -52,6 +56,8 @@ type Deps struct {
 	Publications *publications.Service
 	Redemptions  *redemptions.Service
 	Clock        func() time.Time
+	// Stacked counts a campaign's stacked redemptions (the engine's).
+	Stacked func(ctx context.Context, projectID, campaignID string, p loyalty.Period) (engine.CampaignCounts, error)
 	// Kinds are the campaign types served by other packages (PROMOTION).
 	Kinds map[string]Kind
 }

@@ -218,6 +218,38 @@ func TestCampaignSummary(t *testing.T) {
 	if s := a.OK("GET", "/v1/campaigns/"+d["id"].(string)+"/summary", nil); s["vouchers_created"] != 3.0 || s["discounted_amount"] != 0.0 {
 		t.Fatalf("discount summary: %v", s)
 	}
+	// Stacked redemptions of the campaigns' vouchers count: two of 10% off
+	// 50.00, one refused (a disabled code), one rolled back; the gift card
+	// pays 4.00 and is rolled back.
+	dc := codes(a, d["id"].(string))
+	redeem := func(code string, extra map[string]any) map[string]any {
+		r := map[string]any{"object": "voucher", "id": code}
+		for k, v := range extra {
+			r[k] = v
+		}
+		return a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": []any{r}, "order": map[string]any{"amount": 5000}})
+	}
+	first := redeem(dc[0], nil)
+	redeem(dc[1], nil)
+	a.OK("POST", "/v1/vouchers/"+dc[2]+"/disable", nil)
+	a.Fails("POST", "/v1/redemptions", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": dc[2]}},
+		"order": map[string]any{"amount": 5000}}, 400, "voucher_disabled")
+	a.OK("POST", "/v1/redemptions/"+first["parent_redemption"].(map[string]any)["id"].(string)+"/rollbacks", nil)
+	s = a.OK("GET", "/v1/campaigns/"+d["id"].(string)+"/summary", nil)
+	if s["redemptions"] != 3.0 || s["redemptions_succeeded"] != 2.0 || s["redemptions_failed"] != 1.0 || s["rollbacks"] != 1.0 ||
+		s["discounted_amount"] != 1000.0 || s["rolledback_discounted_amount"] != 500.0 {
+		t.Fatalf("discount summary after redemptions: %v", s)
+	}
+	gift := redeem(code, map[string]any{"gift": map[string]any{"credits": 400}})
+	a.OK("POST", "/v1/redemptions/"+gift["parent_redemption"].(map[string]any)["id"].(string)+"/rollbacks", nil)
+	s = a.OK("GET", "/v1/campaigns/"+id+"/summary", nil)
+	if s["redemptions"] != 1.0 || s["amount_redeemed"] != 400.0 || s["amount_rolledback"] != 400.0 || s["rollbacks"] != 1.0 {
+		t.Fatalf("gift summary after a redemption: %v", s)
+	}
+	if s := a.OK("GET", "/v1/campaigns/"+d["id"].(string)+"/summary?start_date=2020-01-01&end_date=2020-12-31", nil); s["redemptions"] != 0.0 ||
+		s["rollbacks"] != 0.0 || s["discounted_amount"] != 0.0 {
+		t.Fatalf("redemptions in 2020: %v", s)
+	}
 	a.Fails("GET", "/v1/campaigns/"+id+"/summary?start_date=yesterday", nil, 400, "invalid_query_params")
 	a.Fails("GET", "/v1/campaigns/"+id+"/summary?start_date=2026-02-01&end_date=2026-01-01", nil, 400, "invalid_query_params")
 }

@@ -8,14 +8,16 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 // summary serves GET /v1/campaigns/{campaignId}/summary: the campaign and
 // its figures within start_date and end_date (days, both included), in the
-// shape of its type. Validations and the redemptions of discount, gift and
-// referral vouchers are issue 19's (not served yet): they count 0, as no
-// such validation or redemption can have happened.
+// shape of its type. Redemptions count a loyalty program's reward
+// redemptions and the stacked redemptions (POST /v1/redemptions) of the
+// campaign's vouchers and tiers; validations are not stored, so they count
+// 0.
 func (h handler) summary(c echo.Context) error {
 	ctx, project := c.Request().Context(), httpx.ProjectID(c)
 	var p loyalty.Period
@@ -49,13 +51,20 @@ func (h handler) summary(c echo.Context) error {
 		"rollbacks_failed", "validations", "validations_succeeded", "validations_failed", "orders_amount", "orders_rolledback_amount"} {
 		s[f] = 0
 	}
-	if typ == "LOYALTY_PROGRAM" {
-		red, back, err := h.Redemptions.Counts(ctx, project, id, p)
-		if err != nil {
+	var st engine.CampaignCounts
+	if h.Stacked != nil {
+		if st, err = h.Stacked(ctx, project, id, p); err != nil {
 			return err
 		}
-		s["redemptions"], s["redemptions_succeeded"], s["rollbacks"], s["rollbacks_succeeded"] = red, red, back, back
 	}
+	var red, back int64
+	if typ == "LOYALTY_PROGRAM" {
+		if red, back, err = h.Redemptions.Counts(ctx, project, id, p); err != nil {
+			return err
+		}
+	}
+	s["redemptions"], s["redemptions_succeeded"], s["redemptions_failed"] = red+st.Redemptions, red+st.Succeeded, st.Failed
+	s["rollbacks"], s["rollbacks_succeeded"] = back+st.RolledBack, back+st.RolledBack
 	if typ != "PROMOTION" {
 		created, err := h.Vouchers.VouchersCreated(ctx, project, id, p)
 		if typ == "LOYALTY_PROGRAM" {
@@ -71,8 +80,8 @@ func (h handler) summary(c echo.Context) error {
 		s["vouchers_created"], s["vouchers_deleted"] = created, 0
 		s["publications"], s["publications_succeeded"], s["publications_failed"] = ok+failed, ok, failed
 	}
-	if typ == "DISCOUNT_COUPONS" || typ == "PROMOTION" {
-		s["discounted_amount"], s["rolledback_discounted_amount"] = 0, 0
+	if typ == "DISCOUNT_COUPONS" || typ == "PROMOTION" || typ == "REFERRAL_PROGRAM" {
+		s["discounted_amount"], s["rolledback_discounted_amount"] = st.Discounted, st.RolledBackDiscount
 	}
 	if typ == "GIFT_VOUCHERS" || typ == "LOYALTY_PROGRAM" {
 		sums, err := h.Programs.LedgerSums(ctx, project, id, p)
@@ -81,7 +90,7 @@ func (h handler) summary(c echo.Context) error {
 		}
 		if typ == "GIFT_VOUCHERS" {
 			s["created_vouchers_amount"], s["amount_added"], s["amount_subtracted"] = sums[loyalty.Opening], sums[loyalty.CreditsAddition], -sums[loyalty.CreditsRemoval]
-			s["amount_deleted"], s["amount_redeemed"], s["amount_rolledback"] = 0, 0, 0
+			s["amount_deleted"], s["amount_redeemed"], s["amount_rolledback"] = 0, st.GiftRedeemed, st.GiftRolledBack
 		} else {
 			for f, t := range map[string]string{"points_added": loyalty.PointsAddition, "points_subtracted": loyalty.PointsRemoval,
 				"points_rewarded": loyalty.PointsAccrual, "points_redeemed": loyalty.PointsRedemption, "points_rolledback": loyalty.PointsRefund,
@@ -91,6 +100,15 @@ func (h handler) summary(c echo.Context) error {
 			}
 			s["created_vouchers_points"], s["points_deleted"] = 0, 0
 			s["pending_points_added"], s["pending_points_subtracted"], s["pending_points_activated"], s["pending_points_canceled"] = 0, 0, abs(sums[loyalty.PendingPointsActivation]), 0
+		}
+	}
+	if k.Summary != nil {
+		more, err := k.Summary(ctx, project, id, p)
+		if err != nil {
+			return err
+		}
+		for f, v := range more {
+			s[f] = v
 		}
 	}
 	return c.JSON(http.StatusOK, s)

@@ -361,3 +361,9 @@ func (s *Service) ReferredCustomers(ctx context.Context, projectID, campaignID s
 	return loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM referrals WHERE project_id = $1 AND campaign_id = $2`,
 		"created_at", p, projectID, campaignID)
 }
+
+// SummaryOf is a referral program's own figures in its campaign summary.
+func (s *Service) SummaryOf(ctx context.Context, projectID, campaignID string, p loyalty.Period) (map[string]any, error) {
+	n, err := s.ReferredCustomers(ctx, projectID, campaignID, p)
+	return map[string]any{"referred_customers": n}, err
+}
