@@ -40,9 +40,9 @@ type api struct {
 	versions echo.MiddlewareFunc
 }
 
-// Register mounts /client/v1 on e, whose /v1 routes are the twins. The
+// Register mounts /client/v1 on e, whose /v1 routes are the twins; the
 // deprecated single-code forms (GET /client/v1/validate, POST
-// /client/v1/redeem) are not mounted: their server twins are not served.
+// /client/v1/redeem) are served through the engine's twins (legacy.go).
 func Register(e *echo.Echo, d Deps) {
 	a := &api{e: e, d: d, versions: d.Versions.Middleware(func(c echo.Context) string {
 		if id, ok := identity.From(c.Request().Context()); ok && id.APIVersion != "" {
@@ -57,6 +57,7 @@ func Register(e *echo.Echo, d Deps) {
 	g.GET("/vouchers", a.serve("/v1/vouchers", listVouchers))
 	g.POST("/customers", a.serve("/v1/customers", createCustomer))
 	a.registerEngine(g)
+	a.registerLegacy(g)
 }
 
 // call is one client-side request on its way to its twin.
@@ -73,6 +74,16 @@ type call struct {
 
 // serve checks a request with prepare and hands it to the route twin.
 func (a *api) serve(twin string, prepare func(*call) error) echo.HandlerFunc {
+	return a.serveAs("", twin, prepare, nil)
+}
+
+// answerFunc makes a twin's successful answer (its status and JSON body)
+// into the client route's own.
+type answerFunc func(k *call, status int, body []byte) (any, error)
+
+// serveAs is serve with the twin's method (method "" is the request's),
+// and, when answer is not nil, the twin's successful answer rewritten by it.
+func (a *api) serveAs(method, twin string, prepare func(*call) error, answer answerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		ctx := req.Context()
@@ -104,21 +115,66 @@ func (a *api) serve(twin string, prepare func(*call) error) echo.HandlerFunc {
 			}
 		}
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
-		return a.twin(c, twin)
+		if answer == nil {
+			return a.twin(c, method, twin)
+		}
+		res := c.Response()
+		w, kept := &captured{header: res.Header()}, res.Writer
+		res.Writer = w
+		err = a.twin(c, method, twin)
+		res.Writer, res.Committed, res.Size, res.Status = kept, false, 0, http.StatusOK
+		if err != nil {
+			return err
+		}
+		if w.status < 200 || w.status > 299 {
+			c.Response().WriteHeader(w.status)
+			_, err := c.Response().Write(w.body.Bytes())
+			return err
+		}
+		v, err := answer(k, w.status, w.body.Bytes())
+		if err != nil {
+			return err
+		}
+		return c.JSON(w.status, v)
 	}
 }
 
-// twin serves c by the route at path, as if it had been sent there.
-func (a *api) twin(c echo.Context, path string) error {
+// captured holds a twin's answer for serveAs to rewrite; its headers are
+// the response's own.
+type captured struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *captured) Header() http.Header { return w.header }
+func (w *captured) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+func (w *captured) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.body.Write(b)
+}
+
+// twin serves c by the route at path (with method, or the request's when
+// ""), as if it had been sent there.
+func (a *api) twin(c echo.Context, method, path string) error {
 	req := c.Request()
 	u := *req.URL
 	u.Path, u.RawPath = path, ""
 	out := req.WithContext(req.Context())
 	out.URL = &u
+	if method != "" {
+		out.Method = method
+	}
 	c.SetRequest(out)
 	route := c.Path()
 	defer c.SetPath(route) // metrics name the client route
-	a.e.Router().Find(req.Method, path, c)
+	a.e.Router().Find(out.Method, path, c)
 	return a.versions(c.Handler())(c)
 }
 
