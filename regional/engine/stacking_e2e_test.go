@@ -140,3 +140,57 @@ func TestStackingRulesOnCategories(t *testing.T) {
 		}
 	}
 }
+
+// With redeemables_sorting_rule CATEGORY_HIERARCHY redeemables apply in
+// their categories' hierarchy (the lowest first, those without a category
+// last), whatever the requested order: what applies first is taken off
+// the full amount, and what comes past the applicable limit is skipped.
+func TestCategoryHierarchySorting(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	second := a.OK("POST", "/v1/categories", map[string]any{"name": "Second", "hierarchy": 2})["id"].(string)
+	first := a.OK("POST", "/v1/categories", map[string]any{"name": "First", "hierarchy": 1})["id"].(string)
+	amount := map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 1000}, "category_id": second}
+	voucher(a, "AMOUNT-2ND", amount)
+	tenth := percent(10)
+	tenth["category_id"] = first
+	voucher(a, "PERCENT-1ST", tenth)
+	voucher(a, "PERCENT-NONE", percent(50))
+	total := func(codes ...string) (float64, map[string]any) {
+		v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables(codes...), "order": orderOf([2]int{10000, 1})})
+		return v["order"].(map[string]any)["total_discount_amount"].(float64), v
+	}
+	// The requested order: 1000 off 10000, then 10% of 9000.
+	if got, v := total("AMOUNT-2ND", "PERCENT-1ST"); got != 1900 {
+		t.Fatalf("in the requested order: %v (%v)", got, v)
+	}
+	mgmt := func(body map[string]any) {
+		if r := a.E.Do(t, "POST", "http://api.localhost/management/v1/projects/"+a.P.ID+"/stacking-rules", a.E.MgmtHeader(), body); r.Status != 200 {
+			t.Fatalf("rules: %d %s", r.Status, r.Body)
+		}
+	}
+	mgmt(map[string]any{"redeemables_sorting_rule": "CATEGORY_HIERARCHY", "applicable_redeemables_limit": 2})
+	// By hierarchy: 10% of 10000, then 1000 off; the uncategorised one is
+	// last, past the limit of two.
+	var v map[string]any
+	stacktest.Eventually(t, 10*time.Second, "the hierarchy in force", func() bool {
+		var got float64
+		got, v = total("PERCENT-NONE", "AMOUNT-2ND", "PERCENT-1ST")
+		return got == 2000
+	})
+	status := map[string]string{}
+	for i, r := range v["redeemables"].([]any) {
+		m := r.(map[string]any)
+		status[m["id"].(string)] = m["status"].(string)
+		if want := []string{"PERCENT-NONE", "AMOUNT-2ND", "PERCENT-1ST"}[i]; m["id"] != want {
+			t.Fatalf("the answer lists the redeemables as requested: %v", v["redeemables"])
+		}
+	}
+	if status["PERCENT-NONE"] != "SKIPPED" || status["AMOUNT-2ND"] != "APPLICABLE" || status["PERCENT-1ST"] != "APPLICABLE" {
+		t.Fatalf("by hierarchy: %v", status)
+	}
+	// A redemption applies them in the same order.
+	red := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("AMOUNT-2ND", "PERCENT-1ST"), "order": orderOf([2]int{10000, 1})})
+	if got := red["order"].(map[string]any)["total_discount_amount"]; got != 2000.0 {
+		t.Fatalf("redemption by hierarchy: %v", red["order"])
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sort"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
@@ -30,7 +31,9 @@ type outcome struct {
 // with redeemables_no_effect_rule SKIP one that changes nothing is skipped.
 // The category rules (categoryRules) leave out what exclusivity and the
 // per-category limits do not admit; redeemables apply in the requested
-// order (CATEGORY_HIERARCHY sorting is not served).
+// order, or with redeemables_sorting_rule CATEGORY_HIERARCHY in their
+// categories' hierarchy (the lowest first; those without a category last;
+// ties in the requested order). The answer lists them as requested.
 func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *Request, cs []*candidate,
 	rules tenancy.StackingRules) (*outcome, error) {
 	o := &outcome{cs: cs, status: make([]string, len(cs)), skip: make([]map[string]any, len(cs)),
@@ -56,6 +59,11 @@ func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *
 			}
 		}
 		use, at = nil, nil
+	}
+	if rules.RedeemablesSortingRule == "CATEGORY_HIERARCHY" {
+		if err := byHierarchy(ctx, q, projectID, use, at); err != nil {
+			return nil, err
+		}
 	}
 	use, at = categoryRules(rules, use, at, o)
 	order, effects, fates, err := e.stack(ctx, q, projectID, r.Order, use, true, rules.DiscountCalculationMode == "INITIAL_AMOUNT",
@@ -272,4 +280,60 @@ func categoryRules(rules tenancy.StackingRules, use []*candidate, at []int, o *o
 		keptUse, keptAt = append(keptUse, c), append(keptAt, i)
 	}
 	return keptUse, keptAt
+}
+
+// byHierarchy sorts the applicable redeemables (use, with their indexes at)
+// by their categories' hierarchy, the lowest first, those without a
+// category (or whose category is gone) last, stable.
+func byHierarchy(ctx context.Context, q db.Querier, projectID string, use []*candidate, at []int) error {
+	var cats []string
+	for _, c := range use {
+		if id := c.categoryID(); id != "" {
+			cats = append(cats, id)
+		}
+	}
+	if len(cats) == 0 || len(use) < 2 {
+		return nil
+	}
+	rows, err := q.Query(ctx, `SELECT id, hierarchy FROM categories WHERE project_id = $1 AND id = ANY($2)`, projectID, cats)
+	if err != nil {
+		return err
+	}
+	rank := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var h int64
+		if err := rows.Scan(&id, &h); err != nil {
+			rows.Close()
+			return err
+		}
+		rank[id] = h
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	type pair struct {
+		c  *candidate
+		at int
+	}
+	ps := make([]pair, len(use))
+	for i := range use {
+		ps[i] = pair{use[i], at[i]}
+	}
+	key := func(p pair) (bool, int64) {
+		h, ok := rank[p.c.categoryID()]
+		return ok, h
+	}
+	sort.SliceStable(ps, func(i, j int) bool {
+		oi, hi := key(ps[i])
+		oj, hj := key(ps[j])
+		if oi != oj {
+			return oi
+		}
+		return oi && hi < hj
+	})
+	for i, p := range ps {
+		use[i], at[i] = p.c, p.at
+	}
+	return nil
 }
