@@ -91,7 +91,7 @@ func TestStackedValidation(t *testing.T) {
 // redeemable leaves nothing applied and is stored as FAILURE.
 func TestStackedRedemptionAllOrNothing(t *testing.T) {
 	a := stacktest.NewAPI(t)
-	hooks := a.Subscribe("redemption.succeeded", "redemption.failed", "redemption.rollback.succeeded")
+	hooks := a.Subscribe("redemption.succeeded", "redemption.failed", "redemption.rollback.succeeded", "redemption.rollback.failed")
 	voucher(a, "TEN", percent(10))
 	voucher(a, "GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 3000}})
 	voucher(a, "OLD", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "expiration_date": "2020-01-01T00:00:00Z"})
@@ -154,6 +154,12 @@ func TestStackedRedemptionAllOrNothing(t *testing.T) {
 		t.Fatalf("child after rollback: %v", g)
 	}
 	hooks.Wait(t, "redemption.rollback.succeeded", 2)
+	// The two refused rollbacks raised redemption.rollback.failed, the
+	// last naming the child and the refusal.
+	failed := hooks.Wait(t, "redemption.rollback.failed", 2)["redemption_rollback"].(map[string]any)
+	if failed["result"] != "FAILURE" || failed["failure_code"] != "already_rolled_back" || failed["redemption"] != kids[0].(map[string]any)["id"] {
+		t.Fatalf("rollback.failed: %v", failed)
+	}
 	a.Fails("GET", "/v1/redemptions/r_nothing", nil, 404, "not_found")
 	a.Fails("POST", "/v1/redemptions/r_nothing/rollbacks", nil, 404, "not_found")
 }

@@ -35,7 +35,14 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 	ctx, span := tracer.Start(ctx, "engine.Rollback")
 	defer telemetry.End(span, &err)
 	var out map[string]any
+	var refused *Redemption // a redemption whose rollback is refused
+	defer func() {
+		if refused != nil && err != nil && e.Events != nil {
+			err = errors.Join(err, e.rollbackFailed(ctx, projectID, *refused, r, err))
+		}
+	}()
 	err = db.InTxReadCommitted(ctx, e.pool, func(tx pgx.Tx) error {
+		refused = nil
 		x, kids, err := family(ctx, tx, projectID, id, true)
 		if errors.Is(err, db.ErrNotFound) {
 			return errNotStacked
@@ -60,9 +67,11 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 			parent, kids = &p, siblings
 		}
 		if x.Result != "SUCCESS" {
+			refused = &x
 			return apierr.InvalidPayload("redemption " + id + " failed: there is nothing to roll back")
 		}
 		if x.Status == "ROLLED_BACK" {
+			refused = &x
 			return alreadyRolledBack(id)
 		}
 		now := e.now()
@@ -101,6 +110,21 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 		return tx.SendBatch(ctx, b).Close()
 	})
 	return out, err
+}
+
+// rollbackFailed raises redemption.rollback.failed for a refused rollback
+// of x (refusal is the error answered), in a transaction of its own: the
+// refused one wrote nothing. Its object is the rollback as it would have
+// been, FAILURE with the refusal's key and details.
+func (e *Engine) rollbackFailed(ctx context.Context, projectID string, x Redemption, r redemptions.RollbackRequest, refusal error) error {
+	var ae *apierr.Error
+	if !errors.As(refusal, &ae) {
+		return nil
+	}
+	rb := ids.New("rr_")
+	v := rollbackView(rb, x, r, e.now(), 0)
+	v["result"], v["status"], v["failure_code"], v["failure_message"] = "FAILURE", "FAILED", ae.Key, ae.Details
+	return e.Events.Emit(ctx, e.pool, projectID, EventRollbackFailed, rb, map[string]any{"redemption_rollback": v})
 }
 
 // undo queues rolling back one child redemption: its voucher's count and
