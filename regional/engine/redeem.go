@@ -33,6 +33,9 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 	if err := r.check(rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
+	if err := e.expandStack(ctx, projectID, &r); err != nil {
+		return nil, err
+	}
 	var out map[string]any
 	var refused error
 	paid := false

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -77,12 +78,14 @@ func (r *Request) check(limit int) error {
 		switch x.Object {
 		case "voucher", "promotion_tier":
 		case "promotion_stack":
-			return apierr.New(400, "feature_not_available", "Feature not available", p+": promotion stacks are not served yet")
+			if len(r.Redeemables) > 1 {
+				return apierr.InvalidPayload(p + ": a promotion_stack is sent alone, as the only redeemable (its tiers apply in its order)")
+			}
 		default:
-			return apierr.InvalidPayload(p + ".object must be voucher or promotion_tier")
+			return apierr.InvalidPayload(p + ".object must be voucher, promotion_tier or promotion_stack")
 		}
 		if strings.TrimSpace(x.ID) == "" || len(x.ID) > 300 {
-			return apierr.InvalidPayload(p + ".id is required: the voucher's code or the promotion tier's id")
+			return apierr.InvalidPayload(p + ".id is required: the voucher's code, the promotion tier's or the promotion stack's id")
 		}
 		if seen[x.Object+"/"+x.ID] {
 			return apierr.InvalidPayload(fmt.Sprintf("%s: %s %s is named twice", p, x.Object, x.ID))
@@ -193,4 +196,25 @@ func intOf(v any) int64 {
 		return n
 	}
 	return 0
+}
+
+// expandStack makes a request of one promotion stack a request of its
+// tiers, in the stack's order.
+func (e *Engine) expandStack(ctx context.Context, projectID string, r *Request) error {
+	if len(r.Redeemables) != 1 || r.Redeemables[0].Object != "promotion_stack" {
+		return nil
+	}
+	id := r.Redeemables[0].ID
+	if e.tiers == nil {
+		return apierr.NotFound("promotion_stack", id)
+	}
+	tiers, err := e.tiers.StackTiers(ctx, e.pool, projectID, id)
+	if err != nil {
+		return err
+	}
+	r.Redeemables = make([]Redeemable, len(tiers))
+	for i, t := range tiers {
+		r.Redeemables[i] = Redeemable{Object: "promotion_tier", ID: t}
+	}
+	return nil
 }

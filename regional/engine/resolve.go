@@ -35,6 +35,9 @@ type Tier struct {
 type Tiers interface {
 	TiersByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Tier, error)
 	ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]Tier, error)
+	// StackTiers are a promotion stack's tiers in its order (404 when
+	// there is no such stack).
+	StackTiers(ctx context.Context, q db.Querier, projectID, stackID string) ([]string, error)
 }
 
 // candidate is a redeemable of a request as resolved and checked.

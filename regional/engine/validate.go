@@ -106,6 +106,9 @@ func (e *Engine) Validate(ctx context.Context, projectID string, r Request) (_ m
 	if err := r.check(rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
+	if err := e.expandStack(ctx, projectID, &r); err != nil {
+		return nil, err
+	}
 	now := e.now()
 	cust, err := e.readCustomer(ctx, projectID, r.Customer)
 	if err != nil {

@@ -190,3 +190,36 @@ func TestTiersBefore20180801HaveConditions(t *testing.T) {
 		t.Fatalf("newest version: %v", g)
 	}
 }
+
+// A promotion stack, sent alone, validates and redeems as its tiers in
+// the stack's order: the percent of the full amount first, then the
+// amount off; with another redeemable it is refused, and an unknown
+// stack is 404.
+func TestPromotionStackAsARedeemable(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	c := promotion(a, "Stacked", tier("Amount", map[string]any{"type": "AMOUNT", "amount_off": 100}),
+		tier("Percent", map[string]any{"type": "PERCENT", "percent_off": 10}))
+	id := c["id"].(string)
+	ts := c["promotion"].(map[string]any)["tiers"].([]any)
+	amount, percent := ts[0].(map[string]any)["id"], ts[1].(map[string]any)["id"]
+	st := a.OK("POST", "/v1/promotions/"+id+"/stacks", map[string]any{"name": "Percent then amount",
+		"tiers": map[string]any{"ids": []any{percent, amount}}})
+	body := map[string]any{"redeemables": []any{map[string]any{"object": "promotion_stack", "id": st["id"]}},
+		"order": map[string]any{"amount": 10000}, "customer": map[string]any{"source_id": "stacker"}}
+	v := a.OK("POST", "/v1/validations", body)
+	rs := v["redeemables"].([]any)
+	if v["valid"] != true || len(rs) != 2 || rs[0].(map[string]any)["id"] != percent || rs[1].(map[string]any)["id"] != amount ||
+		num(v["order"].(map[string]any)["total_discount_amount"]) != 1100 {
+		t.Fatalf("validation of the stack: %v", v)
+	}
+	r := a.OK("POST", "/v1/redemptions", body)
+	if len(r["redemptions"].([]any)) != 2 || num(r["order"].(map[string]any)["total_discount_amount"]) != 1100 {
+		t.Fatalf("redemption of the stack: %v", r)
+	}
+	a.Fails("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_stack", "id": st["id"]},
+		map[string]any{"object": "promotion_tier", "id": amount}}, "order": map[string]any{"amount": 10000}}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_stack", "id": "stack_none"}},
+		"order": map[string]any{"amount": 10000}}, 404, "not_found")
+	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
+	other.Fails("POST", "/v1/validations", body, 404, "not_found")
+}

@@ -418,6 +418,23 @@ func (s *Service) TiersByID(ctx context.Context, q db.Querier, projectID string,
 	return out, err
 }
 
+// StackTiers reads a promotion stack's tiers, in its order (engine.Tiers).
+func (s *Service) StackTiers(ctx context.Context, q db.Querier, projectID, stackID string) ([]string, error) {
+	var raw []byte
+	err := q.QueryRow(ctx, `SELECT attrs FROM promotion_stacks WHERE project_id = $1 AND id = $2`, projectID, stackID).Scan(&raw)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, apierr.NotFound("promotion_stack", stackID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var a stackAttrs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, err
+	}
+	return a.IDs, nil
+}
+
 // ActiveTiers reads the active tiers of live campaigns.
 func (s *Service) ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]engine.Tier, error) {
 	ts, err := db.Collect(scanTier)(q.Query(ctx, `SELECT `+tierColumns+liveTiers+` AND active ORDER BY id`, projectID))
