@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,11 +9,8 @@ import (
 	"time"
 
 	"fortio.org/fortio/fhttp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/devstack"
-	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/tenancy"
 )
 
 // corsPath is one measured request at saturation.
@@ -32,15 +28,7 @@ type corsResult struct{ paths []corsPath }
 // router (a customer read): interleaved rounds, each path's median round.
 func benchCORS(stack *devstack.Stack, p devstack.ProjectCredentials, d time.Duration) (corsResult, error) {
 	const origin = "https://shop.example"
-	ctx := context.Background()
-	if err := db.InTx(ctx, stack.Tenancy, func(tx pgx.Tx) error {
-		pr, err := tenancy.GetProject(ctx, tx, p.ProjectID)
-		if err != nil {
-			return err
-		}
-		pr.Settings.ClientTrustedDomains = []string{origin}
-		return tenancy.UpdateProject(ctx, tx, &pr)
-	}); err != nil {
+	if err := trustOrigin(stack, p.ProjectID, origin); err != nil {
 		return corsResult{}, err
 	}
 	customerID, err := createCustomer(stack.RouterURL, p)

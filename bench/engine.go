@@ -31,6 +31,7 @@ type engineResult struct {
 	sat, pgbench              float64
 	satRounds, pgbRounds      []float64
 	satErrs                   int64
+	client                    clientVsServer
 }
 
 // engineCall is one load thread of the engine section: it sends body(),
@@ -181,6 +182,12 @@ func benchEngine(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglo
 	red := at200(runners("/v1/redemptions", stack3, &redErrs, 16), d)
 	r.redP50, r.redP95, _ = percentiles(red)
 	r.redQPS, r.redErrs = red.ActualQPS, redErrs.Load()
+	// The same validations client-side, beside server-side ones; the
+	// validations leave the vouchers as they were.
+	next.Store(0)
+	if r.client, err = benchClientValidations(stack, p, c, stack3, d); err != nil {
+		return r, err
+	}
 
 	// 2. Qualifications: 1,000 PROMOTION campaigns of a tier each (one in
 	// ten guarded by the rule on the order, which this order meets), and a
@@ -312,6 +319,10 @@ func engineReport(r engineResult) string {
 		r.redQPS, r.redErrs, r.redP50, r.redP95)
 	fmt.Fprintf(&b, "| `POST /v1/qualifications`, %d campaigns and tiers, a wallet of 10 (%.0f/s achieved, %d errors) | p50 %.2f ms, p95 %.2f ms |\n",
 		r.qualCandidates, r.qualQPS, r.qualErrs, r.qualP50, r.qualP95)
+	cv := r.client
+	fmt.Fprintf(&b, "| the validation, server-side beside client-side from %d addresses, %d interleaved rounds of %s each at 200/s "+
+		"(p50/p95 per round; %d and %d errors) | server %s ms; client %s ms |\n", clientAddresses, rounds, "a third of the phase",
+		cv.srvErrs, cv.cliErrs, roundsOf(cv.srvRounds), roundsOf(cv.cliRounds))
 	fmt.Fprintf(&b, "| redemptions at saturation, distinct vouchers, 32 clients | %.0f/s (rounds %s; %d errors) |\n", r.sat, joinRounds(r.satRounds), r.satErrs)
 	fmt.Fprintf(&b, "| pgbench TPC-B-like, 32 clients, same server | %.0f tps (rounds %s) |\n", r.pgbench, joinRounds(r.pgbRounds))
 	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
@@ -321,6 +332,9 @@ func engineReport(r engineResult) string {
 		verdict(r.redP50 <= 10 && r.redP95 <= 25 && r.redErrs == 0))
 	fmt.Fprintf(&b, "| qualifications p50 / p95 | ≤ 10 / 30 ms | %.2f / %.2f ms | %s |\n", r.qualP50, r.qualP95,
 		verdict(r.qualP50 <= 10 && r.qualP95 <= 30 && r.qualErrs == 0))
+	fmt.Fprintf(&b, "| `POST /client/v1/validations` from %d addresses, p50 / p95 (median rounds) | within 1 ms of `/v1/validations` "+
+		"(%.2f / %.2f ms) | %.2f / %.2f ms | %s |\n", clientAddresses, cv.srvP50, cv.srvP95, cv.cliP50, cv.cliP95,
+		verdict(cv.cliP50-cv.srvP50 <= 1 && cv.cliP95-cv.srvP95 <= 1 && cv.cliErrs == 0))
 	fmt.Fprintf(&b, "| redemptions/s ÷ pgbench tps | ≥ 0.3 | %.2f | %s |\n", r.sat/r.pgbench, verdict(r.sat >= 0.3*r.pgbench && r.satErrs == 0))
 	return b.String()
 }

@@ -16,6 +16,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,6 +112,9 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		IdentitySecret: secret, Log: telemetry.NewLogger(os.Stderr, 8),
 		// The receiver is on loopback.
 		Webhooks: webhooks.Options{AllowPrivateTargets: true},
+		// The client-side validations come through loopback from many
+		// addresses, as through a load balancer.
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 	})
 	if err != nil {
 		return err
