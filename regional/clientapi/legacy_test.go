@@ -2,8 +2,8 @@ package clientapi
 
 import (
 	"net/url"
-	"strconv"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
