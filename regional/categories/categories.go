@@ -298,3 +298,18 @@ func Resolve(ctx context.Context, q db.Querier, projectID string, name, id *stri
 	}
 	return nil, nil
 }
+
+// ByID reads the categories of ids that exist, in one query
+// (qualifications expanding their redeemables' categories).
+func ByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Category, error) {
+	out := map[string]Category{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cs, err := db.Collect(scan)(q.Query(ctx, `SELECT `+Columns("categories")+` FROM categories
+		WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, ids))
+	for _, c := range cs {
+		out[c.ID] = c
+	}
+	return out, err
+}

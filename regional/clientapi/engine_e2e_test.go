@@ -23,6 +23,18 @@ func TestClientValidationQualificationAndRedemption(t *testing.T) {
 		"customer": map[string]any{"source_id": "web-1"}}); q.Status != 200 || q.JSON(t)["redeemables"] == nil {
 		t.Fatalf("client qualifications: %d %s", q.Status, q.Body)
 	}
+	// Scenarios, filters and their refusals pass through as the server's.
+	if q := client(a, shop, "POST", "/client/v1/qualifications", map[string]any{"scenario": "AUDIENCE_ONLY",
+		"customer": map[string]any{"source_id": "web-1"}, "options": map[string]any{"filters": map[string]any{
+			"resource_type": map[string]any{"conditions": map[string]any{"$is": []any{"promotion_tier"}}}}}}); q.Status != 200 {
+		t.Fatalf("client qualifications with a scenario and filters: %d %s", q.Status, q.Body)
+	}
+	for _, bad := range []map[string]any{{"scenario": "PRODUCTS"},
+		{"options": map[string]any{"filters": map[string]any{"colour": map[string]any{"conditions": map[string]any{"$is": []any{"red"}}}}}}} {
+		if q := client(a, shop, "POST", "/client/v1/qualifications", bad); q.Status != 400 || q.JSON(t)["key"] != "invalid_payload" {
+			t.Fatalf("client qualifications %v: %d %s", bad, q.Status, q.Body)
+		}
+	}
 	r := client(a, shop, "POST", "/client/v1/redemptions", body)
 	if r.Status != 403 || r.JSON(t)["key"] != "client_side_action_disabled" {
 		t.Fatalf("client redemption while disabled: %d %s", r.Status, r.Body)

@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/tenancy"
 )
 
 // QualificationRequest is the body of POST /v1/qualifications.
@@ -40,26 +44,32 @@ const WalletLimit = 1000
 // checked and its rules evaluated as a validation does, and each one's
 // effect on the order alone. Candidates are read with two indexed queries
 // (the wallet by holder, the active tiers) and judged in memory with the
-// compiled rules; sorted newest first (DEFAULT), or by the discount
-// (BEST_DEAL, LEAST_DEAL); paged by starting_after, a creation time.
+// compiled rules; the scenario says which candidates, which of their
+// rules' conditions are read and, for the products scenarios, which
+// qualified ones relate to the order's products; options.filters narrow
+// them. Sorted newest first (DEFAULT), or by the discount (BEST_DEAL,
+// LEAST_DEAL); paged by starting_after, a creation time.
 func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationRequest) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "engine.Qualify")
 	defer telemetry.End(span, &err)
-	scenario := "ALL"
+	name := "ALL"
 	if r.Scenario != nil {
-		scenario = *r.Scenario
+		name = *r.Scenario
 	}
-	switch scenario {
-	case "ALL", "CUSTOMER_WALLET":
-	case "AUDIENCE_ONLY", "PRODUCTS", "PRODUCTS_DISCOUNT", "PROMOTION_STACKS", "PRODUCTS_BY_CUSTOMER", "PRODUCTS_DISCOUNT_BY_CUSTOMER":
+	sc, ok := scenarios[name]
+	switch {
+	case name == "PROMOTION_STACKS":
 		return nil, apierr.New(400, "feature_not_available", "Feature not available",
-			"scenario "+scenario+" is not served yet: ALL and CUSTOMER_WALLET are")
-	default:
+			"scenario PROMOTION_STACKS is not served: promotion stacks are not validated or qualified as redeemables here; "+
+				"qualify their tiers with scenario ALL")
+	case !ok:
 		return nil, apierr.InvalidPayload("scenario must be one of ALL, CUSTOMER_WALLET, AUDIENCE_ONLY, PRODUCTS, PRODUCTS_DISCOUNT, " +
-			"PROMOTION_STACKS, PRODUCTS_BY_CUSTOMER, PRODUCTS_DISCOUNT_BY_CUSTOMER")
+			"PRODUCTS_BY_CUSTOMER, PRODUCTS_DISCOUNT_BY_CUSTOMER (PROMOTION_STACKS is not served)")
 	}
 	limit, sorting := 5, "DEFAULT"
 	var after *time.Time
+	var filter *qualFilter
+	expand := map[string]bool{}
 	if o := r.Options; o != nil {
 		if o.Limit != nil {
 			if *o.Limit < 1 || *o.Limit > 50 {
@@ -74,8 +84,16 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 				return nil, apierr.InvalidPayload("options.sorting_rule must be DEFAULT, BEST_DEAL or LEAST_DEAL")
 			}
 		}
-		if present(o.Filters) {
-			return nil, apierr.New(400, "feature_not_available", "Feature not available", "options.filters are not served yet")
+		if filter, err = parseQualFilters(o.Filters); err != nil {
+			return nil, err
+		}
+		for _, x := range o.Expand {
+			switch x {
+			case "redeemable", "category", "validation_rules":
+				expand[x] = true
+			default:
+				return nil, apierr.InvalidPayload("options.expand: " + x + " is not one of redeemable, category, validation_rules")
+			}
 		}
 		after = o.StartingAfter
 	}
@@ -86,13 +104,18 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		}
 		r.Order.Items = items
 	}
+	if sc.products != 0 && (r.Order == nil || len(r.Order.Items) == 0) {
+		return nil, apierr.InvalidPayload("scenario " + name + " qualifies promotions for the order's products: order.items must name at least one")
+	}
 	now := e.now()
-	cust, err := e.readCustomer(ctx, projectID, r.Customer)
-	if err != nil {
-		return nil, err
+	var cust *customers.Customer
+	if sc.scope != validation.ScopeWithoutCustomer {
+		if cust, err = e.readCustomer(ctx, projectID, r.Customer); err != nil {
+			return nil, err
+		}
 	}
 	var cs []*candidate
-	if cust != nil && cust.ID != "" {
+	if sc.wallet && cust != nil && cust.ID != "" {
 		wallet, err := vouchers.HeldBy(ctx, e.pool, projectID, cust.ID, WalletLimit)
 		if err != nil {
 			return nil, err
@@ -104,7 +127,7 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		}
 	}
 	var pre *catalogue
-	if scenario == "ALL" {
+	if sc.tiers {
 		if pre, err = e.catalogue(ctx, e.pool, projectID, now); err != nil {
 			return nil, err
 		}
@@ -113,7 +136,7 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 			cs = append(cs, &candidate{req: Redeemable{Object: "promotion_tier", ID: t.ID}, tier: &t})
 		}
 	}
-	if err := e.judgeWith(ctx, e.pool, projectID, r.Order, r.Metadata, cust, cs, "", now, pre); err != nil {
+	if err := e.judgeWith(ctx, e.pool, projectID, r.Order, r.Metadata, cust, cs, "", now, pre, sc.scope); err != nil {
 		return nil, err
 	}
 	type qualified struct {
@@ -123,7 +146,7 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 	}
 	var qs []qualified
 	for _, c := range cs {
-		if c.refusal != nil {
+		if c.refusal != nil || !sc.keeps(c, r.Order) || !filter.admits(c) {
 			continue
 		}
 		at := now
@@ -181,6 +204,18 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		}
 		qs[i].effect = effects[0]
 	}
+	rules, err := e.stackingRules(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	page := make([]*candidate, len(qs))
+	for i := range qs {
+		page[i] = qs[i].c
+	}
+	expanded, err := e.expansions(ctx, projectID, page, expand, rules)
+	if err != nil {
+		return nil, err
+	}
 	data := make([]any, 0, len(qs))
 	for _, q := range qs {
 		c := q.c
@@ -199,15 +234,12 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 				v["metadata"] = c.tier.Metadata
 			}
 		}
+		expanded(c, v)
 		data = append(data, v)
 	}
 	list := map[string]any{"object": "list", "data_ref": "data", "data": data, "total": total, "has_more": more}
 	if more && len(qs) > 0 {
 		list["more_starting_after"] = jsonx.Time{Time: qs[len(qs)-1].at}
-	}
-	rules, err := e.stackingRules(ctx, projectID)
-	if err != nil {
-		return nil, err
 	}
 	out := map[string]any{"redeemables": list, "stacking_rules": rules, "id": ids.New("qual_")}
 	if r.Order != nil {
@@ -221,4 +253,147 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		out["tracking_id"] = *r.TrackingID
 	}
 	return out, nil
+}
+
+// scenario is what a qualification scenario qualifies: the customer's
+// wallet, the project's promotion tiers, which of the rules' conditions it
+// reads, and whether only the redeemables for the order's products stay.
+type scenario struct {
+	wallet, tiers bool
+	scope         validation.Scope
+	products      int
+}
+
+// Products scenarios keep the redeemables for the order's products: whose
+// discount is for specific items of it or whose rules require one of them
+// (forProducts), or only the former (discountingProducts).
+const (
+	forProducts = iota + 1
+	discountingProducts
+)
+
+var scenarios = map[string]scenario{
+	"ALL":                           {wallet: true, tiers: true},
+	"CUSTOMER_WALLET":               {wallet: true},
+	"AUDIENCE_ONLY":                 {wallet: true, tiers: true, scope: validation.ScopeAudience},
+	"PRODUCTS":                      {tiers: true, scope: validation.ScopeWithoutCustomer, products: forProducts},
+	"PRODUCTS_DISCOUNT":             {tiers: true, scope: validation.ScopeWithoutCustomer, products: discountingProducts},
+	"PRODUCTS_BY_CUSTOMER":          {wallet: true, tiers: true, products: forProducts},
+	"PRODUCTS_DISCOUNT_BY_CUSTOMER": {wallet: true, tiers: true, products: discountingProducts},
+}
+
+// keeps says whether a qualified redeemable belongs to the scenario's answer.
+func (sc scenario) keeps(c *candidate, o *orders.Request) bool {
+	switch sc.products {
+	case forProducts:
+		return c.namesItem || c.discountsItems(o)
+	case discountingProducts:
+		return c.discountsItems(o)
+	}
+	return true
+}
+
+// discountsItems says whether the redeemable's discount is for specific
+// items of the order: an item-level effect on the lines its rules'
+// applicable_to admit (not every line), or free units of a product or SKU
+// one of the order's lines holds.
+func (c *candidate) discountsItems(o *orders.Request) bool {
+	raw := c.discount()
+	if !present(raw) || o == nil {
+		return false
+	}
+	var d discount
+	if json.Unmarshal(raw, &d) != nil {
+		return false
+	}
+	if d.Type != "UNIT" {
+		return strings.HasPrefix(d.Effect, "APPLY_TO_ITEMS") && len(c.lines) > 0
+	}
+	units := d.Units
+	if d.Effect != "ADD_MANY_ITEMS" {
+		units = []discount{d}
+	}
+	for _, u := range units {
+		ref, sku := u.Product, u.SKU != nil && (u.SKU.ID != "" || u.SKU.SourceID != "")
+		if sku {
+			ref = u.SKU
+		}
+		if ref == nil {
+			continue
+		}
+		for _, it := range o.Items {
+			if matchesRef(it, ref, sku) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// expansions reads what options.expand adds to the page's redeemables, in
+// one query each, and returns what adds it to one's view: category, its
+// category (its own, else its campaign's) with the stacking rules' type;
+// validation_rules, the assignments of its rules (to it and to its
+// campaign), each VALID since it qualified. redeemable adds nothing: every
+// redeemable is shown with its own fields (id, object, name, campaign,
+// metadata, created_at) already.
+func (e *Engine) expansions(ctx context.Context, projectID string, page []*candidate, expand map[string]bool,
+	rules tenancy.StackingRules) (func(*candidate, map[string]any), error) {
+	var cats map[string]categories.Category
+	if expand["category"] {
+		var ids []string
+		for _, c := range page {
+			if id := c.categoryID(); id != "" {
+				ids = append(ids, id)
+			}
+		}
+		var err error
+		if cats, err = categories.ByID(ctx, e.pool, projectID, ids); err != nil {
+			return nil, err
+		}
+	}
+	var asg map[string][]validation.AssignmentView
+	if expand["validation_rules"] {
+		var objects []string
+		for _, c := range page {
+			objects = append(objects, c.objectID())
+			if id := c.campaignID(); id != "" {
+				objects = append(objects, id)
+			}
+		}
+		var err error
+		if asg, err = validation.AssignmentsOf(ctx, e.pool, projectID, objects); err != nil {
+			return nil, err
+		}
+	}
+	return func(c *candidate, v map[string]any) {
+		if cats != nil {
+			list := []any{}
+			if k, ok := cats[c.categoryID()]; ok {
+				view := map[string]any{"id": k.ID, "name": k.Name, "hierarchy": k.Hierarchy, "object": "category",
+					"created_at": jsonx.Time{Time: k.CreatedAt}, "updated_at": jsonx.Ptr(k.UpdatedAt)}
+				switch {
+				case contains(rules.ExclusiveCategories, k.ID):
+					view["stacking_rules_type"] = "EXCLUSIVE"
+				case contains(rules.JointCategories, k.ID):
+					view["stacking_rules_type"] = "JOINT"
+				}
+				list = append(list, view)
+			}
+			v["categories"] = list
+		}
+		if asg != nil {
+			data := []any{}
+			for _, o := range []string{c.objectID(), c.campaignID()} {
+				if o == "" {
+					continue
+				}
+				for _, a := range asg[o] {
+					data = append(data, map[string]any{"id": a.ID, "rule_id": a.RuleID, "related_object_id": a.RelatedObjectID,
+						"related_object_type": a.RelatedObjectType, "created_at": a.CreatedAt, "object": a.Object, "validation_status": "VALID"})
+				}
+			}
+			v["validation_rules_assignments"] = map[string]any{"object": "list", "data_ref": "data", "data": data, "total": len(data)}
+		}
+	}, nil
 }

@@ -50,6 +50,9 @@ type candidate struct {
 	refusal *Refusal
 	// lines are the order's items its rules admit (nil: every item).
 	lines []int
+	// namesItem: its rules require a product, SKU or collection one of
+	// the order's lines matches.
+	namesItem bool
 }
 
 // objectID is the id of what the redeemable names: the voucher's or the tier's.
@@ -154,13 +157,14 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 // their validation rules; a refused one carries its refusal.
 func (e *Engine) judge(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
 	cust *customers.Customer, cs []*candidate, sessionKey string, now time.Time) error {
-	return e.judgeWith(ctx, q, projectID, order, meta, cust, cs, sessionKey, now, nil)
+	return e.judgeWith(ctx, q, projectID, order, meta, cust, cs, sessionKey, now, nil, validation.ScopeAll)
 }
 
 // judgeWith is judge taking campaign windows and rule assignments from pre
-// where it has them (qualifications' catalogue), reading the rest.
+// where it has them (qualifications' catalogue), reading the rest, and
+// reading of the rules' conditions those scope names.
 func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*candidate, sessionKey string, now time.Time, pre *catalogue) error {
+	cust *customers.Customer, cs []*candidate, sessionKey string, now time.Time, pre *catalogue, scope validation.Scope) error {
 	var campaignIDs, voucherIDs []string
 	for _, c := range cs {
 		if c.voucher != nil {
@@ -233,7 +237,7 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 	if len(objects) == 0 {
 		return nil
 	}
-	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, assigned, now)
+	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, assigned, now, scope)
 }
 
 // wantsCampaign is the id of the redeemable's campaign, "" for none.
@@ -296,13 +300,15 @@ func (e *Engine) check(c *candidate, held map[string]int64, now time.Time) *Refu
 
 // evaluate runs the validation rules of the checked redeemables (assigned
 // to the voucher or tier, or to its campaign) against the order and the
-// customer; a failing rule refuses its redeemable with the rule's message.
+// customer, reading the conditions scope names; a failing rule refuses its
+// redeemable with the rule's message. A candidate whose rules require one
+// of the order's products is marked so (qualifications' PRODUCTS).
 func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*candidate, assigned map[string][]string, now time.Time) error {
+	cust *customers.Customer, cs []*candidate, assigned map[string][]string, now time.Time, scope validation.Scope) error {
 	if len(assigned) == 0 || e.rules == nil {
 		return nil
 	}
-	in := validation.Input{Order: ruleOrder(order), Now: now, Metadata: meta}
+	in := validation.Input{Order: ruleOrder(order), Now: now, Metadata: meta, Scope: scope}
 	if err := in.Order.Check(); err != nil {
 		return err
 	}
@@ -350,6 +356,7 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 		}
 		cin := in
 		cin.Redemptions = counts(c)
+		c.namesItem = prepared.NamesItemOf(ids, in.Order)
 		for _, v := range prepared.Run(ids, cin) {
 			if !v.Valid {
 				msg := "The order or customer does not meet the validation rules."

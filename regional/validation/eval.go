@@ -25,6 +25,34 @@ type Input struct {
 	Event *Event
 	// Metadata is the request's own metadata (redemption.metadata).
 	Metadata map[string]any
+	// Scope is which conditions are read; the others hold.
+	Scope Scope
+}
+
+// Scope is which of a rule's conditions an evaluation reads
+// (qualifications' scenarios); a condition not read holds, its nested
+// conditions aside.
+type Scope int
+
+const (
+	// ScopeAll reads every condition.
+	ScopeAll Scope = iota
+	// ScopeAudience reads only the customer's conditions (customer.*):
+	// the order's, the redemption counts, dates and events hold.
+	ScopeAudience
+	// ScopeWithoutCustomer reads every condition but the customer's.
+	ScopeWithoutCustomer
+)
+
+// skips says whether sc leaves c unread.
+func (sc Scope) skips(c *cond) bool {
+	switch sc {
+	case ScopeAudience:
+		return !c.customer
+	case ScopeWithoutCustomer:
+		return c.customer
+	}
+	return false
 }
 
 // Order is the order under validation. Amounts are in cents.
@@ -151,6 +179,13 @@ func (c *cond) eval(s *scope) (bool, *cond) {
 	var ok bool
 	var inner *cond
 	switch {
+	case c.spec.kind == kItems && s.in.Scope.skips(c):
+		ok = true // its nested conditions read the lines: unread with them
+	case s.in.Scope.skips(c):
+		ok = true
+		if c.sub != nil {
+			ok, inner = c.sub.eval(s)
+		}
 	case c.spec.kind == kItems && c.empty:
 		ok = true // no product, SKU or collection to look for
 	case c.spec.kind == kItems:
@@ -244,6 +279,29 @@ func (c *cond) items(s *scope) (bool, *cond) {
 		return false, first
 	}
 	return true, nil
+}
+
+// namesItemOf says whether g requires (order.items.any or every, at any
+// depth) a product, SKU or collection one of lines matches.
+func (g *group) namesItemOf(lines []Item) bool {
+	if g == nil {
+		return false
+	}
+	for _, c := range g.conds {
+		if c.spec.kind == kItems && c.spec.mode != itemsNone {
+			for _, r := range c.refs {
+				for i := range lines {
+					if r.matches(&lines[i]) {
+						return true
+					}
+				}
+			}
+		}
+		if c.sub.namesItemOf(lines) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r ref) matches(it *Item) bool {

@@ -164,6 +164,9 @@ type cond struct {
 	empty   bool   // conditions: {}: the condition holds
 	sub     *group // nested rules, nil without
 	message string
+	// customer: the condition reads the customer (customer.*), which
+	// qualifications' scopes tell apart from everything else.
+	customer bool
 }
 
 // test is one compiled condition on a value (nil: unknown).
@@ -389,7 +392,8 @@ func (c *compiler) cond(path string, raw json.RawMessage, depth int, inItem bool
 	if spec.item && !inItem {
 		return nil, bad(path+".name", "%s reads one order item: use it in the rules of an order.items.any, order.items.every or order.items.none condition", nm)
 	}
-	cd := &cond{path: strings.TrimPrefix(strings.ReplaceAll(path, ".rules.", "."), "rules."), spec: spec, prop: key}
+	cd := &cond{path: strings.TrimPrefix(strings.ReplaceAll(path, ".rules.", "."), "rules."), spec: spec, prop: key,
+		customer: strings.HasPrefix(nm, "customer.")}
 	if cd.message, err = message(path+".error", m["error"]); err != nil {
 		return nil, err
 	}

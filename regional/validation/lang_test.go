@@ -371,3 +371,63 @@ func TestOrderAmountsOutOfRangeRefused(t *testing.T) {
 		}
 	}
 }
+
+// Qualifications' scopes: AUDIENCE reads only the customer's conditions
+// (the order's, counts, dates and items hold, their nested customer
+// conditions still read); WITHOUT_CUSTOMER reads all but the customer's.
+func TestScopes(t *testing.T) {
+	bigOrder := c("order.amount", `{"$more_than":[100000]}`)
+	silver := c("customer.metadata.tier", `{"$is":["silver"]}`)
+	gold := c("customer.metadata.tier", `{"$is":["gold"]}`)
+	shoes := c("order.items.any", `{"$is":[{"object":"product","id":"prod_shoes"}]}`, "", `{"1":`+c("order.items.price", `{"$more_than":[1]}`)+`}`)
+	for _, r := range []struct {
+		name  string
+		rules string
+		scope Scope
+		valid bool
+	}{
+		{"all: the order fails", `{"1":` + bigOrder + `,"2":` + gold + `,"logic":"1 and 2"}`, ScopeAll, false},
+		{"audience: the order holds", `{"1":` + bigOrder + `,"2":` + gold + `,"logic":"1 and 2"}`, ScopeAudience, true},
+		{"audience: the customer still fails", `{"1":` + bigOrder + `,"2":` + silver + `,"logic":"1 and 2"}`, ScopeAudience, false},
+		{"audience: items and counts hold", `{"1":` + shoes + `,"2":` + c("redemption.count.per_campaign", `{"$less_than":[2]}`) +
+			`,"3":` + c("date", `{"$before":["2020-01-01T00:00:00Z"]}`) + `,"logic":"1 and 2 and 3"}`, ScopeAudience, true},
+		{"audience: a customer condition nested in an order's", one("order.amount", `{"$more_than":[100000]}`, "", `{"1":`+silver+`}`), ScopeAudience, false},
+		{"without customer: the customer holds", `{"1":` + silver + `,"logic":"1"}`, ScopeWithoutCustomer, true},
+		{"without customer: the order still fails", `{"1":` + silver + `,"2":` + bigOrder + `,"logic":"1 and 2"}`, ScopeWithoutCustomer, false},
+	} {
+		p, err := compile(json.RawMessage(r.rules), nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		in := baseInput()
+		in.Scope = r.scope
+		if v := p.run("val_1", &in); v.Valid != r.valid {
+			t.Errorf("%s: valid %v, want %v", r.name, v.Valid, r.valid)
+		}
+	}
+}
+
+// NamesItemOf finds the products, SKUs and collections rules require
+// (any, every; not none), at any depth.
+func TestNamesItemOf(t *testing.T) {
+	o := baseInput().Order
+	for _, r := range []struct {
+		rules string
+		want  bool
+	}{
+		{one("order.items.any", `{"$is":[{"object":"product","id":"prod_hat"}]}`), true},
+		{one("order.items.every", `{"$in":[{"object":"products_collection","id":"pc_summer"}]}`), true},
+		{one("order.items.none", `{"$is":[{"object":"product","id":"prod_hat"}]}`), false},
+		{one("order.items.any", `{"$is":[{"object":"product","id":"prod_shoes"}]}`), false},
+		{one("order.amount", `{}`, "", one("order.items.any", `{"$is":[{"object":"sku","source_id":"shirt-m"}]}`)), true},
+		{one("order.amount", `{"$more_than":[1]}`), false},
+	} {
+		p, err := compile(json.RawMessage(r.rules), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (Prepared{"val_1": p}).NamesItemOf([]string{"val_1"}, o); got != r.want {
+			t.Errorf("%s: %v, want %v", r.rules, got, r.want)
+		}
+	}
+}

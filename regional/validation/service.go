@@ -283,3 +283,18 @@ func (p Prepared) Run(ids []string, in Input) []Verdict {
 	}
 	return out
 }
+
+// NamesItemOf says whether one of the prepared rules ids requires a
+// product, SKU or collection (order.items.any or every) that a line of o
+// matches: qualifications' PRODUCTS scenarios.
+func (p Prepared) NamesItemOf(ids []string, o *Order) bool {
+	if o == nil || len(o.Items) == 0 {
+		return false
+	}
+	for _, id := range ids {
+		if pr := p[id]; pr != nil && pr.root.namesItemOf(o.Items) {
+			return true
+		}
+	}
+	return false
+}
