@@ -58,13 +58,9 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 	}
 	sc, ok := scenarios[name]
 	switch {
-	case name == "PROMOTION_STACKS":
-		return nil, apierr.New(400, "feature_not_available", "Feature not available",
-			"scenario PROMOTION_STACKS is not served: promotion stacks are not validated or qualified as redeemables here; "+
-				"qualify their tiers with scenario ALL")
 	case !ok:
 		return nil, apierr.InvalidPayload("scenario must be one of ALL, CUSTOMER_WALLET, AUDIENCE_ONLY, PRODUCTS, PRODUCTS_DISCOUNT, " +
-			"PRODUCTS_BY_CUSTOMER, PRODUCTS_DISCOUNT_BY_CUSTOMER (PROMOTION_STACKS is not served)")
+			"PRODUCTS_BY_CUSTOMER, PRODUCTS_DISCOUNT_BY_CUSTOMER, PROMOTION_STACKS")
 	}
 	limit, sorting := 5, "DEFAULT"
 	var after *time.Time
@@ -139,6 +135,11 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 	if err := e.judgeWith(ctx, e.pool, projectID, r.Order, r.Metadata, cust, cs, "", now, pre, sc.scope); err != nil {
 		return nil, err
 	}
+	if sc.stacks {
+		if cs, err = e.qualifiedStacks(ctx, projectID, cs); err != nil {
+			return nil, err
+		}
+	}
 	type qualified struct {
 		c      *candidate
 		at     time.Time
@@ -150,9 +151,12 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 			continue
 		}
 		at := now
-		if c.voucher != nil {
+		switch {
+		case c.stack != nil:
+			at = c.stack.CreatedAt
+		case c.voucher != nil:
 			at = c.voucher.CreatedAt
-		} else if c.tier.CreatedAt != nil {
+		case c.tier.CreatedAt != nil:
 			at = *c.tier.CreatedAt
 		}
 		if after != nil && !at.Before(*after) {
@@ -164,11 +168,11 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 	// only the page's are rendered.
 	if sorting != "DEFAULT" {
 		for i := range qs {
-			_, effects, err := e.recalcViews(ctx, e.pool, projectID, r.Order, []*candidate{qs[i].c}, false)
+			_, effects, err := e.recalcViews(ctx, e.pool, projectID, r.Order, qs[i].c.applied(), false)
 			if err != nil {
 				return nil, err
 			}
-			qs[i].effect = effects[0]
+			qs[i].effect = sum(effects)
 		}
 	}
 	sort.SliceStable(qs, func(i, j int) bool {
@@ -198,11 +202,21 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		qs, more = qs[:end], end < len(qs)
 	}
 	for i := range qs {
-		_, effects, err := e.recalc(ctx, e.pool, projectID, r.Order, []*candidate{qs[i].c})
+		order, effects, err := e.recalc(ctx, e.pool, projectID, r.Order, qs[i].c.applied())
 		if err != nil {
 			return nil, err
 		}
-		qs[i].effect = effects[0]
+		if qs[i].c.stack == nil {
+			qs[i].effect = effects[0]
+			continue
+		}
+		// A stack: its tiers' results, and the order after them all.
+		results := make([]any, len(effects))
+		for k, ef := range effects {
+			results[k] = map[string]any{"id": qs[i].c.parts[k].req.ID, "object": "promotion_tier", "result": ef.Result}
+		}
+		qs[i].effect = sum(effects)
+		qs[i].effect.Order, qs[i].effect.Result = order, map[string]any{"promotion_tiers": results}
 	}
 	rules, err := e.stackingRules(ctx, projectID)
 	if err != nil {
@@ -227,6 +241,9 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		}
 		if c.voucher != nil && c.voucher.Attrs.Metadata != nil {
 			v["metadata"] = c.voucher.Attrs.Metadata
+		}
+		if c.stack != nil {
+			v["name"], v["tiers"] = c.stack.Name, map[string]any{"ids": c.stack.TierIDs, "hierarchy_mode": "MANUAL"}
 		}
 		if c.tier != nil {
 			v["name"] = c.tier.Name
@@ -260,6 +277,7 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 // reads, and whether only the redeemables for the order's products stay.
 type scenario struct {
 	wallet, tiers bool
+	stacks        bool // the promotion stacks whose tiers all qualify, instead of the tiers
 	scope         validation.Scope
 	products      int
 }
@@ -280,6 +298,64 @@ var scenarios = map[string]scenario{
 	"PRODUCTS_DISCOUNT":             {tiers: true, scope: validation.ScopeWithoutCustomer, products: discountingProducts},
 	"PRODUCTS_BY_CUSTOMER":          {wallet: true, tiers: true, products: forProducts},
 	"PRODUCTS_DISCOUNT_BY_CUSTOMER": {wallet: true, tiers: true, products: discountingProducts},
+	"PROMOTION_STACKS":              {tiers: true, stacks: true},
+}
+
+// qualifiedStacks are the project's promotion stacks whose every tier is
+// among the judged tiers and qualified, each a candidate of its tiers.
+func (e *Engine) qualifiedStacks(ctx context.Context, projectID string, tiers []*candidate) ([]*candidate, error) {
+	if e.tiers == nil {
+		return nil, nil
+	}
+	stacks, err := e.tiers.Stacks(ctx, e.pool, projectID)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*candidate, len(tiers))
+	for _, c := range tiers {
+		if c.tier != nil && c.refusal == nil {
+			byID[c.tier.ID] = c
+		}
+	}
+	var out []*candidate
+next:
+	for i := range stacks {
+		st := &stacks[i]
+		parts := make([]*candidate, 0, len(st.TierIDs))
+		for _, id := range st.TierIDs {
+			c, ok := byID[id]
+			if !ok {
+				continue next
+			}
+			parts = append(parts, c)
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		out = append(out, &candidate{req: Redeemable{Object: "promotion_stack", ID: st.ID}, stack: st, parts: parts,
+			campaign: parts[0].campaign})
+	}
+	return out, nil
+}
+
+// applied are what a qualified redeemable applies: itself, or a stack's tiers.
+func (c *candidate) applied() []*candidate {
+	if c.stack != nil {
+		return c.parts
+	}
+	return []*candidate{c}
+}
+
+// sum is the effects' discounts together.
+func sum(effects []applied) applied {
+	var out applied
+	for _, ef := range effects {
+		out.Discount += ef.Discount
+	}
+	if len(effects) == 1 {
+		return effects[0]
+	}
+	return out
 }
 
 // keeps says whether a qualified redeemable belongs to the scenario's answer.

@@ -38,11 +38,22 @@ type Tiers interface {
 	// StackTiers are a promotion stack's tiers in its order (404 when
 	// there is no such stack).
 	StackTiers(ctx context.Context, q db.Querier, projectID, stackID string) ([]string, error)
+	// Stacks are the project's promotion stacks.
+	Stacks(ctx context.Context, q db.Querier, projectID string) ([]Stack, error)
+}
+
+// Stack is a promotion stack: its tiers, applied in its order.
+type Stack struct {
+	ID, Name, CampaignID string
+	TierIDs              []string
+	CreatedAt            time.Time
 }
 
 // candidate is a redeemable of a request as resolved and checked.
 type candidate struct {
 	req      Redeemable
+	stack    *Stack       // a promotion stack qualified (PROMOTION_STACKS)
+	parts    []*candidate // its tiers, in its order
 	voucher  *vouchers.Voucher
 	tier     *Tier
 	campaign *loyalty.CampaignWindow

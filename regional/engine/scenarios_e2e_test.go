@@ -144,7 +144,7 @@ func (f *qualFixture) qualifyList(t *testing.T, scenario, customer string, order
 
 func label(m map[string]any) string {
 	switch {
-	case m["object"] == "promotion_tier":
+	case m["object"] == "promotion_tier" || m["object"] == "promotion_stack":
 		return m["name"].(string)
 	case m["campaign_name"] != nil:
 		return m["campaign_name"].(string)
@@ -190,9 +190,32 @@ func TestQualificationScenarios(t *testing.T) {
 		}
 	}
 	a := f.a
-	e := a.Fails("POST", "/v1/qualifications", map[string]any{"scenario": "PROMOTION_STACKS"}, 400, "feature_not_available")
-	if !strings.Contains(fmt.Sprint(e["details"]), "PROMOTION_STACKS") {
-		t.Errorf("promotion stacks: %v", e)
+	// PROMOTION_STACKS: the stacks whose every tier qualifies, each with
+	// its tiers applied in its order.
+	stack := func(name string, tiers ...string) {
+		a.OK("POST", "/v1/promotions/"+f.promo+"/stacks", map[string]any{"name": name, "tiers": map[string]any{"ids": tiers}})
+	}
+	var big string
+	for _, x := range a.OK("GET", "/v1/promotions/"+f.promo+"/tiers?limit=100", nil)["tiers"].([]any) {
+		if m := x.(map[string]any); m["name"] == "Big" {
+			big = m["id"].(string)
+		}
+	}
+	stack("GoldPair", f.gold, f.everyone)
+	stack("BigPair", big, f.everyone)
+	for _, c := range []struct {
+		customer string
+		order    map[string]any
+		want     string
+	}{{"ann", f.bigOrder, "GoldPair BigPair"}, {"bob", f.bigOrder, "BigPair"}, {"ann", f.onlyB1, "GoldPair"}, {"bob", f.onlyB1, ""}} {
+		if got := f.qualify(t, "PROMOTION_STACKS", c.customer, c.order, nil); !same(got, c.want) {
+			t.Errorf("PROMOTION_STACKS for %s: %v, want %s", c.customer, got, c.want)
+		}
+	}
+	first := f.qualifyList(t, "PROMOTION_STACKS", "ann", f.bigOrder, nil)["data"].([]any)[0].(map[string]any)
+	if first["object"] != "promotion_stack" || num(first["order"].(map[string]any)["total_discount_amount"]) != 1300 ||
+		len(first["tiers"].(map[string]any)["ids"].([]any)) != 2 || len(first["result"].(map[string]any)["promotion_tiers"].([]any)) != 2 {
+		t.Errorf("a qualified stack: %v", first)
 	}
 	for _, s := range []string{"PRODUCTS", "PRODUCTS_DISCOUNT", "PRODUCTS_BY_CUSTOMER", "PRODUCTS_DISCOUNT_BY_CUSTOMER"} {
 		e := a.Fails("POST", "/v1/qualifications", map[string]any{"scenario": s, "customer": map[string]any{"source_id": "ann"}}, 400, "invalid_payload")

@@ -435,6 +435,21 @@ func (s *Service) StackTiers(ctx context.Context, q db.Querier, projectID, stack
 	return a.IDs, nil
 }
 
+// Stacks reads the project's promotion stacks (engine.Tiers).
+func (s *Service) Stacks(ctx context.Context, q db.Querier, projectID string) ([]engine.Stack, error) {
+	return db.Collect(func(r pgx.Row) (engine.Stack, error) {
+		var st engine.Stack
+		var raw []byte
+		if err := r.Scan(&st.ID, &st.CampaignID, &st.Name, &raw, &st.CreatedAt); err != nil {
+			return st, err
+		}
+		var a stackAttrs
+		err := json.Unmarshal(raw, &a)
+		st.TierIDs = a.IDs
+		return st, err
+	})(q.Query(ctx, `SELECT id, campaign_id, name, attrs, created_at FROM promotion_stacks WHERE project_id = $1 ORDER BY id`, projectID))
+}
+
 // ActiveTiers reads the active tiers of live campaigns.
 func (s *Service) ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]engine.Tier, error) {
 	ts, err := db.Collect(scanTier)(q.Query(ctx, `SELECT `+tierColumns+liveTiers+` AND active ORDER BY id`, projectID))
