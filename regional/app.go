@@ -39,6 +39,7 @@ import (
 	"github.com/tallyhq/tally/regional/promotions"
 	"github.com/tallyhq/tally/regional/publications"
 	"github.com/tallyhq/tally/regional/redemptions"
+	"github.com/tallyhq/tally/regional/referrals"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/usage"
@@ -219,15 +220,24 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	eng.UseTiers(promos)
 	promotions.Register(v1, promos)
 	a.loyalty.UseCampaignDropper(promos.DropCampaignTiers)
+	// Referral programs: their campaigns, the holders of their codes, and
+	// referees converted by custom event or by redemption.
+	refs := referrals.NewService(pool, events, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
+	referrals.Register(v1, refs)
+	eng.UseReferrals(refs.ConvertRedemption)
 	campaigns.Register(v1, campaigns.Deps{Programs: a.loyalty, Vouchers: vs, Publications: pubs, Redemptions: red,
 		Clock: cfg.Clock.Now, Kinds: map[string]campaigns.Kind{
-			"PROMOTION": {Create: promos.CreateCampaign, Get: promos.GetCampaign, Update: promos.UpdateCampaign}}})
+			"PROMOTION":        {Create: promos.CreateCampaign, Get: promos.GetCampaign, Update: promos.UpdateCampaign},
+			"REFERRAL_PROGRAM": {Create: refs.CreateCampaign, Get: refs.GetCampaign, Update: refs.UpdateCampaign}},
+		ReferredCustomers: refs.ReferredCustomers})
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
 	prods := products.NewService(pool, events, a.tasks, a.bin, cfg.Clock)
 	products.Register(v1, prods)
 	bin.Register(v1, a.bin)
-	customEvents.Register(v1, customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver.EventSchemas, a.tasks, cfg.Clock))
+	evs := customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver.EventSchemas, a.tasks, cfg.Clock)
+	evs.UseReferrals(refs.ConvertEvent)
+	customEvents.Register(v1, evs)
 	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock, cfg.IdentitySecret, exports.Options{
 		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
 	exports.Register(v1, a.exports)

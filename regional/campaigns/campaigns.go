@@ -52,8 +52,12 @@ type Deps struct {
 	Publications *publications.Service
 	Redemptions  *redemptions.Service
 	Clock        func() time.Time
-	// Kinds are the campaign types served by other packages (PROMOTION).
+	// Kinds are the campaign types served by other packages (PROMOTION,
+	// REFERRAL_PROGRAM).
 	Kinds map[string]Kind
+	// ReferredCustomers counts the referees a referral program converted
+	// within a period: its summary's referred_customers (regional/referrals).
+	ReferredCustomers func(ctx context.Context, projectID, campaignID string, p loyalty.Period) (int64, error)
 }
 
 type handler struct {

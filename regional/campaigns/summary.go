@@ -71,6 +71,13 @@ func (h handler) summary(c echo.Context) error {
 		s["vouchers_created"], s["vouchers_deleted"] = created, 0
 		s["publications"], s["publications_succeeded"], s["publications_failed"] = ok+failed, ok, failed
 	}
+	if typ == "REFERRAL_PROGRAM" && h.ReferredCustomers != nil {
+		n, err := h.ReferredCustomers(ctx, project, id, p)
+		if err != nil {
+			return err
+		}
+		s["referred_customers"] = n
+	}
 	if typ == "DISCOUNT_COUPONS" || typ == "PROMOTION" {
 		s["discounted_amount"], s["rolledback_discounted_amount"] = 0, 0
 	}
