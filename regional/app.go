@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	cats.Follow(loyalty.FollowCategory)
 	categories.Register(v1, cats)
 	vs.RegisterJobs(v1, a.tasks, a.tasks.Wake)
-	pubs := publications.NewService(pool, events, cust, vs, cfg.Clock)
+	pubs := publications.NewService(pool, events, cust, vs, a.loyalty, cfg.Clock)
 	publications.Register(v1, pubs)
 	// One campaign model: a deleted campaign's vouchers (of any type) go in
 	// CAMPAIGN.VOUCHERS_DELETE, at once or when its bin entry is removed.

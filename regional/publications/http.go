@@ -189,6 +189,16 @@ func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]V
 			return nil, 0, false, "", err
 		}
 	}
+	var manyIDs []string
+	for _, p := range ps {
+		if p.Result == Success && p.VoucherID == nil {
+			manyIDs = append(manyIDs, p.ID)
+		}
+	}
+	many, err := vouchersOf(ctx, s.pool, projectID, manyIDs)
+	if err != nil {
+		return nil, 0, false, "", err
+	}
 	out := make([]View, len(ps))
 	for i, p := range ps {
 		var cust *customers.Customer
@@ -196,6 +206,9 @@ func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]V
 			cust = &c
 		}
 		out[i] = p.view(cust)
+		if gs, ok := many[p.ID]; ok {
+			out[i].several(gs)
+		}
 		if p.VoucherID != nil {
 			if v, ok := vs[*p.VoucherID]; ok {
 				out[i].Voucher = listVoucher(v, p.IsReferralCode)
