@@ -169,6 +169,14 @@ func (s *Service) MemberIn(ctx context.Context, q db.Querier, projectID, memberI
 	return c.View(camp), nil
 }
 
+// QueueCardsByID queues onto b the read of the cards with ids (those of
+// deleted campaigns included, as a publication still names them); into
+// runs for each found.
+func QueueCardsByID(b *pgx.Batch, projectID string, ids []string, into func(Card)) {
+	db.QueueEach(b, scanCard, into, `SELECT `+cardColumns+` FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`,
+		projectID, ids)
+}
+
 // ListMembers returns a page of a campaign's cards.
 func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]CardView, int, bool, string, error) {
 	camp, err := s.Campaign(ctx, s.pool, projectID, campaignID)

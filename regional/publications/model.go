@@ -14,6 +14,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
 
@@ -80,7 +81,7 @@ type ListVoucher struct {
 	Object         string                `json:"object"`
 	Campaign       *string               `json:"campaign"`
 	Gift           *vouchers.GiftFigures `json:"gift,omitempty"`
-	LoyaltyCard    map[string]any        `json:"loyalty_card"`
+	LoyaltyCard    *loyalty.CardFigures  `json:"loyalty_card"`
 	Discount       json.RawMessage       `json:"discount,omitempty"`
 	IsReferralCode bool                  `json:"is_referral_code"`
 }

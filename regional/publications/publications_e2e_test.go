@@ -456,8 +456,14 @@ func TestPublishingALoyaltyProgramGivesOneCard(t *testing.T) {
 	}
 	a.Fails("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Club", "count": 2},
 		"customer": map[string]any{"source_id": "cid"}}, 400, "invalid_payload")
-	if l := a.OK("GET", "/v1/publications?voucher_type=loyalty", nil); l["total"] != 2.0 {
+	l := a.OK("GET", "/v1/publications?voucher_type=loyalty", nil)
+	if l["total"] != 2.0 {
 		t.Fatalf("loyalty publications: %v", l)
+	}
+	for _, it := range l["publications"].([]any) {
+		if v := it.(map[string]any)["voucher"].(map[string]any); v["campaign"] != "Club" || v["loyalty_card"] == nil {
+			t.Fatalf("a loyalty publication listed: %v", it)
+		}
 	}
 	// voucher.published once for ann's card (by the join), once for bob's.
 	hooks.Wait(t, "voucher.published", 2)
