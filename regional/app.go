@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	cats.Follow(loyalty.FollowCategory)
 	categories.Register(v1, cats)
 	vs.RegisterJobs(v1, a.tasks, a.tasks.Wake)
-	pubs := publications.NewService(pool, events, cust, vs, cfg.Clock)
+	pubs := publications.NewService(pool, events, cust, vs, a.loyalty, cfg.Clock)
 	publications.Register(v1, pubs)
 	// One campaign model: a deleted campaign's vouchers (of any type) go in
 	// CAMPAIGN.VOUCHERS_DELETE, at once or when its bin entry is removed.
@@ -220,10 +220,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	eng.UseTiers(promos)
 	promotions.Register(v1, promos)
 	a.loyalty.UseCampaignDropper(promos.DropCampaignTiers)
-	// Referral programs: REFERRAL_PROGRAM campaigns, their codes' referrers
-	// and holders, and the conversion of referees by custom events.
+	// Referral programs: their campaigns, the holders of their codes, and
+	// referees converted by custom event or by redemption.
 	refs := referrals.NewService(pool, events, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
 	referrals.Register(v1, refs)
+	eng.UseReferrals(refs.ConvertRedemption)
 	campaigns.Register(v1, campaigns.Deps{Programs: a.loyalty, Vouchers: vs, Publications: pubs, Redemptions: red,
 		Clock: cfg.Clock.Now, Kinds: map[string]campaigns.Kind{
 			"PROMOTION": {Create: promos.CreateCampaign, Get: promos.GetCampaign, Update: promos.UpdateCampaign},

@@ -232,13 +232,25 @@ func branchFor(s *openapi3.Schema, v any) *openapi3.Schema {
 		return s
 	}
 	exported, _ := m["exported_object"].(string)
+	// Of several branches naming the object (a publication of one voucher
+	// or of several), the first the answer satisfies; else the first, whose
+	// errors are reported.
+	var first *openapi3.Schema
 	for _, b := range s.OneOf {
 		if b.Value == nil {
 			continue
 		}
 		if exported != "" && enumHas(b.Value, "exported_object", exported) || exported == "" && enumHas(b.Value, "object", obj) {
-			return b.Value
+			if b.Value.VisitJSON(v) == nil {
+				return b.Value
+			}
+			if first == nil {
+				first = b.Value
+			}
 		}
+	}
+	if first != nil {
+		return first
 	}
 	if exported != "" {
 		// product and sku exports: the reference's text names them, its

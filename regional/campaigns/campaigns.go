@@ -58,7 +58,8 @@ type Deps struct {
 	Clock        func() time.Time
 	// Stacked counts a campaign's stacked redemptions (the engine's).
 	Stacked func(ctx context.Context, projectID, campaignID string, p loyalty.Period) (engine.CampaignCounts, error)
-	// Kinds are the campaign types served by other packages (PROMOTION).
+	// Kinds are the campaign types served by other packages (PROMOTION,
+	// REFERRAL_PROGRAM).
 	Kinds map[string]Kind
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -48,11 +49,23 @@ type Deps struct {
 // Engine validates and redeems stacked redeemables.
 type Engine struct {
 	Deps
-	pool  *db.Pool
-	rules *validation.Service
-	tiers Tiers
-	cats  catalogues
+	pool      *db.Pool
+	rules     *validation.Service
+	tiers     Tiers
+	cats      catalogues
+	referrals Referrals // nil until UseReferrals
 }
+
+// Referrals converts customerID, the customer of a redemption, through the
+// referral code it redeemed, in the redemption's transaction
+// (regional/referrals): redemptionID is the code's redemption, redemption
+// its view. It does nothing when the code's program converts on something
+// else or the customer was converted in the program before.
+type Referrals func(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string, redemption any) error
+
+// UseReferrals lets redemptions of referral codes convert their customers;
+// without it they convert no one.
+func (e *Engine) UseReferrals(fn Referrals) { e.referrals = fn }
 
 // New returns the engine.
 func New(d Deps) *Engine { return &Engine{Deps: d, pool: d.Pool, rules: d.Rules} }

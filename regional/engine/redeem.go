@@ -286,6 +286,9 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, false, err
 	}
+	if err := e.convertReferees(ctx, tx, projectID, o, kids, cust); err != nil {
+		return nil, false, err
+	}
 	views := make([]any, len(kids))
 	for i, k := range kids {
 		views[i] = k.View
@@ -293,4 +296,31 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	answer := o.view(r)
 	return map[string]any{"redemptions": views, "parent_redemption": parent.View, "order": orderView,
 		"inapplicable_redeemables": answer["inapplicable_redeemables"], "skipped_redeemables": answer["skipped_redeemables"]}, paid, nil
+}
+
+// convertReferees converts the redemption's customer through each referral
+// code it redeemed (a referrer's published code; the referrer's own was
+// refused by check), in the redemption's transaction, as a custom event
+// converts: once per referee and program. A rollback of the redemption
+// leaves the conversion standing (README: Referral programs).
+func (e *Engine) convertReferees(ctx context.Context, tx pgx.Tx, projectID string, o *outcome, kids []Redemption,
+	cust *customers.Customer) error {
+	if e.referrals == nil || cust == nil || cust.ID == "" {
+		return nil
+	}
+	k := -1
+	for i, c := range o.cs {
+		if o.status[i] != "APPLICABLE" {
+			continue
+		}
+		k++
+		v := c.voucher
+		if v == nil || c.campaign == nil || c.campaign.CampaignType != "REFERRAL_PROGRAM" || v.HolderID == nil {
+			continue
+		}
+		if err := e.referrals(ctx, tx, projectID, v.Code, cust.ID, kids[k].ID, kids[k].View); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -237,7 +237,7 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 			}
 			c.campaign = &k
 		}
-		c.refusal = e.check(c, held, now)
+		c.refusal = e.check(c, cust, held, now)
 		if c.refusal == nil {
 			objects = append(objects, c.objectID())
 			if c.campaign != nil {
@@ -262,8 +262,9 @@ func (c *candidate) wantsCampaign() string {
 	return ""
 }
 
-// check says why a resolved redeemable cannot be used now, or nil.
-func (e *Engine) check(c *candidate, held map[string]int64, now time.Time) *Refusal {
+// check says why a resolved redeemable cannot be used now (by cust, when
+// the request names a stored customer), or nil.
+func (e *Engine) check(c *candidate, cust *customers.Customer, held map[string]int64, now time.Time) *Refusal {
 	if k := c.campaign; k != nil {
 		w := Window{Active: k.Active, StartDate: k.StartDate, ExpirationDate: k.ExpirationDate,
 			ValidityTimeframe: k.ValidityTimeframe, ValidityDayOfWeek: k.ValidityDayOfWeek, ValidityHours: k.ValidityHours}
@@ -286,6 +287,13 @@ func (e *Engine) check(c *candidate, held map[string]int64, now time.Time) *Refu
 		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours}
 	if r := w.check(now, "voucher", v.Code); r != nil {
 		return r
+	}
+	// "A referrer can't redeem the code they own" (the reference's rule for
+	// referral codes, whatever the program converts on).
+	if c.campaign != nil && c.campaign.CampaignType == "REFERRAL_PROGRAM" && cust != nil && cust.ID != "" &&
+		v.HolderID != nil && *v.HolderID == cust.ID {
+		return refuse("referrer_not_permitted_to_redeem", "Referrer not permitted to redeem",
+			fmt.Sprintf("Referral code %s belongs to this customer: a referrer cannot redeem their own code.", v.Code))
 	}
 	if v.Quantity != nil && v.Redeemed+held[v.ID] >= *v.Quantity {
 		return refuse("quantity_exceeded", "Quantity exceeded",

@@ -18,7 +18,7 @@ func SetCategory[V any](ctx context.Context, q db.Querier, projectID string, a *
 	if err != nil {
 		return err
 	}
-	a.Category, a.CategoryID = nil, nil
+	a.Category, a.CategoryID, a.Cat = nil, nil, c
 	if c != nil {
 		a.Category, a.CategoryID = &c.Name, &c.ID
 	}

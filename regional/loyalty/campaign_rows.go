@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/categories"
 )
 
 // The campaigns table holds every campaign type of the interface, told
@@ -63,15 +64,70 @@ func ofTypes(types []string, args []any) (string, []any) {
 // or, failing that, by name; locked when lock is set. db.ErrNotFound when
 // there is none.
 func GetCampaignOf[V any](ctx context.Context, q db.Querier, projectID, idOrName string, lock bool, types ...string) (CampaignOf[V], error) {
+	lockSQL := ""
+	if lock {
+		lockSQL = " FOR UPDATE OF k" // the campaign, not its category
+	}
 	for _, col := range []string{"id", "name"} {
 		cond, args := ofTypes(types, []any{projectID, idOrName})
-		c, err := scanCampaignOf[V](q.QueryRow(ctx, `SELECT `+campaignColumns+` FROM campaigns
-			WHERE project_id = $1 AND `+col+` = $2 AND deleted_at IS NULL`+cond+db.ForUpdate(lock), args...))
+		c, err := scanCampaignWithCategory[V](q.QueryRow(ctx, `SELECT `+campaignColumnsK+`, `+categories.Columns("cat")+`
+			FROM campaigns k LEFT JOIN categories cat ON cat.project_id = k.project_id AND cat.id = k.attrs->>'category_id'
+			WHERE k.project_id = $1 AND k.`+col+` = $2 AND k.deleted_at IS NULL`+cond+lockSQL, args...))
 		if !errors.Is(err, db.ErrNotFound) {
 			return c, err
 		}
 	}
 	return CampaignOf[V]{}, db.ErrNotFound
+}
+
+// scanCampaignWithCategory reads campaignColumns and then its category's
+// columns (categories.Columns, all null for none) into Attrs.Cat.
+func scanCampaignWithCategory[V any](r pgx.Row) (CampaignOf[V], error) {
+	var c CampaignOf[V]
+	var attrs []byte
+	var cat categories.Nullable
+	if err := r.Scan(append(campaignDests(&c, &attrs), cat.Dests()...)...); err != nil {
+		return CampaignOf[V]{}, err
+	}
+	if err := json.Unmarshal(attrs, &c.Attrs); err != nil {
+		return CampaignOf[V]{}, err
+	}
+	c.Attrs.Cat = cat.Get()
+	return c, nil
+}
+
+// readCategories sets the Attrs.Cat of the campaigns cs that name a
+// category, in one more read (a list's page).
+func readCategories[V any](ctx context.Context, q db.Querier, projectID string, cs []CampaignOf[V]) error {
+	var want []string
+	for _, c := range cs {
+		if c.Attrs.CategoryID != nil {
+			want = append(want, *c.Attrs.CategoryID)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	rows, err := q.Query(ctx, `SELECT `+categories.Columns("cat")+` FROM categories cat WHERE cat.project_id = $1 AND cat.id = ANY($2::TEXT[])`,
+		projectID, want)
+	if err != nil {
+		return err
+	}
+	found := map[string]*categories.Category{}
+	var n categories.Nullable
+	if _, err := pgx.ForEachRow(rows, n.Dests(), func() error {
+		c := n.Get()
+		found[c.ID] = c
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i := range cs {
+		if id := cs[i].Attrs.CategoryID; id != nil {
+			cs[i].Attrs.Cat = found[*id]
+		}
+	}
+	return nil
 }
 
 // InsertCampaign writes a new campaign.
@@ -153,7 +209,10 @@ func ListCampaignsWhere[V any](ctx context.Context, q db.Querier, projectID stri
 	keyset, orderBy, args := lq.Keyset("campaigns", key, args)
 	cs, err := db.Collect(scanCampaignOf[V])(q.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns`+cond+keyset+
 		` ORDER BY `+orderBy+` LIMIT $2`, args...))
-	return cs, total, err
+	if err != nil {
+		return nil, 0, err
+	}
+	return cs, total, readCategories(ctx, q, projectID, cs)
 }
 
 // AddVouchersCount counts n more vouchers of a campaign.

@@ -159,6 +159,24 @@ func (s *Service) GetMember(ctx context.Context, projectID, campaignID, memberID
 	return c.View(camp), nil
 }
 
+// MemberIn reads a card by code or id in q (the caller's transaction) with
+// its live campaign, as GetMember does.
+func (s *Service) MemberIn(ctx context.Context, q db.Querier, projectID, memberID string) (CardView, error) {
+	c, camp, err := s.card(ctx, q, projectID, "", memberID, false)
+	if err != nil {
+		return CardView{}, err
+	}
+	return c.View(camp), nil
+}
+
+// QueueCardsByID queues onto b the read of the cards with ids (those of
+// deleted campaigns included, as a publication still names them); into
+// runs for each found.
+func QueueCardsByID(b *pgx.Batch, projectID string, ids []string, into func(Card)) {
+	db.QueueEach(b, scanCard, into, `SELECT `+cardColumns+` FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`,
+		projectID, ids)
+}
+
 // ListMembers returns a page of a campaign's cards.
 func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]CardView, int, bool, string, error) {
 	camp, err := s.Campaign(ctx, s.pool, projectID, campaignID)

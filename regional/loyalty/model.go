@@ -6,6 +6,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/tiers"
 )
 
@@ -82,6 +83,10 @@ type AttrsOf[V any] struct {
 	Metadata                        map[string]any  `json:"metadata"`
 	Category                        *string         `json:"category"`
 	CategoryID                      *string         `json:"category_id"`
+	// Cat is the category CategoryID names, as the categories table has it
+	// now (read with the campaign, or resolved by SetCategory): the view's
+	// categories. Not stored: the document keeps only the name and id.
+	Cat *categories.Category `json:"-"`
 	// ReferralProgram is a REFERRAL_PROGRAM's conversion and rewards,
 	// Promotion a PROMOTION's tiers as created.
 	ReferralProgram json.RawMessage `json:"referral_program,omitempty"`
@@ -103,37 +108,37 @@ type Campaign struct {
 // its voucher template (a loyalty card's here, a discount or gift
 // voucher's in regional/vouchers).
 type CampaignViewOf[V any] struct {
-	ID                              string          `json:"id"`
-	Name                            string          `json:"name"`
-	Description                     *string         `json:"description"`
-	CampaignType                    string          `json:"campaign_type"`
-	Type                            string          `json:"type"`
-	Voucher                         V               `json:"voucher,omitempty"` // none for PROMOTION campaigns
-	AutoJoin                        bool            `json:"auto_join"`
-	JoinOnce                        bool            `json:"join_once"`
-	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
-	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	VouchersCount                   int64           `json:"vouchers_count"`
-	StartDate                       *jsonx.Time     `json:"start_date"`
-	ExpirationDate                  *jsonx.Time     `json:"expiration_date"`
-	Active                          bool            `json:"active"`
-	Metadata                        map[string]any  `json:"metadata"`
-	CreatedAt                       jsonx.Time      `json:"created_at"`
-	UpdatedAt                       *jsonx.Time     `json:"updated_at"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
-	Categories                      []any           `json:"categories"`
-	CreationStatus                  string          `json:"creation_status"`
-	VouchersGenerationStatus        string          `json:"vouchers_generation_status"`
-	ReferralProgram                 json.RawMessage `json:"referral_program,omitempty"`
-	Promotion                       json.RawMessage `json:"promotion,omitempty"`
-	Readonly                        bool            `json:"readonly"`
-	Protected                       bool            `json:"protected"`
-	Object                          string          `json:"object"`
-	AsyncActionID                   *string         `json:"async_action_id,omitempty"`
+	ID                              string            `json:"id"`
+	Name                            string            `json:"name"`
+	Description                     *string           `json:"description"`
+	CampaignType                    string            `json:"campaign_type"`
+	Type                            string            `json:"type"`
+	Voucher                         V                 `json:"voucher,omitempty"` // none for PROMOTION campaigns
+	AutoJoin                        bool              `json:"auto_join"`
+	JoinOnce                        bool              `json:"join_once"`
+	UseVoucherMetadataSchema        bool              `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage   `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek               json.RawMessage   `json:"validity_day_of_week,omitempty"`
+	ValidityHours                   json.RawMessage   `json:"validity_hours,omitempty"`
+	ActivityDurationAfterPublishing *string           `json:"activity_duration_after_publishing"`
+	VouchersCount                   int64             `json:"vouchers_count"`
+	StartDate                       *jsonx.Time       `json:"start_date"`
+	ExpirationDate                  *jsonx.Time       `json:"expiration_date"`
+	Active                          bool              `json:"active"`
+	Metadata                        map[string]any    `json:"metadata"`
+	CreatedAt                       jsonx.Time        `json:"created_at"`
+	UpdatedAt                       *jsonx.Time       `json:"updated_at"`
+	Category                        *string           `json:"category"`
+	CategoryID                      *string           `json:"category_id"`
+	Categories                      []categories.View `json:"categories"`
+	CreationStatus                  string            `json:"creation_status"`
+	VouchersGenerationStatus        string            `json:"vouchers_generation_status"`
+	ReferralProgram                 json.RawMessage   `json:"referral_program,omitempty"`
+	Promotion                       json.RawMessage   `json:"promotion,omitempty"`
+	Readonly                        bool              `json:"readonly"`
+	Protected                       bool              `json:"protected"`
+	Object                          string            `json:"object"`
+	AsyncActionID                   *string           `json:"async_action_id,omitempty"`
 }
 
 // CampaignView is the reference shape of a loyalty campaign.
@@ -155,8 +160,16 @@ func (c CampaignOf[V]) ViewOf() CampaignViewOf[V] {
 		ActivityDurationAfterPublishing: a.ActivityDurationAfterPublishing, VouchersCount: c.VouchersCount,
 		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Active: a.Active, Metadata: meta,
 		CreatedAt: jsonx.Time{Time: c.CreatedAt}, UpdatedAt: jsonx.Ptr(c.UpdatedAt), Category: a.Category,
-		CategoryID: a.CategoryID, Categories: []any{}, CreationStatus: "DONE", VouchersGenerationStatus: c.GenerationStatus,
+		CategoryID: a.CategoryID, Categories: a.categories(), CreationStatus: "DONE", VouchersGenerationStatus: c.GenerationStatus,
 		ReferralProgram: a.ReferralProgram, Promotion: a.Promotion, Object: "campaign"}
+}
+
+// categories is the campaign's categories array: its category, or none.
+func (a AttrsOf[V]) categories() []categories.View {
+	if a.Cat == nil {
+		return []categories.View{}
+	}
+	return []categories.View{a.Cat.View()}
 }
 
 // Card is a loyalty card and its figures.

@@ -16,6 +16,7 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
 
@@ -171,23 +172,40 @@ func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]V
 	custs := map[string]customers.Customer{}
 	vs := map[string]vouchers.Voucher{}
 	b := &pgx.Batch{}
-	var vids []string
+	cards := map[string]loyalty.Card{}
+	var vids, cids []string
 	for _, p := range ps {
 		if _, queued := custs[p.CustomerID]; !queued {
 			custs[p.CustomerID] = customers.Customer{}
 			customers.QueueGetByIDOf(b, projectID, "$2", []any{p.CustomerID}, func(c customers.Customer) { custs[c.ID] = c })
 		}
-		if p.VoucherID != nil {
+		switch {
+		case p.VoucherID != nil && p.VoucherType != nil && *p.VoucherType == "LOYALTY_CARD":
+			cids = append(cids, *p.VoucherID)
+		case p.VoucherID != nil:
 			vids = append(vids, *p.VoucherID)
 		}
 	}
 	if len(vids) > 0 {
 		vouchers.QueueByIDs(b, projectID, vids, func(v vouchers.Voucher) { vs[v.ID] = v })
 	}
+	if len(cids) > 0 {
+		loyalty.QueueCardsByID(b, projectID, cids, func(c loyalty.Card) { cards[c.ID] = c })
+	}
 	if b.Len() > 0 {
 		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 			return nil, 0, false, "", err
 		}
+	}
+	var manyIDs []string
+	for _, p := range ps {
+		if p.Result == Success && p.VoucherID == nil {
+			manyIDs = append(manyIDs, p.ID)
+		}
+	}
+	many, err := vouchersOf(ctx, s.pool, projectID, manyIDs)
+	if err != nil {
+		return nil, 0, false, "", err
 	}
 	out := make([]View, len(ps))
 	for i, p := range ps {
@@ -196,8 +214,14 @@ func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]V
 			cust = &c
 		}
 		out[i] = p.view(cust)
+		if gs, ok := many[p.ID]; ok {
+			out[i].several(gs)
+		}
 		if p.VoucherID != nil {
-			if v, ok := vs[*p.VoucherID]; ok {
+			if c, ok := cards[*p.VoucherID]; ok {
+				f := c.Figures()
+				out[i].Voucher = ListVoucher{Code: c.Code, Object: "voucher", Campaign: p.CampaignName, LoyaltyCard: &f}
+			} else if v, ok := vs[*p.VoucherID]; ok {
 				out[i].Voucher = listVoucher(v, p.IsReferralCode)
 			} else if p.VoucherCode != nil { // deleted for good since
 				out[i].Voucher = ListVoucher{Code: *p.VoucherCode, Object: "voucher", Campaign: p.CampaignName, IsReferralCode: p.IsReferralCode}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
 
@@ -54,7 +55,8 @@ type Publication struct {
 
 // View is the reference's publication (PublicationsCreateResponseBody, and
 // the list's items): voucher is the full voucher on creation, the list's
-// simplified voucher in a list.
+// simplified voucher in a list; a publication of several vouchers
+// (campaign.count above 1) has vouchers (their codes) and no voucher.
 type View struct {
 	ID             string         `json:"id"`
 	Object         string         `json:"object"`
@@ -79,7 +81,7 @@ type ListVoucher struct {
 	Object         string                `json:"object"`
 	Campaign       *string               `json:"campaign"`
 	Gift           *vouchers.GiftFigures `json:"gift,omitempty"`
-	LoyaltyCard    map[string]any        `json:"loyalty_card"`
+	LoyaltyCard    *loyalty.CardFigures  `json:"loyalty_card"`
 	Discount       json.RawMessage       `json:"discount,omitempty"`
 	IsReferralCode bool                  `json:"is_referral_code"`
 }
@@ -105,6 +107,27 @@ func (p Publication) view(c *customers.Customer) View {
 		v.Vouchers = &[]string{} // the reference's failed item requires the (empty) list
 	}
 	return v
+}
+
+// given is a voucher of a publication of several.
+type given struct{ ID, Code string }
+
+// several sets the answer of a publication of several vouchers: their ids
+// and codes, and no one voucher.
+func (v *View) several(gs []given) {
+	ids, codes := make([]string, len(gs)), make([]string, len(gs))
+	for i, g := range gs {
+		ids[i], codes[i] = g.ID, g.Code
+	}
+	v.VouchersID, v.Vouchers, v.Voucher = ids, &codes, nil
+}
+
+// codes are the codes of a publication of several.
+func (v View) codes() []string {
+	if v.Vouchers == nil {
+		return nil
+	}
+	return *v.Vouchers
 }
 
 func listVoucher(v vouchers.Voucher, referral bool) ListVoucher {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/internal/dbtest"
@@ -300,5 +301,181 @@ func TestConcurrentPublicationsTakeDistinctVouchers(t *testing.T) {
 	}
 	if l := a.OK("GET", "/v1/publications?campaign=Rush", nil); l["total"] != float64(n) {
 		t.Fatalf("publications: %v", l["total"])
+	}
+}
+
+// codesOf is a publication of several's codes, checked against its
+// vouchers_id and the absence of one voucher.
+func codesOf(t *testing.T, p map[string]any, n int) []string {
+	t.Helper()
+	cs, _ := p["vouchers"].([]any)
+	ids, _ := p["vouchers_id"].([]any)
+	if len(cs) != n || len(ids) != n || p["voucher"] != nil || p["object"] != "publication" || p["result"] != "SUCCESS" {
+		t.Fatalf("a publication of %d: %v", n, p)
+	}
+	out := make([]string, n)
+	for i, c := range cs {
+		out[i] = c.(string)
+	}
+	return out
+}
+
+// campaign.count above 1: one publication gives that many vouchers, all or
+// none, and answers their codes and ids.
+func TestPublishingSeveralVouchersAtOnce(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("voucher.published", "publication.succeeded")
+	campaign(a, "Bulk", "STATIC", 5, nil)
+	p := a.OK("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Bulk", "count": 3},
+		"customer": map[string]any{"source_id": "ann"}})
+	codes := codesOf(t, p, 3)
+	seen := map[string]bool{}
+	for i, code := range codes {
+		v := a.OK("GET", "/v1/vouchers/"+code, nil)
+		if v["holder_id"] != p["customer_id"] || v["id"] != p["vouchers_id"].([]any)[i] || seen[code] {
+			t.Fatalf("voucher %s: %v", code, v)
+		}
+		seen[code] = true
+	}
+	// One publication in the list, with its codes; found by each of them.
+	l := a.OK("GET", "/v1/publications?campaign=Bulk", nil)
+	item := l["publications"].([]any)[0].(map[string]any)
+	if l["total"] != 1.0 || item["id"] != p["id"] || len(item["vouchers"].([]any)) != 3 || item["voucher"] != nil {
+		t.Fatalf("list: %v", l)
+	}
+	if l := a.OK("GET", "/v1/publications?voucher="+codes[2], nil); l["total"] != 1.0 {
+		t.Fatalf("by its third code: %v", l)
+	}
+	for i := 0; i < 3; i++ {
+		hooks.Wait(t, "voucher.published", i+1)
+	}
+	if n := hooks.Count("voucher.published"); n != 3 {
+		t.Fatalf("voucher.published %d times", n)
+	}
+
+	// Two left, three asked: 400, recorded as a failure, and nothing given.
+	a.Fails("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Bulk", "count": 3},
+		"customer": map[string]any{"source_id": "bob"}}, 400, "no_voucher_suitable_for_publication")
+	free := 0
+	for _, v := range a.OK("GET", "/v1/vouchers?campaign=Bulk&limit=100", nil)["vouchers"].([]any) {
+		if v.(map[string]any)["holder_id"] == nil {
+			free++
+		}
+	}
+	if free != 2 {
+		t.Fatalf("%d vouchers free after the refused publication, want 2", free)
+	}
+	if l := a.OK("GET", "/v1/publications?result=FAILURE", nil); l["total"] != 1.0 {
+		t.Fatalf("failures: %v", l)
+	}
+	if l := a.OK("GET", "/v1/publications?result=SUCCESS", nil); l["total"] != 1.0 {
+		t.Fatalf("successes: %v", l)
+	}
+	// The last two, to bob.
+	codesOf(t, a.OK("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Bulk", "count": 2},
+		"customer": map[string]any{"source_id": "bob"}}), 2)
+
+	// AUTO_UPDATE: the missing vouchers are made.
+	campaign(a, "Grow", "AUTO_UPDATE", 1, nil)
+	grown := codesOf(t, a.OK("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Grow", "count": 4},
+		"customer": map[string]any{"source_id": "cid"}}), 4)
+	if l := a.OK("GET", "/v1/vouchers?campaign=Grow&limit=100", nil); len(l["vouchers"].([]any)) != 4 || len(grown) != 4 {
+		t.Fatalf("AUTO_UPDATE vouchers: %v", l)
+	}
+	// The legacy GET form takes campaign[count].
+	codesOf(t, a.OK("GET", "/v1/publications/create?campaign[name]=Grow&campaign[count]=2&customer[source_id]=dee", nil), 2)
+
+	// Refused: out of 1-50, with a source_id (one voucher per source_id),
+	// on a join_once campaign.
+	for _, n := range []int{0, 51} {
+		a.Fails("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Grow", "count": n},
+			"customer": map[string]any{"source_id": "eve"}}, 400, "invalid_payload")
+	}
+	a.Fails("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Grow", "count": 2},
+		"customer": map[string]any{"source_id": "eve"}, "source_id": "s-1"}, 400, "invalid_payload")
+	campaign(a, "Once", "AUTO_UPDATE", 1, map[string]any{"join_once": true})
+	a.Fails("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Once", "count": 2},
+		"customer": map[string]any{"source_id": "eve"}}, 400, "invalid_payload")
+	a.Fails("POST", "/v1/publications?join_once=true", map[string]any{"campaign": map[string]any{"name": "Grow", "count": 2},
+		"customer": map[string]any{"source_id": "eve"}}, 400, "invalid_payload")
+	// Refused before anything was written: eve was not even stored.
+	a.Fails("GET", "/v1/customers/eve", nil, 404, "not_found")
+	if held := a.OK("GET", "/v1/publications?filters[tracking_id][conditions][$in]=eve", nil); held["total"] != 0.0 {
+		t.Fatalf("eve's publications after refusals: %v", held)
+	}
+}
+
+// Every version answers a publication of several as the publication: it
+// has no one voucher for versions before v2017-04-20 to answer.
+func TestSeveralVouchersInEveryVersion(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	campaign(a, "Old", "STATIC", 6, nil)
+	for _, version := range []string{"v2017-04-05", "v2017-04-20", "v2018-08-01"} {
+		h := a.P.Header()
+		h.Set("X-Voucherify-API-Version", version)
+		r := stacktest.Do(t, a.E.Client, "POST", stacktest.URL(a.P.Cluster, "/v1/publications"), h,
+			map[string]any{"campaign": map[string]any{"name": "Old", "count": 2}, "customer": map[string]any{"source_id": version}})
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", version, r.Status, r.Body)
+		}
+		codesOf(t, r.JSON(t), 2)
+	}
+}
+
+// A loyalty program's card through /v1/publications, as its members join:
+// one card per customer (the program is join_once), the card a member
+// already holds, and the card itself for versions before v2017-04-20.
+func TestPublishingALoyaltyProgramGivesOneCard(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("voucher.published")
+	prog := a.Campaign("Club", map[string]any{"type": "AUTO_UPDATE"})
+	p := a.OK("POST", "/v1/publications", map[string]any{"campaign": "Club", "customer": map[string]any{"source_id": "ann"}})
+	card := voucherOf(t, p)
+	if card["type"] != "LOYALTY_CARD" || card["holder_id"] != p["customer_id"] || card["campaign_id"] != prog["id"] ||
+		p["vouchers_id"].([]any)[0] != card["id"] {
+		t.Fatalf("publication: %v", p)
+	}
+	again := a.OK("POST", "/v1/publications", map[string]any{"campaign": prog["id"], "customer": p["customer_id"]})
+	if again["id"] != p["id"] || voucherOf(t, again)["code"] != card["code"] {
+		t.Fatalf("published again: %v", again)
+	}
+	members := a.OK("GET", "/v1/loyalties/"+prog["id"].(string)+"/members", nil)["vouchers"].([]any)
+	held := 0
+	for _, m := range members {
+		if m.(map[string]any)["holder_id"] == p["customer_id"] {
+			held++
+		}
+	}
+	if held != 1 {
+		t.Fatalf("ann holds %d cards: %v", held, members)
+	}
+	// A member who joined first gets their card.
+	joined := a.Member("Club", "bob")
+	if pb := a.OK("POST", "/v1/publications", map[string]any{"campaign": "Club", "customer": map[string]any{"source_id": "bob"}}); voucherOf(t, pb)["code"] != joined["code"] {
+		t.Fatalf("bob's publication: %v, joined with %v", pb, joined["code"])
+	}
+	a.Fails("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Club", "count": 2},
+		"customer": map[string]any{"source_id": "cid"}}, 400, "invalid_payload")
+	l := a.OK("GET", "/v1/publications?voucher_type=loyalty", nil)
+	if l["total"] != 2.0 {
+		t.Fatalf("loyalty publications: %v", l)
+	}
+	for _, it := range l["publications"].([]any) {
+		if v := it.(map[string]any)["voucher"].(map[string]any); v["campaign"] != "Club" || v["loyalty_card"] == nil {
+			t.Fatalf("a loyalty publication listed: %v", it)
+		}
+	}
+	// voucher.published once for ann's card (by the join), once for bob's.
+	hooks.Wait(t, "voucher.published", 2)
+	time.Sleep(200 * time.Millisecond)
+	if n := hooks.Count("voucher.published"); n != 2 {
+		t.Fatalf("voucher.published %d times", n)
+	}
+	h := a.P.Header()
+	h.Set("X-Voucherify-API-Version", "v2017-04-05")
+	r := stacktest.Do(t, a.E.Client, "POST", stacktest.URL(a.P.Cluster, "/v1/publications"), h,
+		map[string]any{"campaign": "Club", "customer": map[string]any{"source_id": "ann"}})
+	if v := r.JSON(t); r.Status != 200 || v["object"] != "voucher" || v["code"] != card["code"] {
+		t.Fatalf("v2017-04-05: %d %v", r.Status, v)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
 
@@ -34,12 +35,15 @@ type Service struct {
 	events    Events
 	customers *customers.Service
 	vouchers  *vouchers.Service
+	loyalty   *loyalty.Service
 	clock     *clock.Clock
 }
 
-// NewService returns the publication service.
-func NewService(pool *db.Pool, events Events, cust *customers.Service, vs *vouchers.Service, clk *clock.Clock) *Service {
-	return &Service{pool: pool, events: events, customers: cust, vouchers: vs, clock: clk}
+// NewService returns the publication service. Vouchers of discount, gift
+// and referral campaigns are given through vs; a loyalty program's card
+// through loy, as its members join (loyalty.Service.JoinIn).
+func NewService(pool *db.Pool, events Events, cust *customers.Service, vs *vouchers.Service, loy *loyalty.Service, clk *clock.Clock) *Service {
+	return &Service{pool: pool, events: events, customers: cust, vouchers: vs, loyalty: loy, clock: clk}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -56,9 +60,14 @@ type Request struct {
 	JoinOnce bool            `json:"-"` // the join_once query parameter
 }
 
+// maxCount is the most vouchers one publication gives (the reference's
+// campaign.count maximum).
+const maxCount = 50
+
 // parsed is a checked request.
 type parsed struct {
 	campaign string
+	count    int // vouchers of the campaign to give: 1 to maxCount
 	custRef  string
 	patch    *customers.Patch
 	metadata map[string]any
@@ -87,11 +96,21 @@ func (r Request) check() (parsed, error) {
 			if err := json.Unmarshal(r.Campaign, &c); err != nil || c.Name == nil {
 				return p, apierr.InvalidPayload("campaign must be a campaign name or id, or an object with name (and count)")
 			}
-			if c.Count != nil && *c.Count != 1 {
-				return p, apierr.InvalidPayload("campaign.count: one voucher per publication is served; publish again for more")
+			if c.Count != nil {
+				if *c.Count < 1 || *c.Count > maxCount {
+					return p, apierr.InvalidPayload(fmt.Sprintf("campaign.count must be from 1 to %d", maxCount))
+				}
+				p.count = *c.Count
 			}
 			p.campaign = *c.Name
 		}
+	}
+	if p.count == 0 {
+		p.count = 1
+	}
+	if p.count > 1 && r.SourceID != nil && *r.SourceID != "" {
+		// The reference's rule: a source_id names one publication of one voucher.
+		return p, apierr.InvalidPayload("source_id publishes one voucher per request: leave it out, or send campaign.count 1")
 	}
 	switch {
 	case p.campaign == "" && (r.Voucher == nil || *r.Voucher == ""):
@@ -184,13 +203,27 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 	var v vouchers.Voucher
 	var camp *vouchers.Campaign
 	if p.campaign != "" {
-		c, err := s.vouchers.CampaignIn(ctx, tx, projectID, p.campaign)
+		id, typ, err := loyalty.CampaignTypeOf(ctx, tx, projectID, p.campaign)
+		if errors.Is(err, db.ErrNotFound) {
+			return View{}, nil, apierr.NotFound("campaign", p.campaign)
+		}
+		if err != nil {
+			return View{}, nil, err
+		}
+		if typ == "LOYALTY_PROGRAM" {
+			return s.createCard(ctx, tx, projectID, id, p, pub, cust)
+		}
+		c, err := s.vouchers.CampaignIn(ctx, tx, projectID, id)
 		if err != nil {
 			return View{}, nil, err
 		}
 		camp = &c
 		pub.CampaignID, pub.CampaignName, pub.IsReferralCode = &c.ID, &c.Name, c.Attrs.Voucher.IsReferralCode
 		if c.Attrs.JoinOnce || r.JoinOnce {
+			if p.count > 1 {
+				return View{}, nil, apierr.InvalidPayload(fmt.Sprintf(
+					"campaign.count: campaign %s is join_once (or join_once=true was sent): a customer holds one code of it, so count must be 1", c.Name))
+			}
 			pub.JoinOnce = &c.ID
 			prev, err := scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM publications
 				WHERE project_id = $1 AND customer_id = $2 AND join_once_campaign = $3`, projectID, cust.ID, c.ID))
@@ -201,9 +234,13 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 				return View{}, nil, err
 			}
 		}
+		if p.count > 1 {
+			return s.createMany(ctx, tx, projectID, c, p.count, pub, cust)
+		}
 		v, err = s.vouchers.ClaimFree(ctx, tx, projectID, c, cust.ID)
 		if errors.Is(err, vouchers.ErrNoFreeVoucher) {
-			return s.fail(ctx, tx, projectID, pub, cust, c)
+			return s.fail(ctx, tx, projectID, pub, cust, simpleCampaign(c.ID, c.Name, c.CampaignType, c.Attrs.Type, c.Attrs.Voucher.IsReferralCode),
+				fmt.Sprintf("Campaign %s has no free voucher left and is STATIC.", c.Name))
 		}
 	} else {
 		v, err = s.vouchers.ClaimCode(ctx, tx, projectID, *r.Voucher, cust.ID)
@@ -222,7 +259,7 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 	}
 	event := map[string]any{"customer": cust.Simple(), "publication": view, "voucher": view.Voucher}
 	if camp != nil {
-		event["campaign"] = simpleCampaign(*camp)
+		event["campaign"] = simpleCampaign(camp.ID, camp.Name, camp.CampaignType, camp.Attrs.Type, camp.Attrs.Voucher.IsReferralCode)
 	}
 	if err := s.events.Emit(ctx, tx, projectID, EventSucceeded, pub.ID, view); err != nil {
 		return View{}, nil, err
@@ -233,11 +270,116 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 	return view, nil, s.events.Emit(ctx, tx, projectID, EventCustomerSucceeded, cust.ID, event)
 }
 
+// createMany gives cust n free vouchers of c (campaign.count above 1) in
+// one publication, all or none: a campaign without n free vouchers (and
+// STATIC) records a FAILURE publication, as one without one does, and
+// gives nothing. The publication names its vouchers in
+// publication_vouchers and answers their codes and ids (vouchers,
+// vouchers_id), as the reference's publication of several does;
+// voucher.published is raised for each.
+func (s *Service) createMany(ctx context.Context, tx pgx.Tx, projectID string, c vouchers.Campaign, n int, pub Publication,
+	cust customers.Customer) (View, error, error) {
+	simple := simpleCampaign(c.ID, c.Name, c.CampaignType, c.Attrs.Type, c.Attrs.Voucher.IsReferralCode)
+	vs, err := s.vouchers.ClaimFreeN(ctx, tx, projectID, c, cust.ID, n)
+	if errors.Is(err, vouchers.ErrNoFreeVoucher) {
+		return s.fail(ctx, tx, projectID, pub, cust, simple,
+			fmt.Sprintf("Campaign %s has fewer than the %d free vouchers asked for and is STATIC: none was published.", c.Name, n))
+	}
+	if err != nil {
+		return View{}, nil, err
+	}
+	pub.VoucherType = &c.Attrs.Voucher.Type
+	if err := insert(ctx, tx, projectID, pub); err != nil {
+		return View{}, nil, err
+	}
+	b := &pgx.Batch{}
+	gv := make([]given, len(vs))
+	for i, v := range vs {
+		gv[i] = given{ID: v.ID, Code: v.Code}
+		b.Queue(`INSERT INTO publication_vouchers (project_id, publication_id, position, voucher_id, voucher_code) VALUES ($1, $2, $3, $4, $5)`,
+			projectID, pub.ID, i, v.ID, v.Code)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return View{}, nil, err
+	}
+	view := pub.view(&cust)
+	view.several(gv)
+	counts, err := publishCounts(ctx, tx, projectID, view.codes())
+	if err != nil {
+		return View{}, nil, err
+	}
+	if err := s.events.Emit(ctx, tx, projectID, EventSucceeded, pub.ID, view); err != nil {
+		return View{}, nil, err
+	}
+	for _, v := range vs {
+		vv := v.View()
+		vv.Publish.Count, vv.IsReferralCode = counts[v.Code], pub.IsReferralCode
+		if err := s.events.Emit(ctx, tx, projectID, vouchers.EventVoucherPublished, v.ID,
+			map[string]any{"customer": cust.Simple(), "publication": view, "voucher": vv, "campaign": simple}); err != nil {
+			return View{}, nil, err
+		}
+	}
+	return view, nil, s.events.Emit(ctx, tx, projectID, EventCustomerSucceeded, cust.ID,
+		map[string]any{"customer": cust.Simple(), "publication": view, "campaign": simple})
+}
+
+// createCard gives cust a card of the loyalty program campaignID as its
+// members join (loyalty.Service.JoinIn: the card they hold, a free one or,
+// AUTO_UPDATE, a new one; it raises voucher.published for a card it
+// gives). A program is joined once: its publication is join_once, and a
+// count above 1 is refused.
+func (s *Service) createCard(ctx context.Context, tx pgx.Tx, projectID, campaignID string, p parsed, pub Publication,
+	cust customers.Customer) (View, error, error) {
+	if p.count > 1 {
+		return View{}, nil, apierr.InvalidPayload(fmt.Sprintf(
+			"campaign.count: %s is a loyalty program, which a customer joins once with one card; count must be 1", p.campaign))
+	}
+	pub.JoinOnce = &campaignID
+	prev, err := scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM publications
+		WHERE project_id = $1 AND customer_id = $2 AND join_once_campaign = $3`, projectID, cust.ID, campaignID))
+	if err == nil {
+		return s.again(ctx, tx, projectID, prev, cust)
+	}
+	if !errors.Is(err, db.ErrNotFound) {
+		return View{}, nil, err
+	}
+	card, camp, err := s.loyalty.JoinIn(ctx, tx, projectID, campaignID, cust.ID)
+	simple := func(c loyalty.Campaign) map[string]any {
+		return simpleCampaign(c.ID, c.Name, c.CampaignType, c.Attrs.Type, false)
+	}
+	if ae := (*apierr.Error)(nil); errors.As(err, &ae) && ae.Key == "no_voucher_suitable_for_publication" {
+		c, cerr := s.loyalty.Campaign(ctx, tx, projectID, campaignID)
+		if cerr != nil {
+			return View{}, nil, cerr
+		}
+		pub.CampaignID, pub.CampaignName = &c.ID, &c.Name
+		return s.fail(ctx, tx, projectID, pub, cust, simple(c), ae.Details)
+	}
+	if err != nil {
+		return View{}, nil, err
+	}
+	typ := "LOYALTY_CARD"
+	pub.CampaignID, pub.CampaignName = &camp.ID, &camp.Name
+	pub.VoucherID, pub.VoucherCode, pub.VoucherType = &card.ID, &card.Code, &typ
+	if err := insert(ctx, tx, projectID, pub); err != nil {
+		return View{}, nil, err
+	}
+	view := pub.view(&cust)
+	view.Voucher = card.View(camp)
+	if err := s.events.Emit(ctx, tx, projectID, EventSucceeded, pub.ID, view); err != nil {
+		return View{}, nil, err
+	}
+	return view, nil, s.events.Emit(ctx, tx, projectID, EventCustomerSucceeded, cust.ID,
+		map[string]any{"customer": cust.Simple(), "publication": view, "voucher": view.Voucher, "campaign": simple(camp)})
+}
+
 // fail records a refused publication and its events; the transaction
 // commits (the customer upserted stays), and the request answers 400.
-func (s *Service) fail(ctx context.Context, tx pgx.Tx, projectID string, pub Publication, cust customers.Customer, c vouchers.Campaign) (View, error, error) {
-	code, msg := "no_voucher_suitable_for_publication", fmt.Sprintf("Campaign %s has no free voucher left and is STATIC.", c.Name)
+func (s *Service) fail(ctx context.Context, tx pgx.Tx, projectID string, pub Publication, cust customers.Customer, campaign map[string]any,
+	msg string) (View, error, error) {
+	code := "no_voucher_suitable_for_publication"
 	pub.Result, pub.FailureCode, pub.FailureMessage, pub.JoinOnce = Failure, &code, &msg, nil
+	pub.VoucherID, pub.VoucherCode = nil, nil
 	// A retried source_id may succeed later: a failure does not take it.
 	pub.SourceID = nil
 	if err := insert(ctx, tx, projectID, pub); err != nil {
@@ -248,7 +390,7 @@ func (s *Service) fail(ctx context.Context, tx pgx.Tx, projectID string, pub Pub
 		return View{}, nil, err
 	}
 	if err := s.events.Emit(ctx, tx, projectID, EventCustomerFailed, cust.ID,
-		map[string]any{"customer": cust.Simple(), "campaign": simpleCampaign(c), "publication": view}); err != nil {
+		map[string]any{"customer": cust.Simple(), "campaign": campaign, "publication": view}); err != nil {
 		return View{}, nil, err
 	}
 	return View{}, apierr.New(http.StatusBadRequest, code, "Couldn't find any voucher suitable for publication", msg), nil
@@ -256,8 +398,27 @@ func (s *Service) fail(ctx context.Context, tx pgx.Tx, projectID string, pub Pub
 
 // again answers an earlier publication (join_once, or its source_id).
 func (s *Service) again(ctx context.Context, tx pgx.Tx, projectID string, prev Publication, cust customers.Customer) (View, error, error) {
-	if prev.Result != Success || prev.VoucherID == nil {
+	if prev.Result != Success {
 		return prev.view(&cust), nil, nil
+	}
+	if prev.VoucherID == nil { // a publication of several
+		many, err := vouchersOf(ctx, tx, projectID, []string{prev.ID})
+		if err != nil {
+			return View{}, nil, err
+		}
+		view := prev.view(&cust)
+		view.several(many[prev.ID])
+		return view, nil, nil
+	}
+	if prev.VoucherType != nil && *prev.VoucherType == "LOYALTY_CARD" {
+		view := prev.view(&cust)
+		card, err := s.loyalty.MemberIn(ctx, tx, projectID, *prev.VoucherID)
+		if err == nil {
+			view.Voucher = card
+		} else if ae := (*apierr.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+			return View{}, nil, err
+		}
+		return view, nil, nil
 	}
 	var v *vouchers.Voucher
 	b := &pgx.Batch{}
@@ -277,16 +438,17 @@ func (s *Service) again(ctx context.Context, tx pgx.Tx, projectID string, prev P
 func (s *Service) full(ctx context.Context, tx pgx.Tx, projectID string, pub Publication, v vouchers.Voucher, cust customers.Customer) (View, error) {
 	view := pub.view(&cust)
 	vv := v.View()
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM publications WHERE project_id = $1 AND voucher_code = $2 AND result = 'SUCCESS'`,
-		projectID, v.Code).Scan(&vv.Publish.Count); err != nil {
+	counts, err := publishCounts(ctx, tx, projectID, []string{v.Code})
+	if err != nil {
 		return View{}, err
 	}
+	vv.Publish.Count = counts[v.Code]
 	vv.IsReferralCode = pub.IsReferralCode
 	view.Voucher = vv
 	return view, nil
 }
 
-func simpleCampaign(c vouchers.Campaign) map[string]any {
-	return map[string]any{"id": c.ID, "name": c.Name, "campaign_type": c.CampaignType, "type": c.Attrs.Type,
-		"is_referral_code": c.Attrs.Voucher.IsReferralCode, "object": "campaign"}
+func simpleCampaign(id, name, campaignType, typ string, referral bool) map[string]any {
+	return map[string]any{"id": id, "name": name, "campaign_type": campaignType, "type": typ,
+		"is_referral_code": referral, "object": "campaign"}
 }

@@ -46,6 +46,47 @@ func insert(ctx context.Context, q db.Querier, projectID string, p Publication) 
 	return err
 }
 
+// vouchersOf reads the vouchers of publications of several, by
+// publication id, in the order they were given.
+func vouchersOf(ctx context.Context, q db.Querier, projectID string, pubIDs []string) (map[string][]given, error) {
+	out := map[string][]given{}
+	if len(pubIDs) == 0 {
+		return out, nil
+	}
+	rows, err := q.Query(ctx, `SELECT publication_id, voucher_id, voucher_code FROM publication_vouchers
+		WHERE project_id = $1 AND publication_id = ANY($2::TEXT[]) ORDER BY publication_id, position`, projectID, pubIDs)
+	if err != nil {
+		return nil, err
+	}
+	var pid string
+	var g given
+	_, err = pgx.ForEachRow(rows, []any{&pid, &g.ID, &g.Code}, func() error {
+		out[pid] = append(out[pid], g)
+		return nil
+	})
+	return out, err
+}
+
+// publishCounts counts the successful publications of each of codes: those
+// of one voucher and those of several that hold it.
+func publishCounts(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	rows, err := q.Query(ctx, `SELECT code, count(*) FROM (
+			SELECT voucher_code AS code FROM publications WHERE project_id = $1 AND voucher_code = ANY($2::TEXT[]) AND result = 'SUCCESS'
+			UNION ALL SELECT voucher_code FROM publication_vouchers WHERE project_id = $1 AND voucher_code = ANY($2::TEXT[])) AS p
+		GROUP BY code`, projectID, codes)
+	if err != nil {
+		return nil, err
+	}
+	var code string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&code, &n}, func() error {
+		out[code] = n
+		return nil
+	})
+	return out, err
+}
+
 var listFields = map[string]filters.Field{
 	"id":            {Kind: filters.String, Column: "id"},
 	"voucher_code":  {Kind: filters.String, Column: "voucher_code"},
@@ -88,8 +129,10 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery, now
 	if lq.Customer != "" {
 		add("customer_id = $%d", lq.Customer)
 	}
-	if lq.Voucher != "" {
-		add("voucher_code = $%d", lq.Voucher)
+	if lq.Voucher != "" { // its publication of one, or a publication of several holding it
+		args = append(args, lq.Voucher)
+		cond += fmt.Sprintf(` AND (voucher_code = $%d OR id IN (SELECT publication_id FROM publication_vouchers
+			WHERE project_id = $1 AND voucher_code = $%d))`, len(args), len(args))
 	}
 	if lq.Result != "" {
 		add("result = $%d", lq.Result)

@@ -303,6 +303,15 @@ func (s *Service) ConvertEvent(ctx context.Context, tx pgx.Tx, projectID string,
 	return map[string]any{"referrer": conv.Referrer.Simple(), "voucher": simpleVoucher(conv.Code), "campaign": simpleCampaign(conv.Campaign)}, nil
 }
 
+// ConvertRedemption converts customerID through the referral code a
+// redemption redeemed, in the redemption's transaction: the engine's
+// referral hook (engine.Engine.UseReferrals). redemptionID is the code's
+// redemption, which the referral records as its related object.
+func (s *Service) ConvertRedemption(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string, redemption any) error {
+	_, err := s.Convert(ctx, tx, projectID, code, customerID, Via{Kind: ViaRedemption, ID: redemptionID, Object: redemption})
+	return err
+}
+
 // codeOf is the referral code, held by via's referrer, of a program that
 // converts on via: how an event that names only referral.referrer_id
 // converts. "" when they hold none.

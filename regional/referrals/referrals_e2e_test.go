@@ -392,3 +392,74 @@ func TestReferralProgramsAreChecked(t *testing.T) {
 		t.Fatal("kim converted by an event of a redemption program")
 	}
 }
+
+// A program converting on redemption: a referee who redeems the code in a
+// stacked redemption (POST /v1/redemptions) converts once, in the
+// redemption's transaction, with the referee's reward and the referrer's
+// tier; redeeming it again rewards nothing more, a rollback leaves the
+// conversion standing, and the referrer's own code is refused.
+func TestRedemptionOfAReferralCodeConvertsTheRefereeOnce(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("customer.referred", "customer.rewarded")
+	points := a.Campaign("Points", map[string]any{"type": "AUTO_UPDATE"})
+	a.OK("POST", "/v1/campaigns", map[string]any{"name": "Bring a friend", "campaign_type": "REFERRAL_PROGRAM", "type": "AUTO_UPDATE",
+		"vouchers_count": 1, "voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 1000},
+			"code_config": map[string]any{"pattern": "BRING-#####"}},
+		"referral_program": map[string]any{"conversion_event_type": "redemption",
+			"referee_reward": map[string]any{"related_object_parent": map[string]any{"id": points["id"]}, "type": "LOYALTY_CARD", "amount": 100},
+			"referral_tiers": []any{map[string]any{"parameters": map[string]any{"type": "EACH_REFEREE",
+				"reward": map[string]any{"related_object_parent": map[string]any{"id": points["id"]}, "type": "LOYALTY_CARD", "amount": 300}}}}}})
+	pub := a.OK("POST", "/v1/publications", map[string]any{"campaign": "Bring a friend", "customer": map[string]any{"source_id": "ann"}})
+	code, ann := pub["voucher"].(map[string]any)["code"].(string), pub["customer_id"].(string)
+	redeem := func(who string) map[string]any {
+		return map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code}},
+			"customer": map[string]any{"source_id": who}, "order": map[string]any{"amount": 5000}}
+	}
+
+	// The referrer's own code: refused, in validation and redemption alike.
+	a.Fails("POST", "/v1/redemptions", redeem("ann"), 400, "referrer_not_permitted_to_redeem")
+	if v := a.OK("POST", "/v1/validations", redeem("ann")); v["valid"] != false {
+		t.Fatalf("the referrer's own code validated: %v", v)
+	}
+
+	// Bob redeems it: converted, rewarded, and ann rewarded by her tier.
+	r := a.OK("POST", "/v1/redemptions", redeem("bob"))
+	kid := r["redemptions"].([]any)[0].(map[string]any)
+	if got := balanceIn(a, "bob", points["id"].(string)); got != 100 {
+		t.Fatalf("bob's points: %d, want 100", got)
+	}
+	if got := balanceIn(a, "ann", points["id"].(string)); got != 300 {
+		t.Fatalf("ann's points: %d, want 300", got)
+	}
+	bob := a.OK("GET", "/v1/customers/bob", nil)
+	refs := bob["referrals"].(map[string]any)
+	item := refs["campaigns"].([]any)[0].(map[string]any)
+	if refs["total"] != 1.0 || item["referrer_id"] != ann || item["related_object_type"] != "redemption" || item["related_object_id"] != kid["id"] {
+		t.Fatalf("bob's referrals: %v", refs)
+	}
+	ev := hooks.Wait(t, "customer.referred", 1)
+	if ev["customer"].(map[string]any)["id"] != bob["id"] || ev["referrer"].(map[string]any)["id"] != ann ||
+		ev["redemption"].(map[string]any)["id"] != kid["id"] {
+		t.Fatalf("customer.referred: %v", ev)
+	}
+
+	// Again: the redemption succeeds, nobody is converted or rewarded twice.
+	a.OK("POST", "/v1/redemptions", redeem("bob"))
+	if b, an := balanceIn(a, "bob", points["id"].(string)), balanceIn(a, "ann", points["id"].(string)); b != 100 || an != 300 {
+		t.Fatalf("after a second redemption: bob %d, ann %d", b, an)
+	}
+	// The first redemption rolled back: the conversion stands.
+	a.OK("POST", "/v1/redemptions/"+r["parent_redemption"].(map[string]any)["id"].(string)+"/rollbacks", nil)
+	if b := balanceIn(a, "bob", points["id"].(string)); b != 100 {
+		t.Fatalf("after the rollback: bob %d", b)
+	}
+	// A second referee converts too: one more tier reward for ann.
+	a.OK("POST", "/v1/redemptions", redeem("cid"))
+	if c, an := balanceIn(a, "cid", points["id"].(string)), balanceIn(a, "ann", points["id"].(string)); c != 100 || an != 600 {
+		t.Fatalf("a second referee: cid %d, ann %d", c, an)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if d := deliveries(a); d["customer.referred"] != 2 || d["customer.rewarded"] != 4 {
+		t.Fatalf("webhook events: %v", d)
+	}
+}

@@ -28,40 +28,61 @@ func (s *Service) CampaignIn(ctx context.Context, q db.Querier, projectID, idOrN
 	return s.campaign(ctx, q, projectID, idOrName, false)
 }
 
-// ClaimFree gives holderID a free voucher of c in tx: the first one no
-// other transaction holds locked (FOR UPDATE SKIP LOCKED, which PostgreSQL
-// and CockroachDB since 22.2 accept), so concurrent publications of one
-// campaign take distinct vouchers without waiting on each other. An
-// AUTO_UPDATE campaign without a free voucher makes one from its template;
-// a STATIC one answers ErrNoFreeVoucher.
+// ClaimFree gives holderID a free voucher of c in tx: ClaimFreeN of one.
 func (s *Service) ClaimFree(ctx context.Context, tx pgx.Tx, projectID string, c Campaign, holderID string) (Voucher, error) {
-	free := func() (Voucher, error) {
-		return scanVoucher(tx.QueryRow(ctx, `SELECT `+voucherColumns+voucherFrom+`
-			WHERE v.project_id = $1 AND v.campaign_id = $2 AND v.holder_id IS NULL AND v.bin_id IS NULL AND v.active
-			ORDER BY v.id LIMIT 1 FOR UPDATE OF v SKIP LOCKED`, projectID, c.ID))
-	}
-	v, err := free()
-	if errors.Is(err, db.ErrNotFound) {
-		if c.Attrs.Type != "AUTO_UPDATE" {
-			return Voucher{}, ErrNoFreeVoucher
-		}
-		gen, gerr := codes.New(c.Attrs.Voucher.CodeConfig)
-		if gerr != nil {
-			return Voucher{}, gerr
-		}
-		if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, 1, s.now()); err != nil {
-			return Voucher{}, err
-		}
-		if err := loyalty.AddVouchersCount(ctx, tx, projectID, c.ID, 1); err != nil {
-			return Voucher{}, err
-		}
-		// The one just made is invisible to other transactions until commit.
-		v, err = free()
-	}
+	vs, err := s.ClaimFreeN(ctx, tx, projectID, c, holderID, 1)
 	if err != nil {
 		return Voucher{}, err
 	}
-	return v, s.hold(ctx, tx, projectID, &v, holderID)
+	return vs[0], nil
+}
+
+// ClaimFreeN gives holderID n free vouchers of c in tx, all or none: the
+// first ones no other transaction holds locked (FOR UPDATE SKIP LOCKED,
+// which PostgreSQL and CockroachDB since 22.2 accept), so concurrent
+// publications of one campaign take distinct vouchers without waiting on
+// each other. An AUTO_UPDATE campaign without enough free vouchers makes
+// the rest from its template; a STATIC one answers ErrNoFreeVoucher, and
+// then no voucher has been given.
+func (s *Service) ClaimFreeN(ctx context.Context, tx pgx.Tx, projectID string, c Campaign, holderID string, n int) ([]Voucher, error) {
+	free := func() ([]Voucher, error) {
+		return db.Collect(scanVoucher)(tx.Query(ctx, `SELECT `+voucherColumns+voucherFrom+`
+			WHERE v.project_id = $1 AND v.campaign_id = $2 AND v.holder_id IS NULL AND v.bin_id IS NULL AND v.active
+			ORDER BY v.id LIMIT $3 FOR UPDATE OF v SKIP LOCKED`, projectID, c.ID, n))
+	}
+	vs, err := free()
+	if err != nil {
+		return nil, err
+	}
+	if short := n - len(vs); short > 0 {
+		if c.Attrs.Type != "AUTO_UPDATE" {
+			return nil, ErrNoFreeVoucher
+		}
+		gen, gerr := codes.New(c.Attrs.Voucher.CodeConfig)
+		if gerr != nil {
+			return nil, gerr
+		}
+		if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, int64(short), s.now()); err != nil {
+			return nil, err
+		}
+		if err := loyalty.AddVouchersCount(ctx, tx, projectID, c.ID, int64(short)); err != nil {
+			return nil, err
+		}
+		// The ones just made are invisible to other transactions until
+		// commit; those this one locked are not skipped.
+		if vs, err = free(); err != nil {
+			return nil, err
+		}
+		if len(vs) < n {
+			return nil, ErrNoFreeVoucher
+		}
+	}
+	for i := range vs {
+		if err := s.hold(ctx, tx, projectID, &vs[i], holderID); err != nil {
+			return nil, err
+		}
+	}
+	return vs, nil
 }
 
 // ClaimCode gives holderID the voucher with code (or id) in tx. A voucher
