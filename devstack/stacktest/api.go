@@ -116,6 +116,21 @@ func (h *Hooks) Count(typ string) int {
 	return n
 }
 
+// All are the objects of the events of type typ that arrived, in the
+// order they arrived (deliveries are concurrent: not always the order
+// they were raised).
+func (h *Hooks) All(typ string) []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]any
+	for i, x := range h.types {
+		if x == typ {
+			out = append(out, h.datas[i])
+		}
+	}
+	return out
+}
+
 // Wait waits for n events of type typ and returns the last one's object.
 func (h *Hooks) Wait(t testing.TB, typ string, n int) map[string]any {
 	t.Helper()
