@@ -262,3 +262,54 @@ func TestValidationRulesGuardRedeemables(t *testing.T) {
 		t.Fatalf("big order: %v", big)
 	}
 }
+
+// Rules on redemption counts read the redemptions made so far (the one
+// being judged included): at most one per customer of a voucher, at most
+// two in a campaign; a rolled-back redemption no longer counts.
+func TestRedemptionCountRules(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	rule := func(name string, limit int) string {
+		return a.OK("POST", "/v1/validation-rules", map[string]any{"name": name, "type": "advanced",
+			"rules": map[string]any{"1": map[string]any{"name": name, "conditions": map[string]any{"$less_than_or_equal": []any{limit}}},
+				"logic": "1"}})["id"].(string)
+	}
+	assign := func(ruleID, typ, id string) {
+		a.OK("POST", "/v1/validation-rules/"+ruleID+"/assignments", map[string]any{"related_object_type": typ, "related_object_id": id})
+	}
+	once := voucher(a, "ONCE-EACH", percent(10))
+	assign(rule("redemption.count.per_customer", 1), "voucher", once["id"].(string))
+	c := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Two in all", "campaign_type": "DISCOUNT_COUPONS", "vouchers_count": 3,
+		"voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 100}}})
+	if id, ok := c["async_action_id"].(string); ok {
+		a.WaitAction(id)
+	}
+	assign(rule("redemption.count.per_campaign", 2), "campaign", c["id"].(string))
+	redeem := func(code, customer string) stacktest.Resp {
+		return a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables(code), "order": orderOf([2]int{5000, 1}),
+			"customer": map[string]any{"source_id": customer}})
+	}
+	if r := redeem("ONCE-EACH", "ann"); r.Status != 200 {
+		t.Fatalf("ann's first: %d %s", r.Status, r.Body)
+	}
+	if r := redeem("ONCE-EACH", "ann"); r.Status != 400 || r.JSON(t)["key"] != "order_rules_violated" {
+		t.Fatalf("ann's second: %d %s", r.Status, r.Body)
+	}
+	if r := redeem("ONCE-EACH", "bob"); r.Status != 200 {
+		t.Fatalf("bob's first: %d %s", r.Status, r.Body)
+	}
+	var codes []string
+	for _, x := range a.OK("GET", "/v1/vouchers?campaign_id="+c["id"].(string), nil)["vouchers"].([]any) {
+		codes = append(codes, x.(map[string]any)["code"].(string))
+	}
+	first := redeem(codes[0], "ann")
+	if first.Status != 200 || redeem(codes[1], "bob").Status != 200 {
+		t.Fatalf("two of the campaign: %d %s", first.Status, first.Body)
+	}
+	if r := redeem(codes[2], "cy"); r.Status != 400 || r.JSON(t)["key"] != "order_rules_violated" {
+		t.Fatalf("the campaign's third: %d %s", r.Status, r.Body)
+	}
+	a.OK("POST", "/v1/redemptions/"+first.JSON(t)["parent_redemption"].(map[string]any)["id"].(string)+"/rollbacks", nil)
+	if r := redeem(codes[2], "cy"); r.Status != 200 {
+		t.Fatalf("after a rollback: %d %s", r.Status, r.Body)
+	}
+}

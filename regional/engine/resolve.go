@@ -364,9 +364,13 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 	if err != nil {
 		return err
 	}
-	counts, err := e.counts(ctx, q, projectID, ruled, cust, now)
-	if err != nil {
-		return err
+	// Counting redemptions reads the campaigns' history: only for rules
+	// that read it.
+	counts := func(*candidate) validation.RedemptionCounts { return validation.RedemptionCounts{} }
+	if prepared.ReadsCounts(all) {
+		if counts, err = e.counts(ctx, q, projectID, ruled, cust, now); err != nil {
+			return err
+		}
 	}
 	for _, c := range cs {
 		ids, ok := ruled[c]
@@ -426,9 +430,13 @@ func (e *Engine) counts(ctx context.Context, q db.Querier, projectID string, rul
 		}
 	}
 	day := now.UTC().Truncate(24 * time.Hour)
+	// Two index reads (by object, by campaign) rather than one OR, which
+	// would read the whole table; UNION drops the rows both find.
 	rows, err := q.Query(ctx, `SELECT COALESCE(object_id, ''), COALESCE(campaign_id, ''), customer_id = $2 AND customer_id <> '', created_at >= $3, count(*)
-		FROM stacked_redemptions WHERE project_id = $1 AND parent_id IS NOT NULL AND result = 'SUCCESS' AND status = 'SUCCEEDED'
-			AND (object_id = ANY($4::TEXT[]) OR campaign_id = ANY($5::TEXT[]))
+		FROM (SELECT id, object_id, campaign_id, customer_id, created_at FROM stacked_redemptions
+				WHERE project_id = $1 AND object_id = ANY($4::TEXT[]) AND parent_id IS NOT NULL AND result = 'SUCCESS' AND status = 'SUCCEEDED'
+			UNION SELECT id, object_id, campaign_id, customer_id, created_at FROM stacked_redemptions
+				WHERE project_id = $1 AND campaign_id = ANY($5::TEXT[]) AND parent_id IS NOT NULL AND result = 'SUCCESS' AND status = 'SUCCEEDED') AS r
 		GROUP BY 1, 2, 3, 4`, projectID, custID, day, objects, campaigns)
 	if err != nil {
 		return nil, err

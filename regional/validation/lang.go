@@ -144,6 +144,7 @@ var opsOf = map[kind][]string{
 // program is a compiled rule.
 type program struct {
 	root       *group
+	counts     bool // it reads redemption counts (redemption.count.*)
 	message    string // the rule's error.message
 	applicable *applicability
 }
@@ -180,7 +181,10 @@ type ref struct {
 }
 
 // compiler carries a rule's compilation state.
-type compiler struct{ count, values int }
+type compiler struct {
+	count, values int
+	redemptions   bool // a condition reads redemption counts
+}
 
 // bad is the 400 naming where a rule is wrong.
 func bad(path, format string, args ...any) error {
@@ -228,7 +232,7 @@ func compile(rules, errDoc, applicableTo json.RawMessage) (*program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &program{root: root}
+	p := &program{root: root, counts: c.redemptions}
 	if p.message, err = message("error", errDoc); err != nil {
 		return nil, err
 	}
@@ -394,6 +398,7 @@ func (c *compiler) cond(path string, raw json.RawMessage, depth int, inItem bool
 	}
 	cd := &cond{path: strings.TrimPrefix(strings.ReplaceAll(path, ".rules.", "."), "rules."), spec: spec, prop: key,
 		customer: strings.HasPrefix(nm, "customer.")}
+	c.redemptions = c.redemptions || strings.HasPrefix(nm, "redemption.count.")
 	if cd.message, err = message(path+".error", m["error"]); err != nil {
 		return nil, err
 	}

@@ -431,3 +431,21 @@ func TestNamesItemOf(t *testing.T) {
 		}
 	}
 }
+
+// A rule says whether it reads redemption counts, at any depth, so that
+// the engine counts only for those that do.
+func TestRulesSayWhetherTheyReadCounts(t *testing.T) {
+	for rules, want := range map[string]bool{
+		`{"1": {"name": "order.amount", "conditions": {"$more_than": [1000]}}, "logic": "1"}`:                                                                                                     false,
+		`{"1": {"name": "redemption.count.per_customer", "conditions": {"$less_than": [3]}}, "logic": "1"}`:                                                                                       true,
+		`{"1": {"name": "order.amount", "conditions": {"$more_than": [1]}, "rules": {"1": {"name": "redemption.count.per_day", "conditions": {"$less_than": [9]}}, "logic": "1"}}, "logic": "1"}`: true,
+	} {
+		p, err := compile(json.RawMessage(rules), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (Prepared{"r": p}).ReadsCounts([]string{"r"}); got != want {
+			t.Errorf("%s: reads counts %v, want %v", rules, got, want)
+		}
+	}
+}

@@ -284,6 +284,17 @@ func (p Prepared) Run(ids []string, in Input) []Verdict {
 	return out
 }
 
+// ReadsCounts says whether one of the prepared rules ids reads redemption
+// counts (redemption.count.*): only then need they be counted.
+func (p Prepared) ReadsCounts(ids []string) bool {
+	for _, id := range ids {
+		if r := p[id]; r != nil && r.counts {
+			return true
+		}
+	}
+	return false
+}
+
 // NamesItemOf says whether one of the prepared rules ids requires a
 // product, SKU or collection (order.items.any or every) that a line of o
 // matches: qualifications' PRODUCTS scenarios.
