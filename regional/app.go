@@ -204,6 +204,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	vs.RegisterJobs(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, events, cust, vs, a.loyalty, cfg.Clock)
 	publications.Register(v1, pubs)
+	vs.UsePublishCounts(publications.PublishCounts)
 	// One campaign model: a deleted campaign's vouchers (of any type) go in
 	// CAMPAIGN.VOUCHERS_DELETE, at once or when its bin entry is removed.
 	a.loyalty.UseCampaignDropper(vs.DropCampaignVouchers)

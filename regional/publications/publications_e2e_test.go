@@ -332,10 +332,18 @@ func TestPublishingSeveralVouchersAtOnce(t *testing.T) {
 	seen := map[string]bool{}
 	for i, code := range codes {
 		v := a.OK("GET", "/v1/vouchers/"+code, nil)
-		if v["holder_id"] != p["customer_id"] || v["id"] != p["vouchers_id"].([]any)[i] || seen[code] {
+		if v["holder_id"] != p["customer_id"] || v["id"] != p["vouchers_id"].([]any)[i] || seen[code] ||
+			v["publish"].(map[string]any)["count"] != 1.0 {
 			t.Fatalf("voucher %s: %v", code, v)
 		}
 		seen[code] = true
+	}
+	// The vouchers' reads count their publications; the two left count none.
+	for _, x := range a.OK("GET", "/v1/vouchers?limit=10", nil)["vouchers"].([]any) {
+		v := x.(map[string]any)
+		if want := map[bool]float64{true: 1, false: 0}[seen[v["code"].(string)]]; v["publish"].(map[string]any)["count"] != want {
+			t.Fatalf("listed %s: publish %v, want count %v", v["code"], v["publish"], want)
+		}
 	}
 	// One publication in the list, with its codes; found by each of them.
 	l := a.OK("GET", "/v1/publications?campaign=Bulk", nil)

@@ -67,6 +67,12 @@ func vouchersOf(ctx context.Context, q db.Querier, projectID string, pubIDs []st
 	return out, err
 }
 
+// PublishCounts counts the successful publications of each of codes
+// (vouchers.Service.UsePublishCounts).
+func PublishCounts(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error) {
+	return publishCounts(ctx, q, projectID, codes)
+}
+
 // publishCounts counts the successful publications of each of codes: those
 // of one voucher and those of several that hold it.
 func publishCounts(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error) {

@@ -35,6 +35,40 @@ type Service struct {
 	wake   func() // starts the worker on a new job (RegisterJobs)
 	// holds run when a voucher is given to a customer (UseHolds).
 	holds []func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error
+	// publishCounts counts the publications of vouchers by code
+	// (UsePublishCounts; regional/publications keeps them).
+	publishCounts func(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error)
+}
+
+// UsePublishCounts gives voucher reads their publish.count.
+func (s *Service) UsePublishCounts(fn func(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error)) {
+	s.publishCounts = fn
+}
+
+// counted fills in the views' publish.count.
+func (s *Service) counted(ctx context.Context, projectID string, vs []View) error {
+	if s.publishCounts == nil || len(vs) == 0 {
+		return nil
+	}
+	codes := make([]string, len(vs))
+	for i, v := range vs {
+		codes[i] = v.Code
+	}
+	n, err := s.publishCounts(ctx, s.pool, projectID, codes)
+	if err != nil {
+		return err
+	}
+	for i := range vs {
+		vs[i].Publish.Count = n[vs[i].Code]
+	}
+	return nil
+}
+
+// viewOf is a voucher as the API answers it, publish.count included.
+func (s *Service) viewOf(ctx context.Context, projectID string, v Voucher) (View, error) {
+	vs := []View{v.View()}
+	err := s.counted(ctx, projectID, vs)
+	return vs[0], err
 }
 
 // NewService returns the voucher service and registers its bin remover.
@@ -350,7 +384,7 @@ func (s *Service) Get(ctx context.Context, projectID, code string) (View, error)
 	if err != nil {
 		return View{}, err
 	}
-	return v.View(), nil
+	return s.viewOf(ctx, projectID, v)
 }
 
 // Update changes the properties a PUT names.
@@ -388,7 +422,7 @@ func (s *Service) Update(ctx context.Context, projectID, code string, r Request)
 	if err != nil {
 		return View{}, err
 	}
-	return v.View(), nil
+	return s.viewOf(ctx, projectID, v)
 }
 
 // SetActive enables or disables a voucher.
@@ -409,7 +443,7 @@ func (s *Service) SetActive(ctx context.Context, projectID, code string, active 
 	if err != nil {
 		return View{}, err
 	}
-	return v.View(), nil
+	return s.viewOf(ctx, projectID, v)
 }
 
 // Delete moves a voucher to the bin (its code stays taken until the bin's
@@ -501,5 +535,8 @@ func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]V
 		return nil, 0, false, "", err
 	}
 	out, more, next := listq.PageOf(vs, lq.Limit, func(v Voucher) string { return v.ID }, Voucher.View)
+	if err := s.counted(ctx, projectID, out); err != nil {
+		return nil, 0, false, "", err
+	}
 	return out, total, more, next, nil
 }
