@@ -144,7 +144,7 @@ var opsOf = map[kind][]string{
 // program is a compiled rule.
 type program struct {
 	root       *group
-	counts     bool // it reads redemption counts (redemption.count.*)
+	counts     bool   // it reads redemption counts (redemption.count.*)
 	message    string // the rule's error.message
 	applicable *applicability
 }
