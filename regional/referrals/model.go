@@ -40,6 +40,9 @@ const (
 	EventRewardedPoints   = "customer.rewarded.loyalty_points"
 	EventHolderAssigned   = "customer.holder.assignment.created"
 	EventHolderUnassigned = "customer.holder.assignment.deleted"
+	EventTierCreated      = "campaign.referral_tier.created"
+	EventTierUpdated      = "campaign.referral_tier.updated"
+	EventTierDeleted      = "campaign.referral_tier.deleted"
 )
 
 // Program is a campaign's referral_program: the reference's ReferralProgram

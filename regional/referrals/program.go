@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -51,6 +52,16 @@ func NewService(pool *db.Pool, events Events, cust *customers.Service, loy *loya
 	schemas Schemas, clk *clock.Clock) *Service {
 	s := &Service{pool: pool, events: events, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, clock: clk}
 	vs.UseHolds(s.recordReferrer)
+	vs.UseCampaignCreated(func(ctx context.Context, tx pgx.Tx, projectID string, c vouchers.Campaign) error {
+		if c.CampaignType != "REFERRAL_PROGRAM" {
+			return nil
+		}
+		p, err := programOf(c)
+		if err != nil {
+			return err
+		}
+		return s.tierEvents(ctx, tx, projectID, c, nil, p.ReferralTiers)
+	})
 	cust.UseReferrals(s.Summary)
 	cust.OnDelete(func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
 		b := &pgx.Batch{}
@@ -281,11 +292,51 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, id string, raw 
 			if err != nil {
 				return err
 			}
-			c.Attrs.ReferralProgram, err = json.Marshal(p)
-			return err
+			if c.Attrs.ReferralProgram, err = json.Marshal(p); err != nil {
+				return err
+			}
+			return s.tierEvents(ctx, tx, projectID, *c, old.ReferralTiers, p.ReferralTiers)
 		})
 	if err != nil {
 		return nil, err
 	}
 	return c.ViewOf(), nil
+}
+
+// tierEvents raises campaign.referral_tier.created, .updated and .deleted
+// for the referrer tiers a program's change adds, changes or removes (by
+// tier id), in the change's transaction.
+func (s *Service) tierEvents(ctx context.Context, tx pgx.Tx, projectID string, c vouchers.Campaign, before, after []Tier) error {
+	if s.events == nil {
+		return nil
+	}
+	was := map[string]Tier{}
+	for _, t := range before {
+		was[t.ID] = t
+	}
+	emit := func(event string, t Tier) error {
+		return s.events.Emit(ctx, tx, projectID, event, t.ID, map[string]any{"referral_tier": t.simple(c.ID), "campaign": simpleCampaign(c)})
+	}
+	for _, t := range after {
+		old, ok := was[t.ID]
+		delete(was, t.ID)
+		switch {
+		case !ok:
+			if err := emit(EventTierCreated, t); err != nil {
+				return err
+			}
+		case !reflect.DeepEqual(old, t):
+			if err := emit(EventTierUpdated, t); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range before {
+		if _, gone := was[t.ID]; gone {
+			if err := emit(EventTierDeleted, t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

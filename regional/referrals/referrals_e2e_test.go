@@ -331,6 +331,7 @@ func TestAnotherProjectsReferralProgramIsNotFound(t *testing.T) {
 
 func TestReferralProgramsAreChecked(t *testing.T) {
 	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("campaign.referral_tier.created", "campaign.referral_tier.updated", "campaign.referral_tier.deleted")
 	p := setup(a)
 	body := func(rp any) map[string]any {
 		return map[string]any{"name": "Bad", "campaign_type": "REFERRAL_PROGRAM", "referral_program": rp,
@@ -382,6 +383,19 @@ func TestReferralProgramsAreChecked(t *testing.T) {
 	if up["description"] != "friends" || rp["conversion_event_type"] != "redemption" || rp["custom_event"] != nil || len(nt) != 1 ||
 		nt[0].(map[string]any)["id"] != kept["id"] || nt[0].(map[string]any)["banner"] != "now 600" {
 		t.Fatalf("updated: %v", up)
+	}
+	// The program's tiers raised their events: two created with it, the
+	// kept one updated, the other deleted.
+	hooks.Wait(t, "campaign.referral_tier.created", 2)
+	if u := hooks.Wait(t, "campaign.referral_tier.updated", 1)["referral_tier"].(map[string]any); u["id"] != kept["id"] || u["banner"] != "now 600" ||
+		u["campaign_id"] != id {
+		t.Fatalf("tier updated: %v", u)
+	}
+	if d := hooks.Wait(t, "campaign.referral_tier.deleted", 1)["referral_tier"].(map[string]any); d["id"] != tiers[1].(map[string]any)["id"] {
+		t.Fatalf("tier deleted: %v", d)
+	}
+	if hooks.Count("campaign.referral_tier.created") != 2 || hooks.Count("campaign.referral_tier.updated") != 1 {
+		t.Fatalf("tier events: %d created, %d updated", hooks.Count("campaign.referral_tier.created"), hooks.Count("campaign.referral_tier.updated"))
 	}
 	a.Fails("PUT", "/v1/campaigns/"+id, map[string]any{"referral_program": map[string]any{"conversion_event_type": "x"}}, 400, "invalid_payload")
 	// A program converting on redemptions converts nobody by an event.

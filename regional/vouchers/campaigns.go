@@ -247,6 +247,11 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 			}
 			actionID = &act.ID
 		}
+		for _, fn := range s.created {
+			if err := fn(ctx, tx, projectID, c); err != nil {
+				return err
+			}
+		}
 		if s.events == nil {
 			return nil
 		}

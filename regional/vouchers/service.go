@@ -35,9 +35,18 @@ type Service struct {
 	wake   func() // starts the worker on a new job (RegisterJobs)
 	// holds run when a voucher is given to a customer (UseHolds).
 	holds []func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error
+	// created run in the transaction that creates a campaign
+	// (UseCampaignCreated).
+	created []func(ctx context.Context, tx pgx.Tx, projectID string, c Campaign) error
 	// publishCounts counts the publications of vouchers by code
 	// (UsePublishCounts; regional/publications keeps them).
 	publishCounts func(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error)
+}
+
+// UseCampaignCreated runs fn in the transaction that creates a voucher
+// campaign, after it is written.
+func (s *Service) UseCampaignCreated(fn func(ctx context.Context, tx pgx.Tx, projectID string, c Campaign) error) {
+	s.created = append(s.created, fn)
 }
 
 // UsePublishCounts gives voucher reads their publish.count.
