@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 )
@@ -200,5 +201,33 @@ func TestAsyncActionsEndpointsAnswerThroughTheRouter(t *testing.T) {
 	r = e.Do(t, "GET", stacktest.URL("api", "/internal/v1/outbox/parked"), p.Header(), nil)
 	if r.Status != 401 {
 		t.Fatalf("internal with app keys: %d %s", r.Status, r.Body)
+	}
+}
+
+// A customer named again as it is (POST /v1/customers with its source_id,
+// an order's or a redemption's customer) is not written: updated_at stays
+// and no customer.updated is raised; a change is written as before.
+func TestAnUnchangedCustomerIsNotWrittenAgain(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("customer.updated")
+	body := map[string]any{"source_id": "same", "name": "Ann", "metadata": map[string]any{"tier": "gold"}}
+	first := a.OK("POST", "/v1/customers", body)
+	again := a.OK("POST", "/v1/customers", body)
+	a.OK("POST", "/v1/orders", map[string]any{"amount": 1000, "customer": map[string]any{"source_id": "same"}})
+	if again["id"] != first["id"] || again["updated_at"] != first["updated_at"] {
+		t.Fatalf("named again: %v, then %v", first, again)
+	}
+	if g := a.OK("GET", "/v1/customers/same", nil); g["updated_at"] != first["updated_at"] || g["metadata"].(map[string]any)["tier"] != "gold" {
+		t.Fatalf("read back: %v", g)
+	}
+	changed := a.OK("POST", "/v1/customers", map[string]any{"source_id": "same", "metadata": map[string]any{"tier": "silver"}})
+	if changed["updated_at"] == nil || changed["updated_at"] == first["updated_at"] || changed["metadata"].(map[string]any)["tier"] != "silver" ||
+		changed["name"] != "Ann" {
+		t.Fatalf("changed: %v", changed)
+	}
+	hooks.Wait(t, "customer.updated", 1)
+	time.Sleep(300 * time.Millisecond)
+	if n := hooks.Count("customer.updated"); n != 1 {
+		t.Fatalf("customer.updated %d times, want 1", n)
 	}
 }
