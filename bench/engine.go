@@ -321,7 +321,7 @@ func engineReport(r engineResult) string {
 		r.qualCandidates, r.qualQPS, r.qualErrs, r.qualP50, r.qualP95)
 	cv := r.client
 	fmt.Fprintf(&b, "| the validation, server-side beside client-side from %d addresses, %d interleaved rounds of %s each at 200/s "+
-		"(p50/p95 per round; %d and %d errors) | server %s ms; client %s ms |\n", clientAddresses, rounds, "a third of the phase",
+		"(p50/p95 per round; %d and %d errors) | server %s ms; client %s ms |\n", clientAddresses, rounds, "a phase",
 		cv.srvErrs, cv.cliErrs, roundsOf(cv.srvRounds), roundsOf(cv.cliRounds))
 	fmt.Fprintf(&b, "| redemptions at saturation, distinct vouchers, 32 clients | %.0f/s (rounds %s; %d errors) |\n", r.sat, joinRounds(r.satRounds), r.satErrs)
 	fmt.Fprintf(&b, "| pgbench TPC-B-like, 32 clients, same server | %.0f tps (rounds %s) |\n", r.pgbench, joinRounds(r.pgbRounds))
