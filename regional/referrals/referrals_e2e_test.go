@@ -477,3 +477,39 @@ func TestRedemptionOfAReferralCodeConvertsTheRefereeOnce(t *testing.T) {
 		t.Fatalf("webhook events: %v", d)
 	}
 }
+
+// A referral program is a campaign of the one model: listed by its type,
+// read by id or name, updated, enabled and disabled, and deleted for good
+// with its codes and its referrers' holdings.
+func TestReferralCampaignLifecycle(t *testing.T) {
+	a := stacktest.NewAPI(t)
+	p := setup(a)
+	id := p.campaign["id"].(string)
+	l := a.OK("GET", "/v1/campaigns?campaign_type=REFERRAL_PROGRAM", nil)
+	if l["total"] != 1.0 || l["campaigns"].([]any)[0].(map[string]any)["id"] != id {
+		t.Fatalf("listed: %v", l)
+	}
+	if g := a.OK("GET", "/v1/campaigns/Friends", nil); g["id"] != id || g["referral_program"] == nil {
+		t.Fatalf("by name: %v", g)
+	}
+	if u := a.OK("PUT", "/v1/campaigns/"+id, map[string]any{"description": "bring a friend"}); u["description"] != "bring a friend" ||
+		u["referral_program"].(map[string]any)["conversion_event_type"] != "custom_event" {
+		t.Fatalf("updated: %v", u)
+	}
+	if d := a.OK("POST", "/v1/campaigns/"+id+"/disable", nil); d["active"] != false {
+		t.Fatalf("disabled: %v", d)
+	}
+	a.OK("POST", "/v1/campaigns/"+id+"/enable", nil)
+	r := a.Do("DELETE", "/v1/campaigns/"+id+"?force=true", nil)
+	if r.Status != 202 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	if act, _ := r.JSON(t)["async_action_id"].(string); act != "" {
+		a.WaitAction(act)
+	}
+	a.Fails("GET", "/v1/campaigns/"+id, nil, 404, "not_found")
+	a.Fails("GET", "/v1/vouchers/"+p.code, nil, 404, "not_found")
+	if l := a.OK("GET", "/v1/campaigns?campaign_type=REFERRAL_PROGRAM", nil); l["total"] != 0.0 {
+		t.Fatalf("listed after deletion: %v", l)
+	}
+}
