@@ -71,26 +71,33 @@ func (s *Service) Upsert(ctx context.Context, projectID string, p *Patch) (c Cus
 // UpsertIn is Upsert in the caller's transaction, for writes that create
 // or update a customer along with something else (a loyalty card's holder).
 func (s *Service) UpsertIn(ctx context.Context, tx pgx.Tx, projectID string, p *Patch) (c Customer, created bool, err error) {
-	switch {
-	case p.ID != nil:
-		c, err = get(ctx, tx, projectID, *p.ID, true)
-		if errors.Is(err, db.ErrNotFound) {
-			return Customer{}, false, apierr.NotFound("customer", *p.ID)
+	read := func(lock bool) (Customer, error) {
+		switch {
+		case p.ID != nil:
+			c, err := get(ctx, tx, projectID, *p.ID, lock)
+			if errors.Is(err, db.ErrNotFound) {
+				return Customer{}, apierr.NotFound("customer", *p.ID)
+			}
+			return c, err
+		case p.SourceID != nil:
+			return getBySourceID(ctx, tx, projectID, *p.SourceID, lock)
 		}
-	case p.SourceID != nil:
-		c, err = getBySourceID(ctx, tx, projectID, *p.SourceID)
-	default:
-		err = db.ErrNotFound
+		return Customer{}, db.ErrNotFound
 	}
+	// A customer named as it is (an order's, a redemption's, an event's)
+	// is read without a lock and not written again: no row lock held to
+	// the commit, no customer.updated for nothing. A change locks it and
+	// reads it again.
+	c, err = read(false)
 	switch {
 	case err == nil:
-		// A customer named as it is (an order's, a redemption's, an
-		// event's) is not written again: no row lock held to the commit,
-		// no customer.updated for nothing.
-		if same, err := p.Leaves(c); err != nil || !same {
-			return c, false, s.applyUpdate(ctx, tx, projectID, &c, p)
+		if same, err := p.Leaves(c); err == nil && same {
+			return c, false, nil
 		}
-		return c, false, nil
+		if c, err = read(true); err != nil {
+			return Customer{}, false, err
+		}
+		return c, false, s.applyUpdate(ctx, tx, projectID, &c, p)
 	case errors.Is(err, db.ErrNotFound):
 		c = Customer{ID: ids.New("cust_"), SourceID: p.SourceID, CreatedAt: s.now()}
 		if err := p.Apply(&c.Attrs); err != nil {

@@ -40,8 +40,8 @@ func get(ctx context.Context, q db.Querier, projectID, idOrSource string, lock b
 	return c, err
 }
 
-func getBySourceID(ctx context.Context, q db.Querier, projectID, sourceID string) (Customer, error) {
-	return scan(q.QueryRow(ctx, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND source_id = $2 FOR UPDATE`,
+func getBySourceID(ctx context.Context, q db.Querier, projectID, sourceID string, lock bool) (Customer, error) {
+	return scan(q.QueryRow(ctx, `SELECT `+columns+` FROM customers WHERE project_id = $1 AND source_id = $2`+db.ForUpdate(lock),
 		projectID, sourceID))
 }
 
