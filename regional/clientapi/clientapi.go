@@ -135,6 +135,7 @@ func (a *api) serveAs(method, twin string, prepare func(*call) error, answer ans
 		if err != nil {
 			return err
 		}
+		res.Header().Del(echo.HeaderContentLength) // the twin's, of the body rewritten here
 		return c.JSON(w.status, v)
 	}
 }
@@ -201,9 +202,13 @@ func (k *call) readBody() error {
 	return nil
 }
 
-// set changes a property of an object body.
+// set changes a property of an object body. A value that does not
+// marshal (a NaN) is left as text for the twin to refuse, never dropped.
 func (k *call) set(field string, v any) {
-	b, _ := json.Marshal(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(fmt.Sprint(v))
+	}
 	k.body[field], k.changed = b, true
 }
 

@@ -3,6 +3,7 @@ package clientapi
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -141,7 +142,7 @@ func legacyCustomer(k *call, body map[string]any, customer any, tracking string,
 		return s
 	}
 	switch {
-	case obj != nil && named("id") == "" && named("source_id") == "" && tracking == "":
+	case obj != nil && named("id") == "" && named("source_id") == "" && tracking == "" && k.bound == "":
 		return apierr.New(http.StatusBadRequest, "missing_customer", "Bad Request",
 			"The customer needs an id or a source_id, or the request a tracking_id.")
 	case obj != nil && tracking != "" && named("source_id") != "" && named("source_id") != tracking:
@@ -216,7 +217,7 @@ func numbers(v any, depth int) {
 			if s, ok := x.(string); ok && numberFields[field] {
 				if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 					v[field] = n
-				} else if f, err := strconv.ParseFloat(s, 64); err == nil {
+				} else if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
 					v[field] = f
 				}
 				continue
@@ -241,7 +242,7 @@ func legacySession(q map[string]any) map[string]any {
 	}
 	if v, ok := q["session_ttl"]; ok {
 		if t, isText := v.(string); isText {
-			if n, err := strconv.ParseFloat(t, 64); err == nil {
+			if n, err := strconv.ParseFloat(t, 64); err == nil && !math.IsNaN(n) && !math.IsInf(n, 0) {
 				v = n
 			}
 		}

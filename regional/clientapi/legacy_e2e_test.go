@@ -61,6 +61,8 @@ func TestDeprecatedValidateAnswersAsTheStackedValidation(t *testing.T) {
 		{"code=LEG-10&item[0[quantity]=1", "invalid_query_params"},
 		{"code=LEG-10&order=5", "invalid_query_params"},
 		{"code=LEG-10&amount=lots", "invalid_payload"},
+		{"code=LEG-10&amount=NaN", "invalid_payload"},
+		{"code=LEG-10&item[0][price]=Infinity&item[0][quantity]=1", "invalid_payload"},
 	} {
 		r := client(a, shop, "GET", "/client/v1/validate?"+c.query, nil)
 		if r.Status != 400 || r.JSON(t)["key"] != c.key {
