@@ -33,7 +33,7 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 	if err := r.check(rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
-	if err := e.expandStack(ctx, projectID, &r); err != nil {
+	if err := e.expandStack(ctx, projectID, &r, rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
 	var out map[string]any

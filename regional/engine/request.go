@@ -199,8 +199,8 @@ func intOf(v any) int64 {
 }
 
 // expandStack makes a request of one promotion stack a request of its
-// tiers, in the stack's order.
-func (e *Engine) expandStack(ctx context.Context, projectID string, r *Request) error {
+// tiers, in the stack's order; they count against the redeemables limit.
+func (e *Engine) expandStack(ctx context.Context, projectID string, r *Request, limit int) error {
 	if len(r.Redeemables) != 1 || r.Redeemables[0].Object != "promotion_stack" {
 		return nil
 	}
@@ -211,6 +211,13 @@ func (e *Engine) expandStack(ctx context.Context, projectID string, r *Request) 
 	tiers, err := e.tiers.StackTiers(ctx, e.pool, projectID, id)
 	if err != nil {
 		return err
+	}
+	if len(tiers) == 0 {
+		return apierr.InvalidPayload("promotion stack " + id + " has no promotion tiers left")
+	}
+	if len(tiers) > limit {
+		return apierr.InvalidPayload(fmt.Sprintf("promotion stack %s holds %d tiers: at most %d in one request "+
+			"(the project's stacking rules' redeemables_limit)", id, len(tiers), limit))
 	}
 	r.Redeemables = make([]Redeemable, len(tiers))
 	for i, t := range tiers {

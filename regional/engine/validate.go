@@ -106,7 +106,7 @@ func (e *Engine) Validate(ctx context.Context, projectID string, r Request) (_ m
 	if err := r.check(rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
-	if err := e.expandStack(ctx, projectID, &r); err != nil {
+	if err := e.expandStack(ctx, projectID, &r, rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
 	now := e.now()

@@ -2,6 +2,7 @@ package promotions_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/internal/dbtest"
@@ -222,4 +223,27 @@ func TestPromotionStackAsARedeemable(t *testing.T) {
 		"order": map[string]any{"amount": 10000}}, 404, "not_found")
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	other.Fails("POST", "/v1/validations", body, 404, "not_found")
+	// Its tiers count against the stacking rules' redeemables limit.
+	mgmt := func(method, path string, body any) stacktest.Resp {
+		r := a.E.Do(t, method, "http://api.localhost/management/v1/projects/"+a.P.ID+"/stacking-rules"+path, a.E.MgmtHeader(), body)
+		if r.Status != 200 && r.Status != 204 {
+			t.Fatalf("rules: %d %s", r.Status, r.Body)
+		}
+		return r
+	}
+	rules := mgmt("POST", "", map[string]any{"redeemables_limit": 1, "applicable_redeemables_limit": 1}).JSON(t)
+	stacktest.Eventually(t, 10*time.Second, "the limit of one", func() bool {
+		r := a.Do("POST", "/v1/validations", body)
+		return r.Status == 400 && r.JSON(t)["key"] == "invalid_payload"
+	})
+	mgmt("DELETE", "/"+rules["id"].(string), nil)
+	stacktest.Eventually(t, 10*time.Second, "the default limits", func() bool { return a.Do("POST", "/v1/validations", body).Status == 200 })
+	// A deleted tier leaves the stack: the other still applies.
+	if r := a.Do("DELETE", "/v1/promotions/tiers/"+amount.(string), nil); r.Status != 204 {
+		t.Fatalf("delete tier: %d %s", r.Status, r.Body)
+	}
+	v = a.OK("POST", "/v1/validations", body)
+	if v["valid"] != true || len(v["redeemables"].([]any)) != 1 || num(v["order"].(map[string]any)["total_discount_amount"]) != 1000 {
+		t.Fatalf("the stack after a tier's deletion: %v", v)
+	}
 }

@@ -432,12 +432,33 @@ func (s *Service) StackTiers(ctx context.Context, q db.Querier, projectID, stack
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, err
 	}
-	return a.IDs, nil
+	return liveIDs(ctx, q, projectID, a.IDs)
+}
+
+// liveIDs are those of ids that name tiers still there, in their order: a
+// deleted tier leaves the stacks that named it.
+func liveIDs(ctx context.Context, q db.Querier, projectID string, ids []string) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM promotion_tiers WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { live[id] = true; return nil }); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(ids))
+	for _, x := range ids {
+		if live[x] {
+			out = append(out, x)
+		}
+	}
+	return out, nil
 }
 
 // Stacks reads the project's promotion stacks (engine.Tiers).
 func (s *Service) Stacks(ctx context.Context, q db.Querier, projectID string) ([]engine.Stack, error) {
-	return db.Collect(func(r pgx.Row) (engine.Stack, error) {
+	stacks, err := db.Collect(func(r pgx.Row) (engine.Stack, error) {
 		var st engine.Stack
 		var raw []byte
 		if err := r.Scan(&st.ID, &st.CampaignID, &st.Name, &raw, &st.CreatedAt); err != nil {
@@ -448,6 +469,15 @@ func (s *Service) Stacks(ctx context.Context, q db.Querier, projectID string) ([
 		st.TierIDs = a.IDs
 		return st, err
 	})(q.Query(ctx, `SELECT id, campaign_id, name, attrs, created_at FROM promotion_stacks WHERE project_id = $1 ORDER BY id`, projectID))
+	if err != nil {
+		return nil, err
+	}
+	for i := range stacks {
+		if stacks[i].TierIDs, err = liveIDs(ctx, q, projectID, stacks[i].TierIDs); err != nil {
+			return nil, err
+		}
+	}
+	return stacks, nil
 }
 
 // ActiveTiers reads the active tiers of live campaigns.
