@@ -325,7 +325,7 @@ func (s *Service) tierEvents(ctx context.Context, tx pgx.Tx, projectID string, c
 			if err := emit(EventTierCreated, t); err != nil {
 				return err
 			}
-		case !reflect.DeepEqual(old, t):
+		case !sameTier(old, t):
 			if err := emit(EventTierUpdated, t); err != nil {
 				return err
 			}
@@ -339,4 +339,11 @@ func (s *Service) tierEvents(ctx context.Context, tx pgx.Tx, projectID string, c
 		}
 	}
 	return nil
+}
+
+// sameTier says whether a tier is unchanged: the reward's parent campaign
+// by id (its name is read fresh, and a renamed campaign changes no tier).
+func sameTier(a, b Tier) bool {
+	a.Parameters.Reward.RelatedObjectParent.Name, b.Parameters.Reward.RelatedObjectParent.Name = "", ""
+	return reflect.DeepEqual(a, b)
 }

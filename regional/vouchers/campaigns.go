@@ -247,19 +247,23 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 			}
 			actionID = &act.ID
 		}
+		if s.events != nil {
+			b := &pgx.Batch{}
+			if err := s.events.Queue(ctx, b, projectID, loyalty.EventCampaignCreated, c.ID, c.ViewOf()); err != nil {
+				return err
+			}
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+		}
+		// After campaign.created: what hangs off the campaign is announced
+		// after it.
 		for _, fn := range s.created {
 			if err := fn(ctx, tx, projectID, c); err != nil {
 				return err
 			}
 		}
-		if s.events == nil {
-			return nil
-		}
-		b := &pgx.Batch{}
-		if err := s.events.Queue(ctx, b, projectID, loyalty.EventCampaignCreated, c.ID, c.ViewOf()); err != nil {
-			return err
-		}
-		return tx.SendBatch(ctx, b).Close()
+		return nil
 	})
 	if err != nil {
 		return CampaignView{}, err
