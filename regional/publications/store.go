@@ -67,10 +67,28 @@ func vouchersOf(ctx context.Context, q db.Querier, projectID string, pubIDs []st
 	return out, err
 }
 
-// PublishCounts counts the successful publications of each of codes
+// PublishCounts counts the successful publications of each of the
+// vouchers ids (whose codes are codes), by id: a code freed from a removed
+// voucher and taken again does not take its publications along
 // (vouchers.Service.UsePublishCounts).
-func PublishCounts(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error) {
-	return publishCounts(ctx, q, projectID, codes)
+func PublishCounts(ctx context.Context, q db.Querier, projectID string, ids, codes []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	rows, err := q.Query(ctx, `SELECT voucher_id, count(*) FROM (
+			SELECT voucher_id FROM publications WHERE project_id = $1 AND voucher_code = ANY($2::TEXT[]) AND voucher_id = ANY($3::TEXT[])
+				AND result = 'SUCCESS'
+			UNION ALL SELECT voucher_id FROM publication_vouchers WHERE project_id = $1 AND voucher_code = ANY($2::TEXT[])
+				AND voucher_id = ANY($3::TEXT[])) AS p
+		GROUP BY voucher_id`, projectID, codes, ids)
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error {
+		out[id] = n
+		return nil
+	})
+	return out, err
 }
 
 // publishCounts counts the successful publications of each of codes: those

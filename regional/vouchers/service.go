@@ -40,7 +40,7 @@ type Service struct {
 	created []func(ctx context.Context, tx pgx.Tx, projectID string, c Campaign) error
 	// publishCounts counts the publications of vouchers by code
 	// (UsePublishCounts; regional/publications keeps them).
-	publishCounts func(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error)
+	publishCounts func(ctx context.Context, q db.Querier, projectID string, ids, codes []string) (map[string]int64, error)
 }
 
 // UseCampaignCreated runs fn in the transaction that creates a voucher
@@ -50,7 +50,7 @@ func (s *Service) UseCampaignCreated(fn func(ctx context.Context, tx pgx.Tx, pro
 }
 
 // UsePublishCounts gives voucher reads their publish.count.
-func (s *Service) UsePublishCounts(fn func(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error)) {
+func (s *Service) UsePublishCounts(fn func(ctx context.Context, q db.Querier, projectID string, ids, codes []string) (map[string]int64, error)) {
 	s.publishCounts = fn
 }
 
@@ -59,16 +59,16 @@ func (s *Service) counted(ctx context.Context, projectID string, vs []View) erro
 	if s.publishCounts == nil || len(vs) == 0 {
 		return nil
 	}
-	codes := make([]string, len(vs))
+	ids, codes := make([]string, len(vs)), make([]string, len(vs))
 	for i, v := range vs {
-		codes[i] = v.Code
+		ids[i], codes[i] = v.ID, v.Code
 	}
-	n, err := s.publishCounts(ctx, s.pool, projectID, codes)
+	n, err := s.publishCounts(ctx, s.pool, projectID, ids, codes)
 	if err != nil {
 		return err
 	}
 	for i := range vs {
-		vs[i].Publish.Count = n[vs[i].Code]
+		vs[i].Publish.Count = n[vs[i].ID]
 	}
 	return nil
 }
