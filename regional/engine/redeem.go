@@ -26,14 +26,8 @@ import (
 func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "engine.Redeem")
 	defer telemetry.End(span, &err)
-	rules, err := e.stackingRules(ctx, projectID)
+	rules, err := e.admit(ctx, projectID, &r)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.check(rules.RedeemablesLimit); err != nil {
-		return nil, err
-	}
-	if err := e.expandStack(ctx, projectID, &r, rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
 	var out map[string]any

@@ -10,6 +10,7 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/tenancy"
 )
 
 // Request is the body of POST /v1/validations and POST /v1/redemptions.
@@ -196,6 +197,20 @@ func intOf(v any) int64 {
 		return n
 	}
 	return 0
+}
+
+// admit reads the project's stacking rules and holds a validation's or a
+// redemption's request to them: its redeemables read and within the
+// limit, a promotion stack made its tiers.
+func (e *Engine) admit(ctx context.Context, projectID string, r *Request) (tenancy.StackingRules, error) {
+	rules, err := e.stackingRules(ctx, projectID)
+	if err != nil {
+		return rules, err
+	}
+	if err := r.check(rules.RedeemablesLimit); err != nil {
+		return rules, err
+	}
+	return rules, e.expandStack(ctx, projectID, r, rules.RedeemablesLimit)
 }
 
 // expandStack makes a request of one promotion stack a request of its

@@ -99,14 +99,8 @@ func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *
 func (e *Engine) Validate(ctx context.Context, projectID string, r Request) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "engine.Validate")
 	defer telemetry.End(span, &err)
-	rules, err := e.stackingRules(ctx, projectID)
+	rules, err := e.admit(ctx, projectID, &r)
 	if err != nil {
-		return nil, err
-	}
-	if err := r.check(rules.RedeemablesLimit); err != nil {
-		return nil, err
-	}
-	if err := e.expandStack(ctx, projectID, &r, rules.RedeemablesLimit); err != nil {
 		return nil, err
 	}
 	now := e.now()
