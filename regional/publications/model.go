@@ -122,14 +122,6 @@ func (v *View) several(gs []given) {
 	v.VouchersID, v.Vouchers, v.Voucher = ids, &codes, nil
 }
 
-// codes are the codes of a publication of several.
-func (v View) codes() []string {
-	if v.Vouchers == nil {
-		return nil
-	}
-	return *v.Vouchers
-}
-
 func listVoucher(v vouchers.Voucher, referral bool) ListVoucher {
 	return ListVoucher{Code: v.Code, Object: "voucher", Campaign: v.CampaignName, Gift: v.Attrs.Gift,
 		Discount: v.Attrs.Discount, IsReferralCode: referral}

@@ -304,7 +304,11 @@ func (s *Service) createMany(ctx context.Context, tx pgx.Tx, projectID string, c
 	}
 	view := pub.view(&cust)
 	view.several(gv)
-	counts, err := publishCounts(ctx, tx, projectID, view.codes())
+	ids, codes := make([]string, len(vs)), make([]string, len(vs))
+	for i, v := range vs {
+		ids[i], codes[i] = v.ID, v.Code
+	}
+	counts, err := PublishCounts(ctx, tx, projectID, ids, codes)
 	if err != nil {
 		return View{}, nil, err
 	}
@@ -313,7 +317,7 @@ func (s *Service) createMany(ctx context.Context, tx pgx.Tx, projectID string, c
 	}
 	for _, v := range vs {
 		vv := v.View()
-		vv.Publish.Count, vv.IsReferralCode = counts[v.Code], pub.IsReferralCode
+		vv.Publish.Count, vv.IsReferralCode = counts[v.ID], pub.IsReferralCode
 		if err := s.events.Emit(ctx, tx, projectID, vouchers.EventVoucherPublished, v.ID,
 			map[string]any{"customer": cust.Simple(), "publication": view, "voucher": vv, "campaign": simple}); err != nil {
 			return View{}, nil, err
@@ -438,11 +442,11 @@ func (s *Service) again(ctx context.Context, tx pgx.Tx, projectID string, prev P
 func (s *Service) full(ctx context.Context, tx pgx.Tx, projectID string, pub Publication, v vouchers.Voucher, cust customers.Customer) (View, error) {
 	view := pub.view(&cust)
 	vv := v.View()
-	counts, err := publishCounts(ctx, tx, projectID, []string{v.Code})
+	counts, err := PublishCounts(ctx, tx, projectID, []string{v.ID}, []string{v.Code})
 	if err != nil {
 		return View{}, err
 	}
-	vv.Publish.Count = counts[v.Code]
+	vv.Publish.Count = counts[v.ID]
 	vv.IsReferralCode = pub.IsReferralCode
 	view.Voucher = vv
 	return view, nil

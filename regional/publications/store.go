@@ -91,26 +91,6 @@ func PublishCounts(ctx context.Context, q db.Querier, projectID string, ids, cod
 	return out, err
 }
 
-// publishCounts counts the successful publications of each of codes: those
-// of one voucher and those of several that hold it.
-func publishCounts(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]int64, error) {
-	out := map[string]int64{}
-	rows, err := q.Query(ctx, `SELECT code, count(*) FROM (
-			SELECT voucher_code AS code FROM publications WHERE project_id = $1 AND voucher_code = ANY($2::TEXT[]) AND result = 'SUCCESS'
-			UNION ALL SELECT voucher_code FROM publication_vouchers WHERE project_id = $1 AND voucher_code = ANY($2::TEXT[])) AS p
-		GROUP BY code`, projectID, codes)
-	if err != nil {
-		return nil, err
-	}
-	var code string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&code, &n}, func() error {
-		out[code] = n
-		return nil
-	})
-	return out, err
-}
-
 var listFields = map[string]filters.Field{
 	"id":            {Kind: filters.String, Column: "id"},
 	"voucher_code":  {Kind: filters.String, Column: "voucher_code"},
