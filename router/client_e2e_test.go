@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 )
@@ -107,9 +108,15 @@ func TestPreflightIsAnsweredAtTheRouter(t *testing.T) {
 		r := e.Do(t, "OPTIONS", stacktest.URL("api", "/client/v1/events"), h, nil)
 		root.End()
 		time.Sleep(200 * time.Millisecond) // the server span ends after the answer
+		// Past the router means a forward span or a second server span
+		// (the region's); the router's own directory reads may add
+		// database spans, which stay at the edge.
 		n := 0
 		for _, s := range spans.GetSpans() {
-			if s.SpanContext.TraceID() == root.SpanContext().TraceID() && s.Name != "browser" {
+			if s.SpanContext.TraceID() != root.SpanContext().TraceID() {
+				continue
+			}
+			if s.SpanKind == trace.SpanKindServer || s.InstrumentationScope.Name == "github.com/tallyhq/tally/router" {
 				n++
 			}
 		}
@@ -133,7 +140,7 @@ func TestPreflightIsAnsweredAtTheRouter(t *testing.T) {
 		}
 	}
 	if spansOf != 1 {
-		t.Fatalf("the preflight's trace has %d spans: it went past the router", spansOf)
+		t.Fatalf("the preflight's trace has %d server or forward spans: it went past the router", spansOf)
 	}
 	r, _ = preflight("https://evil.example")
 	if r.Status != 403 || r.JSON(t)["key"] != "origin_not_allowed" || !strings.Contains(string(r.Body), "https://evil.example") {
