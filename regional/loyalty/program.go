@@ -63,9 +63,37 @@ func (s *Service) QueueLockCard(b *pgx.Batch, projectID, campaignID, key string,
 	queueLockCard(b, s.attrs, projectID, campaignID, key, dst)
 }
 
+// QueueCard queues reading the card key names (its code, or else its id)
+// with its live campaign, locked when lock is set, and, when buckets is
+// not nil, its buckets with points (soonest-expiring first).
+func (s *Service) QueueCard(b *pgx.Batch, projectID, key string, lock bool, dst *LockedCard, buckets *[]Bucket) {
+	sql := readCardSQL(key)
+	if lock {
+		sql = lockCardSQL(key)
+	}
+	queueCard(b, s.attrs, sql, projectID, "", key, dst)
+	if buckets != nil {
+		queueBuckets(b, projectID, key, buckets)
+	}
+}
+
 // HolderOf is the holder of the card memberID names (of campaignID, when
 // given): 404 when there is no such card.
 func (s *Service) HolderOf(ctx context.Context, projectID, campaignID, memberID string) (*string, error) {
 	c, _, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
 	return c.HolderID, err
+}
+
+// CardCodes says which of codes are loyalty cards' codes.
+func CardCodes(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]bool, error) {
+	rows, err := q.Query(ctx, `SELECT code FROM loyalty_cards WHERE project_id = $1 AND code = ANY($2::TEXT[])`, projectID, codes)
+	if err != nil {
+		return nil, err
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out := map[string]bool{}
+	for _, c := range found {
+		out[c] = true
+	}
+	return out, err
 }

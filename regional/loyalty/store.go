@@ -114,9 +114,14 @@ func CardKeyed(key string) string {
 // live campaign and the campaign's tiers (tiers.Column), which must be the
 // campaign with id or name $3 when $3 is not empty.
 func lockCardSQL(key string) string {
+	return readCardSQL(key) + ` FOR UPDATE OF c`
+}
+
+// readCardSQL is lockCardSQL without the lock.
+func readCardSQL(key string) string {
 	return `SELECT ` + cardColumnsC + `, ` + campaignColumnsK + `, ` + tiers.Column + `
 		FROM loyalty_cards c JOIN campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
-		WHERE c.project_id = $1 AND ` + CardKeyed(key) + ` AND ($3 = '' OR k.id = $3 OR k.name = $3) FOR UPDATE OF c`
+		WHERE c.project_id = $1 AND ` + CardKeyed(key) + ` AND ($3 = '' OR k.id = $3 OR k.name = $3)`
 }
 
 // LockedCard is a card and its live campaign read under the card's lock.
@@ -163,7 +168,11 @@ func (a attrsCache) parse(id string, raw []byte) (Attrs, error) {
 // a live campaign (campaignID, its id or name, when not empty) into dst, and
 // the campaign's tiers; dst.Found says whether there was one.
 func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key string, dst *LockedCard) {
-	b.Queue(lockCardSQL(key), projectID, key, campaignID).Query(func(rows pgx.Rows) error {
+	queueCard(b, cache, lockCardSQL(key), projectID, campaignID, key, dst)
+}
+
+func queueCard(b *pgx.Batch, cache attrsCache, sql, projectID, campaignID, key string, dst *LockedCard) {
+	b.Queue(sql, projectID, key, campaignID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := scanLocked(rows, cache, dst); err != nil {
 				return err
