@@ -148,7 +148,7 @@ func price(w rewards.Reward, a Assignment, holder *tiers.Tier, asked *int64, ord
 		return 0, nil, apierr.InvalidPayload(fmt.Sprintf("order %s is already paid for with points", order.ID))
 	}
 	// An amount in the smallest currency unit is worth this many points.
-	perUnit := float64(c.PointsRatio) / (c.ExchangeRatio * 100)
+	perUnit := coinPerUnit(c)
 	need := max(1, int64(math.Ceil(float64(due)*perUnit)))
 	points = need
 	if asked != nil {

@@ -1,0 +1,228 @@
+package redemptions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/rewards"
+	"github.com/tallyhq/tally/regional/tiers"
+)
+
+// CardPayment is a loyalty card paying with one of its campaign's rewards
+// inside a stacked validation or redemption (regional/engine): the card
+// with its live campaign, its buckets when read for a redemption, the
+// reward and its assignment to the card's campaign, and the points asked
+// (reward.points, for a COIN reward).
+type CardPayment struct {
+	Card       loyalty.LockedCard
+	Buckets    []loyalty.Bucket
+	RewardID   string
+	Reward     rewards.Reward
+	HasReward  bool
+	Assignment Assignment
+	Assigned   bool
+	Asked      *int64
+}
+
+// QueueCardPayment queues the reads of card code paying with reward
+// rewardID into dst: under the card's lock and with its buckets when lock
+// is set (a redemption), else without (a validation).
+func (s *Service) QueueCardPayment(b *pgx.Batch, projectID, code, rewardID string, asked *int64, lock bool, dst *CardPayment) {
+	dst.RewardID, dst.Asked = rewardID, asked
+	var buckets *[]loyalty.Bucket
+	if lock {
+		buckets = &dst.Buckets
+	}
+	s.prog.QueueCard(b, projectID, code, lock, &dst.Card, buckets)
+	rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { dst.Reward, dst.HasReward = w, true })
+	db.QueueEach(b, scanAssignment, func(a Assignment) { dst.Assignment, dst.Assigned = a, true },
+		`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id =
+			(SELECT campaign_id FROM loyalty_cards c WHERE c.project_id = $1 AND `+loyalty.CardKeyed(code)+`) AND reward_id = $3`,
+		projectID, code, rewardID)
+}
+
+// Check says why the card cannot pay with the reward now, as the error a
+// loyalty redemption answers (the reward missing, not offered by the
+// card's campaign, out of stock; points asked of a reward with a price;
+// too few points), or nil.
+func (p *CardPayment) Check() error {
+	w := p.Reward
+	switch {
+	case !p.HasReward:
+		return apierr.NotFound("reward", p.RewardID)
+	case !p.Assigned:
+		return apierr.New(http.StatusBadRequest, "reward_not_assigned", "Reward not assigned",
+			fmt.Sprintf("Reward %s is not offered by campaign %s.", w.ID, p.Card.Campaign.Name))
+	case w.Stock != nil && w.Redeemed >= *w.Stock:
+		return outOfStock(w.ID)
+	}
+	if w.Type != rewards.Coin {
+		if p.Asked != nil {
+			return apierr.InvalidPayload("reward.points is for COIN rewards, which take as many points as asked; a " + w.Type + " reward has its price")
+		}
+		if pts := p.Price(); p.Card.Balance < pts {
+			return loyalty.PointsExceeded(p.Card.Card, pts)
+		}
+		return nil
+	}
+	want := int64(1)
+	if p.Asked != nil {
+		want = *p.Asked
+	}
+	if p.Card.Balance < want {
+		return loyalty.PointsExceeded(p.Card.Card, want)
+	}
+	return nil
+}
+
+// IsCoin says the reward pays for the order with points.
+func (p *CardPayment) IsCoin() bool { return p.Reward.Type == rewards.Coin }
+
+// Price is what a reward other than COIN costs the card: its assignment's
+// points, as the holder's tier maps them.
+func (p *CardPayment) Price() int64 {
+	if p.Assignment.Points == nil {
+		return 0
+	}
+	pts := *p.Assignment.Points
+	if m, ok := tiers.Of(p.Card.Campaign.Tiers, p.Card.Balance).RewardMapping(p.Reward.ID); ok {
+		pts = m.Apply(pts)
+	}
+	return pts
+}
+
+// Coin is a COIN reward paying up to due, what the order still costs: the
+// points it takes (those asked, or else as many as pay due, and never
+// more than pay it or than the card holds) and the amount they pay.
+func (p *CardPayment) Coin(due int64) (points, paid int64) {
+	if due <= 0 {
+		return 0, 0
+	}
+	perUnit := coinPerUnit(p.Reward.Attrs.Parameters.Coin)
+	need := max(1, int64(math.Ceil(float64(due)*perUnit)))
+	points = min(need, p.Card.Balance)
+	if p.Asked != nil {
+		points = min(need, *p.Asked)
+	}
+	return points, min(due, int64(math.Floor(float64(points)/perUnit)))
+}
+
+// coinPerUnit is how many points an amount of one smallest currency unit
+// is worth under c.
+func coinPerUnit(c *rewards.CoinRatio) float64 {
+	return float64(c.PointsRatio) / (c.ExchangeRatio * 100)
+}
+
+// CardTaking is what a stacked redemption's card paid, kept with the
+// redemption so that its rollback gives the points back where they were.
+type CardTaking struct {
+	CardID     string   `json:"card_id"`
+	RewardID   string   `json:"reward_id"`
+	RewardName string   `json:"reward_name"`
+	Points     int64    `json:"points"`
+	Taken      []taking `json:"taken"`
+}
+
+// RewardRef is the reward object a stacked redemption of a card shows.
+func (p *CardPayment) RewardRef() map[string]any {
+	rw := p.Reward.View()
+	return map[string]any{"id": p.Reward.ID, "name": p.Reward.Name, "object": "reward", "type": p.Reward.Type,
+		"parameters": rw.Parameters, "metadata": rw.Metadata, "assignment_id": p.Assignment.ID}
+}
+
+// QueuePay queues the card, read locked with its buckets, paying pts for
+// its reward as redemption id (a stacked redemption's child): the points
+// taken from its buckets, soonest-expiring first, and the POINTS_REDEMPTION
+// entry with its events (order, when not nil, is the entry's order). The
+// caller queues the reward's stock (QueueStock) last. It answers what the
+// rollback needs.
+func (s *Service) QueuePay(ctx context.Context, b *pgx.Batch, projectID string, p *CardPayment, pts int64, id string,
+	order map[string]any, now time.Time) (CardTaking, error) {
+	l := s.prog.LedgerWrite(projectID, b, now)
+	before := p.Buckets
+	rest, err := l.Take(&p.Card.Card, loyalty.Redeemed, pts, p.Buckets)
+	if err != nil {
+		return CardTaking{}, err
+	}
+	p.Buckets = rest
+	bal := p.Card.BalanceAfter(-pts)
+	bal.OperationType = "" // as a loyalty redemption's entry
+	t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: p.Card.ID, CampaignID: p.Card.CampaignID, Type: loyalty.PointsRedemption,
+		CreatedAt: jsonx.Time{Time: now}, Delta: -pts}
+	details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id},
+		"reward": map[string]any{"id": p.Reward.ID, "name": p.Reward.Name}}
+	if order != nil {
+		details["order"] = order
+	}
+	t.Details, _ = json.Marshal(details)
+	if err := l.Record(ctx, t, &p.Card.Card, p.Card.Campaign); err != nil {
+		return CardTaking{}, err
+	}
+	l.Done()
+	return CardTaking{CardID: p.Card.ID, RewardID: p.Reward.ID, RewardName: p.Reward.Name, Points: pts, Taken: takings(before, rest)}, nil
+}
+
+// QueueStock queues one more (or, delta -1, one less) standing redemption
+// of a reward; the rewards_in_stock check refuses one past its stock
+// (IsOutOfStock).
+func QueueStock(b *pgx.Batch, projectID, rewardID string, delta int) {
+	rewards.QueueCountRedeemed(b, projectID, rewardID, delta)
+}
+
+// IsOutOfStock says err is a reward's stock refusing one more redemption.
+func IsOutOfStock(err error) bool { return db.Constraint(err) == "rewards_in_stock" }
+
+// Refund gives back what a stacked redemption's card paid (k), as rollback
+// rbID of redemption id, in tx: the card is locked, its points go back to
+// the buckets they came from, POINTS_REFUND is recorded, and the reward's
+// unit back to its stock, queued onto b. It answers the card as the
+// rollback left it.
+func (s *Service) Refund(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, k CardTaking, id, rbID string,
+	reason *string, order map[string]any, now time.Time) (loyalty.CardView, error) {
+	var card loyalty.LockedCard
+	lb := &pgx.Batch{}
+	s.prog.QueueLockCard(lb, projectID, "", k.CardID, &card)
+	if err := tx.SendBatch(ctx, lb).Close(); err != nil {
+		return loyalty.CardView{}, err
+	}
+	if !card.Found {
+		return loyalty.CardView{}, apierr.New(http.StatusBadRequest, "voucher_not_found", "Voucher not found",
+			fmt.Sprintf("The card of redemption %s, %s, or its campaign, was deleted; its points cannot be returned.", id, k.CardID))
+	}
+	l := s.prog.LedgerWrite(projectID, b, now)
+	back := int64(0)
+	for _, tk := range k.Taken {
+		l.Add(&card.Card, loyalty.Refunded, tk.Points, tk.ExpiresOn)
+		back += tk.Points
+	}
+	if back < k.Points {
+		l.Add(&card.Card, loyalty.Refunded, k.Points-back, nil)
+	}
+	bal := card.BalanceAfter(k.Points)
+	bal.OperationType = ""
+	t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: loyalty.PointsRefund,
+		Reason: reason, CreatedAt: jsonx.Time{Time: now}, Delta: k.Points}
+	details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id}, "rollback": map[string]any{"id": rbID},
+		"reward": map[string]any{"id": k.RewardID, "name": k.RewardName}}
+	if order != nil {
+		details["order"] = order
+	}
+	t.Details, _ = json.Marshal(details)
+	if err := l.Record(ctx, t, &card.Card, card.Campaign); err != nil {
+		return loyalty.CardView{}, err
+	}
+	l.Done()
+	QueueStock(b, projectID, k.RewardID, -1)
+	return card.View(card.Campaign), nil
+}
