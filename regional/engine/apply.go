@@ -39,6 +39,10 @@ import (
 //            catalogue's price), ADD_NEW_ITEMS adds a line of unit_off;
 //            ADD_MANY_ITEMS does each of its units
 //   gift     the requested credits, or the balance, up to the remaining total
+//   loyalty  a COIN reward: the points asked, or the balance, worth up to
+//            the remaining total at the reward's ratio (points rounded up,
+//            the amount they pay down); another reward: its price in
+//            points, no discount
 
 // applied is one redeemable's effect on the order.
 type applied struct {
@@ -46,6 +50,7 @@ type applied struct {
 	Result   map[string]any // the reference's result: discount or gift
 	Discount int64          // the amount it took off
 	Credits  int64          // the gift credits it takes
+	Points   int64          // the loyalty points it takes
 	NoEffect bool
 }
 
@@ -231,9 +236,12 @@ func (e *Engine) stack(ctx context.Context, q db.Querier, projectID string, o *o
 		before := c.snapshot()
 		var ef applied
 		var err error
-		if cd.voucher != nil && cd.voucher.Type == vouchers.Gift {
+		switch {
+		case cd.card != nil:
+			ef = c.pay(cd)
+		case cd.voucher != nil && cd.voucher.Type == vouchers.Gift:
 			ef = c.gift(cd)
-		} else {
+		default:
 			ef, err = e.applyDiscount(ctx, q, projectID, c, cd)
 		}
 		if err != nil {
@@ -265,6 +273,25 @@ func (c *cart) gift(cd *candidate) applied {
 	c.orderDiscount += credits
 	return applied{Credits: credits, Discount: credits, NoEffect: credits == 0,
 		Result: map[string]any{"gift": map[string]any{"credits": credits, "balance": g.Balance}}}
+}
+
+// pay is a loyalty card paying with its reward: a COIN reward pays what
+// remains of the order (up to the points asked or the card's balance) as
+// gift credits do; another reward takes its price in points and leaves the
+// order as it is, which is still an effect.
+func (c *cart) pay(cd *candidate) applied {
+	p := cd.card
+	if !p.IsCoin() {
+		pts := p.Price()
+		return applied{Points: pts, Result: map[string]any{"loyalty_card": map[string]any{"points": pts}}}
+	}
+	pts, paid := p.Coin(c.remaining())
+	if paid == 0 {
+		pts = 0 // points too few to pay a cent take nothing
+	}
+	c.orderDiscount += paid
+	return applied{Points: pts, Discount: paid, NoEffect: paid == 0,
+		Result: map[string]any{"loyalty_card": map[string]any{"points": pts}}}
 }
 
 func (e *Engine) applyDiscount(ctx context.Context, q db.Querier, projectID string, c *cart, cd *candidate) (applied, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
 
@@ -33,7 +34,7 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 	var out map[string]any
 	var refused error
 	paid := false
-	err = db.InTxReadCommitted(ctx, e.pool, func(tx pgx.Tx) error {
+	redeem := func(tx pgx.Tx) error {
 		out, refused, paid = nil, nil, false
 		now := e.now()
 		var cust *customers.Customer
@@ -62,7 +63,16 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 		}
 		out, paid, err = e.storeSuccess(ctx, tx, projectID, &r, o, cust, key, now)
 		return err
-	})
+	}
+	err = db.InTxReadCommitted(ctx, e.pool, redeem)
+	if redemptions.IsOutOfStock(err) {
+		// Others took a reward's last units after it was read: once more,
+		// the attempt reads the stock out and is stored as a FAILURE.
+		err = db.InTxReadCommitted(ctx, e.pool, redeem)
+	}
+	if redemptions.IsOutOfStock(err) {
+		return nil, apierr.New(400, "quantity_exceeded", "Quantity exceeded", "A reward the request pays for ran out of stock.")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +155,10 @@ func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, order
 		case c.tier != nil:
 			v["promotion_tier"] = map[string]any{"id": c.tier.ID, "name": c.tier.Name, "campaign_id": c.tier.CampaignID,
 				"hierarchy": c.tier.Hierarchy, "metadata": c.tier.Metadata, "object": "promotion_tier"}
+		case c.card != nil:
+			code := c.card.Card.Code
+			x.Code = &code
+			v["voucher"], v["reward"] = c.card.Card.View(c.card.Card.Campaign), c.card.RewardRef()
 		}
 		if result == "SUCCESS" {
 			ef := o.effects[i]
@@ -153,6 +167,9 @@ func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, order
 			if ef.Credits > 0 {
 				x.GiftAmount = ef.Credits
 				v["gift"] = map[string]any{"amount": ef.Credits}
+			}
+			if c.card != nil {
+				v["loyalty_card"] = map[string]any{"points": ef.Points}
 			}
 			total += ef.Discount
 		} else {
@@ -247,13 +264,29 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	}
 	parent, kids := e.records(r, o, cust, orderView, now, "SUCCESS", "SUCCEEDED")
 	b := &pgx.Batch{}
-	var held []string
+	var held, stock []string
 	k := -1
 	for i, c := range o.cs {
 		if o.status[i] != "APPLICABLE" {
 			continue
 		}
 		k++
+		if p := c.card; p != nil {
+			if pts := o.effects[i].Points; pts > 0 {
+				var ref map[string]any
+				if orderView.ID != nil {
+					ref = map[string]any{"id": *orderView.ID, "source_id": orderView.SourceID}
+				}
+				taken, err := e.Redemptions.QueuePay(ctx, b, projectID, p, pts, kids[k].ID, ref, now)
+				if err != nil {
+					return nil, false, err
+				}
+				kids[k].CardPayment = &taken
+				stock = append(stock, p.Reward.ID)
+			}
+			kids[k].View["voucher"] = p.Card.View(p.Card.Campaign) // as the redemption left it
+			continue
+		}
 		v := c.voucher
 		if v == nil {
 			continue
@@ -276,6 +309,11 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	}
 	if err := e.queueEvents(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
 		return nil, false, err
+	}
+	// Last: each updates its reward's row and holds its lock to the
+	// commit; rewards_in_stock refuses one past the stock.
+	for _, id := range stock {
+		redemptions.QueueStock(b, projectID, id, +1)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, false, err

@@ -25,7 +25,8 @@ type Request struct {
 }
 
 // Redeemable is one of a request's redeemables: a voucher (a discount
-// voucher, a gift card with the credits to take) or a promotion tier.
+// voucher, a gift card with the credits to take, a loyalty card with the
+// reward it pays for), a promotion tier or a promotion stack.
 type Redeemable struct {
 	Object string `json:"object"`
 	ID     string `json:"id"`
@@ -95,9 +96,17 @@ func (r *Request) check(limit int) error {
 		if x.Gift != nil && x.Gift.Credits != nil && *x.Gift.Credits < 0 {
 			return apierr.InvalidPayload(p + ".gift.credits must not be negative")
 		}
-		if x.Reward != nil {
-			return apierr.New(400, "feature_not_available", "Feature not available",
-				p+": paying with a loyalty card's reward in a stacked request is not served yet; use POST /v1/loyalties/members/{memberId}/redemption")
+		if w := x.Reward; w != nil {
+			switch {
+			case x.Object != "voucher":
+				return apierr.InvalidPayload(p + ".reward is for a loyalty card: object voucher, id the card's code")
+			case x.Gift != nil:
+				return apierr.InvalidPayload(p + ": gift is for gift cards and reward for loyalty cards, not both")
+			case w.ID == nil || strings.TrimSpace(*w.ID) == "" || len(*w.ID) > 300:
+				return apierr.InvalidPayload(p + ".reward.id is required: the reward of the card's campaign to pay with points")
+			case w.Points != nil && (*w.Points < 1 || *w.Points > 1e15):
+				return apierr.InvalidPayload(p + ".reward.points must be a positive integer: the points to pay with")
+			}
 		}
 	}
 	if r.Order != nil {

@@ -3,16 +3,19 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
@@ -56,6 +59,7 @@ type candidate struct {
 	parts    []*candidate // its tiers, in its order
 	voucher  *vouchers.Voucher
 	tier     *Tier
+	card     *redemptions.CardPayment // a loyalty card paying with a reward
 	campaign *loyalty.CampaignWindow
 	// refusal says why the redeemable is inapplicable; nil when it applies.
 	refusal *Refusal
@@ -73,6 +77,9 @@ func (c *candidate) objectID() string {
 	}
 	if c.tier != nil {
 		return c.tier.ID
+	}
+	if c.card != nil {
+		return c.card.Card.ID
 	}
 	return ""
 }
@@ -117,6 +124,7 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	sessionKey string, lock bool, now time.Time) ([]*candidate, error) {
 	cs := make([]*candidate, len(r.Redeemables))
 	found := make([]vouchers.Found, len(r.Redeemables))
+	cards := make([]redemptions.CardPayment, len(r.Redeemables))
 	b := &pgx.Batch{}
 	var tierIDs []string
 	// Locks are taken in code order: two redemptions of the same vouchers
@@ -127,9 +135,12 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	}
 	sort.Slice(order, func(a, b int) bool { return r.Redeemables[order[a]].ID < r.Redeemables[order[b]].ID })
 	for _, i := range order {
-		if x := r.Redeemables[i]; x.Object == "voucher" {
+		switch x := r.Redeemables[i]; {
+		case x.Object == "voucher" && x.Reward != nil && e.Redemptions != nil:
+			e.Redemptions.QueueCardPayment(b, projectID, x.ID, *x.Reward.ID, x.Reward.Points, lock, &cards[i])
+		case x.Object == "voucher":
 			vouchers.QueueRead(b, projectID, x.ID, lock, &found[i])
-		} else {
+		default:
 			tierIDs = append(tierIDs, x.ID)
 		}
 	}
@@ -145,8 +156,11 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 			return nil, err
 		}
 	}
+	var missing []string
 	for i, c := range cs {
 		switch {
+		case c.req.Reward != nil && cards[i].Card.Found:
+			c.card = &cards[i]
 		case c.req.Object == "voucher" && found[i].Found:
 			v := found[i].Voucher
 			c.voucher = &v
@@ -155,9 +169,31 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 				c.tier = &t
 			}
 		}
-		if c.voucher == nil && c.tier == nil {
+		switch {
+		case c.voucher != nil || c.tier != nil || c.card != nil:
+		case c.req.Reward != nil:
+			c.refusal = &Refusal{Code: 404, Key: "not_found", Message: "Resource not found",
+				Details: "Cannot find loyalty card with code " + c.req.ID}
+		default:
 			c.refusal = &Refusal{Code: 404, Key: "not_found", Message: "Resource not found",
 				Details: fmt.Sprintf("Cannot find %s with id %s", map[string]string{"voucher": "voucher", "promotion_tier": "promotion tier"}[c.req.Object], c.req.ID)}
+			if c.req.Object == "voucher" {
+				missing = append(missing, c.req.ID)
+			}
+		}
+	}
+	// A voucher not found may be a loyalty card sent without the reward
+	// it pays for (read only then: off the hot path).
+	if len(missing) > 0 {
+		isCard, err := loyalty.CardCodes(ctx, q, projectID, missing)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if c.refusal != nil && c.req.Reward == nil && isCard[c.req.ID] {
+				c.refusal = refuse("missing_reward", "Missing reward",
+					"The loyalty card "+c.req.ID+" pays with points for a reward of its campaign: name it in reward.id.")
+			}
 		}
 	}
 	return cs, e.judge(ctx, q, projectID, r.Order, r.Metadata, cust, cs, sessionKey, now)
@@ -256,6 +292,9 @@ func (c *candidate) wantsCampaign() string {
 	if c.tier != nil {
 		return c.tier.CampaignID
 	}
+	if c.card != nil {
+		return c.card.Card.CampaignID
+	}
 	if c.voucher != nil && c.voucher.CampaignID != nil {
 		return *c.voucher.CampaignID
 	}
@@ -278,6 +317,16 @@ func (e *Engine) check(c *candidate, cust *customers.Customer, held map[string]i
 		}
 		if !present(t.Discount) {
 			return refuse("invalid_redeemable", "Promotion tier has no discount", "The promotion tier "+t.ID+" has no discount to apply.")
+		}
+		return nil
+	}
+	if p := c.card; p != nil {
+		if err := p.Check(); err != nil {
+			var ae *apierr.Error
+			if errors.As(err, &ae) {
+				return &Refusal{Code: ae.Status, Key: ae.Key, Message: ae.Message, Details: ae.Details}
+			}
+			return refuse("invalid_redeemable", "Loyalty card cannot pay", err.Error())
 		}
 		return nil
 	}

@@ -133,7 +133,20 @@ func (e *Engine) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID st
 	now time.Time) (map[string]any, error) {
 	rb := ids.New("rr_")
 	v := rollbackView(rb, t, r, now, t.Amount)
-	if t.ObjectType == "voucher" && t.ObjectID != nil {
+	if k := t.CardPayment; k != nil {
+		var ref map[string]any
+		if t.OrderID != nil {
+			ref = map[string]any{"id": *t.OrderID}
+			if o, ok := t.View["order"].(map[string]any); ok {
+				ref["source_id"] = o["source_id"]
+			}
+		}
+		card, err := e.Redemptions.Refund(ctx, tx, b, projectID, *k, t.ID, rb, r.Reason, ref, now)
+		if err != nil {
+			return nil, err
+		}
+		v["voucher"], v["reward"], v["loyalty_card"] = card, t.View["reward"], map[string]any{"points": k.Points}
+	} else if t.ObjectType == "voucher" && t.ObjectID != nil {
 		var f vouchers.Found
 		lb := &pgx.Batch{}
 		vouchers.QueueRead(lb, projectID, *t.ObjectID, true, &f)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/redemptions"
 )
 
 // Redemption is a stored stacked redemption: a parent (ObjectType
@@ -32,20 +33,28 @@ type Redemption struct {
 	GiftAmount  int64
 	FailureCode *string
 	SessionKey  *string
+	// CardPayment is what a loyalty card paid (nil for other redeemables).
+	CardPayment *redemptions.CardTaking
 	View        map[string]any
 	CreatedAt   time.Time
 }
 
 const redemptionColumns = `id, parent_id, object_type, object_id, code, campaign_id, campaign_name, customer_id, order_id,
-	tracking_id, result, status, amount, gift_amount, failure_code, session_key, view, created_at`
+	tracking_id, result, status, amount, gift_amount, failure_code, session_key, card_payment, view, created_at`
 
 func scanRedemption(r pgx.Row) (Redemption, error) {
 	var x Redemption
-	var view []byte
+	var view, card []byte
 	if err := r.Scan(&x.ID, &x.ParentID, &x.ObjectType, &x.ObjectID, &x.Code, &x.CampaignID, &x.CampaignNm, &x.CustomerID,
-		&x.OrderID, &x.TrackingID, &x.Result, &x.Status, &x.Amount, &x.GiftAmount, &x.FailureCode, &x.SessionKey, &view,
+		&x.OrderID, &x.TrackingID, &x.Result, &x.Status, &x.Amount, &x.GiftAmount, &x.FailureCode, &x.SessionKey, &card, &view,
 		&x.CreatedAt); err != nil {
 		return Redemption{}, err
+	}
+	if card != nil {
+		x.CardPayment = &redemptions.CardTaking{}
+		if err := json.Unmarshal(card, x.CardPayment); err != nil {
+			return Redemption{}, err
+		}
 	}
 	return x, json.Unmarshal(view, &x.View)
 }
@@ -57,11 +66,17 @@ func queueInsert(b *pgx.Batch, projectID string, rs []Redemption) error {
 		if err != nil {
 			return err
 		}
+		var card []byte
+		if x.CardPayment != nil {
+			if card, err = json.Marshal(x.CardPayment); err != nil {
+				return err
+			}
+		}
 		b.Queue(`INSERT INTO stacked_redemptions (project_id, id, parent_id, object_type, object_id, code, campaign_id, campaign_name,
-			customer_id, order_id, tracking_id, result, status, amount, gift_amount, failure_code, session_key, view, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+			customer_id, order_id, tracking_id, result, status, amount, gift_amount, failure_code, session_key, card_payment, view, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
 			projectID, x.ID, x.ParentID, x.ObjectType, x.ObjectID, x.Code, x.CampaignID, x.CampaignNm, x.CustomerID, x.OrderID,
-			x.TrackingID, x.Result, x.Status, x.Amount, x.GiftAmount, x.FailureCode, x.SessionKey, view, x.CreatedAt)
+			x.TrackingID, x.Result, x.Status, x.Amount, x.GiftAmount, x.FailureCode, x.SessionKey, card, view, x.CreatedAt)
 	}
 	return nil
 }

@@ -152,17 +152,24 @@ func (e *Engine) validationEvents(ctx context.Context, projectID string, o *outc
 		return nil
 	}
 	for i, c := range o.cs {
-		if c.voucher == nil {
+		var voucher any
+		var id string
+		switch {
+		case c.voucher != nil:
+			voucher, id = c.voucher.View(), c.voucher.ID
+		case c.card != nil:
+			voucher, id = c.card.Card.View(c.card.Card.Campaign), c.card.Card.ID
+		default:
 			continue
 		}
-		ev, obj := EventValidationSucceeded, map[string]any{"voucher": c.voucher.View(), "order": o.order}
+		ev, obj := EventValidationSucceeded, map[string]any{"voucher": voucher, "order": o.order}
 		if o.status[i] == "INAPPLICABLE" {
 			ev, obj["error"] = EventValidationFailed, c.refusal
 		}
 		if cust != nil && cust.ID != "" {
 			obj["customer"] = cust.View()
 		}
-		if err := e.Events.Emit(ctx, e.pool, projectID, ev, c.voucher.ID, obj); err != nil {
+		if err := e.Events.Emit(ctx, e.pool, projectID, ev, id, obj); err != nil {
 			return err
 		}
 	}
@@ -182,6 +189,8 @@ func (o *outcome) view(r *Request) map[string]any {
 			meta = c.voucher.Attrs.Metadata
 		case c.tier != nil && c.tier.Metadata != nil:
 			meta = c.tier.Metadata
+		case c.card != nil && c.card.Card.Metadata != nil:
+			meta = c.card.Card.Metadata
 		}
 		v["metadata"] = meta
 		if r.Options.has("redeemable") && c.campaign != nil {

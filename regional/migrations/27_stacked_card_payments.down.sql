@@ -1,0 +1,1 @@
+ALTER TABLE stacked_redemptions DROP COLUMN card_payment;
