@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/tiers"
 )
 
 // The program's API for the packages built on it (regional/earning,
@@ -96,4 +97,26 @@ func CardCodes(ctx context.Context, q db.Querier, projectID string, codes []stri
 		out[c] = true
 	}
 	return out, err
+}
+
+// CardsHeldBy are the cards customer holderID holds in live campaigns,
+// with points to spend, newest first, at most limit (qualifications' wallet).
+func (s *Service) CardsHeldBy(ctx context.Context, q db.Querier, projectID, holderID string, limit int) ([]LockedCard, error) {
+	rows, err := q.Query(ctx, `SELECT `+cardColumnsC+`, `+campaignColumnsK+`, `+tiers.Column+`
+		FROM loyalty_cards c JOIN campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+		WHERE c.project_id = $1 AND c.holder_id = $2 AND c.balance > 0 ORDER BY c.id DESC LIMIT $3`, projectID, holderID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []LockedCard
+	for rows.Next() {
+		var c LockedCard
+		if err := scanLocked(rows, s.attrs, &c); err != nil {
+			return nil, err
+		}
+		c.Found = true
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
