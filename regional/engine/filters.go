@@ -222,9 +222,15 @@ func (c *candidate) filterValues(field string) []string {
 		if c.voucher != nil {
 			add(c.voucher.Type)
 		}
+		if c.card != nil {
+			add("LOYALTY_CARD")
+		}
 	case "code":
 		if c.voucher != nil {
 			add(c.voucher.Code)
+		}
+		if c.card != nil {
+			add(c.card.Card.Code)
 		}
 	case "holder_role":
 		add(c.holderRole())
@@ -236,6 +242,9 @@ func (c *candidate) filterValues(field string) []string {
 // the referrer of a referral code, the owner of any other; "" for a
 // promotion tier, which no one holds.
 func (c *candidate) holderRole() string {
+	if c.card != nil {
+		return "OWNER" // a card of the customer's own (the wallet's)
+	}
 	if c.voucher == nil || c.voucher.HolderID == nil {
 		return ""
 	}

@@ -121,6 +121,18 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 				cs = append(cs, &candidate{req: Redeemable{Object: "voucher", ID: v.Code}, voucher: v})
 			}
 		}
+		// The customer's loyalty cards that can pay for the order with
+		// points (a COIN reward of their campaign).
+		if e.Redemptions != nil {
+			cards, err := e.Redemptions.PayingCards(ctx, e.pool, projectID, cust.ID, WalletLimit)
+			if err != nil {
+				return nil, err
+			}
+			for i := range cards {
+				p := &cards[i]
+				cs = append(cs, &candidate{req: Redeemable{Object: "voucher", ID: p.Card.Code, Reward: &RewardRequest{ID: &p.RewardID}}, card: p})
+			}
+		}
 	}
 	var pre *catalogue
 	if sc.tiers {
@@ -156,6 +168,8 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 			at = c.stack.CreatedAt
 		case c.voucher != nil:
 			at = c.voucher.CreatedAt
+		case c.card != nil:
+			at = c.card.Card.CreatedAt
 		case c.tier.CreatedAt != nil:
 			at = *c.tier.CreatedAt
 		}
@@ -241,6 +255,15 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		}
 		if c.voucher != nil && c.voucher.Attrs.Metadata != nil {
 			v["metadata"] = c.voucher.Attrs.Metadata
+		}
+		if p := c.card; p != nil {
+			// What the card pays the order with, at its reward's ratio.
+			if p.Card.Metadata != nil {
+				v["metadata"] = p.Card.Metadata
+			}
+			k := p.Reward.Attrs.Parameters.Coin
+			v["result"] = map[string]any{"loyalty_card": map[string]any{"points": q.effect.Points, "balance": p.Card.Balance,
+				"exchange_ratio": k.ExchangeRatio, "points_ratio": k.PointsRatio}}
 		}
 		if c.stack != nil {
 			v["name"], v["tiers"] = c.stack.Name, map[string]any{"ids": c.stack.TierIDs, "hierarchy_mode": "MANUAL"}

@@ -33,10 +33,14 @@ type Redeemable struct {
 	Gift   *struct {
 		Credits *int64 `json:"credits"`
 	} `json:"gift"`
-	Reward *struct {
-		ID     *string `json:"id"`
-		Points *int64  `json:"points"`
-	} `json:"reward"`
+	Reward *RewardRequest `json:"reward"`
+}
+
+// RewardRequest is the reward a loyalty card pays for, and for a COIN
+// reward the points to pay with.
+type RewardRequest struct {
+	ID     *string `json:"id"`
+	Points *int64  `json:"points"`
 }
 
 // SessionRequest is a request's session: a LOCK session reserves the
