@@ -52,3 +52,37 @@ func TestClientValidationQualificationAndRedemption(t *testing.T) {
 		t.Fatalf("client redemption once enabled: %d %s", r.Status, r.Body)
 	}
 }
+
+// A loyalty card pays with points from the client side only for its
+// holder: a request without a customer is refused, one naming another
+// customer finds the card inapplicable, the holder's is served.
+func TestClientCardsPayOnlyForTheirHolder(t *testing.T) {
+	a := start(t)
+	campID := a.Campaign("Spenders", nil)["id"].(string)
+	code := a.Member(campID, "ann")["code"].(string)
+	a.Member(campID, "bob")
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
+	coin := a.OK("POST", "/v1/rewards", map[string]any{"name": "Pay with points",
+		"parameters": map[string]any{"coin": map[string]any{"exchange_ratio": 1, "points_ratio": 10}}})["id"].(string)
+	a.OK("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": coin})
+	body := func(customer any) map[string]any {
+		b := map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code, "reward": map[string]any{"id": coin}}},
+			"order": map[string]any{"amount": 5000}}
+		if customer != nil {
+			b["customer"] = customer
+		}
+		return b
+	}
+	if v := client(a, shop, "POST", "/client/v1/validations", body(nil)); v.Status != 400 || v.JSON(t)["key"] != "invalid_payload" {
+		t.Fatalf("without a customer: %d %s", v.Status, v.Body)
+	}
+	v := client(a, shop, "POST", "/client/v1/validations", body(map[string]any{"source_id": "bob"}))
+	if in := v.JSON(t)["inapplicable_redeemables"].([]any); v.Status != 200 || len(in) != 1 ||
+		in[0].(map[string]any)["result"].(map[string]any)["error"].(map[string]any)["key"] != "customer_not_holder" {
+		t.Fatalf("another customer: %d %s", v.Status, v.Body)
+	}
+	v = client(a, shop, "POST", "/client/v1/validations", body(map[string]any{"source_id": "ann"}))
+	if v.Status != 200 || v.JSON(t)["valid"] != true {
+		t.Fatalf("the holder: %d %s", v.Status, v.Body)
+	}
+}

@@ -321,6 +321,12 @@ func (e *Engine) check(c *candidate, cust *customers.Customer, held map[string]i
 		return nil
 	}
 	if p := c.card; p != nil {
+		// A card's points are its holder's: a request naming another
+		// customer cannot spend them.
+		if h := p.Card.HolderID; h != nil && cust != nil && cust.ID != *h {
+			return refuse("customer_not_holder", "Customer is not the card's holder",
+				fmt.Sprintf("The loyalty card %s belongs to another customer: only its holder pays with its points.", p.Card.Code))
+		}
 		if err := p.Check(); err != nil {
 			var ae *apierr.Error
 			if errors.As(err, &ae) {
