@@ -71,6 +71,7 @@ func Start(t testing.TB, o Options) *Env {
 	for _, c := range o.PrivateClusters {
 		private[c] = true
 	}
+	startReference()
 	dbtest.StartShared(t, "tenancy", "api", "us1", "as1")
 	servers := map[string]*dbtest.Server{"tenancy": dbtest.Shared(t, "tenancy")}
 	regions := devstack.DefaultRegions()
