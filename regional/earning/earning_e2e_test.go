@@ -223,7 +223,8 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 // create one order, and its new customer, all succeed on one order and one
 // customer, and requests racing to pay an order raise one order.paid.
 func TestRacingOrderWritesMakeOneOrderAndOnePayment(t *testing.T) {
-	t.Parallel()
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	e, a := start(t)
 	pool := e.Stack.Regional["api"].Pool()
 	ctx := context.Background()

@@ -49,7 +49,8 @@ func send(a stacktest.API, body map[string]any) map[string]any {
 }
 
 func TestEventsAreCheckedRecordedAndAnsweredOnce(t *testing.T) {
-	t.Parallel()
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("customer.custom_event")
 	sc := schema(a, "store_visit", map[string]any{"store": map[string]any{"type": "string"}, "spent": map[string]any{"type": "number"},
@@ -325,7 +326,8 @@ func history(a stacktest.API, code string) []map[string]any {
 // 16 clients send events for one card at once: every accrual lands, and
 // the balance is the sum of the card's transactions.
 func TestConcurrentEventsForOneCard(t *testing.T) {
-	t.Parallel()
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	sc := schema(a, "tap", map[string]any{})
 	campID := a.Campaign("Taps", nil)["id"].(string)

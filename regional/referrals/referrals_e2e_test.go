@@ -102,7 +102,8 @@ func deliveries(a stacktest.API) map[string]int {
 }
 
 func TestCustomEventConvertsEachRefereeOnceAndRewardsByTier(t *testing.T) {
-	t.Parallel()
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("customer.referred", "customer.rewarded", "customer.rewarded.loyalty_points", "voucher.gift.balance_added")
 	p := setup(a)
