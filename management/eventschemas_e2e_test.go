@@ -13,6 +13,7 @@ import (
 )
 
 func TestCustomEventSchemas(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	h := e.MgmtHeader()
 	a, b := e.CreateProject(t, "us1"), e.CreateProject(t, "as1")
@@ -179,6 +180,7 @@ func TestCustomEventSchemas(t *testing.T) {
 // resolver of its own over the same tenancy database, polling at the
 // production default (500 ms), as every regional instance does.
 func TestCustomEventSchemaChangesReachResolvers(t *testing.T) {
+	// Not in parallel: it holds the resolver to two seconds.
 	e := stacktest.Start(t, stacktest.Options{})
 	h := e.MgmtHeader()
 	p := e.CreateProject(t, "api")

@@ -13,6 +13,7 @@ import (
 // way to a regional instance (or signed for management, or by the router's
 // secret) opens nothing else, and a captured write is not accepted twice.
 func TestCapturedIdentitiesAreNotReplayable(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	router, err := identity.NewSigner(stacktest.Secret)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 const base = "http://api.localhost/management/v1"
 
 func TestProjectLifecycleThroughTheRouter(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	h := e.MgmtHeader()
 
@@ -70,6 +71,7 @@ func TestProjectLifecycleThroughTheRouter(t *testing.T) {
 }
 
 func TestProjectInputIsValidated(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	for name, body := range map[string]any{
 		"no name":         map[string]any{"cluster_id": "api"},

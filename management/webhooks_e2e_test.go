@@ -8,6 +8,7 @@ import (
 )
 
 func TestWebhookConfigurationAndDeletion(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	h := e.MgmtHeader()
 	a, b := e.CreateProject(t, "us1"), e.CreateProject(t, "us1")
@@ -86,6 +87,7 @@ func TestWebhookConfigurationAndDeletion(t *testing.T) {
 }
 
 func TestWebhookSecretRotates(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	p := e.CreateProject(t, "api")
 	before := e.Do(t, "GET", base+"/projects/"+p.ID, e.MgmtHeader(), nil).JSON(t)["webhook_token"].(string)

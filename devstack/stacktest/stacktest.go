@@ -20,10 +20,12 @@ import (
 	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/tenancy"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tallyhq/tally/devstack"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
@@ -69,6 +71,7 @@ func Start(t testing.TB, o Options) *Env {
 	for _, c := range o.PrivateClusters {
 		private[c] = true
 	}
+	startReference()
 	dbtest.StartShared(t, "tenancy", "api", "us1", "as1")
 	servers := map[string]*dbtest.Server{"tenancy": dbtest.Shared(t, "tenancy")}
 	regions := devstack.DefaultRegions()
@@ -79,7 +82,27 @@ func Start(t testing.TB, o Options) *Env {
 		} else {
 			servers[name] = dbtest.Shared(t, name)
 		}
-		regions[i].DatabaseURL = servers[name].NewDatabase(t)
+	}
+	// The databases, already migrated (see NewMigratedDatabase), made at
+	// once: devstack.Start then finds nothing to migrate.
+	var tenancyURL string
+	g, gctx := errgroup.WithContext(context.Background())
+	g.Go(func() (err error) {
+		tenancyURL, err = servers["tenancy"].NewMigratedDatabase(gctx, "tenancy", func(ctx context.Context, u string) error {
+			return db.Migrate(ctx, u, tenancy.Migrations, tenancy.MigrationsDir)
+		})
+		return err
+	})
+	for i := range regions {
+		g.Go(func() (err error) {
+			regions[i].DatabaseURL, err = servers[regions[i].Cluster].NewMigratedDatabase(gctx, "regional", func(ctx context.Context, u string) error {
+				return db.Migrate(ctx, u, regional.Migrations, regional.MigrationsDir)
+			})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("stacktest: databases: %v", err)
 	}
 	ctx := context.Background()
 	hooks := webhooks.Options{AllowPrivateTargets: true, BackoffBase: 200 * time.Millisecond, Timeout: 2 * time.Second}
@@ -95,7 +118,7 @@ func Start(t testing.TB, o Options) *Env {
 		ExportPartRows:   o.ExportPartRows,
 		ExportChunkBytes: o.ExportChunkBytes,
 		Worker:           async.WorkerOptions{Poll: 20 * time.Millisecond},
-		TenancyURL:       servers["tenancy"].NewDatabase(t),
+		TenancyURL:       tenancyURL,
 		Regions:          regions,
 		IdentitySecret:   Secret,
 		WatchInterval:    200 * time.Millisecond,

@@ -12,6 +12,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 // Loyalty programs are campaigns: listed and read through /v1/campaigns,
 // by id or name, and another project's is 404.
 func TestLoyaltyProgramsAreReadAsCampaigns(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	first := a.Campaign("First program", nil)
@@ -61,6 +62,7 @@ func categoriesOf(t *testing.T, c map[string]any) (n int, name any, hierarchy an
 // A campaign's categories array holds the category it names, as the
 // category is now, on create, get, list and update, for every type.
 func TestCampaignsCarryTheirCategoryObjects(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	snacks := a.OK("POST", "/v1/categories", map[string]any{"name": "Snacks", "hierarchy": 3})
 	made := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Crisps", "campaign_type": "DISCOUNT_COUPONS", "vouchers_count": 1,

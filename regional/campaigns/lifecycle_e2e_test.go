@@ -37,6 +37,7 @@ func codes(a stacktest.API, campaignID string) []string {
 // common properties and its type's own (a discount campaign's discount),
 // which read back; a property of another type is refused.
 func TestCampaignsOfEveryTypeAreUpdated(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	hooks := a.Subscribe("campaign.updated", "campaign.enabled", "campaign.disabled", "campaign.deleted")
@@ -111,6 +112,7 @@ func cut(s string) (string, string, bool) {
 // async action, freeing their codes; without force the campaign waits in
 // the bin, and removing its entry deletes the vouchers.
 func TestCampaignDeletionForGoodOrToTheBin(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("campaign.deleted")
 	for _, force := range []bool{true, false} {
@@ -188,6 +190,7 @@ func TestCampaignDeletionForGoodOrToTheBin(t *testing.T) {
 // The summary counts what happened to a campaign within the dates: its
 // vouchers, publications and, for a gift campaign, its credits.
 func TestCampaignSummary(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	g := giftCampaign(a, "Gift cards", 2500)
 	id := g["id"].(string)
@@ -258,6 +261,7 @@ func TestCampaignSummary(t *testing.T) {
 // filters: type, referral or not, generation status, name conditions, and
 // the order by updated_at.
 func TestCampaignListFilters(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	a.Campaign("Loyal", nil)
 	discountCampaign(a, "Alpha", 1)
@@ -303,6 +307,7 @@ func TestCampaignListFilters(t *testing.T) {
 // Creating a campaign of any type raises campaign.created, and the end of
 // its vouchers' generation campaign.vouchers.generation.completed.
 func TestCampaignCreationEvents(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("campaign.created", "campaign.vouchers.generation.completed")
 	d := discountCampaign(a, "Made", 20)

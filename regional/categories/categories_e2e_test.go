@@ -12,6 +12,7 @@ import (
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
 func TestCategoriesCreateReadUpdateDelete(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	c := a.OK("POST", "/v1/categories", map[string]any{"name": "Summer", "hierarchy": 2})
 	id, _ := c["id"].(string)
@@ -68,6 +69,7 @@ func TestCategoriesCreateReadUpdateDelete(t *testing.T) {
 // project has none of that name) or by id; a voucher reads its category
 // as it is now: renamed, or gone once deleted.
 func TestVouchersAndCampaignsResolveTheirCategory(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	disc := map[string]any{"type": "AMOUNT", "amount_off": 100}
 	cat := a.OK("POST", "/v1/categories", map[string]any{"name": "Food", "hierarchy": 3})

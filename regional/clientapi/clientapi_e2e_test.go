@@ -86,6 +86,7 @@ func object(t *testing.T, r stacktest.Resp, what string) map[string]any {
 // answer what their server-side twins answer (an older API version's
 // shape included), readable by the page (CORS headers on every answer).
 func TestClientEndpointsAnswerAsTheirServerTwins(t *testing.T) {
+	t.Parallel()
 	a := start(t, allToggles...)
 	schema(a, "page_view")
 	campaign(a, "Spring", 5)
@@ -155,6 +156,7 @@ func TestClientEndpointsAnswerAsTheirServerTwins(t *testing.T) {
 // Each danger-zone toggle is off until an admin enables it: the action is
 // refused with 403 naming the toggle, then served.
 func TestDangerZoneTogglesRefuseUntilEnabled(t *testing.T) {
+	t.Parallel()
 	a := start(t)
 	schema(a, "page_view")
 	campaign(a, "Spring", 3)
@@ -228,6 +230,7 @@ func token(a stacktest.API, form url.Values) (int, map[string]any) {
 // A token the merchant's server mints for one customer and origin acts
 // for that customer only, from that origin only, on the client API only.
 func TestACustomerBoundTokenActsOnlyForItsCustomer(t *testing.T) {
+	t.Parallel()
 	a := start(t, allToggles...)
 	schema(a, "page_view")
 	campaign(a, "Spring", 6)

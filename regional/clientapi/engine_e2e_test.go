@@ -10,6 +10,7 @@ import (
 // The engine's client twins: qualifications and validations answer as
 // the server's do; a redemption needs client_redeem_enabled.
 func TestClientValidationQualificationAndRedemption(t *testing.T) {
+	t.Parallel()
 	a := start(t)
 	a.OK("POST", "/v1/vouchers/CLIENT-10", map[string]any{"type": "DISCOUNT_VOUCHER",
 		"discount": map[string]any{"type": "PERCENT", "percent_off": 10}})

@@ -14,6 +14,7 @@ import (
 // validates one code as the stacked validation does, answered in the
 // legacy shape; tracking_id names (or is given to) the customer.
 func TestDeprecatedValidateAnswersAsTheStackedValidation(t *testing.T) {
+	t.Parallel()
 	a := start(t)
 	a.OK("POST", "/v1/vouchers/LEG-10", map[string]any{"type": "DISCOUNT_VOUCHER",
 		"discount": map[string]any{"type": "PERCENT", "percent_off": 10}, "metadata": map[string]any{"shelf": "A"}})
@@ -77,6 +78,7 @@ func TestDeprecatedValidateAnswersAsTheStackedValidation(t *testing.T) {
 // A LOCK session asked in the legacy query reserves the code as the
 // stacked validation's does.
 func TestDeprecatedValidateLocksASession(t *testing.T) {
+	t.Parallel()
 	a := start(t)
 	a.OK("POST", "/v1/vouchers/LEG-ONCE", map[string]any{"type": "DISCOUNT_VOUCHER", "redemption": map[string]any{"quantity": 1},
 		"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}})
@@ -95,6 +97,7 @@ func TestDeprecatedValidateLocksASession(t *testing.T) {
 // client_redeem_enabled and answers the voucher's redemption, which the
 // server reads back.
 func TestDeprecatedRedeem(t *testing.T) {
+	t.Parallel()
 	a := start(t)
 	a.OK("POST", "/v1/vouchers/LEG-R1", map[string]any{"type": "DISCOUNT_VOUCHER", "redemption": map[string]any{"quantity": 1},
 		"discount": map[string]any{"type": "AMOUNT", "amount_off": 700}})

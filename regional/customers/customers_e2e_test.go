@@ -11,6 +11,7 @@ import (
 )
 
 func TestCustomersThroughTheRouter(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	p := e.CreateProject(t, "api")
 	url := func(path string) string { return stacktest.URL("api", path) }
@@ -80,6 +81,7 @@ func TestCustomersThroughTheRouter(t *testing.T) {
 }
 
 func TestCustomerListPagesWithTheCursor(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	p := e.CreateProject(t, "as1")
 	url := func(path string) string { return stacktest.URL("as1", path) }
@@ -141,6 +143,7 @@ func TestCustomerListPagesWithTheCursor(t *testing.T) {
 }
 
 func TestBadRequestsGetClearJSONErrors(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	p := e.CreateProject(t, "api")
 	url := stacktest.URL("api", "/v1/customers")
@@ -187,6 +190,7 @@ func TestBadRequestsGetClearJSONErrors(t *testing.T) {
 }
 
 func TestAsyncActionsEndpointsAnswerThroughTheRouter(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	p := e.CreateProject(t, "api")
 	r := e.Do(t, "GET", stacktest.URL("api", "/v1/async-actions"), p.Header(), nil)
@@ -208,6 +212,7 @@ func TestAsyncActionsEndpointsAnswerThroughTheRouter(t *testing.T) {
 // an order's or a redemption's customer) is not written: updated_at stays
 // and no customer.updated is raised; a change is written as before.
 func TestAnUnchangedCustomerIsNotWrittenAgain(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("customer.updated")
 	body := map[string]any{"source_id": "same", "name": "Ann", "metadata": map[string]any{"tier": "gold"}}

@@ -30,6 +30,7 @@ func start(t *testing.T) (*stacktest.Env, stacktest.API) {
 func card(m map[string]any) map[string]any { return m["loyalty_card"].(map[string]any) }
 
 func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testing.T) {
+	t.Parallel()
 	e, a := start(t)
 	campID := a.Campaign("Earners", nil)["id"].(string)
 	code := a.Member(campID, "ann")["code"].(string)
@@ -222,6 +223,8 @@ func TestPaidOrdersEarnThroughRulesAndPendingPointsActivateOnTheirDate(t *testin
 // create one order, and its new customer, all succeed on one order and one
 // customer, and requests racing to pay an order raise one order.paid.
 func TestRacingOrderWritesMakeOneOrderAndOnePayment(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	e, a := start(t)
 	pool := e.Stack.Regional["api"].Pool()
 	ctx := context.Background()

@@ -45,6 +45,7 @@ func num(v any) int64 { f, _ := v.(float64); return int64(f) }
 // with the applicable ones in turn; one inapplicable makes the request
 // invalid and skips the rest.
 func TestStackedValidation(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	voucher(a, "TEN", percent(10))
@@ -90,6 +91,7 @@ func TestStackedValidation(t *testing.T) {
 // credits, the order and the redemptions, read back and listed; a failing
 // redeemable leaves nothing applied and is stored as FAILURE.
 func TestStackedRedemptionAllOrNothing(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("redemption.succeeded", "redemption.failed", "redemption.rollback.succeeded", "redemption.rollback.failed")
 	voucher(a, "TEN", percent(10))
@@ -175,6 +177,8 @@ func TestStackedRedemptionAllOrNothing(t *testing.T) {
 // 50 concurrent redemptions of a voucher of quantity 10: exactly 10
 // succeed, the other 40 are FAILURE redemptions with the reason.
 func TestConcurrentRedemptionsKeepTheQuantity(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	voucher(a, "TENTIMES", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100},
 		"redemption": map[string]any{"quantity": 10}})
@@ -215,6 +219,7 @@ func TestConcurrentRedemptionsKeepTheQuantity(t *testing.T) {
 // A LOCK session reserves a voucher of quantity 1 for its key: another
 // customer's validation finds it taken until the session is released.
 func TestLockSessionReservesTheVoucher(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	voucher(a, "ONCE", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100},
 		"redemption": map[string]any{"quantity": 1}})
@@ -245,6 +250,7 @@ func TestLockSessionReservesTheVoucher(t *testing.T) {
 // A validation rule assigned to a voucher refuses the orders it does not
 // admit, with the rule's message, and admits the others.
 func TestValidationRulesGuardRedeemables(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	v := voucher(a, "BIG", percent(20))
 	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "over 100", "type": "advanced",
@@ -267,6 +273,7 @@ func TestValidationRulesGuardRedeemables(t *testing.T) {
 // being judged included): at most one per customer of a voucher, at most
 // two in a campaign; a rolled-back redemption no longer counts.
 func TestRedemptionCountRules(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	rule := func(name string, limit int) string {
 		return a.OK("POST", "/v1/validation-rules", map[string]any{"name": name, "type": "advanced",

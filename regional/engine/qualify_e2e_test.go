@@ -13,6 +13,8 @@ import (
 // order fails; newest first by default, by discount with BEST_DEAL, paged
 // by starting_after.
 func TestQualificationsOverAThousandCampaigns(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "over 500", "type": "advanced",
 		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{50000}}}, "logic": "1"}})

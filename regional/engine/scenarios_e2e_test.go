@@ -160,6 +160,7 @@ func same(got []string, want string) bool { return strings.Join(got, " ") == wan
 // required by a rule) or only those discounting them; their BY_CUSTOMER
 // twins judge the customer and add the wallet.
 func TestQualificationScenarios(t *testing.T) {
+	t.Parallel()
 	f := newQualFixture(t)
 	cases := []struct {
 		scenario, customer string
@@ -229,6 +230,7 @@ func TestQualificationScenarios(t *testing.T) {
 // condition, joined with and (the default) or or; a filter the reference
 // does not define is a 400 naming it.
 func TestQualificationFilters(t *testing.T) {
+	t.Parallel()
 	f := newQualFixture(t)
 	cond := func(field, op string, values any) map[string]any {
 		return map[string]any{field: map[string]any{"conditions": map[string]any{op: values}}}
@@ -336,6 +338,7 @@ func TestQualificationFilters(t *testing.T) {
 // type) and its rules' assignments; redeemable is taken; anything else is
 // a 400.
 func TestQualificationExpand(t *testing.T) {
+	t.Parallel()
 	f := newQualFixture(t)
 	pick := map[string]any{"resource_id": map[string]any{"conditions": map[string]any{"$in": []any{"W-PLAIN", f.gold}}}}
 	byLabel := func(l map[string]any) map[string]map[string]any {

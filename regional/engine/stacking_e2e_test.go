@@ -12,6 +12,7 @@ import (
 // skipping redeemables without effect, percents of the initial amount;
 // DELETE restores the defaults.
 func TestStackingRulesOfTheProject(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	mgmt := func(method, path string, body any) stacktest.Resp {
 		return a.E.Do(t, method, "http://api.localhost/management/v1/projects/"+a.P.ID+"/stacking-rules"+path, a.E.MgmtHeader(), body)
@@ -90,6 +91,7 @@ func TestStackingRulesOfTheProject(t *testing.T) {
 // The category rules: a redeemable of an exclusive category leaves out the
 // others but those of joint categories; a category keeps at most its limit.
 func TestStackingRulesOnCategories(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	cat := func(name string) string {
 		return a.OK("POST", "/v1/categories", map[string]any{"name": name})["id"].(string)
@@ -146,6 +148,7 @@ func TestStackingRulesOnCategories(t *testing.T) {
 // last), whatever the requested order: what applies first is taken off
 // the full amount, and what comes past the applicable limit is skipped.
 func TestCategoryHierarchySorting(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	second := a.OK("POST", "/v1/categories", map[string]any{"name": "Second", "hierarchy": 2})["id"].(string)
 	first := a.OK("POST", "/v1/categories", map[string]any{"name": "First", "hierarchy": 1})["id"].(string)

@@ -49,6 +49,8 @@ func send(a stacktest.API, body map[string]any) map[string]any {
 }
 
 func TestEventsAreCheckedRecordedAndAnsweredOnce(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("customer.custom_event")
 	sc := schema(a, "store_visit", map[string]any{"store": map[string]any{"type": "string"}, "spent": map[string]any{"type": "number"},
@@ -202,6 +204,7 @@ func TestEventsAreCheckedRecordedAndAnsweredOnce(t *testing.T) {
 }
 
 func TestCustomEventRulesAccrueOncePerEventRuleAndCard(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	sc := schema(a, "review", map[string]any{"words": map[string]any{"type": "number"}})
 	other := schema(a, "share", map[string]any{})
@@ -323,6 +326,8 @@ func history(a stacktest.API, code string) []map[string]any {
 // 16 clients send events for one card at once: every accrual lands, and
 // the balance is the sum of the card's transactions.
 func TestConcurrentEventsForOneCard(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	sc := schema(a, "tap", map[string]any{})
 	campID := a.Campaign("Taps", nil)["id"].(string)
@@ -365,6 +370,7 @@ func TestConcurrentEventsForOneCard(t *testing.T) {
 }
 
 func TestBulkEventsReportEachRefusal(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	schema(a, "visit", map[string]any{"store": map[string]any{"type": "string"}})
 	send(a, map[string]any{"event": "visit", "customer": map[string]any{"source_id": "warm"}, "metadata": map[string]any{"store": "x"}})
@@ -401,6 +407,7 @@ func TestBulkEventsReportEachRefusal(t *testing.T) {
 // A customer's events and activity hold their personal data: deleting the
 // customer deletes them.
 func TestACustomersEventsGoWithTheCustomer(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	schema(a, "ping", map[string]any{})
 	send(a, map[string]any{"event": "ping", "customer": map[string]any{"source_id": "gone", "email": "gone@example.com"}})

@@ -169,6 +169,7 @@ func everyType(t *testing.T, a stacktest.API) (string, string, string) {
 }
 
 func TestEveryTransactionTypeExportsAsTheHistoryShowsIt(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("export.completed")
 	campID, ann, bob := everyType(t, a)
@@ -301,6 +302,7 @@ func TestEveryTransactionTypeExportsAsTheHistoryShowsIt(t *testing.T) {
 }
 
 func TestTheOtherObjectsExport(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	campID := a.Campaign("Points", nil)["id"].(string)
 	code := a.Member(campID, "cy")["code"].(string)
@@ -356,6 +358,7 @@ func TestTheOtherObjectsExport(t *testing.T) {
 }
 
 func TestALargeExportIsSplitIntoParts(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{ExportPartRows: 7})
 	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	campID := a.Campaign("Parts", nil)["id"].(string)
@@ -389,6 +392,8 @@ func TestALargeExportIsSplitIntoParts(t *testing.T) {
 // all, as of one moment: a writer's additions, made one after another, are
 // in it as a prefix, and the file's rows are exactly the snapshot's count.
 func TestAnExportHoldsExactlyItsSnapshot(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	// Small chunks make the file take a few seconds, so writes fall inside.
 	e := stacktest.Start(t, stacktest.Options{ExportChunkBytes: 512})
 	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
@@ -462,6 +467,7 @@ func TestAnExportHoldsExactlyItsSnapshot(t *testing.T) {
 }
 
 func TestDownloadsFromTheClustersHosts(t *testing.T) {
+	t.Parallel()
 	// Chunks of 700 bytes: the file spans many, as a large one does 1 MiB chunks.
 	e := stacktest.Start(t, stacktest.Options{ExportChunkBytes: 700})
 	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
@@ -607,6 +613,7 @@ func TestDownloadsFromTheClustersHosts(t *testing.T) {
 // An export that cannot be made is ERROR with the reason in a field of its
 // own, raises export.failed, and fails its async action.
 func TestAFailedExportSaysWhy(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("export.failed")
 	campID := a.Campaign("Broken", nil)["id"].(string)
@@ -656,6 +663,7 @@ func countChunks(a stacktest.API, id string) int {
 // An export with no rows is a file with its header row; parts that end
 // exactly at the part size leave no empty part or chunk.
 func TestEmptyAndExactlySplitExports(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{ExportPartRows: 7, ExportChunkBytes: 300})
 	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	campID := a.Campaign("Empty", nil)["id"].(string)
@@ -688,6 +696,7 @@ func TestEmptyAndExactlySplitExports(t *testing.T) {
 }
 
 func TestRetentionAndDelete(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	campID := a.Campaign("Kept", nil)["id"].(string)

@@ -10,6 +10,7 @@ import (
 // Gift cards' credits are in the ledger's table, so voucher_transactions
 // exports them, their amount read from details.balance.amount.
 func TestGiftTransactionsExport(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	a.OK("POST", "/v1/vouchers/GIFT-X", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 0}})
 	a.OK("POST", "/v1/vouchers/GIFT-X/balance", map[string]any{"amount": 700, "reason": "top-up"})

@@ -12,6 +12,7 @@ import (
 // naming it, and the resource's list still reads: before, 1e400 was stored
 // and every later read of the object and its whole list answered 500.
 func TestNumbersOutOfRangeAreRefusedAndListsStillRead(t *testing.T) {
+	t.Parallel()
 	_, a := start(t)
 	campID := a.Campaign("Numbers", nil)["id"].(string)
 	code := a.Member(campID, "nina")["code"].(string)
@@ -45,6 +46,7 @@ func TestNumbersOutOfRangeAreRefusedAndListsStillRead(t *testing.T) {
 // Every id a request names is looked up within the project: another
 // project's tier or customer is 404 naming it, as if it did not exist.
 func TestAnotherProjectsIDsAreNotFound(t *testing.T) {
+	t.Parallel()
 	e, a := start(t)
 	b := api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}}
 	bCamp := b.Campaign("Theirs", nil)["id"].(string)

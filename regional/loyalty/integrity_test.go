@@ -21,6 +21,8 @@ import (
 // transactions and of its point buckets, none is negative, the points are
 // conserved, and every operation that succeeded left its transactions.
 func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	e, a := start(t)
 	// Transfers give points expiring by the campaign's rules; additions
 	// choose among three dates and none, so cards hold several buckets.

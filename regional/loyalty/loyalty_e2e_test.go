@@ -25,6 +25,7 @@ func card(m map[string]any) map[string]any { return m["loyalty_card"].(map[strin
 func num(v any) int64 { return int64(v.(float64)) }
 
 func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.T) {
+	t.Parallel()
 	_, a := start(t)
 	camp := a.Campaign("Gold Club", map[string]any{"metadata": map[string]any{"tier": "gold"}})
 	campID := camp["id"].(string)
@@ -156,6 +157,7 @@ func TestCampaignMembersBalanceAndTransfersLeaveTheExactTransactions(t *testing.
 }
 
 func TestManyCardsAreGeneratedByAnAsyncAction(t *testing.T) {
+	t.Parallel()
 	_, a := start(t)
 	camp := a.OK("POST", "/v1/loyalties", map[string]any{"name": "Big", "vouchers_count": 3000, "type": "STATIC",
 		"voucher": map[string]any{"loyalty_card": map[string]any{"points": 10},
@@ -211,6 +213,7 @@ func TestManyCardsAreGeneratedByAnAsyncAction(t *testing.T) {
 }
 
 func TestHistoryPagesFiltersAndOrders(t *testing.T) {
+	t.Parallel()
 	_, a := start(t)
 	campID := a.Campaign("Paging", nil)["id"].(string)
 	code := a.Member(campID, "pat")["code"].(string)
@@ -307,6 +310,7 @@ func TestHistoryPagesFiltersAndOrders(t *testing.T) {
 }
 
 func TestCardsOfOtherProjectsAndClustersAreUnreachable(t *testing.T) {
+	t.Parallel()
 	e, a := start(t)
 	campID := a.Campaign("Mine", nil)["id"].(string)
 	code := a.Member(campID, "me")["code"].(string)

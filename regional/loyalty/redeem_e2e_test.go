@@ -13,6 +13,7 @@ import (
 func last(txs []map[string]any) map[string]any { return txs[len(txs)-1] }
 
 func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
+	t.Parallel()
 	e, a := start(t)
 	ev := a.Subscribe("redemption.succeeded", "redemption.rollback.succeeded", "reward.created")
 	campID := a.Campaign("Spenders", nil)["id"].(string)
@@ -202,6 +203,8 @@ func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 }
 
 func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	_, a := start(t)
 	campID := a.Campaign("Rush", nil)["id"].(string)
 	code := a.Member(campID, "bob")["code"].(string)
@@ -245,6 +248,7 @@ func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
 }
 
 func TestPointsExpireAfterTheirDate(t *testing.T) {
+	t.Parallel()
 	e, a := start(t)
 	ev := a.Subscribe("voucher.loyalty_card.points_expired")
 	campID := a.Campaign("Expiring", nil)["id"].(string)
@@ -300,6 +304,7 @@ func TestPointsExpireAfterTheirDate(t *testing.T) {
 }
 
 func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
+	t.Parallel()
 	_, a := start(t)
 	ev := a.Subscribe("customer.loyalty.tier.joined", "customer.loyalty.tier.left", "customer.loyalty.tier.upgraded")
 	campID := a.Campaign("Tiered", nil)["id"].(string)

@@ -38,6 +38,7 @@ func failedRows(t *testing.T, result map[string]any) map[int]string {
 }
 
 func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("product.created", "product.updated")
 	existing, _ := product(a, "old-1", 0)
@@ -146,6 +147,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 }
 
 func TestBulkAndMetadataUpdatesUpsertBySourceID(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	product(a, "a", 0)
 	r := a.Do("POST", "/v1/products/bulk/async", []map[string]any{

@@ -54,6 +54,7 @@ func binEntries(a stacktest.API, query string) []map[string]any {
 }
 
 func TestProductsAndSKUsInTheReferenceShapes(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("product.created", "product.updated", "sku.created", "sku.updated")
 	id, skus := product(a, "shirt", 2)
@@ -131,6 +132,7 @@ func TestProductsAndSKUsInTheReferenceShapes(t *testing.T) {
 }
 
 func TestDeletingToTheBinAndForGood(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("product.deleted", "sku.deleted")
 	id, skus := product(a, "mug", 3)
@@ -229,6 +231,7 @@ func TestDeletingToTheBinAndForGood(t *testing.T) {
 }
 
 func TestUnknownProductIsTheInterfaces404(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	for _, path := range []string{"/v1/products/prod_nope", "/v1/products/prod_nope?force=true"} {
 		r := a.Do("DELETE", path, nil)
@@ -244,6 +247,7 @@ func TestUnknownProductIsTheInterfaces404(t *testing.T) {
 }
 
 func TestBinListsPagesAndRemovesForGood(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	var ids []string
 	var skus [][]string
@@ -347,6 +351,7 @@ func TestBinListsPagesAndRemovesForGood(t *testing.T) {
 }
 
 func TestRetentionSweepEmptiesTheBin(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	id, _ := product(a, "old", 2)
 	if r := a.Do("DELETE", "/v1/products/"+id, nil); r.Status != 204 {
@@ -375,6 +380,7 @@ func TestRetentionSweepEmptiesTheBin(t *testing.T) {
 }
 
 func TestAnotherProjectsProductsAreNotFound(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	b := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	id, skus := product(a, "mine", 1)
@@ -408,6 +414,8 @@ func TestAnotherProjectsProductsAreNotFound(t *testing.T) {
 // A product with many SKUs goes to the bin in one step: SKUs added while
 // it is deleted either go with it or are refused, never left live.
 func TestDeletingAProductWithManySKUsIsOneStep(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	id, _ := product(a, "big", 0)
 	pool := a.E.Stack.Regional["api"].Pool()

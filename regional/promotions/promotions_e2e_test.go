@@ -29,6 +29,7 @@ func tier(name string, discount map[string]any) map[string]any {
 // campaign and the tier endpoints, updated, enabled and disabled, ordered
 // by hierarchy, deleted; another project's are 404.
 func TestPromotionTiers(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "over 100", "type": "advanced",
@@ -118,6 +119,7 @@ func TestPromotionTiers(t *testing.T) {
 // Tiers are redeemables: validated and redeemed without a code, guarded by
 // their rules, offered by qualifications; their summary counts redemptions.
 func TestPromotionTiersInTheEngine(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "over 100", "type": "advanced",
 		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{10000}}}, "logic": "1"}})
@@ -167,6 +169,7 @@ func TestPromotionTiersInTheEngine(t *testing.T) {
 // Requests of versions before v2018-08-01 get tiers with conditions, not
 // validation_rule_assignments.
 func TestTiersBefore20180801HaveConditions(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "r", "type": "advanced",
 		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{1}}}, "logic": "1"}})
@@ -197,6 +200,7 @@ func TestTiersBefore20180801HaveConditions(t *testing.T) {
 // amount off; with another redeemable it is refused, and an unknown
 // stack is 404.
 func TestPromotionStackAsARedeemable(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	c := promotion(a, "Stacked", tier("Amount", map[string]any{"type": "AMOUNT", "amount_off": 100}),
 		tier("Percent", map[string]any{"type": "PERCENT", "percent_off": 10}))

@@ -42,6 +42,7 @@ func voucherOf(t *testing.T, pub map[string]any) map[string]any {
 }
 
 func TestPublishToNewAndExistingCustomers(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("publication.succeeded", "customer.publication.succeeded", "publication.failed", "voucher.published")
 	camp := campaign(a, "Spring", "STATIC", 3, nil)
@@ -119,6 +120,7 @@ func TestPublishToNewAndExistingCustomers(t *testing.T) {
 }
 
 func TestJoinOnceGivesTheSamePublicationAgain(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	campaign(a, "Welcome", "AUTO_UPDATE", 1, map[string]any{"join_once": true})
 	first := a.OK("POST", "/v1/publications", map[string]any{"campaign": "Welcome", "customer": map[string]any{"source_id": "dee"}})
@@ -143,6 +145,7 @@ func TestJoinOnceGivesTheSamePublicationAgain(t *testing.T) {
 }
 
 func TestAnotherProjectsCampaignIsNotFound(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	camp := campaign(other, "Theirs", "STATIC", 2, nil)
@@ -157,6 +160,7 @@ func TestAnotherProjectsCampaignIsNotFound(t *testing.T) {
 }
 
 func TestListAndTheLegacyGetForm(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	campaign(a, "Autumn", "STATIC", 5, nil)
 	campaign(a, "Winter", "STATIC", 2, nil)
@@ -218,6 +222,7 @@ func TestListAndTheLegacyGetForm(t *testing.T) {
 // Requests of v2017-04-05 get the bare voucher, as before the publication
 // object (v2017-04-20); errors are the same in every version.
 func TestVersion20170405AnswersTheVoucher(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	campaign(a, "Legacy", "STATIC", 3, nil)
 	// Sent without the conformance recorder: the reference describes the newest shape.
@@ -254,6 +259,8 @@ func TestVersion20170405AnswersTheVoucher(t *testing.T) {
 
 // 16 customers publishing one campaign at once get 16 distinct vouchers.
 func TestConcurrentPublicationsTakeDistinctVouchers(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	camp := campaign(a, "Rush", "STATIC", 20, nil)
 	const n = 16
@@ -323,6 +330,7 @@ func codesOf(t *testing.T, p map[string]any, n int) []string {
 // campaign.count above 1: one publication gives that many vouchers, all or
 // none, and answers their codes and ids.
 func TestPublishingSeveralVouchersAtOnce(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("voucher.published", "publication.succeeded")
 	campaign(a, "Bulk", "STATIC", 5, nil)
@@ -416,6 +424,7 @@ func TestPublishingSeveralVouchersAtOnce(t *testing.T) {
 // Every version answers a publication of several as the publication: it
 // has no one voucher for versions before v2017-04-20 to answer.
 func TestSeveralVouchersInEveryVersion(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	campaign(a, "Old", "STATIC", 6, nil)
 	for _, version := range []string{"v2017-04-05", "v2017-04-20", "v2018-08-01"} {
@@ -434,6 +443,7 @@ func TestSeveralVouchersInEveryVersion(t *testing.T) {
 // one card per customer (the program is join_once), the card a member
 // already holds, and the card itself for versions before v2017-04-20.
 func TestPublishingALoyaltyProgramGivesOneCard(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("voucher.published")
 	prog := a.Campaign("Club", map[string]any{"type": "AUTO_UPDATE"})

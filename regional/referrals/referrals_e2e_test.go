@@ -102,6 +102,8 @@ func deliveries(a stacktest.API) map[string]int {
 }
 
 func TestCustomEventConvertsEachRefereeOnceAndRewardsByTier(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("customer.referred", "customer.rewarded", "customer.rewarded.loyalty_points", "voucher.gift.balance_added")
 	p := setup(a)
@@ -218,6 +220,7 @@ func TestCustomEventConvertsEachRefereeOnceAndRewardsByTier(t *testing.T) {
 }
 
 func TestHoldersOfAReferralCode(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("customer.holder.assignment.created", "customer.holder.assignment.deleted")
 	p := setup(a)
@@ -305,6 +308,7 @@ func TestHoldersOfAReferralCode(t *testing.T) {
 }
 
 func TestAnotherProjectsReferralProgramIsNotFound(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	p := setup(a)
 	b := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
@@ -330,6 +334,7 @@ func TestAnotherProjectsReferralProgramIsNotFound(t *testing.T) {
 }
 
 func TestReferralProgramsAreChecked(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("campaign.referral_tier.created", "campaign.referral_tier.updated", "campaign.referral_tier.deleted")
 	p := setup(a)
@@ -413,6 +418,7 @@ func TestReferralProgramsAreChecked(t *testing.T) {
 // tier; redeeming it again rewards nothing more, a rollback leaves the
 // conversion standing, and the referrer's own code is refused.
 func TestRedemptionOfAReferralCodeConvertsTheRefereeOnce(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("customer.referred", "customer.rewarded")
 	points := a.Campaign("Points", map[string]any{"type": "AUTO_UPDATE"})
@@ -482,6 +488,7 @@ func TestRedemptionOfAReferralCodeConvertsTheRefereeOnce(t *testing.T) {
 // read by id or name, updated, enabled and disabled, and deleted for good
 // with its codes and its referrers' holdings.
 func TestReferralCampaignLifecycle(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	p := setup(a)
 	id := p.campaign["id"].(string)

@@ -49,6 +49,7 @@ func compact(t *testing.T, s string) string {
 }
 
 func TestValidationRulesCRUD(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	r := a.Do("POST", "/v1/validation-rules", ruleBody)
 	if r.Status != 200 {
@@ -129,6 +130,7 @@ func TestValidationRulesCRUD(t *testing.T) {
 
 // A rule that does not compile is a 400 that names where and what.
 func TestValidationRulesRefusedNamingTheProblem(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	cond := func(name, conds string) string { return `{"name":"` + name + `","conditions":` + conds + `}` }
 	for _, r := range []struct{ body, want string }{
@@ -162,6 +164,7 @@ func TestValidationRulesRefusedNamingTheProblem(t *testing.T) {
 }
 
 func TestValidationRuleAssignments(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "r1"})["id"].(string)
@@ -254,6 +257,7 @@ func TestValidationRuleAssignments(t *testing.T) {
 // evaluates the new version after another instance changed it, and does
 // not compile an unchanged rule again.
 func TestEvaluateSeesTheRulesNewVersion(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	ctx := context.Background()
 	id := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "Over 50", "error": map[string]any{"message": "Spend more than 50."},
@@ -320,6 +324,7 @@ func TestEvaluateSeesTheRulesNewVersion(t *testing.T) {
 // nothing, empty conditions hold); an order amount of 0 is the amount,
 // not the items' sum; a line's price × quantity out of range is a 400.
 func TestEmptyConditionsZeroAmountsAndOverflow(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	voucher := a.OK("POST", "/v1/vouchers/RULED", map[string]any{"type": "DISCOUNT_VOUCHER",
 		"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}})

@@ -32,6 +32,7 @@ func transactions(a stacktest.API, path string) []map[string]any {
 }
 
 func TestGiftBalanceAndTransactions(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	camp := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Gifts", "campaign_type": "GIFT_VOUCHERS", "vouchers_count": 1,
@@ -94,6 +95,8 @@ func TestGiftBalanceAndTransactions(t *testing.T) {
 // the sum of its transactions, no transaction left it below zero, and
 // every change that succeeded left exactly one transaction.
 func TestGiftBalanceUnderConcurrentWriters(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
 	a.OK("POST", "/v1/vouchers/HOT-GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 0}})
 	var sum, ok, refused atomic.Int64
@@ -148,6 +151,7 @@ func TestGiftBalanceUnderConcurrentWriters(t *testing.T) {
 // ledger: standalone or generated in a campaign, its balance is the sum of
 // its transactions from the start. Vouchers' changes raise their events.
 func TestGiftCardsOpenWithTheirAmountAndVouchersRaiseEvents(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("voucher.created", "voucher.updated", "voucher.enabled", "voucher.disabled", "voucher.deleted")
 	sumOf := func(code string) (int64, int) {

@@ -44,6 +44,7 @@ func failures(res map[string]any) map[int]string {
 // Imports keep the good rows and report the bad ones: a code taken by
 // another voucher, a code twice in the input, a bad discount.
 func TestVoucherImportsJSONAndCSV(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	a.OK("POST", "/v1/vouchers/TAKEN", map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 1}})
 	res := started(a, a.Do("POST", "/v1/vouchers/import", []any{
@@ -97,6 +98,7 @@ func TestVoucherImportsJSONAndCSV(t *testing.T) {
 // A campaign's imports take its template, count in its vouchers, and stay
 // in its project; bulk metadata updates reach every voucher named.
 func TestCampaignImportsAndMetadataJobs(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	camp := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Imported", "campaign_type": "GIFT_VOUCHERS", "vouchers_count": 0,

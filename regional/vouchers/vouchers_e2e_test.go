@@ -40,6 +40,7 @@ var variants = map[string]map[string]any{
 }
 
 func TestDiscountVariantsAreStoredAndReturnedExactly(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	for name, d := range variants {
 		code := "V-" + strings.ToUpper(name)
@@ -97,6 +98,7 @@ func TestDiscountVariantsAreStoredAndReturnedExactly(t *testing.T) {
 }
 
 func TestCodesAreUniqueAcrossVouchersAndLoyaltyCards(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	camp := a.Campaign("Club", nil)
 	card := a.Member(camp["id"].(string), "ann")["code"].(string)
@@ -129,6 +131,7 @@ func TestCodesAreUniqueAcrossVouchersAndLoyaltyCards(t *testing.T) {
 }
 
 func TestVoucherUpdateEnableDisableDeleteAndAnotherProject(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	a.OK("POST", "/v1/vouchers/MINE", map[string]any{"type": "DISCOUNT_VOUCHER", "discount": variants["percent"]})
@@ -180,6 +183,7 @@ func TestVoucherUpdateEnableDisableDeleteAndAnotherProject(t *testing.T) {
 }
 
 func TestDiscountCampaignGeneratesItsVouchersAsynchronously(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
 	camp := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Summer", "campaign_type": "DISCOUNT_COUPONS",
@@ -284,6 +288,7 @@ func TestDiscountCampaignGeneratesItsVouchersAsynchronously(t *testing.T) {
 }
 
 func TestVoucherListFilters(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	for i := 0; i < 5; i++ {
 		cat := "a"

@@ -67,6 +67,7 @@ func setup(t *testing.T, e *stacktest.Env, cluster, url string, events ...string
 }
 
 func TestDeliveryReachesARealReceiverAndBothSignaturesVerify(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	rcv := newReceiver(t, func(int) int { return 200 })
 	p, _, secret := setup(t, e, "us1", rcv.srv.URL+"/hooks", "customer.created", "customer.deleted")
@@ -110,6 +111,7 @@ func TestDeliveryReachesARealReceiverAndBothSignaturesVerify(t *testing.T) {
 }
 
 func TestReceiverFailingOnceGetsTheEventAgainAndAcceptsItOnce(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	rcv := newReceiver(t, func(n int) int {
 		if n == 1 {
@@ -156,9 +158,11 @@ func TestReceiverFailingOnceGetsTheEventAgainAndAcceptsItOnce(t *testing.T) {
 }
 
 func TestDeletingOrDeactivatingAWebhookStopsItsPendingDeliveries(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	for _, how := range []string{"delete", "deactivate"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel() // each waits five seconds on its own project
 			rcv := newReceiver(t, func(int) int { return 503 })
 			p, hookID, _ := setup(t, e, "as1", rcv.srv.URL, "customer.created")
 			e.Do(t, "POST", stacktest.URL("as1", "/v1/customers"), p.Header(), map[string]any{"name": "Cy"})
@@ -184,6 +188,7 @@ func TestDeletingOrDeactivatingAWebhookStopsItsPendingDeliveries(t *testing.T) {
 }
 
 func TestWebhookSendsDoNotCountAsAPICalls(t *testing.T) {
+	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{})
 	rcv := newReceiver(t, func(int) int { return 200 })
 	p, _, _ := setup(t, e, "api", rcv.srv.URL, "customer.created", "customer.updated")
@@ -207,6 +212,8 @@ func TestWebhookSendsDoNotCountAsAPICalls(t *testing.T) {
 // over the same database, share the deliveries of 1,000 events: every event
 // is delivered once and attempted once, and both replicas took a share.
 func TestTwoRegionalReplicasShare1000DeliveriesWithNoneTwice(t *testing.T) {
+	// Not in parallel with the package's other tests: its concurrent
+	// clients are held to the test client's timeout.
 	e := stacktest.Start(t, stacktest.Options{})
 	var dbURL string
 	for _, r := range e.Stack.Config().Regions {
