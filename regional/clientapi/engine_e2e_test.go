@@ -58,6 +58,7 @@ func TestClientValidationQualificationAndRedemption(t *testing.T) {
 // holder: a request without a customer is refused, one naming another
 // customer finds the card inapplicable, the holder's is served.
 func TestClientCardsPayOnlyForTheirHolder(t *testing.T) {
+	t.Parallel()
 	a := start(t)
 	campID := a.Campaign("Spenders", nil)["id"].(string)
 	code := a.Member(campID, "ann")["code"].(string)

@@ -15,6 +15,7 @@ import (
 // transaction (or not at all when another redeemable fails) and come back
 // with its rollback; a reward's stock holds.
 func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	campID := a.Campaign("Spenders", nil)["id"].(string)
 	code := a.Member(campID, "ann")["code"].(string)
@@ -211,6 +212,7 @@ func TestConcurrentCardsKeepTheRewardsStock(t *testing.T) {
 // reward qualifies, paying what it can of the order; a card whose
 // campaign offers none, or without points, does not.
 func TestQualifiedLoyaltyCardsPayWithPoints(t *testing.T) {
+	t.Parallel()
 	a := stacktest.NewAPI(t)
 	payID := a.Campaign("Payers", nil)["id"].(string)
 	plainID := a.Campaign("Collectors", nil)["id"].(string)
