@@ -146,6 +146,22 @@ func TestMigrateAppliesEmbeddedFilesOnce(t *testing.T) {
 	if _, err := pool.Exec(context.Background(), `INSERT INTO things VALUES ('p', 'x')`); err != nil {
 		t.Fatal(err)
 	}
+	// Each run closes what it opened: no connection to the database is
+	// left but the pool's (a backend ends shortly after its client goes).
+	leaked := 0
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var n int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()`).
+			Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if leaked = n - int(pool.Stat().TotalConns()); leaked <= 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if leaked > 0 {
+		t.Fatalf("%d connections left open by the migrations", leaked)
+	}
 }
 
 func TestCockroachDBEngine(t *testing.T) {

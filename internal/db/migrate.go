@@ -47,6 +47,9 @@ func Migrate(ctx context.Context, url string, fsys fs.FS, dir string) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	// The driver holds a connection of sqlDB's, which sqlDB.Close leaves
+	// open while it is held: closing m gives it back (and the source).
+	defer m.Close()
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("migrate: up: %w", err)
 	}
