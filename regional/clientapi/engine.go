@@ -2,6 +2,7 @@ package clientapi
 
 import (
 	"encoding/json"
+	"net/http"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,11 +32,12 @@ func (a *api) registerEngine(g *echo.Group) {
 }
 
 // cardsNeedTheirHolder refuses a client-side request that pays with a
-// loyalty card (a redeemable with a reward) without naming a customer: a
-// card's code is not enough to spend its points from a browser; the engine
-// then holds the customer to be the card's holder.
+// loyalty card (a redeemable with a reward) without a customer-bound token:
+// neither a card's code nor its holder's source_id is a secret, so from a
+// browser only the holder's own token spends its points (the engine holds
+// the bound customer to be the card's holder).
 func (k *call) cardsNeedTheirHolder() error {
-	if k.bound != "" || k.body == nil || !absent(k.body["customer"]) {
+	if k.bound != "" || k.body == nil {
 		return nil
 	}
 	var rs []struct {
@@ -46,8 +48,9 @@ func (k *call) cardsNeedTheirHolder() error {
 	}
 	for _, r := range rs {
 		if !absent(r.Reward) {
-			return apierr.InvalidPayload("customer is required to pay with a loyalty card from the client side: " +
-				"the card's holder, by id or source_id")
+			return apierr.New(http.StatusForbidden, "customer_token_required", "Customer-bound token required",
+				"Paying with a loyalty card from the client side takes a token bound to the card's holder "+
+					"(POST /v1/oauth/token with customer, from the merchant's server).")
 		}
 	}
 	return nil

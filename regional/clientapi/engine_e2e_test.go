@@ -1,6 +1,8 @@
 package clientapi_test
 
 import (
+	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -55,8 +57,10 @@ func TestClientValidationQualificationAndRedemption(t *testing.T) {
 }
 
 // A loyalty card pays with points from the client side only for its
-// holder: a request without a customer is refused, one naming another
-// customer finds the card inapplicable, the holder's is served.
+// holder, through a token bound to the holder: a client key (whatever
+// customer it names) is refused, a token bound to another customer finds
+// the card inapplicable, the holder's token is served; client-side
+// qualifications list cards only for a bound token.
 func TestClientCardsPayOnlyForTheirHolder(t *testing.T) {
 	t.Parallel()
 	a := start(t)
@@ -75,16 +79,44 @@ func TestClientCardsPayOnlyForTheirHolder(t *testing.T) {
 		}
 		return b
 	}
-	if v := client(a, shop, "POST", "/client/v1/validations", body(nil)); v.Status != 400 || v.JSON(t)["key"] != "invalid_payload" {
-		t.Fatalf("without a customer: %d %s", v.Status, v.Body)
+	for _, c := range []any{nil, map[string]any{"source_id": "ann"}} {
+		if v := client(a, shop, "POST", "/client/v1/validations", body(c)); v.Status != 403 || v.JSON(t)["key"] != "customer_token_required" {
+			t.Fatalf("a client key naming %v: %d %s", c, v.Status, v.Body)
+		}
 	}
-	v := client(a, shop, "POST", "/client/v1/validations", body(map[string]any{"source_id": "bob"}))
+	qual := map[string]any{"customer": map[string]any{"source_id": "ann"}, "order": map[string]any{"amount": 5000}, "scenario": "CUSTOMER_WALLET"}
+	if q := client(a, shop, "POST", "/client/v1/qualifications", qual); q.Status != 200 ||
+		len(q.JSON(t)["redeemables"].(map[string]any)["data"].([]any)) != 0 {
+		t.Fatalf("a client key's qualifications list ann's card: %d %s", q.Status, q.Body)
+	}
+	scope := "client_validations client_qualifications"
+	bound := func(who string) func(path string, body any) stacktest.Resp {
+		status, m := token(a, url.Values{"scope": {scope}, "customer": {who}, "origin": {shop}})
+		if status != 200 {
+			t.Fatalf("token for %s: %d %v", who, status, m)
+		}
+		return func(path string, body any) stacktest.Resp {
+			h := http.Header{"Authorization": {"Bearer " + m["access_token"].(string)}, "Origin": {shop}}
+			return a.E.Do(t, "POST", stacktest.URL("api", path), h, body)
+		}
+	}
+	bob, ann := bound("bob"), bound("ann")
+	v := bob("/client/v1/validations", body(nil))
 	if in := v.JSON(t)["inapplicable_redeemables"].([]any); v.Status != 200 || len(in) != 1 ||
 		in[0].(map[string]any)["result"].(map[string]any)["error"].(map[string]any)["key"] != "customer_not_holder" {
-		t.Fatalf("another customer: %d %s", v.Status, v.Body)
+		t.Fatalf("bob's token: %d %s", v.Status, v.Body)
 	}
-	v = client(a, shop, "POST", "/client/v1/validations", body(map[string]any{"source_id": "ann"}))
-	if v.Status != 200 || v.JSON(t)["valid"] != true {
-		t.Fatalf("the holder: %d %s", v.Status, v.Body)
+	if v := ann("/client/v1/validations", body(nil)); v.Status != 200 || v.JSON(t)["valid"] != true {
+		t.Fatalf("ann's token: %d %s", v.Status, v.Body)
+	}
+	q := ann("/client/v1/qualifications", map[string]any{"order": map[string]any{"amount": 5000}, "scenario": "CUSTOMER_WALLET"})
+	if d := q.JSON(t)["redeemables"].(map[string]any)["data"].([]any); q.Status != 200 || len(d) != 1 || d[0].(map[string]any)["id"] != code {
+		t.Fatalf("ann's token's qualifications: %d %s", q.Status, q.Body)
+	}
+	// Server-side, a customer other than the holder is refused too.
+	v2 := a.OK("POST", "/v1/validations", body(map[string]any{"source_id": "bob"}))
+	if in := v2["inapplicable_redeemables"].([]any); len(in) != 1 ||
+		in[0].(map[string]any)["result"].(map[string]any)["error"].(map[string]any)["key"] != "customer_not_holder" {
+		t.Fatalf("server-side for bob: %v", v2)
 	}
 }

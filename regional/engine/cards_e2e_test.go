@@ -18,7 +18,8 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
 	campID := a.Campaign("Spenders", nil)["id"].(string)
-	code := a.Member(campID, "ann")["code"].(string)
+	member := a.Member(campID, "ann")
+	code, cardID := member["code"].(string), member["id"].(string)
 	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 1000})
 	// 10 points are worth 1.00: a cent is 0.1 point.
 	coin := a.OK("POST", "/v1/rewards", map[string]any{"name": "Pay with points",
@@ -91,6 +92,21 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 	a.Fails("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code,
 		"reward": map[string]any{}}}}, 400, "invalid_payload")
 	a.Fails("POST", "/v1/validations", map[string]any{"redeemables": []any{card(coin, 0)}}, 400, "invalid_payload")
+	// One card by its code and by its id is one redeemable named twice.
+	byID := card(coin)
+	byID["id"] = cardID
+	a.Fails("POST", "/v1/redemptions", map[string]any{"redeemables": []any{card(coin, 100), byID}, "order": orderOf([2]int{5000, 1})},
+		400, "invalid_payload")
+	// Two cards paying for one reward take no more than its stock: the
+	// mug has one unit, so bob's card is refused beside ann's.
+	bobCode := a.Member(campID, "bob")["code"].(string)
+	a.OK("POST", "/v1/loyalties/members/"+bobCode+"/balance", map[string]any{"points": 1000})
+	bobs := card(mug)
+	bobs["id"] = bobCode
+	v = a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{card(mug), bobs}})
+	if v["valid"] != false || refusal(v, 0) != "SKIPPED" || refusal(v, 1) != "quantity_exceeded" {
+		t.Fatalf("two cards for one unit: %v", v)
+	}
 	if b := balance(); b != 1000 {
 		t.Fatalf("validations took points: %d", b)
 	}
@@ -263,5 +279,35 @@ func TestQualifiedLoyaltyCardsPayWithPoints(t *testing.T) {
 		"reward": map[string]any{"id": coin}}}, "order": orderOf([2]int{5000, 1})})
 	if v["valid"] != true || num(v["order"].(map[string]any)["total_amount"]) != 2000 {
 		t.Fatalf("validating the qualified card: %v", v)
+	}
+}
+
+// A reward a tier makes free still takes a unit of its stock and leaves
+// its entry: a stock of one is redeemed once.
+func TestAFreeRewardStillTakesItsStock(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	campID := a.Campaign("Spenders", nil)["id"].(string)
+	code := a.Member(campID, "ann")["code"].(string)
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100})
+	pin := a.OK("POST", "/v1/rewards", map[string]any{"name": "Pin", "stock": 1,
+		"parameters": map[string]any{"product": map[string]any{"id": "prod_pin"}}})["id"].(string)
+	a.OK("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": pin, "parameters": map[string]any{"loyalty": map[string]any{"points": 50}}})
+	a.Do("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "Everyone", "points": map[string]any{"from": 0, "to": 100000},
+		"rewards": map[string]any{pin: map[string]any{"type": "CUSTOM", "points": 0}}}})
+	body := map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code, "reward": map[string]any{"id": pin}}}}
+	r := a.OK("POST", "/v1/redemptions", body)
+	if kid := r["redemptions"].([]any)[0].(map[string]any); num(kid["loyalty_card"].(map[string]any)["points"]) != 0 {
+		t.Fatalf("the free pin: %v", kid)
+	}
+	if w := a.OK("GET", "/v1/rewards/"+pin, nil); num(w["redeemed"]) != 1 {
+		t.Fatalf("the pin's stock: %v", w)
+	}
+	tx := a.History(code)
+	stacktest.CheckTx(t, tx[len(tx)-1], "POINTS_REDEMPTION", "balance", "redemption", "reward")
+	a.Fails("POST", "/v1/redemptions", body, 400, "quantity_exceeded")
+	a.OK("POST", "/v1/redemptions/"+r["parent_redemption"].(map[string]any)["id"].(string)+"/rollbacks", nil)
+	if w := a.OK("GET", "/v1/rewards/"+pin, nil); num(w["redeemed"]) != 0 {
+		t.Fatalf("the pin's stock after the rollback: %v", w)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -123,7 +124,9 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		}
 		// The customer's loyalty cards that can pay for the order with
 		// points (a COIN reward of their campaign).
-		if e.Redemptions != nil {
+		// (From the client side, only with a token bound to the customer:
+		// a card's code and balance are its holder's to see.)
+		if who, _ := identity.From(ctx); e.Redemptions != nil && (who.Kind != identity.KindClient || who.Customer != "") {
 			cards, err := e.Redemptions.PayingCards(ctx, e.pool, projectID, cust.ID, WalletLimit)
 			if err != nil {
 				return nil, err

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -272,7 +273,10 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 		}
 		k++
 		if p := c.card; p != nil {
-			if pts := o.effects[i].Points; pts > 0 {
+			// A COIN reward that pays nothing takes nothing; any other
+			// reward is a unit of its stock and an entry, whatever its
+			// price (a tier may make it 0).
+			if pts := o.effects[i].Points; pts > 0 || !p.IsCoin() {
 				var ref map[string]any
 				if orderView.ID != nil {
 					ref = map[string]any{"id": *orderView.ID, "source_id": orderView.SourceID}
@@ -312,6 +316,7 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	}
 	// Last: each updates its reward's row and holds its lock to the
 	// commit; rewards_in_stock refuses one past the stock.
+	sort.Strings(stock) // one order of row locks for every redemption
 	for _, id := range stock {
 		redemptions.QueueStock(b, projectID, id, +1)
 	}

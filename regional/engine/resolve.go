@@ -12,6 +12,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
@@ -196,7 +197,53 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 			}
 		}
 	}
-	return cs, e.judge(ctx, q, projectID, r.Order, r.Metadata, cust, cs, sessionKey, now)
+	// Two ids of one voucher or card (its code and its v_ id) are one
+	// redeemable named twice: each would take its counts, credits or
+	// points from its own copy.
+	seen := map[string]int{}
+	for i, c := range cs {
+		if id := c.objectID(); id != "" {
+			if j, ok := seen[id]; ok {
+				return nil, apierr.InvalidPayload(fmt.Sprintf("redeemables[%d] names the same %s as redeemables[%d]", i, c.req.Object, j))
+			}
+			seen[id] = i
+		}
+	}
+	if err := e.judge(ctx, q, projectID, r.Order, r.Metadata, cust, cs, sessionKey, now); err != nil {
+		return nil, err
+	}
+	cardRules(ctx, cs, cust)
+	return cs, nil
+}
+
+// cardRules are the checks of loyalty cards across a request: from the
+// client side a card pays only for its holder, named by a customer-bound
+// token (the router's identity says so); cards paying for one reward take
+// no more units than its stock has left, the later ones refused.
+func cardRules(ctx context.Context, cs []*candidate, cust *customers.Customer) {
+	who, _ := identity.From(ctx)
+	units := map[string]int64{}
+	for _, c := range cs {
+		p := c.card
+		if p == nil || c.refusal != nil {
+			continue
+		}
+		if who.Kind == identity.KindClient {
+			if h := p.Card.HolderID; h == nil || cust == nil || cust.ID != *h || who.Customer == "" {
+				c.refusal = refuse("customer_not_holder", "Customer is not the card's holder",
+					"From the client side a loyalty card pays only for its holder, with a token bound to that customer.")
+				continue
+			}
+		}
+		w := p.Reward
+		if w.Stock == nil {
+			continue
+		}
+		if units[w.ID]++; w.Redeemed+units[w.ID] > *w.Stock {
+			c.refusal = refuse("quantity_exceeded", "Quantity exceeded",
+				fmt.Sprintf("Reward %s has %d left in stock: fewer than the cards of the request pay for.", w.ID, max(0, *w.Stock-w.Redeemed)))
+		}
+	}
 }
 
 // judge checks resolved redeemables: their campaigns (read in one query),

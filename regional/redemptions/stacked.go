@@ -136,9 +136,21 @@ type CardTaking struct {
 
 // RewardRef is the reward object a stacked redemption of a card shows.
 func (p *CardPayment) RewardRef() map[string]any {
-	rw := p.Reward.View()
-	return map[string]any{"id": p.Reward.ID, "name": p.Reward.Name, "object": "reward", "type": p.Reward.Type,
-		"parameters": rw.Parameters, "metadata": rw.Metadata, "assignment_id": p.Assignment.ID}
+	w := p.Reward
+	rw := w.View()
+	ref := map[string]any{"id": w.ID, "name": w.Name, "object": "reward", "type": w.Type, "created_at": rw.CreatedAt,
+		"updated_at": rw.UpdatedAt, "parameters": rw.Parameters, "metadata": rw.Metadata, "assignment_id": p.Assignment.ID,
+		"loyalty_tier_id": nil, "voucher": nil, "product": nil, "sku": nil}
+	if t := tiers.Of(p.Card.Campaign.Tiers, p.Card.Balance); t != nil {
+		ref["loyalty_tier_id"] = t.ID
+	}
+	if pr := w.Attrs.Parameters.Product; pr != nil {
+		ref["product"] = map[string]any{"id": pr.ID, "object": "product"}
+		if pr.SKUID != nil {
+			ref["sku"] = map[string]any{"id": *pr.SKUID, "product_id": pr.ID, "object": "sku"}
+		}
+	}
+	return ref
 }
 
 // QueuePay queues the card, read locked with its buckets, paying pts for
