@@ -323,19 +323,8 @@ func (s *Service) redemptionView(src webhooks.Source, id string, now time.Time, 
 	if src.APIKey != nil {
 		channel["channel_id"] = src.APIKey.AppID
 	}
-	rw := w.View()
-	reward := map[string]any{"id": w.ID, "name": w.Name, "object": "reward", "type": w.Type, "created_at": rw.CreatedAt,
-		"updated_at": rw.UpdatedAt, "parameters": rw.Parameters, "metadata": rw.Metadata, "assignment_id": rd.assignment.ID,
-		"customer": cust, "loyalty_tier_id": nil, "voucher": nil, "product": nil, "sku": nil}
-	if t := tiers.Of(card.Campaign.Tiers, card.Balance+pts); t != nil {
-		reward["loyalty_tier_id"] = t.ID
-	}
-	if p := w.Attrs.Parameters.Product; p != nil {
-		reward["product"] = map[string]any{"id": p.ID, "object": "product"}
-		if p.SKUID != nil {
-			reward["sku"] = map[string]any{"id": *p.SKUID, "product_id": p.ID, "object": "sku"}
-		}
-	}
+	reward := rewardRef(w, rd.assignment.ID, tiers.Of(card.Campaign.Tiers, card.Balance+pts))
+	reward["customer"] = cust
 	var ord any
 	if order != nil {
 		ord = order

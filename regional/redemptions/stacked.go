@@ -136,13 +136,19 @@ type CardTaking struct {
 
 // RewardRef is the reward object a stacked redemption of a card shows.
 func (p *CardPayment) RewardRef() map[string]any {
-	w := p.Reward
+	return rewardRef(p.Reward, p.Assignment.ID, tiers.Of(p.Card.Campaign.Tiers, p.Card.Balance))
+}
+
+// rewardRef is the reward object of a redemption: the reward, its
+// assignment, the holder's tier when the points were spent, and what the
+// reward hands over.
+func rewardRef(w rewards.Reward, assignmentID string, tier *tiers.Tier) map[string]any {
 	rw := w.View()
 	ref := map[string]any{"id": w.ID, "name": w.Name, "object": "reward", "type": w.Type, "created_at": rw.CreatedAt,
-		"updated_at": rw.UpdatedAt, "parameters": rw.Parameters, "metadata": rw.Metadata, "assignment_id": p.Assignment.ID,
+		"updated_at": rw.UpdatedAt, "parameters": rw.Parameters, "metadata": rw.Metadata, "assignment_id": assignmentID,
 		"loyalty_tier_id": nil, "voucher": nil, "product": nil, "sku": nil}
-	if t := tiers.Of(p.Card.Campaign.Tiers, p.Card.Balance); t != nil {
-		ref["loyalty_tier_id"] = t.ID
+	if tier != nil {
+		ref["loyalty_tier_id"] = tier.ID
 	}
 	if pr := w.Attrs.Parameters.Product; pr != nil {
 		ref["product"] = map[string]any{"id": pr.ID, "object": "product"}
