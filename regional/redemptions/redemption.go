@@ -215,22 +215,16 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 			return nil, err
 		}
 		id := ids.New("r_")
-		bal := card.BalanceAfter(-pts)
-		bal.OperationType = ""
-		t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: loyalty.PointsRedemption,
-			CreatedAt: jsonx.Time{Time: now}, Delta: -pts}
-		details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id},
-			"reward": map[string]any{"id": w.ID, "name": w.Name}}
+		details := map[string]any{"redemption": map[string]any{"id": id}, "reward": map[string]any{"id": w.ID, "name": w.Name}}
 		if order != nil {
 			details["order"] = map[string]any{"id": order.ID, "source_id": order.SourceID}
 		}
-		t.Details, _ = json.Marshal(details)
 		view = s.redemptionView(src, id, now, card, w, rd, pts, amount, order, r.Metadata)
 		taken := takings(buckets, rest)
 		if err := queueRedemption(wr, projectID, id, card.Card, w.ID, order, pts, taken, view, now); err != nil {
 			return nil, err
 		}
-		if err := l.Record(ctx, t, &card.Card, camp); err != nil {
+		if err := record(ctx, l, &card, loyalty.PointsRedemption, -pts, nil, details, now); err != nil {
 			return nil, err
 		}
 		if err := s.events.Queue(ctx, wr, projectID, EventRedemptionSucceeded, id, map[string]any{"redemption": view}); err != nil {
@@ -451,30 +445,19 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		rewards.QueueCountRedeemed(w, projectID, red.rewardID, -1)
 		// The points go back to the buckets they were taken from.
 		l := s.prog.LedgerWrite(projectID, w, now)
-		back := int64(0)
-		for _, tk := range taken {
-			l.Add(&card.Card, loyalty.Refunded, tk.Points, tk.ExpiresOn)
-			back += tk.Points
-		}
-		if back < red.points { // a redemption that did not record its parts
-			l.Add(&card.Card, loyalty.Refunded, red.points-back, nil)
-		}
 		rbID := ids.New("rr_")
 		reward, _ := orig["reward"].(map[string]any)
 		rewardRef := map[string]any{"id": red.rewardID, "name": nil}
 		if reward != nil {
 			rewardRef["name"] = reward["name"]
 		}
-		bal := card.BalanceAfter(red.points)
-		bal.OperationType = ""
-		t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: loyalty.PointsRefund,
-			Reason: r.Reason, CreatedAt: jsonx.Time{Time: now}, Delta: red.points}
-		details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id}, "rollback": map[string]any{"id": rbID},
-			"reward": rewardRef}
+		details := map[string]any{"redemption": map[string]any{"id": id}, "rollback": map[string]any{"id": rbID}, "reward": rewardRef}
 		if ord, ok := orig["order"].(map[string]any); ok && red.orderID != nil {
 			details["order"] = map[string]any{"id": ord["id"], "source_id": ord["source_id"]}
 		}
-		t.Details, _ = json.Marshal(details)
+		if err := giveBack(ctx, l, &card, taken, red.points, r.Reason, details, now); err != nil {
+			return nil, err
+		}
 		meta := r.Metadata
 		if meta == nil {
 			meta = map[string]any{}
@@ -494,9 +477,6 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		}
 		w.Queue(`INSERT INTO redemption_rollbacks (project_id, id, redemption_id, view, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			projectID, rbID, id, v, now)
-		if err := l.Record(ctx, t, &card.Card, card.Campaign); err != nil {
-			return nil, err
-		}
 		return l.Done(), s.events.Queue(ctx, w, projectID, EventRollbackSucceeded, rbID, map[string]any{"redemption_rollback": out})
 	})
 	if db.Constraint(err) == "redemption_rollbacks_once" {

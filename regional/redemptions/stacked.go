@@ -174,17 +174,11 @@ func (s *Service) QueuePay(ctx context.Context, b *pgx.Batch, projectID string, 
 		return CardTaking{}, err
 	}
 	p.Buckets = rest
-	bal := p.Card.BalanceAfter(-pts)
-	bal.OperationType = "" // as a loyalty redemption's entry
-	t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: p.Card.ID, CampaignID: p.Card.CampaignID, Type: loyalty.PointsRedemption,
-		CreatedAt: jsonx.Time{Time: now}, Delta: -pts}
-	details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id},
-		"reward": map[string]any{"id": p.Reward.ID, "name": p.Reward.Name}}
+	details := map[string]any{"redemption": map[string]any{"id": id}, "reward": map[string]any{"id": p.Reward.ID, "name": p.Reward.Name}}
 	if order != nil {
 		details["order"] = order
 	}
-	t.Details, _ = json.Marshal(details)
-	if err := l.Record(ctx, t, &p.Card.Card, p.Card.Campaign); err != nil {
+	if err := record(ctx, l, &p.Card, loyalty.PointsRedemption, -pts, nil, details, now); err != nil {
 		return CardTaking{}, err
 	}
 	l.Done()
@@ -219,25 +213,12 @@ func (s *Service) Refund(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID
 			fmt.Sprintf("The card of redemption %s, %s, or its campaign, was deleted; its points cannot be returned.", id, k.CardID))
 	}
 	l := s.prog.LedgerWrite(projectID, b, now)
-	back := int64(0)
-	for _, tk := range k.Taken {
-		l.Add(&card.Card, loyalty.Refunded, tk.Points, tk.ExpiresOn)
-		back += tk.Points
-	}
-	if back < k.Points {
-		l.Add(&card.Card, loyalty.Refunded, k.Points-back, nil)
-	}
-	bal := card.BalanceAfter(k.Points)
-	bal.OperationType = ""
-	t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: loyalty.PointsRefund,
-		Reason: reason, CreatedAt: jsonx.Time{Time: now}, Delta: k.Points}
-	details := map[string]any{"balance": bal, "redemption": map[string]any{"id": id}, "rollback": map[string]any{"id": rbID},
+	details := map[string]any{"redemption": map[string]any{"id": id}, "rollback": map[string]any{"id": rbID},
 		"reward": map[string]any{"id": k.RewardID, "name": k.RewardName}}
 	if order != nil {
 		details["order"] = order
 	}
-	t.Details, _ = json.Marshal(details)
-	if err := l.Record(ctx, t, &card.Card, card.Campaign); err != nil {
+	if err := giveBack(ctx, l, &card, k.Taken, k.Points, reason, details, now); err != nil {
 		return loyalty.CardView{}, err
 	}
 	l.Done()
@@ -295,4 +276,34 @@ func (s *Service) PayingCards(ctx context.Context, q db.Querier, projectID, hold
 		}
 	}
 	return out, nil
+}
+
+// giveBack queues the points a redemption took going back to the buckets
+// they came from (taken; any rest it did not record, undated) and the
+// POINTS_REFUND entry with details, for a single or a stacked rollback.
+func giveBack(ctx context.Context, l *loyalty.LedgerWrite, card *loyalty.LockedCard, taken []taking, points int64,
+	reason *string, details map[string]any, now time.Time) error {
+	back := int64(0)
+	for _, tk := range taken {
+		l.Add(&card.Card, loyalty.Refunded, tk.Points, tk.ExpiresOn)
+		back += tk.Points
+	}
+	if back < points {
+		l.Add(&card.Card, loyalty.Refunded, points-back, nil)
+	}
+	return record(ctx, l, card, loyalty.PointsRefund, points, reason, details, now)
+}
+
+// record queues a redemption's or a rollback's entry of delta points on
+// card (already moved by l) of type typ, its details with the balance
+// after it, and its events.
+func record(ctx context.Context, l *loyalty.LedgerWrite, card *loyalty.LockedCard, typ string, delta int64, reason *string,
+	details map[string]any, now time.Time) error {
+	bal := card.BalanceAfter(delta)
+	bal.OperationType = "" // a person's or a redemption's, as the reference leaves it
+	t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, Type: typ, Reason: reason,
+		CreatedAt: jsonx.Time{Time: now}, Delta: delta}
+	details["balance"] = bal
+	t.Details, _ = json.Marshal(details)
+	return l.Record(ctx, t, &card.Card, card.Campaign)
 }
