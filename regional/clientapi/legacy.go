@@ -33,6 +33,86 @@ import (
 func (a *api) registerLegacy(g *echo.Group) {
 	g.GET("/validate", a.serveAs(http.MethodPost, "/v1/validations", legacyValidate, validateAnswer))
 	g.POST("/redeem", a.serveAs(http.MethodPost, "/v1/redemptions", legacyRedeem, redeemAnswer))
+	g.GET("/promotions/validation", a.serveAs(http.MethodPost, "/v1/qualifications", legacyPromotions, promotionsAnswer))
+}
+
+// legacyPromotions builds, from the query the client SDK's validate sends
+// when it has no code, the qualification of the project's promotion tiers
+// for the order and customer: the deprecated promotions validation.
+func legacyPromotions(k *call) error {
+	q, err := deepObject(k.c.QueryParams())
+	if err != nil {
+		return err
+	}
+	order, err := legacyOrder(q)
+	if err != nil {
+		return err
+	}
+	body := map[string]any{"scenario": "ALL", "options": map[string]any{
+		"limit":   promotionsLimit,
+		"expand":  []string{"redeemable"},
+		"filters": map[string]any{"resource_type": map[string]any{"conditions": map[string]any{"$in": []string{"promotion_tier"}}}},
+	}}
+	if order != nil {
+		body["order"] = order
+	}
+	if m, ok := q["metadata"]; ok {
+		body["metadata"] = m
+	}
+	tracking, _ := q["tracking_id"].(string)
+	if err := legacyCustomer(k, body, q["customer"], tracking, true); err != nil {
+		return err
+	}
+	return k.replace(body)
+}
+
+// promotionsLimit is the most promotion tiers one promotions validation
+// answers: the qualification's page.
+const promotionsLimit = 50
+
+// promotionsAnswer is the legacy promotions validation: valid when some
+// promotion tier applies, and each applicable tier with its discount, the
+// amount it takes off and the order, in hierarchy order.
+func promotionsAnswer(k *call, status int, raw []byte) (any, error) {
+	var v struct {
+		Redeemables struct {
+			Data []map[string]any `json:"data"`
+		} `json:"redeemables"`
+		TrackingID any `json:"tracking_id"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("clientapi: the qualification twin answered %d %.200s", status, raw)
+	}
+	promotions := make([]any, 0, len(v.Redeemables.Data))
+	for _, r := range v.Redeemables.Data {
+		if r["object"] != "promotion_tier" {
+			continue
+		}
+		p := map[string]any{"id": r["id"], "object": "promotion_tier", "name": r["name"], "valid": true,
+			"tracking_id": v.TrackingID, "metadata": r["metadata"], "hierarchy": r["hierarchy"],
+			"applicable_to": r["applicable_to"], "inapplicable_to": r["inapplicable_to"]}
+		if b, ok := r["banner"]; ok {
+			p["banner"] = b
+		}
+		if id, ok := r["campaign_id"]; ok {
+			p["campaign"] = map[string]any{"id": id, "name": r["campaign_name"], "object": "campaign"}
+		}
+		if res, ok := r["result"].(map[string]any); ok {
+			p["discount"] = res["discount"]
+		}
+		if o, ok := r["order"].(map[string]any); ok {
+			p["order"] = o
+			p["discount_amount"] = o["total_applied_discount_amount"]
+			p["applied_discount_amount"] = o["applied_discount_amount"]
+		}
+		promotions = append(promotions, p)
+	}
+	sort.SliceStable(promotions, func(i, j int) bool {
+		hi, _ := promotions[i].(map[string]any)["hierarchy"].(float64)
+		hj, _ := promotions[j].(map[string]any)["hierarchy"].(float64)
+		return hi < hj
+	})
+	return map[string]any{"valid": len(promotions) > 0, "tracking_id": v.TrackingID, "promotions": promotions}, nil
 }
 
 // legacyValidate builds the stacked validation from the query.

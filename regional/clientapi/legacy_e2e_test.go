@@ -133,3 +133,88 @@ func TestDeprecatedRedeem(t *testing.T) {
 		t.Fatalf("no code: %d %s", r.Status, r.Body)
 	}
 }
+
+// The client SDK's validate without a code calls GET
+// /client/v1/promotions/validation: the project's promotion tiers that
+// apply to the order and customer of the deep-object query, each with its
+// discount and the amount it takes off, in hierarchy order; valid when one
+// applies.
+func TestDeprecatedPromotionsValidation(t *testing.T) {
+	t.Parallel()
+	a := start(t)
+	big := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "big", "type": "advanced", "rules": map[string]any{
+		"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{10000}}}, "logic": "1"}})["id"]
+	gold := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "gold", "type": "advanced", "rules": map[string]any{
+		"1": map[string]any{"name": "customer.metadata", "property": "level", "conditions": map[string]any{"$is": []any{"gold"}}},
+		"logic": "1"}})["id"]
+	tier := func(name string, hierarchy, off int, rules ...any) map[string]any {
+		t := map[string]any{"name": name, "banner": name + " banner", "hierarchy": hierarchy, "metadata": map[string]any{"tier": name},
+			"action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": off, "effect": "APPLY_TO_ORDER"}}}
+		if len(rules) > 0 {
+			t["validation_rules"] = rules
+		}
+		return t
+	}
+	a.OK("POST", "/v1/campaigns", map[string]any{"name": "Promo", "campaign_type": "PROMOTION", "promotion": map[string]any{"tiers": []any{
+		tier("Big", 1, 500, big), tier("Everyone", 2, 100), tier("Gold", 3, 300, gold)}}})
+	a.OK("POST", "/v1/customers", map[string]any{"source_id": "ann", "metadata": map[string]any{"level": "gold"}})
+	// A voucher is not a promotion: it never shows here.
+	a.OK("POST", "/v1/vouchers/LEG-NOT-PROMO", map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "AMOUNT", "amount_off": 50}})
+
+	names := func(v map[string]any) []string {
+		var out []string
+		for _, p := range v["promotions"].([]any) {
+			out = append(out, p.(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	q := url.Values{"amount": {"20000"}, "item[0][source_id]": {"sku-1"}, "item[0][quantity]": {"2"}, "item[0][price]": {"10000"},
+		"customer[source_id]": {"ann"}, "metadata[page]": {"cart"}}
+	v := object(t, client(a, shop, "GET", "/client/v1/promotions/validation?"+q.Encode(), nil), "promotions validation")
+	if v["valid"] != true || !reflect.DeepEqual(names(v), []string{"Big", "Everyone", "Gold"}) {
+		t.Fatalf("a big order of a gold customer: %v", v)
+	}
+	p := v["promotions"].([]any)[0].(map[string]any)
+	d, _ := p["discount"].(map[string]any)
+	o, _ := p["order"].(map[string]any)
+	if p["object"] != "promotion_tier" || p["valid"] != true || p["banner"] != "Big banner" || p["hierarchy"] != float64(1) ||
+		d["amount_off"] != float64(500) || p["discount_amount"] != float64(500) || o["total_amount"] != float64(19500) ||
+		p["metadata"].(map[string]any)["tier"] != "Big" || p["campaign"].(map[string]any)["name"] != "Promo" {
+		t.Fatalf("the Big tier: %v", p)
+	}
+	if !strings.HasPrefix(p["id"].(string), "promo_") {
+		t.Fatalf("a tier's id: %v", p["id"])
+	}
+
+	// A small order of a customer tracked by tracking_id: only the tier
+	// without rules.
+	v = object(t, client(a, shop, "GET", "/client/v1/promotions/validation?amount=1000&tracking_id=web-9", nil), "small order")
+	if v["valid"] != true || v["tracking_id"] != "web-9" || !reflect.DeepEqual(names(v), []string{"Everyone"}) {
+		t.Fatalf("a small order: %v", v)
+	}
+	// No tier applies: valid false, no promotions; no customer: a
+	// tracking_id is made.
+	a.OK("POST", "/v1/promotions/tiers/"+v["promotions"].([]any)[0].(map[string]any)["id"].(string)+"/disable", nil)
+	// (Qualifications read the tiers at most engine.CatalogueTTL old.)
+	stacktest.Eventually(t, 5*time.Second, "the disabled tier gone", func() bool {
+		v = object(t, client(a, shop, "GET", "/client/v1/promotions/validation?amount=1000", nil), "nothing applies")
+		return v["valid"] == false
+	})
+	if id, _ := v["tracking_id"].(string); len(v["promotions"].([]any)) != 0 || !strings.HasPrefix(id, "track_") {
+		t.Fatalf("nothing applies: %v", v)
+	}
+	for _, c := range []struct{ query, key string }{
+		{"amount=lots", "invalid_payload"},
+		{"item[0[quantity]=1", "invalid_query_params"},
+		{"tracking_id=web-1&customer[source_id]=web-2", "ambiguous_tracking_id"},
+	} {
+		r := client(a, shop, "GET", "/client/v1/promotions/validation?"+c.query, nil)
+		if r.Status != 400 || r.JSON(t)["key"] != c.key {
+			t.Errorf("%s: %d %s, want 400 %s", c.query, r.Status, r.Body, c.key)
+		}
+	}
+	if r := a.Do("GET", "/client/v1/promotions/validation?amount=1000", nil); r.Status != 401 && r.Status != 403 {
+		t.Fatalf("server keys on the client API: %d %s", r.Status, r.Body)
+	}
+}

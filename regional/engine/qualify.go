@@ -273,8 +273,14 @@ func (e *Engine) Qualify(ctx context.Context, projectID string, r QualificationR
 		}
 		if c.tier != nil {
 			v["name"] = c.tier.Name
+			if c.tier.Banner != nil {
+				v["banner"] = *c.tier.Banner
+			}
 			if c.tier.Metadata != nil {
 				v["metadata"] = c.tier.Metadata
+			}
+			if expand["redeemable"] {
+				v["hierarchy"] = c.tier.Hierarchy // Tally's: the reference's qualification does not show it
 			}
 		}
 		expanded(c, v)

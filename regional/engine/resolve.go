@@ -25,6 +25,7 @@ import (
 type Tier struct {
 	ID         string
 	Name       string
+	Banner     *string
 	CampaignID string
 	Discount   json.RawMessage
 	Window     Window

@@ -402,7 +402,7 @@ func engineTier(t Tier) engine.Tier {
 	if a.CategoryID != nil {
 		cat = *a.CategoryID
 	}
-	return engine.Tier{ID: t.ID, Name: t.Name, CampaignID: t.CampaignID, Discount: a.Discount, Hierarchy: int(t.Hierarchy), CategoryID: cat,
+	return engine.Tier{ID: t.ID, Name: t.Name, Banner: a.Banner, CampaignID: t.CampaignID, Discount: a.Discount, Hierarchy: int(t.Hierarchy), CategoryID: cat,
 		Metadata: a.Metadata, CreatedAt: &created, Window: engine.Window{Active: t.Active, StartDate: a.StartDate,
 			ExpirationDate: a.ExpirationDate, ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek,
 			ValidityHours: a.ValidityHours}}
