@@ -145,7 +145,7 @@ func TestDeprecatedPromotionsValidation(t *testing.T) {
 	big := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "big", "type": "advanced", "rules": map[string]any{
 		"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{10000}}}, "logic": "1"}})["id"]
 	gold := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "gold", "type": "advanced", "rules": map[string]any{
-		"1": map[string]any{"name": "customer.metadata", "property": "level", "conditions": map[string]any{"$is": []any{"gold"}}},
+		"1":     map[string]any{"name": "customer.metadata", "property": "level", "conditions": map[string]any{"$is": []any{"gold"}}},
 		"logic": "1"}})["id"]
 	tier := func(name string, hierarchy, off int, rules ...any) map[string]any {
 		t := map[string]any{"name": name, "banner": name + " banner", "hierarchy": hierarchy, "metadata": map[string]any{"tier": name},
