@@ -46,7 +46,17 @@ var conditions = map[Kind]map[string]bool{
 type Field struct {
 	Kind   Kind
 	Column string
+	// Also, when set, holds more values of the field in other rows: an
+	// SQL condition with one %s, true when one of those rows satisfies
+	// the condition put there on AlsoColumn (a correlated EXISTS). A
+	// condition then holds when the column or one of those values
+	// satisfies it; a negative one ($is_not, $not_in, $not_contain,
+	// $is_unknown) when none does.
+	Also, AlsoColumn string
 }
+
+// negations are the negative conditions and the positive ones they deny.
+var negations = map[string]string{"$not_in": "$in", "$is_not": "$is", "$not_contain": "$contains", "$is_unknown": "$has_value"}
 
 // Cond is one condition on one field.
 type Cond struct {
@@ -237,37 +247,17 @@ func (f Filter) SQL(fields map[string]Field, args []any, now time.Time) (string,
 	}
 	var parts []string
 	for _, c := range f.Conds {
-		col := fields[c.Field].Column
-		var p string
-		switch c.Op {
-		case "$in":
-			p = col + " = ANY(" + arg(c.Values) + "::TEXT[])"
-		case "$not_in":
-			p = "NOT (" + col + " = ANY(" + arg(c.Values) + "::TEXT[]))"
-		case "$is":
-			p = col + " = " + arg(c.Values[0])
-		case "$is_not":
-			p = col + " <> " + arg(c.Values[0])
-		case "$has_value":
-			p = col + " IS NOT NULL"
-		case "$is_unknown":
-			p = col + " IS NULL"
-		case "$starts_with":
-			p = col + " LIKE " + arg(escapeLike(c.Values[0])+"%")
-		case "$ends_with":
-			p = col + " LIKE " + arg("%"+escapeLike(c.Values[0]))
-		case "$contains":
-			p = col + " LIKE " + arg("%"+escapeLike(c.Values[0])+"%")
-		case "$not_contain":
-			p = col + " NOT LIKE " + arg("%"+escapeLike(c.Values[0])+"%")
-		case "$after":
-			p = col + " > " + arg(c.time)
-		case "$before":
-			p = col + " < " + arg(c.time)
-		case "$more_than": // more than n days ago
-			p = col + " < " + arg(now.AddDate(0, 0, -c.days))
-		case "$less_than":
-			p = col + " > " + arg(now.AddDate(0, 0, -c.days))
+		field := fields[c.Field]
+		op, negated := c.Op, false
+		if pos, ok := negations[op]; ok {
+			op, negated = pos, true
+		}
+		p := condition(c, op, field.Column, arg, now)
+		if field.Also != "" {
+			p = "(COALESCE(" + p + ", FALSE) OR " + fmt.Sprintf(field.Also, condition(c, op, field.AlsoColumn, arg, now)) + ")"
+		}
+		if negated {
+			p = "NOT (" + p + ")"
 		}
 		parts = append(parts, p)
 	}
@@ -276,6 +266,33 @@ func (f Filter) SQL(fields map[string]Field, args []any, now time.Time) (string,
 		junction = " OR "
 	}
 	return "(" + strings.Join(parts, junction) + ")", args
+}
+
+// condition is the positive condition op of c on col.
+func condition(c Cond, op, col string, arg func(any) string, now time.Time) string {
+	switch op {
+	case "$in":
+		return col + " = ANY(" + arg(c.Values) + "::TEXT[])"
+	case "$is":
+		return col + " = " + arg(c.Values[0])
+	case "$has_value":
+		return col + " IS NOT NULL"
+	case "$starts_with":
+		return col + " LIKE " + arg(escapeLike(c.Values[0])+"%")
+	case "$ends_with":
+		return col + " LIKE " + arg("%"+escapeLike(c.Values[0]))
+	case "$contains":
+		return col + " LIKE " + arg("%"+escapeLike(c.Values[0])+"%")
+	case "$after":
+		return col + " > " + arg(c.time)
+	case "$before":
+		return col + " < " + arg(c.time)
+	case "$more_than": // more than n days ago
+		return col + " < " + arg(now.AddDate(0, 0, -c.days))
+	case "$less_than":
+		return col + " > " + arg(now.AddDate(0, 0, -c.days))
+	}
+	panic("filters: no SQL for condition " + op) // parse admits only the ones above
 }
 
 // escapeLike escapes LIKE's wildcards with the default escape, a backslash.

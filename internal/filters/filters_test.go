@@ -10,7 +10,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 )
 
-var fields = map[string]Field{"created_at": {DateTime, "created_at"}, "id": {String, "id"}}
+var fields = map[string]Field{"created_at": {Kind: DateTime, Column: "created_at"}, "id": {Kind: String, Column: "id"}}
 
 func parse(t *testing.T, raw string) (Filter, error) {
 	t.Helper()

@@ -362,6 +362,18 @@ func TestPublishingSeveralVouchersAtOnce(t *testing.T) {
 	if l := a.OK("GET", "/v1/publications?voucher="+codes[2], nil); l["total"] != 1.0 {
 		t.Fatalf("by its third code: %v", l)
 	}
+	// filters[voucher_code] sees every code of it: a positive condition
+	// holds when one code satisfies it, a negative one when none does.
+	for cond, want := range map[string]float64{
+		"[$is]=" + codes[2]: 1, "[$in][0]=NOPE&filters[voucher_code][conditions][$in][1]=" + codes[1]: 1,
+		"[$is]=NOPE": 0, "[$is_not]=" + codes[0]: 0, "[$is_not]=NOPE": 1, "[$not_in][0]=" + codes[2]: 0,
+		"[$has_value]=": 1, "[$is_unknown]=": 0, "[$contains]=" + codes[1][1:]: 1, "[$not_contain]=" + codes[1][1:]: 0,
+	} {
+		l := a.OK("GET", "/v1/publications?filters[voucher_code][conditions]"+cond, nil)
+		if l["total"] != want || len(l["publications"].([]any)) != int(want) {
+			t.Errorf("filters[voucher_code][conditions]%s: %v publications, want %v", cond, l["total"], want)
+		}
+	}
 	for i := 0; i < 3; i++ {
 		hooks.Wait(t, "voucher.published", i+1)
 	}

@@ -92,8 +92,12 @@ func PublishCounts(ctx context.Context, q db.Querier, projectID string, ids, cod
 }
 
 var listFields = map[string]filters.Field{
-	"id":            {Kind: filters.String, Column: "id"},
-	"voucher_code":  {Kind: filters.String, Column: "voucher_code"},
+	"id": {Kind: filters.String, Column: "id"},
+	// A publication of several vouchers keeps their codes in
+	// publication_vouchers: it matches when one of them does.
+	"voucher_code": {Kind: filters.String, Column: "voucher_code", AlsoColumn: "pv.voucher_code",
+		Also: `EXISTS (SELECT 1 FROM publication_vouchers pv WHERE pv.project_id = publications.project_id
+			AND pv.publication_id = publications.id AND %s)`},
 	"campaign_id":   {Kind: filters.String, Column: "campaign_id"},
 	"campaign_name": {Kind: filters.String, Column: "campaign_name"},
 	"customer_id":   {Kind: filters.String, Column: "customer_id"},
