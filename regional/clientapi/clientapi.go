@@ -237,6 +237,12 @@ func publish(k *call) error {
 	if err := need(k.project.Settings.ClientPublishEnabled, "client_publish_enabled", "Publishing vouchers"); err != nil {
 		return err
 	}
+	if k.body != nil && !absent(k.body["expiration_date"]) {
+		if err := need(k.project.Settings.ClientSetVoucherExpirationDateEnabled, "client_set_voucher_expiration_date_enabled",
+			"Setting the published voucher's expiration date"); err != nil {
+			return err
+		}
+	}
 	if name := k.c.QueryParam("campaign"); name != "" && k.body != nil && absent(k.body["campaign"]) && absent(k.body["voucher"]) {
 		k.set("campaign", name)
 	}

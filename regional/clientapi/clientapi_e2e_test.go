@@ -313,3 +313,35 @@ func TestACustomerBoundTokenActsOnlyForItsCustomer(t *testing.T) {
 	// The project's client key is bound to no customer.
 	object(t, client(a, shop, "POST", "/client/v1/events", event(map[string]any{"source_id": "bob"})), "bob's event by the client key")
 }
+
+// A client-side publication that sets its voucher's expiration (to make a
+// visitor's code urgent) needs client_set_voucher_expiration_date_enabled
+// besides client_publish_enabled; then the voucher expires then.
+func TestClientPublishSetsTheExpirationOnlyWhenEnabled(t *testing.T) {
+	t.Parallel()
+	a := start(t, allToggles...)
+	campaign(a, "Urgent", 3)
+	at := time.Now().UTC().Add(15 * time.Minute).Truncate(time.Millisecond)
+	body := map[string]any{"customer": map[string]any{"source_id": "ann"}, "expiration_date": at.Format(time.RFC3339Nano)}
+	r := client(a, shop, "POST", "/client/v1/publish?campaign=Urgent", body)
+	if m := r.JSON(t); r.Status != 403 || m["key"] != "client_side_action_disabled" ||
+		!strings.Contains(m["details"].(string), "client_set_voucher_expiration_date_enabled") {
+		t.Fatalf("an expiration while the toggle is off: %d %s", r.Status, r.Body)
+	}
+	if l := a.OK("GET", "/v1/publications?campaign=Urgent", nil); l["total"] != 0.0 {
+		t.Fatalf("a refused publication was made: %v", l)
+	}
+	settings(a, map[string]any{"client_set_voucher_expiration_date_enabled": true})
+	stacktest.Eventually(t, 5*time.Second, "client_set_voucher_expiration_date_enabled in force", func() bool {
+		r = client(a, shop, "POST", "/client/v1/publish?campaign=Urgent", body)
+		return r.Status != 403
+	})
+	p := object(t, r, "publication with an expiration")
+	v, _ := p["voucher"].(map[string]any)
+	if v["expiration_date"] != at.Format("2006-01-02T15:04:05.000Z") {
+		t.Fatalf("the published voucher: %v", v)
+	}
+	if got := a.OK("GET", "/v1/vouchers/"+v["code"].(string), nil)["expiration_date"]; got != v["expiration_date"] {
+		t.Fatalf("read back: %v", got)
+	}
+}

@@ -509,3 +509,67 @@ func TestPublishingALoyaltyProgramGivesOneCard(t *testing.T) {
 		t.Fatalf("v2017-04-05: %d %v", r.Status, v)
 	}
 }
+
+// Tally's expiration_date on a publication makes the vouchers given
+// expire then (one or several), never later than they already would; the
+// vouchers read back with it and a validation after it is refused. A date
+// in the past, before the voucher's start, or for a loyalty program is 400
+// and gives nothing.
+func TestPublishingWithAnExpirationDate(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	campaign(a, "Soon", "STATIC", 5, nil)
+	at := time.Now().UTC().Add(2 * time.Second).Truncate(time.Millisecond)
+	p := a.OK("POST", "/v1/publications", map[string]any{"campaign": "Soon", "customer": map[string]any{"source_id": "ann"},
+		"expiration_date": at.Format(time.RFC3339Nano)})
+	code := voucherOf(t, p)["code"].(string)
+	if got := voucherOf(t, p)["expiration_date"]; got != at.Format("2006-01-02T15:04:05.000Z") {
+		t.Fatalf("the publication's voucher expires %v, want %v", got, at)
+	}
+	if got := a.OK("GET", "/v1/vouchers/"+code, nil)["expiration_date"]; got != at.Format("2006-01-02T15:04:05.000Z") {
+		t.Fatalf("read back: expiration_date %v, want %v", got, at)
+	}
+	// Several at once: each of them.
+	later := time.Now().UTC().Add(time.Hour).Truncate(time.Millisecond)
+	many := a.OK("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": "Soon", "count": 2},
+		"customer": map[string]any{"source_id": "bob"}, "expiration_date": later.Format(time.RFC3339Nano)})
+	for _, c := range codesOf(t, many, 2) {
+		if got := a.OK("GET", "/v1/vouchers/"+c, nil)["expiration_date"]; got != later.Format("2006-01-02T15:04:05.000Z") {
+			t.Fatalf("voucher %s of several: expiration_date %v", c, got)
+		}
+	}
+	// Never later than the voucher's own.
+	own := time.Now().UTC().Add(24 * time.Hour).Truncate(time.Millisecond)
+	a.OK("POST", "/v1/vouchers/OWN-1", map[string]any{"type": "DISCOUNT_VOUCHER", "expiration_date": own.Format(time.RFC3339Nano),
+		"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}})
+	a.OK("POST", "/v1/publications", map[string]any{"voucher": "OWN-1", "customer": map[string]any{"source_id": "cy"},
+		"expiration_date": own.Add(time.Hour).Format(time.RFC3339Nano)})
+	if got := a.OK("GET", "/v1/vouchers/OWN-1", nil)["expiration_date"]; got != own.Format("2006-01-02T15:04:05.000Z") {
+		t.Fatalf("a later expiration_date lengthened the voucher's life: %v, want %v", got, own)
+	}
+	// Refusals give nothing.
+	a.OK("POST", "/v1/vouchers/LATE-START", map[string]any{"type": "DISCOUNT_VOUCHER",
+		"start_date": time.Now().UTC().Add(48 * time.Hour).Format(time.RFC3339), "discount": map[string]any{"type": "AMOUNT", "amount_off": 100}})
+	a.Campaign("Club", nil)
+	for _, body := range []map[string]any{
+		{"voucher": "LATE-START", "expiration_date": later.Format(time.RFC3339)},
+		{"campaign": "Soon", "expiration_date": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)},
+		{"campaign": "Club", "expiration_date": later.Format(time.RFC3339)},
+		{"campaign": "Soon", "expiration_date": "soon"},
+	} {
+		body["customer"] = map[string]any{"source_id": "dee"}
+		if r := a.Do("POST", "/v1/publications", body); r.Status != 400 {
+			t.Errorf("%v: %d %s, want 400", body, r.Status, r.Body)
+		}
+	}
+	if v := a.OK("GET", "/v1/vouchers/LATE-START", nil); v["holder_id"] != nil || v["expiration_date"] != nil {
+		t.Fatalf("a refused publication changed the voucher: %v", v)
+	}
+	// Once past, the voucher is refused.
+	time.Sleep(time.Until(at) + 50*time.Millisecond)
+	v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code}},
+		"customer": map[string]any{"source_id": "ann"}, "order": map[string]any{"amount": 1000}})
+	if v["valid"] != false {
+		t.Fatalf("a voucher past the expiration its publication set: %v", v)
+	}
+}

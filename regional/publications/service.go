@@ -57,7 +57,10 @@ type Request struct {
 	Customer json.RawMessage `json:"customer"`
 	Metadata json.RawMessage `json:"metadata"`
 	Channel  *string         `json:"channel"`
-	JoinOnce bool            `json:"-"` // the join_once query parameter
+	// ExpirationDate (Tally's) makes the vouchers given expire then, or
+	// earlier if they already do: it never lengthens a voucher's life.
+	ExpirationDate *time.Time `json:"expiration_date"`
+	JoinOnce       bool       `json:"-"` // the join_once query parameter
 }
 
 // maxCount is the most vouchers one publication gives (the reference's
@@ -154,6 +157,9 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request) (_ Vi
 	if err != nil {
 		return View{}, err
 	}
+	if r.ExpirationDate != nil && !r.ExpirationDate.After(s.now()) {
+		return View{}, apierr.InvalidPayload("expiration_date must be in the future: the vouchers given expire then")
+	}
 	var out View
 	var refused error
 	attempt := func() error {
@@ -211,6 +217,10 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 			return View{}, nil, err
 		}
 		if typ == "LOYALTY_PROGRAM" {
+			if r.ExpirationDate != nil {
+				return View{}, nil, apierr.InvalidPayload("expiration_date: " + p.campaign +
+					" is a loyalty program, whose cards expire as the program says; expiration_date is for discount, gift and referral vouchers")
+			}
 			return s.createCard(ctx, tx, projectID, id, p, pub, cust)
 		}
 		c, err := s.vouchers.CampaignIn(ctx, tx, projectID, id)
@@ -235,7 +245,7 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 			}
 		}
 		if p.count > 1 {
-			return s.createMany(ctx, tx, projectID, c, p.count, pub, cust)
+			return s.createMany(ctx, tx, projectID, c, p.count, r.ExpirationDate, pub, cust)
 		}
 		v, err = s.vouchers.ClaimFree(ctx, tx, projectID, c, cust.ID)
 		if errors.Is(err, vouchers.ErrNoFreeVoucher) {
@@ -248,6 +258,11 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 	}
 	if err != nil {
 		return View{}, nil, err
+	}
+	if r.ExpirationDate != nil {
+		if err := s.vouchers.ExpireBy(ctx, tx, projectID, &v, *r.ExpirationDate); err != nil {
+			return View{}, nil, err
+		}
 	}
 	pub.VoucherID, pub.VoucherCode, pub.VoucherType = &v.ID, &v.Code, &v.Type
 	if err := insert(ctx, tx, projectID, pub); err != nil {
@@ -277,8 +292,8 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 // publication_vouchers and answers their codes and ids (vouchers,
 // vouchers_id), as the reference's publication of several does;
 // voucher.published is raised for each.
-func (s *Service) createMany(ctx context.Context, tx pgx.Tx, projectID string, c vouchers.Campaign, n int, pub Publication,
-	cust customers.Customer) (View, error, error) {
+func (s *Service) createMany(ctx context.Context, tx pgx.Tx, projectID string, c vouchers.Campaign, n int, at *time.Time,
+	pub Publication, cust customers.Customer) (View, error, error) {
 	simple := simpleCampaign(c.ID, c.Name, c.CampaignType, c.Attrs.Type, c.Attrs.Voucher.IsReferralCode)
 	vs, err := s.vouchers.ClaimFreeN(ctx, tx, projectID, c, cust.ID, n)
 	if errors.Is(err, vouchers.ErrNoFreeVoucher) {
@@ -287,6 +302,13 @@ func (s *Service) createMany(ctx context.Context, tx pgx.Tx, projectID string, c
 	}
 	if err != nil {
 		return View{}, nil, err
+	}
+	if at != nil {
+		for i := range vs {
+			if err := s.vouchers.ExpireBy(ctx, tx, projectID, &vs[i], *at); err != nil {
+				return View{}, nil, err
+			}
+		}
 	}
 	pub.VoucherType = &c.Attrs.Voucher.Type
 	if err := insert(ctx, tx, projectID, pub); err != nil {

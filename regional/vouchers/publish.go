@@ -2,9 +2,11 @@ package vouchers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -126,4 +128,29 @@ func (s *Service) UseHolds(fn func(ctx context.Context, tx pgx.Tx, projectID str
 func QueueByIDs(b *pgx.Batch, projectID string, ids []string, into func(Voucher)) {
 	db.QueueEach(b, scanVoucher, into, `SELECT `+voucherColumns+voucherFrom+`
 		WHERE v.project_id = $1 AND v.id = ANY($2::TEXT[])`, projectID, ids)
+}
+
+// ExpireBy makes v expire at at, or keeps its own expiration when that is
+// earlier: a publication that asks for an expiration (Tally's
+// expiration_date on POST /v1/publications, which the client-side API
+// allows behind client_set_voucher_expiration_date_enabled) only ever
+// shortens a voucher's life. at must be after the voucher's start_date.
+func (s *Service) ExpireBy(ctx context.Context, tx pgx.Tx, projectID string, v *Voucher, at time.Time) error {
+	at = at.UTC().Truncate(time.Millisecond)
+	if v.Attrs.StartDate != nil && !at.After(*v.Attrs.StartDate) {
+		return apierr.InvalidPayload(fmt.Sprintf("expiration_date must be after voucher %s's start_date (%s)",
+			v.Code, v.Attrs.StartDate.UTC().Format(time.RFC3339)))
+	}
+	if v.Attrs.ExpirationDate != nil && !v.Attrs.ExpirationDate.After(at) {
+		return nil
+	}
+	v.Attrs.ExpirationDate = &at
+	attrs, err := json.Marshal(v.Attrs)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	v.UpdatedAt = &now
+	_, err = tx.Exec(ctx, `UPDATE vouchers SET attrs = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, now)
+	return err
 }
