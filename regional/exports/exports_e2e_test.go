@@ -270,7 +270,7 @@ func TestEveryTransactionTypeExportsAsTheHistoryShowsIt(t *testing.T) {
 			map[string]any{"parameters": map[string]any{"filters": map[string]any{"amount": map[string]any{"conditions": map[string]any{"$is": "5"}}}}}},
 		{"/v1/loyalties/" + campID + "/transactions/export", "junction",
 			map[string]any{"parameters": map[string]any{"filters": map[string]any{"junction": "or", "type": map[string]any{"conditions": map[string]any{"$is": "POINTS_REMOVAL"}}}}}},
-		{"/v1/exports", `"voucher" cannot be exported`, map[string]any{"exported_object": "voucher"}},
+		{"/v1/exports", `"api_log" cannot be exported`, map[string]any{"exported_object": "api_log"}},
 		{"/v1/loyalties/" + campID + "/transactions/export", `"campaign_id" is not a field`, map[string]any{"parameters": map[string]any{"fields": []string{"campaign_id"}}}},
 		{"/v1/exports", "exported_object: is required", map[string]any{}},
 	} {

@@ -111,7 +111,17 @@ const (
 	Customer            = "customer"
 	Product             = "product"
 	SKU                 = "sku"
+	Voucher             = "voucher"
+	Redemption          = "redemption"
+	Publication         = "publication"
 )
+
+// decimal writes an amount in cents (JSON text or a number) as a decimal
+// with two places, as money is written elsewhere in the files.
+func decimal(sql string) string { return "CAST(ROUND(CAST(" + sql + " AS DECIMAL) / 100, 2) AS TEXT)" }
+
+// boolText writes a boolean as true or false.
+func boolText(sql string) string { return "CASE WHEN " + sql + " THEN 'true' ELSE 'false' END" }
 
 // objects are what Tally exports. Rows come in id order, which is creation
 // order (ids are time-ordered), so `created_at` and `-created_at` read an
@@ -199,18 +209,111 @@ var objects = map[string]object{
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"), "product_id": str("t.product_id"),
 			"source_id": str("t.source_id")},
 	},
+	// Vouchers (discount and gift, not those in the bin) and loyalty
+	// cards, as GET /v1/vouchers shows them. value is the discount's
+	// figure for its type (AMOUNT and FIXED money, PERCENT a percentage,
+	// UNIT a count), a gift card's amount, or a card's points.
+	Voucher: {
+		name: Voucher,
+		from: `FROM (SELECT v.id, v.code, v.type AS voucher_type, v.campaign_id, v.attrs, v.attrs->'metadata' AS metadata,
+				v.category, v.active, v.redemption_quantity, v.redeemed_quantity, v.holder_id, CAST(NULL AS INT8) AS points,
+				v.created_at, v.updated_at
+			FROM vouchers v WHERE v.project_id = $1 AND v.bin_id IS NULL
+			UNION ALL SELECT c.id, c.code, 'LOYALTY_CARD', c.campaign_id, CAST('{}' AS JSONB), NULLIF(c.metadata, CAST('null' AS JSONB)), NULL, true, NULL,
+				NULL, c.holder_id, c.balance, c.created_at, c.updated_at
+			FROM loyalty_cards c WHERE c.project_id = $1) t
+			LEFT JOIN campaigns k ON k.project_id = $1 AND k.id = t.campaign_id
+			LEFT JOIN customers cu ON cu.project_id = $1 AND cu.id = t.holder_id
+			WHERE TRUE`,
+		columns: cols(
+			text("id", "t.id"), text("code", "t.code"), text("voucher_type", "t.voucher_type"),
+			text("value", `CASE t.voucher_type WHEN 'LOYALTY_CARD' THEN CAST(t.points AS TEXT)
+				WHEN 'GIFT_VOUCHER' THEN `+decimal("t.attrs->'gift'->>'amount'")+`
+				ELSE CASE t.attrs->'discount'->>'type' WHEN 'AMOUNT' THEN `+decimal("t.attrs->'discount'->>'amount_off'")+`
+					WHEN 'FIXED' THEN `+decimal("t.attrs->'discount'->>'fixed_amount'")+`
+					WHEN 'PERCENT' THEN t.attrs->'discount'->>'percent_off'
+					WHEN 'UNIT' THEN t.attrs->'discount'->>'unit_off' END END`),
+			text("discount_type", "t.attrs->'discount'->>'type'"), text("campaign", "k.name"), text("campaign_id", "t.campaign_id"),
+			text("category", "t.category"), at("start_date", "CAST(t.attrs->>'start_date' AS TIMESTAMPTZ)"),
+			at("expiration_date", "CAST(t.attrs->>'expiration_date' AS TIMESTAMPTZ)"),
+			text("gift_balance", decimal("t.attrs->'gift'->>'balance'")), num("loyalty_balance", "t.points"),
+			num("redemption_quantity", "t.redemption_quantity"), num("redemption_count", "t.redeemed_quantity"),
+			text("active", boolText("t.active")), js("metadata", "t.metadata"),
+			text("is_referral_code", boolText("k.campaign_type IS NOT NULL AND k.campaign_type = 'REFERRAL_PROGRAM'")),
+			at("created_at", "t.created_at"), at("updated_at", "t.updated_at"),
+			text("validity_timeframe_interval", "t.attrs->'validity_timeframe'->>'interval'"),
+			text("validity_timeframe_duration", "t.attrs->'validity_timeframe'->>'duration'"),
+			js("validity_day_of_week", "t.attrs->'validity_day_of_week'"),
+			text("discount_amount_limit", decimal("t.attrs->'discount'->>'amount_limit'")),
+			text("additional_info", "t.attrs->>'additional_info'"), text("customer_id", "t.holder_id"),
+			text("customer_source_id", "cu.source_id"), text("discount_effect", "t.attrs->'discount'->>'effect'"),
+			text("discount_unit_type", "t.attrs->'discount'->>'unit_type'")),
+		defaults: []string{"code", "voucher_type", "value", "discount_type"},
+		filters: map[string]filters.Field{"created_at": when("t.created_at"), "updated_at": when("t.updated_at"), "id": str("t.id"),
+			"code": str("t.code"), "campaign_id": str("t.campaign_id"), "voucher_type": str("t.voucher_type"),
+			"category": str("t.category"), "customer_id": str("t.holder_id")},
+	},
+	// Redemptions as GET /v1/redemptions lists them: each redeemable of a
+	// stacked redemption (SUCCESS or FAILURE) and each reward a loyalty
+	// card paid for (POST /v1/loyalties/members/{id}/redemption).
+	Redemption: {
+		name: Redemption,
+		from: `FROM (SELECT r.id, r.created_at, r.code, r.campaign_id,
+				CASE WHEN r.object_type = 'promotion_tier' THEN r.object_id END AS promotion_tier_id, r.customer_id,
+				r.tracking_id, r.order_id, r.gift_amount, CAST(r.card_payment->>'points' AS INT8) AS points, r.result,
+				r.failure_code, r.view->>'failure_message' AS failure_message, r.view->'metadata' AS metadata
+			FROM stacked_redemptions r WHERE r.project_id = $1 AND r.parent_id IS NOT NULL
+			UNION ALL SELECT l.id, l.created_at, c.code, l.campaign_id, NULL, l.view->>'customer_id', l.view->>'tracking_id',
+				l.order_id, NULL, l.points, 'SUCCESS', NULL, NULL, l.view->'metadata'
+			FROM redemptions l LEFT JOIN loyalty_cards c ON c.project_id = l.project_id AND c.id = l.card_id
+			WHERE l.project_id = $1) t
+			LEFT JOIN campaigns k ON k.project_id = $1 AND k.id = t.campaign_id
+			LEFT JOIN customers cu ON cu.project_id = $1 AND cu.id = t.customer_id
+			LEFT JOIN orders o ON o.project_id = $1 AND o.id = t.order_id
+			WHERE TRUE`,
+		columns: cols(
+			text("id", "t.id"), text("object", "'redemption'"), at("date", "t.created_at"), text("voucher_code", "t.code"),
+			text("campaign", "k.name"), text("campaign_id", "t.campaign_id"), text("promotion_tier_id", "t.promotion_tier_id"),
+			text("customer_id", "t.customer_id"), text("customer_source_id", "cu.source_id"), text("customer_name", "cu.name"),
+			text("tracking_id", "t.tracking_id"), text("order_id", "t.order_id"), money("order_amount", "o.amount"),
+			money("gift_amount", "NULLIF(t.gift_amount, 0)"), num("loyalty_points", "t.points"), text("result", "t.result"),
+			text("failure_code", "t.failure_code"), text("failure_message", "t.failure_message"), js("metadata", "t.metadata")),
+		defaults: []string{"id", "object", "voucher_code", "customer_id", "date", "result"},
+		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"), "voucher_code": str("t.code"),
+			"customer_id": str("t.customer_id"), "campaign_id": str("t.campaign_id"), "result": str("t.result"),
+			"tracking_id": str("t.tracking_id"), "order_id": str("t.order_id")},
+	},
+	// Publications, one row per voucher given (a publication of several
+	// vouchers is several rows), failed attempts included.
+	Publication: {
+		name: Publication,
+		from: `FROM publications t LEFT JOIN publication_vouchers pv ON pv.project_id = t.project_id AND pv.publication_id = t.id
+			WHERE t.project_id = $1`,
+		columns: cols(
+			text("id", "t.id"), text("voucher_code", "COALESCE(pv.voucher_code, t.voucher_code)"),
+			text("customer_id", "t.customer_id"), text("customer_source_id", "t.tracking_id"), at("date", "t.created_at"),
+			text("channel", "t.channel"), text("campaign", "t.campaign_name"), text("campaign_id", "t.campaign_id"),
+			text("result", "t.result"), text("failure_code", "t.failure_code"), js("metadata", "t.metadata")),
+		defaults: []string{"voucher_code", "customer_id", "date", "channel"},
+		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"),
+			"voucher_code": str("COALESCE(pv.voucher_code, t.voucher_code)"), "customer_id": str("t.customer_id"),
+			"campaign_id": str("t.campaign_id"), "channel": str("t.channel"), "result": str("t.result")},
+	},
 }
 
 // orderColumn is the column rows are ordered by (id order is creation order).
 func (o object) orderColumn() string {
-	if o.name == PointsExpiration {
+	switch o.name {
+	case PointsExpiration:
 		return "b.expires_on, b.card_id" // by when the points expire
+	case Publication:
+		return "t.id, pv.position" // a publication's vouchers in its order
 	}
 	return "t.id"
 }
 
 // objectNames lists the exportable objects, for errors.
-const objectNames = "voucher_transactions, points_expiration, order, customer, product, sku"
+const objectNames = "voucher, redemption, publication, voucher_transactions, points_expiration, order, customer, product, sku"
 
 // cell holds one column's value of the current row, scanned in place.
 type cell struct {
