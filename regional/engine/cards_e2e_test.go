@@ -75,12 +75,13 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 		r   map[string]any
 		key string
 	}{
-		"no reward":          {map[string]any{"object": "voucher", "id": code}, "missing_reward"},
-		"an unoffered one":   {card(lone), "reward_not_assigned"},
-		"an unknown one":     {card("rew_nothing"), "not_found"},
-		"more than it holds": {card(coin, 1001), "loyalty_card_points_exceeded"},
-		"points of a price":  {card(mug, 10), "invalid_payload"},
-		"an unknown card":    {map[string]any{"object": "voucher", "id": "LC-NOTHING", "reward": map[string]any{"id": coin}}, "not_found"},
+		"no reward":           {map[string]any{"object": "voucher", "id": code}, "missing_reward"},
+		"no reward, by v_ id": {map[string]any{"object": "voucher", "id": cardID}, "missing_reward"},
+		"an unoffered one":    {card(lone), "reward_not_assigned"},
+		"an unknown one":      {card("rew_nothing"), "not_found"},
+		"more than it holds":  {card(coin, 1001), "loyalty_card_points_exceeded"},
+		"points of a price":   {card(mug, 10), "invalid_payload"},
+		"an unknown card":     {map[string]any{"object": "voucher", "id": "LC-NOTHING", "reward": map[string]any{"id": coin}}, "not_found"},
 	} {
 		v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{c.r}, "order": orderOf([2]int{5000, 1})})
 		if v["valid"] != false || refusal(v, 0) != c.key {

@@ -85,9 +85,10 @@ func (s *Service) HolderOf(ctx context.Context, projectID, campaignID, memberID 
 	return c.HolderID, err
 }
 
-// CardCodes says which of codes are loyalty cards' codes.
+// CardCodes says which of codes name loyalty cards, by code or by id.
 func CardCodes(ctx context.Context, q db.Querier, projectID string, codes []string) (map[string]bool, error) {
-	rows, err := q.Query(ctx, `SELECT code FROM loyalty_cards WHERE project_id = $1 AND code = ANY($2::TEXT[])`, projectID, codes)
+	rows, err := q.Query(ctx, `SELECT code FROM loyalty_cards WHERE project_id = $1 AND code = ANY($2::TEXT[])
+		UNION ALL SELECT id FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, codes)
 	if err != nil {
 		return nil, err
 	}
