@@ -56,6 +56,9 @@ func (k *call) bindField(field string) error {
 // bindObject binds a customer object: its id and source_id must name the
 // bound customer; with neither, it is the bound customer.
 func (k *call) bindObject(obj map[string]json.RawMessage) (changed bool, err error) {
+	if err := exactKeys(obj, "customer.", customerKeys); err != nil {
+		return false, err
+	}
 	named := false
 	for _, field := range []string{"id", "source_id"} {
 		var ref string

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -199,6 +200,13 @@ func (k *call) readBody() error {
 	} else if json.Unmarshal(k.raw, &k.body) != nil || k.body == nil {
 		k.body = nil
 	}
+	if err := exactKeys(k.body, "", guarded); err != nil {
+		return err
+	}
+	var cust map[string]json.RawMessage
+	if json.Unmarshal(k.body["customer"], &cust) == nil {
+		return exactKeys(cust, "customer.", customerKeys)
+	}
 	return nil
 }
 
@@ -210,6 +218,28 @@ func (k *call) set(field string, v any) {
 		b, _ = json.Marshal(fmt.Sprint(v))
 	}
 	k.body[field], k.changed = b, true
+}
+
+// guarded are the body's properties the client API checks (toggles, the
+// bound customer, cards), and customerKeys a customer object's.
+var (
+	guarded      = []string{"customer", "redeemables", "loyalty", "referral", "expiration_date"}
+	customerKeys = []string{"id", "source_id"}
+)
+
+// exactKeys refuses a property of obj written other than as names have
+// it: encoding/json matches a struct's field names without regard to case
+// (Unicode's simple folding: ſ is s), so the twin would read
+// EXPIRATION_DATE or ſource_id where a check of the exact key saw nothing.
+func exactKeys(obj map[string]json.RawMessage, where string, names []string) error {
+	for key := range obj {
+		for _, n := range names {
+			if key != n && strings.EqualFold(key, n) {
+				return apierr.InvalidPayload(fmt.Sprintf("%s%q: write the property as %q", where, key, n))
+			}
+		}
+	}
+	return nil
 }
 
 // need refuses an action the project has not enabled.

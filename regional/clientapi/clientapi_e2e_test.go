@@ -286,6 +286,16 @@ func TestACustomerBoundTokenActsOnlyForItsCustomer(t *testing.T) {
 		"ann's id as a source_id": map[string]any{"source_id": annID}} {
 		refused(bearer(shop, "POST", "/client/v1/events", event(c)), "customer_not_permitted", "an event for "+name)
 	}
+	// A key the twin's JSON decoding would read as another (case, or
+	// Unicode's folding: ſ is s) is refused, not let past the binding.
+	for _, body := range []map[string]any{
+		event(map[string]any{"ſource_id": "bob"}), event(map[string]any{"SOURCE_ID": "bob"}), event(map[string]any{"Id": bobID}),
+		{"event": "page_view", "Customer": map[string]any{"source_id": "bob"}},
+	} {
+		if r := bearer(shop, "POST", "/client/v1/events", body); r.Status != 400 || r.JSON(t)["key"] != "invalid_payload" {
+			t.Fatalf("%v: %d %s, want 400 invalid_payload", body, r.Status, r.Body)
+		}
+	}
 	refused(bearer(shop, "POST", "/client/v1/publish?campaign=Spring", map[string]any{"customer": bobID}), "customer_not_permitted", "publish to bob")
 	refused(bearer(shop, "POST", "/client/v1/publish?campaign=Spring", map[string]any{"customer": map[string]any{"source_id": "bob"}}),
 		"customer_not_permitted", "publish to bob by source_id")
@@ -327,6 +337,13 @@ func TestClientPublishSetsTheExpirationOnlyWhenEnabled(t *testing.T) {
 	if m := r.JSON(t); r.Status != 403 || m["key"] != "client_side_action_disabled" ||
 		!strings.Contains(m["details"].(string), "client_set_voucher_expiration_date_enabled") {
 		t.Fatalf("an expiration while the toggle is off: %d %s", r.Status, r.Body)
+	}
+	for _, key := range []string{"EXPIRATION_DATE", "Expiration_Date"} {
+		r := client(a, shop, "POST", "/client/v1/publish?campaign=Urgent", map[string]any{"customer": map[string]any{"source_id": "ann"},
+			key: at.Format(time.RFC3339Nano)})
+		if r.Status != 400 || r.JSON(t)["key"] != "invalid_payload" {
+			t.Fatalf("%s while the toggle is off: %d %s", key, r.Status, r.Body)
+		}
 	}
 	if l := a.OK("GET", "/v1/publications?campaign=Urgent", nil); l["total"] != 0.0 {
 		t.Fatalf("a refused publication was made: %v", l)
