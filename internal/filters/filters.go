@@ -258,6 +258,11 @@ func (f Filter) SQL(fields map[string]Field, args []any, now time.Time) (string,
 		}
 		if negated {
 			p = "NOT (" + p + ")"
+			if field.Also != "" && op != "$has_value" {
+				// Like a column without a value, a row with no value
+				// at all satisfies no negative condition but $is_unknown.
+				p = "(" + p + " AND (" + field.Column + " IS NOT NULL OR " + fmt.Sprintf(field.Also, "TRUE") + "))"
+			}
 		}
 		parts = append(parts, p)
 	}

@@ -64,6 +64,20 @@ func TestVouchersRedemptionsAndPublicationsExport(t *testing.T) {
 		t.Fatalf("vouchers, fields and filters:\n%v\nwant\n%v", recs, want)
 	}
 
+	// A figure stored as given but not a number is left empty, not a
+	// failed export.
+	// (An AMOUNT discount's amount_limit, which only PERCENT reads, is kept as sent.)
+	a.OK("POST", "/v1/vouchers/EX-ODD", map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "AMOUNT", "amount_off": 100, "amount_limit": "x"}})
+	recs = rowsOf(a, "voucher", map[string]any{"fields": []string{"code", "value", "discount_amount_limit"},
+		"filters": map[string]any{"code": map[string]any{"conditions": map[string]any{"$is": "EX-ODD"}}}})
+	if !reflect.DeepEqual(recs, [][]string{{"Code", "Value", "Discount Amount Limit"}, {"EX-ODD", "1.00", ""}}) {
+		t.Fatalf("a voucher with an odd amount_limit: %v", recs)
+	}
+	if r := a.Do("DELETE", "/v1/vouchers/EX-ODD?force=true", nil); r.Status != 204 {
+		t.Fatalf("delete EX-ODD: %d %s", r.Status, r.Body)
+	}
+
 	// Redemptions: a stacked one of two (a success each), a refused one
 	// (FAILURE), and a card paying for a reward.
 	a.OK("POST", "/v1/customers", map[string]any{"source_id": "bob", "name": "Bob"})

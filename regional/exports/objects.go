@@ -116,9 +116,13 @@ const (
 	Publication         = "publication"
 )
 
-// decimal writes an amount in cents (JSON text or a number) as a decimal
-// with two places, as money is written elsewhere in the files.
-func decimal(sql string) string { return "CAST(ROUND(CAST(" + sql + " AS DECIMAL) / 100, 2) AS TEXT)" }
+// decimal writes an amount in cents as a decimal with two places, as
+// money is written elsewhere in the files.
+// j is a JSON value; one that is not a number (stored as given) is empty
+// rather than a failed cast that would fail the whole export.
+func decimal(j string) string {
+	return "CASE WHEN jsonb_typeof(" + j + ") = 'number' THEN CAST(ROUND(CAST(CAST(" + j + " AS TEXT) AS DECIMAL) / 100, 2) AS TEXT) END"
+}
 
 // boolText writes a boolean as true or false.
 func boolText(sql string) string { return "CASE WHEN " + sql + " THEN 'true' ELSE 'false' END" }
@@ -224,19 +228,19 @@ var objects = map[string]object{
 			FROM loyalty_cards c WHERE c.project_id = $1) t
 			LEFT JOIN campaigns k ON k.project_id = $1 AND k.id = t.campaign_id
 			LEFT JOIN customers cu ON cu.project_id = $1 AND cu.id = t.holder_id
-			WHERE TRUE`,
+			WHERE (t.campaign_id IS NULL OR k.deleted_at IS NULL)`, // a deleted campaign's vouchers are gone from the API
 		columns: cols(
 			text("id", "t.id"), text("code", "t.code"), text("voucher_type", "t.voucher_type"),
 			text("value", `CASE t.voucher_type WHEN 'LOYALTY_CARD' THEN CAST(t.points AS TEXT)
-				WHEN 'GIFT_VOUCHER' THEN `+decimal("t.attrs->'gift'->>'amount'")+`
-				ELSE CASE t.attrs->'discount'->>'type' WHEN 'AMOUNT' THEN `+decimal("t.attrs->'discount'->>'amount_off'")+`
-					WHEN 'FIXED' THEN `+decimal("t.attrs->'discount'->>'fixed_amount'")+`
+				WHEN 'GIFT_VOUCHER' THEN `+decimal("t.attrs->'gift'->'amount'")+`
+				ELSE CASE t.attrs->'discount'->>'type' WHEN 'AMOUNT' THEN `+decimal("t.attrs->'discount'->'amount_off'")+`
+					WHEN 'FIXED' THEN `+decimal("t.attrs->'discount'->'fixed_amount'")+`
 					WHEN 'PERCENT' THEN t.attrs->'discount'->>'percent_off'
 					WHEN 'UNIT' THEN t.attrs->'discount'->>'unit_off' END END`),
 			text("discount_type", "t.attrs->'discount'->>'type'"), text("campaign", "k.name"), text("campaign_id", "t.campaign_id"),
 			text("category", "t.category"), at("start_date", "CAST(t.attrs->>'start_date' AS TIMESTAMPTZ)"),
 			at("expiration_date", "CAST(t.attrs->>'expiration_date' AS TIMESTAMPTZ)"),
-			text("gift_balance", decimal("t.attrs->'gift'->>'balance'")), num("loyalty_balance", "t.points"),
+			text("gift_balance", decimal("t.attrs->'gift'->'balance'")), num("loyalty_balance", "t.points"),
 			num("redemption_quantity", "t.redemption_quantity"), num("redemption_count", "t.redeemed_quantity"),
 			text("active", boolText("t.active")), js("metadata", "t.metadata"),
 			text("is_referral_code", boolText("k.campaign_type IS NOT NULL AND k.campaign_type = 'REFERRAL_PROGRAM'")),
@@ -244,7 +248,7 @@ var objects = map[string]object{
 			text("validity_timeframe_interval", "t.attrs->'validity_timeframe'->>'interval'"),
 			text("validity_timeframe_duration", "t.attrs->'validity_timeframe'->>'duration'"),
 			js("validity_day_of_week", "t.attrs->'validity_day_of_week'"),
-			text("discount_amount_limit", decimal("t.attrs->'discount'->>'amount_limit'")),
+			text("discount_amount_limit", decimal("t.attrs->'discount'->'amount_limit'")),
 			text("additional_info", "t.attrs->>'additional_info'"), text("customer_id", "t.holder_id"),
 			text("customer_source_id", "cu.source_id"), text("discount_effect", "t.attrs->'discount'->>'effect'"),
 			text("discount_unit_type", "t.attrs->'discount'->>'unit_type'")),

@@ -396,6 +396,14 @@ func TestPublishingSeveralVouchersAtOnce(t *testing.T) {
 	if l := a.OK("GET", "/v1/publications?result=FAILURE", nil); l["total"] != 1.0 {
 		t.Fatalf("failures: %v", l)
 	}
+	// The failure gave no code: a negative condition on the code does not
+	// hold for it (as for any field without a value), $is_unknown does.
+	for cond, want := range map[string]float64{"[$is_not]=NOPE": 1, "[$not_in][0]=NOPE": 1, "[$not_contain]=NOPE": 1, "[$is_unknown]=": 1} {
+		l := a.OK("GET", "/v1/publications?filters[voucher_code][conditions]"+cond, nil)
+		if l["total"] != want {
+			t.Errorf("after the failure, filters[voucher_code][conditions]%s: %v publications, want %v", cond, l["total"], want)
+		}
+	}
 	if l := a.OK("GET", "/v1/publications?result=SUCCESS", nil); l["total"] != 1.0 {
 		t.Fatalf("successes: %v", l)
 	}
@@ -519,9 +527,10 @@ func TestPublishingWithAnExpirationDate(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
 	campaign(a, "Soon", "STATIC", 5, nil)
-	at := time.Now().UTC().Add(2 * time.Second).Truncate(time.Millisecond)
-	p := a.OK("POST", "/v1/publications", map[string]any{"campaign": "Soon", "customer": map[string]any{"source_id": "ann"},
-		"expiration_date": at.Format(time.RFC3339Nano)})
+	at := a.E.Clock.Now().UTC().Add(time.Hour).Truncate(time.Millisecond)
+	first := map[string]any{"campaign": "Soon", "customer": map[string]any{"source_id": "ann"}, "source_id": "pub-ann",
+		"expiration_date": at.Format(time.RFC3339Nano)}
+	p := a.OK("POST", "/v1/publications", first)
 	code := voucherOf(t, p)["code"].(string)
 	if got := voucherOf(t, p)["expiration_date"]; got != at.Format("2006-01-02T15:04:05.000Z") {
 		t.Fatalf("the publication's voucher expires %v, want %v", got, at)
@@ -565,8 +574,18 @@ func TestPublishingWithAnExpirationDate(t *testing.T) {
 	if v := a.OK("GET", "/v1/vouchers/LATE-START", nil); v["holder_id"] != nil || v["expiration_date"] != nil {
 		t.Fatalf("a refused publication changed the voucher: %v", v)
 	}
-	// Once past, the voucher is refused.
-	time.Sleep(time.Until(at) + 50*time.Millisecond)
+	// Publishing again a voucher the customer holds cannot shorten it.
+	a.Fails("POST", "/v1/publications", map[string]any{"voucher": "OWN-1", "customer": map[string]any{"source_id": "cy"},
+		"expiration_date": later.Format(time.RFC3339Nano)}, 400, "invalid_payload")
+	if got := a.OK("GET", "/v1/vouchers/OWN-1", nil)["expiration_date"]; got != own.Format("2006-01-02T15:04:05.000Z") {
+		t.Fatalf("a publication of a held voucher changed it: %v", got)
+	}
+	// Once past, the voucher is refused; the first request sent again
+	// (its source_id) answers its publication, unchanged.
+	a.E.Clock.Advance(2 * time.Hour)
+	if again := a.OK("POST", "/v1/publications", first); again["id"] != p["id"] {
+		t.Fatalf("the publication asked again: %v, want %v", again["id"], p["id"])
+	}
 	v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code}},
 		"customer": map[string]any{"source_id": "ann"}, "order": map[string]any{"amount": 1000}})
 	if v["valid"] != false {

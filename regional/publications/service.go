@@ -157,9 +157,6 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request) (_ Vi
 	if err != nil {
 		return View{}, err
 	}
-	if r.ExpirationDate != nil && !r.ExpirationDate.After(s.now()) {
-		return View{}, apierr.InvalidPayload("expiration_date must be in the future: the vouchers given expire then")
-	}
 	var out View
 	var refused error
 	attempt := func() error {
@@ -217,11 +214,7 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 			return View{}, nil, err
 		}
 		if typ == "LOYALTY_PROGRAM" {
-			if r.ExpirationDate != nil {
-				return View{}, nil, apierr.InvalidPayload("expiration_date: " + p.campaign +
-					" is a loyalty program, whose cards expire as the program says; expiration_date is for discount, gift and referral vouchers")
-			}
-			return s.createCard(ctx, tx, projectID, id, p, pub, cust)
+			return s.createCard(ctx, tx, projectID, id, r, p, pub, cust)
 		}
 		c, err := s.vouchers.CampaignIn(ctx, tx, projectID, id)
 		if err != nil {
@@ -244,6 +237,9 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 				return View{}, nil, err
 			}
 		}
+		if err := s.checkExpiration(r); err != nil {
+			return View{}, nil, err
+		}
 		if p.count > 1 {
 			return s.createMany(ctx, tx, projectID, c, p.count, r.ExpirationDate, pub, cust)
 		}
@@ -253,8 +249,18 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 				fmt.Sprintf("Campaign %s has no free voucher left and is STATIC.", c.Name))
 		}
 	} else {
-		v, err = s.vouchers.ClaimCode(ctx, tx, projectID, *r.Voucher, cust.ID)
+		if err := s.checkExpiration(r); err != nil {
+			return View{}, nil, err
+		}
+		var held bool
+		v, held, err = s.vouchers.ClaimCode(ctx, tx, projectID, *r.Voucher, cust.ID)
 		pub.CampaignID, pub.CampaignName = v.CampaignID, v.CampaignName
+		if err == nil && held && r.ExpirationDate != nil {
+			// Publishing again a voucher the customer holds gives nothing:
+			// its life is not this publication's to shorten.
+			return View{}, nil, apierr.InvalidPayload(fmt.Sprintf("expiration_date: voucher %s is already %s's; "+
+				"expiration_date sets when the vouchers a publication gives expire", v.Code, cust.ID))
+		}
 	}
 	if err != nil {
 		return View{}, nil, err
@@ -283,6 +289,14 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 		return View{}, nil, err
 	}
 	return view, nil, s.events.Emit(ctx, tx, projectID, EventCustomerSucceeded, cust.ID, event)
+}
+
+// checkExpiration refuses an expiration_date that is not in the future.
+func (s *Service) checkExpiration(r Request) error {
+	if r.ExpirationDate != nil && !r.ExpirationDate.After(s.now()) {
+		return apierr.InvalidPayload("expiration_date must be in the future: the vouchers given expire then")
+	}
+	return nil
 }
 
 // createMany gives cust n free vouchers of c (campaign.count above 1) in
@@ -354,7 +368,7 @@ func (s *Service) createMany(ctx context.Context, tx pgx.Tx, projectID string, c
 // AUTO_UPDATE, a new one; it raises voucher.published for a card it
 // gives). A program is joined once: its publication is join_once, and a
 // count above 1 is refused.
-func (s *Service) createCard(ctx context.Context, tx pgx.Tx, projectID, campaignID string, p parsed, pub Publication,
+func (s *Service) createCard(ctx context.Context, tx pgx.Tx, projectID, campaignID string, r Request, p parsed, pub Publication,
 	cust customers.Customer) (View, error, error) {
 	if p.count > 1 {
 		return View{}, nil, apierr.InvalidPayload(fmt.Sprintf(
@@ -368,6 +382,10 @@ func (s *Service) createCard(ctx context.Context, tx pgx.Tx, projectID, campaign
 	}
 	if !errors.Is(err, db.ErrNotFound) {
 		return View{}, nil, err
+	}
+	if r.ExpirationDate != nil {
+		return View{}, nil, apierr.InvalidPayload("expiration_date: " + p.campaign +
+			" is a loyalty program, whose cards expire as the program says; expiration_date is for discount, gift and referral vouchers")
 	}
 	card, camp, err := s.loyalty.JoinIn(ctx, tx, projectID, campaignID, cust.ID)
 	simple := func(c loyalty.Campaign) map[string]any {

@@ -88,17 +88,19 @@ func (s *Service) ClaimFreeN(ctx context.Context, tx pgx.Tx, projectID string, c
 }
 
 // ClaimCode gives holderID the voucher with code (or id) in tx. A voucher
-// another customer holds is 400 voucher_already_published.
-func (s *Service) ClaimCode(ctx context.Context, tx pgx.Tx, projectID, code, holderID string) (Voucher, error) {
-	v, err := getVoucher(ctx, tx, projectID, code, true)
+// another customer holds is 400 voucher_already_published; held says
+// holderID held it already.
+func (s *Service) ClaimCode(ctx context.Context, tx pgx.Tx, projectID, code, holderID string) (v Voucher, held bool, err error) {
+	v, err = getVoucher(ctx, tx, projectID, code, true)
 	if err != nil {
-		return Voucher{}, err
+		return Voucher{}, false, err
 	}
 	if v.HolderID != nil && *v.HolderID != holderID {
-		return Voucher{}, apierr.New(http.StatusBadRequest, "voucher_already_published", "Voucher already published",
+		return Voucher{}, false, apierr.New(http.StatusBadRequest, "voucher_already_published", "Voucher already published",
 			fmt.Sprintf("Voucher %s is already published to another customer.", v.Code))
 	}
-	return v, s.hold(ctx, tx, projectID, &v, holderID)
+	held = v.HolderID != nil
+	return v, held, s.hold(ctx, tx, projectID, &v, holderID)
 }
 
 func (s *Service) hold(ctx context.Context, tx pgx.Tx, projectID string, v *Voucher, holderID string) error {
