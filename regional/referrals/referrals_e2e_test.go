@@ -114,6 +114,15 @@ func TestCustomEventConvertsEachRefereeOnceAndRewardsByTier(t *testing.T) {
 		len(rp["referral_tiers"].([]any)) != 2 || !strings.HasPrefix(p.code, "REF-") {
 		t.Fatalf("campaign: %v, code %s", p.campaign, p.code)
 	}
+	// The program's code says it is one, read alone or listed.
+	if v := a.OK("GET", "/v1/vouchers/"+p.code, nil); v["is_referral_code"] != true {
+		t.Fatalf("the referral code read: %v", v)
+	}
+	for _, x := range a.OK("GET", "/v1/vouchers?campaign_id="+p.campaign["id"].(string), nil)["vouchers"].([]any) {
+		if x.(map[string]any)["is_referral_code"] != true {
+			t.Fatalf("the referral code listed: %v", x)
+		}
+	}
 	// What a write accepts reads back.
 	if got := a.OK("GET", "/v1/campaigns/"+p.campaign["id"].(string), nil); fmt.Sprint(got["referral_program"]) != fmt.Sprint(rp) {
 		t.Fatalf("read back: %v, want %v", got["referral_program"], rp)

@@ -63,6 +63,7 @@ type Voucher struct {
 	HolderID     *string
 	CreatedAt    time.Time
 	UpdatedAt    *time.Time
+	Referral     bool // a code of a referral program (joined when read)
 }
 
 // View is the reference's Voucher shape.
@@ -132,7 +133,7 @@ func (v Voucher) View() View {
 		CategoryID: catID, Categories: cats, Type: v.Type, Discount: a.Discount, Gift: a.Gift,
 		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate),
 		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
-		Active: v.Active, AdditionalInfo: a.AdditionalInfo, Metadata: meta, HolderID: v.HolderID,
+		Active: v.Active, AdditionalInfo: a.AdditionalInfo, Metadata: meta, HolderID: v.HolderID, IsReferralCode: v.Referral,
 		CreatedAt: jsonx.Time{Time: v.CreatedAt}, UpdatedAt: jsonx.Ptr(v.UpdatedAt),
 		Redemption: RedemptionView{Quantity: v.Quantity, RedeemedQuantity: v.Redeemed, Object: "list",
 			URL: "/v1/vouchers/" + esc + "/redemptions?page=1&limit=10"},

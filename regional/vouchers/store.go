@@ -22,7 +22,7 @@ import (
 // The columns of a voucher, with its campaign's name and its category (v
 // is vouchers, c campaigns, cat categories), in scanRow's order.
 var voucherColumns = `v.id, v.code, v.campaign_id, c.name, v.type, v.attrs, v.category, v.category_id, ` + categories.Columns("cat") +
-	`, v.active, v.redemption_quantity, v.redeemed_quantity, v.holder_id, v.created_at, v.updated_at`
+	`, v.active, v.redemption_quantity, v.redeemed_quantity, v.holder_id, v.created_at, v.updated_at, c.campaign_type`
 
 const voucherFrom = ` FROM vouchers v LEFT JOIN campaigns c ON c.project_id = v.project_id AND c.id = v.campaign_id
 	LEFT JOIN categories cat ON cat.project_id = v.project_id AND cat.id = v.category_id`
@@ -32,11 +32,14 @@ const voucherFrom = ` FROM vouchers v LEFT JOIN campaigns c ON c.project_id = v.
 func scanRow(r pgx.Row, v *Voucher) ([]byte, error) {
 	var attrs []byte
 	var cat categories.Nullable
+	var campaignType *string
 	if err := r.Scan(append(append([]any{&v.ID, &v.Code, &v.CampaignID, &v.CampaignName, &v.Type, &attrs, &v.Category,
-		&v.CategoryID}, cat.Dests()...), &v.Active, &v.Quantity, &v.Redeemed, &v.HolderID, &v.CreatedAt, &v.UpdatedAt)...); err != nil {
+		&v.CategoryID}, cat.Dests()...), &v.Active, &v.Quantity, &v.Redeemed, &v.HolderID, &v.CreatedAt, &v.UpdatedAt,
+		&campaignType)...); err != nil {
 		return nil, err
 	}
 	v.Cat = cat.Get()
+	v.Referral = campaignType != nil && *campaignType == "REFERRAL_PROGRAM"
 	return attrs, nil
 }
 
