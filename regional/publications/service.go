@@ -254,7 +254,7 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 		}
 		var held bool
 		v, held, err = s.vouchers.ClaimCode(ctx, tx, projectID, *r.Voucher, cust.ID)
-		pub.CampaignID, pub.CampaignName = v.CampaignID, v.CampaignName
+		pub.CampaignID, pub.CampaignName, pub.IsReferralCode = v.CampaignID, v.CampaignName, v.Referral
 		if err == nil && held && r.ExpirationDate != nil {
 			// Publishing again a voucher the customer holds gives nothing:
 			// its life is not this publication's to shorten.
@@ -353,7 +353,7 @@ func (s *Service) createMany(ctx context.Context, tx pgx.Tx, projectID string, c
 	}
 	for _, v := range vs {
 		vv := v.View()
-		vv.Publish.Count, vv.IsReferralCode = counts[v.ID], pub.IsReferralCode
+		vv.Publish.Count = counts[v.ID]
 		if err := s.events.Emit(ctx, tx, projectID, vouchers.EventVoucherPublished, v.ID,
 			map[string]any{"customer": cust.Simple(), "publication": view, "voucher": vv, "campaign": simple}); err != nil {
 			return View{}, nil, err
@@ -487,7 +487,6 @@ func (s *Service) full(ctx context.Context, tx pgx.Tx, projectID string, pub Pub
 		return View{}, err
 	}
 	vv.Publish.Count = counts[v.ID]
-	vv.IsReferralCode = pub.IsReferralCode
 	view.Voucher = vv
 	return view, nil
 }

@@ -123,6 +123,11 @@ func TestCustomEventConvertsEachRefereeOnceAndRewardsByTier(t *testing.T) {
 			t.Fatalf("the referral code listed: %v", x)
 		}
 	}
+	// Published again by its code, to its holder: still a referral code.
+	holder := a.OK("GET", "/v1/vouchers/"+p.code, nil)["holder_id"]
+	if again := a.OK("POST", "/v1/publications", map[string]any{"voucher": p.code, "customer": holder}); again["voucher"].(map[string]any)["is_referral_code"] != true {
+		t.Fatalf("the referral code published by its code: %v", again["voucher"])
+	}
 	// What a write accepts reads back.
 	if got := a.OK("GET", "/v1/campaigns/"+p.campaign["id"].(string), nil); fmt.Sprint(got["referral_program"]) != fmt.Sprint(rp) {
 		t.Fatalf("read back: %v, want %v", got["referral_program"], rp)
