@@ -55,19 +55,28 @@ func TestOneTraceFollowsARequestFromRouterToDatabase(t *testing.T) {
 		t.Fatalf("no %s span in the trace; spans: %v", what, names)
 		return tracetest.SpanStub{}
 	}
-	scope := func(name string) func(tracetest.SpanStub) bool {
-		return func(s tracetest.SpanStub) bool { return s.InstrumentationScope.Name == name }
+	attr := func(s tracetest.SpanStub, key string) string {
+		for _, a := range s.Attributes {
+			if string(a.Key) == key {
+				return a.Value.Emit()
+			}
+		}
+		return ""
 	}
 	const echoScope = "go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
 	routerServer := find(func(s tracetest.SpanStub) bool {
 		return s.SpanKind == trace.SpanKindServer && s.Parent.SpanID() == root.SpanContext().SpanID()
 	}, "router server")
-	forward := find(scope("github.com/tallyhq/tally/router"), "router forward")
+	// The router's server span is the request's one span there, and the
+	// regional server span is its child.
 	regionalServer := find(func(s tracetest.SpanStub) bool {
-		return s.InstrumentationScope.Name == echoScope && s.Parent.SpanID() == forward.SpanContext.SpanID()
+		return s.InstrumentationScope.Name == echoScope && s.Parent.SpanID() == routerServer.SpanContext.SpanID()
 	}, "regional server")
-	if forward.Parent.SpanID() != routerServer.SpanContext.SpanID() {
-		t.Fatalf("forward span is not a child of the router's server span")
+	if got := attr(routerServer, "tally.upstream"); got != "cluster us1" {
+		t.Fatalf("router span's tally.upstream = %q, want the cluster it forwarded to", got)
+	}
+	if got := attr(routerServer, "tally.api_version"); got == "" {
+		t.Fatalf("router span carries no tally.api_version")
 	}
 	if regionalServer.SpanKind != trace.SpanKindServer {
 		t.Fatalf("regional span kind %v", regionalServer.SpanKind)

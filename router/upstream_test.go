@@ -251,3 +251,28 @@ func TestARequestThatFailedBeforeAnyByteWasSentIsRetriedWhateverItsMethod(t *tes
 
 func bufioReader(c net.Conn) *bufio.Reader  { return bufio.NewReaderSize(c, 16<<10) }
 func bufioWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 16<<10) }
+
+// An idempotent request on a connection used moments ago is written without
+// first checking that the upstream still holds it (peekAfter): when the
+// upstream has closed it meanwhile, the retry answers it, processed once.
+func TestAGetOnAConnectionTheUpstreamJustClosedIsAnsweredOnce(t *testing.T) {
+	up := &countingUpstream{seen: map[string]int{}}
+	srv := httptest.NewUnstartedServer(up)
+	srv.Config.IdleTimeout = 100 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	g := newEdge(t, srv)
+	if st, _ := g.do(t, "GET", "/warm", ""); st != 200 {
+		t.Fatal(st)
+	}
+	time.Sleep(300 * time.Millisecond) // closed by the upstream, idle for less than peekAfter
+	for _, method := range []string{"GET", "DELETE"} {
+		if st, _ := g.do(t, method, "/v1/thing", ""); st != 200 {
+			t.Fatalf("%s on a connection the upstream closed: %d", method, st)
+		}
+		if n := up.count(method + " /v1/thing"); n != 1 {
+			t.Fatalf("%s processed %d times", method, n)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}

@@ -91,27 +91,39 @@ var errInvalid = errors.New("identity: invalid or missing identity header")
 // Sign renders id as a header value. Fields must not contain '|' (the
 // customer, which may, is escaped).
 func (s *Signer) Sign(id Identity) string {
-	var b strings.Builder
-	b.Grow(160)
-	b.WriteString(version)
-	for _, f := range [...]string{id.Audience, id.ProjectID, id.Cluster, id.Method, id.Path, id.Kind, id.KeyID,
+	fields := [...]string{id.Audience, id.ProjectID, id.Cluster, id.Method, id.Path, id.Kind, id.KeyID,
 		strings.Join(id.Scopes, ","), id.APIVersion, id.RequestID, strconv.FormatInt(id.Expires.Unix(), 10),
-		url.QueryEscape(id.Customer)} {
-		b.WriteByte('|')
-		b.WriteString(f)
+		url.QueryEscape(id.Customer)}
+	n := len(version) + len(fields) + 1 + base64.RawURLEncoding.EncodedLen(sha256.Size)
+	for _, f := range fields {
+		n += len(f)
 	}
-	payload := b.String()
-	return payload + "." + s.mac(payload)
+	// One buffer of the header's exact size: payload, dot, signature.
+	b := make([]byte, 0, n)
+	b = append(b, version...)
+	for _, f := range fields {
+		b = append(b, '|')
+		b = append(b, f...)
+	}
+	sig := s.sum(b)
+	b = append(b, '.')
+	b = base64.RawURLEncoding.AppendEncode(b, sig[:])
+	return string(b)
 }
 
 func (s *Signer) mac(payload string) string {
+	sum := s.sum([]byte(payload))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func (s *Signer) sum(payload []byte) [sha256.Size]byte {
 	h := s.pool.Get().(hash.Hash)
 	h.Reset()
-	h.Write([]byte(payload))
+	h.Write(payload)
 	var sum [sha256.Size]byte
-	out := base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
+	h.Sum(sum[:0])
 	s.pool.Put(h)
-	return out
+	return sum
 }
 
 // Verify checks a header value and returns the identity it carries.

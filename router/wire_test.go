@@ -1,0 +1,113 @@
+package router
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// writeRequest must put on the wire what net/http's Request.Write would for
+// every kind of request the forwarder sends: read back by net/http's own
+// parser, both give the same request.
+func TestWriteRequestIsReadAsRequestWriteIs(t *testing.T) {
+	u, _ := url.Parse("http://regional:8081/v1/customers/cust_1?expand=a%2Cb&x=%20")
+	u.RawPath = "/v1/customers/cust%2F1"
+	for _, tc := range []struct {
+		name, method string
+		body         string
+		length       int64 // -1: a body of unknown length
+		header       http.Header
+	}{
+		{"GET without a body", "GET", "", 0, http.Header{"X-A": {"1", "2"}, "User-Agent": nil, "Accept": {"application/json"}}},
+		{"HEAD", "HEAD", "", 0, http.Header{"User-Agent": {"sdk/1.0"}}},
+		{"POST with a body", "POST", `{"source_id":"a"}`, 17, http.Header{"Content-Type": {"application/json"}, "Content-Length": {"17"}}},
+		{"POST without a body", "POST", "", 0, http.Header{}},
+		{"DELETE without a body", "DELETE", "", 0, http.Header{"X-Tally-Identity": {"v1|x.y"}}},
+		{"PUT streamed", "PUT", strings.Repeat("chunk ", 5000), -1, http.Header{"Content-Type": {"text/csv"}}},
+		{"a value with spaces around it", "GET", "", 0, http.Header{"X-B": {"  padded\t"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mk := func() *http.Request {
+				r := &http.Request{Method: tc.method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+					Header: tc.header.Clone(), Host: u.Host, ContentLength: tc.length}
+				if tc.body != "" {
+					r.Body = io.NopCloser(strings.NewReader(tc.body)) // not a known in-memory reader
+				}
+				if tc.header["User-Agent"] == nil {
+					r.Header["User-Agent"] = nil // as the forwarder sends it
+				}
+				return r
+			}
+			var ours, theirs bytes.Buffer
+			w := bufio.NewWriter(&ours)
+			if err := writeRequest(w, mk()); err != nil {
+				t.Fatal(err)
+			}
+			w.Flush()
+			if err := mk().Write(&theirs); err != nil {
+				t.Fatal(err)
+			}
+			a, b := readBack(t, ours.Bytes()), readBack(t, theirs.Bytes())
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("read back differently:\n ours   %+v\n theirs %+v\nwire:\n%s", a, b, ours.Bytes())
+			}
+		})
+	}
+}
+
+type readRequest struct {
+	Method, RequestURI, Host string
+	Header                   http.Header
+	ContentLength            int64
+	TransferEncoding         []string
+	Body                     string
+}
+
+func readBack(t *testing.T, wire []byte) readRequest {
+	t.Helper()
+	br := bufio.NewReader(bytes.NewReader(wire))
+	r, err := http.ReadRequest(br)
+	if err != nil {
+		t.Fatalf("%v in\n%s", err, wire)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatalf("body: %v", err)
+	}
+	if br.Buffered() != 0 {
+		t.Fatalf("%d bytes after the request", br.Buffered())
+	}
+	return readRequest{r.Method, r.RequestURI, r.Host, r.Header, r.ContentLength, r.TransferEncoding, string(body)}
+}
+
+// A value cannot add a header line of its own, whatever it holds.
+func TestWriteRequestKeepsALineBreakInAValueOnOneLine(t *testing.T) {
+	u, _ := url.Parse("http://regional/v1/x")
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	r := &http.Request{Method: "GET", URL: u, Host: u.Host, Header: http.Header{"X-A": {"a\r\nX-Tally-Identity: forged"}}}
+	if err := writeRequest(w, r); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	got := readBack(t, buf.Bytes())
+	if got.Header.Get("X-Tally-Identity") != "" || got.Header.Get("X-A") != "a  X-Tally-Identity: forged" {
+		t.Fatalf("headers read back: %v", got.Header)
+	}
+}
+
+// A body that ends before its announced length is an error, never a
+// request the upstream waits on for the rest.
+func TestWriteRequestRefusesABodyShorterThanAnnounced(t *testing.T) {
+	u, _ := url.Parse("http://regional/v1/x")
+	r := &http.Request{Method: "POST", URL: u, Host: u.Host, Header: http.Header{},
+		Body: io.NopCloser(strings.NewReader("short")), ContentLength: 10}
+	if err := writeRequest(bufio.NewWriter(io.Discard), r); err == nil {
+		t.Fatal("a 5-byte body announced as 10 was written")
+	}
+}
