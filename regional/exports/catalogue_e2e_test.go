@@ -2,7 +2,9 @@ package exports_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 )
@@ -148,5 +150,90 @@ func TestVouchersRedemptionsAndPublicationsExport(t *testing.T) {
 	if recs := file(other, done["result"].(map[string]any)["url"].(string)); !reflect.DeepEqual(recs,
 		[][]string{{"Code", "Voucher Type", "Value", "Discount Type"}, {"THEIRS", "DISCOUNT_VOUCHER", "0.01", "AMOUNT"}}) {
 		t.Fatalf("another project's vouchers: %v", recs)
+	}
+}
+
+// Exports sort by every `order` the reference lists for their object, and
+// filter on any metadata key (`metadata.<key>`), the key taken as data.
+func TestExportsSortByTheReferencesOrdersAndFilterOnMetadata(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	voucher := func(code string, metadata map[string]any) {
+		body := map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 100}}
+		if metadata != nil {
+			body["metadata"] = metadata
+		}
+		a.OK("POST", "/v1/vouchers/"+code, body)
+	}
+	voucher("EX-C", map[string]any{"shelf": "B", "rank": 2})
+	voucher("EX-A", map[string]any{"shelf": "A", "it's": "q"})
+	voucher("EX-B", nil)
+	a.E.Clock.Advance(time.Minute)
+	a.OK("PUT", "/v1/vouchers/EX-C", map[string]any{"metadata": map[string]any{"shelf": "B", "rank": 2, "seen": true}})
+
+	codes := func(parameters map[string]any) []string {
+		t.Helper()
+		parameters["fields"] = []string{"code"}
+		var out []string
+		for _, r := range rowsOf(a, "voucher", parameters)[1:] {
+			out = append(out, r[0])
+		}
+		return out
+	}
+	for _, c := range []struct {
+		order string
+		want  []string
+	}{
+		{"code", []string{"EX-A", "EX-B", "EX-C"}},
+		{"-code", []string{"EX-C", "EX-B", "EX-A"}},
+		{"created_at", []string{"EX-C", "EX-A", "EX-B"}},
+		{"-created_at", []string{"EX-B", "EX-A", "EX-C"}},
+		{"-updated_at", []string{"EX-C", "EX-B", "EX-A"}}, // EX-C changed last; the others never changed
+	} {
+		if got := codes(map[string]any{"order": c.order}); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("order %s: %v, want %v", c.order, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		filter map[string]any
+		want   []string
+	}{
+		{map[string]any{"metadata.shelf": map[string]any{"conditions": map[string]any{"$is": "A"}}}, []string{"EX-A"}},
+		{map[string]any{"metadata.rank": map[string]any{"conditions": map[string]any{"$is": 2}}}, []string{"EX-C"}},
+		{map[string]any{"metadata.it's": map[string]any{"conditions": map[string]any{"$is": "q"}}}, []string{"EX-A"}},
+		{map[string]any{"metadata.shelf": map[string]any{"conditions": map[string]any{"$is_unknown": true}}}, []string{"EX-B"}},
+		{map[string]any{"junction": "or", "metadata.seen": map[string]any{"$is": "true"}, "code": map[string]any{"$is": "EX-B"}},
+			[]string{"EX-C", "EX-B"}},
+	} {
+		if got := codes(map[string]any{"filters": c.filter, "order": "-code"}); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("filters %v: %v, want %v", c.filter, got, c.want)
+		}
+	}
+	// What is not an order or a filter of the object is a 400 that says so.
+	for _, body := range []map[string]any{
+		{"exported_object": "voucher", "parameters": map[string]any{"order": "name"}},
+		{"exported_object": "voucher", "parameters": map[string]any{"filters": map[string]any{"metadata.": map[string]any{"$is": "x"}}}},
+		{"exported_object": "voucher", "parameters": map[string]any{"filters": map[string]any{"metadata.a\nb": map[string]any{"$is": "x"}}}},
+		{"exported_object": "voucher", "parameters": map[string]any{"filters": map[string]any{"metadata.shelf": map[string]any{"$after": "x"}}}},
+		{"exported_object": "voucher_transactions", "parameters": map[string]any{"filters": map[string]any{"metadata.shelf": map[string]any{"$is": "x"}}}},
+	} {
+		if r := a.Do("POST", "/v1/exports", body); r.Status != 400 || !strings.Contains(string(r.Body), "invalid_export_params") {
+			t.Errorf("%v: %d %s, want 400 invalid_export_params", body, r.Status, r.Body)
+		}
+	}
+
+	// Customers by email, a customer without one first.
+	a.OK("POST", "/v1/customers", map[string]any{"source_id": "cu-b", "email": "b@example.com", "metadata": map[string]any{"tier": "gold"}})
+	a.OK("POST", "/v1/customers", map[string]any{"source_id": "cu-none"})
+	a.OK("POST", "/v1/customers", map[string]any{"source_id": "cu-a", "email": "a@example.com"})
+	recs := rowsOf(a, "customer", map[string]any{"order": "email", "fields": []string{"source_id", "email"}})
+	want := [][]string{{"Source ID", "Email"}, {"cu-none", ""}, {"cu-a", "a@example.com"}, {"cu-b", "b@example.com"}}
+	if !reflect.DeepEqual(recs, want) {
+		t.Fatalf("customers by email:\n%v\nwant\n%v", recs, want)
+	}
+	recs = rowsOf(a, "customer", map[string]any{"fields": []string{"source_id"},
+		"filters": map[string]any{"metadata.tier": map[string]any{"$is": "gold"}}})
+	if !reflect.DeepEqual(recs, [][]string{{"Source ID"}, {"cu-b"}}) {
+		t.Fatalf("customers by metadata: %v", recs)
 	}
 }

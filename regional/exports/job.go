@@ -179,7 +179,8 @@ func (s *Service) produce(ctx context.Context, job *async.Job, e export, run str
 	if err != nil {
 		return nil, err
 	}
-	f, err := filters.FromJSON(rawFilters, o.filters, "parameters.filters", "invalid_export_params")
+	fields := o.metadataFilters(rawFilters)
+	f, err := filters.FromJSON(rawFilters, fields, "parameters.filters", "invalid_export_params")
 	if err != nil {
 		return nil, err
 	}
@@ -192,13 +193,8 @@ func (s *Service) produce(ctx context.Context, job *async.Job, e export, run str
 		}
 		cs[i], exprs[i] = c, c.sql
 	}
-	cond, args := f.SQL(o.filters, []any{job.ProjectID}, s.now())
-	dir := "ASC"
-	if strings.HasPrefix(p.Order, "-") {
-		dir = "DESC"
-	}
-	orderBy := o.orderColumn()
-	orderBy = strings.ReplaceAll(orderBy, ",", " "+dir+",") + " " + dir
+	cond, args := f.SQL(fields, []any{job.ProjectID}, s.now())
+	orderBy := o.orderBy(p.Order)
 
 	// One snapshot for the count and the rows: writes committed while the
 	// file is made are in neither.

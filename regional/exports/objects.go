@@ -1,6 +1,8 @@
 package exports
 
 import (
+	"encoding/json"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +38,21 @@ type object struct {
 	columns  []column
 	defaults []string
 	filters  map[string]filters.Field
+	// sorts are the `order` values (each also with a leading - for
+	// descending), the default first, as the reference lists them for the
+	// object: each the SQL it sorts by before the tiebreak (none for the
+	// creation order, which the tiebreak is). A text is sorted with NULL as
+	// '', so PostgreSQL and CockroachDB, which place NULLs at opposite ends,
+	// give the same file.
+	sorts []sortBy
+	// metadata is the SQL of the object's metadata, which `metadata.<key>`
+	// filters read; empty when the object has none.
+	metadata string
 }
+
+type sortBy struct{ key, sql string }
+
+func by(key, sql string) sortBy { return sortBy{key, sql} }
 
 func (o object) column(key string) (column, bool) {
 	for _, c := range o.columns {
@@ -57,12 +73,68 @@ func (o object) keys(withoutCampaign bool) string {
 	return strings.Join(ks, ", ")
 }
 
-// orders are the object's `order` values, the default first.
-func (o object) orders() [2]string {
-	if o.name == PointsExpiration {
-		return [2]string{"expires_at", "-expires_at"}
+// order checks an `order` value, returning the sort it names.
+func (o object) order(v string) (sortBy, bool) {
+	for _, x := range o.sorts {
+		if v == x.key || v == "-"+x.key {
+			return x, true
+		}
 	}
-	return [2]string{"created_at", "-created_at"}
+	return sortBy{}, false
+}
+
+// orderNames lists the object's `order` values, for errors.
+func (o object) orderNames() string {
+	var ns []string
+	for _, x := range o.sorts {
+		ns = append(ns, x.key, "-"+x.key)
+	}
+	return strings.Join(ns, ", ")
+}
+
+// orderBy is the ORDER BY of an export in order v (checked): what v sorts
+// by, then the tiebreak, all ascending or all descending.
+func (o object) orderBy(v string) string {
+	dir := " ASC"
+	if strings.HasPrefix(v, "-") {
+		dir = " DESC"
+	}
+	x, _ := o.order(v)
+	var parts []string
+	if x.sql != "" {
+		parts = append(parts, x.sql+dir)
+	}
+	for _, c := range strings.Split(o.orderColumn(), ", ") {
+		parts = append(parts, c+dir)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// metadataFilters adds to the object's filters a `metadata.<key>` filter
+// for each such key raw (the request's filters) names: a string field of
+// the metadata's value at key, as text. A key is written into the SQL as a
+// quoted literal; one that is empty, longer than 100 bytes or holds a
+// control character is not a filter, and the parser refuses it by name.
+func (o object) metadataFilters(raw json.RawMessage) map[string]filters.Field {
+	var top map[string]json.RawMessage
+	if o.metadata == "" || json.Unmarshal(raw, &top) != nil {
+		return o.filters
+	}
+	var out map[string]filters.Field
+	for name := range top {
+		key, ok := strings.CutPrefix(name, "metadata.")
+		if !ok || key == "" || len(key) > 100 || strings.ContainsFunc(key, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(o.filters)
+		}
+		out[name] = filters.Field{Kind: filters.String, Column: "(" + o.metadata + ")->>'" + strings.ReplaceAll(key, "'", "''") + "'"}
+	}
+	if out == nil {
+		return o.filters
+	}
+	return out
 }
 
 // label is the header of a column: the key in title case, "id" as "ID"
@@ -148,6 +220,7 @@ var objects = map[string]object{
 		defaults: []string{"id", "type", "source_id", "reason", "source", "balance", "amount", "created_at"},
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "voucher_id": str("t.card_id"),
 			"campaign_id": str("t.campaign_id"), "type": str("t.type"), "id": str("t.id")},
+		sorts: []sortBy{by("created_at", "")},
 	},
 	// Points that will expire: the cards' dated buckets (an expired bucket
 	// is taken off its card by the expiry sweep, so every row is ACTIVE).
@@ -161,6 +234,7 @@ var objects = map[string]object{
 		defaults: []string{"id", "campaign_id", "voucher_id", "status", "expires_at", "points"},
 		filters: map[string]filters.Field{"campaign_id": str("c.campaign_id"), "voucher_id": str("b.card_id"),
 			"created_at": when("b.created_at")},
+		sorts: []sortBy{by("expires_at", "")},
 	},
 	Order: {
 		name: Order,
@@ -173,6 +247,9 @@ var objects = map[string]object{
 		defaults: []string{"id", "source_id", "status"},
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "status": str("t.status"),
 			"customer_id": str("t.customer_id"), "id": str("t.id"), "source_id": str("t.source_id")},
+		sorts: []sortBy{by("created_at", ""), by("updated_at", "COALESCE(t.updated_at, t.created_at)"),
+			by("status", "COALESCE(t.status, '')")},
+		metadata: "t.metadata",
 	},
 	Customer: {
 		name: Customer,
@@ -189,6 +266,10 @@ var objects = map[string]object{
 		defaults: []string{"name", "source_id"},
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"), "source_id": str("t.source_id"),
 			"email": str("t.email")},
+		sorts: []sortBy{by("created_at", ""), by("name", "COALESCE(t.attrs->>'name', '')"), by("id", ""),
+			by("email", "COALESCE(t.email, '')"), by("source_id", "COALESCE(t.source_id, '')"),
+			by("updated_at", "COALESCE(t.updated_at, t.created_at)")},
+		metadata: "t.attrs->'metadata'",
 	},
 	// Live products and SKUs; what is in the bin is not exported.
 	Product: {
@@ -200,6 +281,8 @@ var objects = map[string]object{
 			at("created_at", "t.created_at"), at("updated_at", "t.updated_at")),
 		defaults: []string{"id", "source_id", "name", "price"},
 		filters:  map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"), "source_id": str("t.source_id")},
+		sorts:    []sortBy{by("created_at", "")},
+		metadata: "t.metadata",
 	},
 	SKU: {
 		name: SKU,
@@ -212,6 +295,8 @@ var objects = map[string]object{
 		defaults: []string{"id", "product_id", "source_id", "sku", "price"},
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"), "product_id": str("t.product_id"),
 			"source_id": str("t.source_id")},
+		sorts:    []sortBy{by("created_at", "")},
+		metadata: "t.metadata",
 	},
 	// Vouchers (discount and gift, not those in the bin) and loyalty
 	// cards, as GET /v1/vouchers shows them. value is the discount's
@@ -256,6 +341,9 @@ var objects = map[string]object{
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "updated_at": when("t.updated_at"), "id": str("t.id"),
 			"code": str("t.code"), "campaign_id": str("t.campaign_id"), "voucher_type": str("t.voucher_type"),
 			"category": str("t.category"), "customer_id": str("t.holder_id")},
+		sorts: []sortBy{by("created_at", ""), by("updated_at", "COALESCE(t.updated_at, t.created_at)"),
+			by("code", "COALESCE(t.code, '')")},
+		metadata: "t.metadata",
 	},
 	// Redemptions as GET /v1/redemptions lists them: each redeemable of a
 	// stacked redemption (SUCCESS or FAILURE) and each reward a loyalty
@@ -286,6 +374,9 @@ var objects = map[string]object{
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"), "voucher_code": str("t.code"),
 			"customer_id": str("t.customer_id"), "campaign_id": str("t.campaign_id"), "result": str("t.result"),
 			"tracking_id": str("t.tracking_id"), "order_id": str("t.order_id")},
+		sorts: []sortBy{by("created_at", ""), by("id", ""), by("voucher_code", "COALESCE(t.code, '')"),
+			by("tracking_id", "COALESCE(t.tracking_id, '')"), by("customer_id", "COALESCE(t.customer_id, '')")},
+		metadata: "t.metadata",
 	},
 	// Publications, one row per voucher given (a publication of several
 	// vouchers is several rows), failed attempts included.
@@ -302,6 +393,10 @@ var objects = map[string]object{
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"),
 			"voucher_code": str("COALESCE(pv.voucher_code, t.voucher_code)"), "customer_id": str("t.customer_id"),
 			"campaign_id": str("t.campaign_id"), "channel": str("t.channel"), "result": str("t.result")},
+		sorts: []sortBy{by("created_at", ""), by("id", ""), by("voucher_code", "COALESCE(pv.voucher_code, t.voucher_code, '')"),
+			by("tracking_id", "COALESCE(t.tracking_id, '')"), by("customer_id", "COALESCE(t.customer_id, '')"),
+			by("channel", "COALESCE(t.channel, '')")},
+		metadata: "t.metadata",
 	},
 }
 

@@ -140,8 +140,7 @@ func (sc scope) scoped(o object) bool { return sc != (scope{}) && o.name == Vouc
 // normalise checks a request against the object's columns and returns the
 // parameters to store.
 func normalise(o object, r Request, sc scope) (Parameters, filters.Filter, error) {
-	orders := o.orders()
-	p := Parameters{ResponseFormat: "CSV", Order: orders[0]}
+	p := Parameters{ResponseFormat: "CSV", Order: o.sorts[0].key}
 	var rawOrder, rawFields, rawFilters json.RawMessage
 	rawOrder = r.Order
 	if r.Parameters != nil {
@@ -155,8 +154,11 @@ func normalise(o object, r Request, sc scope) (Parameters, filters.Filter, error
 	}
 	if len(rawOrder) > 0 && string(rawOrder) != "null" {
 		var ord string
-		if err := json.Unmarshal(rawOrder, &ord); err != nil || (ord != "" && ord != orders[0] && ord != orders[1]) {
-			return p, filters.Filter{}, invalid("order", fmt.Sprintf("must be %s or %s, got %s", orders[0], orders[1], clip(string(rawOrder))))
+		if err := json.Unmarshal(rawOrder, &ord); err != nil {
+			return p, filters.Filter{}, invalid("order", fmt.Sprintf("must be one of %s, got %s", o.orderNames(), clip(string(rawOrder))))
+		}
+		if _, ok := o.order(ord); !ok && ord != "" {
+			return p, filters.Filter{}, invalid("order", fmt.Sprintf("must be one of %s, got %s", o.orderNames(), clip(string(rawOrder))))
 		}
 		if ord != "" {
 			p.Order = ord
@@ -184,7 +186,7 @@ func normalise(o object, r Request, sc scope) (Parameters, filters.Filter, error
 	if len(p.Fields) == 0 {
 		p.Fields = o.defaults
 	}
-	f, err := filters.FromJSON(rawFilters, o.filters, "parameters.filters", "invalid_export_params")
+	f, err := filters.FromJSON(rawFilters, o.metadataFilters(rawFilters), "parameters.filters", "invalid_export_params")
 	if err != nil {
 		return p, f, err
 	}
@@ -217,7 +219,7 @@ func normalise(o object, r Request, sc scope) (Parameters, filters.Filter, error
 			p.Filters["voucher_id"] = in(sc.cardID)
 		}
 		raw, _ := json.Marshal(p.Filters)
-		if f, err = filters.FromJSON(raw, o.filters, "parameters.filters", "invalid_export_params"); err != nil {
+		if f, err = filters.FromJSON(raw, o.metadataFilters(raw), "parameters.filters", "invalid_export_params"); err != nil {
 			return p, f, err
 		}
 	}
