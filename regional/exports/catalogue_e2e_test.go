@@ -166,7 +166,7 @@ func TestExportsSortByTheReferencesOrdersAndFilterOnMetadata(t *testing.T) {
 		a.OK("POST", "/v1/vouchers/"+code, body)
 	}
 	voucher("EX-C", map[string]any{"shelf": "B", "rank": 2})
-	voucher("EX-A", map[string]any{"shelf": "A", "it's": "q"})
+	voucher("EX-A", map[string]any{"shelf": "A", "it's": "q", `x'); SELECT $1 \`: "odd"})
 	voucher("EX-B", nil)
 	a.E.Clock.Advance(time.Minute)
 	a.OK("PUT", "/v1/vouchers/EX-C", map[string]any{"metadata": map[string]any{"shelf": "B", "rank": 2, "seen": true}})
@@ -201,6 +201,7 @@ func TestExportsSortByTheReferencesOrdersAndFilterOnMetadata(t *testing.T) {
 		{map[string]any{"metadata.shelf": map[string]any{"conditions": map[string]any{"$is": "A"}}}, []string{"EX-A"}},
 		{map[string]any{"metadata.rank": map[string]any{"conditions": map[string]any{"$is": 2}}}, []string{"EX-C"}},
 		{map[string]any{"metadata.it's": map[string]any{"conditions": map[string]any{"$is": "q"}}}, []string{"EX-A"}},
+		{map[string]any{`metadata.x'); SELECT $1 \`: map[string]any{"$is": "odd"}}, []string{"EX-A"}},
 		{map[string]any{"metadata.shelf": map[string]any{"conditions": map[string]any{"$is_unknown": true}}}, []string{"EX-B"}},
 		{map[string]any{"junction": "or", "metadata.seen": map[string]any{"$is": "true"}, "code": map[string]any{"$is": "EX-B"}},
 			[]string{"EX-C", "EX-B"}},
