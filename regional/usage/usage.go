@@ -29,6 +29,11 @@ type Counter struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	n    map[key]int64
+	// flushing is held for the whole of a flush, so that a flush returns
+	// only once every count taken before it is in the database: a reader's
+	// flush that found nothing to add must still wait for the ticker's
+	// flush that took the counts a moment before and is writing them.
+	flushing sync.Mutex
 }
 
 // NewCounter returns a counter over a regional database.
@@ -66,6 +71,8 @@ func (c *Counter) Run(ctx context.Context, interval time.Duration) {
 
 // Flush adds the counts gathered so far to the database.
 func (c *Counter) Flush(ctx context.Context) {
+	c.flushing.Lock()
+	defer c.flushing.Unlock()
 	c.mu.Lock()
 	batch := c.n
 	c.n = map[key]int64{}

@@ -1,0 +1,84 @@
+package usage_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbtest"
+	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/regional/usage"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// A flush that finds nothing to add still returns only once the flush
+// before it, which took the counts and is writing them, has committed: the
+// usage endpoint flushes before it reads, and read nothing when the
+// ticker's flush was mid-write.
+func TestAFlushWaitsForTheFlushInProgress(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.Shared(t, "api").NewDatabase(t)
+	if err := db.Migrate(ctx, url, regional.Migrations, regional.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := db.Open(ctx, url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c := usage.NewCounter(pool, slog.Default())
+	call := func() {
+		e := echo.New()
+		r := httptest.NewRequest("GET", "/v1/customers", nil)
+		r = r.WithContext(identity.With(r.Context(), identity.Identity{ProjectID: "proj_1"}))
+		if err := c.Middleware(func(echo.Context) error { return nil })(e.NewContext(r, httptest.NewRecorder())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := func() int64 {
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT calls FROM api_usage WHERE project_id = 'proj_1'`).Scan(&n); err != nil {
+			t.Error(err)
+		}
+		return n
+	}
+	call()
+	c.Flush(ctx)
+
+	// Hold the day's row, so that the next flush stops mid-write.
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `SELECT calls FROM api_usage WHERE project_id = 'proj_1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	call()
+	first := make(chan struct{})
+	go func() { c.Flush(ctx); close(first) }()
+	for waiting := 0; waiting == 0; {
+		time.Sleep(5 * time.Millisecond)
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := make(chan int64)
+	go func() { c.Flush(ctx); seen <- calls() }()
+	time.Sleep(200 * time.Millisecond)
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-seen; n != 2 {
+		t.Fatalf("after a flush, the day's calls read %d, want 2", n)
+	}
+	<-first
+}
