@@ -52,8 +52,12 @@ func main() {
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
 	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, engine, exports, events, cors, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
+	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's saturation phase, the webhook run, or the point additions (with -only)")
 	flag.Parse()
+	if memProfile != "" {
+		runtime.MemProfileRate = 64 << 10 // finer than the default 512 KiB
+	}
 	flog.SetLogLevel(flog.Warning)
 	runtimex.TuneGC() // as `tally` itself does
 	if err := run(*duration, *out, *nginxBin, *only); err != nil {
@@ -61,7 +65,7 @@ func main() {
 	}
 }
 
-var cpuProfile string
+var cpuProfile, memProfile string
 
 // rounds of the saturation phase per path.
 const rounds = 3
@@ -324,8 +328,19 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 				}
 				_ = pprof.StartCPUProfile(f)
 			}
+			heap := memProfile != "" && round == 0 && strings.Contains(t.name, "Bearer")
+			if heap {
+				if err := writeHeap(memProfile + ".base"); err != nil {
+					return err
+				}
+			}
 			sat, err := load(t.url, t.headers(), 0, d, 32)
 			pprof.StopCPUProfile()
+			if heap {
+				if err := writeHeap(memProfile); err != nil {
+					return err
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -568,3 +583,15 @@ type discard struct{}
 
 func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discard) Shutdown(context.Context) error                             { return nil }
+
+// writeHeap writes the allocations made so far (a heap profile's
+// alloc_space and alloc_objects) to path.
+func writeHeap(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC() // the profile is as of the last collection
+	return pprof.Lookup("allocs").WriteTo(f, 0)
+}
