@@ -136,9 +136,14 @@ func TestJobRunAgainGoesOnFromItsCheckpoint(t *testing.T) {
 		return a
 	}
 	w1ctx, stop1 := context.WithCancel(ctx)
-	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(w1ctx)
+	p1 := open(t, url)
+	go async.NewWorker(p1, reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(w1ctx)
 	waitFor(t, 20*time.Second, func() bool { return get().Progress == 50 })
 	stop1() // no more claims from the first worker; its run hangs on
+	// A dead worker extends no lease: without its database, the hung run's
+	// heartbeat cannot win the lease back after it lapses below (it did,
+	// when a beat fell between the lapse and the second worker's claim).
+	p1.Close()
 	if _, err := p.Exec(ctx, `UPDATE outbox SET run_after = now() WHERE project_id = 'proj_a'`); err != nil {
 		t.Fatal(err) // the lease lapses
 	}
