@@ -80,6 +80,29 @@ func TestVouchersRedemptionsAndPublicationsExport(t *testing.T) {
 		t.Fatalf("delete EX-ODD: %d %s", r.Status, r.Body)
 	}
 
+	// A formula, a unit discount's effect and the rules assigned to a
+	// voucher, in the order they were assigned.
+	formula := a.OK("POST", "/v1/vouchers/EX-FORMULA", map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "PERCENT", "percent_off": 5, "percent_off_formula": "IF(ORDER_AMOUNT > 100;10;5)"}})
+	rule := func(name string) string {
+		id := a.OK("POST", "/v1/validation-rules", map[string]any{"name": name, "type": "advanced",
+			"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{100}}},
+				"logic": "1"}})["id"].(string)
+		a.OK("POST", "/v1/validation-rules/"+id+"/assignments", map[string]any{"related_object_type": "voucher", "related_object_id": formula["id"]})
+		return id
+	}
+	first, second := rule("first"), rule("second")
+	recs = rowsOf(a, "voucher", map[string]any{"order": "code", "fields": []string{"code", "formula", "discount_unit_effect", "validation_rules_id"},
+		"filters": map[string]any{"code": map[string]any{"conditions": map[string]any{"$in": []string{"EX-FORMULA", "EX-UNIT", "EX-AMOUNT"}}}}})
+	want = [][]string{{"Code", "Formula", "Discount Unit Effect", "Validation Rules ID"}, {"EX-AMOUNT", "", "", ""},
+		{"EX-FORMULA", "IF(ORDER_AMOUNT > 100;10;5)", "", first + "," + second}, {"EX-UNIT", "", "ADD_MISSING_ITEMS", ""}}
+	if !reflect.DeepEqual(recs, want) {
+		t.Fatalf("formula, unit effect and rules:\n%v\nwant\n%v", recs, want)
+	}
+	if r := a.Do("DELETE", "/v1/vouchers/EX-FORMULA?force=true", nil); r.Status != 204 {
+		t.Fatalf("delete EX-FORMULA: %d %s", r.Status, r.Body)
+	}
+
 	// Redemptions: a stacked one of two (a success each), a refused one
 	// (FAILURE), and a card paying for a reward.
 	a.OK("POST", "/v1/customers", map[string]any{"source_id": "bob", "name": "Bob"})
@@ -136,7 +159,8 @@ func TestVouchersRedemptionsAndPublicationsExport(t *testing.T) {
 	}
 
 	for _, bad := range []map[string]any{
-		{"exported_object": "voucher", "parameters": map[string]any{"fields": []string{"qr_code"}}},
+		{"exported_object": "voucher", "parameters": map[string]any{"fields": []string{"qr_code"}}}, // Tally draws no codes
+
 		{"exported_object": "redemption", "parameters": map[string]any{"fields": []string{"code"}}},
 		{"exported_object": "publication", "parameters": map[string]any{"filters": map[string]any{"nope": map[string]any{"conditions": map[string]any{"$is": "x"}}}}},
 	} {

@@ -336,7 +336,17 @@ var objects = map[string]object{
 			text("discount_amount_limit", decimal("t.attrs->'discount'->'amount_limit'")),
 			text("additional_info", "t.attrs->>'additional_info'"), text("customer_id", "t.holder_id"),
 			text("customer_source_id", "cu.source_id"), text("discount_effect", "t.attrs->'discount'->>'effect'"),
-			text("discount_unit_type", "t.attrs->'discount'->>'unit_type'")),
+			text("discount_unit_type", "t.attrs->'discount'->>'unit_type'"),
+			text("discount_unit_effect", "CASE t.attrs->'discount'->>'type' WHEN 'UNIT' THEN t.attrs->'discount'->>'effect' END"),
+			// The formula of the discount's own figure, as its value is.
+			text("formula", `CASE t.attrs->'discount'->>'type' WHEN 'AMOUNT' THEN t.attrs->'discount'->>'amount_off_formula'
+				WHEN 'PERCENT' THEN t.attrs->'discount'->>'percent_off_formula'
+				WHEN 'FIXED' THEN t.attrs->'discount'->>'fixed_amount_formula'
+				WHEN 'UNIT' THEN t.attrs->'discount'->>'unit_off_formula' END`),
+			// The rules assigned to the voucher itself, comma-separated in
+			// the order they were assigned.
+			text("validation_rules_id", `(SELECT string_agg(a.rule_id, ',' ORDER BY a.id) FROM validation_rule_assignments a
+				WHERE a.project_id = $1 AND a.related_object_id = t.id)`)),
 		defaults: []string{"code", "voucher_type", "value", "discount_type"},
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "updated_at": when("t.updated_at"), "id": str("t.id"),
 			"code": str("t.code"), "campaign_id": str("t.campaign_id"), "voucher_type": str("t.voucher_type"),
