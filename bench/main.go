@@ -53,7 +53,7 @@ func main() {
 	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, engine, exports, events, cors, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's saturation phase, the webhook run, or the point additions (with -only)")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, or the point additions (with -only)")
 	flag.Parse()
 	if memProfile != "" {
 		runtime.MemProfileRate = 64 << 10 // finer than the default 512 KiB
@@ -321,7 +321,7 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 	for round := 0; round < satRounds; round++ {
 		for i, t := range targets {
 			fmt.Fprintf(os.Stderr, "bench: %s at saturation, round %d\n", t.name, round+1)
-			if cpuProfile != "" && round == 0 && strings.Contains(t.name, "router") {
+			if cpuProfile != "" && round == 0 && strings.Contains(t.name, "Bearer") {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
 					return err
