@@ -47,10 +47,13 @@ var hopHeaders = map[string]bool{
 
 // Headers the router consumes: credentials never travel past the edge, and a
 // client cannot smuggle its own identity or forwarding claims upstream.
+// Expect is the router's to meet: its server sends the client's 100 Continue
+// as the forward reads the body; passed on, it would have the upstream send
+// one more interim answer down the pooled connection.
 var consumedHeaders = map[string]bool{
 	"X-App-Token": true, "X-Management-Token": true, "X-Client-Token": true, "Authorization": true,
 	"X-Tally-Identity": true, "X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
-	"Forwarded": true, "X-Real-Ip": true, "X-Request-Id": true,
+	"Forwarded": true, "X-Real-Ip": true, "X-Request-Id": true, "Expect": true,
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}

@@ -262,12 +262,25 @@ func (p *connPool) try(ctx context.Context, req *http.Request, fresh bool) (*exc
 		return fail(err)
 	}
 	resp, err := http.ReadResponse(c.br, req)
+	// An interim answer (100 Continue, 103 Early Hints) is not the answer:
+	// taken for it, the final one would be left on the connection for the
+	// next request to read as its own.
+	for n := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 &&
+		resp.StatusCode != http.StatusSwitchingProtocols; n++ {
+		if n == maxInterim {
+			return fail(errors.New("router: too many interim answers from the upstream"))
+		}
+		resp, err = http.ReadResponse(c.br, req)
+	}
 	if err != nil {
 		return fail(err)
 	}
 	_ = c.SetDeadline(time.Time{})
 	return &exchange{resp: resp, conn: c, pool: p, stop: stop}, nil
 }
+
+// maxInterim bounds the 1xx answers read before a request's final one.
+const maxInterim = 5
 
 // maxReplay bounds the request body the pool keeps to send again. Beyond
 // it, a request whose bytes reached the upstream is not retried. (One that
