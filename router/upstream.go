@@ -242,7 +242,10 @@ func idempotent(method string) bool {
 }
 
 func (p *connPool) try(ctx context.Context, req *http.Request, fresh bool) (*exchange, error) {
-	c, reused, err := p.get(ctx, fresh, idempotent(req.Method))
+	// The peek is spared only where the retry can stand in for it: an
+	// idempotent request whose body, if any, can be sent again whole.
+	replayable := req.Body == nil || (req.ContentLength > 0 && req.ContentLength <= maxReplay)
+	c, reused, err := p.get(ctx, fresh, idempotent(req.Method) && replayable)
 	if err != nil {
 		return nil, err
 	}
