@@ -31,8 +31,10 @@ var ownRequestHeaders = map[string]bool{
 func writeRequest(w *bufio.Writer, req *http.Request) error {
 	uri := req.URL.RequestURI()
 	for i := 0; i < len(uri); i++ {
-		if b := uri[i]; b < ' ' || b == 0x7f {
-			return errors.New("router: a control character in the request's URL")
+		if b := uri[i]; b <= ' ' || b == 0x7f {
+			// A space would end the request target early and make the
+			// rest of it the version.
+			return errors.New("router: a space or a control character in the request's URL")
 		}
 	}
 	method := req.Method

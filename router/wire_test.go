@@ -111,3 +111,15 @@ func TestWriteRequestRefusesABodyShorterThanAnnounced(t *testing.T) {
 		t.Fatal("a 5-byte body announced as 10 was written")
 	}
 }
+
+// A space in the target (a raw query is passed on as it came) would split
+// the request line: it is refused, never written.
+func TestWriteRequestRefusesASpaceInTheTarget(t *testing.T) {
+	u := &url.URL{Scheme: "http", Host: "regional", Path: "/v1/x", RawQuery: "a=1 HTTP/1.1"}
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	if err := writeRequest(w, &http.Request{Method: "GET", URL: u, Host: u.Host, Header: http.Header{}}); err == nil {
+		w.Flush()
+		t.Fatalf("written:\n%s", buf.Bytes())
+	}
+}
