@@ -112,8 +112,8 @@ func (o object) orderBy(v string) string {
 
 // metadataFilters adds to the object's filters a `metadata.<key>` filter
 // for each such key raw (the request's filters) names: a string field of
-// the metadata's value at key, as text. A key is written into the SQL as a
-// quoted literal; one that is empty, longer than 100 bytes or holds a
+// the metadata's value at key, as text. A key is written into the SQL as an
+// escape string literal (escapeString); one that is empty, longer than 100 bytes or holds a
 // control character is not a filter, and the parser refuses it by name.
 func (o object) metadataFilters(raw json.RawMessage) map[string]filters.Field {
 	var top map[string]json.RawMessage
@@ -129,12 +129,21 @@ func (o object) metadataFilters(raw json.RawMessage) map[string]filters.Field {
 		if out == nil {
 			out = maps.Clone(o.filters)
 		}
-		out[name] = filters.Field{Kind: filters.String, Column: "(" + o.metadata + ")->>'" + strings.ReplaceAll(key, "'", "''") + "'"}
+		out[name] = filters.Field{Kind: filters.String, Column: "(" + o.metadata + ")->>" + escapeString(key)}
 	}
 	if out == nil {
 		return o.filters
 	}
 	return out
+}
+
+// escapeString is s as an escape string literal (E'…', in PostgreSQL and
+// CockroachDB alike): its quotes doubled and its backslashes too, it reads
+// the same whatever standard_conforming_strings says. In a plain '…'
+// literal with that setting off, a backslash escapes the quote after it,
+// and a key ending one lets the rest of the key run as SQL.
+func escapeString(s string) string {
+	return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
 }
 
 // label is the header of a column: the key in title case, "id" as "ID"
