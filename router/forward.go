@@ -171,8 +171,8 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 		span.RecordError(err)
 		if body.err != nil {
 			// The client's body could not be read (a malformed chunk, a
-			// body cut short): the client's fault, not the upstream's.
-			span.SetStatus(codes.Error, "request body unreadable")
+			// body cut short): the client's fault, not the upstream's, and
+			// a 4xx leaves a server span's status unset.
 			return apierr.InvalidPayload("The request body could not be read: " + body.err.Error() + ".")
 		}
 		span.SetStatus(codes.Error, "upstream unreachable")

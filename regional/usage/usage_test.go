@@ -64,7 +64,10 @@ func TestAFlushWaitsForTheFlushInProgress(t *testing.T) {
 	call()
 	first := make(chan struct{})
 	go func() { c.Flush(ctx); close(first) }()
-	for waiting := 0; waiting == 0; {
+	for waiting, deadline := 0, time.Now().Add(10*time.Second); waiting == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the flush never waited on the held row")
+		}
 		time.Sleep(5 * time.Millisecond)
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
