@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -229,7 +230,7 @@ func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {
 	if lim.Requests <= 0 || lim.Seconds <= 0 {
 		return verdict{}
 	}
-	key := projectID + "|" + ip + "|" + strconv.Itoa(lim.Requests) + "/" + strconv.Itoa(lim.Seconds)
+	key := projectID + "|" + addrKey(ip) + "|" + strconv.Itoa(lim.Requests) + "/" + strconv.Itoa(lim.Seconds)
 	b, ok := l.clients.Get(key)
 	if !ok {
 		b = rate.NewLimiter(rate.Limit(float64(lim.Requests)/float64(lim.Seconds)), lim.Requests)
@@ -249,6 +250,27 @@ func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {
 	v.remaining = int64(b.TokensAt(now))
 	v.reset = now.Add(time.Duration(float64(v.limit-v.remaining) / float64(lim.Requests) * float64(v.window)))
 	return v
+}
+
+// addrKey is what a client address's bucket is kept by: an IPv4 address
+// (an IPv4-mapped one as IPv4, any port a proxy appended dropped), or an
+// IPv6 address's /64, which one subscriber holds whole and whose 2^64
+// addresses its host may take at will (each would otherwise be a fresh
+// bucket, and the limit none). Text that is no address is kept as it came.
+func addrKey(s string) string {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		ap, perr := netip.ParseAddrPort(s)
+		if perr != nil {
+			return s
+		}
+		a = ap.Addr()
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		return netip.PrefixFrom(a, 64).Masked().String()
+	}
+	return a.String()
 }
 
 // tightest is the verdict the headers show: a refusal, or the window with

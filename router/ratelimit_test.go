@@ -138,3 +138,29 @@ func TestClientAddressesGetTheirOwnBuckets(t *testing.T) {
 		t.Fatal("a second later the bucket has a token again")
 	}
 }
+
+// One client holds a whole IPv6 /64 (a host picks any address of it at
+// will) and may be seen as IPv4 or IPv4-mapped IPv6, or with a port a
+// proxy appended: none of these is a fresh bucket.
+func TestAnAddressCannotDodgeItsBucket(t *testing.T) {
+	l := newLimiter(&fakeQuota{used: map[string]int64{}})
+	now := time.Now()
+	l.now = func() time.Time { return now }
+	for _, set := range [][]string{
+		{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9", "2001:DB8:1:2::3", "2001:db8:1:2::4", "[2001:db8:1:2::7]:443"},
+		{"198.51.100.7", "::ffff:198.51.100.7", "198.51.100.7:5000", "198.51.100.7", "198.51.100.7", "198.51.100.7"},
+	} {
+		for i, ip := range set {
+			v := l.client("p", ip, tenancy.DefaultClientIPLimit)
+			if i < 5 && v.refused {
+				t.Fatalf("%s (request %d) refused", ip, i+1)
+			}
+			if i == 5 && !v.refused {
+				t.Fatalf("the sixth request, from %s, was served: %v get their own buckets", ip, set)
+			}
+		}
+	}
+	if v := l.client("p", "2001:db8:1:3::1", tenancy.DefaultClientIPLimit); v.refused {
+		t.Fatal("another /64 was refused")
+	}
+}
