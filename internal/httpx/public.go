@@ -21,8 +21,9 @@ type PublicOptions struct {
 	// 60 s), WriteTimeout the handling and the response (default 120 s),
 	// IdleTimeout a kept-alive connection between requests (default 60 s).
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// MaxConnsPerIP caps the open connections of one client address
-	// (default 256); connections past it are closed as soon as accepted.
+	// MaxConnsPerIP caps the open connections of one client address, an
+	// IPv6 one's /64 (default 256); connections past it are closed as
+	// soon as accepted.
 	MaxConnsPerIP int
 	// Exempt addresses (trusted proxies, whose connections carry many
 	// clients) are not capped.
@@ -76,9 +77,14 @@ func (l *perIPListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return c, nil // not an IP connection (a test pipe): nothing to count
 		}
-		ip := ap.Addr().Unmap()
+		ip := ap.Addr().Unmap().WithZone("")
 		if l.exempt != nil && l.exempt(ip) {
 			return c, nil
+		}
+		if ip.Is6() {
+			// One client holds a whole /64 and may connect from any of
+			// its addresses: the cap is the /64's.
+			ip = netip.PrefixFrom(ip, 64).Masked().Addr()
 		}
 		l.mu.Lock()
 		if l.open[ip] >= l.max {

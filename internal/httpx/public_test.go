@@ -157,3 +157,51 @@ func TestConnectionsPerAddressAreCapped(t *testing.T) {
 		}
 	}
 }
+
+// fakeListener hands out pipe connections that seem to come from addrs.
+type fakeListener struct {
+	addrs chan string
+}
+
+type addrConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c addrConn) RemoteAddr() net.Addr { return c.remote }
+
+func (l *fakeListener) Accept() (net.Conn, error) {
+	a, ok := <-l.addrs
+	if !ok {
+		return nil, net.ErrClosed
+	}
+	c, _ := net.Pipe()
+	return addrConn{Conn: c, remote: net.TCPAddrFromAddrPort(netip.MustParseAddrPort(a))}, nil
+}
+func (l *fakeListener) Close() error   { return nil }
+func (l *fakeListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// An IPv6 client holds a whole /64 and may connect from any address of
+// it: the cap is the /64's. Another /64 has its own.
+func TestTheConnectionCapHoldsAnIPv6ClientsWholeSlash64(t *testing.T) {
+	refused := prometheus.NewCounter(prometheus.CounterOpts{Name: "refused"})
+	in := &fakeListener{addrs: make(chan string, 8)}
+	l := &perIPListener{Listener: in, max: 2, refused: refused, open: map[netip.Addr]int{}}
+	for _, a := range []string{"[2001:db8:1:2::1]:1000", "[2001:db8:1:2::2]:1000", "[2001:db8:1:2:abcd::9]:1000",
+		"[2001:db8:1:3::1]:1000"} {
+		in.addrs <- a
+	}
+	close(in.addrs)
+	var got []string
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			break
+		}
+		defer c.Close()
+		got = append(got, c.RemoteAddr().String())
+	}
+	if len(got) != 3 || testutil.ToFloat64(refused) != 1 || got[2] != "[2001:db8:1:3::1]:1000" {
+		t.Fatalf("accepted %v with %v refused; want the third of 2001:db8:1:2::/64 refused", got, testutil.ToFloat64(refused))
+	}
+}
