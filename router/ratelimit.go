@@ -27,7 +27,8 @@ import (
 //     time. When the database cannot be reached, a replica keeps serving on
 //     its share of the window (what its leases were of the window's use so
 //     far, all of it before any lease) and counts the requests so let
-//     through in tally_ratelimit_fail_open_total.
+//     through in tally_ratelimit_fail_open_total; its next lease, once the
+//     database answers, charges them to the window's row.
 //   - per client address on the client-side API (/client/v1/…), a project
 //     setting (default 5 per 5 s): a token bucket per project and address on
 //     each replica.
@@ -55,6 +56,18 @@ type window struct {
 	spent       bool      // a lease got nothing: refuse until the window ends
 	lastWant    int64     // the size of the last lease asked
 	refilling   bool      // a lease is being taken in the background
+	owed        int64     // let through failing open, not yet charged to the window's row
+}
+
+// credit adds a lease to the window: what it granted pays first for the
+// requests let through failing open, and the rest is handed out.
+func (w *window) credit(granted, used int64) {
+	paid := min(granted, w.owed)
+	w.owed -= paid
+	w.local += granted - paid
+	w.granted += granted
+	w.centralUsed = max(w.centralUsed, used)
+	w.spent = granted == 0
 }
 
 type limiter struct {
@@ -133,7 +146,7 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.start.Equal(start) { // a new window: what was left of the last is gone
-		w.start, w.first, w.local, w.granted, w.taken, w.centralUsed, w.spent = start, now, 0, 0, 0, 0, false
+		w.start, w.first, w.local, w.granted, w.taken, w.centralUsed, w.spent, w.owed = start, now, 0, 0, 0, 0, false, 0
 	}
 	v := verdict{name: name, limit: limit, window: length, reset: start.Add(length)}
 	remaining := func() int64 { return max(0, limit-w.centralUsed+w.local) }
@@ -145,7 +158,9 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 		want := int64(math.Ceil(float64(w.taken) / elapsed))
 		want = min(max(want, 1), max(limit/20, 1))
 		w.lastWant = want
-		granted, used, err := l.store.LeaseQuota(ctx, projectID, length, start, want, limit)
+		// The requests let through while the database was away are
+		// leased too, so that the window's row counts them.
+		granted, used, err := l.store.LeaseQuota(ctx, projectID, length, start, want+w.owed, limit)
 		if err != nil {
 			// Fail open on this replica's share of the window.
 			share := limit
@@ -154,6 +169,7 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 			}
 			if w.taken < share {
 				w.taken++
+				w.owed++
 				l.failOpen.Inc()
 				v.remaining = max(0, share-w.taken)
 				return v
@@ -161,10 +177,7 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 			v.refused = true
 			return v
 		}
-		w.local += granted
-		w.granted += granted
-		w.centralUsed = used
-		w.spent = granted == 0
+		w.credit(granted, used)
 	}
 	if w.local == 0 {
 		v.refused = true
@@ -194,10 +207,7 @@ func (l *limiter) refill(w *window, projectID string, length time.Duration, star
 	if err != nil || !w.start.Equal(start) {
 		return // the next blocking lease tries again; another window's quota is void
 	}
-	w.local += granted
-	w.granted += granted
-	w.centralUsed = max(w.centralUsed, used)
-	w.spent = granted == 0
+	w.credit(granted, used)
 }
 
 // dropOld deletes windows over two hours old, and access tokens a day

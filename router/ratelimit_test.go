@@ -164,3 +164,40 @@ func TestAnAddressCannotDodgeItsBucket(t *testing.T) {
 		t.Fatal("another /64 was refused")
 	}
 }
+
+// What a replica let through while the database was away is charged to
+// the window when it is back: one replica keeps to the limit (the
+// documented worst case is N × the limit for N replicas), rather than
+// failing open on the whole limit and then leasing the window's rest.
+func TestRequestsLetThroughFailingOpenAreChargedWhenTheDatabaseIsBack(t *testing.T) {
+	store := &fakeQuota{used: map[string]int64{}}
+	now := time.Date(2026, 11, 23, 10, 0, 1, 0, time.UTC)
+	l := newLimiter(store)
+	l.now = func() time.Time { return now }
+	accepted := 0
+	send := func(n int) {
+		for range n {
+			now = now.Add(10 * time.Millisecond)
+			if vs := l.project(context.Background(), "proj_f", 100, 0); !vs[0].refused {
+				accepted++
+			}
+		}
+	}
+	send(1)
+	store.mu.Lock()
+	store.down = true
+	store.mu.Unlock()
+	send(200)
+	store.mu.Lock()
+	store.down = false
+	store.mu.Unlock()
+	send(200)
+	if accepted > 100 {
+		t.Fatalf("%d accepted in the minute by one replica with a limit of 100", accepted)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if used := store.used["proj_f"+time.Minute.String()+now.Truncate(time.Minute).String()]; used != 100 {
+		t.Fatalf("the window's row counts %d, want the 100 let through", used)
+	}
+}
