@@ -163,6 +163,11 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 	if err != nil {
 		return err
 	}
+	// Each call reads or writes the tenancy database: it counts against
+	// the project's limits like any other.
+	if err := r.limit(c, project, false, ""); err != nil {
+		return err
+	}
 	if err := req.ParseForm(); err != nil {
 		return apierr.InvalidPayload("The body is a form (application/x-www-form-urlencoded): " + err.Error())
 	}

@@ -187,3 +187,40 @@ func TestOAuthTokensGrantTheirScopesUntilRevoked(t *testing.T) {
 		t.Fatalf("token 1,001: %d %v", status, m)
 	}
 }
+
+// The OAuth endpoints count against the project's limits like its other
+// calls: each reads or writes the tenancy database (an issue locks the
+// project's row), so a key could otherwise load the shared directory
+// without bound.
+func TestOAuthCallsCountAgainstTheProjectsLimit(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	if r := e.Do(t, "PUT", "http://api.localhost/management/v1/plans/tiny", e.MgmtHeader(),
+		map[string]any{"requests_per_minute": 3}); r.Status != 200 {
+		t.Fatalf("plan: %d %s", r.Status, r.Body)
+	}
+	p := e.CreateProject(t, "api")
+	if r := e.Do(t, "PUT", "http://api.localhost/management/v1/projects/"+p.ID, e.MgmtHeader(),
+		map[string]any{"plan": "tiny"}); r.Status != 200 {
+		t.Fatalf("plan of the project: %d %s", r.Status, r.Body)
+	}
+	var statuses []int
+	for range 7 { // 3 + 3 if a minute ends among them, then a refusal
+		req, _ := http.NewRequest("POST", e.Stack.BaseURL("api")+"/v1/oauth/introspect",
+			strings.NewReader(url.Values{"access_token": {"nope"}}.Encode()))
+		req.Header = p.Header()
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		statuses = append(statuses, res.StatusCode)
+		if res.Header.Get("X-Rate-Limit-Limit") != "3" {
+			t.Fatalf("introspection without the limit headers: %v", res.Header)
+		}
+	}
+	if statuses[0] != 200 || statuses[6] != 429 {
+		t.Fatalf("seven introspections under a limit of 3 a minute: %v", statuses)
+	}
+}
