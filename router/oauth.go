@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -143,8 +144,9 @@ func binding(req *http.Request, p tenancy.Project, scopes []string) (tenancy.Bin
 		return b, e
 	case b.Customer != "" && b.Origin == "":
 		return b, oauthError("missing_parameters", "Missing parameters: origin")
-	case len(b.Customer) > 200 || (b.Customer != "" && strings.TrimSpace(b.Customer) != b.Customer):
-		return b, oauthError("invalid_customer", "Invalid customer: a customer's source_id or id, at most 200 characters, "+
+	case len(b.Customer) > 200 || (b.Customer != "" && strings.TrimSpace(b.Customer) != b.Customer) ||
+		!utf8.ValidString(b.Customer) || strings.IndexByte(b.Customer, 0) >= 0:
+		return b, oauthError("invalid_customer", "Invalid customer: a customer's source_id or id, at most 200 characters of text, "+
 			"without surrounding spaces")
 	case !tenancy.ValidOrigin(b.Origin) || !p.Settings.TrustsOrigin(b.Origin):
 		e := oauthError("invalid_origin", "Invalid origin: "+b.Origin)

@@ -224,3 +224,51 @@ func TestOAuthCallsCountAgainstTheProjectsLimit(t *testing.T) {
 		t.Fatalf("seven introspections under a limit of 3 a minute: %v", statuses)
 	}
 }
+
+// Credentials and a token's customer that are not text (bytes that are no
+// UTF-8, a NUL) are a caller's mistake, answered 401 or 400: not a 503
+// that blames the directory, which rejected them as unstorable.
+func TestMalformedCredentialsAreTheCallersMistake(t *testing.T) {
+	e := stacktest.Start(t, stacktest.Options{})
+	p := e.CreateProject(t, "api")
+	e.Do(t, "PUT", "http://api.localhost/management/v1/projects/"+p.ID, e.MgmtHeader(),
+		map[string]any{"client_trusted_domains": []string{"https://shop.example"}})
+	send := func(method, path string, h http.Header, body string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, e.Stack.BaseURL("api")+path, strings.NewReader(body))
+		req.Header = h
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for name, c := range map[string]struct {
+		method, path string
+		h            http.Header
+		body         string
+		want         int
+	}{
+		"app id":        {"GET", "/v1/customers", http.Header{"X-App-Id": {"app_\xff"}, "X-App-Token": {"x"}}, "", 401},
+		"client id":     {"GET", "/client/v1/vouchers", http.Header{"X-Client-Application-Id": {"\xfe\xff"}, "X-Client-Token": {"x"}, "Origin": {"https://shop.example"}}, "", 401},
+		"management id": {"GET", "/management/v1/projects", http.Header{"X-Management-Id": {"m_\xff"}, "X-Management-Token": {"x"}}, "", 401},
+		"basic id": {"POST", "/v1/oauth/token", http.Header{"Content-Type": {"application/x-www-form-urlencoded"},
+			"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte("app_\xff:x"))}}, "grant_type=client_credentials&scope=api", 401},
+		"customer not UTF-8": {"POST", "/v1/oauth/token", func() http.Header {
+			h := p.Header()
+			h.Set("Content-Type", "application/x-www-form-urlencoded")
+			return h
+		}(), "grant_type=client_credentials&scope=client_api&origin=https://shop.example&customer=ann%ff", 400},
+		"customer with a NUL": {"POST", "/v1/oauth/token", func() http.Header {
+			h := p.Header()
+			h.Set("Content-Type", "application/x-www-form-urlencoded")
+			return h
+		}(), "grant_type=client_credentials&scope=client_api&origin=https://shop.example&customer=ann%00", 400},
+	} {
+		if got := send(c.method, c.path, c.h, c.body); got != c.want {
+			t.Errorf("%s: %d, want %d", name, got, c.want)
+		}
+	}
+}

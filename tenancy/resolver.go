@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/jackc/pgx/v5"
@@ -124,7 +126,7 @@ func (r *Resolver) Host(ctx context.Context, host string) (Cluster, HostKind, er
 // App resolves an application key pair to its key and live project.
 // Unknown, revoked and wrong credentials are all ErrBadCredentials.
 func (r *Resolver) App(ctx context.Context, appID, token string) (AppKey, Project, error) {
-	if appID == "" || token == "" || len(appID) > 128 {
+	if !credentialID(appID) || token == "" {
 		return AppKey{}, Project{}, ErrBadCredentials
 	}
 	k, err := cached(r, r.keys, "k:", appID, ErrKeyNotFound, func() (AppKey, error) { return GetAppKey(ctx, r.pool, appID) })
@@ -139,6 +141,14 @@ func (r *Resolver) App(ctx context.Context, appID, token string) (AppKey, Projec
 		return AppKey{}, Project{}, ErrBadCredentials
 	}
 	return k, p, err
+}
+
+// credentialID says whether id can name a key: up to 128 bytes of text.
+// Bytes that are no UTF-8, or a NUL, are none: the database refuses them
+// as a parameter, which was answered as the directory being down (503),
+// once per request since an error is not cached.
+func credentialID(id string) bool {
+	return id != "" && len(id) <= 128 && utf8.ValidString(id) && strings.IndexByte(id, 0) < 0
 }
 
 // Project returns a live project.
@@ -188,7 +198,7 @@ func (r *Resolver) Plan(ctx context.Context, name string) (Plan, error) {
 
 // Management checks a management key pair.
 func (r *Resolver) Management(ctx context.Context, id, token string) (ManagementKey, error) {
-	if id == "" || token == "" || len(id) > 128 {
+	if !credentialID(id) || token == "" {
 		return ManagementKey{}, ErrBadCredentials
 	}
 	k, err := cached(r, r.mgmt, "m:", id, ErrKeyNotFound, func() (ManagementKey, error) { return GetManagementKey(ctx, r.pool, id) })
