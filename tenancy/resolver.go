@@ -239,8 +239,8 @@ func (r *Resolver) Invalidate(c Change) {
 }
 
 // WatchLookback is how far behind its last poll Watch reads again, so that a
-// change whose transaction committed late (its changed_at is its start) is
-// still seen. Evicting twice is harmless.
+// change whose transaction committed late (up to this long after the change
+// was written, RecordChange) is still seen. Evicting twice is harmless.
 const WatchLookback = 5 * time.Second
 
 // Watch polls directory_changes every interval until ctx ends and evicts

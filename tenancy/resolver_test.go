@@ -99,3 +99,68 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A revocation whose transaction ran long before it committed (here, six
+// seconds waiting, past the watch's five-second look-back) still reaches
+// every cache: its change is dated when it is written, not when its
+// transaction began.
+func TestARevocationInALongTransactionIsSeen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
+	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := db.Open(ctx, url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var p tenancy.Project
+	var key tenancy.AppKey
+	var token string
+	if err := db.InTx(ctx, pool, func(q pgx.Tx) error {
+		if err := tenancy.UpsertCluster(ctx, q, tenancy.Cluster{Name: "api", Region: "europe", Kind: tenancy.Shared,
+			APIHost: "api.example.com", UpstreamURL: "http://10.0.0.1"}); err != nil {
+			return err
+		}
+		p = tenancy.Project{Name: "p", Cluster: "api"}
+		var err error
+		key, token, err = tenancy.CreateProject(ctx, q, &p)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The project's own changes are old news, so that the watch, which
+	// reads the last five seconds again on every poll, leaves the key cached.
+	if _, err := pool.Exec(ctx, `UPDATE directory_changes SET changed_at = changed_at - INTERVAL '1 minute'`); err != nil {
+		t.Fatal(err)
+	}
+	r := tenancy.NewResolver(pool, tenancy.ResolverOptions{})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go r.Watch(wctx, 50*time.Millisecond)
+	if _, _, err := r.App(ctx, key.AppID, token); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.InTx(ctx, pool, func(q pgx.Tx) error {
+		if _, err := q.Exec(ctx, `SELECT now()`); err != nil { // the transaction's time is taken here
+			return err
+		}
+		time.Sleep(tenancy.WatchLookback + time.Second)
+		_, err := tenancy.RevokeAppKey(ctx, q, p.ID, key.AppID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if _, _, err := r.App(ctx, key.AppID, token); errors.Is(err, tenancy.ErrBadCredentials) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the revoked key still resolves 2 s after its revocation committed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

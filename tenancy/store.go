@@ -38,9 +38,12 @@ func tokenMatches(hash []byte, token string) bool {
 }
 
 // RecordChange logs that something a cache may hold changed; call it in the
-// transaction that makes the change.
+// transaction that makes the change, last. The change is dated when it is
+// written (clock_timestamp), not when its transaction began (now): a
+// transaction that waited longer than WatchLookback before committing would
+// otherwise be dated before the watchers' window and never seen.
 func RecordChange(ctx context.Context, q db.Querier, kind, key string) error {
-	_, err := q.Exec(ctx, `INSERT INTO directory_changes (id, kind, key, changed_at) VALUES ($1, $2, $3, now())`,
+	_, err := q.Exec(ctx, `INSERT INTO directory_changes (id, kind, key, changed_at) VALUES ($1, $2, $3, clock_timestamp())`,
 		ids.New("dc_"), kind, key)
 	return err
 }
