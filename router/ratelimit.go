@@ -160,7 +160,13 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 		w.lastWant = want
 		// The requests let through while the database was away are
 		// leased too, so that the window's row counts them.
-		granted, used, err := l.store.LeaseQuota(ctx, projectID, length, start, want+w.owed, limit)
+		// On the request's values but not its cancellation: a client that
+		// hung up is no database failure, and the lease serves the
+		// window's other requests. A database slower than leaseTimeout
+		// counts as away.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseTimeout)
+		granted, used, err := l.store.LeaseQuota(lctx, projectID, length, start, want+w.owed, limit)
+		cancel()
 		if err != nil {
 			// Fail open on this replica's share of the window.
 			share := limit
@@ -197,6 +203,10 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 }
 
 // refill leases more of a window in the background (see take).
+// leaseTimeout bounds a lease taken while requests wait on it (the window's
+// lock is held), after which the replica fails open.
+const leaseTimeout = 2 * time.Second
+
 func (l *limiter) refill(w *window, projectID string, length time.Duration, start time.Time, want, limit int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

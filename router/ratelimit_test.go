@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -18,10 +20,13 @@ type fakeQuota struct {
 	calls int
 }
 
-func (f *fakeQuota) LeaseQuota(_ context.Context, project string, window time.Duration, start time.Time, want, limit int64) (int64, int64, error) {
+func (f *fakeQuota) LeaseQuota(ctx context.Context, project string, window time.Duration, start time.Time, want, limit int64) (int64, int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err // as the driver answers on a cancelled context
+	}
 	if f.down {
 		return 0, 0, errors.New("tenancy database down")
 	}
@@ -199,5 +204,24 @@ func TestRequestsLetThroughFailingOpenAreChargedWhenTheDatabaseIsBack(t *testing
 	defer store.mu.Unlock()
 	if used := store.used["proj_f"+time.Minute.String()+now.Truncate(time.Minute).String()]; used != 100 {
 		t.Fatalf("the window's row counts %d, want the 100 let through", used)
+	}
+}
+
+// A request whose client hung up still takes its lease: its cancellation
+// is not the database being away, and the lease serves the window's other
+// requests.
+func TestAHungUpClientsLeaseIsNoFailOpen(t *testing.T) {
+	store := &fakeQuota{used: map[string]int64{}}
+	l := newLimiter(store)
+	gone, hangUp := context.WithCancel(context.Background())
+	hangUp()
+	if vs := l.project(gone, "proj_a", 300, 0); vs[0].refused {
+		t.Fatalf("refused: %+v", vs[0])
+	}
+	if n := testutil.ToFloat64(l.failOpen); n != 0 {
+		t.Fatalf("%v requests counted as let through failing open", n)
+	}
+	if store.leases() == 0 || store.used["proj_a"+time.Minute.String()+l.now().Truncate(time.Minute).String()] == 0 {
+		t.Fatalf("no quota leased: %v", store.used)
 	}
 }
