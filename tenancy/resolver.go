@@ -82,11 +82,14 @@ func NewResolver(pool *db.Pool, o ResolverOptions) *Resolver {
 	}
 }
 
+// loadTimeout bounds a directory read that fills a cache.
+const loadTimeout = 5 * time.Second
+
 // cached answers key from cache, or from load (one database read shared by
 // concurrent misses), remembering a notFound answer in the negative cache
 // under prefix+key for NegativeTTL.
-func cached[V any](r *Resolver, cache *expirable.LRU[string, V], prefix, key string, notFound error,
-	load func() (V, error)) (V, error) {
+func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string, V], prefix, key string, notFound error,
+	load func(ctx context.Context) (V, error)) (V, error) {
 	if v, ok := cache.Get(key); ok {
 		r.hits.Add(1)
 		return v, nil
@@ -98,7 +101,13 @@ func cached[V any](r *Resolver, cache *expirable.LRU[string, V], prefix, key str
 	}
 	r.misses.Add(1)
 	v, err, _ := r.group.Do(prefix+key, func() (any, error) {
-		v, err := load()
+		// Every caller waiting on this load shares its outcome: it runs
+		// on none's cancellation (a client that hung up would fail the
+		// others' lookups as the directory being down), within its own
+		// time limit.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		defer cancel()
+		v, err := load(lctx)
 		if notFound != nil && errors.Is(err, notFound) {
 			r.negative.Add(prefix+key, struct{}{})
 		}
@@ -116,7 +125,7 @@ func cached[V any](r *Resolver, cache *expirable.LRU[string, V], prefix, key str
 
 // Host resolves a request's host name (no port) to its cluster.
 func (r *Resolver) Host(ctx context.Context, host string) (Cluster, HostKind, error) {
-	e, err := cached(r, r.hosts, "h:", host, ErrUnknownHost, func() (hostEntry, error) {
+	e, err := cached(ctx, r, r.hosts, "h:", host, ErrUnknownHost, func(ctx context.Context) (hostEntry, error) {
 		c, kind, err := ClusterByHost(ctx, r.pool, host)
 		return hostEntry{c, kind}, err
 	})
@@ -129,7 +138,7 @@ func (r *Resolver) App(ctx context.Context, appID, token string) (AppKey, Projec
 	if !credentialID(appID) || token == "" {
 		return AppKey{}, Project{}, ErrBadCredentials
 	}
-	k, err := cached(r, r.keys, "k:", appID, ErrKeyNotFound, func() (AppKey, error) { return GetAppKey(ctx, r.pool, appID) })
+	k, err := cached(ctx, r, r.keys, "k:", appID, ErrKeyNotFound, func(ctx context.Context) (AppKey, error) { return GetAppKey(ctx, r.pool, appID) })
 	if errors.Is(err, ErrKeyNotFound) || (err == nil && (k.RevokedAt != nil || !tokenMatches(k.tokenHash, token))) {
 		return AppKey{}, Project{}, ErrBadCredentials
 	}
@@ -153,19 +162,19 @@ func credentialID(id string) bool {
 
 // Project returns a live project.
 func (r *Resolver) Project(ctx context.Context, id string) (Project, error) {
-	return cached(r, r.projects, "p:", id, ErrProjectNotFound, func() (Project, error) { return GetProject(ctx, r.pool, id) })
+	return cached(ctx, r, r.projects, "p:", id, ErrProjectNotFound, func(ctx context.Context) (Project, error) { return GetProject(ctx, r.pool, id) })
 }
 
 // Webhooks returns a project's live webhook configurations.
 func (r *Resolver) Webhooks(ctx context.Context, projectID string) ([]Webhook, error) {
-	return cached(r, r.webhooks, "w:", projectID, nil, func() ([]Webhook, error) { return ListWebhooks(ctx, r.pool, projectID) })
+	return cached(ctx, r, r.webhooks, "w:", projectID, nil, func(ctx context.Context) ([]Webhook, error) { return ListWebhooks(ctx, r.pool, projectID) })
 }
 
 // EventSchemas returns a project's custom event schemas, oldest first. The
 // list is cached and shared: read it, never change it. A created, updated
 // or deleted schema is seen here with the next Watch poll.
 func (r *Resolver) EventSchemas(ctx context.Context, projectID string) ([]EventSchema, error) {
-	return cached(r, r.schemas, "es:", projectID, nil, func() ([]EventSchema, error) {
+	return cached(ctx, r, r.schemas, "es:", projectID, nil, func(ctx context.Context) ([]EventSchema, error) {
 		return ListEventSchemas(ctx, r.pool, projectID)
 	})
 }
@@ -173,7 +182,7 @@ func (r *Resolver) EventSchemas(ctx context.Context, projectID string) ([]EventS
 // StackingRules returns a project's stacking rules, its own or the
 // defaults; a change is seen here with the next Watch poll.
 func (r *Resolver) StackingRules(ctx context.Context, projectID string) (StackingRules, error) {
-	return cached(r, r.stacking, "sr:", projectID, nil, func() (StackingRules, error) {
+	return cached(ctx, r, r.stacking, "sr:", projectID, nil, func(ctx context.Context) (StackingRules, error) {
 		s, found, err := GetStackingRules(ctx, r.pool, projectID)
 		if !found {
 			return DefaultStackingRules(), err
@@ -185,7 +194,7 @@ func (r *Resolver) StackingRules(ctx context.Context, projectID string) (Stackin
 // ClusterOrigins are the origins that some live project of the cluster
 // trusts (TrustedDomains); a project's change is seen with the next poll.
 func (r *Resolver) ClusterOrigins(ctx context.Context, cluster string) (Origins, error) {
-	return cached(r, r.origins, "o:", cluster, nil, func() (Origins, error) {
+	return cached(ctx, r, r.origins, "o:", cluster, nil, func(ctx context.Context) (Origins, error) {
 		lists, err := TrustedDomains(ctx, r.pool, cluster)
 		return CompileOrigins(lists...), err
 	})
@@ -193,7 +202,7 @@ func (r *Resolver) ClusterOrigins(ctx context.Context, cluster string) (Origins,
 
 // Plan returns a plan.
 func (r *Resolver) Plan(ctx context.Context, name string) (Plan, error) {
-	return cached(r, r.plans, "pl:", name, ErrPlanNotFound, func() (Plan, error) { return GetPlan(ctx, r.pool, name) })
+	return cached(ctx, r, r.plans, "pl:", name, ErrPlanNotFound, func(ctx context.Context) (Plan, error) { return GetPlan(ctx, r.pool, name) })
 }
 
 // Management checks a management key pair.
@@ -201,7 +210,7 @@ func (r *Resolver) Management(ctx context.Context, id, token string) (Management
 	if !credentialID(id) || token == "" {
 		return ManagementKey{}, ErrBadCredentials
 	}
-	k, err := cached(r, r.mgmt, "m:", id, ErrKeyNotFound, func() (ManagementKey, error) { return GetManagementKey(ctx, r.pool, id) })
+	k, err := cached(ctx, r, r.mgmt, "m:", id, ErrKeyNotFound, func(ctx context.Context) (ManagementKey, error) { return GetManagementKey(ctx, r.pool, id) })
 	if errors.Is(err, ErrKeyNotFound) || (err == nil && (k.RevokedAt != nil || !tokenMatches(k.tokenHash, token))) {
 		return ManagementKey{}, ErrBadCredentials
 	}
@@ -327,14 +336,14 @@ func (r *Resolver) Bearer(ctx context.Context, token string) (AppKey, Project, T
 		return AppKey{}, Project{}, Token{}, ErrBadCredentials
 	}
 	hash := TokenHash(token)
-	t, err := cached(r, r.tokens, "t:", hash, ErrTokenNotFound, func() (Token, error) { return GetToken(ctx, r.pool, hash) })
+	t, err := cached(ctx, r, r.tokens, "t:", hash, ErrTokenNotFound, func(ctx context.Context) (Token, error) { return GetToken(ctx, r.pool, hash) })
 	if errors.Is(err, ErrTokenNotFound) || (err == nil && !t.Live(time.Now())) {
 		return AppKey{}, Project{}, Token{}, ErrBadCredentials
 	}
 	if err != nil {
 		return AppKey{}, Project{}, Token{}, err
 	}
-	k, err := cached(r, r.keys, "k:", t.AppID, ErrKeyNotFound, func() (AppKey, error) { return GetAppKey(ctx, r.pool, t.AppID) })
+	k, err := cached(ctx, r, r.keys, "k:", t.AppID, ErrKeyNotFound, func(ctx context.Context) (AppKey, error) { return GetAppKey(ctx, r.pool, t.AppID) })
 	if errors.Is(err, ErrKeyNotFound) || (err == nil && k.RevokedAt != nil) {
 		return AppKey{}, Project{}, Token{}, ErrBadCredentials
 	}

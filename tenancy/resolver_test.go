@@ -164,3 +164,59 @@ func TestARevocationInALongTransactionIsSeen(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Callers waiting on one directory read share its outcome: the first
+// caller hanging up does not fail the others' lookup.
+func TestAnAbandonedLookupDoesNotFailTheOthersWaitingOnIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
+	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := db.Open(ctx, url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var p tenancy.Project
+	var key tenancy.AppKey
+	var token string
+	if err := db.InTx(ctx, pool, func(q pgx.Tx) error {
+		if err := tenancy.UpsertCluster(ctx, q, tenancy.Cluster{Name: "api", Region: "europe", Kind: tenancy.Shared,
+			APIHost: "api.example.com", UpstreamURL: "http://10.0.0.1"}); err != nil {
+			return err
+		}
+		p = tenancy.Project{Name: "p", Cluster: "api"}
+		var err error
+		key, token, err = tenancy.CreateProject(ctx, q, &p)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := tenancy.NewResolver(pool, tenancy.ResolverOptions{})
+
+	// Hold the keys' table, so that the read of the key waits.
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `LOCK TABLE app_keys IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	first, hangUp := context.WithCancel(ctx)
+	go r.App(first, key.AppID, token)
+	time.Sleep(200 * time.Millisecond) // the first caller's read is under way
+	second := make(chan error, 1)
+	go func() { _, _, err := r.App(ctx, key.AppID, token); second <- err }()
+	time.Sleep(100 * time.Millisecond)
+	hangUp()
+	time.Sleep(100 * time.Millisecond)
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the second caller's lookup: %v", err)
+	}
+}
