@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -17,15 +16,7 @@ import (
 // reaches another instance's resolver through the change log.
 func TestEventSchemasStoreAndResolver(t *testing.T) {
 	ctx := context.Background()
-	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
-	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := db.Open(ctx, url, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := directory(t)
 	tx := func(f func(tx pgx.Tx) error) error { return db.InTx(ctx, pool, f) }
 	must := func(err error) {
 		t.Helper()

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -78,15 +77,7 @@ func TestTrustedDomainsMatchOrigins(t *testing.T) {
 // ones around; a change reaches the resolver through the change log.
 func TestClusterOriginsAreItsLiveProjectsLists(t *testing.T) {
 	ctx := context.Background()
-	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
-	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := db.Open(ctx, url, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := directory(t)
 	var trusting tenancy.Project
 	if err := db.InTx(ctx, pool, func(q pgx.Tx) error {
 		for _, c := range []string{"api", "us1"} {

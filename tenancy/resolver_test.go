@@ -15,7 +15,9 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-func TestResolverCachesAndForgetsWhatChanges(t *testing.T) {
+// directory is a pool on a fresh, migrated tenancy database.
+func directory(t *testing.T) *db.Pool {
+	t.Helper()
 	ctx := context.Background()
 	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
 	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
@@ -25,7 +27,36 @@ func TestResolverCachesAndForgetsWhatChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// projectWithKey makes the api cluster and a project in it, returning the
+// project's key pair.
+func projectWithKey(t *testing.T, pool *db.Pool) (tenancy.Project, tenancy.AppKey, string) {
+	t.Helper()
+	ctx := context.Background()
+	var p tenancy.Project
+	var key tenancy.AppKey
+	var token string
+	if err := db.InTx(ctx, pool, func(q pgx.Tx) error {
+		if err := tenancy.UpsertCluster(ctx, q, tenancy.Cluster{Name: "api", Region: "europe", Kind: tenancy.Shared,
+			APIHost: "api.example.com", UpstreamURL: "http://10.0.0.1"}); err != nil {
+			return err
+		}
+		p = tenancy.Project{Name: "p", Cluster: "api"}
+		var err error
+		key, token, err = tenancy.CreateProject(ctx, q, &p)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return p, key, token
+}
+
+func TestResolverCachesAndForgetsWhatChanges(t *testing.T) {
+	ctx := context.Background()
+	pool := directory(t)
 	tx := func(f func(tx pgx.Tx) error) {
 		t.Helper()
 		if err := db.InTx(ctx, pool, f); err != nil {
@@ -107,30 +138,8 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestARevocationInALongTransactionIsSeen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
-	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := db.Open(ctx, url, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	var p tenancy.Project
-	var key tenancy.AppKey
-	var token string
-	if err := db.InTx(ctx, pool, func(q pgx.Tx) error {
-		if err := tenancy.UpsertCluster(ctx, q, tenancy.Cluster{Name: "api", Region: "europe", Kind: tenancy.Shared,
-			APIHost: "api.example.com", UpstreamURL: "http://10.0.0.1"}); err != nil {
-			return err
-		}
-		p = tenancy.Project{Name: "p", Cluster: "api"}
-		var err error
-		key, token, err = tenancy.CreateProject(ctx, q, &p)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	pool := directory(t)
+	p, key, token := projectWithKey(t, pool)
 	// The project's own changes are old news, so that the watch, which
 	// reads the last five seconds again on every poll, leaves the key cached.
 	if _, err := pool.Exec(ctx, `UPDATE directory_changes SET changed_at = changed_at - INTERVAL '1 minute'`); err != nil {
@@ -170,30 +179,8 @@ func TestARevocationInALongTransactionIsSeen(t *testing.T) {
 func TestAnAbandonedLookupDoesNotFailTheOthersWaitingOnIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
-	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := db.Open(ctx, url, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	var p tenancy.Project
-	var key tenancy.AppKey
-	var token string
-	if err := db.InTx(ctx, pool, func(q pgx.Tx) error {
-		if err := tenancy.UpsertCluster(ctx, q, tenancy.Cluster{Name: "api", Region: "europe", Kind: tenancy.Shared,
-			APIHost: "api.example.com", UpstreamURL: "http://10.0.0.1"}); err != nil {
-			return err
-		}
-		p = tenancy.Project{Name: "p", Cluster: "api"}
-		var err error
-		key, token, err = tenancy.CreateProject(ctx, q, &p)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	pool := directory(t)
+	_, key, token := projectWithKey(t, pool)
 	r := tenancy.NewResolver(pool, tenancy.ResolverOptions{})
 
 	// Hold the keys' table, so that the read of the key waits.
