@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -272,11 +273,9 @@ func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {
 	return v
 }
 
-// addrKey is what a client address's bucket is kept by: an IPv4 address
-// (an IPv4-mapped one as IPv4, any port a proxy appended dropped), or an
-// IPv6 address's /64, which one subscriber holds whole and whose 2^64
-// addresses its host may take at will (each would otherwise be a fresh
-// bucket, and the limit none). Text that is no address is kept as it came.
+// addrKey is what a client address's bucket is kept by (httpx.ClientKey),
+// any port a proxy appended dropped. Text that is no address is kept as
+// it came.
 func addrKey(s string) string {
 	a, err := netip.ParseAddr(s)
 	if err != nil {
@@ -286,11 +285,11 @@ func addrKey(s string) string {
 		}
 		a = ap.Addr()
 	}
-	a = a.Unmap().WithZone("")
-	if a.Is6() {
-		return netip.PrefixFrom(a, 64).Masked().String()
+	k := httpx.ClientKey(a)
+	if k.Is6() {
+		return netip.PrefixFrom(k, 64).String()
 	}
-	return a.String()
+	return k.String()
 }
 
 // tightest is the verdict the headers show: a refusal, or the window with

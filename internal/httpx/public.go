@@ -81,11 +81,7 @@ func (l *perIPListener) Accept() (net.Conn, error) {
 		if l.exempt != nil && l.exempt(ip) {
 			return c, nil
 		}
-		if ip.Is6() {
-			// One client holds a whole /64 and may connect from any of
-			// its addresses: the cap is the /64's.
-			ip = netip.PrefixFrom(ip, 64).Masked().Addr()
-		}
+		ip = ClientKey(ip)
 		l.mu.Lock()
 		if l.open[ip] >= l.max {
 			l.mu.Unlock()
@@ -140,4 +136,16 @@ func serve(ctx context.Context, srv *http.Server, l net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// ClientKey is what per-client limits count an address by: an IPv4
+// address (an IPv4-mapped one as IPv4), or an IPv6 address's /64, which one
+// subscriber holds whole and whose addresses its host may take at will
+// (each would otherwise be a fresh client, and the limit none).
+func ClientKey(a netip.Addr) netip.Addr {
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		return netip.PrefixFrom(a, 64).Masked().Addr()
+	}
+	return a
 }
