@@ -87,12 +87,29 @@ func TestCapturedIdentitiesAreNotReplayable(t *testing.T) {
 	if s := send("us1", "POST", "/v1/customers", router.Sign(app)); s != 401 {
 		t.Errorf("api's identity at us1: %d, want 401", s)
 	}
-	// Through the front door everything still works: the router's and
-	// management's own calls.
-	if r := e.Do(t, "GET", "http://api.localhost/management/v1/clusters/api/outbox/parked", e.MgmtHeader(), nil); r.Status != 200 {
+	// A read's identity is good for its query and no other: a captured
+	// GET cannot list other customers or more of them.
+	list := app
+	list.Method, list.Query = "GET", "limit=1"
+	if s := send("api", "GET", "/v1/customers?limit=1", router.Sign(list)); s != 200 {
+		t.Fatalf("the read it was signed for: %d", s)
+	}
+	for _, other := range []string{"/v1/customers", "/v1/customers?limit=100", "/v1/customers?limit=1&source_id=replayed"} {
+		if s := send("api", "GET", other, router.Sign(list)); s != 401 {
+			t.Errorf("GET ?limit=1's identity on GET %s: %d, want 401", other, s)
+		}
+	}
+	opLimited := op
+	opLimited.Query = "limit=1"
+	if s := send("api", "GET", parked+"?limit=100", operator.Sign(opLimited)); s != 401 {
+		t.Errorf("an operator identity for ?limit=1 on ?limit=100: %d, want 401", s)
+	}
+	// Through the front door everything still works, queries included:
+	// the router's and management's own calls.
+	if r := e.Do(t, "GET", "http://api.localhost/management/v1/clusters/api/outbox/parked?limit=5", e.MgmtHeader(), nil); r.Status != 200 {
 		t.Fatalf("management's parked tasks of api: %d %s", r.Status, r.Body)
 	}
-	if r := e.Do(t, "GET", stacktest.URL("api", "/v1/customers"), p.Header(), nil); r.Status != 200 {
+	if r := e.Do(t, "GET", stacktest.URL("api", "/v1/customers?limit=1&order=-created_at"), p.Header(), nil); r.Status != 200 {
 		t.Fatalf("a project's list through the router: %d %s", r.Status, r.Body)
 	}
 }

@@ -42,7 +42,7 @@ func (h handler) askRegional(c echo.Context, cluster, path string) error {
 		return err
 	}
 	req.Header.Set(identity.Header, h.operator.Sign(identity.Identity{Audience: identity.AudienceOperator, Cluster: cluster,
-		Method: req.Method, Path: req.URL.EscapedPath(), Kind: identity.KindManagement,
+		Method: req.Method, Path: req.URL.EscapedPath(), Query: req.URL.RawQuery, Kind: identity.KindManagement,
 		RequestID: c.Response().Header().Get(apierr.HeaderRequestID), Expires: time.Now().Add(identity.TTL)}))
 	req.Header.Set(apierr.HeaderRequestID, c.Response().Header().Get(apierr.HeaderRequestID))
 	res, err := regionalClient.Do(req)

@@ -67,9 +67,12 @@ func TestForwardingStripsHopByHopAndCredentialsAndSignsIdentity(t *testing.T) {
 		t.Errorf("no W3C trace context: %v", in.Header)
 	}
 	s, _ := identity.NewSigner(stacktest.Secret)
-	id, err := s.Verify(in.Header.Get(identity.Header), time.Now())
+	id, err := s.Verify(in.Header.Get(identity.Header), in.URL.RawQuery, time.Now())
 	if err != nil {
 		t.Fatalf("identity header: %v", err)
+	}
+	if _, err := s.Verify(in.Header.Get(identity.Header), "q=2", time.Now()); err == nil {
+		t.Error("the identity of ?q=1 verified for ?q=2")
 	}
 	if id.ProjectID != p.ID || id.Cluster != "echo" || id.Kind != identity.KindApp || id.RequestID != r.Header.Get("X-Request-Id") {
 		t.Fatalf("identity %+v, request id %s", id, r.Header.Get("X-Request-Id"))

@@ -205,7 +205,7 @@ func (r *Router) handle(c echo.Context) error {
 			return credentialError(err, "Send valid X-Management-Id and X-Management-Token headers.")
 		}
 		signed := r.signer.Sign(identity.Identity{Audience: identity.AudienceManagement, Cluster: cluster.Name,
-			Method: req.Method, Path: upstreamPath(r.management, req), Kind: identity.KindManagement, KeyID: key.ID,
+			Method: req.Method, Path: upstreamPath(r.management, req), Query: req.URL.RawQuery, Kind: identity.KindManagement, KeyID: key.ID,
 			RequestID: requestID, Expires: expires})
 		return r.fwd.forward(c, r.management, "management service", signed, clientIP)
 	}
@@ -309,7 +309,7 @@ func (r *Router) handle(c echo.Context) error {
 		c.Response().Writer = w
 	}
 	signed := r.signer.Sign(identity.Identity{Audience: identity.AudienceRegional, ProjectID: project.ID, Cluster: cluster.Name,
-		Method: req.Method, Path: upstreamPath(upstream, req), Kind: kind, KeyID: key.AppID, Scopes: tok.Scopes,
+		Method: req.Method, Path: upstreamPath(upstream, req), Query: req.URL.RawQuery, Kind: kind, KeyID: key.AppID, Scopes: tok.Scopes,
 		APIVersion: version, RequestID: requestID, Expires: expires, Customer: tok.Customer})
 	return r.fwd.forward(c, upstream, "cluster "+cluster.Name, signed, clientIP)
 }

@@ -9,8 +9,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"hash"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -44,13 +46,17 @@ const (
 )
 
 // Identity is what the router vouches for. It is good for one request:
-// its audience, cluster, method and path, for seconds (TTL).
+// its audience, cluster, method, path and query, for seconds (TTL).
 type Identity struct {
-	Audience   string
-	ProjectID  string // empty for management calls
-	Cluster    string // the cluster the request was addressed to
-	Method     string
-	Path       string // as sent upstream, escaped (URL.EscapedPath)
+	Audience  string
+	ProjectID string // empty for management calls
+	Cluster   string // the cluster the request was addressed to
+	Method    string
+	Path      string // as sent upstream, escaped (URL.EscapedPath)
+	// Query is the raw query as sent upstream. It is signed but not
+	// carried: the service MACs the query it received, so the header is
+	// good for no other query on the same path.
+	Query      string
 	Kind       string
 	KeyID      string // the X-App-Id or X-Management-Id used
 	Scopes     []string
@@ -68,7 +74,7 @@ type Identity struct {
 // worthless soon after, and never good for another request.
 const TTL = 10 * time.Second
 
-const version = "v3"
+const version = "v4"
 
 // Signer signs and verifies identities with one secret.
 type Signer struct {
@@ -105,35 +111,42 @@ func (s *Signer) Sign(id Identity) string {
 		b = append(b, '|')
 		b = append(b, f...)
 	}
-	sig := s.sum(b)
+	sig := s.sum(b, id.Query)
 	b = append(b, '.')
 	b = base64.RawURLEncoding.AppendEncode(b, sig[:])
 	return string(b)
 }
 
-func (s *Signer) mac(payload string) string {
-	sum := s.sum([]byte(payload))
+func (s *Signer) mac(payload, query string) string {
+	sum := s.sum([]byte(payload), query)
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-func (s *Signer) sum(payload []byte) [sha256.Size]byte {
+// sum is the MAC of the header's payload, after its length (so that no
+// byte can move between the two), and of the query it was signed for.
+func (s *Signer) sum(payload []byte, query string) [sha256.Size]byte {
 	h := s.pool.Get().(hash.Hash)
 	h.Reset()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(payload)))
+	h.Write(n[:])
 	h.Write(payload)
+	io.WriteString(h, query)
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	s.pool.Put(h)
 	return sum
 }
 
-// Verify checks a header value and returns the identity it carries.
-func (s *Signer) Verify(header string, now time.Time) (Identity, error) {
+// Verify checks a header value, signed for query, and returns the
+// identity it carries.
+func (s *Signer) Verify(header, query string, now time.Time) (Identity, error) {
 	dot := strings.LastIndexByte(header, '.')
 	if dot < 0 {
 		return Identity{}, errInvalid
 	}
 	payload, sig := header[:dot], header[dot+1:]
-	if !hmac.Equal([]byte(sig), []byte(s.mac(payload))) {
+	if !hmac.Equal([]byte(sig), []byte(s.mac(payload, query))) {
 		return Identity{}, errInvalid
 	}
 	f := strings.Split(payload, "|")
@@ -149,7 +162,7 @@ func (s *Signer) Verify(header string, now time.Time) (Identity, error) {
 		return Identity{}, errInvalid
 	}
 	id := Identity{Audience: f[1], ProjectID: f[2], Cluster: f[3], Method: f[4], Path: f[5], Kind: f[6], KeyID: f[7],
-		APIVersion: f[9], RequestID: f[10], Expires: time.Unix(exp, 0), Customer: customer}
+		Query: query, APIVersion: f[9], RequestID: f[10], Expires: time.Unix(exp, 0), Customer: customer}
 	if f[8] != "" {
 		id.Scopes = strings.Split(f[8], ",")
 	}
@@ -161,11 +174,11 @@ func Signature(header string) string { return header[strings.LastIndexByte(heade
 
 // VerifyRequest verifies r's identity header for audience and, when
 // cluster is not empty, for that cluster: the identity must have been
-// signed for r's method and path. seen, when set, refuses a signature
+// signed for r's method, path and query. seen, when set, refuses a signature
 // already presented (a replay) for a method that is not idempotent.
 func (s *Signer) VerifyRequest(r *http.Request, audience, cluster string, now time.Time, seen *Seen) (Identity, error) {
 	h := r.Header.Get(Header)
-	id, err := s.Verify(h, now)
+	id, err := s.Verify(h, r.URL.RawQuery, now)
 	if err != nil {
 		return id, err
 	}

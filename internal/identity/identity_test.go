@@ -18,7 +18,7 @@ func TestSignVerifyRoundTripAndTamperingIsRefused(t *testing.T) {
 		Kind: KindApp, KeyID: "app1", Scopes: []string{"api", "loyalties"},
 		APIVersion: "v2018-08-01", RequestID: "v-abc", Expires: now.Add(time.Minute), Customer: "ann|42,%x"}
 	h := s.Sign(in)
-	out, err := s.Verify(h, now)
+	out, err := s.Verify(h, "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,15 +38,15 @@ func TestSignVerifyRoundTripAndTamperingIsRefused(t *testing.T) {
 	}
 	for name, header := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := s.Verify(header, now); err == nil {
+			if _, err := s.Verify(header, "", now); err == nil {
 				t.Fatalf("accepted %q", header)
 			}
 		})
 	}
 }
 
-// An identity is good for its audience, cluster, method and path, once
-// for a write, and for seconds.
+// An identity is good for its audience, cluster, method, path and query,
+// once for a write, and for seconds.
 func TestAnIdentityIsGoodForOneRequest(t *testing.T) {
 	s := mustSigner(t, "0123456789abcdef0123")
 	now := time.Now()
@@ -73,6 +73,7 @@ func TestAnIdentityIsGoodForOneRequest(t *testing.T) {
 		"another method":     {req("DELETE", "/v1/customers", s.Sign(id)), AudienceRegional, "api", now},
 		"another path":       {req("POST", "/v1/orders", s.Sign(id)), AudienceRegional, "api", now},
 		"an escaped path":    {req("POST", "/v1/%63ustomers", s.Sign(id)), AudienceRegional, "api", now},
+		"a query added":      {req("POST", "/v1/customers?force=true", s.Sign(id)), AudienceRegional, "api", now},
 		"seconds later":      {req("POST", "/v1/customers", s.Sign(id)), AudienceRegional, "api", now.Add(TTL + time.Second)},
 		"another's secret":   {req("POST", "/v1/customers", mustSigner(t, "another secret of 16+").Sign(id)), AudienceRegional, "api", now},
 		"no identity at all": {req("POST", "/v1/customers", ""), AudienceRegional, "api", now},
@@ -81,12 +82,24 @@ func TestAnIdentityIsGoodForOneRequest(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	// An idempotent request may come twice (a router's retry).
-	get := Identity{Audience: AudienceRegional, Cluster: "api", Method: "GET", Path: "/v1/customers", Expires: now.Add(TTL)}
+	// An idempotent request may come twice (a router's retry), with the
+	// query it was signed for and no other.
+	get := Identity{Audience: AudienceRegional, Cluster: "api", Method: "GET", Path: "/v1/customers",
+		Query: "email=ann%40example.com&limit=1", Expires: now.Add(TTL)}
 	g := s.Sign(get)
 	for i := range 2 {
-		if _, err := s.VerifyRequest(req("GET", "/v1/customers", g), AudienceRegional, "api", now, seen); err != nil {
+		got, err := s.VerifyRequest(req("GET", "/v1/customers?email=ann%40example.com&limit=1", g), AudienceRegional, "api", now, seen)
+		if err != nil {
 			t.Fatalf("GET %d: %v", i+1, err)
+		}
+		if got.Query != get.Query {
+			t.Fatalf("GET %d: query %q", i+1, got.Query)
+		}
+	}
+	for _, other := range []string{"/v1/customers", "/v1/customers?email=bob%40example.com&limit=1",
+		"/v1/customers?email=ann%40example.com&limit=100", "/v1/customers?limit=1&email=ann%40example.com"} {
+		if _, err := s.VerifyRequest(req("GET", other, g), AudienceRegional, "api", now, seen); err == nil {
+			t.Errorf("GET %s: accepted an identity signed for another query", other)
 		}
 	}
 }
@@ -103,7 +116,7 @@ func BenchmarkSignVerify(b *testing.B) {
 	s := mustSigner(nil, "0123456789abcdef0123")
 	id := Identity{ProjectID: "proj_0123456789abcdef012345", Cluster: "api", Kind: KindApp, KeyID: "k", Expires: time.Now().Add(time.Minute)}
 	for i := 0; i < b.N; i++ {
-		if _, err := s.Verify(s.Sign(id), time.Now()); err != nil {
+		if _, err := s.Verify(s.Sign(id), "", time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}
