@@ -33,6 +33,12 @@ import (
 //   - per client address on the client-side API (/client/v1/…), a project
 //     setting (default 5 per 5 s): a token bucket per project and address on
 //     each replica.
+//   - per client address on every route, its directory lookups that find
+//     nothing (an unknown key, token or host, each a database query):
+//     lookupBurst, then lookupRate a second, on each replica. Past that,
+//     the address's lookups of names not cached are refused with 429 and
+//     no query (tenancy.LookupBudget); names cached, such as its own
+//     keys', still resolve.
 
 // quota is where replicas lease a project's requests.
 type quota interface {
@@ -76,6 +82,7 @@ type limiter struct {
 	now      func() time.Time
 	windows  sync.Map // windowKey → *window: two per project, reset in place as windows pass
 	clients  *lru.Cache[string, *rate.Limiter]
+	lookups  *lru.Cache[string, *rate.Limiter] // by addrKey: lookups that found nothing
 	limited  *prometheus.CounterVec
 	failOpen prometheus.Counter
 	dropMu   sync.Mutex
@@ -87,8 +94,9 @@ func newLimiter(store quota) *limiter {
 		store:   store,
 		now:     time.Now,
 		clients: must(lru.New[string, *rate.Limiter](200_000)),
+		lookups: must(lru.New[string, *rate.Limiter](100_000)),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tally_rate_limited_total",
-			Help: "Requests refused with 429, by the limit they met (project_minute, project_hour, client_ip)."}, []string{"limit"}),
+			Help: "Requests refused with 429, by the limit they met (project_minute, project_hour, client_ip, directory_lookups)."}, []string{"limit"}),
 		failOpen: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_ratelimit_fail_open_total",
 			Help: "Requests let through on a replica's local share while the tenancy database could not be reached."}),
 	}
@@ -271,6 +279,43 @@ func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {
 	v.remaining = int64(b.TokensAt(now))
 	v.reset = now.Add(time.Duration(float64(v.limit-v.remaining) / float64(lim.Requests) * float64(v.window)))
 	return v
+}
+
+// A client address may make lookupBurst directory lookups that find
+// nothing at once, then lookupRate a second. A client that sends a wrong
+// key again and again is charged once per negative-cache lifetime (2 s),
+// far below it.
+const (
+	lookupRate  = 10
+	lookupBurst = 50
+)
+
+// lookupBudget is a client address's tenancy.LookupBudget. The address
+// is keyed only when a lookup misses the cache, off the hot path.
+type lookupBudget struct {
+	l  *limiter
+	ip string
+}
+
+func (b lookupBudget) Spent() bool {
+	lim, ok := b.l.lookups.Get(addrKey(b.ip))
+	if !ok || lim.TokensAt(b.l.now()) >= 1 {
+		return false
+	}
+	b.l.limited.WithLabelValues("directory_lookups").Inc()
+	return true
+}
+
+func (b lookupBudget) Charge() {
+	key := addrKey(b.ip)
+	lim, ok := b.l.lookups.Get(key)
+	if !ok {
+		lim = rate.NewLimiter(lookupRate, lookupBurst)
+		if prev, loaded, _ := b.l.lookups.PeekOrAdd(key, lim); loaded {
+			lim = prev
+		}
+	}
+	lim.AllowN(b.l.now(), 1)
 }
 
 // addrKey is what a client address's bucket is kept by (httpx.ClientKey),

@@ -14,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/tenancy"
 )
 
 // sdkHeaders reads the limit headers as the official SDK does: lower-case
@@ -199,5 +203,99 @@ func TestAProjectLimitHoldsAcrossThreeRouters(t *testing.T) {
 	}
 	if a.refused != 0 || b.refused != 0 || a.other != 0 || b.other != 0 || a.ok < 20 || b.ok < 28 {
 		t.Fatalf("clients under their limits: %+v %+v", a, b)
+	}
+}
+
+// An address that keeps naming keys, tokens or hosts that do not exist
+// costs the directory a query each time until its budget is spent; then it
+// is answered 429 with no query, while its own cached key still works and
+// another address is unaffected.
+func TestLookupsOfNamesThatDoNotExistAreBudgetedPerAddress(t *testing.T) {
+	t.Parallel()
+	e := stacktest.Start(t, stacktest.Options{})
+	p := e.CreateProject(t, "api")
+	// The directory poll evicts what changed in the last WatchLookback
+	// again and again: the new project's key is cached after that.
+	time.Sleep(tenancy.WatchLookback + 500*time.Millisecond)
+	misses := func() float64 {
+		for _, c := range e.Stack.Resolver.Collectors() {
+			ch := make(chan *prometheus.Desc, 4)
+			c.Describe(ch)
+			close(ch)
+			for d := range ch {
+				if strings.Contains(d.String(), `"tally_tenancy_cache_misses_total"`) {
+					return testutil.ToFloat64(c)
+				}
+			}
+		}
+		t.Fatal("no tally_tenancy_cache_misses_total")
+		return 0
+	}
+	type answer struct {
+		status int
+		header http.Header
+		body   map[string]any
+	}
+	send := func(client *http.Client, host string, h http.Header) answer {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.Stack.RouterURL+"/v1/customers", nil)
+		req.Host = host
+		req.Header = h
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&body)
+		return answer{res.StatusCode, res.Header, body}
+	}
+	unknownKey := func(i int) http.Header {
+		return http.Header{"X-App-Id": {fmt.Sprintf("app_nosuch_%d_%d", i, time.Now().UnixNano())}, "X-App-Token": {"x"}}
+	}
+	attacker, other := clientFrom("127.0.0.3"), clientFrom("127.0.0.4")
+	if a := send(attacker, "api.localhost", p.Header()); a.status != 200 {
+		t.Fatalf("the attacker's own key: %d", a.status)
+	}
+	before, start := misses(), time.Now()
+	refused := 0
+	for i := range 120 {
+		a := send(attacker, "api.localhost", unknownKey(i))
+		switch a.status {
+		case 401: // a lookup of the budget (50, then one per 100 ms)
+		case 429:
+			refused++
+			if a.header.Get("Retry-After") != "1" || a.body["code"] != float64(429) || a.body["key"] != "too_many_requests" ||
+				a.body["message"] != "Too many requests hit the API too quickly." {
+				t.Fatalf("request %d refused with %v %v", i+1, a.header, a.body)
+			}
+		default:
+			t.Fatalf("request %d: %d %v", i+1, a.status, a.body)
+		}
+	}
+	// 50 at once, then 10 a second: every other request was answered
+	// without reading the directory.
+	allowed := 50 + 10*time.Since(start).Seconds() + 1
+	if got := misses() - before; got < 50 || got > allowed {
+		t.Fatalf("120 unknown keys read the directory %v times, want 50 to %.0f", got, allowed)
+	}
+	if refused < 120-int(allowed) {
+		t.Fatalf("%d of 120 refused", refused)
+	}
+	// Unknown hosts and Bearer tokens draw on the same budget.
+	if a := send(attacker, "nosuch.api.localhost", p.Header()); a.status != 429 {
+		t.Errorf("an unknown host with the budget spent: %d %v", a.status, a.body)
+	}
+	if a := send(attacker, "api.localhost", http.Header{"Authorization": {"Bearer nosuch"}}); a.status != 429 {
+		t.Errorf("an unknown Bearer token with the budget spent: %d %v", a.status, a.body)
+	}
+	if a := send(attacker, "api.localhost", p.Header()); a.status != 200 {
+		t.Errorf("the attacker's own cached key with the budget spent: %d %v", a.status, a.body)
+	}
+	if a := send(other, "api.localhost", unknownKey(-1)); a.status != 401 {
+		t.Errorf("another address's unknown key: %d %v", a.status, a.body)
+	}
+	if a := send(other, "api.localhost", p.Header()); a.status != 200 {
+		t.Errorf("another address's key: %d %v", a.status, a.body)
 	}
 }

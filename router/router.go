@@ -175,6 +175,10 @@ func (r *Router) Ready(ctx context.Context) error { return r.cfg.Resolver.Ready(
 func (r *Router) handle(c echo.Context) error {
 	req := c.Request()
 	clientIP, priorChain, proto := r.clientIP(req)
+	// Every directory lookup of the request draws on its address's budget
+	// of lookups that find nothing (see lookupBudget).
+	req = req.WithContext(tenancy.WithLookupBudget(req.Context(), lookupBudget{r.limits, clientIP}))
+	c.SetRequest(req)
 	if priorChain != "" {
 		c.Set(ctxForwardedFor, priorChain)
 	}
@@ -438,6 +442,12 @@ func credentialError(err error, hint string) error {
 }
 
 func directoryDown(err error) error {
+	if errors.Is(err, tenancy.ErrLookupsSpent) {
+		e := tooMany()
+		e.Details = "Too many requests from this address named keys, tokens or hosts that do not exist; try again in a second."
+		e.Header = http.Header{"Retry-After": {"1"}}
+		return e
+	}
 	e := apierr.Unavailable("The platform directory cannot be reached; try again shortly.")
 	e.Cause = err
 	return e

@@ -99,6 +99,10 @@ func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string
 		r.hits.Add(1)
 		return zero, notFound
 	}
+	budget, _ := ctx.Value(budgetKey{}).(LookupBudget)
+	if budget != nil && budget.Spent() {
+		return zero, ErrLookupsSpent
+	}
 	r.misses.Add(1)
 	v, err, _ := r.group.Do(prefix+key, func() (any, error) {
 		// Every caller waiting on this load shares its outcome: it runs
@@ -118,9 +122,34 @@ func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string
 		return v, nil
 	})
 	if err != nil {
+		if budget != nil && notFound != nil && errors.Is(err, notFound) {
+			budget.Charge()
+		}
 		return zero, err
 	}
 	return v.(V), nil
+}
+
+// ErrLookupsSpent is a lookup refused without reading the directory: the
+// caller's LookupBudget is spent.
+var ErrLookupsSpent = errors.New("tenancy: too many lookups of names that do not exist from this client")
+
+// A LookupBudget bounds one client's directory reads that find nothing.
+// A name that is not cached costs a database query, and one that does not
+// exist is remembered for NegativeTTL only, so a client naming a new key,
+// token or host each time would cost one query per request without it.
+// Lookups that find something are never charged nor refused: a client's
+// own keys are cached.
+type LookupBudget interface {
+	Spent() bool // refuse this client's uncached lookups for now
+	Charge()     // one lookup found nothing
+}
+
+type budgetKey struct{}
+
+// WithLookupBudget returns ctx whose lookups draw on b.
+func WithLookupBudget(ctx context.Context, b LookupBudget) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
 }
 
 // Host resolves a request's host name (no port) to its cluster.

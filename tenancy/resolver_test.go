@@ -3,10 +3,13 @@ package tenancy_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/dbtest"
@@ -206,4 +209,81 @@ func TestAnAbandonedLookupDoesNotFailTheOthersWaitingOnIt(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatalf("the second caller's lookup: %v", err)
 	}
+}
+
+// budget counts a client's lookups that found nothing, out of limit.
+type budget struct{ charged, limit int }
+
+func (b *budget) Spent() bool { return b.charged >= b.limit }
+func (b *budget) Charge()     { b.charged++ }
+
+// A client's lookups that find nothing draw on its budget; once it is
+// spent, its uncached lookups are refused without a query, and its cached
+// names still resolve.
+func TestLookupsThatFindNothingDrawOnTheCallersBudget(t *testing.T) {
+	pool := directory(t)
+	_, key, token := projectWithKey(t, pool)
+	r := tenancy.NewResolver(pool, tenancy.ResolverOptions{})
+	b := &budget{limit: 3}
+	ctx := tenancy.WithLookupBudget(context.Background(), b)
+	if _, _, err := r.App(ctx, key.AppID, token); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Host(ctx, "api.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if b.charged != 0 {
+		t.Fatalf("lookups that found their names charged %d", b.charged)
+	}
+	for i, err := range []error{
+		func() error { _, _, err := r.App(ctx, "app_unknown_1", "x"); return err }(),
+		func() error { _, _, err := r.Host(ctx, "unknown.example.com"); return err }(),
+		func() error { _, _, _, err := r.Bearer(ctx, "no-such-token"); return err }(),
+	} {
+		if err == nil || errors.Is(err, tenancy.ErrLookupsSpent) {
+			t.Fatalf("lookup %d of 3: %v", i+1, err)
+		}
+	}
+	if b.charged != 3 {
+		t.Fatalf("3 lookups that found nothing charged %d", b.charged)
+	}
+	// A name in the negative cache costs nothing and is answered as before.
+	if _, _, err := r.App(ctx, "app_unknown_1", "x"); !errors.Is(err, tenancy.ErrBadCredentials) {
+		t.Fatalf("a name known not to exist: %v", err)
+	}
+	misses := cacheMisses(t, r)
+	for _, id := range []string{"app_unknown_2", "app_unknown_3"} {
+		if _, _, err := r.App(ctx, id, "x"); !errors.Is(err, tenancy.ErrLookupsSpent) {
+			t.Fatalf("a new name with the budget spent: %v", err)
+		}
+	}
+	if _, _, err := r.Host(ctx, "other.example.com"); !errors.Is(err, tenancy.ErrLookupsSpent) {
+		t.Fatalf("a new host with the budget spent: %v", err)
+	}
+	if got := cacheMisses(t, r); got != misses {
+		t.Fatalf("refused lookups read the directory: misses %v → %v", misses, got)
+	}
+	if _, _, err := r.App(ctx, key.AppID, token); err != nil {
+		t.Fatalf("the client's own cached key with its budget spent: %v", err)
+	}
+	// Another client's budget is its own.
+	if _, _, err := r.App(tenancy.WithLookupBudget(context.Background(), &budget{limit: 3}), "app_unknown_2", "x"); !errors.Is(err, tenancy.ErrBadCredentials) {
+		t.Fatalf("another client: %v", err)
+	}
+}
+
+func cacheMisses(t *testing.T, r *tenancy.Resolver) float64 {
+	t.Helper()
+	for _, c := range r.Collectors() {
+		ch := make(chan *prometheus.Desc, 4)
+		c.Describe(ch)
+		close(ch)
+		for d := range ch {
+			if strings.Contains(d.String(), `"tally_tenancy_cache_misses_total"`) {
+				return testutil.ToFloat64(c)
+			}
+		}
+	}
+	t.Fatal("no tally_tenancy_cache_misses_total")
+	return 0
 }
