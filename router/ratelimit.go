@@ -33,12 +33,12 @@ import (
 //   - per client address on the client-side API (/client/v1/…), a project
 //     setting (default 5 per 5 s): a token bucket per project and address on
 //     each replica.
-//   - per client address on every route, its directory lookups that find
-//     nothing (an unknown key, token or host, each a database query):
-//     lookupBurst, then lookupRate a second, on each replica. Past that,
-//     the address's lookups of names not cached are refused with 429 and
-//     no query (tenancy.LookupBudget); names cached, such as its own
-//     keys', still resolve.
+//   - per client address on every route, its directory lookups of names
+//     that do not exist (an unknown key id, token or host, each a database
+//     query): lookupBurst, then lookupRate a second, on each replica. Past
+//     that, the address's lookups of names that no cache holds are refused
+//     with 429 and no query (tenancy.LookupBudget); names cached, such as
+//     its own keys' while they stay cached, still resolve.
 
 // quota is where replicas lease a project's requests.
 type quota interface {
@@ -82,7 +82,7 @@ type limiter struct {
 	now      func() time.Time
 	windows  sync.Map // windowKey → *window: two per project, reset in place as windows pass
 	clients  *lru.Cache[string, *rate.Limiter]
-	lookups  *lru.Cache[string, *rate.Limiter] // by addrKey: lookups that found nothing
+	lookups  *lru.Cache[string, *addrLookups] // by addrKey
 	limited  *prometheus.CounterVec
 	failOpen prometheus.Counter
 	dropMu   sync.Mutex
@@ -94,7 +94,7 @@ func newLimiter(store quota) *limiter {
 		store:   store,
 		now:     time.Now,
 		clients: must(lru.New[string, *rate.Limiter](200_000)),
-		lookups: must(lru.New[string, *rate.Limiter](100_000)),
+		lookups: must(lru.New[string, *addrLookups](100_000)),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tally_rate_limited_total",
 			Help: "Requests refused with 429, by the limit they met (project_minute, project_hour, client_ip, directory_lookups)."}, []string{"limit"}),
 		failOpen: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_ratelimit_fail_open_total",
@@ -281,41 +281,57 @@ func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {
 	return v
 }
 
-// A client address may make lookupBurst directory lookups that find
-// nothing at once, then lookupRate a second. A client that sends a wrong
-// key again and again is charged once per negative-cache lifetime (2 s),
-// far below it.
+// A client address may make lookupBurst directory lookups of names that
+// do not exist at once, then lookupRate a second. A client that sends a
+// wrong key again and again is charged once per negative-cache lifetime
+// (2 s), far below it.
 const (
 	lookupRate  = 10
 	lookupBurst = 50
 )
 
 // lookupBudget is a client address's tenancy.LookupBudget. The address
-// is keyed only when a lookup misses the cache, off the hot path.
+// is keyed only when a lookup misses the caches, off the hot path.
 type lookupBudget struct {
 	l  *limiter
 	ip string
 }
 
-func (b lookupBudget) Spent() bool {
-	lim, ok := b.l.lookups.Get(addrKey(b.ip))
-	if !ok || lim.TokensAt(b.l.now()) >= 1 {
-		return false
-	}
-	b.l.limited.WithLabelValues("directory_lookups").Inc()
-	return true
+// addrLookups is one address's budget: a token bucket, less the lookups
+// under way, so that concurrent lookups cannot spend a token each before
+// the first is charged.
+type addrLookups struct {
+	mu      sync.Mutex
+	bucket  *rate.Limiter
+	pending int
 }
 
-func (b lookupBudget) Charge() {
+func (b lookupBudget) Take() (func(found bool), bool) {
 	key := addrKey(b.ip)
-	lim, ok := b.l.lookups.Get(key)
+	a, ok := b.l.lookups.Get(key)
 	if !ok {
-		lim = rate.NewLimiter(lookupRate, lookupBurst)
-		if prev, loaded, _ := b.l.lookups.PeekOrAdd(key, lim); loaded {
-			lim = prev
+		a = &addrLookups{bucket: rate.NewLimiter(lookupRate, lookupBurst)}
+		if prev, loaded, _ := b.l.lookups.PeekOrAdd(key, a); loaded {
+			a = prev
 		}
 	}
-	lim.AllowN(b.l.now(), 1)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bucket.TokensAt(b.l.now())-float64(a.pending) < 1 {
+		b.l.limited.WithLabelValues("directory_lookups").Inc()
+		return nil, false
+	}
+	a.pending++
+	return func(found bool) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.pending--
+		if !found {
+			// Kept even past empty (the bucket owes it): lookups that
+			// overlapped are all paid for.
+			a.bucket.ReserveN(b.l.now(), 1)
+		}
+	}, true
 }
 
 // addrKey is what a client address's bucket is kept by (httpx.ClientKey),

@@ -87,8 +87,10 @@ const loadTimeout = 5 * time.Second
 
 // cached answers key from cache, or from load (one database read shared by
 // concurrent misses), remembering a notFound answer in the negative cache
-// under prefix+key for NegativeTTL.
-func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string, V], prefix, key string, notFound error,
+// under prefix+key for NegativeTTL. A budgeted lookup (of a name the
+// client sent: a host, key id or token) that misses both caches draws on
+// the context's LookupBudget.
+func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string, V], prefix, key string, notFound error, budgeted bool,
 	load func(ctx context.Context) (V, error)) (V, error) {
 	if v, ok := cache.Get(key); ok {
 		r.hits.Add(1)
@@ -99,9 +101,14 @@ func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string
 		r.hits.Add(1)
 		return zero, notFound
 	}
-	budget, _ := ctx.Value(budgetKey{}).(LookupBudget)
-	if budget != nil && budget.Spent() {
-		return zero, ErrLookupsSpent
+	var done func(found bool)
+	if budgeted {
+		if b, _ := ctx.Value(budgetKey{}).(LookupBudget); b != nil {
+			var ok bool
+			if done, ok = b.Take(); !ok {
+				return zero, ErrLookupsSpent
+			}
+		}
 	}
 	r.misses.Add(1)
 	v, err, _ := r.group.Do(prefix+key, func() (any, error) {
@@ -121,10 +128,12 @@ func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string
 		cache.Add(key, v)
 		return v, nil
 	})
+	if done != nil {
+		// Only a name that does not exist is charged; a database error is
+		// not the client's.
+		done(notFound == nil || !errors.Is(err, notFound))
+	}
 	if err != nil {
-		if budget != nil && notFound != nil && errors.Is(err, notFound) {
-			budget.Charge()
-		}
 		return zero, err
 	}
 	return v.(V), nil
@@ -134,15 +143,19 @@ func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string
 // caller's LookupBudget is spent.
 var ErrLookupsSpent = errors.New("tenancy: too many lookups of names that do not exist from this client")
 
-// A LookupBudget bounds one client's directory reads that find nothing.
-// A name that is not cached costs a database query, and one that does not
-// exist is remembered for NegativeTTL only, so a client naming a new key,
-// token or host each time would cost one query per request without it.
-// Lookups that find something are never charged nor refused: a client's
-// own keys are cached.
+// A LookupBudget bounds one client's directory reads of names that do not
+// exist. A name that is not cached costs a database query, and one that
+// does not exist is remembered for NegativeTTL only, so a client sending a
+// new key id, token or host each time would cost one query per request
+// without it. Only the names a client sends are budgeted (not the project
+// or plan of a key it proved it holds), and only when no cache has them:
+// while the budget is spent, such a name is refused even if it exists.
 type LookupBudget interface {
-	Spent() bool // refuse this client's uncached lookups for now
-	Charge()     // one lookup found nothing
+	// Take asks for one lookup, before it reads the database; false when
+	// the budget is spent. done(found) reports the outcome: a lookup that
+	// found nothing keeps its charge, one that found its name gives it
+	// back.
+	Take() (done func(found bool), ok bool)
 }
 
 type budgetKey struct{}
@@ -154,7 +167,7 @@ func WithLookupBudget(ctx context.Context, b LookupBudget) context.Context {
 
 // Host resolves a request's host name (no port) to its cluster.
 func (r *Resolver) Host(ctx context.Context, host string) (Cluster, HostKind, error) {
-	e, err := cached(ctx, r, r.hosts, "h:", host, ErrUnknownHost, func(ctx context.Context) (hostEntry, error) {
+	e, err := cached(ctx, r, r.hosts, "h:", host, ErrUnknownHost, true, func(ctx context.Context) (hostEntry, error) {
 		c, kind, err := ClusterByHost(ctx, r.pool, host)
 		return hostEntry{c, kind}, err
 	})
@@ -167,7 +180,7 @@ func (r *Resolver) App(ctx context.Context, appID, token string) (AppKey, Projec
 	if !credentialID(appID) || token == "" {
 		return AppKey{}, Project{}, ErrBadCredentials
 	}
-	k, err := cached(ctx, r, r.keys, "k:", appID, ErrKeyNotFound, func(ctx context.Context) (AppKey, error) { return GetAppKey(ctx, r.pool, appID) })
+	k, err := cached(ctx, r, r.keys, "k:", appID, ErrKeyNotFound, true, func(ctx context.Context) (AppKey, error) { return GetAppKey(ctx, r.pool, appID) })
 	if errors.Is(err, ErrKeyNotFound) || (err == nil && (k.RevokedAt != nil || !tokenMatches(k.tokenHash, token))) {
 		return AppKey{}, Project{}, ErrBadCredentials
 	}
@@ -191,19 +204,19 @@ func credentialID(id string) bool {
 
 // Project returns a live project.
 func (r *Resolver) Project(ctx context.Context, id string) (Project, error) {
-	return cached(ctx, r, r.projects, "p:", id, ErrProjectNotFound, func(ctx context.Context) (Project, error) { return GetProject(ctx, r.pool, id) })
+	return cached(ctx, r, r.projects, "p:", id, ErrProjectNotFound, false, func(ctx context.Context) (Project, error) { return GetProject(ctx, r.pool, id) })
 }
 
 // Webhooks returns a project's live webhook configurations.
 func (r *Resolver) Webhooks(ctx context.Context, projectID string) ([]Webhook, error) {
-	return cached(ctx, r, r.webhooks, "w:", projectID, nil, func(ctx context.Context) ([]Webhook, error) { return ListWebhooks(ctx, r.pool, projectID) })
+	return cached(ctx, r, r.webhooks, "w:", projectID, nil, false, func(ctx context.Context) ([]Webhook, error) { return ListWebhooks(ctx, r.pool, projectID) })
 }
 
 // EventSchemas returns a project's custom event schemas, oldest first. The
 // list is cached and shared: read it, never change it. A created, updated
 // or deleted schema is seen here with the next Watch poll.
 func (r *Resolver) EventSchemas(ctx context.Context, projectID string) ([]EventSchema, error) {
-	return cached(ctx, r, r.schemas, "es:", projectID, nil, func(ctx context.Context) ([]EventSchema, error) {
+	return cached(ctx, r, r.schemas, "es:", projectID, nil, false, func(ctx context.Context) ([]EventSchema, error) {
 		return ListEventSchemas(ctx, r.pool, projectID)
 	})
 }
@@ -211,7 +224,7 @@ func (r *Resolver) EventSchemas(ctx context.Context, projectID string) ([]EventS
 // StackingRules returns a project's stacking rules, its own or the
 // defaults; a change is seen here with the next Watch poll.
 func (r *Resolver) StackingRules(ctx context.Context, projectID string) (StackingRules, error) {
-	return cached(ctx, r, r.stacking, "sr:", projectID, nil, func(ctx context.Context) (StackingRules, error) {
+	return cached(ctx, r, r.stacking, "sr:", projectID, nil, false, func(ctx context.Context) (StackingRules, error) {
 		s, found, err := GetStackingRules(ctx, r.pool, projectID)
 		if !found {
 			return DefaultStackingRules(), err
@@ -223,7 +236,7 @@ func (r *Resolver) StackingRules(ctx context.Context, projectID string) (Stackin
 // ClusterOrigins are the origins that some live project of the cluster
 // trusts (TrustedDomains); a project's change is seen with the next poll.
 func (r *Resolver) ClusterOrigins(ctx context.Context, cluster string) (Origins, error) {
-	return cached(ctx, r, r.origins, "o:", cluster, nil, func(ctx context.Context) (Origins, error) {
+	return cached(ctx, r, r.origins, "o:", cluster, nil, false, func(ctx context.Context) (Origins, error) {
 		lists, err := TrustedDomains(ctx, r.pool, cluster)
 		return CompileOrigins(lists...), err
 	})
@@ -231,7 +244,7 @@ func (r *Resolver) ClusterOrigins(ctx context.Context, cluster string) (Origins,
 
 // Plan returns a plan.
 func (r *Resolver) Plan(ctx context.Context, name string) (Plan, error) {
-	return cached(ctx, r, r.plans, "pl:", name, ErrPlanNotFound, func(ctx context.Context) (Plan, error) { return GetPlan(ctx, r.pool, name) })
+	return cached(ctx, r, r.plans, "pl:", name, ErrPlanNotFound, false, func(ctx context.Context) (Plan, error) { return GetPlan(ctx, r.pool, name) })
 }
 
 // Management checks a management key pair.
@@ -239,7 +252,7 @@ func (r *Resolver) Management(ctx context.Context, id, token string) (Management
 	if !credentialID(id) || token == "" {
 		return ManagementKey{}, ErrBadCredentials
 	}
-	k, err := cached(ctx, r, r.mgmt, "m:", id, ErrKeyNotFound, func(ctx context.Context) (ManagementKey, error) { return GetManagementKey(ctx, r.pool, id) })
+	k, err := cached(ctx, r, r.mgmt, "m:", id, ErrKeyNotFound, true, func(ctx context.Context) (ManagementKey, error) { return GetManagementKey(ctx, r.pool, id) })
 	if errors.Is(err, ErrKeyNotFound) || (err == nil && (k.RevokedAt != nil || !tokenMatches(k.tokenHash, token))) {
 		return ManagementKey{}, ErrBadCredentials
 	}
@@ -365,14 +378,14 @@ func (r *Resolver) Bearer(ctx context.Context, token string) (AppKey, Project, T
 		return AppKey{}, Project{}, Token{}, ErrBadCredentials
 	}
 	hash := TokenHash(token)
-	t, err := cached(ctx, r, r.tokens, "t:", hash, ErrTokenNotFound, func(ctx context.Context) (Token, error) { return GetToken(ctx, r.pool, hash) })
+	t, err := cached(ctx, r, r.tokens, "t:", hash, ErrTokenNotFound, true, func(ctx context.Context) (Token, error) { return GetToken(ctx, r.pool, hash) })
 	if errors.Is(err, ErrTokenNotFound) || (err == nil && !t.Live(time.Now())) {
 		return AppKey{}, Project{}, Token{}, ErrBadCredentials
 	}
 	if err != nil {
 		return AppKey{}, Project{}, Token{}, err
 	}
-	k, err := cached(ctx, r, r.keys, "k:", t.AppID, ErrKeyNotFound, func(ctx context.Context) (AppKey, error) { return GetAppKey(ctx, r.pool, t.AppID) })
+	k, err := cached(ctx, r, r.keys, "k:", t.AppID, ErrKeyNotFound, false, func(ctx context.Context) (AppKey, error) { return GetAppKey(ctx, r.pool, t.AppID) })
 	if errors.Is(err, ErrKeyNotFound) || (err == nil && k.RevokedAt != nil) {
 		return AppKey{}, Project{}, Token{}, ErrBadCredentials
 	}

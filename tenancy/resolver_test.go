@@ -212,17 +212,27 @@ func TestAnAbandonedLookupDoesNotFailTheOthersWaitingOnIt(t *testing.T) {
 }
 
 // budget counts a client's lookups that found nothing, out of limit.
-type budget struct{ charged, limit int }
+type budget struct{ taken, charged, limit int }
 
-func (b *budget) Spent() bool { return b.charged >= b.limit }
-func (b *budget) Charge()     { b.charged++ }
+func (b *budget) Take() (func(found bool), bool) {
+	if b.charged >= b.limit {
+		return nil, false
+	}
+	b.taken++
+	return func(found bool) {
+		if !found {
+			b.charged++
+		}
+	}, true
+}
 
-// A client's lookups that find nothing draw on its budget; once it is
-// spent, its uncached lookups are refused without a query, and its cached
-// names still resolve.
+// A client's lookups of names it sent that do not exist draw on its
+// budget; once it is spent, its uncached lookups of such names are refused
+// without a query, its cached names still resolve, and what it does not
+// send (a project, a plan) is read whatever the budget.
 func TestLookupsThatFindNothingDrawOnTheCallersBudget(t *testing.T) {
 	pool := directory(t)
-	_, key, token := projectWithKey(t, pool)
+	p, key, token := projectWithKey(t, pool)
 	r := tenancy.NewResolver(pool, tenancy.ResolverOptions{})
 	b := &budget{limit: 3}
 	ctx := tenancy.WithLookupBudget(context.Background(), b)
@@ -232,8 +242,8 @@ func TestLookupsThatFindNothingDrawOnTheCallersBudget(t *testing.T) {
 	if _, _, err := r.Host(ctx, "api.example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if b.charged != 0 {
-		t.Fatalf("lookups that found their names charged %d", b.charged)
+	if b.taken != 2 || b.charged != 0 {
+		t.Fatalf("two lookups that found their names: %d taken, %d charged", b.taken, b.charged)
 	}
 	for i, err := range []error{
 		func() error { _, _, err := r.App(ctx, "app_unknown_1", "x"); return err }(),
@@ -269,6 +279,18 @@ func TestLookupsThatFindNothingDrawOnTheCallersBudget(t *testing.T) {
 	// Another client's budget is its own.
 	if _, _, err := r.App(tenancy.WithLookupBudget(context.Background(), &budget{limit: 3}), "app_unknown_2", "x"); !errors.Is(err, tenancy.ErrBadCredentials) {
 		t.Fatalf("another client: %v", err)
+	}
+	// On a replica whose caches are cold, the spent budget refuses even
+	// the client's real key, but a project or plan is no name it sent.
+	cold := tenancy.NewResolver(pool, tenancy.ResolverOptions{})
+	if _, _, err := cold.App(ctx, key.AppID, token); !errors.Is(err, tenancy.ErrLookupsSpent) {
+		t.Fatalf("an uncached key with the budget spent: %v", err)
+	}
+	if _, err := cold.Project(ctx, p.ID); err != nil {
+		t.Fatalf("a project with the budget spent: %v", err)
+	}
+	if _, err := cold.Plan(ctx, "free"); err != nil && !errors.Is(err, tenancy.ErrPlanNotFound) {
+		t.Fatalf("a plan with the budget spent: %v", err)
 	}
 }
 
