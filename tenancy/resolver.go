@@ -101,13 +101,16 @@ func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string
 		r.hits.Add(1)
 		return zero, notFound
 	}
-	var done func(found bool)
+	// found is the outcome reported to the budget, whatever way this
+	// returns (a load that panicked must not hold its take for good).
+	found := true
 	if budgeted {
 		if b, _ := ctx.Value(budgetKey{}).(LookupBudget); b != nil {
-			var ok bool
-			if done, ok = b.Take(); !ok {
+			done, ok := b.Take()
+			if !ok {
 				return zero, ErrLookupsSpent
 			}
+			defer func() { done(found) }()
 		}
 	}
 	r.misses.Add(1)
@@ -128,11 +131,9 @@ func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string
 		cache.Add(key, v)
 		return v, nil
 	})
-	if done != nil {
-		// Only a name that does not exist is charged; a database error is
-		// not the client's.
-		done(notFound == nil || !errors.Is(err, notFound))
-	}
+	// Only a name that does not exist is charged; a database error is not
+	// the client's.
+	found = notFound == nil || !errors.Is(err, notFound)
 	if err != nil {
 		return zero, err
 	}
