@@ -330,6 +330,10 @@ func (r *Resolver) Ready(ctx context.Context) error {
 	return r.pool.Ping(ctx)
 }
 
+// Misses is how many lookups have read the tenancy database
+// (tally_tenancy_cache_misses_total).
+func (r *Resolver) Misses() int64 { return r.misses.Load() }
+
 // Collectors exposes cache figures for Prometheus.
 func (r *Resolver) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{

@@ -3,13 +3,10 @@ package tenancy_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/dbtest"
@@ -261,7 +258,7 @@ func TestLookupsThatFindNothingDrawOnTheCallersBudget(t *testing.T) {
 	if _, _, err := r.App(ctx, "app_unknown_1", "x"); !errors.Is(err, tenancy.ErrBadCredentials) {
 		t.Fatalf("a name known not to exist: %v", err)
 	}
-	misses := cacheMisses(t, r)
+	misses := r.Misses()
 	for _, id := range []string{"app_unknown_2", "app_unknown_3"} {
 		if _, _, err := r.App(ctx, id, "x"); !errors.Is(err, tenancy.ErrLookupsSpent) {
 			t.Fatalf("a new name with the budget spent: %v", err)
@@ -270,7 +267,7 @@ func TestLookupsThatFindNothingDrawOnTheCallersBudget(t *testing.T) {
 	if _, _, err := r.Host(ctx, "other.example.com"); !errors.Is(err, tenancy.ErrLookupsSpent) {
 		t.Fatalf("a new host with the budget spent: %v", err)
 	}
-	if got := cacheMisses(t, r); got != misses {
+	if got := r.Misses(); got != misses {
 		t.Fatalf("refused lookups read the directory: misses %v → %v", misses, got)
 	}
 	if _, _, err := r.App(ctx, key.AppID, token); err != nil {
@@ -292,20 +289,4 @@ func TestLookupsThatFindNothingDrawOnTheCallersBudget(t *testing.T) {
 	if _, err := cold.Plan(ctx, "free"); err != nil && !errors.Is(err, tenancy.ErrPlanNotFound) {
 		t.Fatalf("a plan with the budget spent: %v", err)
 	}
-}
-
-func cacheMisses(t *testing.T, r *tenancy.Resolver) float64 {
-	t.Helper()
-	for _, c := range r.Collectors() {
-		ch := make(chan *prometheus.Desc, 4)
-		c.Describe(ch)
-		close(ch)
-		for d := range ch {
-			if strings.Contains(d.String(), `"tally_tenancy_cache_misses_total"`) {
-				return testutil.ToFloat64(c)
-			}
-		}
-	}
-	t.Fatal("no tally_tenancy_cache_misses_total")
-	return 0
 }
