@@ -8,6 +8,8 @@ import (
 
 func TestEveryPassRunsEveryPathWithThePairsBackToBack(t *testing.T) {
 	firsts := map[int]int{}
+	type placed struct{ path, place int } // a pair's first path, and the pair's place in the pass
+	balance := map[placed]int{}
 	for p := range satPasses {
 		order := passOrder(p)
 		if got := slices.Sorted(slices.Values(order)); !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
@@ -18,17 +20,26 @@ func TestEveryPassRunsEveryPathWithThePairsBackToBack(t *testing.T) {
 			if i-j != 1 && j-i != 1 {
 				t.Fatalf("pass %d: %v apart in %v", p, pair, order)
 			}
+			first := pair[1]
 			if i < j {
-				firsts[pair[0]]++
-			} else {
-				firsts[pair[1]]++
+				first = pair[0]
 			}
+			firsts[first]++
+			balance[placed{first, min(i, j)}]++
 		}
 	}
 	// ABBA: each path of a pair runs first in half the passes.
 	for _, path := range []int{1, 2, 3, 4} {
 		if firsts[path] != satPasses/2 {
 			t.Fatalf("path %d ran first in %d of %d passes", path, firsts[path], satPasses)
+		}
+	}
+	// And wherever in a pass a pair runs, each of its paths runs first
+	// there as often as the other: no place in the pass leans one way.
+	for k, n := range balance {
+		other := placed{map[int]int{1: 2, 2: 1, 3: 4, 4: 3}[k.path], k.place}
+		if balance[other] != n {
+			t.Fatalf("path %d first at place %d in %d passes, its pair's other path in %d", k.path, k.place, n, balance[other])
 		}
 	}
 }
