@@ -86,8 +86,12 @@ func writeRequest(w *bufio.Writer, req *http.Request) error {
 		return err
 	}
 	if length < 0 {
+		// Each chunk goes on as it comes, as net/http's Transport sends a
+		// streamed body: an upstream that answers to the first part of a
+		// body (or reads it as the client writes) is not kept waiting for
+		// the write buffer to fill.
 		cw := httputil.NewChunkedWriter(w)
-		if _, err := io.Copy(cw, req.Body); err != nil {
+		if _, err := io.Copy(flushEach{cw, w}, req.Body); err != nil {
 			return err
 		}
 		if err := cw.Close(); err != nil {
@@ -104,6 +108,21 @@ func writeRequest(w *bufio.Writer, req *http.Request) error {
 		return fmt.Errorf("router: a body of %d bytes where %d were announced: %w", n, length, io.ErrUnexpectedEOF)
 	}
 	return nil
+}
+
+// flushEach writes each chunk onto the connection as soon as it is written.
+// It has no ReadFrom, so io.Copy writes it a read at a time.
+type flushEach struct {
+	chunks io.Writer
+	w      *bufio.Writer
+}
+
+func (f flushEach) Write(p []byte) (int, error) {
+	n, err := f.chunks.Write(p)
+	if err == nil {
+		err = f.w.Flush()
+	}
+	return n, err
 }
 
 // writeField writes one header line, any line break in the value as a space.

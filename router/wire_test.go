@@ -8,7 +8,9 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // writeRequest must put on the wire what net/http's Request.Write would for
@@ -122,4 +124,74 @@ func TestWriteRequestRefusesASpaceInTheTarget(t *testing.T) {
 		w.Flush()
 		t.Fatalf("written:\n%s", buf.Bytes())
 	}
+}
+
+// A body of unknown length goes on chunk by chunk as the client sends it:
+// a client that sends the rest only once the upstream has had the first
+// part (or an upstream that answers to it) is not left waiting on bytes the
+// router holds in its write buffer.
+func TestWriteRequestSendsEachChunkOfAStreamedBodyAsItComes(t *testing.T) {
+	u, _ := url.Parse("http://regional/v1/imports")
+	body, client := io.Pipe()
+	wire := &signalWriter{grew: make(chan struct{}, 64)}
+	done := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriterSize(wire, 16<<10) // as the pool's
+		err := writeRequest(w, &http.Request{Method: "POST", URL: u, Host: u.Host, Header: http.Header{},
+			Body: body, ContentLength: -1})
+		if err == nil {
+			err = w.Flush() // as the pool does once the request is written
+		}
+		done <- err
+	}()
+	waitWire := func(want string) {
+		t.Helper()
+		deadline := time.After(2 * time.Second)
+		for !strings.Contains(wire.String(), want) {
+			select {
+			case <-wire.grew:
+			case <-deadline:
+				t.Fatalf("%q never reached the connection; it has:\n%s", want, wire.String())
+			}
+		}
+	}
+	go client.Write([]byte("first part,"))
+	waitWire("first part,")
+	go func() { client.Write([]byte("second part")); client.Close() }()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(wire.String())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(req.Body)
+	if err != nil || string(got) != "first part,second part" {
+		t.Fatalf("body read back %q, %v", got, err)
+	}
+}
+
+// signalWriter is a connection's far end: what reached it, and a signal
+// each time more did.
+type signalWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	grew chan struct{}
+}
+
+func (s *signalWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	n, err := s.buf.Write(p)
+	s.mu.Unlock()
+	select {
+	case s.grew <- struct{}{}:
+	default:
+	}
+	return n, err
+}
+
+func (s *signalWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }
