@@ -297,16 +297,27 @@ type lookupBudget struct {
 	ip string
 }
 
-// addrLookups is one address's budget: a token bucket, less the lookups
-// under way, so that concurrent lookups cannot spend a token each before
-// the first is charged.
+// addrLookups is one address's budget: a token bucket, less the names
+// being looked up, so that concurrent lookups cannot spend a token each
+// before the first is charged. A name under way is counted once, however
+// many of the address's requests wait on it: they share its one read
+// (the resolver's), and its charge. Without that, more than lookupBurst
+// requests from one address (a NAT, a busy backend) waiting on a key
+// whose cache entry had just lapsed were refused, though the key exists.
 type addrLookups struct {
-	mu      sync.Mutex
-	bucket  *rate.Limiter
-	pending int
+	mu     sync.Mutex
+	bucket *rate.Limiter
+	names  map[string]*nameLookup
 }
 
-func (b lookupBudget) Take() (func(found bool), bool) {
+// nameLookup is one name under way: the requests waiting on it, and
+// whether it found nothing.
+type nameLookup struct {
+	callers int
+	missed  bool
+}
+
+func (b lookupBudget) Take(name string) (func(found bool), bool) {
 	key := addrKey(b.ip)
 	a, ok := b.l.lookups.Get(key)
 	if !ok {
@@ -317,16 +328,28 @@ func (b lookupBudget) Take() (func(found bool), bool) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.bucket.TokensAt(b.l.now())-float64(a.pending) < 1 {
-		b.l.limited.WithLabelValues("directory_lookups").Inc()
-		return nil, false
+	n := a.names[name]
+	if n == nil {
+		if a.bucket.TokensAt(b.l.now())-float64(len(a.names)) < 1 {
+			b.l.limited.WithLabelValues("directory_lookups").Inc()
+			return nil, false
+		}
+		if a.names == nil {
+			a.names = map[string]*nameLookup{}
+		}
+		n = &nameLookup{}
+		a.names[name] = n
 	}
-	a.pending++
+	n.callers++
 	return func(found bool) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		a.pending--
-		if !found {
+		n.missed = n.missed || !found
+		if n.callers--; n.callers > 0 {
+			return
+		}
+		delete(a.names, name)
+		if n.missed {
 			// Kept even past empty (the bucket owes it): lookups that
 			// overlapped are all paid for.
 			a.bucket.ReserveN(b.l.now(), 1)

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +224,52 @@ func TestAHungUpClientsLeaseIsNoFailOpen(t *testing.T) {
 	}
 	if store.leases() == 0 || store.used["proj_a"+time.Minute.String()+l.now().Truncate(time.Minute).String()] == 0 {
 		t.Fatalf("no quota leased: %v", store.used)
+	}
+}
+
+// An address's lookups of one name under way count once against its
+// budget, however many of its requests wait on them (they share one read):
+// more than lookupBurst requests from behind one NAT waiting on a key whose
+// cache entry just lapsed are all let through. Distinct names are each a
+// read, and past lookupBurst of them the address is refused; a name that
+// found nothing is charged once, a name found not at all.
+func TestTheLookupBudgetCountsANameUnderWayOnce(t *testing.T) {
+	l := newLimiter(&fakeQuota{used: map[string]int64{}})
+	now := time.Now()
+	l.now = func() time.Time { return now }
+	b := lookupBudget{l, "203.0.113.9"}
+	var dones []func(bool)
+	for i := range lookupBurst + 20 {
+		done, ok := b.Take("k:app_1")
+		if !ok {
+			t.Fatalf("request %d waiting on a name under way was refused", i+1)
+		}
+		dones = append(dones, done)
+	}
+	for i := range lookupBurst - 1 {
+		done, ok := b.Take(fmt.Sprintf("k:other_%d", i))
+		if !ok {
+			t.Fatalf("distinct name %d of %d refused", i+2, lookupBurst)
+		}
+		dones = append(dones, done)
+	}
+	if _, ok := b.Take("k:one_too_many"); ok {
+		t.Fatalf("a name past %d under way at once was let through", lookupBurst)
+	}
+	// The shared name exists: its callers give their take back; the
+	// others found nothing and are charged one each.
+	for _, done := range dones[:lookupBurst+20] {
+		done(true)
+	}
+	for _, done := range dones[lookupBurst+20:] {
+		done(false)
+	}
+	if done, ok := b.Take("k:after"); !ok {
+		t.Fatal("one token left after 49 charges of 50 was refused")
+	} else {
+		done(false)
+	}
+	if _, ok := b.Take("k:spent"); ok {
+		t.Fatal("a spent budget let a lookup through")
 	}
 }

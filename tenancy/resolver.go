@@ -106,7 +106,7 @@ func cached[V any](ctx context.Context, r *Resolver, cache *expirable.LRU[string
 	found := true
 	if budgeted {
 		if b, _ := ctx.Value(budgetKey{}).(LookupBudget); b != nil {
-			done, ok := b.Take()
+			done, ok := b.Take(prefix + key)
 			if !ok {
 				return zero, ErrLookupsSpent
 			}
@@ -152,11 +152,12 @@ var ErrLookupsSpent = errors.New("tenancy: too many lookups of names that do not
 // or plan of a key it proved it holds), and only when no cache has them:
 // while the budget is spent, such a name is refused even if it exists.
 type LookupBudget interface {
-	// Take asks for one lookup, before it reads the database; false when
-	// the budget is spent. done(found) reports the outcome: a lookup that
-	// found nothing keeps its charge, one that found its name gives it
-	// back.
-	Take() (done func(found bool), ok bool)
+	// Take asks for a lookup of name, before it reads the database; false
+	// when the budget is spent. done(found) reports the outcome: a lookup
+	// that found nothing keeps its charge, one that found its name gives
+	// it back. Concurrent lookups of one name share one read (and so one
+	// charge): a caller joining a lookup under way is not refused.
+	Take(name string) (done func(found bool), ok bool)
 }
 
 type budgetKey struct{}

@@ -206,7 +206,7 @@ func TestAnAbandonedLookupDoesNotFailTheOthersWaitingOnIt(t *testing.T) {
 // budget counts a client's lookups that found nothing, out of limit.
 type budget struct{ taken, charged, limit int }
 
-func (b *budget) Take() (func(found bool), bool) {
+func (b *budget) Take(string) (func(found bool), bool) {
 	if b.charged >= b.limit {
 		return nil, false
 	}
