@@ -87,9 +87,11 @@ func writeRequest(w *bufio.Writer, req *http.Request) error {
 	}
 	if length < 0 {
 		// Each chunk goes on as it comes, as net/http's Transport sends a
-		// streamed body: an upstream that answers to the first part of a
-		// body (or reads it as the client writes) is not kept waiting for
-		// the write buffer to fill.
+		// streamed body: an upstream that reads the body as the client
+		// writes it is not kept waiting for the write buffer to fill. (The
+		// answer is still read only once the whole body is written: an
+		// upstream that answers before the body ends is not heard until
+		// then.)
 		cw := httputil.NewChunkedWriter(w)
 		if _, err := io.Copy(flushEach{cw, w}, req.Body); err != nil {
 			return err
