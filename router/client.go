@@ -37,7 +37,7 @@ func (r *Router) clientCORS(c echo.Context, cluster, origin string) (done bool, 
 	trusted, err := r.cfg.Resolver.ClusterOrigins(req.Context(), cluster)
 	if err != nil {
 		if preflight {
-			return true, directoryDown(err)
+			return true, resolverError(err)
 		}
 		return false, nil // the project's own list decides, below
 	}

@@ -87,7 +87,7 @@ func (r *Router) tokenProject(req *http.Request, exportID string, cluster tenanc
 		return tenancy.Project{}, apierr.NotFound("export", exportID)
 	}
 	if err != nil {
-		return tenancy.Project{}, directoryDown(err)
+		return tenancy.Project{}, resolverError(err)
 	}
 	if p.Cluster != cluster.Name {
 		return tenancy.Project{}, r.wrongCluster(req.Context(), p)

@@ -203,7 +203,7 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 				fmt.Sprintf("A project has at most %d live access tokens; revoke some or let them expire.", tenancy.MaxTokens))
 		}
 		if err != nil {
-			return directoryDown(err)
+			return resolverError(err)
 		}
 		return c.JSON(http.StatusOK, tokenView{AccessToken: token, ClientID: key.AppID, ExpiresAt: t.ExpiresAt.Unix(),
 			ExpiresIn: int64(tenancy.TokenLifetime / time.Second), Scope: strings.Join(t.Scopes, " "), TokenType: "Bearer",
@@ -218,7 +218,7 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 			return c.JSON(http.StatusOK, map[string]bool{"active": false})
 		}
 		if err != nil {
-			return directoryDown(err)
+			return resolverError(err)
 		}
 		active := true
 		return c.JSON(http.StatusOK, tokenView{ClientID: t.AppID, ExpiresAt: t.ExpiresAt.Unix(),
@@ -234,7 +234,7 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 			return apierr.NotFound("access_token", "")
 		}
 		if err != nil {
-			return directoryDown(err)
+			return resolverError(err)
 		}
 		return c.NoContent(http.StatusNoContent)
 	}

@@ -194,7 +194,7 @@ func (r *Router) handle(c echo.Context) error {
 		return unknownHost(host)
 	}
 	if err != nil {
-		return directoryDown(err)
+		return resolverError(err)
 	}
 	requestID := c.Response().Header().Get(apierr.HeaderRequestID)
 	expires := time.Now().Add(identity.TTL)
@@ -248,7 +248,7 @@ func (r *Router) handle(c echo.Context) error {
 			return invalidToken()
 		}
 		if err != nil {
-			return directoryDown(err)
+			return resolverError(err)
 		}
 		if p.Cluster != cluster.Name {
 			return r.wrongCluster(req.Context(), p)
@@ -329,7 +329,7 @@ func (r *Router) limit(c echo.Context, project tenancy.Project, clientAPI bool, 
 	} else {
 		plan, err := r.cfg.Resolver.Plan(ctx, project.Plan)
 		if err != nil && !errors.Is(err, tenancy.ErrPlanNotFound) {
-			return directoryDown(err)
+			return resolverError(err)
 		}
 		vs = r.limits.project(ctx, project.ID, plan.RequestsPerMinute, plan.RequestsPerHour)
 	}
@@ -345,7 +345,7 @@ func (r *Router) limit(c echo.Context, project tenancy.Project, clientAPI bool, 
 func (r *Router) wrongCluster(ctx context.Context, p tenancy.Project) error {
 	home, err := r.cfg.Resolver.ClusterByName(ctx, p.Cluster)
 	if err != nil {
-		return directoryDown(err)
+		return resolverError(err)
 	}
 	base := ""
 	if _, byPort := ctx.Value(fixedHostKey{}).(string); byPort {
@@ -438,10 +438,13 @@ func credentialError(err error, hint string) error {
 	if errors.Is(err, tenancy.ErrBadCredentials) {
 		return apierr.Unauthorized(hint)
 	}
-	return directoryDown(err)
+	return resolverError(err)
 }
 
-func directoryDown(err error) error {
+// resolverError answers a directory lookup that failed for other reasons
+// than the name: the caller's lookup budget spent (429), or the directory
+// unreachable (503).
+func resolverError(err error) error {
 	if errors.Is(err, tenancy.ErrLookupsSpent) {
 		e := tooMany()
 		e.Details = "Too many requests from this address named keys, tokens or hosts that do not exist; try again in a second."
