@@ -102,6 +102,19 @@ func newLimiter(store quota) *limiter {
 	}
 }
 
+// getOrAdd is key's entry in c, made by mk when there is none; of two
+// callers adding one at once, both get the one kept.
+func getOrAdd[K comparable, V any](c *lru.Cache[K, V], key K, mk func() V) V {
+	if v, ok := c.Get(key); ok {
+		return v
+	}
+	v := mk()
+	if prev, loaded, _ := c.PeekOrAdd(key, v); loaded {
+		return prev
+	}
+	return v
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err) // only for a size below 1
@@ -260,13 +273,9 @@ func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {
 		return verdict{}
 	}
 	key := projectID + "|" + addrKey(ip) + "|" + strconv.Itoa(lim.Requests) + "/" + strconv.Itoa(lim.Seconds)
-	b, ok := l.clients.Get(key)
-	if !ok {
-		b = rate.NewLimiter(rate.Limit(float64(lim.Requests)/float64(lim.Seconds)), lim.Requests)
-		if prev, loaded, _ := l.clients.PeekOrAdd(key, b); loaded {
-			b = prev
-		}
-	}
+	b := getOrAdd(l.clients, key, func() *rate.Limiter {
+		return rate.NewLimiter(rate.Limit(float64(lim.Requests)/float64(lim.Seconds)), lim.Requests)
+	})
 	now := l.now()
 	v := verdict{name: "client", limit: int64(lim.Requests), window: time.Duration(lim.Seconds) * time.Second}
 	r := b.ReserveN(now, 1)
@@ -318,14 +327,9 @@ type nameLookup struct {
 }
 
 func (b lookupBudget) Take(name string) (func(found bool), bool) {
-	key := addrKey(b.ip)
-	a, ok := b.l.lookups.Get(key)
-	if !ok {
-		a = &addrLookups{bucket: rate.NewLimiter(lookupRate, lookupBurst)}
-		if prev, loaded, _ := b.l.lookups.PeekOrAdd(key, a); loaded {
-			a = prev
-		}
-	}
+	a := getOrAdd(b.l.lookups, addrKey(b.ip), func() *addrLookups {
+		return &addrLookups{bucket: rate.NewLimiter(lookupRate, lookupBurst)}
+	})
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := a.names[name]

@@ -331,8 +331,9 @@ func (r *Resolver) Ready(ctx context.Context) error {
 	return r.pool.Ping(ctx)
 }
 
-// Misses is how many lookups have read the tenancy database
-// (tally_tenancy_cache_misses_total).
+// Misses is how many lookups missed the caches
+// (tally_tenancy_cache_misses_total); concurrent misses of one name share
+// one database read, and each is counted.
 func (r *Resolver) Misses() int64 { return r.misses.Load() }
 
 // Collectors exposes cache figures for Prometheus.
