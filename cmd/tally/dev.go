@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -99,7 +100,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	printWelcome(creds, filepath.Join(dir, "credentials.json"))
+	printWelcome(os.Stdout, creds, filepath.Join(dir, "credentials.json"), *adminPort)
 	select {
 	case <-ctx.Done():
 		log.Info("stopping")
@@ -157,23 +158,30 @@ func writeJSON(path string, v any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o600)
 }
 
-func printWelcome(c devstack.Credentials, path string) {
-	fmt.Printf("\nTally is running. Credentials (also in %s):\n\n", path)
-	fmt.Printf("  management  X-Management-Id: %s\n              X-Management-Token: %s\n\n", c.Management.ID, c.Management.Token)
+// printWelcome writes the banner of `tally dev`: the credentials, curl
+// lines to try, and where the router's metrics are (the first admin port,
+// adminPort; none when 0 turned the admin endpoints off).
+func printWelcome(w io.Writer, c devstack.Credentials, path string, adminPort int) {
+	fmt.Fprintf(w, "\nTally is running. Credentials (also in %s):\n\n", path)
+	fmt.Fprintf(w, "  management  X-Management-Id: %s\n              X-Management-Token: %s\n\n", c.Management.ID, c.Management.Token)
 	for _, p := range c.Projects {
-		fmt.Printf("  %-4s %s (or %s)  project %s\n       X-App-Id: %s\n       X-App-Token: %s\n\n", p.Cluster, p.BaseURL, p.HostURL,
+		fmt.Fprintf(w, "  %-4s %s (or %s)  project %s\n       X-App-Id: %s\n       X-App-Token: %s\n\n", p.Cluster, p.BaseURL, p.HostURL,
 			p.ProjectID, p.AppID, p.AppToken)
 	}
-	fmt.Println("Try:")
+	fmt.Fprintln(w, "Try:")
 	for _, p := range c.Projects {
-		fmt.Printf("  curl %s/v1/customers -H 'X-App-Id: %s' -H 'X-App-Token: %s'\n", p.BaseURL, p.AppID, p.AppToken)
+		fmt.Fprintf(w, "  curl %s/v1/customers -H 'X-App-Id: %s' -H 'X-App-Token: %s'\n", p.BaseURL, p.AppID, p.AppToken)
 	}
 	if len(c.Projects) > 0 {
 		p := c.Projects[0]
-		fmt.Printf("  curl %s/v1/customers -H 'X-App-Id: %s' -H 'X-App-Token: %s' -H 'Content-Type: application/json' -d '{\"source_id\":\"ann\",\"name\":\"Ann\"}'\n",
+		fmt.Fprintf(w, "  curl %s/v1/customers -H 'X-App-Id: %s' -H 'X-App-Token: %s' -H 'Content-Type: application/json' -d '{\"source_id\":\"ann\",\"name\":\"Ann\"}'\n",
 			p.BaseURL, p.AppID, p.AppToken)
-		fmt.Printf("  curl %s/management/v1/projects -H 'X-Management-Id: %s' -H 'X-Management-Token: %s'\n",
+		fmt.Fprintf(w, "  curl %s/management/v1/projects -H 'X-Management-Id: %s' -H 'X-Management-Token: %s'\n",
 			p.BaseURL, c.Management.ID, c.Management.Token)
 	}
-	fmt.Printf("\nMetrics: http://127.0.0.1:9090/metrics (router). Ctrl-C stops everything.\n\n")
+	if adminPort != 0 {
+		fmt.Fprintf(w, "\nMetrics: http://127.0.0.1:%d/metrics (router). Ctrl-C stops everything.\n\n", adminPort)
+	} else {
+		fmt.Fprintf(w, "\nCtrl-C stops everything.\n\n")
+	}
 }
