@@ -132,11 +132,14 @@ type verdict struct {
 	refused   bool
 }
 
-// project takes one request of the project's plan limits: hour first,
-// then minute (a request refused by the minute has used an hour's token).
-// The verdict shown is the tighter window's.
+// project takes one request of the project's plan limits, hour first,
+// then minute. A request refused by one window takes nothing from the
+// other: a refusal by the minute gives the hour's token back, so a client
+// that retries through a minute's throttle does not spend its hour. The
+// verdict shown is the tighter window's.
 func (l *limiter) project(ctx context.Context, projectID string, perMinute, perHour int64) []verdict {
 	var out []verdict
+	var undo []func()
 	for _, w := range []struct {
 		name   string
 		length time.Duration
@@ -145,18 +148,26 @@ func (l *limiter) project(ctx context.Context, projectID string, perMinute, perH
 		if w.limit <= 0 {
 			continue
 		}
-		v := l.take(ctx, projectID, w.name, w.length, w.limit)
-		out = append(out, v)
+		v, giveBack := l.take(ctx, projectID, w.name, w.length, w.limit)
 		if v.refused {
 			l.limited.WithLabelValues("project_" + w.name).Inc()
+			for i, g := range undo {
+				g()
+				out[i].remaining++
+			}
+			out = append(out, v)
 			break
 		}
+		out, undo = append(out, v), append(undo, giveBack)
 	}
 	l.dropOld(ctx)
 	return out
 }
 
-func (l *limiter) take(ctx context.Context, projectID, name string, length time.Duration, limit int64) verdict {
+// take takes one request of a window; a request it lets through comes with
+// what gives that request back to the window (when another window refuses
+// it).
+func (l *limiter) take(ctx context.Context, projectID, name string, length time.Duration, limit int64) (verdict, func()) {
 	now := l.now()
 	start := now.Truncate(length)
 	key := windowKey{projectID, length}
@@ -200,16 +211,16 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 				w.owed++
 				l.failOpen.Inc()
 				v.remaining = max(0, share-w.taken)
-				return v
+				return v, func() { w.giveBack(start, true) }
 			}
 			v.refused = true
-			return v
+			return v, nil
 		}
 		w.credit(granted, used)
 	}
 	if w.local == 0 {
 		v.refused = true
-		return v
+		return v, nil
 	}
 	w.local--
 	w.taken++
@@ -221,7 +232,25 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 		w.refilling = true
 		go l.refill(w, projectID, length, start, w.lastWant, limit)
 	}
-	return v
+	return v, func() { w.giveBack(start, false) }
+}
+
+// giveBack returns a request taken from the window that started at start
+// (failedOpen: let through on the replica's share, and owed to the
+// window's row) to be handed out again; a window that has passed since
+// takes nothing back.
+func (w *window) giveBack(start time.Time, failedOpen bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.start.Equal(start) {
+		return
+	}
+	w.taken--
+	if failedOpen {
+		w.owed = max(0, w.owed-1)
+	} else {
+		w.local++
+	}
 }
 
 // refill leases more of a window in the background (see take).

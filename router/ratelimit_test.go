@@ -273,3 +273,33 @@ func TestTheLookupBudgetCountsANameUnderWayOnce(t *testing.T) {
 		t.Fatal("a spent budget let a lookup through")
 	}
 }
+
+// A request refused by one window takes nothing from the other: with 5 a
+// minute and 12 an hour, a client that sends 20 requests every minute is
+// served 5, 5 and then the hour's last 2, not 5 and then nothing for the
+// hour (refusals by the minute used to spend the hour's tokens). The same
+// holds failing open, while the database is down.
+func TestARefusalByTheMinuteTakesNothingFromTheHour(t *testing.T) {
+	for _, down := range []bool{false, true} {
+		t.Run(fmt.Sprintf("database down %v", down), func(t *testing.T) {
+			store := &fakeQuota{used: map[string]int64{}, down: down}
+			now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+			l := newLimiter(store)
+			l.now = func() time.Time { return now }
+			served := make([]int, 4)
+			for minute := range served {
+				now = time.Date(2026, 11, 23, 10, minute, 1, 0, time.UTC)
+				for range 20 {
+					now = now.Add(100 * time.Millisecond)
+					vs := l.project(context.Background(), "proj_w", 5, 12)
+					if v, _ := tightest(vs); !v.refused {
+						served[minute]++
+					}
+				}
+			}
+			if want := []int{5, 5, 2, 0}; fmt.Sprint(served) != fmt.Sprint(want) {
+				t.Fatalf("served per minute %v, want %v", served, want)
+			}
+		})
+	}
+}
