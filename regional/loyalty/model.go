@@ -1,6 +1,7 @@
 package loyalty
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -315,4 +316,22 @@ type Transaction struct {
 	RelatedTransactionID *string         `json:"related_transaction_id"`
 	CreatedAt            jsonx.Time      `json:"created_at"`
 	Delta                int64           `json:"-"` // the change of balance, stored, not shown
+}
+
+// MarshalJSON renders t as the interface does, an entry of no campaign (a
+// gift card made on its own) with "campaign_id": null rather than "".
+func (t Transaction) MarshalJSON() ([]byte, error) {
+	type plain Transaction // without this method
+	var campaignID *string
+	if t.CampaignID != "" {
+		campaignID = &t.CampaignID
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a reason reads back as written, as every answer (httpx.plainJSON)
+	err := enc.Encode(struct {
+		plain
+		CampaignID *string `json:"campaign_id"` // the outer field wins over plain's
+	}{plain(t), campaignID})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }

@@ -189,3 +189,28 @@ func TestGiftCardsOpenWithTheirAmountAndVouchersRaiseEvents(t *testing.T) {
 		}
 	}
 }
+
+// A gift card of no campaign has transactions of no campaign: their
+// campaign_id is null, in the lists and in the webhook events, never "".
+func TestGiftTransactionsOfNoCampaignSayNull(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("voucher.gift.transaction.created")
+	a.OK("POST", "/v1/vouchers/ALONE-1", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 1000}})
+	a.OK("POST", "/v1/vouchers/ALONE-1/balance", map[string]any{"amount": 250})
+	r := a.Do("GET", "/v1/vouchers/ALONE-1/transactions", nil)
+	ts := r.JSON(t)["data"].([]any)
+	if r.Status != 200 || len(ts) != 2 {
+		t.Fatalf("transactions: %d %s", r.Status, r.Body)
+	}
+	for _, x := range ts {
+		id, present := x.(map[string]any)["campaign_id"]
+		if !present || id != nil {
+			t.Fatalf("campaign_id of a transaction of no campaign: %v (present %v), want null: %s", id, present, r.Body)
+		}
+	}
+	ev := hooks.Wait(t, "voucher.gift.transaction.created", 1)
+	if id, present := ev["transaction"].(map[string]any)["campaign_id"]; !present || id != nil {
+		t.Fatalf("the event's transaction: campaign_id %v (present %v), want null: %v", id, present, ev)
+	}
+}
