@@ -71,7 +71,11 @@ func GiftAmountExceeded(v Voucher, want int64) error {
 		fmt.Sprintf("Gift card %s has a balance of %d; %d cannot be taken from it.", v.Code, v.Attrs.Gift.Balance, want))
 }
 
-const maxCredits = 100_000_000_000 // a billion in the currency, in cents
+// maxCredits is the most credits a gift card holds: a billion in the
+// currency, in cents. It bounds every amount that sets credits (a card's or
+// a gift campaign template's gift.amount) and every balance change, one
+// change and the balance it leaves alike.
+const maxCredits = 100_000_000_000
 
 // UpdateBalance adds credits to a gift card or removes them, writing
 // CREDITS_ADDITION or CREDITS_REMOVAL with the card's new figures and the
@@ -120,7 +124,8 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, code string, r B
 		}
 		if amt > 0 {
 			if g.Balance+amt > maxCredits {
-				return nil, apierr.InvalidPayload(fmt.Sprintf("the balance would pass %d", int64(maxCredits)))
+				return nil, apierr.InvalidPayload(fmt.Sprintf("amount: %d would take the balance of %s from %d past %d, the most a gift card holds",
+					amt, v.Code, g.Balance, int64(maxCredits)))
 			}
 			g.Amount += amt
 			t.Type = loyalty.CreditsAddition

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -212,5 +213,42 @@ func TestGiftTransactionsOfNoCampaignSayNull(t *testing.T) {
 	ev := hooks.Wait(t, "voucher.gift.transaction.created", 1)
 	if id, present := ev["transaction"].(map[string]any)["campaign_id"]; !present || id != nil {
 		t.Fatalf("the event's transaction: campaign_id %v (present %v), want null: %v", id, present, ev)
+	}
+}
+
+// A gift amount is bounded by what a balance holds, 1e11 cents, wherever
+// it is set: a card over it would take no later change of its balance.
+func TestGiftAmountsAreBoundedByWhatABalanceHolds(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	const limit, tooMuch = 100_000_000_000, 1 << 53
+	fails := func(method, path string, body any, field string) {
+		t.Helper()
+		e := a.Fails(method, path, body, 400, "invalid_payload")
+		if d, _ := e["details"].(string); !strings.Contains(d, field) {
+			t.Fatalf("%s %s: the error does not name %s: %v", method, path, field, e)
+		}
+	}
+	gift := func(amount int64) map[string]any { return map[string]any{"amount": amount} }
+	fails("POST", "/v1/vouchers/BIG-1", map[string]any{"type": "GIFT_VOUCHER", "gift": gift(tooMuch)}, "gift.amount")
+	fails("POST", "/v1/vouchers/BIG-1", map[string]any{"type": "GIFT_VOUCHER", "gift": gift(limit + 1)}, "gift.amount")
+	fails("POST", "/v1/campaigns", map[string]any{"name": "Big", "campaign_type": "GIFT_VOUCHERS",
+		"voucher": map[string]any{"type": "GIFT_VOUCHER", "gift": gift(tooMuch)}}, "voucher.gift.amount")
+	camp := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Cards", "campaign_type": "GIFT_VOUCHERS",
+		"voucher": map[string]any{"type": "GIFT_VOUCHER", "gift": gift(limit)}})
+	fails("PUT", "/v1/campaigns/"+camp["id"].(string), map[string]any{"gift": gift(tooMuch)}, "gift.amount")
+
+	// A card at the limit: no addition takes it past, a removal and an
+	// addition back to it do.
+	a.OK("POST", "/v1/vouchers/MAX-1", map[string]any{"type": "GIFT_VOUCHER", "gift": gift(limit)})
+	fails("POST", "/v1/vouchers/MAX-1/balance", map[string]any{"amount": 1}, "amount")
+	fails("POST", "/v1/vouchers/MAX-1/balance", map[string]any{"amount": tooMuch}, "amount")
+	a.OK("POST", "/v1/vouchers/MAX-1/balance", map[string]any{"amount": -1})
+	a.OK("POST", "/v1/vouchers/MAX-1/balance", map[string]any{"amount": 1})
+	if g := a.OK("GET", "/v1/vouchers/MAX-1", nil)["gift"].(map[string]any); g["balance"] != float64(limit) {
+		t.Fatalf("gift figures: %v", g)
+	}
+	if ts := transactions(a, "/v1/vouchers/MAX-1/transactions"); len(ts) != 3 {
+		t.Fatalf("%d transactions, want the opening, the removal and the addition: %v", len(ts), ts)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -204,7 +205,7 @@ func number(m map[string]json.RawMessage, key, path string, required, integer bo
 		return apierr.InvalidPayload(path + "." + key + " must be a whole number")
 	}
 	if f < 0 || f > hi {
-		return apierr.InvalidPayload(fmt.Sprintf("%s.%s must be from 0 to %v", path, key, hi))
+		return apierr.InvalidPayload(fmt.Sprintf("%s.%s must be from 0 to %s", path, key, strconv.FormatFloat(hi, 'f', -1, 64)))
 	}
 	return nil
 }
@@ -366,7 +367,9 @@ func checkGift(raw json.RawMessage, path string) (*GiftFigures, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := number(m, "amount", path, true, true, maxNumber); err != nil {
+	// No more than a balance may hold (maxCredits): a card made with more
+	// could take no later change of its balance.
+	if err := number(m, "amount", path, true, true, maxCredits); err != nil {
 		return nil, err
 	}
 	var g GiftFigures
