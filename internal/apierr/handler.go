@@ -41,6 +41,14 @@ func From(err error) *Error {
 	case errors.Is(err, db.ErrCheck):
 		return &Error{Status: http.StatusBadRequest, Key: "invalid_payload", Message: "Invalid payload",
 			Details: fmt.Sprintf("The request breaks a rule of the stored data (%s).", db.Constraint(err)), Cause: err}
+	case errors.Is(err, db.ErrContended):
+		u := Unavailable("Other requests of this project hold what this request changes, and did not let go in time; try again shortly.")
+		u.Key, u.Message, u.Cause = "resource_busy", "Resource busy", err
+		return u
+	case errors.Is(err, db.ErrOverShare):
+		u := Unavailable("This project has as many requests using the database as its share of the cluster allows; try again shortly.")
+		u.Key, u.Message, u.Cause = "project_over_share", "Project over its share", err
+		return u
 	case errors.Is(err, db.ErrUnavailable):
 		u := Unavailable("The database of this cluster cannot be reached; try again shortly.")
 		u.Cause = err

@@ -17,23 +17,48 @@ type Pool struct{ *pgxpool.Pool }
 
 // Exec runs a statement.
 func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	leave, err := enter(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	defer leave()
 	tag, err := p.Pool.Exec(ctx, sql, args...)
 	return tag, Classify(err)
 }
 
-// Query runs a query.
+// Query runs a query; the rows hold the request's place in its bulkhead
+// until they are closed.
 func (p *Pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return classifyRows(p.Pool.Query(ctx, sql, args...))
+	leave, err := enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := classifyRows(p.Pool.Query(ctx, sql, args...))
+	if err != nil {
+		leave()
+		return nil, err
+	}
+	return leavingRows{r.(rows), leave}, nil
 }
 
-// QueryRow runs a query for one row.
+// QueryRow runs a query for one row; its Scan gives back the request's
+// place in its bulkhead.
 func (p *Pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return row{p.Pool.QueryRow(ctx, sql, args...)}
+	leave, err := enter(ctx)
+	if err != nil {
+		return errRow{err}
+	}
+	return leavingRow{row{p.Pool.QueryRow(ctx, sql, args...)}, leave}
 }
 
-// SendBatch sends a batch in one round trip.
+// SendBatch sends a batch in one round trip; closing its results gives
+// back the request's place in its bulkhead.
 func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return batchResults{p.Pool.SendBatch(ctx, b)}
+	leave, err := enter(ctx)
+	if err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
+	return leavingBatch{batchResults{p.Pool.SendBatch(ctx, b)}, leave}
 }
 
 // Begin starts a transaction.
@@ -41,14 +66,62 @@ func (p *Pool) Begin(ctx context.Context) (pgx.Tx, error) {
 	return p.BeginTx(ctx, pgx.TxOptions{})
 }
 
-// BeginTx starts a transaction with options.
+// BeginTx starts a transaction with options; it holds the request's place
+// in its bulkhead until it commits or rolls back.
 func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	leave, err := enter(ctx)
+	if err != nil {
+		return nil, err
+	}
 	t, err := p.Pool.BeginTx(ctx, opts)
 	if err != nil {
+		leave()
 		return nil, Classify(err)
 	}
-	return tx{t}, nil
+	return leavingTx{tx{t}, leave}, nil
 }
+
+// The wrappers that give back a request's place in its bulkhead when the
+// connection they hold goes back to the pool.
+type (
+	leavingRows struct {
+		rows
+		leave func()
+	}
+	leavingRow struct {
+		row
+		leave func()
+	}
+	leavingBatch struct {
+		batchResults
+		leave func()
+	}
+	leavingTx struct {
+		tx
+		leave func()
+	}
+	errRow struct{ err error }
+)
+
+func (r leavingRows) Close() { r.rows.Close(); r.leave() }
+
+func (r leavingRows) Next() bool {
+	if r.rows.Next() {
+		return true
+	}
+	r.leave() // pgx closes rows read to the end
+	return false
+}
+
+func (r leavingRow) Scan(dest ...any) error { defer r.leave(); return r.row.Scan(dest...) }
+
+func (b leavingBatch) Close() error { defer b.leave(); return b.batchResults.Close() }
+
+func (t leavingTx) Commit(ctx context.Context) error { defer t.leave(); return t.tx.Commit(ctx) }
+
+func (t leavingTx) Rollback(ctx context.Context) error { defer t.leave(); return t.tx.Rollback(ctx) }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // tx is a transaction whose errors are classified.
 type tx struct{ pgx.Tx }
@@ -62,6 +135,8 @@ func (t tx) Begin(ctx context.Context) (pgx.Tx, error) {
 }
 
 func (t tx) Commit(ctx context.Context) error { return Classify(t.Tx.Commit(ctx)) }
+
+func (t tx) Rollback(ctx context.Context) error { return Classify(t.Tx.Rollback(ctx)) }
 
 func (t tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	tag, err := t.Tx.Exec(ctx, sql, args...)

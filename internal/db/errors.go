@@ -20,9 +20,12 @@ var (
 	// ErrCheck: a write broke a CHECK, NOT NULL or foreign key constraint;
 	// Constraint names it.
 	ErrCheck = errors.New("db: constraint violated")
+	// ErrContended: what the request changes stayed locked by others past
+	// LockTimeout, or deadlocked, over every retry.
+	ErrContended = errors.New("db: rows locked by other requests")
 )
 
-var kinds = []error{ErrNotFound, ErrConflict, ErrUnavailable, ErrInvalidValue, ErrCheck}
+var kinds = []error{ErrNotFound, ErrConflict, ErrUnavailable, ErrInvalidValue, ErrCheck, ErrContended, ErrOverShare}
 
 type classified struct {
 	kind  error
@@ -53,6 +56,8 @@ func Classify(err error) error {
 			return &classified{ErrConflict, err}
 		case pgErr.Code == "23514" || pgErr.Code == "23502" || pgErr.Code == "23503":
 			return &classified{ErrCheck, err}
+		case pgErr.Code == "40P01" || pgErr.Code == "55P03":
+			return &classified{ErrContended, err}
 		case strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "54000":
 			// data exceptions (a NUL or invalid character, a string too
 			// long, a number out of range, text that is no number or date)

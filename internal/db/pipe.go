@@ -32,11 +32,16 @@ func (p *Pipe) Send(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	p.begun = true
 	nb := &pgx.Batch{}
 	nb.Queue("BEGIN TRANSACTION ISOLATION LEVEL " + string(p.iso))
+	for _, q := range bounds() {
+		nb.Queue(q)
+	}
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
 	br := p.conn.SendBatch(ctx, nb)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return pgx.FailedBatchResults(nb, Classify(err))
+	for range 1 + len(bounds()) {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return pgx.FailedBatchResults(nb, Classify(err))
+		}
 	}
 	return batchResults{br}
 }
@@ -50,6 +55,11 @@ func InPipe(ctx context.Context, pool *Pool, iso pgx.TxIsoLevel, fn func(ctx con
 	ctx, span := tracer.Start(ctx, "db.InPipe")
 	defer span.End()
 	attempts, err := retry(ctx, func(ctx context.Context) error {
+		leave, err := enter(ctx)
+		if err != nil {
+			return err
+		}
+		defer leave()
 		conn, err := pool.Pool.Acquire(ctx)
 		if err != nil {
 			return err

@@ -3,7 +3,9 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,18 +23,50 @@ type Beginner interface {
 }
 
 // Retry policy of InTx. The backoff doubles from RetryBase up to RetryCap,
-// with full jitter, for at most MaxRetries retries.
+// with full jitter, for at most MaxRetries retries, of which at most
+// LockRetries after a deadlock or a lock wait past LockTimeout: a row that
+// stays locked that long is busy, and the request answers 503 with
+// Retry-After (ErrContended) rather than hold a connection in line.
 var (
-	MaxRetries = 30
-	RetryBase  = 2 * time.Millisecond
-	RetryCap   = 500 * time.Millisecond
+	MaxRetries  = 30
+	LockRetries = 3
+	RetryBase   = 2 * time.Millisecond
+	RetryCap    = 500 * time.Millisecond
 )
+
+// The bounds of every transaction InTx and InPipe run, set with it
+// (SET LOCAL, which PostgreSQL and CockroachDB both take): a wait for a row
+// lock past LockTimeout, or a statement past StatementTimeout, ends the
+// transaction, so one tenant's pile-up on a row never holds connections
+// for long. Long reads that must outlast them (an export's snapshot) run
+// outside InTx.
+var (
+	LockTimeout      = 2 * time.Second
+	StatementTimeout = 20 * time.Second
+)
+
+// bounds are the SET LOCAL statements of LockTimeout and StatementTimeout.
+func bounds() []string {
+	return []string{
+		fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", LockTimeout.Milliseconds()),
+		fmt.Sprintf("SET LOCAL statement_timeout = '%dms'", StatementTimeout.Milliseconds()),
+	}
+}
+
+// beginSQL begins a transaction at iso with its bounds, in one round trip:
+// pgx sends a statement without arguments by the simple protocol, which
+// takes several.
+func beginSQL(iso pgx.TxIsoLevel) string {
+	return "BEGIN ISOLATION LEVEL " + string(iso) + "; " + strings.Join(bounds(), "; ")
+}
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/internal/db")
 
 // Retries counts transactions run again because the database asked for it
-// (exposed as a metric by the services).
-var Retries atomic.Int64
+// (exposed as a metric by the services); Deadlocks and LockTimeouts count
+// the attempts that ended in a deadlock (40P01) or a lock wait past
+// LockTimeout (55P03).
+var Retries, Deadlocks, LockTimeouts atomic.Int64
 
 // InTx runs fn in a serializable transaction and retries the whole
 // transaction (begin, statements, commit) when the database asks for it:
@@ -65,7 +99,7 @@ func inTx(ctx context.Context, db Beginner, iso pgx.TxIsoLevel, fn func(tx pgx.T
 	ctx, span := tracer.Start(ctx, "db.InTx")
 	defer span.End()
 	attempts, err := retry(ctx, func(ctx context.Context) error {
-		return pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: iso}, fn)
+		return pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: iso, BeginQuery: beginSQL(iso)}, fn)
 	})
 	span.SetAttributes(attribute.Int("db.tx.attempts", attempts))
 	if err != nil && !errors.Is(err, ErrNotFound) {
@@ -87,9 +121,12 @@ func Statement(ctx context.Context, fn func(ctx context.Context) error) error {
 }
 
 // retry is the one retry loop: cockroach-go's crdb.ExecuteCtx, told that
-// 40P01 and 40003 are retryable too, with a jittered backoff between attempts.
+// 40P01 and 40003 are retryable too, with a jittered backoff between
+// attempts (no connection is held while it waits: each attempt takes its
+// own). A deadlock or a lock timeout is tried again at most LockRetries
+// times, then answered as ErrContended.
 func retry(ctx context.Context, fn func(ctx context.Context) error) (int, error) {
-	attempt := 0
+	attempt, lockFails := 0, 0
 	err := crdb.ExecuteCtx(crdb.WithMaxRetries(ctx, MaxRetries), func(ctx context.Context, _ ...any) error {
 		if attempt > 0 {
 			Retries.Add(1)
@@ -99,6 +136,11 @@ func retry(ctx context.Context, fn func(ctx context.Context) error) (int, error)
 		}
 		attempt++
 		err := fn(ctx)
+		if isLockFailure(err) {
+			if lockFails++; lockFails > LockRetries {
+				return err
+			}
+		}
 		if isRetryable(err) {
 			return retryable{err}
 		}
@@ -116,9 +158,27 @@ func isRetryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
-		case "40001", "40P01", "40003":
+		case "40001", "40P01", "40003", "55P03":
 			return true
 		}
+	}
+	return false
+}
+
+// isLockFailure says err is a deadlock or a lock wait past lock_timeout,
+// and counts it.
+func isLockFailure(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "40P01":
+		Deadlocks.Add(1)
+		return true
+	case "55P03":
+		LockTimeouts.Add(1)
+		return true
 	}
 	return false
 }
@@ -182,4 +242,16 @@ func Collect[T any](scan func(pgx.Row) (T, error)) func(pgx.Rows, error) ([]T, e
 		}
 		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
 	}
+}
+
+// Map reads the rows of a query of two text columns into a map from the
+// first to the second: db.Map(q.Query(ctx, sql, args...)).
+func Map(rows pgx.Rows, err error) (map[string]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var k, v string
+	_, err = pgx.ForEachRow(rows, []any{&k, &v}, func() error { out[k] = v; return nil })
+	return out, err
 }

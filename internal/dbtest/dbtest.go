@@ -323,3 +323,19 @@ func (s *Server) Addr() string {
 	u, _ := url.Parse(s.url("x"))
 	return u.Host
 }
+
+// Deadlocks counts the deadlocks the server has detected since it started,
+// as its log reports them ("deadlock detected"): a test of concurrent
+// writers fails on any. On CockroachDB, which resolves deadlocks by
+// aborting a transaction without logging them, it is always 0.
+func (s *Server) Deadlocks(t testing.TB) int {
+	t.Helper()
+	if s.engine != "postgres" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
+	if err != nil {
+		t.Fatalf("dbtest: read the server's log: %v", err)
+	}
+	return strings.Count(string(b), "deadlock detected")
+}
