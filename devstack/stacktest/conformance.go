@@ -44,6 +44,7 @@ var knownDefects = []struct{ op, field, why string }{
 	{`^(/client)?/v1/redemptions`, `/redemptions/*/reward`, "RedemptionRewardResult.reward, in a stacked redemption's loyalty card paying with a reward"},
 	{`^/v1/redemptions/[^/]+/rollbacks$`, `/rollbacks/*/reward`, "RedemptionRewardResult.reward, in the rollbacks of a stack with a loyalty card"},
 	{`^/v1/redemptions$`, `/redemptions/*/object`, "the redemptions list item oneOf (redemption, rollback): when RedemptionRewardResult.reward fails the redemption branch, the rollback branch's object enum is reported too"},
+	{`^/v1/redemptions$`, `/redemptions/*/status`, "the redemptions list item oneOf, as above: a ROLLED_BACK redemption that fails the redemption branch on RedemptionRewardResult.reward has the rollback branch's status enum reported too"},
 	{`^/v1/customers/[^/]+/activit`, `/data/*/data/data`, "CustomerActivityData is a oneOf of 80-odd event shapes whose branches require nothing, so every entry matches many"},
 	{`^/v1/async-actions`, `/type`, "exports and bulk events run as async actions of types (EXPORT.CSV, EVENTS.BULK_CREATE) that the reference's closed list lacks (README)"},
 	{`^/v1/async-actions`, `/data/*/type`, "the async action type EXPORT.CSV, in a list"},

@@ -53,7 +53,7 @@ func (e *Engine) get(c echo.Context) error {
 // Get returns a stacked redemption (r_) with its present status and
 // rollback, or a rollback (rr_); errNotStacked when id is none of these.
 func (e *Engine) Get(ctx context.Context, projectID, id string) (map[string]any, error) {
-	x, _, err := family(ctx, e.pool, projectID, id, false)
+	x, _, err := family(ctx, e.pool, projectID, id)
 	if errors.Is(err, db.ErrNotFound) {
 		var raw []byte
 		err = e.pool.QueryRow(ctx, `SELECT view FROM stacked_rollbacks WHERE project_id = $1 AND id = $2`, projectID, id).Scan(&raw)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -118,6 +119,39 @@ func (c *candidate) discount() json.RawMessage {
 	return nil
 }
 
+// lockKeys are the keys redeemables are locked by: their codes. A request
+// names a voucher or card by code or by id (v_…); only when one may be an
+// id is its code read first, off the common path.
+func (e *Engine) lockKeys(ctx context.Context, q db.Querier, projectID string, r *Request, lock bool) ([]string, error) {
+	keys := make([]string, len(r.Redeemables))
+	var ids []string
+	for i, x := range r.Redeemables {
+		keys[i] = x.ID
+		if lock && x.Object == "voucher" && strings.HasPrefix(x.ID, "v_") {
+			ids = append(ids, x.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return keys, nil
+	}
+	codes, err := vouchers.CodesOfIDs(ctx, q, projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	cards, err := loyalty.CardCodesOfIDs(ctx, q, projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		if c, ok := codes[k]; ok {
+			keys[i] = c
+		} else if c, ok := cards[k]; ok {
+			keys[i] = c
+		}
+	}
+	return keys, nil
+}
+
 // resolve reads a request's redeemables (locked with lock), their campaigns,
 // the sessions that hold them and their validation rules, and checks each:
 // a refused one carries its refusal. Reads are batched: one round trip for
@@ -129,13 +163,20 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	cards := make([]redemptions.CardPayment, len(r.Redeemables))
 	b := &pgx.Batch{}
 	var tierIDs []string
-	// Locks are taken in code order: two redemptions of the same vouchers
-	// named in other orders queue rather than deadlock.
+	// Vouchers and cards are locked in the order of their codes (unique
+	// across both in a project), as a rollback locks them
+	// (docs/architecture.md, Lock order): two redemptions, or a redemption
+	// and a rollback, of the same codes named in other orders queue rather
+	// than deadlock.
 	order := make([]int, len(r.Redeemables))
 	for i, x := range r.Redeemables {
 		cs[i], order[i] = &candidate{req: x}, i
 	}
-	sort.Slice(order, func(a, b int) bool { return r.Redeemables[order[a]].ID < r.Redeemables[order[b]].ID })
+	keys, err := e.lockKeys(ctx, q, projectID, r, lock)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
 	for _, i := range order {
 		switch x := r.Redeemables[i]; {
 		case x.Object == "voucher" && x.Reward != nil && e.Redemptions != nil:

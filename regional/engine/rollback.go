@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,28 +44,21 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 	}()
 	err = db.InTxReadCommitted(ctx, e.pool, func(tx pgx.Tx) error {
 		refused = nil
-		x, kids, err := family(ctx, tx, projectID, id, true)
+		x, parent, kids, err := lockFamily(ctx, tx, projectID, id)
 		if errors.Is(err, db.ErrNotFound) {
 			return errNotStacked
 		}
 		if err != nil {
 			return err
 		}
-		var parent *Redemption
 		targets := []Redemption{x}
 		switch {
-		case x.ParentID == nil && !whole:
+		case parent == nil && !whole:
 			return apierr.InvalidPayload("redemption " + id + " is a stacked redemption's parent: roll it back with POST /v1/redemptions/" + id + "/rollbacks")
-		case x.ParentID != nil && whole:
+		case parent != nil && whole:
 			return apierr.InvalidPayload("redemption " + id + " is one redeemable's: roll it back with POST /v1/redemptions/" + id + "/rollback, or its parent's with /rollbacks")
-		case x.ParentID == nil:
+		case parent == nil:
 			parent, targets = &x, kids
-		default:
-			p, siblings, err := family(ctx, tx, projectID, *x.ParentID, true)
-			if err != nil {
-				return err
-			}
-			parent, kids = &p, siblings
 		}
 		if x.Result != "SUCCESS" {
 			refused = &x
@@ -77,17 +71,27 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 		now := e.now()
 		b := &pgx.Batch{}
 		var views []any
+		var stock []string
 		rolled := map[string]bool{}
-		for _, t := range targets {
+		// What the children hold (cards, vouchers) is locked in code order,
+		// as a redemption locks it, and the rewards' stock last, in id order.
+		for _, t := range byCode(targets) {
 			if t.Status != "SUCCEEDED" {
 				continue
 			}
-			v, err := e.undo(ctx, tx, b, projectID, t, r, now)
+			v, reward, err := e.undo(ctx, tx, b, projectID, t, r, now)
 			if err != nil {
 				return err
 			}
+			if reward != "" {
+				stock = append(stock, reward)
+			}
 			rolled[t.ID] = true
 			views = append(views, v)
+		}
+		sort.Strings(stock)
+		for _, id := range stock {
+			redemptions.QueueStock(b, projectID, id, -1)
 		}
 		// The parent is rolled back when none of its children stands.
 		standing := false
@@ -127,10 +131,27 @@ func (e *Engine) rollbackFailed(ctx context.Context, projectID string, x Redempt
 	return e.Events.Emit(ctx, e.pool, projectID, EventRollbackFailed, rb, map[string]any{"redemption_rollback": v})
 }
 
+// byCode orders redemptions by the code of what they redeemed, the order
+// in which a redemption locks vouchers and cards (Engine.resolve); those of
+// promotion tiers, which lock nothing, come first.
+func byCode(rs []Redemption) []Redemption {
+	out := append([]Redemption(nil), rs...)
+	code := func(x Redemption) string {
+		if x.Code == nil {
+			return ""
+		}
+		return *x.Code
+	}
+	sort.SliceStable(out, func(i, j int) bool { return code(out[i]) < code(out[j]) })
+	return out
+}
+
 // undo queues rolling back one child redemption: its voucher's count and
-// credits, its status, and its rollback record, answered.
+// credits, or its card's points, its status, and its rollback record,
+// answered; reward is the reward whose unit goes back to its stock (the
+// caller queues that last).
 func (e *Engine) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, t Redemption, r redemptions.RollbackRequest,
-	now time.Time) (map[string]any, error) {
+	now time.Time) (_ map[string]any, reward string, _ error) {
 	rb := ids.New("rr_")
 	v := rollbackView(rb, t, r, now, t.Amount)
 	if k := t.CardPayment; k != nil {
@@ -143,22 +164,23 @@ func (e *Engine) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID st
 		}
 		card, err := e.Redemptions.Refund(ctx, tx, b, projectID, *k, t.ID, rb, r.Reason, ref, now)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
+		reward = k.RewardID
 		v["voucher"], v["reward"], v["loyalty_card"] = card, t.View["reward"], map[string]any{"points": k.Points}
 	} else if t.ObjectType == "voucher" && t.ObjectID != nil {
 		var f vouchers.Found
 		lb := &pgx.Batch{}
 		vouchers.QueueRead(lb, projectID, *t.ObjectID, true, &f)
 		if err := tx.SendBatch(ctx, lb).Close(); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if f.Found {
 			vouchers.QueueRedeemed(b, projectID, f.ID, -1, now)
 			f.Redeemed--
 			if t.GiftAmount > 0 && f.Attrs.Gift != nil {
 				if _, err := e.Vouchers.QueueCredits(ctx, b, projectID, &f.Voucher, t.GiftAmount, loyalty.CreditsRefund, &rb, now); err != nil {
-					return nil, err
+					return nil, "", err
 				}
 				v["gift"] = map[string]any{"amount": t.GiftAmount}
 			}
@@ -168,10 +190,10 @@ func (e *Engine) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID st
 	b.Queue(`UPDATE stacked_redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, t.ID)
 	if e.Events != nil {
 		if err := e.Events.Queue(ctx, b, projectID, EventRollbackSucceeded, rb, map[string]any{"redemption_rollback": v}); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return v, queueRollback(b, projectID, rb, t.ID, t.ParentID, v, now)
+	return v, reward, queueRollback(b, projectID, rb, t.ID, t.ParentID, v, now)
 }
 
 func rollbackView(id string, x Redemption, r redemptions.RollbackRequest, now time.Time, amount int64) map[string]any {

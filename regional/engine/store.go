@@ -81,17 +81,48 @@ func queueInsert(b *pgx.Batch, projectID string, rs []Redemption) error {
 	return nil
 }
 
-// family reads a redemption and, for a parent, its children (locked when
-// lock is set); db.ErrNotFound when there is none.
-func family(ctx context.Context, q db.Querier, projectID, id string, lock bool) (Redemption, []Redemption, error) {
+// family reads a redemption and, for a parent, its children; db.ErrNotFound
+// when there is none.
+func family(ctx context.Context, q db.Querier, projectID, id string) (Redemption, []Redemption, error) {
 	x, err := scanRedemption(q.QueryRow(ctx, `SELECT `+redemptionColumns+` FROM stacked_redemptions
-		WHERE project_id = $1 AND id = $2`+db.ForUpdate(lock), projectID, id))
+		WHERE project_id = $1 AND id = $2`, projectID, id))
 	if err != nil || x.ParentID != nil {
 		return x, nil, err
 	}
 	kids, err := db.Collect(scanRedemption)(q.Query(ctx, `SELECT `+redemptionColumns+` FROM stacked_redemptions
-		WHERE project_id = $1 AND parent_id = $2 ORDER BY id`+db.ForUpdate(lock), projectID, id))
+		WHERE project_id = $1 AND parent_id = $2 ORDER BY id`, projectID, id))
 	return x, kids, err
+}
+
+// lockFamily locks and reads the stacked redemption family id belongs to,
+// in the one order of docs/architecture.md (Lock order): the parent first,
+// then its children in id order, whichever member id names. It answers the
+// member id names, its parent (nil when id is the parent) and the
+// children; db.ErrNotFound when there is none. Locking the named child
+// before its parent let two siblings' rollbacks each hold one child and
+// wait on the other's (a deadlock per pair, each costing a second of
+// detection and a retry).
+func lockFamily(ctx context.Context, q db.Querier, projectID, id string) (x Redemption, parent *Redemption, kids []Redemption, err error) {
+	p, err := scanRedemption(q.QueryRow(ctx, `SELECT `+redemptionColumns+` FROM stacked_redemptions
+		WHERE project_id = $1 AND id = (SELECT COALESCE(parent_id, id) FROM stacked_redemptions WHERE project_id = $1 AND id = $2)
+		FOR UPDATE`, projectID, id))
+	if err != nil {
+		return Redemption{}, nil, nil, err
+	}
+	kids, err = db.Collect(scanRedemption)(q.Query(ctx, `SELECT `+redemptionColumns+` FROM stacked_redemptions
+		WHERE project_id = $1 AND parent_id = $2 ORDER BY id FOR UPDATE`, projectID, p.ID))
+	if err != nil {
+		return Redemption{}, nil, nil, err
+	}
+	if p.ID == id {
+		return p, nil, kids, nil
+	}
+	for _, k := range kids {
+		if k.ID == id {
+			return k, &p, kids, nil
+		}
+	}
+	return Redemption{}, nil, nil, db.ErrNotFound // not a child of its parent: cannot be
 }
 
 // rollbacksOf are the rollback ids of redemptions, by redemption.

@@ -121,3 +121,11 @@ func (s *Service) CardsHeldBy(ctx context.Context, q db.Querier, projectID, hold
 	}
 	return out, rows.Err()
 }
+
+// CardCodesOfIDs maps each of names that is the id of a card, and the code
+// of none, to that card's code: the key a stacked redemption locks it by
+// when a request names it by id (docs/architecture.md, Lock order).
+func CardCodesOfIDs(ctx context.Context, q db.Querier, projectID string, names []string) (map[string]string, error) {
+	return db.Map(q.Query(ctx, `SELECT w.id, w.code FROM loyalty_cards w WHERE w.project_id = $1 AND w.id = ANY($2::TEXT[])
+		AND NOT EXISTS (SELECT 1 FROM loyalty_cards c WHERE c.project_id = $1 AND c.code = w.id)`, projectID, names))
+}

@@ -197,9 +197,10 @@ func IsOutOfStock(err error) bool { return db.Constraint(err) == "rewards_in_sto
 
 // Refund gives back what a stacked redemption's card paid (k), as rollback
 // rbID of redemption id, in tx: the card is locked, its points go back to
-// the buckets they came from, POINTS_REFUND is recorded, and the reward's
-// unit back to its stock, queued onto b. It answers the card as the
-// rollback left it.
+// the buckets they came from and POINTS_REFUND is recorded, queued onto
+// b. The caller queues the reward's unit back to its stock (QueueStock),
+// last and in reward id order, as a redemption does. It answers the card
+// as the rollback left it.
 func (s *Service) Refund(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, k CardTaking, id, rbID string,
 	reason *string, order map[string]any, now time.Time) (loyalty.CardView, error) {
 	var card loyalty.LockedCard
@@ -222,7 +223,6 @@ func (s *Service) Refund(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID
 		return loyalty.CardView{}, err
 	}
 	l.Done()
-	QueueStock(b, projectID, k.RewardID, -1)
 	return card.View(card.Campaign), nil
 }
 

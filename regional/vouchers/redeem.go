@@ -111,3 +111,11 @@ type parsedAttrs struct {
 	raw   []byte
 	attrs Attrs
 }
+
+// CodesOfIDs maps each of names that is the id of a voucher, and the code
+// of none, to that voucher's code: the key a redemption locks it by when a
+// request names it by id (docs/architecture.md, Lock order).
+func CodesOfIDs(ctx context.Context, q db.Querier, projectID string, names []string) (map[string]string, error) {
+	return db.Map(q.Query(ctx, `SELECT w.id, w.code FROM vouchers w WHERE w.project_id = $1 AND w.id = ANY($2::TEXT[])
+		AND NOT EXISTS (SELECT 1 FROM vouchers c WHERE c.project_id = $1 AND c.code = w.id)`, projectID, names))
+}
