@@ -56,6 +56,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a := &App{pool: pool, signer: signer, seen: identity.NewSeen(100_000)}
 	e := httpx.New(httpx.Config{Service: "tally-management", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
 	e.Use(a.authenticate) // not on the group: see regional.New
+	e.Use(directoryDown)
 	g := e.Group("/management/v1")
 	h := handler{pool: pool, operator: operator}
 	g.POST("/projects", h.createProject)
@@ -106,6 +107,23 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		c.SetRequest(r.WithContext(identity.With(r.Context(), id)))
 		return next(c)
+	}
+}
+
+// directoryDown answers an outage of management's one database as what it
+// is, the directory (the tenancy database), rather than as apierr.From's
+// "database of this cluster" of a regional instance: still 503 with
+// Retry-After, since the request may succeed once the directory is back.
+func directoryDown(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		var ae *apierr.Error
+		if err == nil || errors.As(err, &ae) || !errors.Is(db.Classify(err), db.ErrUnavailable) {
+			return err
+		}
+		u := apierr.Unavailable("The platform directory (the tenancy database) cannot be reached; try again shortly.")
+		u.Cause = err
+		return u
 	}
 }
 

@@ -37,6 +37,7 @@ var Secret = []byte("stacktest-identity-secret-0123456789")
 type Options struct {
 	// PrivateClusters get a database server of their own, which the test may
 	// stop; the others share the test process's server of that name.
+	// "tenancy" names the directory's server.
 	PrivateClusters []string
 	// Webhooks overrides the test defaults (private targets allowed, 200ms
 	// first retry).
@@ -74,6 +75,9 @@ func Start(t testing.TB, o Options) *Env {
 	startReference()
 	dbtest.StartShared(t, "tenancy", "api", "us1", "as1")
 	servers := map[string]*dbtest.Server{"tenancy": dbtest.Shared(t, "tenancy")}
+	if private["tenancy"] {
+		servers["tenancy"] = dbtest.Private(t)
+	}
 	regions := devstack.DefaultRegions()
 	for i := range regions {
 		name := regions[i].Cluster
