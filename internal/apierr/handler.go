@@ -94,13 +94,35 @@ func fromEcho(he *echo.HTTPError) *Error {
 	return out
 }
 
+// StatusClientClosedRequest is nginx's 499: the client went away before
+// its answer was ready. No answer reaches it; the status is for the logs and
+// the request metrics, where it is no server error.
+const StatusClientClosedRequest = 499
+
+// ClientGone reports whether err is the request's own end: its work failed
+// with context.Canceled because ctx, the request's context, was canceled,
+// which net/http does when the client's connection closes. A cancellation
+// of something else while the client still waits is no such thing.
+func ClientGone(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
+}
+
 // Handler is the echo HTTPErrorHandler of every Tally service.
 func Handler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
 		}
-		e := From(err)
+		ctx := c.Request().Context()
+		var e *Error
+		if ClientGone(ctx, err) {
+			// Whatever the error became on its way up (a database error, a
+			// 503 of a store), the cause is the client hanging up.
+			e = &Error{Status: StatusClientClosedRequest, Key: "client_closed_request", Message: "Client closed request",
+				Details: "The client closed the connection before the answer was ready.", Cause: err}
+		} else {
+			e = From(err)
+		}
 		body := *e
 		body.RequestID = c.Response().Header().Get(HeaderRequestID)
 		if e.Status == http.StatusMethodNotAllowed {
@@ -111,13 +133,12 @@ func Handler(log *slog.Logger) echo.HTTPErrorHandler {
 		for k, vs := range e.Header {
 			c.Response().Header()[k] = vs
 		}
-		ctx := c.Request().Context()
 		switch {
+		case e.Status == StatusClientClosedRequest:
+			log.InfoContext(ctx, "request canceled by client", "status", e.Status, "key", e.Key, "err", errString(err))
 		case e.Status >= 500:
 			log.ErrorContext(ctx, "request failed", "status", e.Status, "key", e.Key, "err", errString(err),
 				"cause", errString(e.Cause))
-		case errors.Is(err, context.Canceled):
-			log.DebugContext(ctx, "request canceled by client")
 		default:
 			log.DebugContext(ctx, "request rejected", "status", e.Status, "key", e.Key, "err", errString(err))
 		}

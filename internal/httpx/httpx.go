@@ -52,6 +52,13 @@ func New(cfg Config) *echo.Echo {
 	e.JSONSerializer = plainJSON{}
 	e.HTTPErrorHandler = apierr.Handler(cfg.Log)
 	e.Pre(RequestID(cfg.TrustRequestID))
+	if cfg.Metrics != nil {
+		// Outermost, so that it counts the status answered: otelecho below
+		// hands a handler's error to the error handler, which maps it (an
+		// *apierr.Error, a store's error, a 499 for a client gone) and
+		// writes the answer before the metrics see it.
+		e.Use(cfg.Metrics.Middleware())
+	}
 	// A handler's panic is its request's 500, logged with the panicking
 	// goroutine's stack (echo takes the stack only when it may print it).
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true,
@@ -61,9 +68,6 @@ func New(cfg Config) *echo.Echo {
 		}}))
 	e.Use(otelecho.Middleware(cfg.Service))
 	e.Use(CheckText())
-	if cfg.Metrics != nil {
-		e.Use(cfg.Metrics.Middleware())
-	}
 	limit := cfg.BodyLimit
 	if limit == "" {
 		limit = "1M"

@@ -2,17 +2,21 @@ package httpx_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/telemetry"
 )
 
 type syncBuffer struct {
@@ -60,4 +64,97 @@ func TestAPanickingHandlerIsALogged500(t *testing.T) {
 	if rec.Code != 200 {
 		t.Fatalf("after the panic: %d %s", rec.Code, rec.Body)
 	}
+}
+
+// A client that hangs up while its request is worked on is logged and
+// counted as 499, client closed request, and not as a 500 internal error:
+// what failed is the request's context, canceled when the connection
+// closed. A cancellation of something else, the client still waiting, is
+// a 500 as before.
+func TestAClientThatHangsUpIsA499NotA500(t *testing.T) {
+	var logs syncBuffer
+	m := telemetry.NewMetrics("test", "")
+	e := httpx.New(httpx.Config{Service: "test", Metrics: m,
+		Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	started := make(chan struct{})
+	e.GET("/slow", func(c echo.Context) error {
+		close(started)
+		<-c.Request().Context().Done() // a query, interrupted as the client leaves
+		return fmt.Errorf("db: reading rows: %w", c.Request().Context().Err())
+	})
+	e.GET("/other", func(c echo.Context) error {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return fmt.Errorf("a job of the server's own: %w", ctx.Err())
+	})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	count := func(route, code string) float64 { return requestsCounted(t, m, route, code) }
+
+	ctx, hangUp := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/slow", nil)
+	done := make(chan error, 1)
+	go func() {
+		res, err := srv.Client().Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	<-started
+	hangUp()
+	if err := <-done; err == nil {
+		t.Fatal("the request was answered though its client hung up")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for count("/slow", "499") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := count("/slow", "499"); n != 1 {
+		t.Fatalf("requests counted with code 499: %v, want 1; logs:\n%s", n, logs.String())
+	}
+	for _, code := range []string{"500", "503", "200"} {
+		if n := count("/slow", code); n != 0 {
+			t.Fatalf("the hung-up request is counted with code %s too", code)
+		}
+	}
+	l := logs.String()
+	if !strings.Contains(l, `"msg":"request canceled by client"`) || !strings.Contains(l, `"status":499`) ||
+		strings.Contains(l, `"status":500`) || strings.Contains(l, `"level":"ERROR"`) {
+		t.Fatalf("the hung-up request is not logged as a 499 alone:\n%s", l)
+	}
+
+	res, err := srv.Client().Get(srv.URL + "/other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 500 || count("/other", "500") != 1 {
+		t.Fatalf("a cancellation with the client still there: %d, counted %v as 500", res.StatusCode, count("/other", "500"))
+	}
+}
+
+// requestsCounted is m's tally_http_requests_total of GET route answered code.
+func requestsCounted(t *testing.T, m *telemetry.Metrics, route, code string) float64 {
+	t.Helper()
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range fams {
+		if f.GetName() != "tally_http_requests_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range s.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["method"] == http.MethodGet && l["route"] == route && l["code"] == code {
+				n += s.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }
