@@ -14,11 +14,17 @@ run: build
 	@scripts/ensure-postgres.sh
 	./$(BIN) dev
 
-## test: vet, format check, and every test with the race detector on real PostgreSQL servers
+# The tests that compare latencies, run once more without the race detector
+# (which multiplies a request's CPU) and with nothing else running.
+TIMED_TESTS := TestANoisyNeighbourDoesNotSlowAnotherProject
+TIMED_PKGS := ./regional/engine/
+
+## test: vet, format check, every test with the race detector on real PostgreSQL servers, then the timed tests without it
 test:
 	@scripts/ensure-postgres.sh
 	@$(MAKE) --no-print-directory check-fmt vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 5m -run '^($(TIMED_TESTS))$$' -v $(TIMED_PKGS)
 
 ## bench: the benchmark harness; writes docs/benchmarks.md
 bench: build

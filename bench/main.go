@@ -163,7 +163,7 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 	// section also measures a project without limits, which skips them.
 	if err := db.InTx(ctx, stack.Tenancy, func(tx pgx.Tx) error {
 		return tenancy.PutPlan(ctx, tx, tenancy.Plan{Name: "bench", Features: []string{"webhooks"},
-			RequestsPerMinute: 1_000_000_000, RequestsPerHour: 1_000_000_000})
+			RequestsPerMinute: 1_000_000_000, RequestsPerHour: 1_000_000_000, ClusterShare: 1})
 	}); err != nil {
 		return err
 	}

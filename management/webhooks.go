@@ -227,11 +227,18 @@ func (h handler) putPlan(c echo.Context) error {
 		Features          []string `json:"features"`
 		RequestsPerMinute *int64   `json:"requests_per_minute"`
 		RequestsPerHour   *int64   `json:"requests_per_hour"`
+		ClusterShare      *float64 `json:"cluster_share"`
 	}
 	if err := httpx.Bind(c, &in); err != nil {
 		return err
 	}
 	p := tenancy.Plan{Name: name, Features: in.Features}
+	if s := in.ClusterShare; s != nil {
+		if !(*s > 0 && *s <= 1) {
+			return apierr.InvalidPayload("Property cluster_share is the share of a regional instance's database connections one project may hold: more than 0, at most 1.")
+		}
+		p.ClusterShare = *s
+	}
 	for _, l := range []struct {
 		name string
 		in   *int64
@@ -249,5 +256,6 @@ func (h handler) putPlan(c echo.Context) error {
 	if err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error { return tenancy.PutPlan(ctx, tx, p) }); err != nil {
 		return err
 	}
+	p.ClusterShare = p.Share() // as it reads back
 	return c.JSON(http.StatusOK, p)
 }

@@ -78,8 +78,29 @@ func TestWebhookConfigurationAndDeletion(t *testing.T) {
 		t.Fatalf("unknown plan: %d %s", r.Status, r.Body)
 	}
 	// A plan can be defined, and unknown projects are 404 before anything else.
-	if r := e.Do(t, "PUT", base+"/plans/pro", h, map[string]any{"features": []string{"webhooks"}}); r.Status != 200 {
+	if r := e.Do(t, "PUT", base+"/plans/pro", h, map[string]any{"features": []string{"webhooks"}}); r.Status != 200 ||
+		r.JSON(t)["cluster_share"] != 0.25 {
 		t.Fatalf("put plan: %d %s", r.Status, r.Body)
+	}
+	// A plan's share of a cluster's connections: more than 0, at most 1;
+	// what is accepted reads back.
+	for _, bad := range []any{0, -0.5, 1.5, "half"} {
+		if r := e.Do(t, "PUT", base+"/plans/pro", h, map[string]any{"cluster_share": bad}); r.Status != 400 {
+			t.Fatalf("cluster_share %v: %d %s", bad, r.Status, r.Body)
+		}
+	}
+	if r := e.Do(t, "PUT", base+"/plans/pro", h, map[string]any{"features": []string{"webhooks"}, "cluster_share": 0.5}); r.Status != 200 ||
+		r.JSON(t)["cluster_share"] != 0.5 {
+		t.Fatalf("put plan with a share: %d %s", r.Status, r.Body)
+	}
+	found := false
+	for _, p := range e.Do(t, "GET", base+"/plans", h, nil).JSON(t)["data"].([]any) {
+		if m := p.(map[string]any); m["name"] == "pro" {
+			found = m["cluster_share"] == 0.5
+		}
+	}
+	if !found {
+		t.Fatal("the plan's share does not read back")
 	}
 	if r := e.Do(t, "DELETE", base+"/projects/proj_nope/webhooks/wh_x", h, nil); r.Status != 404 || r.JSON(t)["resource_type"] != "project" {
 		t.Fatalf("unknown project: %d %s", r.Status, r.Body)

@@ -60,11 +60,16 @@ type Config struct {
 	// own, so no identity the router signs reaches them.
 	OperatorSecret []byte
 	MaxConns       int32
-	Worker         async.WorkerOptions
-	Webhooks       webhooks.Options
-	WatchInterval  time.Duration // directory change polling (default 500ms)
-	Log            *slog.Logger
-	Metrics        *telemetry.Metrics
+	// BulkheadWait is how long a project's request waits for a place when
+	// the project holds its whole share of the database connections (its
+	// plan's cluster_share of MaxConns) before it is answered 503
+	// (default 2 s).
+	BulkheadWait  time.Duration
+	Worker        async.WorkerOptions
+	Webhooks      webhooks.Options
+	WatchInterval time.Duration // directory change polling (default 500ms)
+	Log           *slog.Logger
+	Metrics       *telemetry.Metrics
 	// Clock is what time-driven work reads (nil: the wall clock): pending
 	// points activating, points expiring. SweepInterval is how often that
 	// work looks for what is due (default a minute).
@@ -98,6 +103,7 @@ type App struct {
 	worker   *async.Worker
 	tenancy  *db.Pool
 	resolver *tenancy.Resolver
+	bulkhead *db.Bulkhead
 	usage    *usage.Counter
 	events   *webhooks.Service
 	loyalty  *loyalty.Service
@@ -148,6 +154,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a := &App{cfg: cfg, pool: pool, signer: signer, operator: operator, seen: identity.NewSeen(200_000), tasks: async.NewRegistry(), tenancy: tpool,
 		resolver: tenancy.NewResolver(tpool, tenancy.ResolverOptions{Log: cfg.Log}), usage: usage.NewCounter(pool, cfg.Log)}
+	a.bulkhead = db.NewBulkhead(cfg.BulkheadWait)
 	a.events = webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
 	events := a.events
 	if cfg.Worker.Log == nil {
@@ -156,6 +163,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.worker = async.NewWorker(pool, a.tasks, cfg.Worker)
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(a.worker.Collectors()...)
+		cfg.Metrics.Register(a.bulkhead.Collectors()...)
 	}
 	// The product jobs take up to 10 MB (an imported file), as the router does.
 	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true,
@@ -288,9 +296,35 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("tally.project_id", id.ProjectID),
 			attribute.String("tally.api_version", id.APIVersion))
-		c.SetRequest(r.WithContext(identity.With(r.Context(), id)))
+		ctx := identity.With(r.Context(), id)
+		ctx = a.bulkhead.For(ctx, id.ProjectID, a.share(ctx, id.ProjectID))
+		c.SetRequest(r.WithContext(ctx))
+		if id.Kind == identity.KindDownload {
+			return next(c) // a file streamed for minutes holds a place only while it reads the database
+		}
+		// The project's share of this instance covers its whole requests,
+		// not only their database work: a project whose requests pile up
+		// waits in its own line before it costs this instance anything.
+		leave, err := db.Hold(ctx)
+		if err != nil {
+			return err
+		}
+		defer leave()
 		return next(c)
 	}
+}
+
+// share is how many of this instance's database connections a project may
+// hold at once: its plan's cluster_share of the pool (the default share
+// when the directory cannot say).
+func (a *App) share(ctx context.Context, projectID string) int64 {
+	share := tenancy.DefaultClusterShare
+	if p, err := a.resolver.Project(ctx, projectID); err == nil {
+		if pl, err := a.resolver.Plan(ctx, p.Plan); err == nil {
+			share = pl.Share()
+		}
+	}
+	return db.Share(a.cfg.MaxConns, share)
 }
 
 // downloadURL is the base of the cluster's download links.

@@ -94,6 +94,23 @@ type Plan struct {
 	Features          []string `json:"features"`
 	RequestsPerMinute int64    `json:"requests_per_minute"`
 	RequestsPerHour   int64    `json:"requests_per_hour"`
+	// ClusterShare is the share of a regional instance's database
+	// connections that one project of the plan may hold at once (0 < share
+	// <= 1). Read from the directory it is never 0: a plan that sets none
+	// has DefaultClusterShare; PutPlan stores 0 as none.
+	ClusterShare float64 `json:"cluster_share"`
+}
+
+// DefaultClusterShare is a project's share of a regional instance's
+// database connections when its plan sets none.
+const DefaultClusterShare = 0.25
+
+// Share is the plan's ClusterShare, or the default.
+func (p Plan) Share() float64 {
+	if p.ClusterShare <= 0 || p.ClusterShare > 1 {
+		return DefaultClusterShare
+	}
+	return p.ClusterShare
 }
 
 // Has reports whether the plan grants feature.

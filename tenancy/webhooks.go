@@ -26,8 +26,13 @@ func newWebhookSecret() string {
 func GetPlan(ctx context.Context, q db.Querier, name string) (Plan, error) {
 	var p Plan
 	var features []byte
-	err := q.QueryRow(ctx, `SELECT name, features, requests_per_minute, requests_per_hour FROM plans WHERE name = $1`,
-		name).Scan(&p.Name, &features, &p.RequestsPerMinute, &p.RequestsPerHour)
+	var share *float64
+	err := q.QueryRow(ctx, `SELECT name, features, requests_per_minute, requests_per_hour, cluster_share FROM plans WHERE name = $1`,
+		name).Scan(&p.Name, &features, &p.RequestsPerMinute, &p.RequestsPerHour, &share)
+	p.ClusterShare = DefaultClusterShare
+	if share != nil {
+		p.ClusterShare = *share
+	}
 	if errors.Is(err, db.ErrNotFound) {
 		return Plan{}, ErrPlanNotFound
 	}
@@ -39,15 +44,20 @@ func GetPlan(ctx context.Context, q db.Querier, name string) (Plan, error) {
 
 // ListPlans returns every plan by name.
 func ListPlans(ctx context.Context, q db.Querier) ([]Plan, error) {
-	rows, err := q.Query(ctx, `SELECT name, features, requests_per_minute, requests_per_hour FROM plans ORDER BY name`)
+	rows, err := q.Query(ctx, `SELECT name, features, requests_per_minute, requests_per_hour, cluster_share FROM plans ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Plan, error) {
 		var p Plan
 		var features []byte
-		if err := r.Scan(&p.Name, &features, &p.RequestsPerMinute, &p.RequestsPerHour); err != nil {
+		var share *float64
+		if err := r.Scan(&p.Name, &features, &p.RequestsPerMinute, &p.RequestsPerHour, &share); err != nil {
 			return p, err
+		}
+		p.ClusterShare = DefaultClusterShare
+		if share != nil {
+			p.ClusterShare = *share
 		}
 		return p, json.Unmarshal(features, &p.Features)
 	})
@@ -59,9 +69,15 @@ func PutPlan(ctx context.Context, q db.Querier, p Plan) error {
 		p.Features = []string{}
 	}
 	features, _ := json.Marshal(p.Features)
-	if _, err := q.Exec(ctx, `INSERT INTO plans (name, features, requests_per_minute, requests_per_hour) VALUES ($1, $2, $3, $4)
+	var share *float64
+	if p.ClusterShare > 0 {
+		share = &p.ClusterShare
+	}
+	if _, err := q.Exec(ctx, `INSERT INTO plans (name, features, requests_per_minute, requests_per_hour, cluster_share)
+		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (name) DO UPDATE SET features = excluded.features, requests_per_minute = excluded.requests_per_minute,
-		requests_per_hour = excluded.requests_per_hour`, p.Name, features, p.RequestsPerMinute, p.RequestsPerHour); err != nil {
+		requests_per_hour = excluded.requests_per_hour, cluster_share = excluded.cluster_share`,
+		p.Name, features, p.RequestsPerMinute, p.RequestsPerHour, share); err != nil {
 		return err
 	}
 	return RecordChange(ctx, q, ChangePlan, p.Name)

@@ -137,11 +137,12 @@ func Start(t testing.TB, o Options) *Env {
 		t.Fatal(err)
 	}
 	// Test projects are on a plan whose limits no test reaches, so that
-	// every request still takes the limiter's path; the rate-limit tests
-	// make plans of their own.
+	// every request still takes the limiter's path, and that may hold the
+	// whole of an instance's connections, as one project alone on its
+	// cluster may; the rate-limit and bulkhead tests make plans of their own.
 	if err := db.InTx(ctx, stack.Tenancy, func(tx pgx.Tx) error {
 		return tenancy.PutPlan(ctx, tx, tenancy.Plan{Name: TestPlan, Features: []string{"webhooks"}, // as standard
-			RequestsPerMinute: 1_000_000, RequestsPerHour: 1_000_000_000})
+			RequestsPerMinute: 1_000_000, RequestsPerHour: 1_000_000_000, ClusterShare: 1})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -55,18 +55,11 @@ func (b *Bulkhead) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{b.held, b.refused}
 }
 
-// Share is a tenant's limit for a share (0 < share <= 1; anything else
-// is DefaultShare) of a pool of maxConns connections: at least one.
+// Share is a tenant's limit for a share (at most 1) of a pool of maxConns
+// connections: at least one.
 func Share(maxConns int32, share float64) int64 {
-	if share <= 0 || share > 1 {
-		share = DefaultShare
-	}
-	return max(1, int64(math.Ceil(float64(maxConns)*share)))
+	return max(1, int64(math.Ceil(float64(maxConns)*min(share, 1))))
 }
-
-// DefaultShare is a tenant's share of a service's connections when its
-// plan sets none.
-const DefaultShare = 0.25
 
 // For returns ctx carrying tenant's place in the bulkhead, limit requests
 // at most: Pool's statements, batches and transactions run under ctx then
@@ -102,6 +95,14 @@ type lease struct {
 // ErrOverShare: the tenant holds its whole share of the database and none
 // of it came free in time.
 var ErrOverShare = errors.New("db: the project holds its whole share of the database")
+
+// Hold takes the request's place in its tenant's bulkhead (if ctx carries
+// one, see For) for longer than one use of the database: a service holds it
+// for a whole request, so that the request's work outside the database
+// (decoding, rules, encoding) counts against its project's share too. The
+// uses of the database within it take no second place. Call what it
+// returns once when done.
+func Hold(ctx context.Context) (func(), error) { return enter(ctx) }
 
 // enter takes the request's place in its tenant's bulkhead, if ctx carries
 // one, and returns what gives it back (call it exactly once).
