@@ -1,6 +1,8 @@
 // Package httpx builds the echo servers of Tally's services alike: request
 // ids, the shared error handler, panic recovery, tracing, metrics and body
 // limits, plus JSON decoding that answers bad bodies with clear 4xx errors.
+// Its Serve and ServePublic refuse a request whose body two parsers could
+// frame apart (framing.go).
 package httpx
 
 import (
@@ -67,6 +69,7 @@ func New(cfg Config) *echo.Echo {
 			return err
 		}}))
 	e.Use(otelecho.Middleware(cfg.Service))
+	e.Use(RefuseAmbiguousFraming())
 	e.Use(CheckText())
 	limit := cfg.BodyLimit
 	if limit == "" {
@@ -219,7 +222,8 @@ const ServerIdleTimeout = 120 * time.Second
 // ends, then shuts down gracefully, letting requests in flight finish for
 // up to 10 seconds. Public listeners use ServePublic.
 func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
-	return serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: ServerIdleTimeout}, l)
+	return serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: ServerIdleTimeout,
+		DisableGeneralOptionsHandler: true}, l)
 }
 
 // ProjectID is the project of the request's verified identity (regional

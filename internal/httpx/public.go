@@ -51,7 +51,7 @@ func (o *PublicOptions) defaults() {
 func ServePublic(ctx context.Context, l net.Listener, h http.Handler, o PublicOptions) error {
 	o.defaults()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
-		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout}
+		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, DisableGeneralOptionsHandler: true}
 	return serve(ctx, srv, &perIPListener{Listener: l, max: o.MaxConnsPerIP, exempt: o.Exempt, refused: o.Refused,
 		open: map[netip.Addr]int{}})
 }
@@ -111,6 +111,15 @@ type countedConn struct {
 	release func()
 }
 
+// CloseWrite half-closes the connection, as net/http does before closing
+// one whose request it did not read whole (its lingering close).
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
@@ -118,10 +127,14 @@ func (c *countedConn) Close() error {
 }
 
 // serve runs srv on l until ctx ends, then shuts down gracefully, letting
-// requests in flight finish for up to 10 seconds.
+// requests in flight finish for up to 10 seconds. Its connections are read
+// through a framingConn, so that a request with both Content-Length and
+// Transfer-Encoding reaches srv's handler marked (RefuseAmbiguousFraming);
+// net/http's own answer to OPTIONS * (DisableGeneralOptionsHandler, which
+// the callers set) would skip that handler.
 func serve(ctx context.Context, srv *http.Server, l net.Listener) error {
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
+	go func() { errc <- srv.Serve(framingListener{l}) }()
 	select {
 	case err := <-errc:
 		return err
