@@ -51,11 +51,16 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, engine, exports, events, cors, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, engine, exports, events, cors, noisy, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, or the point additions (with -only)")
+	hammer := flag.String("hammer", "", "internal: run the noisy neighbour's clients (ROUTER,APPID,TOKEN,CARD) until interrupted")
 	flag.Parse()
+	if *hammer != "" {
+		hammerMain(*hammer)
+		return
+	}
 	if memProfile != "" {
 		runtime.MemProfileRate = 64 << 10 // finer than the default 512 KiB
 	}
@@ -217,6 +222,10 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		{"cors", func(string) (string, error) {
 			cr, err := benchCORS(stack, p, d)
 			return corsReport(cr), err
+		}},
+		{"noisy", func(string) (string, error) {
+			nr, err := benchNoisy(stack, d)
+			return noisyReport(nr), err
 		}},
 		{"webhooks", func(profile string) (string, error) {
 			if profile != "" {

@@ -90,6 +90,15 @@ type Config struct {
 	ExportChunkBytes int
 }
 
+// DefaultMaxConns is the database pool's size when none is configured. A
+// request keeps its connection while the database commits (a WAL flush),
+// so the pool is deeper than the CPU count: with pgx's default, max(4,
+// CPUs), 32 clients queued for 4 connections while the database sat half
+// idle. On a machine whose disk flushes fast, 8 connections (4 per CPU)
+// held 32 clients' point additions to 2,297-2,654/s; 16 gave
+// 2,734-2,862/s, and 32 no more (2,932/s).
+func DefaultMaxConns() int32 { return int32(max(16, 8*runtime.NumCPU())) }
+
 // App is a regional instance.
 type App struct {
 	cfg      Config
@@ -129,13 +138,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("regional: operator secret: %w", err)
 	}
 	if cfg.MaxConns == 0 {
-		// A request keeps its connection while the database commits (a WAL
-		// flush), so the pool is deeper than the CPU count: with pgx's
-		// default, max(4, CPUs), 32 clients queued for 4 connections while
-		// the database sat half idle. On a machine whose disk flushes fast,
-		// 8 connections (4 per CPU) held 32 clients' point additions to
-		// 2,297-2,654/s; 16 gave 2,734-2,862/s, and 32 no more (2,932/s).
-		cfg.MaxConns = int32(max(16, 8*runtime.NumCPU()))
+		cfg.MaxConns = DefaultMaxConns()
 	}
 	pool, err := db.Open(ctx, cfg.DatabaseURL, db.Options{Name: "tally-regional-" + cfg.Cluster, MaxConns: cfg.MaxConns})
 	if err != nil {
