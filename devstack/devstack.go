@@ -95,6 +95,8 @@ type Stack struct {
 	Regional    map[string]*regional.App
 	Tenancy     *db.Pool
 	Resolver    *tenancy.Resolver
+	// RouterMetrics are the first router instance's metrics.
+	RouterMetrics *telemetry.Metrics
 
 	mgmtURL      string
 	regionalURLs map[string]string
@@ -249,7 +251,7 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 		return err
 	}
 	listening = false
-	s.Resolver = resolver
+	s.Resolver, s.RouterMetrics = resolver, rm
 	public := rt.PublicOptions()
 	s.run(labeled("router", func() error { return httpx.ServePublic(runCtx, l, rt.Handler(), public) }))
 	for i, cl := range clusterListeners {

@@ -175,10 +175,12 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 			// a 4xx leaves a server span's status unset.
 			return apierr.InvalidPayload("The request body could not be read: " + body.err.Error() + ".")
 		}
-		span.SetStatus(codes.Error, "upstream unreachable")
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
-			return nil // the client left; nobody to answer
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The client left: nobody to answer, and no upstream failure.
+			// The error handler logs and counts it as 499, not as a 200.
+			return ctx.Err()
 		}
+		span.SetStatus(codes.Error, "upstream unreachable")
 		return upstreamError(upstreamName, err)
 	}
 

@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -103,5 +104,61 @@ func TestForwardingStreamsTheResponse(t *testing.T) {
 	close(release)
 	if line, _ := br.ReadString('\n'); line != "second\n" {
 		t.Fatalf("second line %q", line)
+	}
+}
+
+// A client that hangs up while its request is upstream is no upstream
+// failure and no success: the router counts and logs it as 499, where it
+// used to answer nothing and count a 200.
+func TestAClientLeavingMidForwardIsA499(t *testing.T) {
+	t.Parallel()
+	e := stacktest.Start(t, stacktest.Options{})
+	arrived := make(chan struct{})
+	p := upstreamCluster(t, e, "slow", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	ctx, hangUp := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://slow.api.localhost/v1/customers", nil)
+	req.Header = p.Header()
+	done := make(chan error, 1)
+	go func() {
+		res, err := e.Client.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	<-arrived
+	hangUp()
+	if err := <-done; err == nil {
+		t.Fatal("answered though the client hung up")
+	}
+	counted := func(code string) float64 {
+		fams, err := e.Stack.RouterMetrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n float64
+		for _, f := range fams {
+			if f.GetName() != "tally_http_requests_total" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "code" && l.GetValue() == code {
+						n += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return n
+	}
+	stacktest.Eventually(t, 5*time.Second, "the hang-up counted as 499", func() bool { return counted("499") == 1 })
+	if n := counted("502") + counted("503") + counted("500"); n != 0 {
+		t.Fatalf("the hang-up was counted as a server error too (%v)", n)
 	}
 }
