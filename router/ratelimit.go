@@ -139,7 +139,7 @@ type verdict struct {
 // verdict shown is the tighter window's.
 func (l *limiter) project(ctx context.Context, projectID string, perMinute, perHour int64) []verdict {
 	var out []verdict
-	var undo []func()
+	var undo [2]taking // what each window let through, to give back (no allocation per request)
 	for _, w := range []struct {
 		name   string
 		length time.Duration
@@ -148,26 +148,34 @@ func (l *limiter) project(ctx context.Context, projectID string, perMinute, perH
 		if w.limit <= 0 {
 			continue
 		}
-		v, giveBack := l.take(ctx, projectID, w.name, w.length, w.limit)
+		v, took := l.take(ctx, projectID, w.name, w.length, w.limit)
 		if v.refused {
 			l.limited.WithLabelValues("project_" + w.name).Inc()
-			for i, g := range undo {
-				g()
+			for i := range out {
+				undo[i].giveBack()
 				out[i].remaining++
 			}
 			out = append(out, v)
 			break
 		}
-		out, undo = append(out, v), append(undo, giveBack)
+		undo[len(out)] = took
+		out = append(out, v)
 	}
 	l.dropOld(ctx)
 	return out
 }
 
+// taking is a request a window let through, which giveBack returns to it
+// when another window refuses the request.
+type taking struct {
+	w          *window
+	start      time.Time // the window's
+	failedOpen bool      // let through on the replica's share, and owed to the window's row
+}
+
 // take takes one request of a window; a request it lets through comes with
-// what gives that request back to the window (when another window refuses
-// it).
-func (l *limiter) take(ctx context.Context, projectID, name string, length time.Duration, limit int64) (verdict, func()) {
+// its taking.
+func (l *limiter) take(ctx context.Context, projectID, name string, length time.Duration, limit int64) (verdict, taking) {
 	now := l.now()
 	start := now.Truncate(length)
 	key := windowKey{projectID, length}
@@ -211,16 +219,16 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 				w.owed++
 				l.failOpen.Inc()
 				v.remaining = max(0, share-w.taken)
-				return v, func() { w.giveBack(start, true) }
+				return v, taking{w, start, true}
 			}
 			v.refused = true
-			return v, nil
+			return v, taking{}
 		}
 		w.credit(granted, used)
 	}
 	if w.local == 0 {
 		v.refused = true
-		return v, nil
+		return v, taking{}
 	}
 	w.local--
 	w.taken++
@@ -232,21 +240,20 @@ func (l *limiter) take(ctx context.Context, projectID, name string, length time.
 		w.refilling = true
 		go l.refill(w, projectID, length, start, w.lastWant, limit)
 	}
-	return v, func() { w.giveBack(start, false) }
+	return v, taking{w, start, false}
 }
 
-// giveBack returns a request taken from the window that started at start
-// (failedOpen: let through on the replica's share, and owed to the
-// window's row) to be handed out again; a window that has passed since
-// takes nothing back.
-func (w *window) giveBack(start time.Time, failedOpen bool) {
+// giveBack returns the request to its window, to be handed out again; a
+// window that has passed since takes nothing back.
+func (t taking) giveBack() {
+	w := t.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.start.Equal(start) {
+	if !w.start.Equal(t.start) {
 		return
 	}
 	w.taken--
-	if failedOpen {
+	if t.failedOpen {
 		w.owed = max(0, w.owed-1)
 	} else {
 		w.local++
