@@ -21,8 +21,9 @@ import (
 // the request, and what it took for a body reaches us as a request of its
 // own (request smuggling). Such a request is refused. net/http removes the
 // evidence before a handler runs (neither header is left in the request),
-// so the connections of Serve and ServePublic are read through a
-// framingConn, which follows each request's framing on the wire as net/http
+// so the connections of ServePublic (the edge: the services behind it are
+// reached only through the router, whose writer frames each request one
+// way) are read through a framingConn, which follows each request's framing on the wire as net/http
 // does and marks a head with both headers by adding the framingHeader line
 // with a secret of this process; RefuseAmbiguousFraming answers it 400 and
 // closes the connection.

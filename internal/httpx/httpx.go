@@ -1,8 +1,8 @@
 // Package httpx builds the echo servers of Tally's services alike: request
 // ids, the shared error handler, panic recovery, tracing, metrics and body
 // limits, plus JSON decoding that answers bad bodies with clear 4xx errors.
-// Its Serve and ServePublic refuse a request whose body two parsers could
-// frame apart (framing.go).
+// Its ServePublic, the edge's, refuses a request whose body two parsers
+// could frame apart (framing.go).
 package httpx
 
 import (

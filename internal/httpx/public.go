@@ -52,8 +52,10 @@ func ServePublic(ctx context.Context, l net.Listener, h http.Handler, o PublicOp
 	o.defaults()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, DisableGeneralOptionsHandler: true}
-	return serve(ctx, srv, &perIPListener{Listener: l, max: o.MaxConnsPerIP, exempt: o.Exempt, refused: o.Refused,
-		open: map[netip.Addr]int{}})
+	// Framing is followed at the edge only: the services behind it are
+	// reached through the router, whose writer frames each request one way.
+	return serve(ctx, srv, framingListener{&perIPListener{Listener: l, max: o.MaxConnsPerIP, exempt: o.Exempt, refused: o.Refused,
+		open: map[netip.Addr]int{}}})
 }
 
 // perIPListener closes, as soon as it is accepted, a connection whose
@@ -134,7 +136,7 @@ func (c *countedConn) Close() error {
 // the callers set) would skip that handler.
 func serve(ctx context.Context, srv *http.Server, l net.Listener) error {
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(framingListener{l}) }()
+	go func() { errc <- srv.Serve(l) }()
 	select {
 	case err := <-errc:
 		return err
