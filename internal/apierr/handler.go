@@ -45,6 +45,10 @@ func From(err error) *Error {
 		u := Unavailable("Other requests of this project hold what this request changes, and did not let go in time; try again shortly.")
 		u.Key, u.Message, u.Cause = "resource_busy", "Resource busy", err
 		return u
+	case errors.Is(err, db.ErrAmbiguous):
+		u := Unavailable("The database could not confirm whether this request's changes were saved; read what it changes before sending it again.")
+		u.Key, u.Message, u.Cause = "outcome_unknown", "Outcome unknown", err
+		return u
 	case errors.Is(err, db.ErrOverShare):
 		u := Unavailable("This project has as many requests using the database as its share of the cluster allows; try again shortly.")
 		u.Key, u.Message, u.Cause = "project_over_share", "Project over its share", err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/dbtest"
@@ -174,4 +175,32 @@ func TestCockroachDBEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(v)
+}
+
+// ambiguousBeginner begins transactions whose COMMIT answers 40003, as
+// CockroachDB does when it cannot tell whether the commit happened.
+type ambiguousBeginner struct{ begun int }
+
+type ambiguousTx struct{ pgx.Tx }
+
+func (a *ambiguousBeginner) BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error) {
+	a.begun++
+	return ambiguousTx{}, nil
+}
+
+func (ambiguousTx) Commit(context.Context) error {
+	return &pgconn.PgError{Code: "40003", Message: "result is ambiguous"}
+}
+
+func (ambiguousTx) Rollback(context.Context) error { return pgx.ErrTxClosed }
+
+// An ambiguous commit may have happened: it is not run again (a second
+// run would add the points again), and it is ErrAmbiguous.
+func TestAnAmbiguousCommitIsNotRetried(t *testing.T) {
+	b := &ambiguousBeginner{}
+	runs := 0
+	err := db.InTx(context.Background(), b, func(pgx.Tx) error { runs++; return nil })
+	if !errors.Is(err, db.ErrAmbiguous) || runs != 1 || b.begun != 1 {
+		t.Fatalf("an ambiguous commit: %v after %d runs", err, runs)
+	}
 }

@@ -23,9 +23,12 @@ var (
 	// ErrContended: what the request changes stayed locked by others past
 	// LockTimeout, or deadlocked, over every retry.
 	ErrContended = errors.New("db: rows locked by other requests")
+	// ErrAmbiguous: the database could not say whether the transaction
+	// committed (CockroachDB's 40003); it may have.
+	ErrAmbiguous = errors.New("db: the commit's outcome is unknown")
 )
 
-var kinds = []error{ErrNotFound, ErrConflict, ErrUnavailable, ErrInvalidValue, ErrCheck, ErrContended, ErrOverShare}
+var kinds = []error{ErrNotFound, ErrConflict, ErrUnavailable, ErrInvalidValue, ErrCheck, ErrContended, ErrOverShare, ErrAmbiguous}
 
 type classified struct {
 	kind  error
@@ -58,6 +61,8 @@ func Classify(err error) error {
 			return &classified{ErrCheck, err}
 		case pgErr.Code == "40P01" || pgErr.Code == "55P03":
 			return &classified{ErrContended, err}
+		case pgErr.Code == "40003":
+			return &classified{ErrAmbiguous, err}
 		case strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "54000":
 			// data exceptions (a NUL or invalid character, a string too
 			// long, a number out of range, text that is no number or date)

@@ -70,10 +70,14 @@ var Retries, Deadlocks, LockTimeouts atomic.Int64
 
 // InTx runs fn in a serializable transaction and retries the whole
 // transaction (begin, statements, commit) when the database asks for it:
-// serialization failures (40001), deadlocks (40P01) and CockroachDB's
-// statement-completion-unknown (40003), including those raised at COMMIT.
-// fn must have no effect outside the database (write side effects to the
-// outbox instead): it may run more than once.
+// serialization failures (40001), deadlocks (40P01) and lock timeouts
+// (55P03), including those raised at COMMIT. fn must have no effect
+// outside the database (write side effects to the outbox instead): it may
+// run more than once. An ambiguous result (CockroachDB's 40003, or the
+// connection lost during COMMIT) is never retried: the commit may have
+// happened, and a second run would apply its writes twice (points added
+// again). It is ErrAmbiguous, or ErrUnavailable for a lost connection:
+// 503, and the client reads before it sends the request again.
 //
 // The loop is cockroach-go's crdb.ExecuteCtx; it retries only what it
 // recognises as 40001, so the other retryable codes are reported to it as such,
@@ -121,7 +125,7 @@ func Statement(ctx context.Context, fn func(ctx context.Context) error) error {
 }
 
 // retry is the one retry loop: cockroach-go's crdb.ExecuteCtx, told that
-// 40P01 and 40003 are retryable too, with a jittered backoff between
+// 40P01 and 55P03 are retryable too (40003 is not: see InTx), with a jittered backoff between
 // attempts (no connection is held while it waits: each attempt takes its
 // own). A deadlock or a lock timeout is tried again at most LockRetries
 // times, then answered as ErrContended.
@@ -158,7 +162,7 @@ func isRetryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
-		case "40001", "40P01", "40003", "55P03":
+		case "40001", "40P01", "55P03":
 			return true
 		}
 	}
