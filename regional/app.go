@@ -144,6 +144,16 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A CockroachDB too old for the writes run at READ COMMITTED, or with it
+	// off, is refused at start. A database not reachable yet is no reason
+	// to stop: the instance reports itself unready until it is.
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err = db.CheckServer(cctx, pool)
+	cancel()
+	if err != nil && !errors.Is(err, db.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+		pool.Close()
+		return nil, fmt.Errorf("regional: %w", err)
+	}
 	if cfg.WatchInterval == 0 {
 		cfg.WatchInterval = 500 * time.Millisecond
 	}

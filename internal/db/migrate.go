@@ -36,6 +36,13 @@ func Migrate(ctx context.Context, url string, fsys fs.FS, dir string) error {
 	}
 	var drv database.Driver
 	if strings.Contains(version, "CockroachDB") {
+		var enabled any // a BOOL
+		if err := sqlDB.QueryRowContext(ctx, `SHOW CLUSTER SETTING sql.txn.read_committed_isolation.enabled`).Scan(&enabled); err != nil {
+			return fmt.Errorf("migrate: read the CockroachDB setting sql.txn.read_committed_isolation.enabled: %w", err)
+		}
+		if err := checkCockroach(version, fmt.Sprint(enabled)); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
 		drv, err = cockroachdb.WithInstance(sqlDB, &cockroachdb.Config{})
 	} else {
 		drv, err = migratepgx.WithInstance(sqlDB, &migratepgx.Config{})
