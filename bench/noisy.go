@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/devstack"
+	"github.com/tallyhq/tally/devstack/noisy"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/tenancy"
@@ -89,38 +89,23 @@ func benchNoisy(stack *devstack.Stack, d time.Duration) (noisyResult, error) {
 	if err != nil {
 		return r, err
 	}
-	card := func(c client, name string) (string, error) {
-		camp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": name})
-		if err != nil {
-			return "", err
-		}
-		m, err := c.must("POST", "/v1/loyalties/"+camp["id"].(string)+"/members", map[string]any{"customer": map[string]any{"source_id": name}})
-		if err != nil {
-			return "", err
-		}
-		return m["code"].(string), nil
-	}
-	for _, v := range []struct {
-		c    client
-		code string
-		body map[string]any
-	}{
-		{a, "HOT", map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "PERCENT", "percent_off": 10}}},
-		{a, "HOT-GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 10_000_000_000}}},
-		{b, "CALM", map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "PERCENT", "percent_off": 10}}},
-	} {
-		if _, err := v.c.must("POST", "/v1/vouchers/"+v.code, v.body); err != nil {
-			return r, err
-		}
-	}
-	hot, err := card(a, "hot")
+	hot, err := noisy.Setup(a.do)
 	if err != nil {
 		return r, err
 	}
-	calm, err := card(b, "calm")
+	if _, err := b.must("POST", "/v1/vouchers/CALM", map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "PERCENT", "percent_off": 10}}); err != nil {
+		return r, err
+	}
+	camp, err := b.must("POST", "/v1/loyalties", map[string]any{"name": "Calm cards"})
 	if err != nil {
 		return r, err
 	}
+	m, err := b.must("POST", "/v1/loyalties/"+camp["id"].(string)+"/members", map[string]any{"customer": map[string]any{"source_id": "calm"}})
+	if err != nil {
+		return r, err
+	}
+	calm := m["code"].(string)
 
 	// A: 50 clients in a process of their own (their JSON and garbage are
 	// not the platform's, as a tenant's clients are not), running while
@@ -206,79 +191,30 @@ func noisyReport(r noisyResult) string {
 	return b.String()
 }
 
-// hammerMain is project A's 50 clients (bench -hammer ROUTER,APPID,TOKEN,CARD):
+// hammerMain is project A's clients (bench -hammer ROUTER,APPID,TOKEN,CARD):
 // they write until interrupted, then print how many were answered 200, 503
-// and otherwise, counting only what they sent after their first second
+// and otherwise, counting only what was answered after their first second
 // (the phase being measured starts then).
 func hammerMain(arg string) {
 	parts := strings.Split(arg, ",")
 	a := client{base: parts[0], p: devstack.ProjectCredentials{AppID: parts[1], AppToken: parts[2]},
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}, Timeout: 30 * time.Second}}
-	hot := parts[3]
 	var done, over, other atomic.Int64
-	count := func(status int) {
-		switch status {
-		case 200:
-			done.Add(1)
-		case 503:
-			over.Add(1)
-		default:
-			other.Add(1)
-		}
-	}
+	start := time.Now().Add(time.Second)
 	stop := make(chan struct{})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
 	go func() { <-sig; close(stop) }()
-	start := time.Now().Add(time.Second)
-	order := map[string]any{"items": []any{map[string]any{"product_id": "p", "price": 1000, "quantity": 1}}}
-	var wg sync.WaitGroup
-	for i := range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				var statuses []int
-				switch i % 3 {
-				case 0:
-					s, _, _ := a.do("POST", "/v1/redemptions", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": "HOT"}}, "order": order})
-					statuses = append(statuses, s)
-				case 1:
-					s, _, _ := a.do("POST", "/v1/loyalties/members/"+hot+"/balance", map[string]any{"points": 1})
-					statuses = append(statuses, s)
-				default:
-					s, m, _ := a.do("POST", "/v1/redemptions", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": "HOT"},
-						map[string]any{"object": "voucher", "id": "HOT-GIFT"}}, "order": order})
-					statuses = append(statuses, s)
-					if s == 200 {
-						var kids sync.WaitGroup
-						var mu sync.Mutex
-						for _, k := range m["redemptions"].([]any) {
-							kids.Add(1)
-							go func() {
-								defer kids.Done()
-								s, _, _ := a.do("POST", "/v1/redemptions/"+k.(map[string]any)["id"].(string)+"/rollback", map[string]any{})
-								mu.Lock()
-								statuses = append(statuses, s)
-								mu.Unlock()
-							}()
-						}
-						kids.Wait()
-					}
-				}
-				if time.Now().After(start) {
-					for _, s := range statuses {
-						count(s)
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	noisy.Run(a.do, parts[3], stop, nil, func(status int) {
+		switch {
+		case time.Now().Before(start):
+		case status == 200:
+			done.Add(1)
+		case status == 503:
+			over.Add(1)
+		default:
+			other.Add(1)
+		}
+	})
 	fmt.Println(done.Load(), over.Load(), other.Load())
 }

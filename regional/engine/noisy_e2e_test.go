@@ -1,14 +1,15 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tallyhq/tally/devstack/noisy"
 	"github.com/tallyhq/tally/devstack/stacktest"
 )
 
@@ -46,10 +47,6 @@ func TestANoisyNeighbourDoesNotSlowAnotherProject(t *testing.T) {
 			AppID: key["app_id"].(string), AppToken: key["app_token"].(string)}}
 	}
 	a, b := project("noisy"), project("quiet")
-	voucher(a, "HOT", percent(10))
-	voucher(a, "HOT-GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 1_000_000_000}})
-	aCamp := a.Campaign("Hot cards", nil)["id"].(string)
-	hotCard := a.Member(aCamp, "hot")["code"].(string)
 	voucher(b, "CALM", percent(10))
 	bCamp := b.Campaign("Calm cards", nil)["id"].(string)
 	calmCard := b.Member(bCamp, "calm")["code"].(string)
@@ -58,61 +55,31 @@ func TestANoisyNeighbourDoesNotSlowAnotherProject(t *testing.T) {
 	do := func(api stacktest.API, method, path string, body any) int {
 		return stacktest.Do(t, client, method, stacktest.URL("api", path), api.P.Header(), body).Status
 	}
+	// A: the bench's noisy neighbour (devstack/noisy), while busy.
+	doA := func(method, path string, body any) (int, map[string]any, error) {
+		r := stacktest.Do(t, client, method, stacktest.URL("api", path), a.P.Header(), body)
+		var m map[string]any
+		_ = json.Unmarshal(r.Body, &m)
+		return r.Status, m, nil
+	}
+	hotCard, err := noisy.Setup(doA)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var busy atomic.Bool
 	var aDone, aFailed atomic.Int64
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if !busy.Load() {
-					time.Sleep(20 * time.Millisecond)
-					continue
-				}
-				var s []int
-				switch i % 3 {
-				case 0:
-					s = append(s, do(a, "POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("HOT"), "order": orderOf([2]int{1000, 1})}))
-				case 1:
-					s = append(s, do(a, "POST", "/v1/loyalties/members/"+hotCard+"/balance", map[string]any{"points": 1}))
-				default:
-					r := stacktest.Do(t, client, "POST", stacktest.URL("api", "/v1/redemptions"), a.P.Header(),
-						map[string]any{"redeemables": redeemables("HOT", "HOT-GIFT"), "order": orderOf([2]int{1000, 1})})
-					s = append(s, r.Status)
-					if r.Status != 200 {
-						break
-					}
-					var kids sync.WaitGroup
-					var mu sync.Mutex
-					for _, k := range r.JSON(t)["redemptions"].([]any) {
-						kids.Add(1)
-						go func() {
-							defer kids.Done()
-							st := do(a, "POST", "/v1/redemptions/"+k.(map[string]any)["id"].(string)+"/rollback", map[string]any{})
-							mu.Lock()
-							s = append(s, st)
-							mu.Unlock()
-						}()
-					}
-					kids.Wait()
-				}
-				for _, st := range s {
-					aDone.Add(1)
-					if st != 200 {
-						aFailed.Add(1) // A may be refused (503) past its share: that is the point
-					}
-				}
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		noisy.Run(doA, hotCard, stop, func() bool { return !busy.Load() }, func(status int) {
+			aDone.Add(1)
+			if status != 200 {
+				aFailed.Add(1) // A may be refused (503) past its share: that is the point
 			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
+		})
+	}()
+	defer func() { close(stop); <-ran }()
 
 	// B: a read and a write in turn, 40 a second, for each phase.
 	phase := func(n int) []time.Duration {
