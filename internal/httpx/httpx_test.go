@@ -89,7 +89,7 @@ func TestAClientThatHangsUpIsA499NotA500(t *testing.T) {
 	})
 	srv := httptest.NewServer(e)
 	defer srv.Close()
-	count := func(route, code string) float64 { return requestsCounted(t, m, route, code) }
+	count := func(route, code string) float64 { return m.Requests(http.MethodGet, route, code) }
 
 	ctx, hangUp := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/slow", nil)
@@ -132,29 +132,4 @@ func TestAClientThatHangsUpIsA499NotA500(t *testing.T) {
 	if res.StatusCode != 500 || count("/other", "500") != 1 {
 		t.Fatalf("a cancellation with the client still there: %d, counted %v as 500", res.StatusCode, count("/other", "500"))
 	}
-}
-
-// requestsCounted is m's tally_http_requests_total of GET route answered code.
-func requestsCounted(t *testing.T, m *telemetry.Metrics, route, code string) float64 {
-	t.Helper()
-	fams, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n float64
-	for _, f := range fams {
-		if f.GetName() != "tally_http_requests_total" {
-			continue
-		}
-		for _, s := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range s.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["method"] == http.MethodGet && l["route"] == route && l["code"] == code {
-				n += s.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
 }

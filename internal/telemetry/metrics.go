@@ -46,6 +46,29 @@ func NewMetrics(service, cluster string) *Metrics {
 	return m
 }
 
+// Requests is how many requests tally_http_requests_total has counted with
+// method, route and status code; an empty one matches any.
+func (m *Metrics) Requests(method, route, code string) float64 {
+	fams, _ := m.Registry.Gather()
+	var n float64
+	for _, f := range fams {
+		if f.GetName() != "tally_http_requests_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			match := true
+			for _, l := range s.GetLabel() {
+				want := map[string]string{"method": method, "route": route, "code": code}[l.GetName()]
+				match = match && (want == "" || want == l.GetValue())
+			}
+			if match {
+				n += s.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
 // Register adds collectors under the service's constant labels.
 func (m *Metrics) Register(cs ...prometheus.Collector) {
 	m.Registry.MustRegister(cs...)
