@@ -278,9 +278,11 @@ func (l *limiter) refill(w *window, projectID string, length time.Duration, star
 	w.credit(granted, used)
 }
 
-// dropOld deletes windows over two hours old, and access tokens a day
-// past their expiry, at most every five minutes per replica (a double
-// delete by two replicas is harmless).
+// dropOld deletes windows over two hours old, access tokens a day past
+// their expiry and directory change records older than
+// tenancy.ChangesKept, at most every five minutes per replica (a double
+// delete by two replicas is harmless). Each sweep deletes in batches
+// (db.Sweep) for at most dropFor; what is left waits for the next round.
 func (l *limiter) dropOld(ctx context.Context) {
 	now := l.now()
 	l.dropMu.Lock()
@@ -291,17 +293,30 @@ func (l *limiter) dropOld(ctx context.Context) {
 	l.dropMu.Unlock()
 	if due {
 		go func() {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = l.store.DropRateWindows(dctx, now.Add(-2*time.Hour))
+			drop := func(f func(ctx context.Context) error) {
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropFor)
+				defer cancel()
+				_ = f(dctx)
+			}
+			drop(func(ctx context.Context) error { return l.store.DropRateWindows(ctx, now.Add(-2*time.Hour)) })
 			if t, ok := l.store.(interface {
 				DropExpiredTokens(context.Context, time.Time) error
 			}); ok {
-				_ = t.DropExpiredTokens(dctx, now.Add(-24*time.Hour)) // a day of expired tokens answers introspection
+				// A day of expired tokens answers introspection.
+				drop(func(ctx context.Context) error { return t.DropExpiredTokens(ctx, now.Add(-24*time.Hour)) })
+			}
+			if c, ok := l.store.(interface {
+				PruneChanges(context.Context, time.Duration) error
+			}); ok {
+				drop(func(ctx context.Context) error { return c.PruneChanges(ctx, tenancy.ChangesKept) })
 			}
 		}()
 	}
 }
+
+// dropFor bounds each of dropOld's sweeps: together far less than the five
+// minutes between rounds, so two rounds of a replica never overlap.
+const dropFor = 30 * time.Second
 
 // client takes one request of a client address's bucket.
 func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {

@@ -108,8 +108,10 @@ func RevokeToken(ctx context.Context, q db.Querier, projectID, hash string, now 
 	return RecordChange(ctx, q, ChangeToken, hash)
 }
 
-// DropExpiredTokens deletes the tokens that expired before cutoff.
-func DropExpiredTokens(ctx context.Context, q db.Querier, cutoff time.Time) error {
-	_, err := q.Exec(ctx, `DELETE FROM oauth_tokens WHERE expires_at < $1`, cutoff)
-	return err
+// DropExpiredTokens deletes the tokens that expired before cutoff, at most
+// batch (db.SweepBatch when 0) in each statement (db.Sweep, in the order of
+// oauth_tokens_by_expiry); run it on a pool.
+func DropExpiredTokens(ctx context.Context, q db.Querier, cutoff time.Time, batch int) (db.Swept, error) {
+	return db.Sweep{Table: "oauth_tokens", Where: `expires_at < $1`, Args: []any{cutoff},
+		Order: []string{"expires_at", "token_hash"}, Key: []string{"token_hash"}, Batch: batch}.Run(ctx, q)
 }

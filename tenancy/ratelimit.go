@@ -23,8 +23,11 @@ func LeaseQuota(ctx context.Context, q db.Querier, projectID string, window time
 	return granted, used, err
 }
 
-// DropRateWindows deletes the windows that started before cutoff.
-func DropRateWindows(ctx context.Context, q db.Querier, cutoff time.Time) error {
-	_, err := q.Exec(ctx, `DELETE FROM rate_windows WHERE window_start < $1`, cutoff)
-	return err
+// DropRateWindows deletes the windows that started before cutoff, at most
+// batch (db.SweepBatch when 0) in each statement (db.Sweep); run it on a
+// pool.
+func DropRateWindows(ctx context.Context, q db.Querier, cutoff time.Time, batch int) (db.Swept, error) {
+	return db.Sweep{Table: "rate_windows", Where: `window_start < $1`, Args: []any{cutoff},
+		Order: []string{"window_start", "project_id", "window_seconds"},
+		Key:   []string{"project_id", "window_seconds", "window_start"}, Batch: batch}.Run(ctx, q)
 }

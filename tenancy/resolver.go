@@ -373,7 +373,14 @@ func (r *Resolver) LeaseQuota(ctx context.Context, projectID string, window time
 
 // DropRateWindows deletes the rate windows that started before cutoff.
 func (r *Resolver) DropRateWindows(ctx context.Context, cutoff time.Time) error {
-	return DropRateWindows(ctx, r.pool, cutoff)
+	_, err := DropRateWindows(ctx, r.pool, cutoff, 0)
+	return err
+}
+
+// PruneChanges deletes the change records older than keep.
+func (r *Resolver) PruneChanges(ctx context.Context, keep time.Duration) error {
+	_, err := PruneChanges(ctx, r.pool, keep, 0)
+	return err
 }
 
 // Bearer resolves an OAuth access token to the key that issued it, its
@@ -433,5 +440,6 @@ func (r *Resolver) RevokeToken(ctx context.Context, projectID, token string) err
 
 // DropExpiredTokens deletes the access tokens that expired before cutoff.
 func (r *Resolver) DropExpiredTokens(ctx context.Context, cutoff time.Time) error {
-	return DropExpiredTokens(ctx, r.pool, cutoff)
+	_, err := DropExpiredTokens(ctx, r.pool, cutoff, 0)
+	return err
 }

@@ -74,11 +74,17 @@ func ChangesSince(ctx context.Context, q db.Querier, since time.Time) ([]Change,
 	return out, now, err
 }
 
-// PruneChanges deletes change records older than keep.
-func PruneChanges(ctx context.Context, q db.Querier, keep time.Duration) error {
-	_, err := q.Exec(ctx, `DELETE FROM directory_changes WHERE changed_at < now() - $1::INT * INTERVAL '1 second'`,
-		int(keep.Seconds()))
-	return err
+// ChangesKept is how long change records are kept: far longer than a
+// cache holds an entry (Options.TTL), so a reader whose polls failed for a
+// while still finds every change that could concern what it holds.
+const ChangesKept = time.Hour
+
+// PruneChanges deletes the change records older than keep, at most batch
+// (db.SweepBatch when 0) in each statement (db.Sweep); run it on a pool.
+func PruneChanges(ctx context.Context, q db.Querier, keep time.Duration, batch int) (db.Swept, error) {
+	return db.Sweep{Table: "directory_changes",
+		Where: `changed_at < now() - $1::INT8 * INTERVAL '1 second'`, Args: []any{int64(keep.Seconds())},
+		Order: []string{"changed_at", "id"}, Key: []string{"id"}, Batch: batch}.Run(ctx, q)
 }
 
 // UpsertCluster registers a cluster or updates its hosts and upstream.

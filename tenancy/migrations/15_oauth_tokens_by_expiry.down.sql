@@ -1,0 +1,1 @@
+DROP INDEX oauth_tokens_by_expiry;
