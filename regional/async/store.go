@@ -240,11 +240,16 @@ func Requeue(ctx context.Context, q db.Querier, projectID, id string) error {
 	return nil
 }
 
-// purgeDone deletes finished tasks older than keep.
-func purgeDone(ctx context.Context, q db.Querier, keep time.Duration) error {
-	_, err := q.Exec(ctx, `DELETE FROM outbox WHERE status = 'done' AND finished_at < now() - $1::INT * INTERVAL '1 second'`,
-		int(keep.Seconds()))
-	return err
+// purgeDone deletes the tasks finished more than keep ago, at most batch
+// (db.SweepBatch when 0) in each statement (db.Sweep); run it on a pool.
+// outbox_due serves it: a finished task's run_after is the end of its last
+// lease, at most a lease after it finished, so a task that finished just
+// before the cutoff but whose lease ran past it waits for the next purge.
+func purgeDone(ctx context.Context, q db.Querier, keep time.Duration, batch int) (db.Swept, error) {
+	cutoff := `now() - $1::INT8 * INTERVAL '1 second'`
+	return db.Sweep{Table: "outbox",
+		Where: `status = 'done' AND run_after < ` + cutoff + ` AND finished_at < ` + cutoff, Args: []any{int64(keep.Seconds())},
+		Order: []string{"status", "run_after", "project_id", "id"}, Key: []string{"project_id", "id"}, Batch: batch}.Run(ctx, q)
 }
 
 // TaskState is how far the outbox has got with one task.

@@ -121,16 +121,16 @@ func (w *Worker) Run(ctx context.Context) {
 		close(outcomes)
 		committers.Wait()
 	}()
-	purge := time.NewTicker(time.Hour)
-	defer purge.Stop()
+	// The purge has its own goroutine: deleting in batches with rests
+	// between them, it may take a while, and claims go on meanwhile.
+	var purging sync.WaitGroup
+	purging.Add(1)
+	go func() { defer purging.Done(); w.purge(ctx) }()
+	defer purging.Wait()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-purge.C:
-			if err := purgeDone(ctx, w.pool, w.o.KeepDone); err != nil && ctx.Err() == nil {
-				w.o.Log.Warn("outbox: purging finished tasks", "err", err.Error())
-			}
 		default:
 		}
 		n := min(w.o.Batch, w.o.Concurrency-len(sem))
@@ -192,6 +192,24 @@ func (w *Worker) Run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-time.After(wakeGather):
+			}
+		}
+	}
+}
+
+// purge deletes the tasks finished more than KeepDone ago every hour until
+// ctx ends, in batches (purgeDone).
+func (w *Worker) purge(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			err := runtimex.Call(func() error { _, err := purgeDone(ctx, w.pool, w.o.KeepDone, 0); return err })
+			if err != nil && ctx.Err() == nil {
+				w.o.Log.Warn("outbox: purging finished tasks", "err", err.Error())
 			}
 		}
 	}
