@@ -489,36 +489,51 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log func(erro
 }
 
 // Sweep removes the exports whose retention has passed, with their files,
-// a hundred at a time.
+// a hundred exports at a time. A file may be gigabytes in thousands of
+// chunks, so each export's chunks go first in batches (db.Sweep, each its
+// own transaction), then the export: one cut short is found again by the
+// next sweep. Its links never outlive its retention, so nobody is reading
+// the file meanwhile.
 func (s *Service) Sweep(ctx context.Context) error {
 	for {
-		var n int64
-		err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `DELETE FROM exports WHERE (project_id, id) IN (
-				SELECT project_id, id FROM exports WHERE expires_at <= $1 ORDER BY expires_at LIMIT 100) RETURNING project_id, id`, s.now())
-			if err != nil {
-				return err
-			}
-			type key struct{ p, id string }
-			gone, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (key, error) {
-				var k key
-				return k, r.Scan(&k.p, &k.id)
-			})
-			if err != nil {
-				return err
-			}
-			n = int64(len(gone))
-			b := &pgx.Batch{}
-			for _, g := range gone {
-				b.Queue(`DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2`, g.p, g.id)
-			}
-			if b.Len() == 0 {
-				return nil
-			}
-			return tx.SendBatch(ctx, b).Close()
+		start := time.Now()
+		rows, err := s.pool.Query(ctx, `SELECT project_id, id FROM exports WHERE expires_at <= $1 ORDER BY expires_at LIMIT 100`, s.now())
+		if err != nil {
+			return err
+		}
+		type key struct{ p, id string }
+		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (key, error) {
+			var k key
+			return k, r.Scan(&k.p, &k.id)
 		})
-		if err != nil || n < 100 {
+		if err != nil {
+			return err
+		}
+		for _, k := range due {
+			if _, err := (db.Sweep{Table: "export_chunks", Where: `project_id = $1 AND export_id = $2`, Args: []any{k.p, k.id},
+				Order: []string{"project_id", "export_id", "run_id", "part", "offset_bytes"},
+				Key:   []string{"project_id", "export_id", "run_id", "part", "offset_bytes"}, Batch: sweepChunks}).Run(ctx, s.pool); err != nil {
+				return err
+			}
+			if err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+				b := &pgx.Batch{}
+				b.Queue(`DELETE FROM exports WHERE project_id = $1 AND id = $2`, k.p, k.id)
+				// Nothing, unless a run of the job wrote a chunk meanwhile.
+				b.Queue(`DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2`, k.p, k.id)
+				return tx.SendBatch(ctx, b).Close()
+			}); err != nil {
+				return err
+			}
+		}
+		if len(due) < 100 {
+			return nil
+		}
+		if err := db.Rest(ctx, time.Since(start)); err != nil {
 			return err
 		}
 	}
 }
+
+// sweepChunks is how many chunks of an expired export's file one statement
+// of the sweep deletes.
+const sweepChunks = 100
