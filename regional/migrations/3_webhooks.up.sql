@@ -8,8 +8,8 @@ CREATE TABLE webhook_deliveries (
     event_type       TEXT        NOT NULL,
     target_url       TEXT        NOT NULL,
     status           TEXT        NOT NULL CHECK (status IN ('pending', 'delivered', 'canceled')),
-    attempts         INT         NOT NULL DEFAULT 0,
-    last_status_code INT         NULL,
+    attempts         INT8        NOT NULL DEFAULT 0,
+    last_status_code INT8        NULL,
     created_at       TIMESTAMPTZ NOT NULL,
     finished_at      TIMESTAMPTZ NULL,
     PRIMARY KEY (project_id, id)
@@ -19,10 +19,10 @@ CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (project_id, we
 CREATE TABLE webhook_attempts (
     project_id  TEXT        NOT NULL,
     delivery_id TEXT        NOT NULL,
-    attempt     INT         NOT NULL,
-    status_code INT         NULL,
+    attempt     INT8        NOT NULL,
+    status_code INT8        NULL,
     error       TEXT        NULL,
-    duration_ms INT         NOT NULL,
+    duration_ms INT8        NOT NULL,
     at          TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (project_id, delivery_id, attempt)
 );

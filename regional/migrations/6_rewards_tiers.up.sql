@@ -1,5 +1,6 @@
 -- Rewards, their assignment to loyalty programs, redemptions and their
--- rollbacks, loyalty tiers, and the buckets' times for the expiration list.
+-- rollbacks, and loyalty tiers (7 and 8 give the buckets their times for
+-- the expiration list).
 CREATE TABLE rewards (
     project_id TEXT        NOT NULL,
     id         TEXT        NOT NULL,
@@ -80,8 +81,3 @@ CREATE TABLE loyalty_tiers (
     PRIMARY KEY (project_id, id)
 );
 CREATE INDEX loyalty_tiers_by_campaign ON loyalty_tiers (project_id, campaign_id, points_from);
-
-ALTER TABLE loyalty_point_buckets ADD COLUMN created_at TIMESTAMPTZ NULL;
-ALTER TABLE loyalty_point_buckets ADD COLUMN updated_at TIMESTAMPTZ NULL;
--- The expiration sweep's: buckets by date.
-CREATE INDEX loyalty_point_buckets_due ON loyalty_point_buckets (expires_on);

@@ -1,21 +1,12 @@
--- Plans grant features; a project has one plan.
+-- Plans grant features; a project has one plan (4). Schema only: each
+-- migration file runs as one transaction on CockroachDB, and a write
+-- goes in a file of its own after the schema it needs (3 writes the
+-- plans; docs/architecture.md, Database rules).
 CREATE TABLE plans (
     name       TEXT        NOT NULL PRIMARY KEY,
     features   JSONB       NOT NULL DEFAULT '[]',
     created_at TIMESTAMPTZ NOT NULL DEFAULT now()
 );
-INSERT INTO plans (name, features) VALUES
-    ('free', '[]'),
-    ('standard', '["webhooks"]'),
-    ('enterprise', '["webhooks", "dedicated_cluster"]');
-
-ALTER TABLE projects ADD COLUMN plan TEXT NOT NULL DEFAULT 'standard';
--- The secret webhooks are signed with; the previous one keeps signing (as a
--- second Standard Webhooks signature) for a day after a rotation.
-ALTER TABLE projects ADD COLUMN webhook_secret TEXT NOT NULL DEFAULT '';
-ALTER TABLE projects ADD COLUMN webhook_secret_previous TEXT NULL;
-ALTER TABLE projects ADD COLUMN webhook_secret_rotated_at TIMESTAMPTZ NULL;
-UPDATE projects SET webhook_secret = 'whsec_' || md5(random()::TEXT || id) WHERE webhook_secret = '';
 
 -- Webhook configurations: a project's, so project_id leads the key.
 CREATE TABLE webhooks (

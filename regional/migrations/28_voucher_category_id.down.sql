@@ -1,2 +1,1 @@
 ALTER TABLE vouchers DROP COLUMN category_id;
-DROP TABLE categories;

@@ -2,7 +2,8 @@
 -- place. Moving a product's 1,000 SKUs (one DELETE … RETURNING feeding an
 -- INSERT) costs PostgreSQL about 8 ms where marking them, an UPDATE of every
 -- row, cost 25–30 ms; and skus keeps live rows only. Products, one row per
--- deletion, stay marked with bin_id.
+-- deletion, stay marked with bin_id. 12 moves the binned SKUs; 13 to 15
+-- make skus a table of live SKUs.
 --
 -- No foreign key: a binned SKU goes with its product, in the transaction
 -- that removes the product for good.
@@ -23,10 +24,3 @@ CREATE TABLE binned_skus (
     PRIMARY KEY (project_id, id)
 );
 CREATE INDEX binned_skus_by_product ON binned_skus (project_id, product_id);
-
-INSERT INTO binned_skus (project_id, id, product_id, source_id, sku, price, currency, attributes, metadata, image_url,
-    created_at, updated_at, bin_id)
-SELECT project_id, id, product_id, source_id, sku, price, currency, attributes, metadata, image_url,
-    created_at, updated_at, bin_id
-FROM skus WHERE bin_id IS NOT NULL;
-DELETE FROM skus WHERE bin_id IS NOT NULL;

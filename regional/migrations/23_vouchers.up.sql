@@ -2,7 +2,7 @@
 -- registry of codes: a code is unique in a project across every voucher
 -- type, loyalty cards included. Every writer of a voucher or a card
 -- inserts its code here in the same transaction; a taken code is refused
--- (a given code: 409) or regenerated (generated codes). Schema only: 17
+-- (a given code: 409) or regenerated (generated codes). Schema only: 24
 -- fills the registry from the loyalty cards (CockroachDB refuses a schema
 -- change and a write in one transaction).
 CREATE TABLE voucher_codes (

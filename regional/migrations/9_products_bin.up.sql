@@ -54,17 +54,13 @@ CREATE INDEX bin_entries_by_parent ON bin_entries (project_id, resource_parent_i
 -- The retention sweep's, across projects like the outbox's queue.
 CREATE INDEX bin_entries_by_age ON bin_entries (created_at);
 
--- What a job has committed so far, so that a job run again after its
--- worker died goes on from there instead of repeating it.
-ALTER TABLE async_actions ADD COLUMN checkpoint JSONB NULL;
-
 -- A job's uploaded input (an imported CSV file, a bulk update's items), in
 -- parts of at most 512 KiB: kept out of the outbox row that starts the job,
 -- and removed when the job finishes.
 CREATE TABLE async_inputs (
     project_id TEXT  NOT NULL,
     action_id  TEXT  NOT NULL,
-    part       INT   NOT NULL,
+    part       INT8  NOT NULL,
     data       BYTEA NOT NULL,
     PRIMARY KEY (project_id, action_id, part)
 );

@@ -1,0 +1,1 @@
+ALTER TABLE async_actions DROP COLUMN checkpoint;

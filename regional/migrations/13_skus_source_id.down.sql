@@ -1,0 +1,1 @@
+DROP INDEX skus_source_id CASCADE;

@@ -1,0 +1,1 @@
+DROP INDEX skus_live_source_id CASCADE;

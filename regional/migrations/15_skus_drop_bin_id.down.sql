@@ -1,0 +1,1 @@
+ALTER TABLE skus ADD COLUMN bin_id TEXT NULL;

@@ -1,0 +1,1 @@
+ALTER TABLE skus DROP COLUMN bin_id;

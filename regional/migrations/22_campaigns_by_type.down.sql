@@ -1,0 +1,1 @@
+DROP INDEX campaigns_by_type;

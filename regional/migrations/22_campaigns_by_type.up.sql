@@ -1,0 +1,1 @@
+CREATE INDEX campaigns_by_type ON campaigns (project_id, campaign_type, id);

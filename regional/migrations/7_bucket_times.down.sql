@@ -1,0 +1,1 @@
+ALTER TABLE loyalty_point_buckets DROP COLUMN updated_at, DROP COLUMN created_at;

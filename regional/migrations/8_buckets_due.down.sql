@@ -1,0 +1,1 @@
+DROP INDEX loyalty_point_buckets_due;

@@ -1,0 +1,1 @@
+ALTER TABLE oauth_tokens DROP COLUMN origin, DROP COLUMN customer;
