@@ -142,7 +142,16 @@ func (b *Bin) Expire(ctx context.Context) (err error) {
 	ctx, span := tracer.Start(ctx, "bin.Expire")
 	defer telemetry.End(span, &err)
 	cutoff := b.clock.Now().Add(-b.retention)
-	for {
+	var took time.Duration
+	for first := true; ; first = false {
+		if !first {
+			// Rest between batches as long as the last took, so that
+			// the sweep does not hold the database.
+			if err := db.Rest(ctx, took); err != nil {
+				return err
+			}
+		}
+		start := time.Now()
 		rows, err := b.pool.Query(ctx, `SELECT project_id, id FROM bin_entries WHERE created_at <= $1
 			ORDER BY created_at, resource_type = 'sku' LIMIT 100`, cutoff)
 		if err != nil {
@@ -166,6 +175,7 @@ func (b *Bin) Expire(ctx context.Context) (err error) {
 				return err
 			}
 		}
+		took = time.Since(start)
 	}
 }
 

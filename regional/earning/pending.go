@@ -317,7 +317,16 @@ func (s *Service) ListPending(ctx context.Context, projectID, campaignID, member
 // taken with SKIP LOCKED and checked under lock, so replicas sweeping at
 // once split the work and none is activated twice.
 func (s *Service) Sweep(ctx context.Context) error {
-	for {
+	var took time.Duration
+	for first := true; ; first = false {
+		if !first {
+			// Rest between batches as long as the last took, so that
+			// the sweep does not hold the database.
+			if err := db.Rest(ctx, took); err != nil {
+				return err
+			}
+		}
+		start := time.Now()
 		type due struct{ project, id, card string }
 		rows, err := s.pool.Query(ctx, `SELECT project_id, id, card_id FROM loyalty_pending_points
 			WHERE status = 'PENDING' AND activates_at <= $1 ORDER BY activates_at LIMIT 100`, s.clock.Today())
@@ -354,6 +363,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 		if done == 0 {
 			return nil
 		}
+		took = time.Since(start)
 	}
 }
 

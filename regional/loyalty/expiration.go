@@ -35,7 +35,16 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log func(erro
 // each is changed under its lock, so replicas sweeping at once never
 // expire a bucket twice.
 func (s *Service) Expire(ctx context.Context) error {
-	for {
+	var took time.Duration
+	for first := true; ; first = false {
+		if !first {
+			// Rest between batches as long as the last took, so that
+			// the sweep does not hold the database.
+			if err := db.Rest(ctx, took); err != nil {
+				return err
+			}
+		}
+		start := time.Now()
 		today := s.clock.Today()
 		rows, err := s.pool.Query(ctx, `SELECT project_id, card_id FROM loyalty_point_buckets
 			WHERE expires_on < $1 AND points > 0 GROUP BY project_id, card_id LIMIT 100`, today)
@@ -61,6 +70,7 @@ func (s *Service) Expire(ctx context.Context) error {
 		if done == 0 {
 			return nil // what is left belongs to cards being deleted
 		}
+		took = time.Since(start)
 	}
 }
 
