@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -20,20 +21,22 @@ func runMigrate(ctx context.Context, args []string) error {
 	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL to migrate")
 	var regionalURLs listFlag
 	fs.Var(&regionalURLs, "regional-url", "regional database URL to migrate (repeat, or comma-separate)")
+	lockWait := fs.Duration("lock-wait", 10*time.Minute, "how long to wait for the migration lock another migrator holds")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *tenancyURL == "" && len(regionalURLs) == 0 {
 		return errors.New("give --tenancy-url and/or --regional-url")
 	}
+	opts := db.MigrateOptions{LockWait: *lockWait}
 	if *tenancyURL != "" {
-		if err := db.Migrate(ctx, *tenancyURL, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+		if err := db.MigrateWith(ctx, *tenancyURL, tenancy.Migrations, tenancy.MigrationsDir, opts); err != nil {
 			return fmt.Errorf("tenancy: %w", err)
 		}
 		fmt.Println("tenancy database migrated")
 	}
 	for _, u := range regionalURLs {
-		if err := db.Migrate(ctx, u, regional.Migrations, regional.MigrationsDir); err != nil {
+		if err := db.MigrateWith(ctx, u, regional.Migrations, regional.MigrationsDir, opts); err != nil {
 			return fmt.Errorf("regional: %w", err)
 		}
 		fmt.Println("regional database migrated")
