@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/cpushare"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
@@ -64,7 +65,11 @@ type Config struct {
 	// the project holds its whole share of the database connections (its
 	// plan's cluster_share of MaxConns) before it is answered 503
 	// (default 2 s).
-	BulkheadWait  time.Duration
+	BulkheadWait time.Duration
+	// CPUShare paces a project over its share of this instance's CPU
+	// while the instance is busy (cpushare; the share is its plan's
+	// cluster_share, as for the connections).
+	CPUShare      cpushare.Options
 	Worker        async.WorkerOptions
 	Webhooks      webhooks.Options
 	WatchInterval time.Duration // directory change polling (default 500ms)
@@ -113,6 +118,7 @@ type App struct {
 	tenancy  *db.Pool
 	resolver *tenancy.Resolver
 	bulkhead *db.Bulkhead
+	cpu      *cpushare.Governor
 	usage    *usage.Counter
 	events   *webhooks.Service
 	loyalty  *loyalty.Service
@@ -168,6 +174,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a := &App{cfg: cfg, pool: pool, signer: signer, operator: operator, seen: identity.NewSeen(200_000), tasks: async.NewRegistry(), tenancy: tpool,
 		resolver: tenancy.NewResolver(tpool, tenancy.ResolverOptions{Log: cfg.Log}), usage: usage.NewCounter(pool, cfg.Log)}
 	a.bulkhead = db.NewBulkhead(cfg.BulkheadWait)
+	if cfg.CPUShare.Log == nil {
+		cfg.CPUShare.Log = cfg.Log
+	}
+	a.cpu = cpushare.New(cfg.CPUShare)
 	a.events = webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
 	events := a.events
 	if cfg.Worker.Log == nil {
@@ -177,6 +187,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(a.worker.Collectors()...)
 		cfg.Metrics.Register(a.bulkhead.Collectors()...)
+		cfg.Metrics.Register(a.cpu.Collectors()...)
 	}
 	// The product jobs take up to 10 MB (an imported file), as the router does.
 	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true,
@@ -310,7 +321,8 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("tally.project_id", id.ProjectID),
 			attribute.String("tally.api_version", id.APIVersion))
 		ctx := identity.With(r.Context(), id)
-		ctx = a.bulkhead.For(ctx, id.ProjectID, a.share(ctx, id.ProjectID))
+		share := a.planShare(ctx, id.ProjectID)
+		ctx = a.bulkhead.For(ctx, id.ProjectID, db.Share(a.cfg.MaxConns, share))
 		c.SetRequest(r.WithContext(ctx))
 		if id.Kind == identity.KindDownload {
 			return next(c) // a file streamed for minutes holds a place only while it reads the database
@@ -318,6 +330,13 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		// The project's share of this instance covers its whole requests,
 		// not only their database work: a project whose requests pile up
 		// waits in its own line before it costs this instance anything.
+		// First its share of the CPU (a paced project's turn), then of the
+		// connections.
+		done, err := a.cpu.Admit(ctx, id.ProjectID, share)
+		if err != nil {
+			return err
+		}
+		defer done()
 		leave, err := db.Hold(ctx)
 		if err != nil {
 			return err
@@ -327,17 +346,17 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// share is how many of this instance's database connections a project may
-// hold at once: its plan's cluster_share of the pool (the default share
-// when the directory cannot say).
-func (a *App) share(ctx context.Context, projectID string) int64 {
-	share := tenancy.DefaultClusterShare
+// planShare is a project's share of this instance, its plan's
+// cluster_share (the default share when the directory cannot say): of the
+// database connections it may hold at once, and of the CPU while the
+// instance is busy.
+func (a *App) planShare(ctx context.Context, projectID string) float64 {
 	if p, err := a.resolver.Project(ctx, projectID); err == nil {
 		if pl, err := a.resolver.Plan(ctx, p.Plan); err == nil {
-			share = pl.Share()
+			return pl.Share()
 		}
 	}
-	return db.Share(a.cfg.MaxConns, share)
+	return tenancy.DefaultClusterShare
 }
 
 // downloadURL is the base of the cluster's download links.
@@ -373,8 +392,9 @@ func (a *App) Tasks() *async.Registry { return a.tasks }
 // flusher until ctx ends, then lets running tasks finish.
 func (a *App) RunBackground(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(6)
+	wg.Add(7)
 	go func() { defer wg.Done(); a.resolver.Watch(ctx, a.cfg.WatchInterval) }()
+	go func() { defer wg.Done(); a.cpu.Run(ctx) }()
 	go func() {
 		defer wg.Done()
 		a.loyalty.Run(ctx, a.cfg.SweepInterval, func(err error) { a.cfg.Log.Error("points expiry sweep", "err", err) })

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tallyhq/tally/internal/cpushare"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -111,6 +112,7 @@ func runRegional(ctx context.Context, args []string) error {
 	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
 	opSec := fs.String("operator-secret", "", "hex secret of management's calls of /internal (not the identity secret)")
 	maxConns := fs.Int("max-conns", 0, "database pool size (default: 8 per CPU, at least 16)")
+	cpuTarget := fs.Float64("cpu-target", 0.6, "CPU utilisation (0-1, of the pod's CPU limit, else the machine) above which a project over its plan's share of this instance is paced; 1 paces no one")
 	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
 	partRows := fs.Int("export-part-rows", 1_000_000, "the most rows in one export file; larger exports are split into parts")
 	exportRetention := fs.Duration("export-retention", 30*24*time.Hour, "how long export files are kept")
@@ -129,7 +131,8 @@ func runRegional(ctx context.Context, args []string) error {
 	m := telemetry.NewMetrics("regional", *cluster)
 	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, TenancyURL: *tenancyURL, IdentitySecret: key,
 		OperatorSecret: operator, MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks},
-		BinRetention: *retention, ExportPartRows: *partRows, ExportRetention: *exportRetention, DownloadBaseURL: *downloadURL})
+		BinRetention: *retention, ExportPartRows: *partRows, ExportRetention: *exportRetention, DownloadBaseURL: *downloadURL,
+		CPUShare: cpushare.Options{Target: *cpuTarget}})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tallyhq/tally/internal/cpushare"
 	"github.com/tallyhq/tally/internal/db"
 )
 
@@ -51,6 +52,10 @@ func From(err error) *Error {
 		return u
 	case errors.Is(err, db.ErrOverShare):
 		u := Unavailable("This project has as many requests using the database as its share of the cluster allows; try again shortly.")
+		u.Key, u.Message, u.Cause = "project_over_share", "Project over its share", err
+		return u
+	case errors.Is(err, cpushare.ErrPaced):
+		u := Unavailable("This instance is busy and this project is over its share of it: its requests are paced, and this one's turn was too far off; try again shortly.")
 		u.Key, u.Message, u.Cause = "project_over_share", "Project over its share", err
 		return u
 	case errors.Is(err, db.ErrUnavailable):
