@@ -18,9 +18,9 @@ import (
 // added to one card, stacked redemptions whose two children are rolled
 // back at once), as fast as they are answered; project B, on the same
 // cluster, reads and writes at a steady 40 a second. None of B's requests
-// fails and B's p99 stays within 6× its p99 with A idle (see below): A
-// waits in its own line (its plan's share of the instance's connections,
-// the row's lock waits bounded), not in B's. Phases alternate, idle and busy four times
+// fails and B's p99 stays within 3× its p99 with A idle: A waits in its
+// own line (its plan's share of the instance's connections and, the CPU
+// being busy, of its CPU; the row's lock waits bounded), not in B's. Phases alternate, idle and busy four times
 // each, so that what else the machine runs meanwhile weighs on both alike,
 // and each p99 is of 400 requests, not a maximum. The latencies are
 // compared without the race detector only (make test's timing pass): with
@@ -123,14 +123,13 @@ func TestANoisyNeighbourDoesNotSlowAnotherProject(t *testing.T) {
 	pIdle, pLoaded := p99(idle), p99(loaded)
 	t.Logf("B's p99: %v with A idle, %v with A busy (%.2f×); A: %d requests, %d refused", pIdle, pLoaded,
 		float64(pLoaded)/float64(pIdle), aDone.Load(), aFailed.Load())
-	// Issue 32 asks for 3×. Connections and lock waits are A's own now (the
-	// shared pool and deadlocks had B's p99 at seconds, hundreds of times
-	// its idle p99), but A's ~500 requests a second still take most of two
-	// cores, which B shares: this read 1.5–4.0× from run to run. The
-	// bound asserted is what holds on every run; the issue stays open for a
-	// per-project share of the CPU (docs/benchmarks.md, Noisy neighbour).
-	if pLoaded > 6*pIdle && !stacktest.RaceEnabled {
-		t.Fatalf("B's p99 with A busy %v is more than 6× its p99 with A idle %v", pLoaded, pIdle)
+	// Issue 32's bound. Connections and lock waits are A's own (the shared
+	// pool and deadlocks had B's p99 at seconds, hundreds of times its idle
+	// p99); A's ~500 requests a second took most of two cores, which B
+	// shares, and read 1.5–4.0× until the instance paced a project over its
+	// share of a busy CPU (internal/cpushare): 0.96–1.70× since.
+	if pLoaded > 3*pIdle && !stacktest.RaceEnabled {
+		t.Fatalf("B's p99 with A busy %v is more than 3× its p99 with A idle %v", pLoaded, pIdle)
 	}
 	if aDone.Load() < 100 {
 		t.Fatalf("A made only %d requests: no load", aDone.Load())
