@@ -172,8 +172,9 @@ func noisyReport(r noisyResult) string {
 	fmt.Fprintf(&b, "Project A's 50 clients write as fast as they are answered on one voucher, one gift card and one loyalty card "+
 		"(redemptions of one code, points added to one card, stacked redemptions whose two children are rolled back at once); "+
 		"project B reads a voucher, adds points to its card and creates customers at 200 a second (fortio, uniform) on the same "+
-		"cluster. Both are on a plan with the default share of the cluster (a quarter of the regional instance's connections: "+
-		"%d requests at once). A's clients run in a process of their own, started for each busy phase. Idle and busy phases of %s alternate, %d of each (`go run ./bench -only noisy`).\n\n",
+		"cluster. Both are on a plan with the default share of the cluster: a quarter of the regional instance's connections "+
+		"(%d requests at once) and, while the CPU is busier than the instance's target (0.6), a part of its CPU by share "+
+		"(internal/cpushare paces the project over it). A's clients run in a process of their own, started for each busy phase. Idle and busy phases of %s alternate, %d of each (`go run ./bench -only noisy`).\n\n",
 		r.share, r.phase, noisyPairs)
 	fmt.Fprintf(&b, "| phase pair | B p50 / p99, A idle | B p50 / p99, A busy | p99 busy ÷ idle |\n|---|---|---|---|\n")
 	for i := range r.idleP99 {
