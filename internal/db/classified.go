@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -13,7 +14,10 @@ import (
 // ErrConflict, ErrCheck, ErrInvalidValue, ErrUnavailable; see Classify).
 // This is where store code touches the database, so a service never sees a
 // driver error, and an outage is ErrUnavailable on every route alike.
-type Pool struct{ *pgxpool.Pool }
+type Pool struct {
+	*pgxpool.Pool
+	dialect atomic.Int32 // a Dialect, once read
+}
 
 // Exec runs a statement.
 func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {

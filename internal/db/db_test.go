@@ -328,3 +328,51 @@ func TestACommitWhoseAnswerIsLostIsNotRunAgain(t *testing.T) {
 		t.Fatalf("points after the lost answer: %d (%v), want 10: the commit happened once", n, err)
 	}
 }
+
+// A snapshot does not see what commits after its first read, on the
+// database the pool found at CheckServer.
+func TestASnapshotKeepsWhatItFirstSaw(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.Shared(t, "main").NewDatabase(t)
+	pool, err := db.Open(ctx, url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := db.CheckServer(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	want := db.PostgreSQL
+	if dbtest.Engine() == "cockroachdb" {
+		want = db.CockroachDB
+	}
+	if d, err := pool.Dialect(ctx); d != want {
+		t.Fatalf("dialect %v (%v) on %s", d, err, dbtest.Engine())
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE snap (id INT8 PRIMARY KEY); INSERT INTO snap VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.BeginSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	count := func(q db.Querier) (n int) {
+		if err := q.QueryRow(ctx, `SELECT count(*) FROM snap`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(tx); n != 1 {
+		t.Fatalf("the snapshot sees %d rows, want 1", n)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO snap VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(tx); n != 1 {
+		t.Fatalf("the snapshot sees a row committed after its first read: %d", n)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO snap VALUES (3)`); err == nil {
+		t.Fatal("a snapshot wrote")
+	}
+}

@@ -53,5 +53,5 @@ func Open(ctx context.Context, url string, o Options) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("db: open pool: %w", err)
 	}
-	return &Pool{pool}, nil
+	return &Pool{Pool: pool}, nil
 }

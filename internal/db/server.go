@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 )
 
 // MinCockroach is the oldest CockroachDB Tally runs on: READ COMMITTED,
@@ -31,7 +30,10 @@ func CheckServer(ctx context.Context, q Querier) error {
 	if err := q.QueryRow(ctx, `SELECT version()`).Scan(&version); err != nil {
 		return err
 	}
-	if !strings.Contains(version, "CockroachDB") {
+	if p, ok := q.(*Pool); ok {
+		p.dialect.Store(int32(dialectOf(version)))
+	}
+	if dialectOf(version) != CockroachDB {
 		return nil
 	}
 	var enabled any // a BOOL

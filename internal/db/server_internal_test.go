@@ -29,3 +29,26 @@ func TestCheckCockroach(t *testing.T) {
 		})
 	}
 }
+
+// Exports read one snapshot for minutes: REPEATABLE READ on PostgreSQL, a
+// historical read on CockroachDB (whose present-time long read would be
+// SERIALIZABLE, pushed by every overlapping write and end in a retry
+// error), chosen by the server's version string.
+func TestTheSnapshotIsTheDialects(t *testing.T) {
+	for version, want := range map[string]Dialect{
+		"CockroachDB CCL v24.1.5 (x86_64-pc-linux-gnu, built 2024/09/12)":  CockroachDB,
+		"PostgreSQL 15.18 (Debian 15.18-0+deb12u1) on x86_64-pc-linux-gnu": PostgreSQL,
+	} {
+		if d := dialectOf(version); d != want {
+			t.Errorf("%q: %v, want %v", version, d, want)
+		}
+	}
+	crdb := snapshotOptions(CockroachDB)
+	if !strings.Contains(crdb.BeginQuery, "AS OF SYSTEM TIME") {
+		t.Errorf("CockroachDB's snapshot begins with %q, not a historical read", crdb.BeginQuery)
+	}
+	pg := snapshotOptions(PostgreSQL)
+	if pg.BeginQuery != "" || pg.IsoLevel != "repeatable read" || pg.AccessMode != "read only" {
+		t.Errorf("PostgreSQL's snapshot: %+v", pg)
+	}
+}

@@ -197,8 +197,8 @@ func (s *Service) produce(ctx context.Context, job *async.Job, e export, run str
 	orderBy := o.orderBy(p.Order)
 
 	// One snapshot for the count and the rows: writes committed while the
-	// file is made are in neither.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	// file is made are in neither (a historical read on CockroachDB).
+	tx, err := s.pool.BeginSnapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
