@@ -1,0 +1,20 @@
+-- The region's database, run by the cockroachdb-setup Job (as root) with
+-- @DATABASE@, @REGION@ and @BACKUP_URI@ from the overlay's tally-config.
+-- Every statement may run again: the Job runs once per release.
+SET CLUSTER SETTING sql.txn.read_committed_isolation.enabled = true;
+CREATE USER IF NOT EXISTS tally;
+-- `tally migrate` and the regional service read cluster settings at start.
+GRANT SYSTEM VIEWCLUSTERSETTING TO tally;
+CREATE DATABASE IF NOT EXISTS @DATABASE@;
+-- Tenant data never leaves its region: the database lives in its region
+-- only, every replica included.
+ALTER DATABASE @DATABASE@ SET PRIMARY REGION "@REGION@";
+SET enable_multiregion_placement_policy = on;
+ALTER DATABASE @DATABASE@ PLACEMENT RESTRICTED;
+GRANT ALL ON DATABASE @DATABASE@ TO tally;
+-- Hourly incremental backups and a daily full one, kept in the region's
+-- bucket (the node's IAM role writes it: AUTH=implicit).
+CREATE SCHEDULE IF NOT EXISTS backup_@DATABASE@
+  FOR BACKUP DATABASE @DATABASE@ INTO '@BACKUP_URI@'
+  RECURRING '@hourly' FULL BACKUP '@daily'
+  WITH SCHEDULE OPTIONS first_run = 'now';
