@@ -447,7 +447,7 @@ func rulesCheckWorkloads(t *testing.T, r *rulesRendered, flags map[string]bool) 
 					t.Errorf("%s: TALLY_TRUSTED_PROXIES=%q: clients reach the router directly (externalTrafficPolicy: Local), so no address is a proxy; a trusted range lets its clients share one per-address limit", where, p.Value)
 				}
 			}
-			rulesCheckDBCerts(t, r, where, c, ps)
+			rulesCheckDBCerts(t, where, c)
 		}
 	}
 }
@@ -483,7 +483,7 @@ func rulesCheckProbe(t *testing.T, where, kind string, p *corev1.Probe, path str
 
 // checkDBCerts: a Tally container given a database URL mounts the client
 // certificate its URL names (/etc/tally/db/regional or /etc/tally/db/tenancy).
-func rulesCheckDBCerts(t *testing.T, r *rulesRendered, where string, c corev1.Container, ps corev1.PodSpec) {
+func rulesCheckDBCerts(t *testing.T, where string, c corev1.Container) {
 	for envName, dir := range map[string]string{"TALLY_DATABASE_URL": "/etc/tally/db/regional", "TALLY_REGIONAL_URL": "/etc/tally/db/regional", "TALLY_TENANCY_URL": "/etc/tally/db/tenancy"} {
 		if _, ok := rulesEnv(c, envName); !ok {
 			continue
@@ -498,8 +498,6 @@ func rulesCheckDBCerts(t *testing.T, r *rulesRendered, where string, c corev1.Co
 			t.Errorf("%s: reads %s but mounts no client certificate at %s (sslmode=verify-full)", where, envName, dir)
 		}
 	}
-	_ = r
-	_ = ps
 }
 
 func rulesCheckConfigMaps(t *testing.T, r *rulesRendered) {
