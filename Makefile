@@ -19,12 +19,23 @@ run: build
 TIMED_TESTS := TestANoisyNeighbourDoesNotSlowAnotherProject
 TIMED_PKGS := ./regional/engine/
 
-## test: vet, format check, every test with the race detector on real PostgreSQL servers, then the timed tests without it
+# CockroachDB runs a transaction that names no isolation SERIALIZABLE:
+# the concurrency-heavy tests (ledger races, stacked redemptions and their
+# rollbacks, exports, the outbox) once more with PostgreSQL's default the
+# same, so every statement that can meet a serialization failure there does
+# here (TALLY_PG_SETTINGS reaches every server the test helper starts).
+SERIALIZABLE := TALLY_PG_SETTINGS="default_transaction_isolation=serializable"
+SERIALIZABLE_PKGS := ./regional/loyalty/ ./regional/async/ ./regional/exports/
+SERIALIZABLE_ENGINE := TestLoyaltyCardsPayWithRewardsInStacks|TestConcurrentCardsKeepTheRewardsStock|TestStackedRedemptionAllOrNothing|TestConcurrentRedemptionsKeepTheQuantity|TestLockSessionReservesTheVoucher|TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce|TestLockOrderHoldsForEveryPairOfWriters
+
+## test: vet, format check, every test with the race detector on real PostgreSQL servers, then the timed tests without it, then the concurrency-heavy ones at CockroachDB's default isolation
 test:
 	@scripts/ensure-postgres.sh
 	@$(MAKE) --no-print-directory check-fmt vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 5m -run '^($(TIMED_TESTS))$$' -v $(TIMED_PKGS)
+	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m $(SERIALIZABLE_PKGS)
+	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/ ./internal/db/
 
 ## bench: the benchmark harness; writes docs/benchmarks.md
 bench: build

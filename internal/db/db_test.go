@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"strings"
 	neturl "net/url"
 	"sync"
 	"sync/atomic"
@@ -374,5 +376,29 @@ func TestASnapshotKeepsWhatItFirstSaw(t *testing.T) {
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO snap VALUES (3)`); err == nil {
 		t.Fatal("a snapshot wrote")
+	}
+}
+
+// make test's serializable pass sets the servers' default isolation
+// through TALLY_PG_SETTINGS: the servers the test helper starts take it.
+func TestTheServersTakeTheRunsSettings(t *testing.T) {
+	want := "read committed"
+	for _, kv := range strings.Fields(os.Getenv("TALLY_PG_SETTINGS")) {
+		if v, ok := strings.CutPrefix(kv, "default_transaction_isolation="); ok {
+			want = v
+		}
+	}
+	if dbtest.Engine() != "postgres" {
+		t.Skip("PostgreSQL settings")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbtest.Shared(t, "main").NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var got string
+	if err := conn.QueryRow(ctx, `SHOW default_transaction_isolation`).Scan(&got); err != nil || got != want {
+		t.Fatalf("default_transaction_isolation %q (%v), want %q", got, err, want)
 	}
 }
