@@ -1,0 +1,659 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tallyhq/tally/deploy/deploytest"
+	"github.com/tallyhq/tally/internal/dbtest"
+)
+
+// TestBoot boots the platform from the rendered manifests: the control
+// plane's overlay (the one with management), one regional overlay and the
+// dedicated example, each its own Kubernetes cluster, every Deployment and
+// Job of them run as the tally binary with exactly its container's command,
+// arguments and environment (see deploytest.Boot for what is mapped onto
+// this machine, and why). Then it does what an operator and a customer do:
+// a management key (tally admin create-management-key, the README's first
+// step), the clusters registered in the directory when no manifest does it,
+// and per cluster a project made through management, a webhook, a customer
+// created through the cluster's router with the project's keys (over TLS
+// with the host's name when the router serves TLS), the webhook delivered
+// to a local receiver, and management calls through every router. Sub-tests
+// put back two of issue 33's defects and watch the boot fail.
+func TestBoot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots the platform: not in -short")
+	}
+	start := time.Now()
+	plan := render(t)
+	bin := buildTally(t)
+	t.Logf("tally built in %v", time.Since(start).Round(time.Millisecond))
+	env := newEnv(t, bin, plan)
+	t.Logf("database servers started at %v", time.Since(start).Round(time.Millisecond))
+
+	t.Run("platform", func(t *testing.T) {
+		p := env.boot(t, deploytest.Config{Overlays: plan.boot})
+		t.Logf("booted %d containers in %v", len(p.Containers()), time.Since(start).Round(time.Millisecond))
+		checkFlags(t, bin, p)
+		env.endToEnd(t, p, plan)
+		if err := p.Err(); err != nil {
+			t.Fatalf("a container exited while serving:\n%v", err)
+		}
+		p.Close()
+		t.Logf("platform checked in %v", time.Since(start).Round(time.Millisecond))
+	})
+
+	// Issue 33's defects, put back one at a time on the control plane's
+	// regional Deployment (booted alone, after its overlay's Jobs): each
+	// must fail the boot, where the same boot without it passes.
+	t.Run("defects", func(t *testing.T) {
+		alone := func(w *deploytest.Workload) bool {
+			return w.Overlay == plan.control && (w.Kind == "Job" || role(w.Pod.Spec.Containers) == "regional")
+		}
+		p, err := env.tryBoot(t, deploytest.Config{Overlays: []*deploytest.Rendered{plan.control}, Filter: alone})
+		if err != nil {
+			t.Fatalf("regional alone does not boot, with nothing dropped:\n%v", err)
+		}
+		p.Close()
+		for _, tc := range []struct {
+			name, drop string
+		}{
+			// "regional and management have no TALLY_OPERATOR_SECRET: both exit 1 at start"
+			{"no operator secret", "TALLY_OPERATOR_SECRET"},
+			// "regional has no tenancy database URL … while its readiness probe still says ready"
+			{"no tenancy URL", "TALLY_TENANCY_URL"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				dropped := false
+				p, err := env.tryBoot(t, deploytest.Config{Overlays: []*deploytest.Rendered{plan.control}, Filter: alone,
+					ReadyTimeout: 6 * time.Second,
+					Mutate: func(w *deploytest.Workload) {
+						if w.Kind == "Job" {
+							return
+						}
+						for i := range w.Pod.Spec.Containers {
+							c := &w.Pod.Spec.Containers[i]
+							for j := len(c.Env) - 1; j >= 0; j-- {
+								if c.Env[j].Name == tc.drop {
+									c.Env = append(c.Env[:j], c.Env[j+1:]...)
+									dropped = true
+								}
+							}
+						}
+					}})
+				if !dropped {
+					t.Fatalf("the manifests set no %s on regional: nothing to drop", tc.drop)
+				}
+				if err == nil {
+					p.Close()
+					t.Fatalf("regional without %s booted and its readinessProbe says ready: the boot test cannot see this defect", tc.drop)
+				}
+				t.Logf("without %s the boot fails, as it must: %s", tc.drop, firstLine(err.Error()))
+			})
+		}
+	})
+}
+
+// plan is what the test boots.
+type plan struct {
+	all       map[string]*deploytest.Rendered // every leaf overlay, by directory
+	control   *deploytest.Rendered            // renders management
+	regional  *deploytest.Rendered            // a regional overlay without management, if there is one
+	dedicated []*deploytest.Rendered
+	boot      []*deploytest.Rendered // control plane first
+}
+
+// render renders every leaf overlay (each must render) and picks those to boot.
+func render(t *testing.T) plan {
+	t.Helper()
+	dirs, err := deploytest.Overlays(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := plan{all: map[string]*deploytest.Rendered{}}
+	for _, d := range dirs {
+		r, err := deploytest.Render(d)
+		if err != nil {
+			t.Errorf("overlay %s does not render: %v", d, err)
+			continue
+		}
+		pl.all[d] = r
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, d := range dirs {
+		r := pl.all[d]
+		roles := roles(r)
+		switch {
+		case strings.HasPrefix(d, "dedicated"+string(filepath.Separator)):
+			pl.dedicated = append(pl.dedicated, r)
+		case roles["management"] && pl.control == nil:
+			pl.control = r
+		case roles["regional"] && !roles["management"] && pl.regional == nil:
+			pl.regional = r
+		}
+	}
+	if pl.control == nil {
+		t.Fatalf("no overlay of %v renders a management Deployment (the control plane)", dirs)
+	}
+	pl.boot = append(pl.boot, pl.control)
+	if pl.regional != nil {
+		pl.boot = append(pl.boot, pl.regional)
+	}
+	pl.boot = append(pl.boot, pl.dedicated...)
+	var names []string
+	for _, r := range pl.boot {
+		names = append(names, r.Dir)
+	}
+	t.Logf("overlays: %v; booting %v", dirs, names)
+	return pl
+}
+
+// role is the tally subcommand a pod's first tally container runs.
+func role(cs []corev1.Container) string {
+	for _, c := range cs {
+		if !deploytest.IsTallyImage(c.Image) {
+			continue
+		}
+		argv := append(append([]string{}, c.Command...), c.Args...)
+		if len(c.Command) > 0 {
+			argv = argv[1:]
+		}
+		if len(argv) > 0 {
+			return argv[0]
+		}
+	}
+	return ""
+}
+
+func roles(r *deploytest.Rendered) map[string]bool {
+	out := map[string]bool{}
+	for _, d := range r.Deployments {
+		out[role(d.Spec.Template.Spec.Containers)] = true
+	}
+	return out
+}
+
+func buildTally(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tally")
+	cmd := exec.Command("go", "build", "-o", bin, "../cmd/tally")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// env is what the test provides in place of the operator: secrets,
+// databases, a CA.
+type env struct {
+	bin        string
+	plan       plan
+	ca         *deploytest.CA
+	identity   string
+	operator   string
+	previous   map[string]string
+	entrypoint string
+
+	mu        sync.Mutex
+	servers   map[string]*dbtest.Server // tenancy, and one per regional database
+	databases map[string]string         // key → local URL
+	regionals int
+}
+
+func newEnv(t *testing.T, bin string, pl plan) *env {
+	ca, err := deploytest.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{bin: bin, plan: pl, ca: ca, servers: map[string]*dbtest.Server{}, databases: map[string]string{},
+		identity: strings.Repeat("1a", 32), operator: strings.Repeat("2b", 32),
+		previous: map[string]string{"TALLY_IDENTITY_SECRET_PREVIOUS": strings.Repeat("3c", 32), "TALLY_OPERATOR_SECRET_PREVIOUS": strings.Repeat("4d", 32)}}
+	e.entrypoint = dockerEntrypoint(t)
+	// One PostgreSQL server for the tenancy database and one per booted
+	// overlay's regional database, started at once.
+	var wg sync.WaitGroup
+	names := []string{"tenancy"}
+	for i := range pl.boot {
+		names = append(names, fmt.Sprintf("regional-%d", i))
+	}
+	servers := make([]*dbtest.Server, len(names))
+	for i := range names {
+		wg.Add(1)
+		go func() { defer wg.Done(); servers[i] = dbtest.Private(t) }()
+	}
+	wg.Wait()
+	for i, n := range names {
+		if servers[i] == nil {
+			t.FailNow()
+		}
+		e.servers[n] = servers[i]
+	}
+	return e
+}
+
+// dockerEntrypoint is the image's ENTRYPOINT path, which a container's
+// command may name ("" without a Dockerfile).
+func dockerEntrypoint(t *testing.T) string {
+	b, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		return ""
+	}
+	m := regexp.MustCompile(`(?m)^ENTRYPOINT\s+\[\s*"([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
+}
+
+// database is the local database standing for key: "tenancy" (the one
+// directory of the platform), else one regional database per key.
+func (e *env) database(t *testing.T, key string) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if u, ok := e.databases[key]; ok {
+		return u, nil
+	}
+	var srv *dbtest.Server
+	if key == "tenancy" {
+		srv = e.servers["tenancy"]
+	} else {
+		srv = e.servers[fmt.Sprintf("regional-%d", e.regionals%(len(e.servers)-1))]
+		e.regionals++
+	}
+	u := srv.NewDatabase(t)
+	e.databases[key] = u
+	t.Logf("database %s: %s", key, u)
+	return u, nil
+}
+
+// config fills what every boot of the test shares.
+func (e *env) config(t *testing.T, cfg deploytest.Config) deploytest.Config {
+	cfg.Binary = e.bin
+	cfg.CA = e.ca
+	cfg.Dir = t.TempDir()
+	cfg.Entrypoint = e.entrypoint
+	cfg.Logf = t.Logf
+	cfg.External = map[string]string{
+		"otel-collector.observability": "the OpenTelemetry collector: traces are exported to it when it is there, and lost otherwise",
+	}
+	// The secrets the operator creates (README, terraform): the test's
+	// values, by the variable they fill.
+	cfg.Secret = func(ref deploytest.SecretRef) (string, bool) {
+		switch {
+		case ref.Env == "TALLY_IDENTITY_SECRET":
+			return e.identity, true
+		case ref.Env == "TALLY_OPERATOR_SECRET":
+			return e.operator, true
+		case e.previous[ref.Env] != "":
+			return e.previous[ref.Env], true
+		case strings.Contains(ref.Env, "TENANCY"):
+			u, err := e.database(t, "tenancy")
+			return u, err == nil
+		case strings.HasSuffix(ref.Env, "_URL") && (strings.Contains(ref.Env, "DATABASE") || strings.Contains(ref.Env, "REGIONAL")):
+			u, err := e.database(t, ref.Overlay+"/"+ref.Namespace+"/secret/"+ref.Name+"/"+ref.Key)
+			return u, err == nil
+		}
+		return "", false
+	}
+	// Database URLs the manifests write themselves: the tenancy database
+	// (the multi-region one) by its name, the others by cluster, host and
+	// database. The test's own (127.0.0.1) pass as they are.
+	cfg.Database = func(ref deploytest.DatabaseRef) (string, error) {
+		if ref.URL.Hostname() == "127.0.0.1" {
+			return ref.URL.String(), nil
+		}
+		db := strings.TrimPrefix(ref.URL.Path, "/")
+		if strings.Contains(ref.Env, "TENANCY") || strings.Contains(db, "tenancy") {
+			return e.database(t, "tenancy")
+		}
+		return e.database(t, ref.Overlay+"/"+ref.URL.Host+"/"+db)
+	}
+	// The test's webhook receiver is on loopback, which regional refuses
+	// to call in production (and must: the rendered manifests do not allow
+	// it); a receiver on the internet is not to be had here.
+	cfg.ExtraEnv = func(w *deploytest.Workload, c string) map[string]string {
+		if role(w.Pod.Spec.Containers) == "regional" && c == w.Pod.Spec.Containers[0].Name {
+			return map[string]string{"TALLY_WEBHOOKS_ALLOW_PRIVATE": "true"}
+		}
+		return nil
+	}
+	return cfg
+}
+
+func (e *env) tryBoot(t *testing.T, cfg deploytest.Config) (*deploytest.Platform, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	return deploytest.Boot(ctx, e.config(t, cfg))
+}
+
+func (e *env) boot(t *testing.T, cfg deploytest.Config) *deploytest.Platform {
+	t.Helper()
+	p, err := e.tryBoot(t, cfg)
+	if err != nil {
+		t.Fatalf("the platform does not boot from the rendered manifests:\n%v", err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+var envRe = regexp.MustCompile(`\(env (TALLY_[A-Z0-9_]+)\)`)
+
+// checkFlags fails on a TALLY_ variable that names no flag of its
+// container's subcommand: the binary ignores it silently, so a misspelt
+// or removed setting would not crash, it would just not be set.
+func checkFlags(t *testing.T, bin string, p *deploytest.Platform) {
+	t.Helper()
+	known := map[string]map[string]bool{}
+	for _, c := range p.Containers() {
+		if len(c.Args) == 0 {
+			continue
+		}
+		sub := c.Args[0]
+		if known[sub] == nil {
+			out, _ := exec.Command(bin, sub, "-h").CombinedOutput()
+			known[sub] = map[string]bool{"TALLY_LOG_LEVEL": true}
+			for _, m := range envRe.FindAllStringSubmatch(string(out), -1) {
+				known[sub][m[1]] = true
+			}
+		}
+		for k := range c.RawEnv {
+			if strings.HasPrefix(k, "TALLY_") && !known[sub][k] {
+				t.Errorf("%s container %s: %s is no flag of tally %s (tally %s -h lists them)", c.Workload, c.Name, k, sub, sub)
+			}
+		}
+	}
+}
+
+// cluster is one booted cluster: its regional container and its router.
+type cluster struct {
+	name, region, kind, apiHost, downloadHost string
+	overlay                                   *deploytest.Rendered
+	regional                                  deploytest.Container
+	router                                    *deploytest.Container
+}
+
+// client reaches every public host at its overlay's router's
+// LoadBalancer, over TLS trusting the test's CA when the router serves TLS.
+type client struct {
+	*http.Client
+	scheme string
+	hosts  map[string]string // public host → local address
+	mgmt   http.Header
+}
+
+func (e *env) endToEnd(t *testing.T, p *deploytest.Platform, pl plan) {
+	t.Helper()
+	clusters, cl := e.clusters(t, p, pl)
+	mgmtHost := ""
+	for _, c := range clusters {
+		if c.overlay == pl.control {
+			mgmtHost = c.apiHost
+		}
+	}
+	if mgmtHost == "" {
+		t.Fatal("the control plane's overlay boots no regional cluster: no host to reach management at")
+	}
+
+	// The operator's first step: a management key, from the tenancy
+	// database management uses.
+	var mgmtEnv map[string]string
+	for _, c := range p.Containers() {
+		if c.Workload.Overlay == pl.control && role(c.Workload.Pod.Spec.Containers) == "management" {
+			mgmtEnv = map[string]string{"TALLY_TENANCY_URL": c.Env["TALLY_TENANCY_URL"]}
+		}
+	}
+	out, err := p.Run(mgmtEnv, "admin", "create-management-key", "--name", "boot-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key struct{ ID, Token string }
+	if err := json.Unmarshal(out, &key); err != nil {
+		t.Fatalf("create-management-key: %v: %s", err, out)
+	}
+	cl.mgmt = http.Header{"X-Management-Id": {key.ID}, "X-Management-Token": {key.Token}}
+
+	// The directory: every booted cluster registered, as the README says
+	// (tally admin register-cluster), with the in-cluster URL of its
+	// regional Service mapped onto this machine.
+	for _, c := range clusters {
+		in, local, err := p.ServiceFor(c.regional.Workload, listenPort(t, c.regional))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("registering cluster %s (%s, %s, %s): upstream http://%s (here %s)", c.name, c.kind, c.region, c.apiHost, in, local)
+		if _, err := p.Run(mgmtEnv, "admin", "register-cluster", "--name", c.name, "--region", c.region, "--kind", c.kind,
+			"--api-host", c.apiHost, "--download-host", c.downloadHost, "--upstream-url", "http://"+local); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, c := range clusters {
+		t.Run("cluster "+c.name, func(t *testing.T) {
+			// A project through management (at the control plane's host).
+			r := cl.do(t, "POST", mgmtHost, "/management/v1/projects", cl.mgmt, map[string]any{"name": "boot " + c.name, "cluster_id": c.name})
+			if r.status != 200 {
+				t.Fatalf("create project in %s: %d %s", c.name, r.status, r.body)
+			}
+			var proj struct {
+				ID  string
+				Key struct {
+					AppID    string `json:"app_id"`
+					AppToken string `json:"app_token"`
+				} `json:"server_side_key"`
+			}
+			r.decode(t, &proj)
+			app := http.Header{"X-App-Id": {proj.Key.AppID}, "X-App-Token": {proj.Key.AppToken}}
+
+			// A webhook to a local receiver.
+			got := make(chan map[string]any, 4)
+			rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var ev map[string]any
+				_ = json.NewDecoder(r.Body).Decode(&ev)
+				got <- ev
+			}))
+			defer rcv.Close()
+			r = cl.do(t, "POST", mgmtHost, "/management/v1/projects/"+proj.ID+"/webhooks", cl.mgmt,
+				map[string]any{"target_url": rcv.URL + "/hooks", "events": []string{"customer.created"}})
+			if r.status != 200 {
+				t.Fatalf("create webhook: %d %s", r.status, r.body)
+			}
+			var hook struct{ ID string }
+			r.decode(t, &hook)
+
+			// A customer through the cluster's own router, with the project's keys.
+			r = cl.do(t, "POST", c.apiHost, "/v1/customers", app, map[string]any{"source_id": "boot-" + c.name, "name": "Boot"})
+			if r.status != 200 {
+				t.Fatalf("create customer at %s: %d %s", c.apiHost, r.status, r.body)
+			}
+			r = cl.do(t, "GET", c.apiHost, "/v1/customers/boot-"+c.name, app, nil)
+			if r.status != 200 {
+				t.Fatalf("get customer at %s: %d %s", c.apiHost, r.status, r.body)
+			}
+
+			// The webhook delivered.
+			select {
+			case ev := <-got:
+				if ev["type"] != "customer.created" || ev["project_id"] != proj.ID {
+					t.Fatalf("webhook: %v", ev)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatalf("no webhook delivered within 15 s (regional's log: %s)", p.Logs())
+			}
+
+			// Management calls: the deliveries (management asks the
+			// cluster's regional over /internal, with the operator secret),
+			// and the project through this cluster's own router, which must
+			// reach management from its Kubernetes cluster.
+			ok := false
+			for deadline := time.Now().Add(5 * time.Second); !ok && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				r = cl.do(t, "GET", mgmtHost, "/management/v1/projects/"+proj.ID+"/webhooks/"+hook.ID+"/deliveries", cl.mgmt, nil)
+				ok = r.status == 200 && bytes.Contains(r.body, []byte("customer.created"))
+			}
+			if !ok {
+				t.Errorf("deliveries through management: %d %s", r.status, r.body)
+			}
+			r = cl.do(t, "GET", c.apiHost, "/management/v1/projects/"+proj.ID, cl.mgmt, nil)
+			if r.status != 200 {
+				t.Errorf("management through %s's router (%s): %d %s", c.name, c.apiHost, r.status, r.body)
+			}
+		})
+	}
+}
+
+// clusters finds the booted regional clusters and makes the client.
+func (e *env) clusters(t *testing.T, p *deploytest.Platform, pl plan) ([]cluster, *client) {
+	t.Helper()
+	cl := &client{scheme: "http", hosts: map[string]string{}}
+	var out []cluster
+	routers := map[*deploytest.Rendered]*deploytest.Container{}
+	cs := p.Containers()
+	for i, c := range cs {
+		if role(c.Workload.Pod.Spec.Containers) == "router" && c.Args[0] == "router" {
+			routers[c.Workload.Overlay] = &cs[i]
+		}
+	}
+	tlsOn := false
+	for _, c := range cs {
+		if c.Args[0] != "regional" {
+			continue
+		}
+		rt := routers[c.Workload.Overlay]
+		if rt == nil {
+			t.Fatalf("overlay %s runs regional but no router", c.Workload.Overlay.Dir)
+		}
+		domain := rt.Env["TALLY_BASE_DOMAIN"]
+		name := c.Env["TALLY_CLUSTER"]
+		k := cluster{name: name, overlay: c.Workload.Overlay, regional: c, router: rt, kind: "shared",
+			region: map[string]string{"api": "europe", "us1": "us", "as1": "asia"}[name]}
+		if r := c.Env["TALLY_REGION"]; r != "" {
+			k.region = r
+		}
+		if k.region == "" {
+			k.region = "europe"
+		}
+		if strings.HasPrefix(c.Workload.Overlay.Dir, "dedicated") {
+			k.kind = "dedicated"
+		}
+		if name == "api" {
+			k.apiHost, k.downloadHost = "api."+domain, "download."+domain
+		} else {
+			k.apiHost, k.downloadHost = name+".api."+domain, name+".download."+domain
+		}
+		// The host's DNS names the overlay's LoadBalancer: the TLS port
+		// when the router serves TLS, else its plain one.
+		tlsDir := rt.Env["TALLY_TLS_DIR"] != ""
+		tlsOn = tlsOn || tlsDir
+		var lbs []string
+		for _, lb := range p.LoadBalancers(c.Workload.Overlay) {
+			lbs = append(lbs, fmt.Sprintf("%s:%d", lb.Service.Name, lb.Port.Port))
+			if (tlsDir && lb.Port.Port == 443) || (!tlsDir && lb.Port.Port == 80) {
+				cl.hosts[k.apiHost], cl.hosts[k.downloadHost] = lb.Local, lb.Local
+			}
+		}
+		if cl.hosts[k.apiHost] == "" {
+			t.Fatalf("overlay %s: no LoadBalancer Service port %s reaches its router (ports: %v)", c.Workload.Overlay.Dir,
+				map[bool]string{true: "443", false: "80"}[tlsDir], lbs)
+		}
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	if tlsOn {
+		cl.scheme = "https"
+	}
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	cl.Client = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: e.ca.Pool}, // the server name is the URL's host: SNI as a client sends it
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, _ := net.SplitHostPort(addr)
+			local, ok := cl.hosts[host]
+			if !ok {
+				return nil, fmt.Errorf("no booted router serves %s", host)
+			}
+			return d.DialContext(ctx, network, local)
+		}}}
+	return out, cl
+}
+
+// listenPort is the container port regional's TALLY_ADDR names.
+func listenPort(t *testing.T, c deploytest.Container) int32 {
+	v := c.RawEnv["TALLY_ADDR"]
+	if v == "" {
+		for _, cp := range c.Workload.Pod.Spec.Containers[0].Ports {
+			if cp.Name == "http" {
+				return cp.ContainerPort
+			}
+		}
+		t.Fatalf("%s: no TALLY_ADDR and no port named http", c.Workload)
+	}
+	_, port, _ := net.SplitHostPort(v)
+	n, _ := strconv.Atoi(port)
+	return int32(n)
+}
+
+type resp struct {
+	status int
+	body   []byte
+}
+
+func (r resp) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("%v: %s", err, r.body)
+	}
+}
+
+func (cl *client) do(t *testing.T, method, host, path string, h http.Header, body any) resp {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, (&url.URL{Scheme: cl.scheme, Host: host, Path: path}).String(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := cl.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s%s: %v", method, host, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return resp{status: res.StatusCode, body: b}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
