@@ -24,8 +24,13 @@ type Config struct {
 	// OperatorSecret signs management's calls of regional instances'
 	// /internal endpoints (regional.Config.OperatorSecret).
 	OperatorSecret []byte
-	Log            *slog.Logger
-	Metrics        *telemetry.Metrics
+	// IdentitySecretPrevious, when set, verifies the router's identities
+	// too (it signs nothing): during a rotation management takes the new
+	// secret first, with the old one as previous, while the router still
+	// signs with the old.
+	IdentitySecretPrevious []byte
+	Log                    *slog.Logger
+	Metrics                *telemetry.Metrics
 }
 
 // App is a management instance.
@@ -41,7 +46,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	signer, err := identity.NewSigner(cfg.IdentitySecret)
+	signer, err := identity.NewSigner(cfg.IdentitySecret, cfg.IdentitySecretPrevious)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apiversion"
 	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/dltoken"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -60,7 +61,13 @@ type Config struct {
 	// /internal (parked tasks, deliveries, usage): a credential of their
 	// own, so no identity the router signs reaches them.
 	OperatorSecret []byte
-	MaxConns       int32
+	// IdentitySecretPrevious and OperatorSecretPrevious, when set, are
+	// accepted too, never used to sign: during a rotation the services
+	// take the new secret first, with the old as previous, while the
+	// router (management) still signs with the old one.
+	IdentitySecretPrevious []byte
+	OperatorSecretPrevious []byte
+	MaxConns               int32
 	// BulkheadWait is how long a project's request waits for a place when
 	// the project holds its whole share of the database connections (its
 	// plan's cluster_share of MaxConns) before it is answered 503
@@ -135,11 +142,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	signer, err := identity.NewSigner(cfg.IdentitySecret)
+	signer, err := identity.NewSigner(cfg.IdentitySecret, cfg.IdentitySecretPrevious)
 	if err != nil {
 		return nil, err
 	}
-	operator, err := identity.NewSigner(cfg.OperatorSecret)
+	operator, err := identity.NewSigner(cfg.OperatorSecret, cfg.OperatorSecretPrevious)
 	if err != nil {
 		return nil, fmt.Errorf("regional: operator secret: %w", err)
 	}
@@ -272,8 +279,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	evs := customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver.EventSchemas, a.tasks, cfg.Clock)
 	evs.UseReferrals(refs.ConvertEvent)
 	customEvents.Register(v1, evs)
-	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock, cfg.IdentitySecret, exports.Options{
-		PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
+	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock,
+		dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious), exports.Options{
+			PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
 	exports.Register(v1, a.exports)
 	async.Register(v1, pool)
 	// The client-side API (/client/v1): the /v1 twins above, behind the

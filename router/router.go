@@ -50,7 +50,12 @@ type Config struct {
 	// TrustedProxies are the networks whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
 	IdentitySecret []byte
-	Resolver       *tenancy.Resolver
+	// IdentitySecretPrevious, when set, checks download links too (it
+	// signs nothing): the regional services make those links with their
+	// secret, so during a rotation the router accepts the one it does not
+	// sign with.
+	IdentitySecretPrevious []byte
+	Resolver               *tenancy.Resolver
 	// DialTimeout bounds connecting to an upstream (default 500ms), so a
 	// cluster that is down answers 503 in well under a second.
 	DialTimeout time.Duration
@@ -107,7 +112,7 @@ func New(cfg Config) (*Router, error) {
 		cfg.Log = slog.Default()
 	}
 	r := &Router{cfg: cfg, signer: signer, fwd: newForwarder(cfg.DialTimeout), limits: newLimiter(cfg.Resolver),
-		tokens: dltoken.New(cfg.IdentitySecret)}
+		tokens: dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious)}
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(r.limits.limited, r.limits.failOpen)
 	}

@@ -62,6 +62,31 @@ func operatorSecret(s string, identity []byte) ([]byte, error) {
 	return b, err
 }
 
+// previousSecret decodes a secret being rotated out (--identity-secret-
+// previous, --operator-secret-previous): optional, accepted besides the
+// current one but never used to sign, so the verifying services can take
+// a new secret before the signer does. current is the secret it rotates
+// with, others those it must not equal (the operator secret is not an
+// identity secret).
+func previousSecret(flag, s string, current []byte, others ...[]byte) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := hexSecret(flag, s, "")
+	if err != nil {
+		return nil, err
+	}
+	if string(b) == string(current) {
+		return nil, fmt.Errorf("--%s equals the current secret: give the old one, or leave it empty once the rotation is done", flag)
+	}
+	for _, o := range others {
+		if len(o) > 0 && string(b) == string(o) {
+			return nil, fmt.Errorf("--%s must differ from the other secret: an identity secret is never an operator secret", flag)
+		}
+	}
+	return b, nil
+}
+
 func hexSecret(flag, s, what string) ([]byte, error) {
 	env := "TALLY_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 	if s == "" {

@@ -64,6 +64,7 @@ func runRouter(ctx context.Context, args []string) error {
 	adminAddr := fs.String("admin-addr", ":9090", "listen address of /metrics, /healthz, /readyz")
 	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL")
 	sec := fs.String("identity-secret", "", "hex secret signing the identity header")
+	prevSec := fs.String("identity-secret-previous", "", "during a rotation, the old identity secret: download links made with it are still good (it signs nothing)")
 	domain := fs.String("base-domain", "localhost", "domain of the cluster hosts (api.<domain>, us1.api.<domain> …)")
 	scheme := fs.String("public-scheme", "https", "scheme of public base URLs")
 	port := fs.String("public-port", "", "port of public base URLs, if not the scheme's default")
@@ -75,6 +76,10 @@ func runRouter(ctx context.Context, args []string) error {
 		return err
 	}
 	key, err := secret(*sec)
+	if err != nil {
+		return err
+	}
+	prevKey, err := previousSecret("identity-secret-previous", *prevSec, key)
 	if err != nil {
 		return err
 	}
@@ -91,7 +96,7 @@ func runRouter(ctx context.Context, args []string) error {
 	resolver := tenancy.NewResolver(pool, tenancy.ResolverOptions{Log: logger()})
 	m.Register(resolver.Collectors()...)
 	rt, err := router.New(router.Config{BaseDomain: *domain, PublicScheme: *scheme, PublicPort: *port, ManagementURL: *mgmtURL,
-		TrustedProxies: trusted, IdentitySecret: key, Resolver: resolver, Log: logger(), Metrics: m})
+		TrustedProxies: trusted, IdentitySecret: key, IdentitySecretPrevious: prevKey, Resolver: resolver, Log: logger(), Metrics: m})
 	if err != nil {
 		return err
 	}
@@ -110,7 +115,9 @@ func runRegional(ctx context.Context, args []string) error {
 	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL (webhook configurations, project secrets)")
 	privateHooks := fs.Bool("webhooks-allow-private", false, "let webhooks reach loopback and private addresses (development only)")
 	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
+	prevSec := fs.String("identity-secret-previous", "", "during a rotation, the old identity secret, still accepted (optional)")
 	opSec := fs.String("operator-secret", "", "hex secret of management's calls of /internal (not the identity secret)")
+	prevOpSec := fs.String("operator-secret-previous", "", "during a rotation, the old operator secret, still accepted (optional)")
 	maxConns := fs.Int("max-conns", 0, "database pool size (default: 8 per CPU, at least 16)")
 	cpuTarget := fs.Float64("cpu-target", 0.6, "CPU utilisation (0-1, of the pod's CPU limit, else the machine) above which a project over its plan's share of this instance is paced; 1 paces no one")
 	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
@@ -128,9 +135,17 @@ func runRegional(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	prevKey, err := previousSecret("identity-secret-previous", *prevSec, key, operator)
+	if err != nil {
+		return err
+	}
+	prevOperator, err := previousSecret("operator-secret-previous", *prevOpSec, operator, key, prevKey)
+	if err != nil {
+		return err
+	}
 	m := telemetry.NewMetrics("regional", *cluster)
 	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, TenancyURL: *tenancyURL, IdentitySecret: key,
-		OperatorSecret: operator, MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks},
+		OperatorSecret: operator, IdentitySecretPrevious: prevKey, OperatorSecretPrevious: prevOperator, MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks},
 		BinRetention: *retention, ExportPartRows: *partRows, ExportRetention: *exportRetention, DownloadBaseURL: *downloadURL,
 		CPUShare: cpushare.Options{Target: *cpuTarget}})
 	if err != nil {
@@ -147,6 +162,7 @@ func runManagement(ctx context.Context, args []string) error {
 	adminAddr := fs.String("admin-addr", ":9092", "listen address of /metrics, /healthz, /readyz")
 	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL")
 	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
+	prevSec := fs.String("identity-secret-previous", "", "during a rotation, the old identity secret, still accepted (optional)")
 	opSec := fs.String("operator-secret", "", "hex secret signing its calls of regional's /internal (not the identity secret)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -159,8 +175,12 @@ func runManagement(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	prevKey, err := previousSecret("identity-secret-previous", *prevSec, key, operator)
+	if err != nil {
+		return err
+	}
 	m := telemetry.NewMetrics("management", "")
-	app, err := management.New(ctx, management.Config{TenancyURL: *tenancyURL, IdentitySecret: key, OperatorSecret: operator, Log: logger(), Metrics: m})
+	app, err := management.New(ctx, management.Config{TenancyURL: *tenancyURL, IdentitySecret: key, IdentitySecretPrevious: prevKey, OperatorSecret: operator, Log: logger(), Metrics: m})
 	if err != nil {
 		return err
 	}

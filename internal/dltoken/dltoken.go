@@ -22,14 +22,31 @@ import (
 var ErrInvalid = errors.New("dltoken: invalid or expired download token")
 
 // Keys signs and checks tokens.
-type Keys struct{ key []byte }
+type Keys struct {
+	key []byte
+	// previous checks the tokens made with the identity secret being
+	// rotated out (it signs none).
+	previous []byte
+}
 
 // New derives the token key from the platform's identity secret; the
 // derivation keeps a token from ever passing for an identity or the reverse.
-func New(identitySecret []byte) Keys {
-	m := hmac.New(sha256.New, identitySecret)
+// A previous identity secret, when given and not empty, is accepted too:
+// links made before a rotation stay good while it lasts.
+func New(identitySecret []byte, previous ...[]byte) Keys {
+	k := Keys{key: derive(identitySecret)}
+	for _, p := range previous {
+		if len(p) > 0 {
+			k.previous = derive(p)
+		}
+	}
+	return k
+}
+
+func derive(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("tally export download token v1"))
-	return Keys{key: m.Sum(nil)}
+	return m.Sum(nil)
 }
 
 var enc = base64.RawURLEncoding
@@ -37,11 +54,11 @@ var enc = base64.RawURLEncoding
 // Sign returns a token for reading export of project until expires.
 func (k Keys) Sign(project, export string, expires time.Time) string {
 	payload := enc.EncodeToString([]byte(project + "\n" + export + "\n" + strconv.FormatInt(expires.Unix(), 10)))
-	return payload + "." + enc.EncodeToString(k.mac(payload))
+	return payload + "." + enc.EncodeToString(mac(k.key, payload))
 }
 
-func (k Keys) mac(payload string) []byte {
-	m := hmac.New(sha256.New, k.key)
+func mac(key []byte, payload string) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(payload))
 	return m.Sum(nil)
 }
@@ -56,7 +73,7 @@ func (k Keys) Verify(token string, now time.Time) (project, export string, err e
 		return "", "", ErrInvalid
 	}
 	got, err := enc.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, k.mac(payload)) {
+	if err != nil || !hmac.Equal(got, mac(k.key, payload)) && (k.previous == nil || !hmac.Equal(got, mac(k.previous, payload))) {
 		return "", "", ErrInvalid
 	}
 	raw, err := enc.DecodeString(payload)

@@ -33,3 +33,22 @@ func TestATokenIsGoodForItsExportUntilItExpires(t *testing.T) {
 		}
 	}
 }
+
+// During a rotation of the identity secret a link made with either secret
+// is good; made with the new one, it is good once previous is dropped.
+func TestTokensOfThePreviousSecretAreGoodDuringARotation(t *testing.T) {
+	oldS, newS := []byte("old identity secret 0123456789"), []byte("new identity secret 0123456789")
+	now := time.Unix(1_800_000_000, 0)
+	during := New(newS, oldS)
+	for name, tok := range map[string]string{"old": New(oldS).Sign("p", "e", now.Add(time.Hour)), "new": New(newS).Sign("p", "e", now.Add(time.Hour))} {
+		if _, _, err := during.Verify(tok, now); err != nil {
+			t.Errorf("a token of the %s secret during the rotation: %v", name, err)
+		}
+	}
+	if tok := during.Sign("p", "e", now.Add(time.Hour)); func() error { _, _, err := New(newS).Verify(tok, now); return err }() != nil {
+		t.Error("during the rotation a token is made with the previous secret")
+	}
+	if _, _, err := New(newS, nil).Verify(New(oldS).Sign("p", "e", now.Add(time.Hour)), now); err != ErrInvalid {
+		t.Errorf("with previous dropped, a token of the old secret: %v", err)
+	}
+}

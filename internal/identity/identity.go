@@ -76,20 +76,46 @@ const TTL = 10 * time.Second
 
 const version = "v4"
 
-// Signer signs and verifies identities with one secret.
+// Signer signs identities with one secret and verifies them with it or,
+// during a rotation, with the secret it replaces.
 type Signer struct {
 	pool sync.Pool
+	// previous verifies what was signed with the secret being rotated
+	// out: the services take the new secret first, while the router still
+	// signs with the old one (see NewSigner).
+	previous *Signer
 }
 
 // NewSigner returns a signer for secret, which must be at least 16 bytes.
-func NewSigner(secret []byte) (*Signer, error) {
+// A previous secret, when given and not empty, is accepted too but never
+// signs: a secret is rotated without downtime by giving the verifying
+// services the new secret with the old one as previous, then the signer
+// the new secret, then dropping previous.
+func NewSigner(secret []byte, previous ...[]byte) (*Signer, error) {
 	if len(secret) < 16 {
 		return nil, errors.New("identity: the secret must be at least 16 bytes")
 	}
+	s := newSigner(secret)
+	for _, p := range previous {
+		if len(p) == 0 {
+			continue
+		}
+		if s.previous != nil {
+			return nil, errors.New("identity: one previous secret at most")
+		}
+		if len(p) < 16 {
+			return nil, errors.New("identity: the previous secret must be at least 16 bytes")
+		}
+		s.previous = newSigner(p)
+	}
+	return s, nil
+}
+
+func newSigner(secret []byte) *Signer {
 	key := append([]byte(nil), secret...)
 	s := &Signer{}
 	s.pool.New = func() any { return hmac.New(sha256.New, key) }
-	return s, nil
+	return s
 }
 
 var errInvalid = errors.New("identity: invalid or missing identity header")
@@ -146,7 +172,8 @@ func (s *Signer) Verify(header, query string, now time.Time) (Identity, error) {
 		return Identity{}, errInvalid
 	}
 	payload, sig := header[:dot], header[dot+1:]
-	if !hmac.Equal([]byte(sig), []byte(s.mac(payload, query))) {
+	if !hmac.Equal([]byte(sig), []byte(s.mac(payload, query))) &&
+		(s.previous == nil || !hmac.Equal([]byte(sig), []byte(s.previous.mac(payload, query)))) {
 		return Identity{}, errInvalid
 	}
 	f := strings.Split(payload, "|")

@@ -121,3 +121,57 @@ func BenchmarkSignVerify(b *testing.B) {
 		}
 	}
 }
+
+// A secret is rotated without downtime: the services verify with the new
+// secret and the old one as previous while the router still signs with
+// the old, then with the new; once previous is dropped the old secret opens
+// nothing. The request binding and replay refusal hold with either secret.
+func TestRotationAcceptsThePreviousSecretUntilItIsDropped(t *testing.T) {
+	oldS, newS := []byte("old secret 0123456789"), []byte("new secret 0123456789")
+	signedOld, signedNew := mustSigner(t, string(oldS)), mustSigner(t, string(newS))
+	during, err := NewSigner(newS, oldS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := NewSigner(newS, nil) // previous unset: an empty flag
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	id := Identity{Audience: AudienceRegional, ProjectID: "proj_1", Cluster: "api", Method: "POST", Path: "/v1/customers",
+		Kind: KindApp, Expires: now.Add(TTL)}
+	req := func(header string) *http.Request {
+		r := httptest.NewRequest("POST", "/v1/customers", nil)
+		r.Header.Set(Header, header)
+		return r
+	}
+	seen := NewSeen(100)
+	for name, h := range map[string]string{"old": signedOld.Sign(id), "new": signedNew.Sign(id)} {
+		if _, err := during.VerifyRequest(req(h), AudienceRegional, "api", now, seen); err != nil {
+			t.Errorf("during the rotation, signed with the %s secret: %v", name, err)
+		}
+		if _, err := during.VerifyRequest(req(h), AudienceRegional, "api", now, seen); err == nil {
+			t.Errorf("during the rotation, a write signed with the %s secret replayed was accepted", name)
+		}
+	}
+	other := id
+	other.Audience = AudienceManagement
+	if _, err := during.VerifyRequest(req(signedOld.Sign(other)), AudienceRegional, "api", now, nil); err == nil {
+		t.Error("the previous secret's identity for another audience was accepted")
+	}
+	if _, err := during.VerifyRequest(req(mustSigner(t, "a third secret 0123456").Sign(id)), AudienceRegional, "api", now, nil); err == nil {
+		t.Error("an identity of neither secret was accepted")
+	}
+	if got := during.Sign(id); got != signedNew.Sign(id) {
+		t.Error("during the rotation the signer signs with the previous secret")
+	}
+	if _, err := after.VerifyRequest(req(signedOld.Sign(id)), AudienceRegional, "api", now, nil); err == nil {
+		t.Error("with previous dropped, the old secret's identity was accepted")
+	}
+	if _, err := after.VerifyRequest(req(signedNew.Sign(id)), AudienceRegional, "api", now, nil); err != nil {
+		t.Errorf("with previous dropped, the new secret's identity: %v", err)
+	}
+	if _, err := NewSigner(newS, []byte("short")); err == nil {
+		t.Error("a previous secret under 16 bytes was taken")
+	}
+}

@@ -81,7 +81,7 @@ type Service struct {
 
 // NewService makes the service and registers the export job.
 func NewService(pool *db.Pool, events *webhooks.Service, loy *loyalty.Service, tasks *async.Registry, clk *clock.Clock,
-	identitySecret []byte, o Options) *Service {
+	tokens dltoken.Keys, o Options) *Service {
 	if o.PartRows <= 0 {
 		o.PartRows = 1_000_000
 	}
@@ -97,7 +97,7 @@ func NewService(pool *db.Pool, events *webhooks.Service, loy *loyalty.Service, t
 	if o.Concurrent <= 0 {
 		o.Concurrent = 2
 	}
-	s := &Service{pool: pool, events: events, loyalty: loy, clock: clk, tokens: dltoken.New(identitySecret), opt: o,
+	s := &Service{pool: pool, events: events, loyalty: loy, clock: clk, tokens: tokens, opt: o,
 		slots: make(chan struct{}, o.Concurrent)}
 	tasks.HandleJob(ActionType, s.run)
 	return s
