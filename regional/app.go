@@ -430,10 +430,17 @@ func (a *App) Handler() http.Handler { return a.echo }
 // Pool is the instance's database pool.
 func (a *App) Pool() *db.Pool { return a.pool }
 
-// Ready reports whether the cluster's database answers.
+// Ready reports whether the cluster's database and the directory answer
+// (readiness; liveness, /healthz, reads no database).
 func (a *App) Ready(ctx context.Context) error {
 	if err := a.pool.Ping(ctx); err != nil {
-		return db.Classify(err)
+		return fmt.Errorf("the cluster's database: %w", db.Classify(err))
+	}
+	// Every request resolves its project's plan, and webhooks, event
+	// schemas and stacking rules live in the directory: an instance that
+	// cannot reach it would answer errors, so it is not ready either.
+	if err := a.tenancy.Ping(ctx); err != nil {
+		return fmt.Errorf("the directory (tenancy database): %w", db.Classify(err))
 	}
 	return nil
 }
