@@ -68,10 +68,14 @@ func TestBoot(t *testing.T) {
 	// regional Deployment (booted alone, after its overlay's Jobs): each
 	// must fail the boot, where the same boot without it passes.
 	t.Run("defects", func(t *testing.T) {
-		alone := func(w *deploytest.Workload) bool {
-			return w.Overlay == plan.control && (w.Kind == "Job" || role(w.Pod.Spec.Containers) == "regional")
+		region, overlays := plan.control, []*deploytest.Rendered{plan.control}
+		if plan.home != nil {
+			region, overlays = plan.home, []*deploytest.Rendered{plan.home, plan.control}
 		}
-		p, err := env.tryBoot(t, deploytest.Config{Overlays: []*deploytest.Rendered{plan.control}, Filter: alone})
+		alone := func(w *deploytest.Workload) bool {
+			return w.Overlay == region && (w.Kind == "Job" || role(w.Pod.Spec.Containers) == "regional")
+		}
+		p, err := env.tryBoot(t, deploytest.Config{Overlays: overlays, Filter: alone})
 		if err != nil {
 			t.Fatalf("regional alone does not boot, with nothing dropped:\n%v", err)
 		}
@@ -86,7 +90,7 @@ func TestBoot(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				dropped := false
-				p, err := env.tryBoot(t, deploytest.Config{Overlays: []*deploytest.Rendered{plan.control}, Filter: alone,
+				p, err := env.tryBoot(t, deploytest.Config{Overlays: overlays, Filter: alone,
 					ReadyTimeout: 6 * time.Second,
 					Mutate: func(w *deploytest.Workload) {
 						if w.Kind == "Job" {
@@ -119,6 +123,7 @@ func TestBoot(t *testing.T) {
 type plan struct {
 	all       map[string]*deploytest.Rendered // every leaf overlay, by directory
 	control   *deploytest.Rendered            // renders management
+	home      *deploytest.Rendered            // the region whose Kubernetes cluster runs the control plane
 	regional  *deploytest.Rendered            // a regional overlay without management, if there is one
 	dedicated []*deploytest.Rendered
 	boot      []*deploytest.Rendered // control plane first
@@ -151,17 +156,36 @@ func render(t *testing.T) plan {
 			pl.dedicated = append(pl.dedicated, r)
 		case roles["management"] && pl.control == nil:
 			pl.control = r
-		case roles["regional"] && !roles["management"] && pl.regional == nil:
-			pl.regional = r
 		}
 	}
 	if pl.control == nil {
 		t.Fatalf("no overlay of %v renders a management Deployment (the control plane)", dirs)
 	}
-	pl.boot = append(pl.boot, pl.control)
+	// The control plane runs in the Kubernetes cluster of the region whose
+	// routers reach management by a Service only the control plane renders
+	// (the others have an ExternalName of their own); the test boots that
+	// region, and one other.
+	for _, d := range dirs {
+		r := pl.all[d]
+		if r == pl.control || !roles(r)["regional"] || strings.HasPrefix(d, "dedicated") {
+			continue
+		}
+		host := managementHost(r)
+		if host != "" && !renders(r, host) && renders(pl.control, host) && pl.home == nil {
+			pl.home = r
+		} else if pl.regional == nil {
+			pl.regional = r
+		}
+	}
+	if pl.home != nil && !roles(pl.control)["regional"] {
+		pl.boot = append(pl.boot, pl.home)
+	}
+	// As the README applies them: the regions, then the control plane in
+	// its region's cluster, then a dedicated cluster.
 	if pl.regional != nil {
 		pl.boot = append(pl.boot, pl.regional)
 	}
+	pl.boot = append(pl.boot, pl.control)
 	pl.boot = append(pl.boot, pl.dedicated...)
 	var names []string
 	for _, r := range pl.boot {
@@ -169,6 +193,42 @@ func render(t *testing.T) plan {
 	}
 	t.Logf("overlays: %v; booting %v", dirs, names)
 	return pl
+}
+
+// managementHost is the host of the routers' TALLY_MANAGEMENT_URL in r.
+func managementHost(r *deploytest.Rendered) string {
+	for _, d := range r.Deployments {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == "TALLY_MANAGEMENT_URL" {
+					if u, err := url.Parse(e.Value); err == nil {
+						return u.Hostname()
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// renders reports whether r renders a Service named host (its first label).
+func renders(r *deploytest.Rendered, host string) bool {
+	for _, s := range r.Services {
+		if s.Name == strings.Split(host, ".")[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// config is a key of an overlay's ConfigMaps ("" when none has it).
+func config(r *deploytest.Rendered, key string) string {
+	for _, c := range r.ConfigMaps {
+		if v, ok := c.Data[key]; ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // role is the tally subcommand a pod's first tally container runs.
@@ -296,25 +356,41 @@ func (e *env) config(t *testing.T, cfg deploytest.Config) deploytest.Config {
 	cfg.Dir = t.TempDir()
 	cfg.Entrypoint = e.entrypoint
 	cfg.Logf = t.Logf
+	if e.plan.home != nil {
+		// Applied to the Kubernetes cluster and namespace of its region.
+		cfg.Scope = map[string]string{e.plan.control.Dir: e.plan.home.Dir}
+	}
 	cfg.External = map[string]string{
 		"otel-collector.observability": "the OpenTelemetry collector: traces are exported to it when it is there, and lost otherwise",
 	}
-	// The secrets the operator creates (README, terraform): the test's
-	// values, by the variable they fill.
+	// The secrets the operator creates, as deploy/README.md lists them
+	// (terraform makes them): the test's values, the database URLs as the
+	// README writes them (CockroachDB, verify-full, the mounted client
+	// certificates), which the boot then checks and maps onto local
+	// PostgreSQL (see Database below).
 	cfg.Secret = func(ref deploytest.SecretRef) (string, bool) {
-		switch {
-		case ref.Env == "TALLY_IDENTITY_SECRET":
+		r := e.plan.all[ref.Overlay]
+		switch ref.Name + "/" + ref.Key {
+		case "tally-identity/secret":
 			return e.identity, true
-		case ref.Env == "TALLY_OPERATOR_SECRET":
+		case "tally-operator/secret":
 			return e.operator, true
-		case e.previous[ref.Env] != "":
-			return e.previous[ref.Env], true
-		case strings.Contains(ref.Env, "TENANCY"):
-			u, err := e.database(t, "tenancy")
-			return u, err == nil
-		case strings.HasSuffix(ref.Env, "_URL") && (strings.Contains(ref.Env, "DATABASE") || strings.Contains(ref.Env, "REGIONAL")):
-			u, err := e.database(t, ref.Overlay+"/"+ref.Namespace+"/secret/"+ref.Name+"/"+ref.Key)
-			return u, err == nil
+		case "tally-identity/previous", "tally-operator/previous":
+			return "", false // only during a rotation
+		case "tally-regional-db/url":
+			return "postgresql://tally@cockroachdb-public:26257/" + config(r, "REGIONAL_DATABASE") +
+				"?sslmode=verify-full&sslrootcert=/etc/tally/db/regional/ca.crt&sslcert=/etc/tally/db/regional/tls.crt&sslkey=/etc/tally/db/regional/tls.key", true
+		case "tally-tenancy-db/url":
+			host := "cockroachdb-public"
+			if strings.HasPrefix(ref.Overlay, "dedicated") && e.plan.home != nil {
+				host = config(e.plan.home, "COCKROACH_DOMAIN") // the shared cluster's nodes
+			}
+			db := config(e.plan.control, "TENANCY_DATABASE")
+			if db == "" {
+				db = "tally_tenancy"
+			}
+			return "postgresql://tally@" + host + ":26257/" + db +
+				"?sslmode=verify-full&sslrootcert=/etc/tally/db/tenancy/ca.crt&sslcert=/etc/tally/db/tenancy/tls.crt&sslkey=/etc/tally/db/tenancy/tls.key", true
 		}
 		return "", false
 	}
@@ -326,10 +402,10 @@ func (e *env) config(t *testing.T, cfg deploytest.Config) deploytest.Config {
 			return ref.URL.String(), nil
 		}
 		db := strings.TrimPrefix(ref.URL.Path, "/")
-		if strings.Contains(ref.Env, "TENANCY") || strings.Contains(db, "tenancy") {
+		if strings.Contains(db, "tenancy") {
 			return e.database(t, "tenancy")
 		}
-		return e.database(t, ref.Overlay+"/"+ref.URL.Host+"/"+db)
+		return e.database(t, db)
 	}
 	// The test's webhook receiver is on loopback, which regional refuses
 	// to call in production (and must: the rendered manifests do not allow
@@ -409,7 +485,7 @@ func (e *env) endToEnd(t *testing.T, p *deploytest.Platform, pl plan) {
 	clusters, cl := e.clusters(t, p, pl)
 	mgmtHost := ""
 	for _, c := range clusters {
-		if c.overlay == pl.control {
+		if c.overlay == pl.control || c.overlay == pl.home {
 			mgmtHost = c.apiHost
 		}
 	}
@@ -439,13 +515,23 @@ func (e *env) endToEnd(t *testing.T, p *deploytest.Platform, pl plan) {
 	// (tally admin register-cluster), with the in-cluster URL of its
 	// regional Service mapped onto this machine.
 	for _, c := range clusters {
-		in, local, err := p.ServiceFor(c.regional.Workload, listenPort(t, c.regional))
-		if err != nil {
-			t.Fatal(err)
+		upstream := ""
+		if h := config(c.overlay, "REGIONAL_INTERNAL_HOST"); h != "" {
+			upstream = fmt.Sprintf("http://%s:%d", h, listenPort(t, c.regional))
+		} else {
+			in, _, err := p.ServiceFor(c.regional.Workload, listenPort(t, c.regional))
+			if err != nil {
+				t.Fatal(err)
+			}
+			upstream = "http://" + in
 		}
-		t.Logf("registering cluster %s (%s, %s, %s): upstream http://%s (here %s)", c.name, c.kind, c.region, c.apiHost, in, local)
+		local, err := p.Rewrite(pl.control, c.regional.Workload.Namespace, upstream)
+		if err != nil {
+			t.Fatalf("cluster %s's upstream %s from the control plane: %v", c.name, upstream, err)
+		}
+		t.Logf("registering cluster %s (%s, %s, %s): upstream %s (here %s)", c.name, c.kind, c.region, c.apiHost, upstream, local)
 		if _, err := p.Run(mgmtEnv, "admin", "register-cluster", "--name", c.name, "--region", c.region, "--kind", c.kind,
-			"--api-host", c.apiHost, "--download-host", c.downloadHost, "--upstream-url", "http://"+local); err != nil {
+			"--api-host", c.apiHost, "--download-host", c.downloadHost, "--upstream-url", local); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -557,7 +643,9 @@ func (e *env) clusters(t *testing.T, p *deploytest.Platform, pl plan) ([]cluster
 		if strings.HasPrefix(c.Workload.Overlay.Dir, "dedicated") {
 			k.kind = "dedicated"
 		}
-		if name == "api" {
+		if h := config(c.Workload.Overlay, "API_HOST"); h != "" {
+			k.apiHost, k.downloadHost = h, config(c.Workload.Overlay, "DOWNLOAD_HOST")
+		} else if name == "api" {
 			k.apiHost, k.downloadHost = "api."+domain, "download."+domain
 		} else {
 			k.apiHost, k.downloadHost = name+".api."+domain, name+".download."+domain

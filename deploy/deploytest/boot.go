@@ -115,6 +115,7 @@ type container struct {
 	raw      map[string]string // env before the rewrite
 	envOrder []string
 	name     string
+	root     string // the container's file system: its mounts at their paths
 	proc     *proc
 }
 
@@ -265,10 +266,20 @@ func (p *Platform) container(w *Workload, c corev1.Container, init bool, i int) 
 		where = fmt.Sprintf("%s initContainer %q", w, c.Name)
 	}
 	if !IsTallyImage(c.Image) {
-		p.cfg.Logf("skipped %s: image %s is not tally's (it runs outside this test: %s)", where, c.Image, strings.Join(append(c.Command, c.Args...), " "))
+		p.cfg.Logf("skipped %s: image %s is not tally's; it runs outside this test: %.60q", where, c.Image, strings.Join(append(c.Command, c.Args...), " "))
 		return nil, nil
 	}
 	cc := &container{w: w, c: c, init: init, env: map[string]string{}, name: fmt.Sprintf("%s/%s/%s", w.Namespace, w.Name, c.Name)}
+	cc.root = filepath.Join(w.dir, "root-"+c.Name)
+	for _, m := range c.VolumeMounts {
+		src, ok := w.volumes[m.Name]
+		if !ok {
+			return nil, fmt.Errorf("%s volumeMount %s: the pod has no volume of that name", where, m.Name)
+		}
+		if err := copyTree(filepath.Join(src, m.SubPath), filepath.Join(cc.root, m.MountPath)); err != nil {
+			return nil, err
+		}
+	}
 	// Environment, as the kubelet makes it: envFrom, then env in order,
 	// each value's $(VAR) expanded against what was defined before it.
 	set := func(k, v string) {
@@ -310,7 +321,7 @@ func (p *Platform) container(w *Workload, c corev1.Container, init bool, i int) 
 		cc.raw[k] = v
 	}
 	for _, k := range cc.envOrder {
-		v, err := p.rewrite(w, c, k, cc.env[k])
+		v, err := p.rewrite(cc, k, cc.env[k])
 		if err != nil {
 			return nil, fmt.Errorf("%s env %s: %w", where, k, err)
 		}
@@ -333,7 +344,7 @@ func (p *Platform) container(w *Workload, c corev1.Container, init bool, i int) 
 	argv = append(argv, c.Args...)
 	for _, a := range argv {
 		a = expand(a, cc.env)
-		a, err := p.rewrite(w, c, "", a)
+		a, err := p.rewrite(cc, "", a)
 		if err != nil {
 			return nil, fmt.Errorf("%s args: %w", where, err)
 		}
@@ -362,7 +373,7 @@ func (p *Platform) envFrom(w *Workload, ctr string, ef corev1.EnvFromSource) (ma
 	out := map[string]string{}
 	switch {
 	case ef.ConfigMapRef != nil:
-		cm := w.Overlay.configMap(w.Namespace, ef.ConfigMapRef.Name)
+		cm := p.configMapIn(w, ef.ConfigMapRef.Name)
 		if cm == nil {
 			if ef.ConfigMapRef.Optional != nil && *ef.ConfigMapRef.Optional {
 				return out, nil
@@ -373,7 +384,7 @@ func (p *Platform) envFrom(w *Workload, ctr string, ef corev1.EnvFromSource) (ma
 			out[k] = string(v)
 		}
 	case ef.SecretRef != nil:
-		s := w.Overlay.secret(w.Namespace, ef.SecretRef.Name)
+		s := p.secretIn(w, ef.SecretRef.Name)
 		if s == nil {
 			if ef.SecretRef.Optional != nil && *ef.SecretRef.Optional {
 				return out, nil
@@ -393,7 +404,7 @@ func (p *Platform) valueFrom(w *Workload, c corev1.Container, e corev1.EnvVar) (
 	case vf.SecretKeyRef != nil:
 		ref := vf.SecretKeyRef
 		optional := ref.Optional != nil && *ref.Optional
-		if s := w.Overlay.secret(w.Namespace, ref.Name); s != nil {
+		if s := p.secretIn(w, ref.Name); s != nil {
 			v, ok := secretData(s)[ref.Key]
 			if !ok && !optional {
 				return "", false, fmt.Errorf("secretKeyRef %s/%s: the rendered Secret has no key %q", ref.Name, ref.Key, ref.Key)
@@ -413,7 +424,7 @@ func (p *Platform) valueFrom(w *Workload, c corev1.Container, e corev1.EnvVar) (
 	case vf.ConfigMapKeyRef != nil:
 		ref := vf.ConfigMapKeyRef
 		optional := ref.Optional != nil && *ref.Optional
-		cm := w.Overlay.configMap(w.Namespace, ref.Name)
+		cm := p.configMapIn(w, ref.Name)
 		if cm == nil {
 			if optional {
 				return "", false, nil
@@ -485,11 +496,14 @@ func expand(s string, env map[string]string) string {
 
 var (
 	listenRe = regexp.MustCompile(`^(?:0\.0\.0\.0|\[::\])?:(\d+)$`)
-	svcRe    = regexp.MustCompile(`(?:([a-z][a-z0-9+.-]*)://)?([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(?:\.cluster\.local)?\.?(?::(\d+))?`)
+	urlRe    = regexp.MustCompile(`([a-z][a-z0-9+.-]*)://([A-Za-z0-9.-]+)(?::(\d+))?`)
+	svcRe    = regexp.MustCompile(`\b([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(?:\.cluster\.local)?\.?(?::(\d+))?`)
+	pathRe   = regexp.MustCompile(`(^|[=,\s])(/[A-Za-z0-9._/-]*)`)
 )
 
 // rewrite maps one environment value or argument onto this machine.
-func (p *Platform) rewrite(w *Workload, c corev1.Container, env, v string) (string, error) {
+func (p *Platform) rewrite(cc *container, env, v string) (string, error) {
+	w := cc.w
 	prefix := ""
 	if i := strings.Index(v, "="); strings.HasPrefix(v, "-") && i > 0 { // --flag=value
 		prefix, v = v[:i+1], v[i+1:]
@@ -508,55 +522,67 @@ func (p *Platform) rewrite(w *Workload, c corev1.Container, env, v string) (stri
 		return prefix + "127.0.0.1:" + strconv.Itoa(port), nil
 	}
 	if strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://") {
-		u, err := p.database(w, c, env, v)
+		u, err := p.database(cc, env, v)
 		return prefix + u, err
 	}
 	var rerr error
-	out := svcRe.ReplaceAllStringFunc(v, func(m string) string {
-		sm := svcRe.FindStringSubmatch(m)
-		scheme, name, ns, portStr := sm[1], sm[2], sm[4], sm[6]
-		port := 0
-		if portStr != "" {
-			port, _ = strconv.Atoi(portStr)
-		}
-		addr, err := p.serviceAddr(w.scope, name, ns, port, scheme)
+	out := urlRe.ReplaceAllStringFunc(v, func(m string) string {
+		sm := urlRe.FindStringSubmatch(m)
+		scheme, host, portStr := sm[1], sm[2], sm[3]
+		port, _ := strconv.Atoi(portStr)
+		addr, ok, err := p.resolve(w.scope, w.Namespace, host, port, scheme)
 		if err != nil {
 			rerr = fmt.Errorf("%q: %w", v, err)
 			return m
 		}
-		if scheme != "" {
-			return scheme + "://" + addr
+		if !ok {
+			return m
 		}
-		return addr
+		return scheme + "://" + addr
 	})
+	if !strings.Contains(v, "://") {
+		out = svcRe.ReplaceAllStringFunc(out, func(m string) string {
+			sm := svcRe.FindStringSubmatch(m)
+			port, _ := strconv.Atoi(sm[5])
+			addr, _, err := p.resolve(w.scope, w.Namespace, strings.TrimSuffix(strings.SplitN(m, ":", 2)[0], "."), port, "")
+			if err != nil {
+				rerr = fmt.Errorf("%q: %w", v, err)
+				return m
+			}
+			return addr
+		})
+	}
 	if rerr != nil {
 		return "", rerr
 	}
-	return prefix + p.mountPaths(w, c, out), nil
+	return prefix + cc.localPaths(out), nil
 }
 
-// mountPaths rewrites paths under the container's mount paths to the
-// local directories standing for them.
-func (p *Platform) mountPaths(w *Workload, c corev1.Container, v string) string {
-	mounts := append([]corev1.VolumeMount{}, c.VolumeMounts...)
-	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].MountPath) > len(mounts[j].MountPath) })
-	for _, m := range mounts {
-		local := w.volumes[m.Name]
-		if m.SubPath != "" {
-			local = filepath.Join(local, m.SubPath)
-		}
-		mp := strings.TrimSuffix(m.MountPath, "/")
-		if v == mp {
-			return local
-		}
-		if strings.Contains(v, mp+"/") {
-			v = strings.ReplaceAll(v, mp+"/", local+"/")
+// localPath maps an absolute path of the container's file system that is
+// a mount, under one or above one, onto the container's root here.
+func (cc *container) localPath(f string) (string, bool) {
+	f = path.Clean(f)
+	for _, m := range cc.c.VolumeMounts {
+		mp := path.Clean(m.MountPath)
+		if f == mp || strings.HasPrefix(f, mp+"/") || strings.HasPrefix(mp, f+"/") {
+			return filepath.Join(cc.root, f), true
 		}
 	}
-	return v
+	return f, false
 }
 
-func (p *Platform) database(w *Workload, c corev1.Container, env, raw string) (string, error) {
+func (cc *container) localPaths(v string) string {
+	return pathRe.ReplaceAllStringFunc(v, func(m string) string {
+		sm := pathRe.FindStringSubmatch(m)
+		if l, ok := cc.localPath(sm[2]); ok {
+			return sm[1] + l
+		}
+		return m
+	})
+}
+
+func (p *Platform) database(cc *container, env, raw string) (string, error) {
+	w := cc.w
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("database URL: %w", err)
@@ -568,13 +594,21 @@ func (p *Platform) database(w *Workload, c corev1.Container, env, raw string) (s
 		if f == "" {
 			continue
 		}
-		local := p.mountPaths(w, c, f)
-		if local == f {
-			return "", fmt.Errorf("database URL's %s=%s: no volumeMount of container %q holds that path", k, f, c.Name)
+		local, ok := cc.localPath(f)
+		if !ok {
+			return "", fmt.Errorf("database URL's %s=%s: no volumeMount of container %q holds that path", k, f, cc.c.Name)
 		}
 		if _, err := os.Stat(local); err != nil {
 			return "", fmt.Errorf("database URL's %s=%s: the volume mounted there has no such file", k, f)
 		}
+	}
+	// Its host must be something this cluster resolves.
+	if h := u.Hostname(); h != "127.0.0.1" {
+		where, err := p.exists(w.scope, w.Namespace, h)
+		if err != nil {
+			return "", fmt.Errorf("database URL's host %s: %w", h, err)
+		}
+		p.cfg.Logf("%s: database host %s is %s", cc.name, h, where)
 	}
 	if p.cfg.Database == nil {
 		return "", errors.New("a database URL, and the test gives no local database")
@@ -582,52 +616,161 @@ func (p *Platform) database(w *Workload, c corev1.Container, env, raw string) (s
 	return p.cfg.Database(DatabaseRef{Overlay: w.Overlay.Dir, Namespace: w.Namespace, Workload: w.Name, Env: env, URL: u})
 }
 
-// serviceAddr is the local address of a service's port, in scope.
-func (p *Platform) serviceAddr(scope, name, ns string, port int, scheme string) (string, error) {
-	key := name + "." + ns
+const externalDNS = "external-dns.alpha.kubernetes.io/hostname"
+
+// service finds what a host names from a pod of namespace ns in scope: a
+// Service by its DNS name in the cluster (name, name.ns, name.ns.svc,
+// name.ns.svc.cluster.local), or any Service of the platform that
+// external-dns publishes under that name. internal reports a cluster name:
+// not finding it is an error, where a name outside may be on the internet.
+func (p *Platform) service(scope, ns, host string) (s *corev1.Service, sscope string, internal bool) {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	name, sns := "", ns
+	labels := strings.Split(host, ".")
+	switch {
+	case len(labels) == 1:
+		name = host
+	case len(labels) == 2 && p.namespace(scope, labels[1]):
+		name, sns = labels[0], labels[1]
+	case len(labels) == 3 && labels[2] == "svc", strings.HasSuffix(host, ".svc.cluster.local") && len(labels) == 5:
+		name, sns = labels[0], labels[1]
+	}
+	if name != "" {
+		for _, r := range p.cfg.Overlays {
+			if p.scopeOf(r) != scope {
+				continue
+			}
+			for _, s := range r.Services {
+				if s.Name == name && s.Namespace == sns {
+					return s, scope, true
+				}
+			}
+		}
+		return nil, "", true
+	}
+	for _, r := range p.cfg.Overlays {
+		for _, s := range r.Services {
+			for _, h := range strings.Split(s.Annotations[externalDNS], ",") {
+				if strings.TrimSpace(h) == host {
+					return s, p.scopeOf(r), false
+				}
+			}
+		}
+	}
+	return nil, "", false
+}
+
+func (p *Platform) namespace(scope, ns string) bool {
 	for _, r := range p.cfg.Overlays {
 		if p.scopeOf(r) != scope {
 			continue
 		}
-		for _, s := range r.Services {
-			if s.Name != name || s.Namespace != ns {
-				continue
+		for _, o := range r.Objects {
+			if o.Namespace == ns {
+				return true
 			}
-			if s.Spec.Type == corev1.ServiceTypeExternalName {
-				return "", fmt.Errorf("service %s is an ExternalName (%s), which the test does not follow yet", key, s.Spec.ExternalName)
-			}
-			var sp *corev1.ServicePort
-			for i := range s.Spec.Ports {
-				if port == 0 && len(s.Spec.Ports) == 1 || int(s.Spec.Ports[i].Port) == port ||
-					port == 0 && (scheme == "http" && s.Spec.Ports[i].Port == 80 || scheme == "https" && s.Spec.Ports[i].Port == 443) {
-					sp = &s.Spec.Ports[i]
-					break
-				}
-			}
-			if sp == nil {
-				return "", fmt.Errorf("service %s has no port %d", key, port)
-			}
-			for _, w := range p.workloads {
-				if w.scope != scope || w.Namespace != ns || w.Kind != "Deployment" || !selects(s.Spec.Selector, w.Pod.Labels) {
-					continue
-				}
-				cp, err := targetPort(w, sp.TargetPort, sp.Port)
-				if err != nil {
-					return "", fmt.Errorf("service %s port %d: %w", key, sp.Port, err)
-				}
-				return "127.0.0.1:" + strconv.Itoa(w.ports[cp]), nil
-			}
-			if p.cfg.Filter != nil { // booting a part: what is left out is not there
-				return "127.0.0.1:" + strconv.Itoa(closedPort()), nil
-			}
-			return "", fmt.Errorf("service %s selects %v, which no booted Deployment's pods carry (it has no endpoints)", key, s.Spec.Selector)
 		}
 	}
-	if why, ok := p.cfg.External[key]; ok {
-		p.cfg.Logf("service %s is outside the manifests (%s): a local port nothing listens on stands for it", key, why)
-		return "127.0.0.1:" + strconv.Itoa(closedPort()), nil
+	return false
+}
+
+// exists says what a host names, or why it names nothing.
+func (p *Platform) exists(scope, ns, host string) (string, error) {
+	s, _, internal := p.service(scope, ns, host)
+	if s != nil {
+		return "Service " + s.Namespace + "/" + s.Name, nil
 	}
-	return "", fmt.Errorf("service %s: no overlay booted in this Kubernetes cluster (%s) renders it", key, scope)
+	if why, ok := p.cfg.External[externalKey(host, ns)]; ok {
+		return "outside the manifests (" + why + ")", nil
+	}
+	if internal {
+		return "", fmt.Errorf("no Service of that name in namespace %s of this Kubernetes cluster (%s)", ns, scope)
+	}
+	return "", fmt.Errorf("no Service publishes that name (%s annotation)", externalDNS)
+}
+
+func externalKey(host, ns string) string {
+	labels := strings.Split(host, ".")
+	if len(labels) == 1 {
+		return host + "." + ns
+	}
+	return labels[0] + "." + labels[1]
+}
+
+// resolve maps host:port, as a pod of namespace ns in scope reaches it,
+// to the local address of the booted pod behind it. ok is false for a
+// name on the internet, left as it is.
+func (p *Platform) resolve(scope, ns, host string, port int, scheme string) (string, bool, error) {
+	s, sscope, internal := p.service(scope, ns, host)
+	if s == nil {
+		if why, ok := p.cfg.External[externalKey(host, ns)]; ok && internal {
+			p.cfg.Logf("service %s is outside the manifests (%s): a local port nothing listens on stands for it", host, why)
+			return "127.0.0.1:" + strconv.Itoa(closedPort()), true, nil
+		}
+		if internal {
+			return "", false, fmt.Errorf("service %s: no Service of that name in namespace %s of this Kubernetes cluster (%s)", host, ns, scope)
+		}
+		return "", false, nil
+	}
+	key := s.Namespace + "/" + s.Name
+	if s.Spec.Type == corev1.ServiceTypeExternalName {
+		addr, ok, err := p.resolve(sscope, s.Namespace, s.Spec.ExternalName, port, scheme)
+		if err == nil && !ok {
+			err = fmt.Errorf("service %s is an ExternalName for %s, which no Service of the platform publishes (%s)", key, s.Spec.ExternalName, externalDNS)
+		}
+		return addr, err == nil, err
+	}
+	var sp *corev1.ServicePort
+	for i := range s.Spec.Ports {
+		if port == 0 && len(s.Spec.Ports) == 1 || int(s.Spec.Ports[i].Port) == port ||
+			port == 0 && (scheme == "http" && s.Spec.Ports[i].Port == 80 || scheme == "https" && s.Spec.Ports[i].Port == 443) {
+			sp = &s.Spec.Ports[i]
+			break
+		}
+	}
+	if sp == nil {
+		return "", false, fmt.Errorf("service %s has no port %d", key, port)
+	}
+	for _, w := range p.workloads {
+		if w.scope != sscope || w.Namespace != s.Namespace || w.Kind != "Deployment" || !selects(s.Spec.Selector, w.Pod.Labels) {
+			continue
+		}
+		cp, err := targetPort(w, sp.TargetPort, sp.Port)
+		if err != nil {
+			return "", false, fmt.Errorf("service %s port %d: %w", key, sp.Port, err)
+		}
+		return "127.0.0.1:" + strconv.Itoa(w.ports[cp]), true, nil
+	}
+	if p.cfg.Filter != nil { // booting a part: what is left out is not there
+		return "127.0.0.1:" + strconv.Itoa(closedPort()), true, nil
+	}
+	return "", false, fmt.Errorf("service %s selects %v, which no booted Deployment's pods carry (it has no endpoints)", key, s.Spec.Selector)
+}
+
+// copyTree copies the files under src to dst (a missing src is an empty
+// volume).
+func copyTree(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o600)
+	})
 }
 
 var (
@@ -743,7 +886,7 @@ func writeItems(dir string, data map[string][]byte, items []corev1.KeyToPath) er
 }
 
 func (p *Platform) configMapVolume(w *Workload, dir, name string, items []corev1.KeyToPath, optional *bool) error {
-	cm := w.Overlay.configMap(w.Namespace, name)
+	cm := p.configMapIn(w, name)
 	if cm == nil {
 		if optional != nil && *optional {
 			return nil
@@ -754,11 +897,11 @@ func (p *Platform) configMapVolume(w *Workload, dir, name string, items []corev1
 }
 
 func (p *Platform) secretVolume(w *Workload, dir, name string, items []corev1.KeyToPath, optional *bool) error {
-	if s := w.Overlay.secret(w.Namespace, name); s != nil {
+	if s := p.secretIn(w, name); s != nil {
 		return writeItems(dir, secretData(s), items)
 	}
 	// A Secret cert-manager writes from a rendered Certificate.
-	for _, o := range w.Overlay.Find("cert-manager.io/Certificate") {
+	for _, o := range p.findIn(w, "cert-manager.io/Certificate") {
 		m := o.Map()
 		spec, _ := m["spec"].(map[string]any)
 		if spec == nil || spec["secretName"] != name || o.Namespace != w.Namespace {
@@ -1169,12 +1312,13 @@ func (p *Platform) Containers() []Container {
 // (a service URL, say) onto this machine, as it maps the containers'.
 func (p *Platform) Rewrite(r *Rendered, namespace, v string) (string, error) {
 	w := &Workload{Overlay: r, Namespace: namespace, scope: p.scopeOf(r), ports: map[int32]int{}, volumes: map[string]string{}}
-	return p.rewrite(w, corev1.Container{}, "", v)
+	return p.rewrite(&container{w: w}, "", v)
 }
 
 // ServiceAddr is the local address of a Service's port in overlay r.
 func (p *Platform) ServiceAddr(r *Rendered, name, namespace string, port int) (string, error) {
-	return p.serviceAddr(p.scopeOf(r), name, namespace, port, "")
+	a, _, err := p.resolve(p.scopeOf(r), namespace, name, port, "")
+	return a, err
 }
 
 // ServiceFor is the in-cluster host:port (name.ns.svc:port) of a Service
@@ -1209,7 +1353,7 @@ func (p *Platform) LoadBalancers(r *Rendered) []LB {
 			continue
 		}
 		for _, sp := range s.Spec.Ports {
-			if a, err := p.serviceAddr(p.scopeOf(r), s.Name, s.Namespace, int(sp.Port), ""); err == nil {
+			if a, ok, err := p.resolve(p.scopeOf(r), s.Namespace, s.Name, int(sp.Port), ""); err == nil && ok {
 				out = append(out, LB{Service: s, Port: sp, Local: a})
 			}
 		}
@@ -1236,13 +1380,37 @@ func (p *Platform) Run(env map[string]string, args ...string) ([]byte, error) {
 // Logs is where the processes' logs are.
 func (p *Platform) Logs() string { return filepath.Join(p.cfg.Dir, "logs") }
 
+var (
+	portMu   sync.Mutex
+	portNext = 20000 + int(time.Now().UnixNano()%6000)
+	portUsed = map[int]bool{}
+)
+
+// freePort is a local port nothing listens on, below Linux's ephemeral
+// range (32768 and up): a port from that range, closed again until the
+// process it is for starts, may meanwhile be the source port of any
+// outgoing connection (the databases', say).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	portMu.Lock()
+	defer portMu.Unlock()
+	for i := 0; i < 12000; i++ {
+		port := portNext
+		portNext++
+		if portNext >= 32000 {
+			portNext = 20000
+		}
+		if portUsed[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		portUsed[port] = true
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no free port below 32000")
 }
 
 func safe(s string) string {
@@ -1252,4 +1420,39 @@ func safe(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// secretIn finds a Secret of w's namespace rendered by any overlay of its
+// Kubernetes cluster (the control plane uses what its region's overlay
+// renders, say).
+func (p *Platform) secretIn(w *Workload, name string) *corev1.Secret {
+	for _, r := range p.cfg.Overlays {
+		if p.scopeOf(r) == w.scope {
+			if s := r.secret(w.Namespace, name); s != nil {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Platform) configMapIn(w *Workload, name string) *corev1.ConfigMap {
+	for _, r := range p.cfg.Overlays {
+		if p.scopeOf(r) == w.scope {
+			if c := r.configMap(w.Namespace, name); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Platform) findIn(w *Workload, kind string) []Object {
+	var out []Object
+	for _, r := range p.cfg.Overlays {
+		if p.scopeOf(r) == w.scope {
+			out = append(out, r.Find(kind)...)
+		}
+	}
+	return out
 }
