@@ -116,6 +116,50 @@ func TestBoot(t *testing.T) {
 				t.Logf("without %s the boot fails, as it must: %s", tc.drop, firstLine(err.Error()))
 			})
 		}
+
+		// "the router's management URL names a namespace that nothing
+		// creates; for us1 and as1 management runs in another Kubernetes
+		// cluster and is unreachable": a remote region's router, booted
+		// alone with the control plane's objects present, first as rendered,
+		// then without the Service its TALLY_MANAGEMENT_URL names.
+		t.Run("management unreachable from a remote region", func(t *testing.T) {
+			if plan.regional == nil {
+				t.Skip("no region without the control plane")
+			}
+			host := managementHost(plan.regional)
+			router := func(w *deploytest.Workload) bool {
+				return w.Overlay.Dir == plan.regional.Dir && role(w.Pod.Spec.Containers) == "router"
+			}
+			boot := func(r *deploytest.Rendered) error {
+				overlays := []*deploytest.Rendered{r, plan.control}
+				if plan.home != nil {
+					overlays = append(overlays, plan.home)
+				}
+				p, err := env.tryBoot(t, deploytest.Config{Overlays: overlays, Filter: router})
+				if err == nil {
+					p.Close()
+				}
+				return err
+			}
+			if err := boot(plan.regional); err != nil {
+				t.Fatalf("%s's router alone does not boot as rendered:\n%v", plan.regional.Dir, err)
+			}
+			cut := *plan.regional
+			cut.Services = nil
+			for _, s := range plan.regional.Services {
+				if s.Name != strings.Split(host, ".")[0] {
+					cut.Services = append(cut.Services, s)
+				}
+			}
+			if len(cut.Services) == len(plan.regional.Services) {
+				t.Fatalf("%s renders no Service %s for its routers' TALLY_MANAGEMENT_URL: nothing to take away", plan.regional.Dir, host)
+			}
+			err := boot(&cut)
+			if err == nil {
+				t.Fatalf("%s's router booted without the Service %s its TALLY_MANAGEMENT_URL names", plan.regional.Dir, host)
+			}
+			t.Logf("without Service %s the boot fails, as it must: %s", host, firstLine(err.Error()))
+		})
 	})
 }
 
@@ -533,6 +577,30 @@ func (e *env) endToEnd(t *testing.T, p *deploytest.Platform, pl plan) {
 		if _, err := p.Run(mgmtEnv, "admin", "register-cluster", "--name", c.name, "--region", c.region, "--kind", c.kind,
 			"--api-host", c.apiHost, "--download-host", c.downloadHost, "--upstream-url", local); err != nil {
 			t.Fatal(err)
+		}
+	}
+
+	// The plain-HTTP port of every router's LoadBalancer answers with the
+	// https URL, when the router serves TLS.
+	if cl.scheme == "https" {
+		for _, c := range clusters {
+			for _, lb := range p.LoadBalancers(c.overlay) {
+				if lb.Port.Port != 80 {
+					continue
+				}
+				req, _ := http.NewRequest("GET", "http://"+lb.Local+"/v1/customers", nil)
+				req.Host = c.apiHost
+				res, err := (&http.Transport{}).RoundTrip(req)
+				if err != nil {
+					t.Fatalf("%s port 80: %v", c.apiHost, err)
+				}
+				res.Body.Close()
+				if loc := res.Header.Get("Location"); res.StatusCode/100 != 3 || loc != "https://"+c.apiHost+"/v1/customers" {
+					t.Errorf("http://%s/v1/customers: %d, Location %q; want a redirect to https", c.apiHost, res.StatusCode, loc)
+				} else {
+					t.Logf("http://%s/v1/customers (port 80): %d to %s", c.apiHost, res.StatusCode, loc)
+				}
+			}
 		}
 	}
 
