@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,27 @@ func TestPreviousSecretIsOptionalAndNeverTheCurrentOrTheOtherKind(t *testing.T) 
 	} {
 		if _, err := previousSecret("identity-secret-previous", v, cur, op); err == nil || !strings.Contains(err.Error(), "--identity-secret-previous") {
 			t.Errorf("%s: %v, want an error naming the flag", name, err)
+		}
+	}
+}
+
+// The router refuses to start, before it reads the directory, on a TLS
+// directory from which no certificate loads, and on a redirect listener
+// without TLS to redirect to.
+func TestRouterRefusesTLSFlagsThatCannotServe(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"--identity-secret", strings.Repeat("ab", 16), "--tenancy-url", "postgres://127.0.0.1:1/none", "--addr", "127.0.0.1:0", "--admin-addr", ""}
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"an empty TLS directory":      {[]string{"--tls-dir", dir}, "no certificate loads"},
+		"a TLS directory not there":   {[]string{"--tls-dir", dir + "/missing"}, "no such file"},
+		"a redirect listener, no TLS": {[]string{"--redirect-addr", "127.0.0.1:0"}, "--tls-dir"},
+	} {
+		err := runRouter(context.Background(), append(append([]string(nil), base...), c.args...))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"net"
 	"net/http"
@@ -72,6 +73,8 @@ func runRouter(ctx context.Context, args []string) error {
 	proxies := fs.String("trusted-proxies", "", "comma-separated CIDRs whose X-Forwarded-For is trusted")
 	watch := fs.Duration("watch-interval", 500*time.Millisecond, "how often directory changes are polled")
 	perIP := fs.Int("max-conns-per-ip", 256, "open connections one client address may hold (trusted proxies are not capped)")
+	tlsDir := fs.String("tls-dir", "", "serve HTTPS on --addr with the certificates of this directory: <dir>/<name>/tls.crt and tls.key, chosen by SNI, renewals picked up (default: plain HTTP)")
+	redirectAddr := fs.String("redirect-addr", "", "with --tls-dir, a plain-HTTP listen address answering 308 to the https URL (default: none)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -86,6 +89,17 @@ func runRouter(ctx context.Context, args []string) error {
 	trusted, err := prefixes(*proxies)
 	if err != nil {
 		return err
+	}
+	// The certificates before the database: a directory with none that
+	// loads stops the start with its reason.
+	var certs *router.CertDir
+	if *tlsDir != "" {
+		if certs, err = router.LoadCertDir(*tlsDir, router.CertDirOptions{Log: logger()}); err != nil {
+			return err
+		}
+	}
+	if *redirectAddr != "" && *tlsDir == "" {
+		return errors.New("--redirect-addr redirects to the TLS listener: give --tls-dir too")
 	}
 	pool, err := db.Open(ctx, *tenancyURL, db.Options{Name: "tally-router"})
 	if err != nil {
@@ -102,8 +116,22 @@ func runRouter(ctx context.Context, args []string) error {
 	}
 	public := rt.PublicOptions()
 	public.MaxConnsPerIP = *perIP
-	return serve(ctx, "router", *addr, *adminAddr, rt.Handler(), &public, m, rt.Ready,
-		func(ctx context.Context) error { resolver.Watch(ctx, *watch); return nil })
+	extra := []func(context.Context) error{func(ctx context.Context) error { resolver.Watch(ctx, *watch); return nil }}
+	if certs != nil {
+		logger().Info("router serves TLS", "dir", *tlsDir, "certificates", certs.Names())
+		public.TLS = certs.TLSConfig()
+	}
+	if *redirectAddr != "" {
+		l, err := net.Listen("tcp", *redirectAddr)
+		if err != nil {
+			return err
+		}
+		logger().Info("router redirects plain HTTP to https", "addr", l.Addr().String())
+		plain := public
+		plain.TLS = nil
+		extra = append(extra, func(ctx context.Context) error { return httpx.ServePublic(ctx, l, router.RedirectToHTTPS(), plain) })
+	}
+	return serve(ctx, "router", *addr, *adminAddr, rt.Handler(), &public, m, rt.Ready, extra...)
 }
 
 func runRegional(ctx context.Context, args []string) error {

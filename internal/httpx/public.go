@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -30,6 +31,9 @@ type PublicOptions struct {
 	Exempt func(netip.Addr) bool
 	// Refused, when set, counts the connections closed at the cap.
 	Refused prometheus.Counter
+	// TLS, when set, makes the listener serve HTTPS (TLS 1.2 at least)
+	// with its certificates (GetCertificate); see ServePublic.
+	TLS *tls.Config
 }
 
 func (o *PublicOptions) defaults() {
@@ -48,15 +52,50 @@ func (o *PublicOptions) defaults() {
 }
 
 // ServePublic is Serve for a public listener, with o's deadlines and cap.
+//
+// With o.TLS, each connection is counted against its address's cap as
+// accepted (before its handshake), then TLS is terminated, and the
+// framing follower reads the decrypted bytes: the order is capped TCP,
+// TLS, framingConn. net/http then sees a framingConn, not a *tls.Conn, so
+// the request's TLS state is put back from the connection (r.TLS, which
+// the router's X-Forwarded-Proto reads), and only HTTP/1.1 is offered:
+// HTTP/2 is framed in binary frames the follower does not read, and
+// net/http serves it only on a bare *tls.Conn. Requests' RemoteAddr is the
+// TCP peer's, as without TLS.
 func ServePublic(ctx context.Context, l net.Listener, h http.Handler, o PublicOptions) error {
 	o.defaults()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, DisableGeneralOptionsHandler: true}
+	var capped net.Listener = &perIPListener{Listener: l, max: o.MaxConnsPerIP, exempt: o.Exempt, refused: o.Refused,
+		open: map[netip.Addr]int{}}
+	if o.TLS != nil {
+		cfg := o.TLS.Clone()
+		cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
+		cfg.NextProtos = []string{"http/1.1"}
+		capped = tls.NewListener(capped, cfg)
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){} // no HTTP/2
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			if fc, ok := c.(*framingConn); ok {
+				if tc, ok := fc.Conn.(*tls.Conn); ok {
+					return context.WithValue(ctx, tlsConnKey{}, tc)
+				}
+			}
+			return ctx
+		}
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if tc, ok := r.Context().Value(tlsConnKey{}).(*tls.Conn); ok && r.TLS == nil {
+				st := tc.ConnectionState()
+				r.TLS = &st
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
 	// Framing is followed at the edge only: the services behind it are
 	// reached through the router, whose writer frames each request one way.
-	return serve(ctx, srv, framingListener{&perIPListener{Listener: l, max: o.MaxConnsPerIP, exempt: o.Exempt, refused: o.Refused,
-		open: map[netip.Addr]int{}}})
+	return serve(ctx, srv, framingListener{capped})
 }
+
+type tlsConnKey struct{}
 
 // perIPListener closes, as soon as it is accepted, a connection whose
 // remote address already holds max open ones.
