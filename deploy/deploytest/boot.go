@@ -124,6 +124,7 @@ type Platform struct {
 	cfg       Config
 	workloads []*Workload
 	planned   map[*Workload][]*container
+	mu        sync.Mutex // guards procs
 	procs     []*proc
 	closeOnce sync.Once
 }
@@ -1086,7 +1087,9 @@ func (p *Platform) spawn(c *container) (*proc, error) {
 		f.Close()
 		close(pr.done)
 	}()
+	p.mu.Lock()
 	p.procs = append(p.procs, pr)
+	p.mu.Unlock()
 	c.proc = pr
 	p.cfg.Logf("started %s: tally %s", c.name, strings.Join(c.args, " "))
 	return pr, nil
@@ -1262,6 +1265,8 @@ func (p *Platform) containers() []*container {
 // Close stops every process (SIGTERM, then SIGKILL after 5 s).
 func (p *Platform) Close() {
 	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		for _, pr := range p.procs {
 			pr.mu.Lock()
 			pr.stop = true
