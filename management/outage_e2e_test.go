@@ -1,6 +1,7 @@
 package management_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -9,7 +10,7 @@ import (
 
 // With the directory (the tenancy database) down, management answers 503
 // saying so, not "the database of this cluster", with Retry-After: the
-// request may succeed once the directory is back.
+// request may succeed once the directory is back; and it is not ready.
 func TestManagementSaysTheDirectoryIsDownWithRetryAfter(t *testing.T) {
 	t.Parallel()
 	e := stacktest.Start(t, stacktest.Options{PrivateClusters: []string{"tenancy"}})
@@ -19,7 +20,14 @@ func TestManagementSaysTheDirectoryIsDownWithRetryAfter(t *testing.T) {
 	if r := e.Do(t, "GET", base+"/projects", h, nil); r.Status != 200 {
 		t.Fatalf("before the outage: %d %s", r.Status, r.Body)
 	}
+	if err := e.Stack.Management.Ready(context.Background()); err != nil {
+		t.Fatalf("readiness before the outage: %v", err)
+	}
 	e.Servers["tenancy"].Stop()
+	// Its readiness says so too: management serves from the directory alone.
+	if err := e.Stack.Management.Ready(context.Background()); err == nil {
+		t.Error("management reports itself ready with the directory down")
+	}
 	for _, c := range []struct {
 		method, path string
 		body         any
