@@ -21,11 +21,10 @@ import (
 	"github.com/tallyhq/tally/tenancy"
 )
 
-// Both internal secrets are rotated in the documented order without a
-// request failing: the verifiers take the new secret with the old one as
-// previous (regional and management for the identity secret, regional for
-// the operator secret), then the signers take the new one (the router;
-// management for its operator calls), then previous is dropped. Each step
+// Both internal secrets are rotated in the documented order (README,
+// deploy/README.md) without a request failing: every role learns the new
+// secret as previous, then each swaps (the new current, the old previous),
+// then previous is dropped. Each step
 // replaces the instances behind the same addresses, as a rollout does.
 // A signer left on the old secret is refused once previous is gone.
 func TestSecretRotationKeepsRequestsSucceedingAtEveryStep(t *testing.T) {
@@ -133,16 +132,22 @@ func TestSecretRotationKeepsRequestsSucceedingAtEveryStep(t *testing.T) {
 	startRouter(oldID, nil)
 	ok("before the rotation")
 
-	// 1. The verifiers: the new secrets, the old ones as previous.
-	startRegional(secrets{id: newID, idPrev: oldID, op: newOp, opPrev: oldOp})
-	ok("regional rotated, management and router not yet")
-	startManagement(secrets{id: newID, idPrev: oldID, op: oldOp})
-	ok("regional and management verify both, the router signs with the old secret")
-	// 2. The signers.
+	// 1. Everyone learns the new secrets as previous, one role after
+	// another, still signing with the old.
+	startRegional(secrets{id: oldID, idPrev: newID, op: oldOp, opPrev: newOp})
+	ok("regional accepts the new secrets")
+	startManagement(secrets{id: oldID, idPrev: newID, op: oldOp})
+	ok("management accepts the new identity secret")
+	startRouter(oldID, newID)
+	ok("the router accepts the new secret's download links")
+	// 2. The swap, in any order: here the signers first, the worst case
+	// (each new secret signed while a verifier holds it only as previous).
 	startRouter(newID, oldID)
 	ok("the router signs with the new identity secret")
 	startManagement(secrets{id: newID, idPrev: oldID, op: newOp})
 	ok("management signs its operator calls with the new secret")
+	startRegional(secrets{id: newID, idPrev: oldID, op: newOp, opPrev: oldOp})
+	ok("regional swapped")
 	// 3. Previous dropped.
 	startRegional(secrets{id: newID, op: newOp})
 	startManagement(secrets{id: newID, op: newOp})
