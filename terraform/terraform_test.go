@@ -27,6 +27,11 @@ import (
 // environment on a machine with the network.
 const EnvMirror = "TALLY_TERRAFORM_MIRROR"
 
+// machineMirror is a provider mirror the project's build machines carry
+// (hashicorp/aws); used when EnvMirror is not set, so that CI validates
+// the modules it can.
+const machineMirror = "/opt/tf-plugins"
+
 func terraformBinary(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("terraform")
@@ -180,7 +185,11 @@ func providerSource(t *testing.T) ([]string, string) {
 		}
 	}
 	env = append(env, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
-	if m := os.Getenv(EnvMirror); m != "" {
+	m := os.Getenv(EnvMirror)
+	if st, err := os.Stat(machineMirror); m == "" && err == nil && st.IsDir() {
+		m = machineMirror
+	}
+	if m != "" {
 		var b strings.Builder
 		b.WriteString("provider_installation {\n")
 		var dirs []string
