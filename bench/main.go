@@ -51,7 +51,7 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, engine, exports, events, cors, noisy, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, vouchers, engine, exports, events, cors, outbox, noisy, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, or the point additions (with -only)")
@@ -227,6 +227,10 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		{"cors", func(string) (string, error) {
 			cr, err := benchCORS(stack, p, d)
 			return corsReport(cr), err
+		}},
+		{"outbox", func(string) (string, error) {
+			or, err := benchOutbox(servers[1])
+			return outboxReport(or), err
 		}},
 		{"noisy", func(string) (string, error) {
 			nr, err := benchNoisy(stack, d)

@@ -18,3 +18,6 @@ var GuardedUpdates = map[string][]any{
 	finishSQL: nil,
 	retrySQL:  {"pending", "2026-01-01T00:00:00Z", "boom"},
 }
+
+// The queue's reads, for their plans.
+const ClaimSQL, ListParkedSQL = claimSQL, listParkedSQL

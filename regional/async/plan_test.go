@@ -90,3 +90,42 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
 }
+
+// The claim and the parked list read their partial indexes, which hold no
+// finished task: a poll reads pending tasks only, however many finished
+// ones wait for the purge.
+func TestTheQueuesReadsUseTheirPartialIndexes(t *testing.T) {
+	url := database(t)
+	p := open(t, url)
+	ctx := context.Background()
+	for _, sql := range []string{
+		`INSERT INTO outbox (project_id, id, kind, payload, status, attempts, max_attempts, run_after, created_at, finished_at)
+			SELECT 'proj_test', 'tsk_' || lpad(i::TEXT, 8, '0'), 'test', '{}', 'done', 1, 10, now() - INTERVAL '1 hour', now(), now()
+			FROM generate_series(1, 40000) AS i`,
+		`INSERT INTO outbox (project_id, id, kind, payload, status, attempts, max_attempts, run_after, created_at)
+			SELECT 'proj_test', 'tsk_' || s || i, 'test', '{}', s, 0, 10, now() - INTERVAL '1 minute', now()
+			FROM generate_series(1, 20) AS i, (VALUES ('pending'), ('parked')) AS v(s)`,
+		`ANALYZE outbox`,
+	} {
+		if _, err := p.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for sql, c := range map[string]struct {
+		args  []any
+		index string
+	}{
+		async.ClaimSQL:      {[]any{"w1", int64(30000), 10}, "outbox_pending"},
+		async.ListParkedSQL: {[]any{"", "", 10}, "outbox_parked"},
+	} {
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			plan, err := explain(ctx, p, mode, sql, c.args)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", firstLine(strings.TrimSpace(sql)), mode, err)
+			}
+			if !strings.Contains(plan, c.index) {
+				t.Errorf("%s, %s: not from %s:\n%s", firstLine(strings.TrimSpace(sql)), mode, c.index, plan)
+			}
+		}
+	}
+}

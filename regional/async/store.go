@@ -67,15 +67,18 @@ func Queue(ctx context.Context, b *pgx.Batch, projectID string, t NewTask) (stri
 	return id, nil
 }
 
-// claim leases up to n due tasks to owner for lease.
-func claim(ctx context.Context, q db.Querier, owner string, n int, lease time.Duration) ([]Task, error) {
-	rows, err := q.Query(ctx, `
-		UPDATE outbox SET run_after = now() + $2::INT * INTERVAL '1 millisecond', lease_owner = $1, attempts = attempts + 1
+// claimSQL leases the due tasks, from the partial index of pending ones
+// (outbox_pending), which holds no finished task.
+const claimSQL = `
+		UPDATE outbox SET run_after = now() + $2::INT8 * INTERVAL '1 millisecond', lease_owner = $1, attempts = attempts + 1
 		WHERE (project_id, id) IN (
 			SELECT project_id, id FROM outbox WHERE status = 'pending' AND run_after <= now()
 			ORDER BY run_after LIMIT $3 FOR UPDATE SKIP LOCKED)
-		RETURNING project_id, id, kind, payload, trace_parent, attempts, max_attempts, deadline, created_at`,
-		owner, lease.Milliseconds(), n)
+		RETURNING project_id, id, kind, payload, trace_parent, attempts, max_attempts, deadline, created_at`
+
+// claim leases up to n due tasks to owner for lease.
+func claim(ctx context.Context, q db.Querier, owner string, n int, lease time.Duration) ([]Task, error) {
+	rows, err := q.Query(ctx, claimSQL, owner, lease.Milliseconds(), n)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +130,7 @@ func finishMany(ctx context.Context, q db.Querier, ts []Task) (map[taskKey]bool,
 // 'parked') rather than status = 'pending' (the same, by the table's CHECK)
 // so that only the primary key can serve it. With status = 'pending' as an
 // index condition, PostgreSQL's planner, working from statistics taken while
-// few rows were pending, chose outbox_due (status, run_after) over the key and
+// few rows were pending, chose the queue's index over the key and
 // read every pending row for each update: 36-58 ms a finish under a 40,000
 // task backlog, which held deliveries to ~200/s until autovacuum analyzed the
 // table again (full bench runs: 676-887/s against 2,000-3,500/s alone).
@@ -209,11 +212,13 @@ type Row struct {
 	FinishedAt *time.Time `json:"finished_at"`
 }
 
+// listParkedSQL reads parked tasks from their partial index (outbox_parked).
+const listParkedSQL = `SELECT project_id, id, kind, status, attempts, last_error, payload, created_at, finished_at
+		FROM outbox WHERE status = 'parked' AND (project_id, id) > ($1, $2) ORDER BY project_id, id LIMIT $3`
+
 // ListParked returns parked tasks after the cursor (by project, id), for operators.
 func ListParked(ctx context.Context, q db.Querier, afterProject, afterID string, limit int) ([]Row, error) {
-	rows, err := q.Query(ctx, `SELECT project_id, id, kind, status, attempts, last_error, payload, created_at, finished_at
-		FROM outbox WHERE status = 'parked' AND (project_id, id) > ($1, $2) ORDER BY project_id, id LIMIT $3`,
-		afterProject, afterID, limit)
+	rows, err := q.Query(ctx, listParkedSQL, afterProject, afterID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -241,15 +246,18 @@ func Requeue(ctx context.Context, q db.Querier, projectID, id string) error {
 }
 
 // purgeDone deletes the tasks finished more than keep ago, at most batch
-// (db.SweepBatch when 0) in each statement (db.Sweep); run it on a pool.
-// outbox_due serves it: a finished task's run_after is the end of its last
-// lease, at most a lease after it finished, so a task that finished just
-// before the cutoff but whose lease ran past it waits for the next purge.
+// (db.SweepBatch when 0) in each statement (db.Sweep, in the order of the
+// partial index outbox_finished); run it on a pool.
 func purgeDone(ctx context.Context, q db.Querier, keep time.Duration, batch int) (db.Swept, error) {
-	cutoff := `now() - $1::INT8 * INTERVAL '1 second'`
 	return db.Sweep{Table: "outbox",
-		Where: `status = 'done' AND run_after < ` + cutoff + ` AND finished_at < ` + cutoff, Args: []any{int64(keep.Seconds())},
-		Order: []string{"status", "run_after", "project_id", "id"}, Key: []string{"project_id", "id"}, Batch: batch}.Run(ctx, q)
+		Where: `status = 'done' AND finished_at < now() - $1::INT8 * INTERVAL '1 second'`, Args: []any{int64(keep.Seconds())},
+		Order: []string{"finished_at", "project_id", "id"}, Key: []string{"project_id", "id"}, Batch: batch}.Run(ctx, q)
+}
+
+// Claim is the workers' claim (for the bench): up to n due tasks leased to
+// owner for lease.
+func Claim(ctx context.Context, q db.Querier, owner string, n int, lease time.Duration) ([]Task, error) {
+	return claim(ctx, q, owner, n, lease)
 }
 
 // TaskState is how far the outbox has got with one task.

@@ -21,7 +21,15 @@ CREATE TABLE outbox (
 );
 -- The workers' queue spans projects by design: claiming is the platform's
 -- work, not a tenant's query. Every other access names the project.
-CREATE INDEX outbox_due ON outbox (status, run_after);
+-- Partial indexes, one per state a sweep or a claim looks for, so that the
+-- claim's index holds pending tasks only: finished ones leave it, and a
+-- claim poll reads no finished row however many the purge has still to
+-- delete (nor, on CockroachDB, their MVCC history in the claim's span).
+CREATE INDEX outbox_pending ON outbox (run_after) WHERE status = 'pending';
+-- The hourly purge's order.
+CREATE INDEX outbox_finished ON outbox (finished_at) WHERE status = 'done';
+-- Operators' list of parked tasks.
+CREATE INDEX outbox_parked ON outbox (project_id, id) WHERE status = 'parked';
 
 -- Long-running jobs as the interface shows them (GET /v1/async-actions).
 CREATE TABLE async_actions (
