@@ -1,11 +1,8 @@
 package db_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"net"
-	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
@@ -210,83 +207,6 @@ func TestAnAmbiguousCommitIsNotRetried(t *testing.T) {
 	}
 }
 
-// commitCutter is a TCP proxy to a database server that, once armed,
-// passes a transaction's COMMIT on to the server and then cuts the
-// connection before the answer comes back: the client cannot tell whether
-// its commit happened (it did).
-type commitCutter struct {
-	l     net.Listener
-	to    string
-	armed atomic.Bool
-}
-
-func newCommitCutter(t *testing.T, to string) *commitCutter {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &commitCutter{l: l, to: to}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			client, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go c.serve(client)
-		}
-	}()
-	return c
-}
-
-func (c *commitCutter) serve(client net.Conn) {
-	server, err := net.Dial("tcp", c.to)
-	if err != nil {
-		client.Close()
-		return
-	}
-	defer server.Close()
-	defer client.Close()
-	var cutting atomic.Bool // from the COMMIT on, nothing goes back to the client
-	go func() {
-		defer client.Close() // the server hung up: so does the proxy
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := server.Read(buf)
-			if n > 0 && !cutting.Load() {
-				if _, werr := client.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := client.Read(buf)
-		if n > 0 {
-			chunk := buf[:n]
-			// pgx commits with a simple query: 'Q', its length, "commit\0".
-			commit := chunk[0] == 'Q' && bytes.Contains(bytes.ToLower(chunk), []byte("commit\x00")) && c.armed.CompareAndSwap(true, false)
-			if commit {
-				cutting.Store(true)
-			}
-			if _, werr := server.Write(chunk); werr != nil {
-				return
-			}
-			if commit {
-				time.Sleep(200 * time.Millisecond) // the server commits
-				return                             // and its answer never arrives
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // A connection lost during COMMIT leaves the commit's outcome unknown: it
 // may have happened (here it did). The transaction is not run again, so
 // its effect is there once, and the caller gets ErrUnavailable (503).
@@ -304,18 +224,13 @@ func TestACommitWhoseAnswerIsLostIsNotRunAgain(t *testing.T) {
 	if _, err := direct.Exec(ctx, `INSERT INTO points VALUES (1, 0)`); err != nil {
 		t.Fatal(err)
 	}
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cut := newCommitCutter(t, u.Host)
-	u.Host = cut.l.Addr().String()
-	pool, err := db.Open(ctx, u.String(), db.Options{})
+	cut := dbtest.NewCommitCutter(t, url)
+	pool, err := db.Open(ctx, cut.URL, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	cut.armed.Store(true)
+	cut.Arm()
 	runs := 0
 	err = db.InTx(ctx, pool, func(tx pgx.Tx) error {
 		runs++

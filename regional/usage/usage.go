@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/ids"
 )
 
 type key struct {
@@ -29,6 +31,10 @@ type Counter struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	n    map[key]int64
+	// unsure are flushes that failed: their commit may have happened (a
+	// connection lost during COMMIT), so their counts are added again only
+	// once the database says their flush id is not there.
+	unsure []flush
 	// flushing is held for the whole of a flush, so that a flush returns
 	// only once every count taken before it is in the database: a reader's
 	// flush that found nothing to add must still wait for the ticker's
@@ -69,10 +75,45 @@ func (c *Counter) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// flush is one flush's counts under the id it chose before its first
+// attempt.
+type flush struct {
+	id     string
+	counts map[key]int64
+}
+
 // Flush adds the counts gathered so far to the database.
 func (c *Counter) Flush(ctx context.Context) {
 	c.flushing.Lock()
 	defer c.flushing.Unlock()
+	// A failed flush may have committed: its id says. Those that did not
+	// go back into the counts; while the database cannot say, nothing is
+	// flushed (the counts wait in memory).
+	if len(c.unsure) > 0 {
+		ids := make([]string, len(c.unsure))
+		for i, f := range c.unsure {
+			ids[i] = f.id
+		}
+		var done []string
+		rows, err := c.pool.Query(ctx, `SELECT id FROM usage_flushes WHERE id = ANY($1)`, ids)
+		if err == nil {
+			done, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			c.log.Warn("usage: reading whether failed flushes happened", "err", err.Error())
+			return
+		}
+		c.mu.Lock()
+		for _, f := range c.unsure {
+			if !slices.Contains(done, f.id) {
+				for k, n := range f.counts {
+					c.n[k] += n
+				}
+			}
+		}
+		c.mu.Unlock()
+		c.unsure = nil
+	}
 	c.mu.Lock()
 	batch := c.n
 	c.n = map[key]int64{}
@@ -80,22 +121,25 @@ func (c *Counter) Flush(ctx context.Context) {
 	if len(batch) == 0 {
 		return
 	}
+	f := flush{id: ids.New("uf_"), counts: batch}
 	err := db.InTx(ctx, c.pool, func(tx pgx.Tx) error {
-		for k, n := range batch {
+		tag, err := tx.Exec(ctx, `INSERT INTO usage_flushes (id, flushed_at) VALUES ($1, now()) ON CONFLICT (id) DO NOTHING`, f.id)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // an earlier attempt of this flush committed
+		}
+		for k, n := range f.counts {
 			if _, err := tx.Exec(ctx, `INSERT INTO api_usage (project_id, day, calls) VALUES ($1, $2, $3)
 				ON CONFLICT (project_id, day) DO UPDATE SET calls = api_usage.calls + excluded.calls`, k.project, k.day, n); err != nil {
 				return err
 			}
 		}
-		return nil
+		_, err = tx.Exec(ctx, `DELETE FROM usage_flushes WHERE id IN (
+			SELECT id FROM usage_flushes WHERE flushed_at < now() - INTERVAL '2 days' LIMIT 100)`)
+		return err
 	})
 	if err != nil {
 		c.log.Warn("usage: flushing API call counts", "err", err.Error())
-		c.mu.Lock() // keep them for the next flush
-		for k, n := range batch {
-			c.n[k] += n
-		}
-		c.mu.Unlock()
+		c.unsure = append(c.unsure, f)
 	}
 }
 

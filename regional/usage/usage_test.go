@@ -85,3 +85,82 @@ func TestAFlushWaitsForTheFlushInProgress(t *testing.T) {
 	}
 	<-first
 }
+
+// A flush whose COMMIT's answer is lost (it committed) is not added again
+// by the next flush: the flush's id, chosen before its first attempt, is
+// in the database, so its counts are dropped rather than kept for later.
+func TestAFlushWhoseCommitAnswerIsLostCountsOnce(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.Shared(t, "api").NewDatabase(t)
+	if err := db.Migrate(ctx, url, regional.Migrations, regional.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	cut := dbtest.NewCommitCutter(t, url)
+	pool, err := db.Open(ctx, cut.URL, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c := usage.NewCounter(pool, slog.Default())
+	call := func() {
+		e := echo.New()
+		r := httptest.NewRequest("GET", "/v1/customers", nil)
+		r = r.WithContext(identity.With(r.Context(), identity.Identity{ProjectID: "proj_1"}))
+		if err := c.Middleware(func(echo.Context) error { return nil })(e.NewContext(r, httptest.NewRecorder())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		call()
+	}
+	cut.Arm()
+	c.Flush(ctx) // committed, but its answer never came
+	call()
+	c.Flush(ctx)
+	c.Flush(ctx)
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT calls FROM api_usage WHERE project_id = 'proj_1'`).Scan(&n); err != nil || n != 4 {
+		t.Fatalf("calls %d (%v), want 4: the flush whose answer was lost counted %s", n, err, map[bool]string{true: "twice", false: "wrong"}[n == 7])
+	}
+}
+
+// A flush that failed before it committed has its counts added by a
+// later flush.
+func TestAFailedFlushIsAddedLater(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.Shared(t, "api").NewDatabase(t)
+	if err := db.Migrate(ctx, url, regional.Migrations, regional.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := db.Open(ctx, url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c := usage.NewCounter(pool, slog.Default())
+	e := echo.New()
+	r := httptest.NewRequest("GET", "/v1/customers", nil)
+	r = r.WithContext(identity.With(r.Context(), identity.Identity{ProjectID: "proj_1"}))
+	for range 2 {
+		if err := c.Middleware(func(echo.Context) error { return nil })(e.NewContext(r, httptest.NewRecorder())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The day's row is locked past the lock timeout: the flush fails, rolled back.
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(ctx, `INSERT INTO api_usage (project_id, day, calls) VALUES ('proj_1', $1, 0)`, time.Now().UTC().Format("2006-01-02")); err != nil {
+		t.Fatal(err)
+	}
+	c.Flush(ctx)
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Flush(ctx)
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT calls FROM api_usage WHERE project_id = 'proj_1'`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("calls %d (%v), want 2", n, err)
+	}
+}
