@@ -1,6 +1,7 @@
 package listq
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -126,5 +127,14 @@ func (l List[T]) MarshalJSON() ([]byte, error) {
 	if l.More {
 		m["more_starting_after"] = l.Next
 	}
-	return json.Marshal(m)
+	// As the services write single objects: "<", ">" and "&" as they are,
+	// not \u003c and so on (json.Marshal escapes them, and an encoder
+	// that does not cannot undo what a Marshaler already escaped).
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tallyhq/tally/internal/listq"
@@ -75,5 +76,20 @@ func TestListEnvelope(t *testing.T) {
 		if err != nil || string(b) != c.want {
 			t.Errorf("%s %v, want %s", b, err, c.want)
 		}
+	}
+}
+
+// A list writes "<", ">" and "&" as they are, like the single objects the
+// services write (their serializer does not escape HTML): the same
+// customer's name read alone and in a list is the same text.
+func TestAListDoesNotEscapeHTML(t *testing.T) {
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf) // as the services' serializer (internal/httpx)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(listq.List[map[string]string]{Data: []map[string]string{{"name": "<Tom & Jerry>"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, want := buf.String(), `"name":"<Tom & Jerry>"`; !strings.Contains(b, want) {
+		t.Fatalf("%s: want %s", b, want)
 	}
 }
