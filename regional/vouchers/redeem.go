@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
@@ -44,6 +46,11 @@ func QueueRedeemed(b *pgx.Batch, projectID, id string, n int64, now time.Time) {
 func (s *Service) QueueCredits(ctx context.Context, b *pgx.Batch, projectID string, v *Voucher, delta int64, typ string,
 	sourceID *string, now time.Time) (loyalty.Transaction, error) {
 	g := *v.Attrs.Gift
+	if delta > 0 && g.Balance+delta > maxCredits {
+		// As for a balance change by hand: no later change could follow it.
+		return loyalty.Transaction{}, apierr.InvalidPayload(fmt.Sprintf("%d credits would take the balance of %s from %d past %d, the most a gift card holds",
+			delta, v.Code, g.Balance, int64(maxCredits)))
+	}
 	if delta < 0 {
 		g.SubtractedAmount -= delta
 	} else if typ == loyalty.CreditsAddition {
