@@ -15,7 +15,7 @@ variable "acme_email" {
 }
 
 variable "secrets_prefix" {
-  description = "Secrets Manager names: <prefix>/shared (identity_secret, operator_secret, tenancy_database_url, and the *_previous keys during a rotation), replicated to every region, and <prefix>/<cluster> (regional_database_url)"
+  description = "Secrets Manager names: <prefix>/shared (identity_secret, operator_secret, tenancy_database_url, cockroachdb_ca_crt, cockroachdb_ca_key, cockroachdb_organization, cockroachdb_license, and the *_previous keys during a rotation), replicated to every region, and <prefix>/<cluster> (regional_database_url); terraform/README.md, \"Values\""
   type        = string
   default     = "tally"
 }

@@ -31,6 +31,8 @@ locals {
     operator_secret_previous = var.operator_secret_previous
     tenancy_database_url     = var.tenancy_database_url
     regional_database_url    = var.regional_database_url
+    cockroachdb_organization = var.cockroachdb_organization
+    cockroachdb_license      = var.cockroachdb_license
   }
   # The variable, else Secrets Manager's key, else "" (checked below).
   secret = { for k, v in local.given : k => try(coalesce(v, lookup(local.from_secrets_manager, k, null)), "") }
@@ -114,6 +116,27 @@ resource "kubernetes_secret_v1" "regional_db" {
     precondition {
       condition     = startswith(local.secret.regional_database_url, "postgres")
       error_message = "regional_database_url must be a postgresql:// URL: give the variable, or the key regional_database_url in one of secrets_manager_secret_ids."
+    }
+  }
+}
+
+# The CockroachDB licence the cockroachdb-setup Job sets (cluster.organization,
+# enterprise.license): since v24.3 a cluster without one is throttled after
+# its grace period. Kept out of git: Secrets Manager, then this Secret.
+resource "kubernetes_secret_v1" "cockroachdb_license" {
+  metadata {
+    name      = "cockroachdb-license"
+    namespace = kubernetes_namespace_v1.tally.metadata[0].name
+    labels    = local.labels
+  }
+  data = {
+    organization = local.secret.cockroachdb_organization
+    license      = local.secret.cockroachdb_license
+  }
+  lifecycle {
+    precondition {
+      condition     = local.secret.cockroachdb_organization != "" && startswith(local.secret.cockroachdb_license, "crl-")
+      error_message = "cockroachdb_organization and cockroachdb_license (a crl-… key from the CockroachDB Cloud console) must be set: give the variables, or the keys in one of secrets_manager_secret_ids."
     }
   }
 }

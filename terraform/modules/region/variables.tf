@@ -93,6 +93,20 @@ variable "regional_database_url" {
   sensitive   = true
 }
 
+variable "cockroachdb_organization" {
+  description = "the organization the CockroachDB licence is issued to (cluster setting cluster.organization)"
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
+variable "cockroachdb_license" {
+  description = "the CockroachDB licence key, crl-… (cluster setting enterprise.license; since v24.3 a cluster without one is throttled after its grace period)"
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
 # --- Router and DNS ------------------------------------------------------------
 
 variable "router_deployed" {
@@ -167,8 +181,9 @@ variable "cockroachdb_service_account" {
 # The overlay's cert-manager Issuers sign the SQL user's client certificates
 # (tally-regional-db-client, tally-tenancy-db-client) with these CAs, read from
 # kubernetes.io/tls Secrets in the namespace: cockroachdb-ca, the CA of the
-# CockroachDB cluster the databases are in, and, for a dedicated cluster whose
-# own database has its own CA, tenancy-ca, the platform cluster's CA.
+# CockroachDB cluster of the namespace's databases. Never the platform CA in a
+# dedicated cluster's namespace: its tenancy client certificate is signed on
+# the shared side (environments/dedicated-example) and written as a Secret.
 
 variable "ca_secrets" {
   description = "CA Secrets to make in the namespace, by name: the Secrets Manager keys (in secrets_manager_secret_ids) of their PEM certificate and key"
