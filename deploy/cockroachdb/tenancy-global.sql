@@ -1,7 +1,7 @@
 -- The tenancy database (the directory) across the shared regions: run by
 -- the tally-tenancy-global Job of the control plane (deploy/control-plane),
--- as root, with @DATABASE@, @PRIMARY_REGION@, @ADD_REGIONS@ and
--- @BACKUP_URI@ from its tally-control-config. Every statement may run again
+-- as root, with @DATABASE@, @PRIMARY_REGION@, @ADD_REGIONS@, @CLIENT_USERS@
+-- and @BACKUP_URI@ from its tally-control-config. Every statement may run again
 -- (the Job runs once per release); the ALTER TABLEs fail until management's
 -- init container has migrated the database, and the Job retries.
 SET CLUSTER SETTING sql.txn.read_committed_isolation.enabled = true;
@@ -37,6 +37,13 @@ ALTER TABLE rate_windows SET LOCALITY REGIONAL BY ROW;
 -- Tokens are issued and then used on the same cluster's host: their rows
 -- live in the region that issued them.
 ALTER TABLE oauth_tokens SET LOCALITY REGIONAL BY ROW;
+
+-- The dedicated clusters' users (TENANCY_CLIENT_USERS, one
+-- `CREATE USER IF NOT EXISTS tenancy_<name>;` and its grants each): the
+-- rows of the tenancy database, today's tables and those later migrations
+-- of `tally` create, and nothing of any region's database. A dedicated
+-- cluster holds only a client certificate for its own user.
+@CLIENT_USERS@
 
 CREATE SCHEDULE IF NOT EXISTS backup_@DATABASE@
   FOR BACKUP DATABASE @DATABASE@ INTO '@BACKUP_URI@'

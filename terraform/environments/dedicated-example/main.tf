@@ -1,18 +1,25 @@
 # A dedicated cluster for one customer ("acme"), reachable at
-# acme.api.<domain> and acme.download.<domain>: its own EKS cluster, its own
-# CockroachDB, its own secrets; the overlay is deploy/dedicated/example.
-# Copy this folder and rename for the next customer.
+# acme.api.<domain> and acme.download.<domain>: its own EKS cluster (in its own
+# VPC, peered with the shared regions' VPCs it talks to: deploy/README.md,
+# "A dedicated cluster"), its own CockroachDB, its own secrets; the overlay is
+# deploy/dedicated/example. Copy this folder and rename for the next customer.
 #
-# To run a dedicated cluster inside a shared Kubernetes cluster instead, point
-# the providers at that cluster and set create_cluster_issuer = false (the
-# shared cluster's module made the ClusterIssuer).
+# It shares only the directory (the tenancy database, in the shared
+# CockroachDB cluster). Its namespace gets a client certificate for its own
+# SQL user there (tenancy_<name>, which the control plane's Job grants the
+# tenancy database only) and the shared CA's certificate: the certificate is
+# signed here, on the shared side, with the shared CA's key from Secrets
+# Manager, which never reaches the customer's cluster.
 
 terraform {
   required_version = ">= 1.5"
   required_providers {
     aws        = { source = "hashicorp/aws", version = ">= 5.0" }
     kubernetes = { source = "hashicorp/kubernetes", version = ">= 2.20" }
+    tls        = { source = "hashicorp/tls", version = ">= 4.0" }
   }
+  # State in S3, encrypted: it holds the shared CA's key (read to sign the
+  # tenancy client certificate), as the saas environment's state does.
   backend "s3" {}
 }
 
@@ -45,6 +52,24 @@ variable "acme_email" {
   type = string
 }
 
+variable "tenancy_nodes" {
+  description = "the shared region whose CockroachDB nodes this cluster reaches the tenancy database through (its VPC is peered with this cluster's): api, us1 or as1; the host is <tenancy_nodes>.db.internal.<base_domain>"
+  type        = string
+  default     = "api"
+}
+
+variable "secrets_prefix" {
+  description = "Secrets Manager names: <prefix>/shared (the platform's secrets and CA) and <prefix>/<name> (this cluster's)"
+  type        = string
+  default     = "tally"
+}
+
+variable "tenancy_client_cert_validity_hours" {
+  description = "life of the tenancy client certificate; terraform signs a new one on the first apply within early_renewal_hours of its end (then restart the pods: deploy/README.md)"
+  type        = number
+  default     = 8760
+}
+
 variable "router_deployed" {
   description = "true once deploy/dedicated/<name> is applied: then its DNS records are made"
   type        = bool
@@ -72,6 +97,73 @@ provider "kubernetes" {
   }
 }
 
+# --- The directory's client certificate, signed on the shared side ------------
+
+data "aws_secretsmanager_secret_version" "shared" {
+  provider  = aws.acme
+  secret_id = "${var.secrets_prefix}/shared"
+}
+
+data "aws_secretsmanager_secret_version" "own" {
+  provider  = aws.acme
+  secret_id = "${var.secrets_prefix}/${var.name}"
+}
+
+locals {
+  shared = jsondecode(data.aws_secretsmanager_secret_version.shared.secret_string)
+  own    = jsondecode(data.aws_secretsmanager_secret_version.own.secret_string)
+  # The SQL user of this cluster in the tenancy database: the control plane's
+  # TENANCY_CLIENT_USERS lists it (deploy/control-plane).
+  tenancy_user = "tenancy_${replace(var.name, "-", "_")}"
+  tenancy_host = "${var.tenancy_nodes}.db.internal.${var.base_domain}"
+}
+
+resource "tls_private_key" "tenancy_client" {
+  algorithm = "RSA"
+  rsa_bits  = 2048
+}
+
+resource "tls_cert_request" "tenancy_client" {
+  private_key_pem = tls_private_key.tenancy_client.private_key_pem
+  subject {
+    common_name = local.tenancy_user # CockroachDB: the CN is the SQL user
+  }
+}
+
+resource "tls_locally_signed_cert" "tenancy_client" {
+  cert_request_pem      = tls_cert_request.tenancy_client.cert_request_pem
+  ca_cert_pem           = local.shared.cockroachdb_ca_crt
+  ca_private_key_pem    = local.shared.cockroachdb_ca_key
+  validity_period_hours = var.tenancy_client_cert_validity_hours
+  early_renewal_hours   = 720
+  allowed_uses          = ["client_auth", "digital_signature", "key_encipherment"]
+}
+
+# What the overlay's pods mount at /etc/tally/db/tenancy (the overlay deletes
+# base's Certificate and Issuer of that name): the client certificate, its
+# key and the shared CA's certificate, never the CA's key.
+resource "kubernetes_secret_v1" "tenancy_client" {
+  provider = kubernetes.acme
+  metadata {
+    name      = "tally-tenancy-db-client"
+    namespace = module.acme.namespace
+    labels    = { "app.kubernetes.io/part-of" = "tally", "app.kubernetes.io/managed-by" = "terraform" }
+  }
+  type = "kubernetes.io/tls"
+  data = {
+    "tls.crt" = tls_locally_signed_cert.tenancy_client.cert_pem
+    "tls.key" = tls_private_key.tenancy_client.private_key_pem_pkcs8
+    "ca.crt"  = local.shared.cockroachdb_ca_crt
+  }
+}
+
+check "own_cockroachdb_ca" {
+  assert {
+    condition     = lookup(local.own, "dedicated_cockroachdb_ca_crt", "") != "" && lookup(local.own, "dedicated_cockroachdb_ca_crt", "") != lookup(local.shared, "cockroachdb_ca_crt", "")
+    error_message = "${var.secrets_prefix}/${var.name} must hold this cluster's own CA (dedicated_cockroachdb_ca_crt/_key), not the shared one."
+  }
+}
+
 module "acme" {
   source    = "../../modules/region"
   providers = { aws = aws.acme, kubernetes = kubernetes.acme }
@@ -84,13 +176,15 @@ module "acme" {
   zone_id          = var.zone_id
   acme_email       = var.acme_email
   router_deployed  = var.router_deployed
-  # tally/shared: the platform's identity, operator and tenancy database;
-  # tally/<name>: this cluster's database URL, its CockroachDB CA, and the
-  # platform CA (tenancy_ca_*) its tenancy client certificate is signed by.
-  secrets_manager_secret_ids = ["tally/shared", "tally/${var.name}"]
+  # tally/shared: the platform's identity and operator secrets, the
+  # CockroachDB licence; tally/<name>: this cluster's database URL and its
+  # own CockroachDB CA (dedicated_cockroachdb_ca_*, never the shared one).
+  secrets_manager_secret_ids = ["${var.secrets_prefix}/shared", "${var.secrets_prefix}/${var.name}"]
+  # Its own user, through the peered shared region's nodes; no password (the
+  # client certificate above authenticates).
+  tenancy_database_url = "postgresql://${local.tenancy_user}@${local.tenancy_host}:26257/tally_tenancy?sslmode=verify-full&sslrootcert=/etc/tally/db/tenancy/ca.crt&sslcert=/etc/tally/db/tenancy/tls.crt&sslkey=/etc/tally/db/tenancy/tls.key"
   ca_secrets = {
-    cockroachdb-ca = { certificate_key = "cockroachdb_ca_crt", private_key_key = "cockroachdb_ca_key" }
-    tenancy-ca     = { certificate_key = "tenancy_ca_crt", private_key_key = "tenancy_ca_key" }
+    cockroachdb-ca = { certificate_key = "dedicated_cockroachdb_ca_crt", private_key_key = "dedicated_cockroachdb_ca_key" }
   }
   # The region's bucket, made by the shared cluster of the region (saas);
   # this cluster's backups go under cockroach/tally_<name>/.
@@ -108,4 +202,13 @@ output "backup_url" {
 
 output "backup_role_arn" {
   value = module.acme.backup_role_arn
+}
+
+output "tenancy_user" {
+  description = "add it to TENANCY_CLIENT_USERS in deploy/control-plane and re-run the tally-tenancy-global Job"
+  value       = local.tenancy_user
+}
+
+output "tenancy_client_cert_expires" {
+  value = tls_locally_signed_cert.tenancy_client.validity_end_time
 }
