@@ -1,6 +1,7 @@
 # cert-manager's ACME ClusterIssuer for one Kubernetes cluster ("letsencrypt",
-# the issuerRef of the Certificates in deploy/; this replaces applying
-# deploy/cert-manager/ by hand), solving DNS-01 challenges in Route 53.
+# the issuerRef of the Certificates in deploy/), solving DNS-01 challenges in
+# Route 53: the one source of that ClusterIssuer in clusters terraform manages
+# (deploy/cert-manager/ is the by-hand alternative, never applied beside it).
 # The router serves TLS itself from the Secrets those Certificates write.
 #
 # Credentials: no access keys. An IAM role allowed to change only TXT records
@@ -81,6 +82,13 @@ data "aws_iam_policy_document" "route53" {
   statement {
     actions   = ["route53:GetChange"]
     resources = ["arn:aws:route53:::change/*"]
+  }
+  # cert-manager's documented policy; with hostedZoneID set the solver does
+  # not look zones up, but the list is harmless and keeps a solver without
+  # it working. deploy/cert-manager/ lists the same permissions.
+  statement {
+    actions   = ["route53:ListHostedZonesByName"]
+    resources = ["*"]
   }
   statement {
     actions   = ["route53:ChangeResourceRecordSets", "route53:ListResourceRecordSets"]
