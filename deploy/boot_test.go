@@ -75,6 +75,9 @@ func TestBoot(t *testing.T) {
 		alone := func(w *deploytest.Workload) bool {
 			return w.Overlay == region && (w.Kind == "Job" || role(w.Pod.Spec.Containers) == "regional")
 		}
+		// The control plane goes first (deploy/README.md, "Upgrades"):
+		// regional waits for the tenancy schema management migrates.
+		env.migrateTenancy(t)
 		p, err := env.tryBoot(t, deploytest.Config{Overlays: overlays, Filter: alone})
 		if err != nil {
 			t.Fatalf("regional alone does not boot, with nothing dropped:\n%v", err)
@@ -221,15 +224,17 @@ func render(t *testing.T) plan {
 			pl.regional = r
 		}
 	}
+	// As deploy/README.md applies them ("Upgrades"): the control plane first
+	// (management migrates the tenancy database, whose schema version the
+	// regions' pods wait for), its region's cluster beside it, then the
+	// other regions, then a dedicated cluster.
+	pl.boot = append(pl.boot, pl.control)
 	if pl.home != nil && !roles(pl.control)["regional"] {
 		pl.boot = append(pl.boot, pl.home)
 	}
-	// As the README applies them: the regions, then the control plane in
-	// its region's cluster, then a dedicated cluster.
 	if pl.regional != nil {
 		pl.boot = append(pl.boot, pl.regional)
 	}
-	pl.boot = append(pl.boot, pl.control)
 	pl.boot = append(pl.boot, pl.dedicated...)
 	var names []string
 	for _, r := range pl.boot {
@@ -391,6 +396,18 @@ func (e *env) database(t *testing.T, key string) (string, error) {
 	e.databases[key] = u
 	t.Logf("database %s: %s", key, u)
 	return u, nil
+}
+
+// migrateTenancy migrates the tenancy database as management's init
+// container does, for boots that leave the control plane out.
+func (e *env) migrateTenancy(t *testing.T) {
+	t.Helper()
+	u, _ := e.database(t, "tenancy")
+	cmd := exec.Command(e.bin, "migrate")
+	cmd.Env = append(os.Environ(), "TALLY_TENANCY_URL="+u)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tally migrate (tenancy): %v\n%s", err, out)
+	}
 }
 
 // config fills what every boot of the test shares.
