@@ -3,6 +3,7 @@ package tenancy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -21,7 +22,11 @@ type ResolverOptions struct {
 	Size        int           // entries per cache (default 100,000)
 	TTL         time.Duration // positive entries (default 5 minutes); a safety net behind Watch
 	NegativeTTL time.Duration // unknown credentials and hosts (default 2 seconds)
-	Log         *slog.Logger
+	// ReadyOffline is how long after its last Watch poll the resolver is
+	// still ready while the directory cannot be reached (default TTL):
+	// see Ready.
+	ReadyOffline time.Duration
+	Log          *slog.Logger
 }
 
 // Resolver answers the directory questions of every request from LRU caches
@@ -29,6 +34,8 @@ type ResolverOptions struct {
 type Resolver struct {
 	pool     *db.Pool
 	log      *slog.Logger
+	schema   *db.SchemaGate
+	offline  time.Duration // ResolverOptions.ReadyOffline
 	hosts    *expirable.LRU[string, hostEntry]
 	keys     *expirable.LRU[string, AppKey]
 	projects *expirable.LRU[string, Project]
@@ -62,12 +69,17 @@ func NewResolver(pool *db.Pool, o ResolverOptions) *Resolver {
 	if o.NegativeTTL == 0 {
 		o.NegativeTTL = 2 * time.Second
 	}
+	if o.ReadyOffline == 0 {
+		o.ReadyOffline = o.TTL
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
 	return &Resolver{
 		pool:     pool,
 		log:      o.Log,
+		schema:   NewSchemaGate(pool),
+		offline:  o.ReadyOffline,
 		hosts:    expirable.NewLRU[string, hostEntry](o.Size, nil, o.TTL),
 		keys:     expirable.NewLRU[string, AppKey](o.Size, nil, o.TTL),
 		projects: expirable.NewLRU[string, Project](o.Size, nil, o.TTL),
@@ -326,10 +338,52 @@ func (r *Resolver) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Ready reports whether the directory can be read.
+// Ready is the router's readiness. While the directory can be read, the
+// instance is ready once its schema is as new as this binary needs
+// (CheckSchema). While it cannot, the instance keeps serving what its
+// caches hold (and the rate limits fail open), so it stays ready if it
+// found the schema good and its Watch read the directory within
+// ReadyOffline (default TTL): an outage of the directory does not take
+// every router out of the load balancer at once. Past that bound every
+// entry loaded before the outage has expired and the instance could only
+// answer 503, so it steps aside for those that can reach the directory (a
+// partition of its own zone, say); one that never read the directory
+// since it started (cold caches) is not ready either.
 func (r *Resolver) Ready(ctx context.Context) error {
-	return r.pool.Ping(ctx)
+	err := r.pool.Ping(ctx)
+	if err == nil {
+		if err = r.schema.Check(ctx); err == nil || errors.Is(err, db.ErrSchemaBehind) {
+			return err
+		}
+	}
+	err = db.Classify(err)
+	last := r.lastSync.Load()
+	if last == 0 {
+		return fmt.Errorf("the directory (tenancy database) cannot be reached and was not read since this instance started: %w", err)
+	}
+	if !r.schema.Good() {
+		return fmt.Errorf("the directory (tenancy database) cannot be reached and its schema was never checked: %w", err)
+	}
+	if age := time.Since(time.Unix(0, last)); age > r.offline {
+		return fmt.Errorf("the directory (tenancy database) cannot be reached and was last read %s ago, longer than its caches keep an entry (%s): %w",
+			age.Round(time.Second), r.offline, err)
+	}
+	return nil
 }
+
+// LastSync is when Watch last read the directory's changes (zero: never).
+func (r *Resolver) LastSync() time.Time {
+	if t := r.lastSync.Load(); t != 0 {
+		return time.Unix(0, t)
+	}
+	return time.Time{}
+}
+
+// CheckSchema is nil once the directory's schema is at least at the version
+// of this binary's last tenancy migration; until then, an error saying so
+// (db.ErrSchemaBehind) or that the directory cannot be read. A schema found
+// behind is read again after a few seconds; one found good never is.
+func (r *Resolver) CheckSchema(ctx context.Context) error { return r.schema.Check(ctx) }
 
 // Misses is how many lookups missed the caches
 // (tally_tenancy_cache_misses_total); concurrent misses of one name share
