@@ -174,7 +174,9 @@ func (r *Router) hostOf(req *http.Request) string {
 	return host
 }
 
-// Ready reports whether the directory can be read.
+// Ready is the router's readiness (tenancy.Resolver.Ready): the directory's
+// schema as new as this binary needs, and the directory readable or read
+// within the last few minutes, whose caches serve while it is down.
 func (r *Router) Ready(ctx context.Context) error { return r.cfg.Resolver.Ready(ctx) }
 
 func (r *Router) handle(c echo.Context) error {
