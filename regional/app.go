@@ -124,6 +124,7 @@ type App struct {
 	worker   *async.Worker
 	tenancy  *db.Pool
 	resolver *tenancy.Resolver
+	schema   *db.SchemaGate // the cluster's database against Migrations
 	bulkhead *db.Bulkhead
 	cpu      *cpushare.Governor
 	usage    *usage.Counter
@@ -180,6 +181,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a := &App{cfg: cfg, pool: pool, signer: signer, operator: operator, seen: identity.NewSeen(200_000), tasks: async.NewRegistry(), tenancy: tpool,
 		resolver: tenancy.NewResolver(tpool, tenancy.ResolverOptions{Log: cfg.Log}), usage: usage.NewCounter(pool, cfg.Log)}
+	a.schema = db.NewSchemaGate(pool, Migrations, MigrationsDir, db.SchemaGateOptions{Name: "the cluster's database",
+		Fix: "migrate it (`tally migrate --regional-url`, the pod's migrate init container) first"})
 	a.bulkhead = db.NewBulkhead(cfg.BulkheadWait)
 	if cfg.CPUShare.Log == nil {
 		cfg.CPUShare.Log = cfg.Log
@@ -430,11 +433,17 @@ func (a *App) Handler() http.Handler { return a.echo }
 // Pool is the instance's database pool.
 func (a *App) Pool() *db.Pool { return a.pool }
 
-// Ready reports whether the cluster's database and the directory answer
-// (readiness; liveness, /healthz, reads no database).
+// Ready reports whether the cluster's database and the directory answer,
+// each with a schema as new as this binary needs (readiness; liveness,
+// /healthz, reads no database).
 func (a *App) Ready(ctx context.Context) error {
 	if err := a.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("the cluster's database: %w", db.Classify(err))
+	}
+	// The pod's init container migrates it before this starts; `tally
+	// regional` run without it must not serve the old schema either.
+	if err := a.schema.Check(ctx); err != nil {
+		return schemaError("the cluster's database", err)
 	}
 	// Every request resolves its project's plan, and webhooks, event
 	// schemas and stacking rules live in the directory: an instance that
@@ -442,7 +451,21 @@ func (a *App) Ready(ctx context.Context) error {
 	if err := a.tenancy.Ping(ctx); err != nil {
 		return fmt.Errorf("the directory (tenancy database): %w", db.Classify(err))
 	}
+	// Management's release migrates the directory; this one may roll out
+	// first (another region's, say) and must wait for it.
+	if err := a.resolver.CheckSchema(ctx); err != nil {
+		return schemaError("the directory (tenancy database)", err)
+	}
 	return nil
+}
+
+// schemaError is a failed schema check of the database called name: a
+// schema behind says so itself, a failed read says which database.
+func schemaError(name string, err error) error {
+	if errors.Is(err, db.ErrSchemaBehind) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, db.Classify(err))
 }
 
 // Close releases the database pools.
