@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/tenancy"
 )
 
 // Config of a management instance.
@@ -36,6 +37,7 @@ type Config struct {
 // App is a management instance.
 type App struct {
 	pool   *db.Pool
+	schema *db.SchemaGate // the directory's, against this binary's migrations
 	echo   *echo.Echo
 	signer *identity.Signer
 	seen   *identity.Seen
@@ -58,7 +60,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{pool: pool, signer: signer, seen: identity.NewSeen(100_000)}
+	a := &App{pool: pool, schema: tenancy.NewSchemaGate(pool), signer: signer, seen: identity.NewSeen(100_000)}
 	e := httpx.New(httpx.Config{Service: "tally-management", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
 	e.Use(a.authenticate) // not on the group: see regional.New
 	e.Use(directoryDown)
@@ -135,10 +137,18 @@ func directoryDown(next echo.HandlerFunc) echo.HandlerFunc {
 // Handler serves the management API.
 func (a *App) Handler() http.Handler { return a.echo }
 
-// Ready reports whether the tenancy database answers.
+// Ready reports whether the tenancy database answers, with a schema as new
+// as this binary needs. The manifests migrate it in management's init
+// container, but `tally management` does not migrate before it serves.
 func (a *App) Ready(ctx context.Context) error {
 	if err := a.pool.Ping(ctx); err != nil {
 		return errors.Join(db.ErrUnavailable, err)
+	}
+	if err := a.schema.Check(ctx); err != nil {
+		if errors.Is(err, db.ErrSchemaBehind) {
+			return err
+		}
+		return fmt.Errorf("the directory (tenancy database): %w", db.Classify(err))
 	}
 	return nil
 }

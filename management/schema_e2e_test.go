@@ -1,0 +1,75 @@
+package management_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbtest"
+	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/management"
+	"github.com/tallyhq/tally/tenancy"
+)
+
+// `tally management` does not migrate before it serves (the manifests'
+// init container does): started on an older directory, it is not ready
+// until the directory is migrated.
+func TestManagementIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
+	old, need := migrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
+	if err := db.Migrate(ctx, url, old, tenancy.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	app, err := management.New(ctx, management.Config{TenancyURL: url, IdentitySecret: stacktest.Secret,
+		OperatorSecret: []byte("schema test operator secret 0123456789"), Log: telemetry.NewLogger(io.Discard, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	want := "the directory's schema is at version " + strconv.Itoa(int(need-1)) + ", this binary needs " + strconv.Itoa(int(need)) +
+		": migrate the tenancy database (management's release) first"
+	if err := app.Ready(ctx); !errors.Is(err, db.ErrSchemaBehind) || err.Error() != want {
+		t.Fatalf("Ready on the old schema: %v, want %q", err, want)
+	}
+	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+		t.Fatal(err)
+	}
+	stacktest.Eventually(t, 10*time.Second, "ready once migrated", func() bool { return app.Ready(ctx) == nil })
+}
+
+// migrationsBelowNeed is the migrations in dir of fsys but the last: a
+// release before the binary's; and the binary's need.
+func migrationsBelowNeed(t *testing.T, fsys fs.FS, dir string) (fstest.MapFS, uint) {
+	t.Helper()
+	need, err := db.MigrationsVersion(fsys, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fstest.MapFS{}
+	for _, e := range entries {
+		n, _, _ := strings.Cut(e.Name(), "_")
+		if v, err := strconv.ParseUint(n, 10, 64); err != nil || uint(v) >= need {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, dir+"/"+e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[dir+"/"+e.Name()] = &fstest.MapFile{Data: data}
+	}
+	return old, need
+}
