@@ -63,10 +63,15 @@ func enqueue(t *testing.T, p *db.Pool, kind string, n int) {
 	}
 }
 
+// count reads a count in a transaction that is retried on a
+// serialization failure: make test's serializable pass runs this package
+// at PostgreSQL's SERIALIZABLE, where even a read-only statement beside the
+// workers' writes can be refused (CockroachDB retries such a statement
+// itself).
 func count(t *testing.T, p *db.Pool, sql string) int {
 	t.Helper()
 	var n int
-	if err := p.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+	if err := db.InTx(context.Background(), p, func(tx pgx.Tx) error { return tx.QueryRow(context.Background(), sql).Scan(&n) }); err != nil {
 		t.Fatal(err)
 	}
 	return n
