@@ -24,6 +24,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/management"
 	"github.com/tallyhq/tally/regional"
@@ -81,6 +82,14 @@ type Config struct {
 	// whatever Host a request names, on the router's listen host; 0 picks
 	// free ports. Bare localhost on the router's port is the api cluster.
 	ClusterBasePort int
+	// Routers is how many router replicas run (default 1). More than one
+	// form one ring keeping the per-address limits (internal/peerlimit),
+	// each on a port of its own on the router's listen host; the first
+	// also serves the clusters' own ports.
+	Routers int
+	// PeerDeadline is how long the replicas' limit checks wait on a peer
+	// (default peerlimit's, 20 ms).
+	PeerDeadline time.Duration
 }
 
 // Stack is a running platform.
@@ -97,6 +106,14 @@ type Stack struct {
 	Resolver    *tenancy.Resolver
 	// RouterMetrics are the first router instance's metrics.
 	RouterMetrics *telemetry.Metrics
+	// RouterURLs are the base URLs of the router replicas (Config.Routers),
+	// RouterURL first.
+	RouterURLs []string
+	// Ring is each replica's member of the ring, in the order of
+	// RouterURLs (none with one replica).
+	Ring []*peerlimit.Limiter
+
+	stopRouter []context.CancelFunc // each replica's, from the second
 
 	mgmtURL      string
 	regionalURLs map[string]string
@@ -246,9 +263,40 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 		s.serveAdmin(runCtx, admin+1, mm, mgmt.Ready)
 	}
 
-	rt, resolver, rm, err := s.newRouter(runCtx)
+	if cfg.Routers > 1 {
+		var addrs []string
+		for range cfg.Routers {
+			pl, err := peerlimit.Start(runCtx, peerlimit.Config{Addr: "127.0.0.1:0", Deadline: cfg.PeerDeadline,
+				Log: cfg.Log.With("service", "router", "component", "peerlimit")})
+			if err != nil {
+				return err
+			}
+			s.closers = append(s.closers, pl.Close)
+			s.Ring = append(s.Ring, pl)
+			addrs = append(addrs, pl.Addr())
+		}
+		for _, pl := range s.Ring {
+			pl.SetPeers(addrs)
+		}
+	}
+	rt, resolver, rm, err := s.newRouter(runCtx, s.member(0))
 	if err != nil {
 		return err
+	}
+	s.RouterURLs = []string{s.RouterURL}
+	for i := 1; i < cfg.Routers; i++ {
+		rti, _, _, err := s.newRouter(runCtx, s.member(i))
+		if err != nil {
+			return err
+		}
+		li, err := net.Listen("tcp", net.JoinHostPort(l.Addr().(*net.TCPAddr).IP.String(), "0"))
+		if err != nil {
+			return fmt.Errorf("router %d: %w", i+1, err)
+		}
+		rctx, stop := context.WithCancel(runCtx)
+		s.stopRouter = append(s.stopRouter, stop)
+		s.RouterURLs = append(s.RouterURLs, "http://"+li.Addr().String())
+		s.run(labeled("router", func() error { return httpx.ServePublic(rctx, li, rti.Handler(), rti.PublicOptions()) }))
 	}
 	listening = false
 	s.Resolver, s.RouterMetrics = resolver, rm
@@ -266,7 +314,7 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 
 // newRouter builds a router instance with its own tenancy pool and resolver,
 // sharing nothing with other instances but the database.
-func (s *Stack) newRouter(runCtx context.Context) (*router.Router, *tenancy.Resolver, *telemetry.Metrics, error) {
+func (s *Stack) newRouter(runCtx context.Context, ring *peerlimit.Limiter) (*router.Router, *tenancy.Resolver, *telemetry.Metrics, error) {
 	cfg := s.cfg
 	pool, err := db.Open(runCtx, cfg.TenancyURL, db.Options{Name: "tally-router"})
 	if err != nil {
@@ -282,14 +330,42 @@ func (s *Stack) newRouter(runCtx context.Context) (*router.Router, *tenancy.Reso
 	loopback, _ := ClusterHosts("api", cfg.BaseDomain)
 	rt, err := router.New(router.Config{BaseDomain: cfg.BaseDomain, PublicScheme: cfg.PublicScheme, PublicPort: s.RouterPort,
 		ManagementURL: s.mgmtURL, TrustedProxies: cfg.TrustedProxies, IdentitySecret: cfg.IdentitySecret,
-		LoopbackHost: loopback, PublicURLs: s.ClusterURLs, Resolver: resolver, Log: log, Metrics: m})
+		LoopbackHost: loopback, PublicURLs: s.ClusterURLs, Resolver: resolver, Log: log, Metrics: m, PeerLimits: ring})
 	return rt, resolver, m, err
+}
+
+// member is replica i's member of the ring, nil without one.
+func (s *Stack) member(i int) *peerlimit.Limiter {
+	if i < len(s.Ring) {
+		return s.Ring[i]
+	}
+	return nil
+}
+
+// StopRouter stops replica i (from 1; the first serves the clusters' ports
+// too): its listener closes, it leaves the ring, and the others are told
+// (as discovery would), so that the counters it owned start afresh on
+// their new owners.
+func (s *Stack) StopRouter(i int) {
+	s.stopRouter[i-1]()
+	s.Ring[i].Close()
+	var rest []string
+	for j, pl := range s.Ring {
+		if j != i {
+			rest = append(rest, pl.Addr())
+		}
+	}
+	for j, pl := range s.Ring {
+		if j != i {
+			pl.SetPeers(rest)
+		}
+	}
 }
 
 // StartRouter starts one more router instance (its own pool and caches) and
 // returns its URL; it stops with the stack.
 func (s *Stack) StartRouter() (string, error) {
-	rt, _, _, err := s.newRouter(s.runCtx)
+	rt, _, _, err := s.newRouter(s.runCtx, nil)
 	if err != nil {
 		return "", err
 	}

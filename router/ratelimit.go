@@ -15,6 +15,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -31,11 +32,13 @@ import (
 //     through in tally_ratelimit_fail_open_total; its next lease, once the
 //     database answers, charges them to the window's row.
 //   - per client address on the client-side API (/client/v1/…), a project
-//     setting (default 5 per 5 s): a token bucket per project and address on
-//     each replica.
+//     setting (default 5 per 5 s): a token bucket per project and address,
+//     kept by the region's ring of replicas (peerlimit.go) or, without
+//     one, on each replica.
 //   - per client address on every route, its directory lookups of names
 //     that do not exist (an unknown key id, token or host, each a database
-//     query): lookupBurst, then lookupRate a second, on each replica. Past
+//     query): lookupBurst, then lookupRate a second, on the ring or each
+//     replica. Past
 //     that, the address's lookups of names that no cache holds are refused
 //     with 429 and no query (tenancy.LookupBudget); names cached, such as
 //     its own keys' while they stay cached, still resolve.
@@ -85,6 +88,7 @@ type limiter struct {
 	lookups  *lru.Cache[string, *addrLookups] // by addrKey
 	limited  *prometheus.CounterVec
 	failOpen prometheus.Counter
+	peers    *peerlimit.Limiter // the region's ring, keeping the per-address limits (peerlimit.go); nil: each replica its own
 	dropMu   sync.Mutex
 	dropped  time.Time
 }
@@ -323,6 +327,9 @@ func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {
 	if lim.Requests <= 0 || lim.Seconds <= 0 {
 		return verdict{}
 	}
+	if l.peers != nil {
+		return l.clientCentral(projectID, ip, lim)
+	}
 	key := projectID + "|" + addrKey(ip) + "|" + strconv.Itoa(lim.Requests) + "/" + strconv.Itoa(lim.Seconds)
 	b := getOrAdd(l.clients, key, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Limit(float64(lim.Requests)/float64(lim.Seconds)), lim.Requests)
@@ -378,6 +385,9 @@ type nameLookup struct {
 }
 
 func (b lookupBudget) Take(name string) (func(found bool), bool) {
+	if b.l.peers != nil {
+		return b.takeCentral(name)
+	}
 	a := getOrAdd(b.l.lookups, addrKey(b.ip), func() *addrLookups {
 		return &addrLookups{bucket: rate.NewLimiter(lookupRate, lookupBurst)}
 	})

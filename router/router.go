@@ -23,6 +23,7 @@ import (
 	"github.com/tallyhq/tally/internal/dltoken"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
+	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -63,6 +64,10 @@ type Config struct {
 	BodyLimit string
 	Log       *slog.Logger
 	Metrics   *telemetry.Metrics
+	// PeerLimits, when set, is the region's ring of router replicas that
+	// keeps the per-address limits (peerlimit.go); nil, each replica keeps
+	// its own.
+	PeerLimits *peerlimit.Limiter
 }
 
 // Router is an edge instance.
@@ -113,8 +118,12 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{cfg: cfg, signer: signer, fwd: newForwarder(cfg.DialTimeout), limits: newLimiter(cfg.Resolver),
 		tokens: dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious)}
+	r.limits.peers = cfg.PeerLimits
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(r.limits.limited, r.limits.failOpen)
+		if cfg.PeerLimits != nil {
+			cfg.Metrics.Register(cfg.PeerLimits.Collectors()...)
+		}
 	}
 	if cfg.ManagementURL != "" {
 		if r.management, err = url.Parse(cfg.ManagementURL); err != nil {

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -13,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/cpushare"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/management"
 	"github.com/tallyhq/tally/regional"
@@ -75,6 +78,13 @@ func runRouter(ctx context.Context, args []string) error {
 	perIP := fs.Int("max-conns-per-ip", 256, "open connections one client address may hold (trusted proxies are not capped)")
 	tlsDir := fs.String("tls-dir", "", "serve HTTPS on --addr with the certificates of this directory: <dir>/<name>/tls.crt and tls.key, chosen by SNI, renewals picked up (default: plain HTTP)")
 	redirectAddr := fs.String("redirect-addr", "", "with --tls-dir, a plain-HTTP listen address answering 308 to the https URL (default: none)")
+	peerAddr := fs.String("peer-addr", "", "listen address of this replica's rate-limit peer service (gRPC), e.g. :7070; with one of --peers, --peers-dns, --peers-k8s the region's replicas keep the per-address limits as one ring (default: off, each replica its own)")
+	peerAdvertise := fs.String("peer-advertise", "", "host:port the other replicas reach this one's peer service at (default: --peer-addr, its host, if unspecified, this machine's address; $POD_IP with --peers-k8s)")
+	peers := fs.String("peers", "", "static ring: comma-separated host:port of every replica's peer service")
+	peersDNS := fs.String("peers-dns", "", "ring from DNS: name:port, every address of the name (a headless Service's) is a replica; looked up every --peers-dns-interval")
+	peersDNSEvery := fs.Duration("peers-dns-interval", 5*time.Second, "how often --peers-dns is looked up again")
+	peersK8s := fs.String("peers-k8s", "", "ring from the Kubernetes API: a label selector of the router pods in this pod's namespace (needs get, list, watch on pods; the pod's IP in $POD_IP)")
+	peerDeadline := fs.Duration("peer-deadline", 20*time.Millisecond, "how long a limit check waits on the replica owning its counter before deciding on this replica's share")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -109,8 +119,27 @@ func runRouter(ctx context.Context, args []string) error {
 	m := telemetry.NewMetrics("router", "")
 	resolver := tenancy.NewResolver(pool, tenancy.ResolverOptions{Log: logger()})
 	m.Register(resolver.Collectors()...)
+	var ring *peerlimit.Limiter
+	if *peerAddr != "" {
+		pc := peerlimit.Config{Addr: *peerAddr, Advertise: *peerAdvertise, DNS: *peersDNS, DNSInterval: *peersDNSEvery,
+			Deadline: *peerDeadline, Log: logger().With("component", "peerlimit")}
+		if *peers != "" {
+			pc.Peers = strings.Split(*peers, ",")
+		}
+		if *peersK8s != "" {
+			pc.K8s = &peerlimit.K8s{Selector: *peersK8s, PodIP: os.Getenv("POD_IP")}
+		}
+		if ring, err = peerlimit.Start(ctx, pc); err != nil {
+			return err
+		}
+		defer ring.Close()
+		logger().Info("per-address limits kept by the ring", "peer_addr", ring.Addr(), "peers", ring.Peers())
+	} else if *peers != "" || *peersDNS != "" || *peersK8s != "" {
+		return errors.New("--peers, --peers-dns and --peers-k8s need --peer-addr, this replica's peer listener")
+	}
 	rt, err := router.New(router.Config{BaseDomain: *domain, PublicScheme: *scheme, PublicPort: *port, ManagementURL: *mgmtURL,
-		TrustedProxies: trusted, IdentitySecret: key, IdentitySecretPrevious: prevKey, Resolver: resolver, Log: logger(), Metrics: m})
+		TrustedProxies: trusted, IdentitySecret: key, IdentitySecretPrevious: prevKey, Resolver: resolver, Log: logger(), Metrics: m,
+		PeerLimits: ring})
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,10 @@ type Options struct {
 	ExportPartRows int
 	// ExportChunkBytes is the largest stored chunk of an export (default 1 MiB).
 	ExportChunkBytes int
+	// Routers is how many router replicas run as one ring (default 1), and
+	// PeerDeadline their limit checks' wait on a peer.
+	Routers      int
+	PeerDeadline time.Duration
 }
 
 // Env is a running platform with a management key.
@@ -121,6 +125,8 @@ func Start(t testing.TB, o Options) *Env {
 		TrustedProxies:   o.TrustedProxies,
 		ExportPartRows:   o.ExportPartRows,
 		ExportChunkBytes: o.ExportChunkBytes,
+		Routers:          o.Routers,
+		PeerDeadline:     o.PeerDeadline,
 		Worker:           async.WorkerOptions{Poll: 20 * time.Millisecond},
 		TenancyURL:       tenancyURL,
 		Regions:          regions,

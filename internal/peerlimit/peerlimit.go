@@ -333,6 +333,11 @@ func sorted(s []string) []string {
 	return s
 }
 
+// StopServingPeers closes the peer listener while the replica stays in the
+// ring and keeps checking its own counters: what its peers see of a
+// replica cut off from them (a partition, a blocked port).
+func (l *Limiter) StopServingPeers() { l.srv.Stop() }
+
 // Close leaves the ring: the listener closes and the counters this replica
 // owned are gone (their addresses start afresh on their next owner).
 func (l *Limiter) Close() {
