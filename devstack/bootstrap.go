@@ -13,6 +13,10 @@ import (
 type Credentials struct {
 	Management ManagementCredentials `json:"management"`
 	Projects   []ProjectCredentials  `json:"projects"`
+	// Routers are the base URLs of the router replicas (`tally dev
+	// --routers N`), the usual one first: one ring keeps the per-address
+	// limits whichever a request goes to.
+	Routers []string `json:"routers"`
 }
 
 // ManagementCredentials are a management key pair.

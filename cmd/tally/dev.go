@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -32,8 +33,12 @@ func runDev(ctx context.Context, args []string) error {
 	adminPort := fs.Int("admin-port", 9090, "first port of the admin endpoints (router, management, api, us1, as1); 0 turns them off")
 	domain := fs.String("base-domain", "localhost", "domain of the cluster hosts")
 	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
+	routers := fs.Int("routers", 1, "router replicas to run, each on a port of its own (the first on --addr), as one ring keeping the per-address limits; their base URLs are listed in credentials.json as routers")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *routers < 1 {
+		return errors.New("--routers: at least 1")
 	}
 	log := logger()
 	shutdown, err := telemetry.SetupTracing(ctx, "tally-dev")
@@ -90,7 +95,8 @@ func runDev(ctx context.Context, args []string) error {
 	stack, err := devstack.Start(ctx, devstack.Config{BaseDomain: *domain, RouterAddr: *addr, TenancyURL: servers[0].URL("tally"),
 		Regions: regions, IdentitySecret: key, OperatorSecret: operator, AdminBasePort: *adminPort, Log: log,
 		// Local receivers are the point of trying webhooks on one machine.
-		Webhooks: webhooks.Options{AllowPrivateTargets: true}, BinRetention: *retention, ClusterBasePort: *clusterPort})
+		Webhooks: webhooks.Options{AllowPrivateTargets: true}, BinRetention: *retention, ClusterBasePort: *clusterPort,
+		Routers: *routers})
 	if err != nil {
 		return err
 	}
@@ -136,6 +142,7 @@ func devCredentials(ctx context.Context, stack *devstack.Stack, path string) (de
 					creds.Projects[i].BaseURL = stack.BaseURL(creds.Projects[i].Cluster)
 					creds.Projects[i].HostURL = stack.HostURL(creds.Projects[i].Cluster)
 				}
+				creds.Routers = stack.RouterURLs
 				return creds, writeJSON(path, creds)
 			}
 			if !errors.Is(err, tenancy.ErrKeyNotFound) {
@@ -147,6 +154,7 @@ func devCredentials(ctx context.Context, stack *devstack.Stack, path string) (de
 	if err != nil {
 		return creds, err
 	}
+	creds.Routers = stack.RouterURLs
 	return creds, writeJSON(path, creds)
 }
 
@@ -178,6 +186,9 @@ func printWelcome(w io.Writer, c devstack.Credentials, path string, adminPort in
 			p.BaseURL, p.AppID, p.AppToken)
 		fmt.Fprintf(w, "  curl %s/management/v1/projects -H 'X-Management-Id: %s' -H 'X-Management-Token: %s'\n",
 			p.BaseURL, c.Management.ID, c.Management.Token)
+	}
+	if len(c.Routers) > 1 {
+		fmt.Fprintf(w, "\nRouter replicas (one ring for the per-address limits): %s\n", strings.Join(c.Routers, " "))
 	}
 	if adminPort != 0 {
 		fmt.Fprintf(w, "\nMetrics: http://127.0.0.1:%d/metrics (router). Ctrl-C stops everything.\n\n", adminPort)

@@ -30,3 +30,15 @@ func TestWelcomeNamesTheAdminPortInUse(t *testing.T) {
 		t.Errorf("--admin-port 0: the banner names a metrics address though none is served:\n%s", b.String())
 	}
 }
+
+// With more than one router replica, the banner lists them all.
+func TestWelcomeListsTheRouterReplicas(t *testing.T) {
+	creds := devstack.Credentials{Routers: []string{"http://127.0.0.1:8080", "http://127.0.0.1:41001", "http://127.0.0.1:41002"}}
+	var b strings.Builder
+	printWelcome(&b, creds, ".tally/credentials.json", 0)
+	for _, u := range creds.Routers {
+		if !strings.Contains(b.String(), u) {
+			t.Errorf("the banner does not name router %s:\n%s", u, b.String())
+		}
+	}
+}
