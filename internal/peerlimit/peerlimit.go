@@ -316,21 +316,16 @@ func (l *Limiter) resolve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	addrs := make([]string, len(ips))
-	for i, ip := range ips {
-		addrs[i] = net.JoinHostPort(ip, port)
+	addrs := []string{l.self}
+	for _, ip := range ips {
+		addrs = append(addrs, net.JoinHostPort(ip, port))
 	}
-	if slices.Equal(sorted(addrs), l.Peers()) {
+	slices.Sort(addrs)
+	if slices.Equal(slices.Compact(addrs), l.Peers()) {
 		return nil
 	}
 	l.SetPeers(addrs)
 	return nil
-}
-
-func sorted(s []string) []string {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	return s
 }
 
 // StopServingPeers closes the peer listener while the replica stays in the

@@ -3,6 +3,8 @@ package peerlimit
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"testing"
 	"time"
 )
@@ -173,5 +175,24 @@ func TestAnUnreachableOwnerFailsOpenOnTheShareWithinTheDeadline(t *testing.T) {
 	}
 	if after := ls[0].FailedOpen("client") + ls[1].FailedOpen("client"); after-before != float64(10*len(owned)) {
 		t.Fatalf("fail-open counted %v, want %d", after-before, 10*len(owned))
+	}
+}
+
+// A ring from DNS: every address the name resolves to, on the port given,
+// and this replica; looked up again as the interval passes.
+func TestDNSDiscoveryFindsThePeersOfTheName(t *testing.T) {
+	first, err := Start(context.Background(), Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	_, port, _ := net.SplitHostPort(first.Addr())
+	l, err := Start(context.Background(), Config{Addr: "127.0.0.1:0", DNS: "localhost:" + port, DNSInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if ps := l.Peers(); !slices.Contains(ps, first.Addr()) || !slices.Contains(ps, l.Addr()) {
+		t.Fatalf("the ring from DNS: %v, want %s and %s", ps, first.Addr(), l.Addr())
 	}
 }
