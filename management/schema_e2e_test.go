@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"strconv"
-	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
@@ -26,7 +23,7 @@ func TestManagementIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
-	old, need := migrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
+	old, need := dbtest.MigrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
 	if err := db.Migrate(ctx, url, old, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
@@ -45,31 +42,4 @@ func TestManagementIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	stacktest.Eventually(t, 10*time.Second, "ready once migrated", func() bool { return app.Ready(ctx) == nil })
-}
-
-// migrationsBelowNeed is the migrations in dir of fsys but the last: a
-// release before the binary's; and the binary's need.
-func migrationsBelowNeed(t *testing.T, fsys fs.FS, dir string) (fstest.MapFS, uint) {
-	t.Helper()
-	need, err := db.MigrationsVersion(fsys, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := fstest.MapFS{}
-	for _, e := range entries {
-		n, _, _ := strings.Cut(e.Name(), "_")
-		if v, err := strconv.ParseUint(n, 10, 64); err != nil || uint(v) >= need {
-			continue
-		}
-		data, err := fs.ReadFile(fsys, dir+"/"+e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		old[dir+"/"+e.Name()] = &fstest.MapFile{Data: data}
-	}
-	return old, need
 }

@@ -3,12 +3,10 @@ package regional_test
 import (
 	"context"
 	"io"
-	"io/fs"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
@@ -30,8 +28,8 @@ func TestReadinessWaitsForBothSchemas(t *testing.T) {
 	dbtest.StartShared(t, "tenancy", "api")
 	tenancyURL := dbtest.Shared(t, "tenancy").NewDatabase(t)
 	regionalURL := dbtest.Shared(t, "api").NewDatabase(t)
-	oldTenancy, tenancyNeed := migrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
-	oldRegional, regionalNeed := migrationsBelowNeed(t, regional.Migrations, regional.MigrationsDir)
+	oldTenancy, tenancyNeed := dbtest.MigrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
+	oldRegional, regionalNeed := dbtest.MigrationsBelowNeed(t, regional.Migrations, regional.MigrationsDir)
 	if err := db.Migrate(ctx, tenancyURL, oldTenancy, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
@@ -73,31 +71,4 @@ func TestReadinessWaitsForBothSchemas(t *testing.T) {
 		s, _ := readyz()
 		return s == 200
 	})
-}
-
-// migrationsBelowNeed is the migrations in dir of fsys but the last: a
-// release before the binary's; and the binary's need.
-func migrationsBelowNeed(t *testing.T, fsys fs.FS, dir string) (fstest.MapFS, uint) {
-	t.Helper()
-	need, err := db.MigrationsVersion(fsys, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := fstest.MapFS{}
-	for _, e := range entries {
-		n, _, _ := strings.Cut(e.Name(), "_")
-		if v, err := strconv.ParseUint(n, 10, 64); err != nil || uint(v) >= need {
-			continue
-		}
-		data, err := fs.ReadFile(fsys, dir+"/"+e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		old[dir+"/"+e.Name()] = &fstest.MapFile{Data: data}
-	}
-	return old, need
 }

@@ -3,13 +3,11 @@ package router_test
 import (
 	"context"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
@@ -115,7 +113,7 @@ func TestRouterIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
-	old, need := migrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
+	old, need := dbtest.MigrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
 	if err := db.Migrate(ctx, url, old, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
@@ -132,31 +130,4 @@ func TestRouterIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 		s, _ := readyz(t, admin)
 		return s == 200
 	})
-}
-
-// migrationsBelowNeed is the migrations in dir of fsys but the last: a
-// release before the binary's; and the binary's need.
-func migrationsBelowNeed(t *testing.T, fsys fs.FS, dir string) (fstest.MapFS, uint) {
-	t.Helper()
-	need, err := db.MigrationsVersion(fsys, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := fstest.MapFS{}
-	for _, e := range entries {
-		n, _, _ := strings.Cut(e.Name(), "_")
-		if v, err := strconv.ParseUint(n, 10, 64); err != nil || uint(v) >= need {
-			continue
-		}
-		data, err := fs.ReadFile(fsys, dir+"/"+e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		old[dir+"/"+e.Name()] = &fstest.MapFile{Data: data}
-	}
-	return old, need
 }

@@ -1,0 +1,39 @@
+package dbtest
+
+import (
+	"io/fs"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/tallyhq/tally/internal/db"
+)
+
+// MigrationsBelowNeed is the migrations in dir of fsys but the last: a
+// release before the binary's; and the binary's need (the readiness
+// tests' older schema).
+func MigrationsBelowNeed(t testing.TB, fsys fs.FS, dir string) (fstest.MapFS, uint) {
+	t.Helper()
+	need, err := db.MigrationsVersion(fsys, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fstest.MapFS{}
+	for _, e := range entries {
+		n, _, _ := strings.Cut(e.Name(), "_")
+		if v, err := strconv.ParseUint(n, 10, 64); err != nil || uint(v) >= need {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, dir+"/"+e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[dir+"/"+e.Name()] = &fstest.MapFile{Data: data}
+	}
+	return old, need
+}
