@@ -18,6 +18,17 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
+// call passes one application API request of proj_1 through c.
+func call(t *testing.T, c *usage.Counter) {
+	t.Helper()
+	e := echo.New()
+	r := httptest.NewRequest("GET", "/v1/customers", nil)
+	r = r.WithContext(identity.With(r.Context(), identity.Identity{ProjectID: "proj_1"}))
+	if err := c.Middleware(func(echo.Context) error { return nil })(e.NewContext(r, httptest.NewRecorder())); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A flush that finds nothing to add still returns only once the flush
 // before it, which took the counts and is writing them, has committed: the
 // usage endpoint flushes before it reads, and read nothing when the
@@ -34,14 +45,6 @@ func TestAFlushWaitsForTheFlushInProgress(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	c := usage.NewCounter(pool, slog.Default())
-	call := func() {
-		e := echo.New()
-		r := httptest.NewRequest("GET", "/v1/customers", nil)
-		r = r.WithContext(identity.With(r.Context(), identity.Identity{ProjectID: "proj_1"}))
-		if err := c.Middleware(func(echo.Context) error { return nil })(e.NewContext(r, httptest.NewRecorder())); err != nil {
-			t.Fatal(err)
-		}
-	}
 	calls := func() int64 {
 		var n int64
 		if err := pool.QueryRow(ctx, `SELECT calls FROM api_usage WHERE project_id = 'proj_1'`).Scan(&n); err != nil {
@@ -49,7 +52,7 @@ func TestAFlushWaitsForTheFlushInProgress(t *testing.T) {
 		}
 		return n
 	}
-	call()
+	call(t, c)
 	c.Flush(ctx)
 
 	// Hold the day's row, so that the next flush stops mid-write.
@@ -61,7 +64,7 @@ func TestAFlushWaitsForTheFlushInProgress(t *testing.T) {
 	if _, err := lock.Exec(ctx, `SELECT calls FROM api_usage WHERE project_id = 'proj_1' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	call()
+	call(t, c)
 	first := make(chan struct{})
 	go func() { c.Flush(ctx); close(first) }()
 	for waiting, deadline := 0, time.Now().Add(10*time.Second); waiting == 0; {
@@ -102,20 +105,12 @@ func TestAFlushWhoseCommitAnswerIsLostCountsOnce(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	c := usage.NewCounter(pool, slog.Default())
-	call := func() {
-		e := echo.New()
-		r := httptest.NewRequest("GET", "/v1/customers", nil)
-		r = r.WithContext(identity.With(r.Context(), identity.Identity{ProjectID: "proj_1"}))
-		if err := c.Middleware(func(echo.Context) error { return nil })(e.NewContext(r, httptest.NewRecorder())); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for range 3 {
-		call()
+		call(t, c)
 	}
 	cut.Arm()
 	c.Flush(ctx) // committed, but its answer never came
-	call()
+	call(t, c)
 	c.Flush(ctx)
 	c.Flush(ctx)
 	var n int64
@@ -138,14 +133,8 @@ func TestAFailedFlushIsAddedLater(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	c := usage.NewCounter(pool, slog.Default())
-	e := echo.New()
-	r := httptest.NewRequest("GET", "/v1/customers", nil)
-	r = r.WithContext(identity.With(r.Context(), identity.Identity{ProjectID: "proj_1"}))
-	for range 2 {
-		if err := c.Middleware(func(echo.Context) error { return nil })(e.NewContext(r, httptest.NewRecorder())); err != nil {
-			t.Fatal(err)
-		}
-	}
+	call(t, c)
+	call(t, c)
 	// The day's row is locked past the lock timeout: the flush fails, rolled back.
 	lock, err := pool.Begin(ctx)
 	if err != nil {
