@@ -172,6 +172,7 @@ type plan struct {
 	control   *deploytest.Rendered            // renders management
 	home      *deploytest.Rendered            // the region whose Kubernetes cluster runs the control plane
 	regional  *deploytest.Rendered            // a regional overlay without management, if there is one
+	others    []*deploytest.Rendered          // the other regional overlays
 	dedicated []*deploytest.Rendered
 	boot      []*deploytest.Rendered // control plane first
 }
@@ -211,7 +212,7 @@ func render(t *testing.T) plan {
 	// The control plane runs in the Kubernetes cluster of the region whose
 	// routers reach management by a Service only the control plane renders
 	// (the others have an ExternalName of their own); the test boots that
-	// region, and one other.
+	// region and every other.
 	for _, d := range dirs {
 		r := pl.all[d]
 		if r == pl.control || !roles(r)["regional"] || strings.HasPrefix(d, "dedicated") {
@@ -222,6 +223,8 @@ func render(t *testing.T) plan {
 			pl.home = r
 		} else if pl.regional == nil {
 			pl.regional = r
+		} else {
+			pl.others = append(pl.others, r)
 		}
 	}
 	// As deploy/README.md applies them ("Upgrades"): the control plane first
@@ -235,6 +238,7 @@ func render(t *testing.T) plan {
 	if pl.regional != nil {
 		pl.boot = append(pl.boot, pl.regional)
 	}
+	pl.boot = append(pl.boot, pl.others...) // every region boots
 	pl.boot = append(pl.boot, pl.dedicated...)
 	var names []string
 	for _, r := range pl.boot {
