@@ -118,3 +118,20 @@ func Rest(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// EachBatch runs batch until it says it is done or fails, resting between
+// batches as long as the last one took (Rest), so that a sweep of
+// application-level batches (one transaction per item, say) does not hold
+// the database either.
+func EachBatch(ctx context.Context, batch func(ctx context.Context) (done bool, err error)) error {
+	for {
+		start := time.Now()
+		done, err := batch(ctx)
+		if err != nil || done {
+			return err
+		}
+		if err := Rest(ctx, time.Since(start)); err != nil {
+			return err
+		}
+	}
+}

@@ -142,20 +142,11 @@ func (b *Bin) Expire(ctx context.Context) (err error) {
 	ctx, span := tracer.Start(ctx, "bin.Expire")
 	defer telemetry.End(span, &err)
 	cutoff := b.clock.Now().Add(-b.retention)
-	var took time.Duration
-	for first := true; ; first = false {
-		if !first {
-			// Rest between batches as long as the last took, so that
-			// the sweep does not hold the database.
-			if err := db.Rest(ctx, took); err != nil {
-				return err
-			}
-		}
-		start := time.Now()
+	return db.EachBatch(ctx, func(ctx context.Context) (bool, error) {
 		rows, err := b.pool.Query(ctx, `SELECT project_id, id FROM bin_entries WHERE created_at <= $1
 			ORDER BY created_at, resource_type = 'sku' LIMIT 100`, cutoff)
 		if err != nil {
-			return err
+			return false, err
 		}
 		type due struct{ project, id string }
 		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
@@ -163,7 +154,7 @@ func (b *Bin) Expire(ctx context.Context) (err error) {
 			return d, r.Scan(&d.project, &d.id)
 		})
 		if err != nil || len(batch) == 0 {
-			return err
+			return true, err
 		}
 		for _, d := range batch {
 			err := db.InTx(ctx, b.pool, func(tx pgx.Tx) error { return b.remove(ctx, tx, d.project, d.id) })
@@ -172,11 +163,11 @@ func (b *Bin) Expire(ctx context.Context) (err error) {
 				continue // removed meanwhile, or with its product earlier in this batch
 			}
 			if err != nil {
-				return err
+				return false, err
 			}
 		}
-		took = time.Since(start)
-	}
+		return false, nil
+	})
 }
 
 // Run expires entries every interval until ctx ends.

@@ -317,28 +317,19 @@ func (s *Service) ListPending(ctx context.Context, projectID, campaignID, member
 // taken with SKIP LOCKED and checked under lock, so replicas sweeping at
 // once split the work and none is activated twice.
 func (s *Service) Sweep(ctx context.Context) error {
-	var took time.Duration
-	for first := true; ; first = false {
-		if !first {
-			// Rest between batches as long as the last took, so that
-			// the sweep does not hold the database.
-			if err := db.Rest(ctx, took); err != nil {
-				return err
-			}
-		}
-		start := time.Now()
+	return db.EachBatch(ctx, func(ctx context.Context) (bool, error) {
 		type due struct{ project, id, card string }
 		rows, err := s.pool.Query(ctx, `SELECT project_id, id, card_id FROM loyalty_pending_points
 			WHERE status = 'PENDING' AND activates_at <= $1 ORDER BY activates_at LIMIT 100`, s.clock.Today())
 		if err != nil {
-			return err
+			return false, err
 		}
 		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
 			var d due
 			return d, r.Scan(&d.project, &d.id, &d.card)
 		})
 		if err != nil || len(batch) == 0 {
-			return err
+			return true, err
 		}
 		done := 0
 		for _, d := range batch {
@@ -357,14 +348,11 @@ func (s *Service) Sweep(ctx context.Context) error {
 				return err
 			})
 			if err != nil {
-				return err
+				return false, err
 			}
 		}
-		if done == 0 {
-			return nil
-		}
-		took = time.Since(start)
-	}
+		return done == 0, nil
+	})
 }
 
 // Run activates due pending points every interval until ctx ends.

@@ -35,21 +35,12 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log func(erro
 // each is changed under its lock, so replicas sweeping at once never
 // expire a bucket twice.
 func (s *Service) Expire(ctx context.Context) error {
-	var took time.Duration
-	for first := true; ; first = false {
-		if !first {
-			// Rest between batches as long as the last took, so that
-			// the sweep does not hold the database.
-			if err := db.Rest(ctx, took); err != nil {
-				return err
-			}
-		}
-		start := time.Now()
+	return db.EachBatch(ctx, func(ctx context.Context) (bool, error) {
 		today := s.clock.Today()
 		rows, err := s.pool.Query(ctx, `SELECT project_id, card_id FROM loyalty_point_buckets
 			WHERE expires_on < $1 AND points > 0 GROUP BY project_id, card_id LIMIT 100`, today)
 		if err != nil {
-			return err
+			return false, err
 		}
 		type due struct{ project, card string }
 		batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
@@ -57,21 +48,18 @@ func (s *Service) Expire(ctx context.Context) error {
 			return d, r.Scan(&d.project, &d.card)
 		})
 		if err != nil || len(batch) == 0 {
-			return err
+			return true, err
 		}
 		done := 0
 		for _, d := range batch {
 			n, err := s.expireCard(ctx, d.project, d.card, today)
 			if err != nil {
-				return err
+				return false, err
 			}
 			done += n
 		}
-		if done == 0 {
-			return nil // what is left belongs to cards being deleted
-		}
-		took = time.Since(start)
-	}
+		return done == 0, nil // none expired: what is left belongs to cards being deleted
+	})
 }
 
 // expireCard expires a card's points dated before today; 1 when it did.
