@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tallyhq/tally/internal/lrux"
 	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -43,7 +44,7 @@ var lookupBucket = peerlimit.Bucket{Name: "directory_lookups", Rate: lookupRate,
 // way is charged once, however many of the address's requests wait on it.
 func (b lookupBudget) takeCentral(name string) (func(found bool), bool) {
 	addr := addrKey(b.ip)
-	a := getOrAdd(b.l.lookups, addr, func() *addrLookups { return &addrLookups{} })
+	a := lrux.GetOrAdd(b.l.lookups, addr, func() *addrLookups { return &addrLookups{} })
 	a.mu.Lock()
 	n := a.names[name]
 	if n == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/lrux"
 	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -97,33 +98,13 @@ func newLimiter(store quota) *limiter {
 	return &limiter{
 		store:   store,
 		now:     time.Now,
-		clients: must(lru.New[string, *rate.Limiter](200_000)),
-		lookups: must(lru.New[string, *addrLookups](100_000)),
+		clients: lrux.New[string, *rate.Limiter](200_000),
+		lookups: lrux.New[string, *addrLookups](100_000),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tally_rate_limited_total",
 			Help: "Requests refused with 429, by the limit they met (project_minute, project_hour, client_ip, directory_lookups)."}, []string{"limit"}),
 		failOpen: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_ratelimit_fail_open_total",
 			Help: "Requests let through on a replica's local share while the tenancy database could not be reached."}),
 	}
-}
-
-// getOrAdd is key's entry in c, made by mk when there is none; of two
-// callers adding one at once, both get the one kept.
-func getOrAdd[K comparable, V any](c *lru.Cache[K, V], key K, mk func() V) V {
-	if v, ok := c.Get(key); ok {
-		return v
-	}
-	v := mk()
-	if prev, loaded, _ := c.PeekOrAdd(key, v); loaded {
-		return prev
-	}
-	return v
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err) // only for a size below 1
-	}
-	return v
 }
 
 // verdict is what a limit says of one request, and what the headers show.
@@ -331,7 +312,7 @@ func (l *limiter) client(projectID, ip string, lim tenancy.IPLimit) verdict {
 		return l.clientCentral(projectID, ip, lim)
 	}
 	key := projectID + "|" + addrKey(ip) + "|" + strconv.Itoa(lim.Requests) + "/" + strconv.Itoa(lim.Seconds)
-	b := getOrAdd(l.clients, key, func() *rate.Limiter {
+	b := lrux.GetOrAdd(l.clients, key, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Limit(float64(lim.Requests)/float64(lim.Seconds)), lim.Requests)
 	})
 	now := l.now()
@@ -388,7 +369,7 @@ func (b lookupBudget) Take(name string) (func(found bool), bool) {
 	if b.l.peers != nil {
 		return b.takeCentral(name)
 	}
-	a := getOrAdd(b.l.lookups, addrKey(b.ip), func() *addrLookups {
+	a := lrux.GetOrAdd(b.l.lookups, addrKey(b.ip), func() *addrLookups {
 		return &addrLookups{bucket: rate.NewLimiter(lookupRate, lookupBurst)}
 	})
 	a.mu.Lock()

@@ -41,6 +41,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
+
+	"github.com/tallyhq/tally/internal/lrux"
 )
 
 // Config of a replica's limiter.
@@ -154,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (*Limiter, error) {
 	}
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	l := &Limiter{cfg: cfg, inst: inst, srv: srv, lis: lis, self: self, log: cfg.Log, stop: stop,
-		local: must(lru.New[string, *rate.Limiter](100_000)),
+		local: lrux.New[string, *rate.Limiter](100_000),
 		failOpen: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tally_ratelimit_peer_fail_open_total",
 			Help: "Per-address limit checks this replica decided on its own share of the limit: the counter's owner in the ring could not be reached within the deadline."},
 			[]string{"limit"}),
@@ -416,7 +418,7 @@ func (l *Limiter) share(b Bucket, key string, hits int64, now time.Time, why str
 	n := max(l.ringSize.Load(), 1)
 	r := int64(math.Ceil(float64(b.Rate) / float64(n)))
 	burst := int64(math.Ceil(float64(b.Burst) / float64(n)))
-	lim := getOrAdd(l.local, b.Name+"\x00"+key+"\x00"+fmt.Sprint(r, "/", b.Per, "/", burst), func() *rate.Limiter {
+	lim := lrux.GetOrAdd(l.local, b.Name+"\x00"+key+"\x00"+fmt.Sprint(r, "/", b.Per, "/", burst), func() *rate.Limiter {
 		return rate.NewLimiter(rate.Limit(float64(r)/b.Per.Seconds()), int(burst))
 	})
 	if hits <= 0 {
@@ -433,22 +435,4 @@ func (l *Limiter) share(b Bucket, key string, hits int64, now time.Time, why str
 	left := lim.TokensAt(now)
 	return Result{Allowed: true, Remaining: int64(left), FailedOpen: true,
 		Reset: now.Add(time.Duration((float64(burst) - left) / float64(r) * float64(b.Per)))}
-}
-
-func getOrAdd[K comparable, V any](c *lru.Cache[K, V], key K, mk func() V) V {
-	if v, ok := c.Get(key); ok {
-		return v
-	}
-	v := mk()
-	if prev, loaded, _ := c.PeekOrAdd(key, v); loaded {
-		return prev
-	}
-	return v
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
