@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/klog/v2"
 
 	"github.com/tallyhq/tally/internal/cpushare"
 	"github.com/tallyhq/tally/internal/db"
@@ -83,7 +84,8 @@ func runRouter(ctx context.Context, args []string) error {
 	peers := fs.String("peers", "", "static ring: comma-separated host:port of every replica's peer service")
 	peersDNS := fs.String("peers-dns", "", "ring from DNS: name:port, every address of the name (a headless Service's) is a replica; looked up every --peers-dns-interval")
 	peersDNSEvery := fs.Duration("peers-dns-interval", 5*time.Second, "how often --peers-dns is looked up again")
-	peersK8s := fs.String("peers-k8s", "", "ring from the Kubernetes API: a label selector of the router pods in this pod's namespace (needs get, list, watch on pods; the pod's IP in $POD_IP)")
+	peersK8s := fs.String("peers-k8s", "", "ring from the Kubernetes API: a label selector of the router pods in this pod's namespace, each reached at its pod IP and container port named peer; only ready pods count (needs get, list, watch on pods; the pod's IP in $POD_IP)")
+	kubeconfig := fs.String("kubeconfig", "", "with --peers-k8s, a kubeconfig file to reach the Kubernetes API with, its context's namespace the pods' (default: the pod's in-cluster service account)")
 	peerDeadline := fs.Duration("peer-deadline", 20*time.Millisecond, "how long a limit check waits on the replica owning its counter before deciding on this replica's share")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -127,7 +129,9 @@ func runRouter(ctx context.Context, args []string) error {
 			pc.Peers = strings.Split(*peers, ",")
 		}
 		if *peersK8s != "" {
-			pc.K8s = &peerlimit.K8s{Selector: *peersK8s, PodIP: os.Getenv("POD_IP")}
+			pc.K8s = &peerlimit.K8s{Selector: *peersK8s, PodIP: os.Getenv("POD_IP"), Kubeconfig: *kubeconfig}
+			// client-go logs through klog: into this process's JSON log.
+			klog.SetSlogLogger(logger().With("component", "kubernetes"))
 		}
 		if ring, err = peerlimit.Start(ctx, pc); err != nil {
 			return err
@@ -136,6 +140,9 @@ func runRouter(ctx context.Context, args []string) error {
 		logger().Info("per-address limits kept by the ring", "peer_addr", ring.Addr(), "peers", ring.Peers())
 	} else if *peers != "" || *peersDNS != "" || *peersK8s != "" {
 		return errors.New("--peers, --peers-dns and --peers-k8s need --peer-addr, this replica's peer listener")
+	}
+	if *kubeconfig != "" && *peersK8s == "" {
+		return errors.New("--kubeconfig is for --peers-k8s")
 	}
 	rt, err := router.New(router.Config{BaseDomain: *domain, PublicScheme: *scheme, PublicPort: *port, ManagementURL: *mgmtURL,
 		TrustedProxies: trusted, IdentitySecret: key, IdentitySecretPrevious: prevKey, Resolver: resolver, Log: logger(), Metrics: m,
@@ -160,7 +167,18 @@ func runRouter(ctx context.Context, args []string) error {
 		plain.TLS = nil
 		extra = append(extra, func(ctx context.Context) error { return httpx.ServePublic(ctx, l, router.RedirectToHTTPS(), plain) })
 	}
-	return serve(ctx, "router", *addr, *adminAddr, rt.Handler(), &public, m, rt.Ready, extra...)
+	ready := rt.Ready
+	if ring != nil {
+		// Not ready before the ring is known: a replica serving alone
+		// would give each address its whole limit again.
+		ready = func(ctx context.Context) error {
+			if err := ring.Ready(); err != nil {
+				return err
+			}
+			return rt.Ready(ctx)
+		}
+	}
+	return serve(ctx, "router", *addr, *adminAddr, rt.Handler(), &public, m, ready, extra...)
 }
 
 func runRegional(ctx context.Context, args []string) error {
