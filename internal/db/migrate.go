@@ -126,7 +126,12 @@ func MigrateWith(ctx context.Context, url string, fsys fs.FS, dir string, o Migr
 	if err != nil {
 		return fmt.Errorf("migrate: driver: %w", err)
 	}
-	m, err := migrate.NewWithInstance("iofs", src, "tally", leasedDriver{drv, lock})
+	// The files' directives ({{hash_sharded}}) rendered for this server.
+	dialect := PostgreSQL
+	if cockroach {
+		dialect = CockroachDB
+	}
+	m, err := migrate.NewWithInstance("iofs", renderedSource{src, dialect}, "tally", leasedDriver{drv, lock})
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}

@@ -28,6 +28,12 @@ import (
 //
 // and besides:
 //
+//   - a directive (directives.go) is one the migrator knows, where it
+//     renders as SQL: {{hash_sharded}} right after the column list of a
+//     PRIMARY KEY (…) in CREATE TABLE, or of CREATE [UNIQUE] INDEX … ON t
+//     (…), followed by nothing but the end of the table element, or of the
+//     index's statement or its WHERE (CockroachDB wants an index's STORING
+//     before its WITH (bucket_count …));
 //   - INT and INTEGER are 64-bit on CockroachDB and 32-bit on PostgreSQL,
 //     and SERIAL types differ too: every integer type names its width
 //     (INT2/SMALLINT, INT4, INT8/BIGINT);
@@ -89,7 +95,7 @@ type schemaModel struct {
 }
 
 type token struct {
-	kind byte // 'w' word, 'q' quoted identifier, 's' string, 'n' number, 'p' punctuation
+	kind byte // 'w' word, 'q' quoted identifier, 's' string, 'n' number, 'p' punctuation, 'd' directive
 	text string
 	line int
 }
@@ -131,6 +137,9 @@ func lintFile(sql string, model *schemaModel) []string {
 					add(t.line, "%s has no explicit width (64-bit on CockroachDB, 32-bit on PostgreSQL; SERIAL types differ too): write INT8/BIGINT, INT4 or INT2/SMALLINT", t.text)
 				}
 			}
+		}
+		for _, p := range lintDirectives(s.toks) {
+			add(p.line, "%s", p.what)
 		}
 		switch kind, verb := classify(s.toks); kind {
 		case "data":
@@ -461,6 +470,19 @@ func tokenize(sql string) []token {
 				out = out[:len(out)-1] // E'…' is one string
 			}
 			out = append(out, token{kind, text, startLine})
+		case c == '{' && strings.HasPrefix(sql[i:], "{{"):
+			// A directive (directives.go): {{name}}, one token.
+			end := strings.Index(sql[i:], "}}")
+			if end < 0 {
+				out = append(out, token{'d', strings.TrimSpace(sql[i+2:]), line})
+				line += strings.Count(sql[i:], "\n")
+				i = len(sql)
+				continue
+			}
+			body := sql[i+2 : i+end]
+			out = append(out, token{'d', strings.TrimSpace(body), line})
+			line += strings.Count(body, "\n")
+			i += end + 2
 		case c == '$':
 			// $1 is a parameter; $tag$ … $tag$ a dollar-quoted string.
 			j := i + 1
@@ -510,4 +532,78 @@ func tokenize(sql string) []token {
 
 func isWordByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+type directiveProblem struct {
+	line int
+	what string
+}
+
+// lintDirectives reports the directives of one statement that the
+// migrator would not know or would render where they are not SQL.
+func lintDirectives(toks []token) []directiveProblem {
+	var out []directiveProblem
+	bad := func(t token, format string, args ...any) {
+		out = append(out, directiveProblem{t.line, fmt.Sprintf(format, args...)})
+	}
+	isP := func(i int, p string) bool { return i >= 0 && i < len(toks) && toks[i].kind == 'p' && toks[i].text == p }
+	isW := func(i int, w string) bool { return i >= 0 && i < len(toks) && toks[i].is(w) }
+	createIndex := isW(0, "CREATE") && (isW(1, "INDEX") || isW(1, "UNIQUE") && isW(2, "INDEX"))
+	createTable := isW(0, "CREATE") && isW(1, "TABLE")
+	for i, t := range toks {
+		if t.kind != 'd' {
+			continue
+		}
+		if _, ok := directives[t.text]; !ok {
+			bad(t, "unknown directive {{%s}}: the migrator knows {{%s}}", t.text, strings.Join(Directives(), "}}, {{"))
+			continue
+		}
+		const where = "{{hash_sharded}} goes right after the column list of a PRIMARY KEY (…) in CREATE TABLE or of CREATE INDEX … ON t (…)"
+		// The column list it follows: from the ( matching the ) before it.
+		open := -1
+		if isP(i-1, ")") {
+			depth := 0
+			for j := i - 1; j >= 0; j-- {
+				if toks[j].kind != 'p' {
+					continue
+				}
+				if toks[j].text == ")" {
+					depth++
+				} else if toks[j].text == "(" {
+					depth--
+					if depth == 0 {
+						open = j
+						break
+					}
+				}
+			}
+		}
+		switch {
+		case open < 0:
+			bad(t, "%s; here it follows no column list", where)
+		case createTable && isW(open-2, "PRIMARY") && isW(open-1, "KEY"):
+			// The end of the table element: its comma, or the table's ).
+			if !isP(i+1, ",") && !isP(i+1, ")") {
+				bad(t, "%s, and ends the PRIMARY KEY: nothing may follow it but , or )", where)
+			}
+		case createIndex && firstParen(toks) == open:
+			if i+1 < len(toks) && !isW(i+1, "WHERE") {
+				bad(t, "%s, and only WHERE may follow it (CockroachDB wants STORING/INCLUDE before the WITH (bucket_count …) it renders)", where)
+			}
+		default:
+			bad(t, "%s; here it follows another list", where)
+		}
+	}
+	return out
+}
+
+// firstParen is the index of a statement's first "(" (an index's column
+// list, in CREATE INDEX … ON t (…)), or -1.
+func firstParen(toks []token) int {
+	for i, t := range toks {
+		if t.kind == 'p' && t.text == "(" {
+			return i
+		}
+	}
+	return -1
 }

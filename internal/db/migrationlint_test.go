@@ -166,6 +166,51 @@ DELETE FROM skus WHERE bin_id IS NOT NULL;
 DELETE FROM plans WHERE name = $$it's 'INT'$$;`,
 		},
 		{
+			name: "the directive passes after a primary key's and an index's column list",
+			sql: `CREATE TABLE events (project_id TEXT NOT NULL, id TEXT NOT NULL, at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
+);
+CREATE INDEX events_by_time ON events (project_id, at) {{hash_sharded}};
+CREATE UNIQUE INDEX events_live ON events (project_id, id) {{ hash_sharded }} WHERE at IS NOT NULL;
+-- {{hash_sharded}} in a comment is nothing.
+CREATE TABLE others (id TEXT NOT NULL, PRIMARY KEY (id) {{hash_sharded}}, at TIMESTAMPTZ NULL);`,
+		},
+		{
+			name: "an unknown directive",
+			sql:  `CREATE TABLE a (id TEXT NOT NULL, PRIMARY KEY (id) {{hashed}});`,
+			want: []string{"1: unknown directive {{hashed}}"},
+		},
+		{
+			name: "the directive after a column's type, a UNIQUE constraint, a CHECK",
+			sql: `CREATE TABLE a (
+    id TEXT NOT NULL PRIMARY KEY {{hash_sharded}},
+    b TEXT NOT NULL,
+    UNIQUE (b) {{hash_sharded}},
+    CHECK (b <> '') {{hash_sharded}}
+);`,
+			want: []string{"2: {{hash_sharded}} goes right after", "4: {{hash_sharded}} goes right after",
+				"5: {{hash_sharded}} goes right after"},
+		},
+		{
+			name: "the directive in an ALTER TABLE and a DROP INDEX",
+			sql: `ALTER TABLE skus ADD CONSTRAINT k PRIMARY KEY (project_id, id) {{hash_sharded}};
+DROP INDEX campaigns_by_type {{hash_sharded}};`,
+			want: []string{"1: {{hash_sharded}} goes right after", "2: {{hash_sharded}} goes right after"},
+		},
+		{
+			name: "the directive before INCLUDE, or with something after it in a primary key",
+			sql: `CREATE INDEX skus_by_source ON skus (project_id, source_id) {{hash_sharded}} INCLUDE (bin_id);
+CREATE TABLE a (id TEXT NOT NULL, PRIMARY KEY (id) {{hash_sharded}} WITH (fillfactor = 70));`,
+			want: []string{"1: {{hash_sharded}} goes right after", "2: {{hash_sharded}} goes right after"},
+		},
+		{
+			name: "the directive inside an index's expression, or twice",
+			sql: `CREATE INDEX skus_by_lower ON skus (project_id, lower(source_id) {{hash_sharded}});
+CREATE INDEX campaigns_twice ON campaigns (project_id, id) {{hash_sharded}} {{hash_sharded}};`,
+			want: []string{"1: {{hash_sharded}} goes right after", "2: {{hash_sharded}} goes right after the column list of a PRIMARY KEY (…) in CREATE TABLE or of CREATE INDEX … ON t (…), and only WHERE",
+				"2: {{hash_sharded}} goes right after the column list of a PRIMARY KEY (…) in CREATE TABLE or of CREATE INDEX … ON t (…); here it follows no"},
+		},
+		{
 			name: "the rewritten files pass: a DROP COLUMN alone",
 			sql:  `ALTER TABLE projects DROP COLUMN webhook_secret, DROP COLUMN plan;`,
 		},
