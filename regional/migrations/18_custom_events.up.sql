@@ -15,7 +15,7 @@ CREATE TABLE custom_events (
     idempotency_key TEXT        NULL,
     request_hash    TEXT        NULL,
     created_at      TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE INDEX custom_events_by_customer ON custom_events (project_id, customer_id);
 CREATE UNIQUE INDEX custom_events_by_idempotency_key ON custom_events (project_id, idempotency_key)
@@ -40,6 +40,6 @@ CREATE TABLE custom_event_accruals (
     rule_id    TEXT        NOT NULL,
     card_id    TEXT        NOT NULL,
     created_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (project_id, event_id, rule_id, card_id)
+    PRIMARY KEY (project_id, event_id, rule_id, card_id) {{hash_sharded}}
 );
 CREATE INDEX earning_rules_by_event ON earning_rules (project_id, event, campaign_id);

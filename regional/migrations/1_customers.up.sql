@@ -9,7 +9,7 @@ CREATE TABLE customers (
     attrs      JSONB       NOT NULL DEFAULT '{}',
     created_at TIMESTAMPTZ NOT NULL,
     updated_at TIMESTAMPTZ NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE UNIQUE INDEX customers_by_source_id ON customers (project_id, source_id);
 CREATE INDEX customers_by_email ON customers (project_id, email);

@@ -31,7 +31,7 @@ CREATE TABLE vouchers (
     bin_id              TEXT        NULL,
     created_at          TIMESTAMPTZ NOT NULL,
     updated_at          TIMESTAMPTZ NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE UNIQUE INDEX vouchers_by_code ON vouchers (project_id, code);
 CREATE INDEX vouchers_by_campaign ON vouchers (project_id, campaign_id, id);

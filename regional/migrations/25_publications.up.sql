@@ -24,7 +24,7 @@ CREATE TABLE publications (
     -- such a campaign once, whatever races.
     join_once_campaign TEXT      NULL,
     created_at       TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE UNIQUE INDEX publications_by_source ON publications (project_id, source_id);
 CREATE UNIQUE INDEX publications_join_once ON publications (project_id, customer_id, join_once_campaign);

@@ -23,12 +23,12 @@ CREATE TABLE stacked_redemptions (
     session_key     TEXT        NULL,
     view            JSONB       NOT NULL,
     created_at      TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
-CREATE INDEX stacked_redemptions_by_parent ON stacked_redemptions (project_id, parent_id);
+CREATE INDEX stacked_redemptions_by_parent ON stacked_redemptions (project_id, parent_id) {{hash_sharded}};
 -- Redemption counts of validation rules: per object and customer, per campaign and day.
 CREATE INDEX stacked_redemptions_by_object ON stacked_redemptions (project_id, object_id, customer_id);
-CREATE INDEX stacked_redemptions_by_campaign ON stacked_redemptions (project_id, campaign_id, created_at);
+CREATE INDEX stacked_redemptions_by_campaign ON stacked_redemptions (project_id, campaign_id, created_at) {{hash_sharded}};
 
 -- A redemption is rolled back at most once.
 CREATE TABLE stacked_rollbacks (

@@ -17,7 +17,7 @@ CREATE TABLE outbox (
     last_error   TEXT        NULL,
     created_at   TIMESTAMPTZ NOT NULL,
     finished_at  TIMESTAMPTZ NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 -- The workers' queue spans projects by design: claiming is the platform's
 -- work, not a tenant's query. Every other access names the project.
@@ -44,5 +44,5 @@ CREATE TABLE async_actions (
     processing_time INT8        NULL,
     created_at      TIMESTAMPTZ NOT NULL,
     updated_at      TIMESTAMPTZ NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );

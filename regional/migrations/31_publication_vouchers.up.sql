@@ -10,6 +10,6 @@ CREATE TABLE publication_vouchers (
     position       INT8 NOT NULL,
     voucher_id     TEXT NOT NULL,
     voucher_code   TEXT NOT NULL,
-    PRIMARY KEY (project_id, publication_id, position)
+    PRIMARY KEY (project_id, publication_id, position) {{hash_sharded}}
 );
 CREATE INDEX publication_vouchers_by_voucher ON publication_vouchers (project_id, voucher_code, publication_id);

@@ -12,7 +12,7 @@ CREATE TABLE webhook_deliveries (
     last_status_code INT8        NULL,
     created_at       TIMESTAMPTZ NOT NULL,
     finished_at      TIMESTAMPTZ NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries (project_id, webhook_id, id);
 

@@ -37,11 +37,11 @@ CREATE TABLE loyalty_cards (
     metadata          JSONB       NULL,
     created_at        TIMESTAMPTZ NOT NULL,
     updated_at        TIMESTAMPTZ NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 -- Codes are unique within a project, across its campaigns.
 CREATE UNIQUE INDEX loyalty_cards_by_code ON loyalty_cards (project_id, code);
-CREATE INDEX loyalty_cards_by_campaign ON loyalty_cards (project_id, campaign_id, id);
+CREATE INDEX loyalty_cards_by_campaign ON loyalty_cards (project_id, campaign_id, id) {{hash_sharded}};
 CREATE INDEX loyalty_cards_by_holder ON loyalty_cards (project_id, holder_id, campaign_id);
 
 -- Points on a card by expiration date: additions make buckets, removals
@@ -69,7 +69,7 @@ CREATE TABLE loyalty_transactions (
     details                JSONB       NOT NULL,
     related_transaction_id TEXT        NULL,
     created_at             TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE INDEX loyalty_transactions_by_card ON loyalty_transactions (project_id, card_id, id);
 CREATE INDEX loyalty_transactions_by_campaign ON loyalty_transactions (project_id, campaign_id, id);

@@ -15,7 +15,7 @@ CREATE TABLE orders (
     created_at      TIMESTAMPTZ NOT NULL,
     updated_at      TIMESTAMPTZ NULL,
     paid_at         TIMESTAMPTZ NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE UNIQUE INDEX orders_by_source ON orders (project_id, source_id);
 
@@ -42,7 +42,7 @@ CREATE TABLE loyalty_accruals (
     rule_id    TEXT        NOT NULL,
     card_id    TEXT        NOT NULL,
     created_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (project_id, order_id, rule_id, card_id)
+    PRIMARY KEY (project_id, order_id, rule_id, card_id) {{hash_sharded}}
 );
 
 CREATE TABLE loyalty_pending_points (
@@ -59,7 +59,7 @@ CREATE TABLE loyalty_pending_points (
     details      JSONB       NOT NULL,
     created_at   TIMESTAMPTZ NOT NULL,
     updated_at   TIMESTAMPTZ NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE INDEX loyalty_pending_points_by_card ON loyalty_pending_points (project_id, card_id, id);
 CREATE INDEX loyalty_pending_points_by_campaign ON loyalty_pending_points (project_id, campaign_id, id);

@@ -49,7 +49,7 @@ CREATE TABLE redemptions (
     -- The redemption as the API showed it when it was made.
     view        JSONB       NOT NULL,
     created_at  TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE INDEX redemptions_by_card ON redemptions (project_id, card_id, id);
 CREATE INDEX redemptions_by_reward ON redemptions (project_id, reward_id, status);

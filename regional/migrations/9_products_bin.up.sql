@@ -14,7 +14,7 @@ CREATE TABLE products (
     created_at TIMESTAMPTZ NOT NULL,
     updated_at TIMESTAMPTZ NULL,
     bin_id     TEXT        NULL,
-    PRIMARY KEY (project_id, id)
+    PRIMARY KEY (project_id, id) {{hash_sharded}}
 );
 CREATE UNIQUE INDEX products_live_source_id ON products (project_id, source_id) WHERE bin_id IS NULL;
 
@@ -32,7 +32,7 @@ CREATE TABLE skus (
     created_at TIMESTAMPTZ NOT NULL,
     updated_at TIMESTAMPTZ NULL,
     bin_id     TEXT        NULL,
-    PRIMARY KEY (project_id, id),
+    PRIMARY KEY (project_id, id) {{hash_sharded}},
     FOREIGN KEY (project_id, product_id) REFERENCES products (project_id, id)
 );
 CREATE INDEX skus_by_product ON skus (project_id, product_id, id);
