@@ -4,4 +4,7 @@
 // interface's JSON errors, and forwards the rest to the cluster's regional
 // instance, or to management, with a signed identity header and W3C trace
 // context. It holds no state of its own: run any number of replicas.
+//
+// A request goes through a chain of steps (chain.go, step_*.go), in the
+// order New writes down once.
 package router

@@ -1,14 +1,12 @@
 package router
 
 import (
-	"errors"
 	"mime"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/tenancy"
 )
 
 // Export files. GET /v1/exports/{id} is the export object as JSON on an
@@ -70,29 +68,6 @@ func clipPath(p string) string {
 		return p[:80] + "…"
 	}
 	return p
-}
-
-// tokenProject resolves a download link's token: the project it is for,
-// which must be live and in this cluster.
-func (r *Router) tokenProject(req *http.Request, exportID string, cluster tenancy.Cluster) (tenancy.Project, error) {
-	projectID, id, err := r.tokens.Verify(req.URL.Query().Get("token"), time.Now())
-	if err != nil {
-		return tenancy.Project{}, apierr.Unauthorized("The download token is invalid or has expired; read the export again for a fresh link.")
-	}
-	if id != exportID {
-		return tenancy.Project{}, apierr.NotFound("export", exportID)
-	}
-	p, err := r.cfg.Resolver.Project(req.Context(), projectID)
-	if errors.Is(err, tenancy.ErrProjectNotFound) {
-		return tenancy.Project{}, apierr.NotFound("export", exportID)
-	}
-	if err != nil {
-		return tenancy.Project{}, resolverError(err)
-	}
-	if p.Cluster != cluster.Name {
-		return tenancy.Project{}, r.wrongCluster(req.Context(), p)
-	}
-	return p, nil
 }
 
 // fileWriteIdle is how long a file download may make no progress: the

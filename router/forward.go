@@ -104,7 +104,7 @@ func (f *forwarder) roundTrip(ctx context.Context, out *http.Request) (*http.Res
 
 // forward sends the request to upstream and streams the answer back.
 // upstreamName names the target in errors ("cluster us1", "management").
-func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, signedIdentity, clientIP string) error {
+func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, signedIdentity string, client clientAddr) error {
 	in := c.Request()
 	// The request's one span in the router is its server span (DESIGN.md):
 	// the upstream's server span is its child, by the trace context sent
@@ -129,17 +129,16 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 		}
 		h[k] = vs
 	}
-	prior := c.Get(ctxForwardedFor)
-	if s, ok := prior.(string); ok && s != "" {
-		h.Set("X-Forwarded-For", s+", "+clientIP)
+	if client.chain != "" {
+		h.Set("X-Forwarded-For", client.chain+", "+client.ip)
 	} else {
-		h.Set("X-Forwarded-For", clientIP)
+		h.Set("X-Forwarded-For", client.ip)
 	}
 	h.Set("X-Forwarded-Host", in.Host)
 	if in.TLS != nil {
 		h.Set("X-Forwarded-Proto", "https")
-	} else if p, ok := c.Get(ctxForwardedProto).(string); ok && p != "" {
-		h.Set("X-Forwarded-Proto", p)
+	} else if client.proto != "" {
+		h.Set("X-Forwarded-Proto", client.proto)
 	} else {
 		h.Set("X-Forwarded-Proto", "http")
 	}

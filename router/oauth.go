@@ -1,7 +1,7 @@
 package router
 
 import (
-	"encoding/base64"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -82,29 +82,6 @@ func checkScope(t tenancy.Token, path string) error {
 	return e
 }
 
-// oauthKey authenticates an OAuth endpoint's caller: a server-side key, by
-// its X-App-Id and X-App-Token or HTTP Basic with the same pair.
-func (r *Router) oauthKey(c echo.Context, cluster tenancy.Cluster) (tenancy.AppKey, tenancy.Project, error) {
-	req := c.Request()
-	id, token := req.Header.Get("X-App-Id"), req.Header.Get("X-App-Token")
-	if scheme, cred, ok := strings.Cut(req.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Basic") {
-		if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
-			id, token, _ = strings.Cut(string(b), ":")
-		}
-	}
-	key, project, err := r.cfg.Resolver.App(req.Context(), id, token)
-	if err == nil && key.Kind != tenancy.KeyApp {
-		err = tenancy.ErrBadCredentials
-	}
-	if err != nil {
-		return key, project, credentialError(err, "Send a server-side key's X-App-Id and X-App-Token headers, or the pair as HTTP Basic.")
-	}
-	if project.Cluster != cluster.Name {
-		return key, project, r.wrongCluster(req.Context(), project)
-	}
-	return key, project, nil
-}
-
 func oauthError(key, message string) *apierr.Error {
 	return apierr.New(http.StatusBadRequest, key, message, "")
 }
@@ -156,25 +133,29 @@ func binding(req *http.Request, p tenancy.Project, scopes []string) (tenancy.Bin
 	return b, nil
 }
 
-func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
+// tokenStore issues, reads and revokes access tokens (tenancy.Resolver).
+type tokenStore interface {
+	IssueToken(ctx context.Context, key tenancy.AppKey, scopes []string, b tenancy.Binding) (string, tenancy.Token, error)
+	Token(ctx context.Context, token string) (tenancy.Token, error)
+	RevokeToken(ctx context.Context, projectID, token string) error
+}
+
+// oauthEndpoint serves the OAuth endpoints to a caller the chain has
+// authenticated with a server-side key (credentialsStep) and held to its
+// project's limits (limitStep): each call reads or writes the directory.
+type oauthEndpoint struct {
+	tokens tokenStore
+	now    func() time.Time
+}
+
+func (o oauthEndpoint) serve(c echo.Context, who caller) error {
 	req := c.Request()
-	if req.Method != http.MethodPost {
-		return apierr.New(http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed", "This endpoint accepts POST.")
-	}
-	key, project, err := r.oauthKey(c, cluster)
-	if err != nil {
-		return err
-	}
-	// Each call reads or writes the tenancy database: it counts against
-	// the project's limits like any other.
-	if err := r.limit(c, project, false, ""); err != nil {
-		return err
-	}
+	key, project := who.key, who.project
 	if err := req.ParseForm(); err != nil {
 		return apierr.InvalidPayload("The body is a form (application/x-www-form-urlencoded): " + err.Error())
 	}
 	ctx := req.Context()
-	now := r.limits.now()
+	now := o.now()
 	switch strings.TrimPrefix(req.URL.Path, oauthPrefix) {
 	case "token":
 		if req.PostForm.Get("grant_type") != "client_credentials" {
@@ -197,7 +178,7 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 		if err != nil {
 			return err
 		}
-		token, t, err := r.cfg.Resolver.IssueToken(ctx, key, slices.Compact(asked), bind)
+		token, t, err := o.tokens.IssueToken(ctx, key, slices.Compact(asked), bind)
 		if errors.Is(err, tenancy.ErrTooManyTokens) {
 			return apierr.New(http.StatusBadRequest, "too_many_tokens", "Too many tokens",
 				fmt.Sprintf("A project has at most %d live access tokens; revoke some or let them expire.", tenancy.MaxTokens))
@@ -213,7 +194,7 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 		if token == "" {
 			return oauthError("missing_parameters", "Missing parameters: access_token")
 		}
-		t, err := r.cfg.Resolver.Token(ctx, token)
+		t, err := o.tokens.Token(ctx, token)
 		if errors.Is(err, tenancy.ErrTokenNotFound) || (err == nil && (!t.Live(now) || t.ProjectID != project.ID)) {
 			return c.JSON(http.StatusOK, map[string]bool{"active": false})
 		}
@@ -229,7 +210,7 @@ func (r *Router) oauth(c echo.Context, cluster tenancy.Cluster) error {
 		if token == "" {
 			return oauthError("missing_parameters", "Missing parameters: access_token")
 		}
-		err := r.cfg.Resolver.RevokeToken(ctx, project.ID, token)
+		err := o.tokens.RevokeToken(ctx, project.ID, token)
 		if errors.Is(err, tenancy.ErrTokenNotFound) {
 			return apierr.NotFound("access_token", "")
 		}
