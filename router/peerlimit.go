@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tallyhq/tally/internal/lrux"
@@ -17,14 +18,76 @@ import (
 // times. Without a ring, each replica keeps its own (client and
 // lookupBudget in ratelimit.go).
 
+// peerRing is the region's ring of replicas (peerlimit.Limiter).
+type peerRing interface {
+	Take(ctx context.Context, b peerlimit.Bucket, key string, hits int64) peerlimit.Result
+	Peers() []string
+}
+
+// Leases. A check whose counter another replica owns is a call to it: a
+// fifth of a request's cost at the router. An address whose limit is
+// large beside the ring (a burst of at least 2 × 4 per replica) is
+// therefore checked a lease at a time: a replica takes several of its
+// tokens from the owner at once and spends them itself. The owner has
+// counted them, so the address still never gets more than its limit;
+// what a lease leaves unspent when it lapses is not given back, so an
+// address may be refused early by at most what the other replicas hold:
+// a lease is at most a quarter of the burst over the ring's size, and
+// leaseMax. With the interface's 5 requests per 5 s a lease is one token:
+// every request asks the owner.
+const (
+	leaseMax  = 64
+	leaseLife = 10 * time.Second
+	// leaseRetry is how long a replica whose lease was refused (fewer
+	// tokens left than a lease) takes one token at a time, one check per
+	// request rather than two.
+	leaseRetry = time.Second
+)
+
+// lease is a replica's tokens of one address's counter, taken ahead.
+type lease struct {
+	mu        sync.Mutex
+	tokens    int64
+	until     time.Time
+	single    time.Time // until then, no lease: one token at a time
+	remaining int64     // the owner's count when the lease was taken
+	reset     time.Time
+}
+
+// leaseSize is how many tokens a replica takes at once from a burst of
+// burst kept by a ring of ring replicas; 1 is no lease.
+func leaseSize(burst int64, ring int) int64 {
+	return max(1, min(leaseMax, burst/int64(4*max(ring, 1))))
+}
+
 // clientCentral is client on the ring: the same bucket (the project's
 // requests at once, refilled over its seconds), kept by its owner.
 func (l *limiter) clientCentral(projectID, ip string, lim tenancy.IPLimit) verdict {
 	key := projectID + "|" + addrKey(ip) + "|" + strconv.Itoa(lim.Requests) + "/" + strconv.Itoa(lim.Seconds)
 	per := time.Duration(lim.Seconds) * time.Second
-	r := l.peers.Take(context.Background(), peerlimit.Bucket{Name: "client_ip", Rate: int64(lim.Requests), Per: per,
-		Burst: int64(lim.Requests)}, key, 1)
-	v := verdict{name: "client", limit: int64(lim.Requests), window: per, remaining: r.Remaining, reset: r.Reset}
+	b := peerlimit.Bucket{Name: "client_ip", Rate: int64(lim.Requests), Per: per, Burst: int64(lim.Requests)}
+	v := verdict{name: "client", limit: int64(lim.Requests), window: per}
+	if b.Burst >= 2*4 {
+		ls := lrux.GetOrAdd(l.leases, key, func() *lease { return &lease{} })
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		now := l.now()
+		if ls.tokens > 0 && now.Before(ls.until) {
+			ls.tokens--
+			v.remaining, v.reset = ls.remaining+ls.tokens, ls.reset
+			return v
+		}
+		if size := leaseSize(b.Burst, len(l.peers.Peers())); size > 1 && !now.Before(ls.single) {
+			if r := l.peers.Take(context.Background(), b, key, size); r.Allowed {
+				ls.tokens, ls.until, ls.remaining, ls.reset = size-1, now.Add(leaseLife), r.Remaining, r.Reset
+				v.remaining, v.reset = r.Remaining+ls.tokens, r.Reset
+				return v
+			}
+			ls.single = now.Add(leaseRetry) // fewer left than a lease: one at a time, below
+		}
+	}
+	r := l.peers.Take(context.Background(), b, key, 1)
+	v.remaining, v.reset = r.Remaining, r.Reset
 	if !r.Allowed {
 		v.refused, v.remaining = true, 0
 		l.limited.WithLabelValues("client_ip").Inc()

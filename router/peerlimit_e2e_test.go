@@ -201,8 +201,10 @@ func TestARouterCutOffFromThePeersFailsOpenWithinTheDeadline(t *testing.T) {
 	}
 	// Each answer within the deadline and the request's own time (a
 	// refused connection is known at once; a silent peer costs the
-	// deadline).
-	if slowest > deadline+300*time.Millisecond {
+	// deadline). The slack is for a loaded machine under the race
+	// detector (464 ms seen with `make test`'s packages beside it); a
+	// check waiting on gRPC's own connect timeout takes 20 s.
+	if slowest > deadline+time.Second {
 		t.Fatalf("an answer took %v with a replica cut off (deadline %v)", slowest, deadline)
 	}
 	// The router's metrics show it.

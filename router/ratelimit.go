@@ -16,7 +16,6 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/lrux"
-	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -89,7 +88,8 @@ type limiter struct {
 	lookups  *lru.Cache[string, *addrLookups] // by addrKey
 	limited  *prometheus.CounterVec
 	failOpen prometheus.Counter
-	peers    *peerlimit.Limiter // the region's ring, keeping the per-address limits (peerlimit.go); nil: each replica its own
+	peers    peerRing // the region's ring, keeping the per-address limits (peerlimit.go); nil: each replica its own
+	leases   *lru.Cache[string, *lease]
 	dropMu   sync.Mutex
 	dropped  time.Time
 }
@@ -100,6 +100,7 @@ func newLimiter(store quota) *limiter {
 		now:     time.Now,
 		clients: lrux.New[string, *rate.Limiter](200_000),
 		lookups: lrux.New[string, *addrLookups](100_000),
+		leases:  lrux.New[string, *lease](200_000),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tally_rate_limited_total",
 			Help: "Requests refused with 429, by the limit they met (project_minute, project_hour, client_ip, directory_lookups)."}, []string{"limit"}),
 		failOpen: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_ratelimit_fail_open_total",

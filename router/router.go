@@ -104,7 +104,9 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{cfg: cfg, proxies: proxies(cfg.TrustedProxies), limits: newLimiter(cfg.Resolver),
 		tokens: dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious)}
-	r.limits.peers = cfg.PeerLimits
+	if cfg.PeerLimits != nil { // a nil *Limiter in the interface would not be nil
+		r.limits.peers = cfg.PeerLimits
+	}
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(r.limits.limited, r.limits.failOpen)
 		if cfg.PeerLimits != nil {
