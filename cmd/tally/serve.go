@@ -84,7 +84,7 @@ func runRouter(ctx context.Context, args []string) error {
 	peers := fs.String("peers", "", "static ring: comma-separated host:port of every replica's peer service")
 	peersDNS := fs.String("peers-dns", "", "ring from DNS: name:port, every address of the name (a headless Service's) is a replica; looked up every --peers-dns-interval")
 	peersDNSEvery := fs.Duration("peers-dns-interval", 5*time.Second, "how often --peers-dns is looked up again")
-	peersK8s := fs.String("peers-k8s", "", "ring from the Kubernetes API: a label selector of the router pods in this pod's namespace, each reached at its pod IP and container port named peer; only ready pods count (needs get, list, watch on pods; the pod's IP in $POD_IP)")
+	peersK8s := fs.String("peers-k8s", "", "ring from the Kubernetes API: a label selector of the router pods in this pod's namespace, each reached at its pod IP and container port named peer; only ready pods count (its service account needs list and watch on pods; the pod's IP in $POD_IP)")
 	kubeconfig := fs.String("kubeconfig", "", "with --peers-k8s, a kubeconfig file to reach the Kubernetes API with, its context's namespace the pods' (default: the pod's in-cluster service account)")
 	peerDeadline := fs.Duration("peer-deadline", 20*time.Millisecond, "how long a limit check waits on the replica owning its counter before deciding on this replica's share")
 	if err := parse(fs, args); err != nil {
@@ -140,9 +140,6 @@ func runRouter(ctx context.Context, args []string) error {
 		logger().Info("per-address limits kept by the ring", "peer_addr", ring.Addr(), "peers", ring.Peers())
 	} else if *peers != "" || *peersDNS != "" || *peersK8s != "" {
 		return errors.New("--peers, --peers-dns and --peers-k8s need --peer-addr, this replica's peer listener")
-	}
-	if *kubeconfig != "" && *peersK8s == "" {
-		return errors.New("--kubeconfig is for --peers-k8s")
 	}
 	rt, err := router.New(router.Config{BaseDomain: *domain, PublicScheme: *scheme, PublicPort: *port, ManagementURL: *mgmtURL,
 		TrustedProxies: trusted, IdentitySecret: key, IdentitySecretPrevious: prevKey, Resolver: resolver, Log: logger(), Metrics: m,

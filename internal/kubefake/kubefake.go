@@ -68,7 +68,13 @@ type Server struct {
 	events   []event                // every change, oldest first
 	changed  chan struct{}          // closed and replaced on every change
 	tokens   map[string]string      // token → user
-	requests []Attributes
+	requests []Request
+}
+
+// Request is one request served, and why it was refused if it was.
+type Request struct {
+	Attributes
+	Refused string // "" when served
 }
 
 // event is one change of a pod: old is nil for a creation, new for a
@@ -222,11 +228,17 @@ func (s *Server) Pods() []corev1.Pod {
 	return out
 }
 
-// Requests are the requests served so far, authorized or not.
-func (s *Server) Requests() []Attributes {
+// Requests are the requests asked so far, served or refused.
+func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Attributes(nil), s.requests...)
+	return append([]Request(nil), s.requests...)
+}
+
+func (s *Server) record(a Attributes, refused string) {
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{a, refused})
+	s.mu.Unlock()
 }
 
 // serve routes /api/v1/pods, /api/v1/namespaces/{ns}/pods[/{name}].
@@ -258,15 +270,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	user, ok := s.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-	a.User = user
-	s.requests = append(s.requests, a)
 	s.mu.Unlock()
+	a.User = user
 	if !ok {
+		s.record(a, "Unauthorized: no token or an unknown one")
 		status(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
 		return
 	}
 	if s.Authorize != nil {
 		if err := s.Authorize(a); err != nil {
+			s.record(a, err.Error())
 			where := "at the cluster scope"
 			if a.Namespace != "" {
 				where = fmt.Sprintf("in the namespace %q", a.Namespace)
@@ -276,6 +289,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	s.record(a, "")
 	if a.Resource != "pods" {
 		status(w, http.StatusNotFound, "NotFound", "the fake API server serves pods only")
 		return

@@ -26,7 +26,7 @@ import (
 
 // K8s discovers the ring from the Kubernetes API: the pods of Namespace
 // matching Selector, listed and watched (an informer; the pod's service
-// account needs get, list and watch on pods in its namespace, nothing
+// account needs list and watch on pods in its namespace, nothing
 // else), each reached at its pod IP on its container port named "peer"
 // (PeerPortName), or on this replica's own peer port when it has none.
 //
@@ -106,7 +106,7 @@ func (l *Limiter) startK8s(ctx context.Context, k K8s) error {
 	r := &k8sRing{l: l, kick: make(chan struct{}, 1), port: port,
 		informer: cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})}
 	_ = r.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		r.warn("peer discovery: listing or watching the router pods failed; the ring is kept as it was (the pod's service account needs get, list and watch on pods)",
+		r.warn("peer discovery: listing or watching the router pods failed; the ring is kept as it was (the pod's service account needs list and watch on pods)",
 			"namespace", ns, "selector", k.Selector, "err", err)
 	})
 	kick := func() {
