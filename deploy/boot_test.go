@@ -53,7 +53,14 @@ func TestBoot(t *testing.T) {
 	t.Logf("database servers started at %v", time.Since(start).Round(time.Millisecond))
 
 	t.Run("platform", func(t *testing.T) {
-		p := env.boot(t, deploytest.Config{Overlays: plan.boot})
+		// Two router pods per cluster: they must find each other in the
+		// Kubernetes API and keep the per-address limits as one ring.
+		p := env.boot(t, deploytest.Config{Overlays: plan.boot, Replicas: func(w *deploytest.Workload) int {
+			if role(w.Pod.Spec.Containers) == "router" {
+				return 2
+			}
+			return 1
+		}})
 		t.Logf("booted %d containers in %v", len(p.Containers()), time.Since(start).Round(time.Millisecond))
 		checkFlags(t, bin, p)
 		env.endToEnd(t, p, plan)
@@ -421,6 +428,10 @@ func (e *env) config(t *testing.T, cfg deploytest.Config) deploytest.Config {
 	cfg.Dir = t.TempDir()
 	cfg.Entrypoint = e.entrypoint
 	cfg.Logf = t.Logf
+	// A pod that mounts its service account's token (the router, for its
+	// peer discovery) reaches its cluster's Kubernetes API, which the boot
+	// serves, through a kubeconfig in place of the in-cluster config.
+	cfg.KubeconfigEnv = "TALLY_KUBECONFIG"
 	if e.plan.home != nil {
 		// Applied to the Kubernetes cluster and namespace of its region.
 		cfg.Scope = map[string]string{e.plan.control.Dir: e.plan.home.Dir}
@@ -641,6 +652,9 @@ func (e *env) endToEnd(t *testing.T, p *deploytest.Platform, pl plan) {
 			}
 			r.decode(t, &proj)
 			app := http.Header{"X-App-Id": {proj.Key.AppID}, "X-App-Token": {proj.Key.AppToken}}
+			// Its client-side key and allowed origin, before a router
+			// caches the project.
+			ck := clientKey(t, cl, mgmtHost, proj.ID)
 
 			// A webhook to a local receiver.
 			got := make(chan map[string]any, 4)
@@ -667,6 +681,10 @@ func (e *env) endToEnd(t *testing.T, p *deploytest.Platform, pl plan) {
 			if r.status != 200 {
 				t.Fatalf("get customer at %s: %d %s", c.apiHost, r.status, r.body)
 			}
+
+			// The cluster's routers are one ring: the client-side API's
+			// limit for one address (5 per 5 s) holds across both.
+			e.ringHolds(t, p, c, cl, ck)
 
 			// The webhook delivered.
 			select {
@@ -696,6 +714,121 @@ func (e *env) endToEnd(t *testing.T, p *deploytest.Platform, pl plan) {
 			}
 		})
 	}
+}
+
+// ringHolds checks that the cluster's router pods found each other in its
+// Kubernetes API (each one's tally_ratelimit_peers is 2), asking it only
+// what their Role grants, and keep one client-side limit for an address:
+// 10 requests sent to one pod after the other, from one address (the
+// test's, 127.0.0.1), get the burst of 5 (and a token refilled at most),
+// where two routers each keeping its own bucket gave 10.
+func (e *env) ringHolds(t *testing.T, p *deploytest.Platform, c cluster, cl *client, ck clientSideKey) {
+	t.Helper()
+	var routers []deploytest.Container
+	for _, rc := range p.Containers() {
+		if rc.Workload.Overlay == c.overlay && rc.Args[0] == "router" {
+			routers = append(routers, rc)
+		}
+	}
+	if len(routers) != 2 {
+		t.Fatalf("%d router pods booted in %s, want 2", len(routers), c.overlay.Dir)
+	}
+	port := func(rc deploytest.Container, name string) string {
+		for _, cp := range rc.Workload.Pod.Spec.Containers[0].Ports {
+			if cp.Name == name {
+				if local, ok := rc.Workload.LocalPort(cp.ContainerPort); ok {
+					return "127.0.0.1:" + strconv.Itoa(local)
+				}
+			}
+		}
+		t.Fatalf("%s: no port %s", rc.Workload, name)
+		return ""
+	}
+	peers := regexp.MustCompile(`(?m)^tally_ratelimit_peers (\d+)$`)
+	for _, rc := range routers {
+		got := ""
+		for deadline := time.Now().Add(10 * time.Second); got != "2"; time.Sleep(50 * time.Millisecond) {
+			res, err := http.Get("http://" + port(rc, "admin") + "/metrics")
+			if err == nil {
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if m := peers.FindSubmatch(b); m != nil {
+					got = string(m[1])
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: tally_ratelimit_peers %q after 10 s, want 2 (log: %s)", rc.Workload, got, p.Logs())
+			}
+		}
+	}
+	asked := p.KubeAPI(c.overlay).Requests()
+	for _, r := range asked {
+		if r.Refused != "" {
+			t.Fatalf("the Kubernetes API refused %s: %s", r.Attributes, r.Refused)
+		}
+	}
+	t.Logf("%s: both router pods see a ring of 2 (%d requests to the Kubernetes API, none refused)", c.name, len(asked))
+
+	clients := make([]*http.Client, len(routers))
+	for i, rc := range routers {
+		addr := port(rc, "https")
+		if cl.scheme == "http" {
+			addr = port(rc, "http")
+		}
+		d := &net.Dialer{Timeout: 2 * time.Second}
+		clients[i] = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: e.ca.Pool},
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, network, addr)
+			}}}
+	}
+	accepted := 0
+	start := time.Now()
+	for i := range 10 {
+		req, _ := http.NewRequest("GET", cl.scheme+"://"+c.apiHost+"/client/v1/promotions/tiers", nil)
+		req.Header.Set("Origin", "https://shop.example")
+		req.Header.Set("X-Client-Application-Id", ck.AppID)
+		req.Header.Set("X-Client-Token", ck.AppToken)
+		res, err := clients[i%2].Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		switch res.StatusCode {
+		case 200:
+			accepted++
+		case 429:
+		default:
+			t.Fatalf("client-side request to router pod %d: %d %s", i%2, res.StatusCode, b)
+		}
+	}
+	if refill := int(time.Since(start).Seconds()); accepted < 5 || accepted > 5+refill+1 {
+		t.Fatalf("%d of 10 client-side requests from one address over two router pods accepted, want 5 (the limit of 5 per 5 s once, not once per pod)", accepted)
+	}
+	t.Logf("%s: %d of 10 client-side requests from one address over the two router pods accepted (limit 5 per 5 s)", c.name, accepted)
+}
+
+// clientSideKey is a project's client-side key pair.
+type clientSideKey struct {
+	AppID    string `json:"app_id"`
+	AppToken string `json:"app_token"`
+}
+
+// clientKey makes the project a client-side key and allows the origin
+// https://shop.example.
+func clientKey(t *testing.T, cl *client, mgmtHost, projectID string) clientSideKey {
+	t.Helper()
+	key := cl.do(t, "POST", mgmtHost, "/management/v1/projects/"+projectID+"/api-keys", cl.mgmt, map[string]any{"kind": "client"})
+	if key.status != 200 {
+		t.Fatalf("client key: %d %s", key.status, key.body)
+	}
+	var ck clientSideKey
+	key.decode(t, &ck)
+	if r := cl.do(t, "PUT", mgmtHost, "/management/v1/projects/"+projectID, cl.mgmt,
+		map[string]any{"client_trusted_domains": []string{"https://shop.example"}}); r.status != 200 {
+		t.Fatalf("trusted domains: %d %s", r.status, r.body)
+	}
+	return ck
 }
 
 // clusters finds the booted regional clusters and makes the client.

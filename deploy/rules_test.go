@@ -13,10 +13,13 @@ package deploy_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,6 +30,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -336,6 +340,7 @@ func TestRenderedManifestsKeepTheRules(t *testing.T) {
 			rulesCheckEdge(t, r, all)
 			rulesCheckCertificates(t, r, all)
 			rulesCheckAlerts(t, r)
+			rulesCheckRing(t, r)
 			rulesCheckCockroach(t, r)
 			tenancyMigrators += rulesCheckMigrations(t, r)
 		})
@@ -744,7 +749,8 @@ func rulesCheckAlerts(t *testing.T, r *rulesRendered) {
 			}
 		}
 	}
-	need := []string{"tally_http_requests_total", "tally_http_request_duration_seconds_bucket", "tally_outbox_lag_seconds", "webhook.deliver", "tally_ratelimit_fail_open_total", "tally_project_over_share_total"}
+	need := []string{"tally_http_requests_total", "tally_http_request_duration_seconds_bucket", "tally_outbox_lag_seconds", "webhook.deliver", "tally_ratelimit_fail_open_total",
+		"tally_ratelimit_peer_fail_open_total", "tally_project_over_share_total"}
 	if len(r.all("Deployment")) > 0 && strings.Contains(r.yaml, "tally-regional") {
 		for _, n := range need {
 			if !strings.Contains(r.yaml, n) {
@@ -755,6 +761,186 @@ func rulesCheckAlerts(t *testing.T, r *rulesRendered) {
 			t.Errorf("nothing scrapes the pods' metrics (PodMonitor or ServiceMonitor)")
 		}
 	}
+}
+
+// checkRing: the router pods keep the per-address limits as their region's
+// ring (issue 35): a peer listener on every address at the container port
+// named peer (where discovery reaches each pod), advertised at the pod's IP,
+// and the router pods found in the Kubernetes API by a selector of their own
+// labels and of no other pods'. The API is reached with a service account of
+// the router's own, whose token only the router pods mount, and which may
+// list and watch pods in its namespace, nothing else: no ClusterRole or
+// ClusterRoleBinding, no other verb, resource, group or wildcard. No other
+// Tally pod mounts a service account token. A NetworkPolicy that selects the
+// router pods lets their peer port in from the router pods.
+func rulesCheckRing(t *testing.T, r *rulesRendered) {
+	d, ok := r.get("Deployment", "tally-router")
+	if !ok {
+		return
+	}
+	pod := d.typed.(*appsv1.Deployment).Spec.Template
+	c := pod.Spec.Containers[0]
+	where := fmt.Sprintf("%s container %s", d, c.Name)
+	for _, other := range []string{"TALLY_PEERS", "TALLY_PEERS_DNS"} {
+		if _, ok := rulesEnv(c, other); ok {
+			t.Errorf("%s: %s is set: the manifests find the ring in the Kubernetes API (TALLY_PEERS_K8S)", where, other)
+		}
+	}
+	addr, _ := rulesEnv(c, "TALLY_PEER_ADDR")
+	host, port, err := net.SplitHostPort(addr.Value)
+	if err != nil || host != "" {
+		t.Errorf("%s: TALLY_PEER_ADDR %q: the ring needs a peer listener on every address of the pod, such as \":7070\"", where, addr.Value)
+	}
+	declared := false
+	for _, cp := range c.Ports {
+		if cp.Name == rulesPeerPort {
+			declared = strconv.Itoa(int(cp.ContainerPort)) == port
+		}
+	}
+	if !declared {
+		t.Errorf("%s: no container port named %s at TALLY_PEER_ADDR's port %s: discovery reaches each pod at that port", where, rulesPeerPort, port)
+	}
+	podIP := -1
+	for i, e := range c.Env {
+		if e.Name == "POD_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP" {
+			podIP = i
+		}
+		if e.Name == "TALLY_PEER_ADVERTISE" && (e.Value != "$(POD_IP):"+port || podIP < 0) {
+			t.Errorf("%s: TALLY_PEER_ADVERTISE %q: want \"$(POD_IP):%s\" after POD_IP from status.podIP, the address the others have for this pod", where, e.Value, port)
+		}
+	}
+	if podIP < 0 {
+		t.Errorf("%s: no POD_IP from the downward API's status.podIP (the ring's address of this pod)", where)
+	}
+	sel, _ := rulesEnv(c, "TALLY_PEERS_K8S")
+	ls, err := labels.Parse(sel.Value)
+	switch {
+	case sel.Value == "" || err != nil:
+		t.Errorf("%s: TALLY_PEERS_K8S %q is no label selector of the router pods: the router keeps its limits alone", where, sel.Value)
+	case !ls.Matches(labels.Set(pod.Labels)):
+		t.Errorf("%s: TALLY_PEERS_K8S %q does not select the router's own pods (labels %v)", where, sel.Value, pod.Labels)
+	}
+	// The service account and what it may do.
+	sa := pod.Spec.ServiceAccountName
+	saObj, found := r.get("ServiceAccount", sa)
+	if sa == "" || sa == "default" || !found {
+		t.Errorf("%s: serviceAccountName %q: the router needs a service account of its own, rendered, for its Role", d, sa)
+	} else if !rulesAutomounts(pod.Spec, saObj) {
+		t.Errorf("%s: the pod does not mount its service account's token (automountServiceAccountToken): discovery cannot reach the API", d)
+	}
+	for _, w := range rulesWorkloads(r) {
+		if w.obj.name == d.name || !rulesRunsTally(w.pod.Spec) {
+			continue
+		}
+		if sa, _ := r.get("ServiceAccount", w.pod.Spec.ServiceAccountName); rulesAutomounts(w.pod.Spec, sa) {
+			t.Errorf("%s: mounts a service account token (automountServiceAccountToken) it has no use for", w.obj)
+		}
+		if ls != nil && ls.Matches(labels.Set(w.pod.Labels)) {
+			t.Errorf("%s: TALLY_PEERS_K8S %q selects its pods too: they would join the routers' ring", w.obj, sel.Value)
+		}
+	}
+	bound := func(subjects []rbacv1.Subject, ns string) bool {
+		for _, s := range subjects {
+			if s.Kind == rbacv1.ServiceAccountKind && s.Name == sa && (s.Namespace == ns || s.Namespace == "" && ns == d.namespace) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, o := range r.all("ClusterRoleBinding") {
+		if bound(o.typed.(*rbacv1.ClusterRoleBinding).Subjects, d.namespace) {
+			t.Errorf("%s binds the router's service account: its rights are namespaced (a Role and RoleBinding)", o)
+		}
+	}
+	var rules []rbacv1.PolicyRule
+	for _, o := range r.all("RoleBinding") {
+		b := o.typed.(*rbacv1.RoleBinding)
+		if !bound(b.Subjects, o.namespace) {
+			continue
+		}
+		if o.namespace != d.namespace {
+			t.Errorf("%s binds the router's service account in another namespace", o)
+		}
+		role, ok := r.get(b.RoleRef.Kind, b.RoleRef.Name)
+		if b.RoleRef.Kind != "Role" || !ok || role.namespace != o.namespace {
+			t.Errorf("%s: binds %s %s, not a Role of its namespace", o, b.RoleRef.Kind, b.RoleRef.Name)
+			continue
+		}
+		rules = append(rules, role.typed.(*rbacv1.Role).Rules...)
+	}
+	granted := map[string]bool{}
+	for _, rule := range rules {
+		if !slices.Equal(rule.APIGroups, []string{""}) || !slices.Equal(rule.Resources, []string{"pods"}) ||
+			len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
+			t.Errorf("the router's Role grants %v on %v of groups %v: it needs pods of the core group only", rule.Verbs, rule.Resources, rule.APIGroups)
+		}
+		for _, v := range rule.Verbs {
+			if v != "list" && v != "watch" {
+				t.Errorf("the router's Role grants %q on %v: peer discovery only lists and watches", v, rule.Resources)
+			}
+			granted[v] = true
+		}
+	}
+	if !granted["list"] || !granted["watch"] {
+		t.Errorf("the router's service account %q may not list and watch pods in %s: discovery fails and the router is never ready", sa, d.namespace)
+	}
+	for _, o := range r.all("NetworkPolicy") {
+		np := o.typed.(*networkingv1.NetworkPolicy)
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+			continue
+		}
+		if !rulesLetsPeersIn(np, pod.Labels, port) {
+			t.Errorf("%s: selects the router pods but lets no router pod in on the peer port %s", o, port)
+		}
+	}
+}
+
+// rulesPeerPort is the name of the container port where discovery reaches a
+// router pod's peer listener (internal/peerlimit.PeerPortName).
+const rulesPeerPort = "peer"
+
+// rulesAutomounts is whether a pod mounts its service account's token:
+// the pod's setting, else the service account's, else yes.
+func rulesAutomounts(ps corev1.PodSpec, sa rulesObject) bool {
+	if ps.AutomountServiceAccountToken != nil {
+		return *ps.AutomountServiceAccountToken
+	}
+	if s, ok := sa.typed.(*corev1.ServiceAccount); ok && s.AutomountServiceAccountToken != nil {
+		return *s.AutomountServiceAccountToken
+	}
+	return true
+}
+
+func rulesRunsTally(ps corev1.PodSpec) bool {
+	for _, c := range append(append([]corev1.Container{}, ps.InitContainers...), ps.Containers...) {
+		if rulesIsTally(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// rulesLetsPeersIn: an ingress rule of np admits pods with labels on port.
+func rulesLetsPeersIn(np *networkingv1.NetworkPolicy, podLabels map[string]string, port string) bool {
+	for _, in := range np.Spec.Ingress {
+		portOK := len(in.Ports) == 0
+		for _, p := range in.Ports {
+			portOK = portOK || p.Port == nil || p.Port.String() == port || p.Port.String() == rulesPeerPort
+		}
+		fromOK := len(in.From) == 0
+		for _, f := range in.From {
+			if f.PodSelector != nil && f.NamespaceSelector == nil {
+				if s, err := metav1.LabelSelectorAsSelector(f.PodSelector); err == nil && s.Matches(labels.Set(podLabels)) {
+					fromOK = true
+				}
+			}
+		}
+		if portOK && fromOK {
+			return true
+		}
+	}
+	return false
 }
 
 // checkCockroach: an overlay that runs CockroachDB nodes runs them with TLS,

@@ -69,7 +69,19 @@ type Config struct {
 	Entrypoint string
 	// ReadyTimeout bounds the wait for each readiness probe (default 30 s).
 	ReadyTimeout time.Duration
-	Logf         func(format string, args ...any)
+	// Replicas, when set, is how many pods of a Deployment boot (default
+	// one): more for a test of what replicas do together. Services and
+	// load balancers reach the first.
+	Replicas func(w *Workload) int
+	// KubeconfigEnv, when set, has the platform serve each Kubernetes
+	// cluster an API of its own (see KubeAPI) and give every Tally
+	// container whose pod mounts a service account token a kubeconfig for
+	// that token in this environment variable. It stands for the
+	// in-cluster configuration (the token and CA under
+	// /var/run/secrets/kubernetes.io/serviceaccount, KUBERNETES_SERVICE_HOST),
+	// which a process here cannot be given.
+	KubeconfigEnv string
+	Logf          func(format string, args ...any)
 }
 
 // SecretRef names one key of a Secret a container reads.
@@ -94,6 +106,7 @@ type Workload struct {
 	Namespace string
 	Pod       corev1.PodTemplateSpec
 	PodName   string
+	Replica   int // of its Deployment, from 0
 
 	scope string
 	ports map[int32]int // container port → local port
@@ -101,9 +114,27 @@ type Workload struct {
 	// volume name → local directory
 	volumes map[string]string
 	skipped bool
+	// kubeconfig is the pod's service account's, when it mounts its token
+	// and the platform serves a Kubernetes API.
+	kubeconfig string
 }
 
-func (w *Workload) String() string { return fmt.Sprintf("%s %s/%s", w.Kind, w.Namespace, w.Name) }
+func (w *Workload) String() string { return fmt.Sprintf("%s %s/%s", w.Kind, w.Namespace, w.id()) }
+
+// id names the workload's pod among its replicas: the first by its
+// Deployment's name, as before there were replicas.
+func (w *Workload) id() string {
+	if w.Replica == 0 {
+		return w.Name
+	}
+	return fmt.Sprintf("%s[%d]", w.Name, w.Replica)
+}
+
+// LocalPort is where this machine serves the pod's containerPort.
+func (w *Workload) LocalPort(containerPort int32) (int, bool) {
+	port, ok := w.ports[containerPort]
+	return port, ok
+}
 
 // container is one planned process.
 type container struct {
@@ -127,6 +158,7 @@ type Platform struct {
 	mu        sync.Mutex // guards procs
 	procs     []*proc
 	closeOnce sync.Once
+	apis      map[string]*kubeAPI // by scope, with KubeconfigEnv
 }
 
 // Boot plans every container of the overlays (environment, arguments,
@@ -154,7 +186,14 @@ type Platform struct {
 //     certificates for its items), and paths under a mount path in
 //     arguments and environment are rewritten to them;
 //   - fieldRef metadata.name/namespace, status.podIP (127.0.0.1) and
-//     spec.nodeName; resourceFieldRef from the container's resources.
+//     spec.nodeName; resourceFieldRef from the container's resources;
+//   - the pod's own address and one of its ports ("$(POD_IP):7070", as a
+//     pod advertises itself to its peers) become 127.0.0.1 and that
+//     port's local port;
+//   - with Config.KubeconfigEnv, the in-cluster configuration of a pod
+//     that mounts its service account's token: a kubeconfig for that
+//     token on its cluster's Kubernetes API, which the boot serves (see
+//     kubeAPI), listing the booted pods with their ports moved as above.
 func Boot(ctx context.Context, cfg Config) (*Platform, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 30 * time.Second
@@ -184,16 +223,23 @@ func (p *Platform) scopeOf(r *Rendered) string {
 func (p *Platform) plan() error {
 	for _, r := range p.cfg.Overlays {
 		add := func(kind, name, ns string, pod corev1.PodTemplateSpec) {
-			w := &Workload{Overlay: r, Kind: kind, Name: name, Namespace: ns, Pod: *pod.DeepCopy(), scope: p.scopeOf(r),
-				ports: map[int32]int{}, volumes: map[string]string{}}
-			w.PodName = name + "-7d9c5b-x2kqp"
-			if p.cfg.Filter != nil && !p.cfg.Filter(w) {
+			first := &Workload{Overlay: r, Kind: kind, Name: name, Namespace: ns, Pod: *pod.DeepCopy(), scope: p.scopeOf(r)}
+			if p.cfg.Filter != nil && !p.cfg.Filter(first) {
 				return
 			}
-			if p.cfg.Mutate != nil {
-				p.cfg.Mutate(w)
+			n := 1
+			if kind == "Deployment" && p.cfg.Replicas != nil {
+				n = max(p.cfg.Replicas(first), 1)
 			}
-			p.workloads = append(p.workloads, w)
+			for i := range n {
+				w := &Workload{Overlay: r, Kind: kind, Name: name, Namespace: ns, Pod: *pod.DeepCopy(), scope: first.scope,
+					ports: map[int32]int{}, volumes: map[string]string{}, Replica: i}
+				w.PodName = fmt.Sprintf("%s-7d9c5b-%s", name, podSuffixes[i%len(podSuffixes)])
+				if p.cfg.Mutate != nil {
+					p.cfg.Mutate(w)
+				}
+				p.workloads = append(p.workloads, w)
+			}
 		}
 		for _, j := range r.Jobs {
 			add("Job", j.Name, j.Namespace, j.Spec.Template)
@@ -218,11 +264,14 @@ func (p *Platform) plan() error {
 		}
 	}
 	for _, w := range p.workloads {
-		w.dir = filepath.Join(p.cfg.Dir, "pods", safe(w.scope), w.Namespace, w.Name)
+		w.dir = filepath.Join(p.cfg.Dir, "pods", safe(w.scope), w.Namespace, w.id())
 		if err := os.MkdirAll(w.dir, 0o755); err != nil {
 			return err
 		}
 		if err := p.volumes(w); err != nil {
+			return err
+		}
+		if err := p.serviceAccount(w); err != nil {
 			return err
 		}
 		all := append([]corev1.Container{}, w.Pod.Spec.InitContainers...)
@@ -270,7 +319,7 @@ func (p *Platform) container(w *Workload, c corev1.Container, init bool, i int) 
 		p.cfg.Logf("skipped %s: image %s is not tally's; it runs outside this test: %.60q", where, c.Image, strings.Join(append(c.Command, c.Args...), " "))
 		return nil, nil
 	}
-	cc := &container{w: w, c: c, init: init, env: map[string]string{}, name: fmt.Sprintf("%s/%s/%s", w.Namespace, w.Name, c.Name)}
+	cc := &container{w: w, c: c, init: init, env: map[string]string{}, name: fmt.Sprintf("%s/%s/%s", w.Namespace, w.id(), c.Name)}
 	cc.root = filepath.Join(w.dir, "root-"+c.Name)
 	for _, m := range c.VolumeMounts {
 		src, ok := w.volumes[m.Name]
@@ -327,6 +376,10 @@ func (p *Platform) container(w *Workload, c corev1.Container, init bool, i int) 
 			return nil, fmt.Errorf("%s env %s: %w", where, k, err)
 		}
 		cc.env[k] = v
+	}
+	if kc := w.kubeconfig; kc != "" && p.cfg.KubeconfigEnv != "" {
+		p.cfg.Logf("%s: the pod mounts its service account's token: %s=%s, the Kubernetes API of this test", where, p.cfg.KubeconfigEnv, kc)
+		set(p.cfg.KubeconfigEnv, kc)
 	}
 	if p.cfg.ExtraEnv != nil {
 		for k, v := range p.cfg.ExtraEnv(w, c.Name) {
@@ -496,10 +549,11 @@ func expand(s string, env map[string]string) string {
 }
 
 var (
-	listenRe = regexp.MustCompile(`^(?:0\.0\.0\.0|\[::\])?:(\d+)$`)
-	urlRe    = regexp.MustCompile(`([a-z][a-z0-9+.-]*)://([A-Za-z0-9.-]+)(?::(\d+))?`)
-	svcRe    = regexp.MustCompile(`\b([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(?:\.cluster\.local)?\.?(?::(\d+))?`)
-	pathRe   = regexp.MustCompile(`(^|[=,\s])(/[A-Za-z0-9._/-]*)`)
+	listenRe  = regexp.MustCompile(`^(?:0\.0\.0\.0|\[::\])?:(\d+)$`)
+	podAddrRe = regexp.MustCompile(`^127\.0\.0\.1:(\d+)$`)
+	urlRe     = regexp.MustCompile(`([a-z][a-z0-9+.-]*)://([A-Za-z0-9.-]+)(?::(\d+))?`)
+	svcRe     = regexp.MustCompile(`\b([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(?:\.cluster\.local)?\.?(?::(\d+))?`)
+	pathRe    = regexp.MustCompile(`(^|[=,\s])(/[A-Za-z0-9._/-]*)`)
 )
 
 // rewrite maps one environment value or argument onto this machine.
@@ -508,6 +562,14 @@ func (p *Platform) rewrite(cc *container, env, v string) (string, error) {
 	prefix := ""
 	if i := strings.Index(v, "="); strings.HasPrefix(v, "-") && i > 0 { // --flag=value
 		prefix, v = v[:i+1], v[i+1:]
+	}
+	// The pod's own IP (status.podIP, 127.0.0.1 here) and one of its
+	// ports, as a pod advertises itself: that port's local one.
+	if m := podAddrRe.FindStringSubmatch(v); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		if port, ok := w.ports[int32(n)]; ok {
+			return prefix + "127.0.0.1:" + strconv.Itoa(port), nil
+		}
 	}
 	if m := listenRe.FindStringSubmatch(v); m != nil {
 		n, _ := strconv.Atoi(m[1])
@@ -999,6 +1061,7 @@ func (p *Platform) run(ctx context.Context) error {
 		var g errGroup
 		for _, w := range deps {
 			g.Go(func() error {
+				p.podPhase(w, podScheduled)
 				var long []*container
 				for _, c := range p.planned[w] {
 					if c.init {
@@ -1014,11 +1077,13 @@ func (p *Platform) run(ctx context.Context) error {
 						return err
 					}
 				}
+				p.podPhase(w, podRunning)
 				for _, c := range long {
 					if err := p.ready(ctx, c); err != nil {
 						return err
 					}
 				}
+				p.podPhase(w, podReady)
 				return nil
 			})
 		}
@@ -1280,6 +1345,9 @@ func (p *Platform) Close() {
 				_ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL)
 				<-pr.done
 			}
+		}
+		for _, a := range p.apis {
+			a.srv.Close()
 		}
 	})
 }
