@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -23,28 +24,50 @@ import (
 
 // CampaignOf is a campaign of any type; V is its voucher template.
 type CampaignOf[V any] struct {
-	ID               string
-	Name             string
-	CampaignType     string
-	Attrs            AttrsOf[V]
+	ID           string
+	Name         string
+	CampaignType string
+	Attrs        AttrsOf[V]
+	// VouchersCount is the sum of the campaign's counter rows
+	// (campaign_voucher_counts): read by GetCampaignOf and the lists, not
+	// by the card reads that join the campaign (0 there).
 	VouchersCount    int64
 	GenerationStatus string
 	CreatedAt        time.Time
 	UpdatedAt        *time.Time
 }
 
-const campaignColumns = `id, name, campaign_type, attrs, vouchers_count, generation_status, created_at, updated_at`
+// campaignColumns are a campaign's columns, read with each card too.
+const campaignColumns = `id, name, campaign_type, attrs, generation_status, created_at, updated_at`
 
 // campaignDests are the scan destinations of campaignColumns; the attrs
 // document lands in attrs, for the caller to decode.
 func campaignDests[V any](c *CampaignOf[V], attrs *[]byte) []any {
-	return []any{&c.ID, &c.Name, &c.CampaignType, attrs, &c.VouchersCount, &c.GenerationStatus, &c.CreatedAt, &c.UpdatedAt}
+	return []any{&c.ID, &c.Name, &c.CampaignType, attrs, &c.GenerationStatus, &c.CreatedAt, &c.UpdatedAt}
 }
 
+// A campaign's vouchers_count is not a column of its row, which every
+// voucher a publication, an import or a single create added would write,
+// making each campaign's writers take turns on it (and a locked campaign
+// row stop them all). It is counter rows, campaign_voucher_counts: a writer
+// adds to one of voucherCountShards shards chosen at random (an upsert), so
+// writers of one campaign meet only when they pick the same shard, and a
+// reader sums the shards, at most voucherCountShards rows of one key
+// prefix, in the statement that reads the campaign. The sum is exact: every
+// addition commits with the vouchers it counts.
+const voucherCountShards = 16
+
+// vouchersCountOf is the sum of the counter rows of the campaign a names,
+// a column of the campaign reads that show vouchers_count.
+func vouchersCountOf(a string) string {
+	return `(SELECT COALESCE(sum(vc.n), 0) FROM campaign_voucher_counts vc WHERE vc.project_id = ` + a + `.project_id AND vc.campaign_id = ` + a + `.id)`
+}
+
+// scanCampaignOf reads campaignColumns and then vouchersCountOf.
 func scanCampaignOf[V any](r pgx.Row) (CampaignOf[V], error) {
 	var c CampaignOf[V]
 	var attrs []byte
-	if err := r.Scan(campaignDests(&c, &attrs)...); err != nil {
+	if err := r.Scan(append(campaignDests(&c, &attrs), &c.VouchersCount)...); err != nil {
 		return CampaignOf[V]{}, err
 	}
 	return c, json.Unmarshal(attrs, &c.Attrs)
@@ -68,9 +91,25 @@ func GetCampaignOf[V any](ctx context.Context, q db.Querier, projectID, idOrName
 	if lock {
 		lockSQL = " FOR UPDATE OF k" // the campaign, not its category
 	}
+	return getCampaignOf[V](ctx, q, projectID, idOrName, lockSQL, types)
+}
+
+// GetCampaignShared is GetCampaignOf with the campaign's row share-locked:
+// for a writer that adds to a live campaign (a voucher, an import's
+// chunk), whom the campaign's update or deletion (FOR UPDATE) waits for,
+// but who does not wait for another such writer. (On CockroachDB a
+// SERIALIZABLE transaction takes no shared lock unless
+// enable_shared_locking_for_serializable is set; it needs none: its read
+// orders a concurrent deletion after it, whose job then finds the voucher,
+// or fails its refresh if the writer is pushed past the deletion.)
+func GetCampaignShared[V any](ctx context.Context, q db.Querier, projectID, idOrName string, types ...string) (CampaignOf[V], error) {
+	return getCampaignOf[V](ctx, q, projectID, idOrName, " FOR SHARE OF k", types)
+}
+
+func getCampaignOf[V any](ctx context.Context, q db.Querier, projectID, idOrName, lockSQL string, types []string) (CampaignOf[V], error) {
 	for _, col := range []string{"id", "name"} {
 		cond, args := ofTypes(types, []any{projectID, idOrName})
-		c, err := scanCampaignWithCategory[V](q.QueryRow(ctx, `SELECT `+campaignColumnsK+`, `+categories.Columns("cat")+`
+		c, err := scanCampaignWithCategory[V](q.QueryRow(ctx, `SELECT `+campaignColumnsK+`, `+vouchersCountOf("k")+`, `+categories.Columns("cat")+`
 			FROM campaigns k LEFT JOIN categories cat ON cat.project_id = k.project_id AND cat.id = k.attrs->>'category_id'
 			WHERE k.project_id = $1 AND k.`+col+` = $2 AND k.deleted_at IS NULL`+cond+lockSQL, args...))
 		if !errors.Is(err, db.ErrNotFound) {
@@ -80,13 +119,14 @@ func GetCampaignOf[V any](ctx context.Context, q db.Querier, projectID, idOrName
 	return CampaignOf[V]{}, db.ErrNotFound
 }
 
-// scanCampaignWithCategory reads campaignColumns and then its category's
-// columns (categories.Columns, all null for none) into Attrs.Cat.
+// scanCampaignWithCategory reads campaignColumns, vouchersCountOf and then
+// its category's columns (categories.Columns, all null for none) into
+// Attrs.Cat.
 func scanCampaignWithCategory[V any](r pgx.Row) (CampaignOf[V], error) {
 	var c CampaignOf[V]
 	var attrs []byte
 	var cat categories.Nullable
-	if err := r.Scan(append(campaignDests(&c, &attrs), cat.Dests()...)...); err != nil {
+	if err := r.Scan(append(append(campaignDests(&c, &attrs), &c.VouchersCount), cat.Dests()...)...); err != nil {
 		return CampaignOf[V]{}, err
 	}
 	if err := json.Unmarshal(attrs, &c.Attrs); err != nil {
@@ -130,26 +170,30 @@ func readCategories[V any](ctx context.Context, q db.Querier, projectID string, 
 	return nil
 }
 
-// InsertCampaign writes a new campaign.
+// InsertCampaign writes a new campaign, and its vouchers_count (the
+// vouchers it is made with, or will be) in a counter row.
 func InsertCampaign[V any](ctx context.Context, q db.Querier, projectID string, c CampaignOf[V]) error {
 	attrs, err := json.Marshal(c.Attrs)
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `INSERT INTO campaigns (project_id, id, name, campaign_type, attrs, vouchers_count, generation_status, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		projectID, c.ID, c.Name, c.CampaignType, attrs, c.VouchersCount, c.GenerationStatus, c.CreatedAt)
-	return err
+	if _, err = q.Exec(ctx, `INSERT INTO campaigns (project_id, id, name, campaign_type, attrs, generation_status, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		projectID, c.ID, c.Name, c.CampaignType, attrs, c.GenerationStatus, c.CreatedAt); err != nil {
+		return err
+	}
+	return AddVouchersCount(ctx, q, projectID, c.ID, c.VouchersCount)
 }
 
-// UpdateCampaignOf writes a campaign's name, attrs, counts and updated_at.
+// UpdateCampaignOf writes a campaign's name, attrs, generation status and
+// updated_at (its vouchers_count only grows, by AddVouchersCount).
 func UpdateCampaignOf[V any](ctx context.Context, q db.Querier, projectID string, c CampaignOf[V]) error {
 	attrs, err := json.Marshal(c.Attrs)
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `UPDATE campaigns SET name = $3, attrs = $4, vouchers_count = $5, generation_status = $6, updated_at = $7
-		WHERE project_id = $1 AND id = $2`, projectID, c.ID, c.Name, attrs, c.VouchersCount, c.GenerationStatus, c.UpdatedAt)
+	_, err = q.Exec(ctx, `UPDATE campaigns SET name = $3, attrs = $4, generation_status = $5, updated_at = $6
+		WHERE project_id = $1 AND id = $2`, projectID, c.ID, c.Name, attrs, c.GenerationStatus, c.UpdatedAt)
 	return err
 }
 
@@ -207,7 +251,7 @@ func ListCampaignsWhere[V any](ctx context.Context, q db.Querier, projectID stri
 		key = "COALESCE(updated_at, created_at)"
 	}
 	keyset, orderBy, args := lq.Keyset("campaigns", key, args)
-	cs, err := db.Collect(scanCampaignOf[V])(q.Query(ctx, `SELECT `+campaignColumns+` FROM campaigns`+cond+keyset+
+	cs, err := db.Collect(scanCampaignOf[V])(q.Query(ctx, `SELECT `+campaignColumns+`, `+vouchersCountOf("campaigns")+` FROM campaigns`+cond+keyset+
 		` ORDER BY `+orderBy+` LIMIT $2`, args...))
 	if err != nil {
 		return nil, 0, err
@@ -215,19 +259,28 @@ func ListCampaignsWhere[V any](ctx context.Context, q db.Querier, projectID stri
 	return cs, total, readCategories(ctx, q, projectID, cs)
 }
 
-// AddVouchersCount counts n more vouchers of a campaign.
+// AddVouchersCount counts n more vouchers of a campaign, in the caller's
+// transaction (the one that makes them): n is added to a counter row
+// chosen at random, so that writers of one campaign do not take turns on
+// one row. It neither reads nor locks the campaign's row.
 func AddVouchersCount(ctx context.Context, q db.Querier, projectID, campaignID string, n int64) error {
-	_, err := q.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + $3 WHERE project_id = $1 AND id = $2`,
-		projectID, campaignID, n)
+	if n == 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `INSERT INTO campaign_voucher_counts (project_id, campaign_id, shard, n) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (project_id, campaign_id, shard) DO UPDATE SET n = campaign_voucher_counts.n + excluded.n`,
+		projectID, campaignID, int16(rand.IntN(voucherCountShards)), n)
 	return err
 }
 
 // SetGenerationStatus records where a campaign's voucher generation is;
-// with n > 0, n more vouchers are counted in the same statement.
+// with n > 0, n more vouchers are counted too (AddVouchersCount).
 func SetGenerationStatus(ctx context.Context, q db.Querier, projectID, campaignID, status string, n int64) error {
-	_, err := q.Exec(ctx, `UPDATE campaigns SET vouchers_count = vouchers_count + $3, generation_status = $4
-		WHERE project_id = $1 AND id = $2`, projectID, campaignID, n, status)
-	return err
+	if _, err := q.Exec(ctx, `UPDATE campaigns SET generation_status = $3 WHERE project_id = $1 AND id = $2`,
+		projectID, campaignID, status); err != nil {
+		return err
+	}
+	return AddVouchersCount(ctx, q, projectID, campaignID, n)
 }
 
 // MarkCampaignDeleted takes a campaign out of every read: it is deleted at

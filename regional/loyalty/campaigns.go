@@ -222,7 +222,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 				return err
 			}
 		} else if count > 1 {
-			act, err := async.StartJob(ctx, tx, projectID, GenerateJob, generateParams{CampaignID: c.ID})
+			act, err := async.StartJob(ctx, tx, projectID, GenerateJob, GenerateParams{CampaignID: c.ID, Count: count})
 			if err != nil {
 				return err
 			}
@@ -243,6 +243,61 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 
 type generateParams struct {
 	CampaignID string `json:"campaign_id"`
+}
+
+// GenerateParams are CAMPAIGN.VOUCHERS_GENERATE's: the campaign, and how
+// many vouchers (or cards) this job makes. Count is 0 in a job queued
+// before it was recorded: the job then makes what the campaign's count
+// still lacks, as all jobs once did.
+type GenerateParams struct {
+	CampaignID string `json:"campaign_id"`
+	Count      int64  `json:"count,omitempty"`
+}
+
+// generationBatch is the most vouchers one transaction of a generation
+// makes.
+const generationBatch = 10_000
+
+// RunGeneration makes count vouchers for a generation job, at most
+// generationBatch a transaction (READ COMMITTED), each of which advances
+// the job's checkpoint (how many are made) with the vouchers it made: a
+// run again after a crash makes only the rest, and a run whose job another
+// worker took over stops (async.ErrSuperseded) with its batch rolled back.
+// So a job makes exactly the vouchers its request counted, whatever else
+// adds to the campaign meanwhile (single creates, publications, other
+// jobs): vouchers_count stays the number of vouchers. make makes n in tx
+// and says how many it made. RunGeneration returns how many the job made.
+func RunGeneration(ctx context.Context, pool db.Beginner, job *async.Job, count int64,
+	make func(ctx context.Context, tx pgx.Tx, n int64) (int64, error)) (int64, error) {
+	type state struct {
+		Made int64 `json:"made"`
+	}
+	var st state
+	resumed, err := job.Resume(ctx, &st)
+	if err != nil {
+		return 0, err
+	}
+	var from any
+	if resumed {
+		from = st
+	}
+	for st.Made < count {
+		n := min(count-st.Made, generationBatch)
+		var next state
+		err := db.InTxReadCommitted(ctx, pool, func(tx pgx.Tx) error {
+			made, err := make(ctx, tx, n)
+			if err != nil {
+				return err
+			}
+			next = state{Made: st.Made + made}
+			return job.Advance(ctx, tx, from, next, int(next.Made*100/count))
+		})
+		if err != nil {
+			return st.Made, err
+		}
+		st, from = next, next
+	}
+	return st.Made, nil
 }
 
 // generate makes n cards of a campaign in q, in chunks, regenerating the
@@ -314,10 +369,11 @@ func (s *Service) initialPoints(ctx context.Context, q db.Querier, projectID str
 	return q.SendBatch(ctx, b).Close()
 }
 
-// generateJob is CAMPAIGN.VOUCHERS_GENERATE: it makes the cards the
-// campaign still lacks (a rerun after a crash makes only the rest).
+// generateJob is CAMPAIGN.VOUCHERS_GENERATE: it makes the cards its
+// request counted (RunGeneration: a rerun after a crash makes only the
+// rest).
 func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) {
-	var p generateParams
+	var p GenerateParams
 	if err := json.Unmarshal(job.Params, &p); err != nil {
 		return nil, err
 	}
@@ -325,12 +381,15 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 	if errors.Is(err, db.ErrNotFound) && s.otherGenerate != nil {
 		// Not a loyalty program: campaigns of other types (discount and
 		// gift campaigns, regional/vouchers) share the action type.
-		res, ok, oerr := s.otherGenerate(ctx, job)
+		_, ok, oerr := s.otherGenerate(ctx, job)
 		if oerr != nil {
 			return nil, oerr
 		}
 		if ok {
-			return res, s.generationDone(ctx, job.ProjectID, p.CampaignID)
+			if err := s.generationDone(ctx, job.ProjectID, p.CampaignID); err != nil {
+				return nil, err
+			}
+			return s.generationResult(ctx, job.ProjectID, p.CampaignID)
 		}
 	}
 	if errors.Is(err, db.ErrNotFound) {
@@ -343,32 +402,37 @@ func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	var have int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`,
-		job.ProjectID, c.ID).Scan(&have); err != nil {
-		return nil, err
+	if p.Count == 0 { // queued before jobs recorded their count
+		var have int64
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`,
+			job.ProjectID, c.ID).Scan(&have); err != nil {
+			return nil, err
+		}
+		p.Count = max(0, c.VouchersCount-have)
 	}
 	now := s.Now()
-	for have < c.VouchersCount {
-		n := min(c.VouchersCount-have, 10000)
-		var made int64
-		err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			made, err = s.generate(ctx, tx, job.ProjectID, c, gen, n, now)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		have += made
-		if err := job.Progress(ctx, int(have*100/c.VouchersCount)); err != nil {
-			return nil, err
-		}
+	if _, err := RunGeneration(ctx, s.pool, job, p.Count, func(ctx context.Context, tx pgx.Tx, n int64) (int64, error) {
+		return s.generate(ctx, tx, job.ProjectID, c, gen, n, now)
+	}); err != nil {
+		return nil, err
 	}
 	if err := s.generationDone(ctx, job.ProjectID, c.ID); err != nil {
 		return nil, err
 	}
-	return map[string]any{"campaign_id": c.ID, "vouchers_count": have}, nil
+	return s.generationResult(ctx, job.ProjectID, c.ID)
+}
+
+// generationResult is a finished generation job's result: the campaign's
+// vouchers_count.
+func (s *Service) generationResult(ctx context.Context, projectID, campaignID string) (any, error) {
+	c, err := GetCampaignOf[json.RawMessage](ctx, s.pool, projectID, campaignID, false)
+	if errors.Is(err, db.ErrNotFound) {
+		return map[string]any{"message": "the campaign was deleted"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"campaign_id": c.ID, "vouchers_count": c.VouchersCount}, nil
 }
 
 // generationDone records a campaign's vouchers made, and raises

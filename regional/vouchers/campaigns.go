@@ -101,6 +101,16 @@ func (s *Service) campaign(ctx context.Context, q db.Querier, projectID, idOrNam
 	return c, err
 }
 
+// campaignShared is campaign share-locked (loyalty.GetCampaignShared): for
+// writers that add vouchers to it, who take no turns on its row.
+func (s *Service) campaignShared(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
+	c, err := loyalty.GetCampaignShared[Template](ctx, q, projectID, idOrName, CampaignTypes...)
+	if errors.Is(err, db.ErrNotFound) {
+		return Campaign{}, apierr.NotFound("campaign", idOrName)
+	}
+	return c, err
+}
+
 // GetCampaign returns a discount or gift campaign by id or name.
 func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (CampaignView, error) {
 	c, err := s.campaign(ctx, s.pool, projectID, idOrName, false)
@@ -241,7 +251,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 			}
 		}
 		if c.VouchersCount > 1 {
-			act, err := async.StartJob(ctx, tx, projectID, GenerateJob, generateParams{CampaignID: c.ID})
+			act, err := async.StartJob(ctx, tx, projectID, GenerateJob, loyalty.GenerateParams{CampaignID: c.ID, Count: c.VouchersCount - 1})
 			if err != nil {
 				return err
 			}
@@ -273,16 +283,12 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 	return v, nil
 }
 
-type generateParams struct {
-	CampaignID string `json:"campaign_id"`
-}
-
 // GenerateVouchers is CAMPAIGN.VOUCHERS_GENERATE for this package's
-// campaigns: it makes the vouchers the campaign still lacks, 10,000 a
-// transaction (a rerun after a crash makes only the rest). ok is false
-// when the campaign is not one of this package's.
+// campaigns: it makes the vouchers its request counted, 10,000 a
+// transaction (loyalty.RunGeneration: a rerun after a crash makes only the
+// rest). ok is false when the campaign is not one of this package's.
 func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job) (result any, ok bool, err error) {
-	var p generateParams
+	var p loyalty.GenerateParams
 	if err := json.Unmarshal(job.Params, &p); err != nil {
 		return nil, false, err
 	}
@@ -298,30 +304,24 @@ func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job) (result 
 	if err != nil {
 		return nil, true, err
 	}
-	var have int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`,
-		job.ProjectID, c.ID).Scan(&have); err != nil {
-		return nil, true, err
+	if p.Count == 0 { // queued before jobs recorded their count
+		var have int64
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`,
+			job.ProjectID, c.ID).Scan(&have); err != nil {
+			return nil, true, err
+		}
+		p.Count = max(0, c.VouchersCount-have)
 	}
 	now := s.now()
-	for have < c.VouchersCount {
-		n := min(c.VouchersCount-have, 10000)
-		var made int64
-		err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			made, err = generateVouchers(ctx, tx, job.ProjectID, c, gen.Next, n, now)
-			return err
-		})
-		if err != nil {
-			return nil, true, err
-		}
-		have += made
-		if err := job.Progress(ctx, int(have*100/c.VouchersCount)); err != nil {
-			return nil, true, err
-		}
+	made, err := loyalty.RunGeneration(ctx, s.pool, job, p.Count, func(ctx context.Context, tx pgx.Tx, n int64) (int64, error) {
+		return generateVouchers(ctx, tx, job.ProjectID, c, gen.Next, n, now)
+	})
+	if err != nil {
+		return nil, true, err
 	}
-	// regional/loyalty, which handed the job here, records it DONE.
-	return map[string]any{"campaign_id": c.ID, "vouchers_count": have}, true, nil
+	// regional/loyalty, which handed the job here, records it DONE and
+	// answers the campaign's vouchers_count.
+	return map[string]any{"campaign_id": c.ID, "made": made}, true, nil
 }
 
 // AddVouchers adds n vouchers to a campaign: one at once (its voucher
@@ -356,7 +356,7 @@ func (s *Service) AddVouchers(ctx context.Context, projectID, campaignKey, code 
 		if err := loyalty.SetGenerationStatus(ctx, tx, projectID, c.ID, "IN_PROGRESS", n); err != nil {
 			return err
 		}
-		act, err := async.StartJob(ctx, tx, projectID, GenerateJob, generateParams{CampaignID: c.ID})
+		act, err := async.StartJob(ctx, tx, projectID, GenerateJob, loyalty.GenerateParams{CampaignID: c.ID, Count: n})
 		if err != nil {
 			return err
 		}

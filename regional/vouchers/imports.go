@@ -317,7 +317,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 	st, err := s.runJob(ctx, job, func(tx pgx.Tx, in *jobInput, next *importState, from, to int) error {
 		var camp *Campaign
 		if in.CampaignID != "" {
-			c, err := s.campaign(ctx, tx, job.ProjectID, in.CampaignID, true)
+			c, err := s.campaignShared(ctx, tx, job.ProjectID, in.CampaignID)
 			if err != nil {
 				return err
 			}

@@ -255,7 +255,7 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		v, camp = Voucher{ID: ids.New("v_"), Code: code, Type: Discount, Active: true, CreatedAt: now}, nil
 		if key := firstOf(r.CampaignID, r.Campaign); key != "" {
-			c, err := s.campaign(ctx, tx, projectID, key, true)
+			c, err := s.campaignShared(ctx, tx, projectID, key)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,1 @@
+ALTER TABLE campaigns ADD COLUMN vouchers_count INT8 NOT NULL DEFAULT 0;
