@@ -1,11 +1,12 @@
 // Package kubefake is a Kubernetes API server for tests that serves pods
 // the way kube-apiserver serves them to client-go: list, get and watch in a
-// namespace or the whole cluster, label selectors, resource versions, 410
-// Gone for a version too old, bookmarks and WatchList's initial events,
-// bearer tokens and an authorizer deciding each request as RBAC would. Code
-// that reaches the API through a real rest client (an informer, in this
-// process or in another one given a kubeconfig) is tested on its real path,
-// which client-go's fake clientset skips.
+// namespace or the whole cluster, label selectors, resource versions (a
+// watch resumes after any version it served: the whole history is kept),
+// bookmarks and WatchList's initial events, over TLS with bearer tokens and
+// an authorizer deciding each request as RBAC would. Code that reaches the
+// API through a real rest client (an informer, in this process or in
+// another one given a kubeconfig) is tested on its real path, which
+// client-go's fake clientset skips.
 package kubefake
 
 import (
