@@ -38,6 +38,7 @@ type Config struct {
 type App struct {
 	pool   *db.Pool
 	schema *db.SchemaGate // the directory's, against this binary's migrations
+	server *db.ServerGate // the directory's server, against db.CheckServer
 	echo   *echo.Echo
 	signer *identity.Signer
 	seen   *identity.Seen
@@ -60,7 +61,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{pool: pool, schema: tenancy.NewSchemaGate(pool), signer: signer, seen: identity.NewSeen(100_000)}
+	// A CockroachDB Tally does not run on is refused at start, saying what to
+	// change; one not reachable yet is checked by Ready.
+	server := db.NewServerGate(pool, "the directory (tenancy database)")
+	if err := server.Start(ctx, 2*time.Second); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("management: %w", err)
+	}
+	a := &App{pool: pool, schema: tenancy.NewSchemaGate(pool), server: server, signer: signer, seen: identity.NewSeen(100_000)}
 	e := httpx.New(httpx.Config{Service: "tally-management", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
 	e.Use(a.authenticate) // not on the group: see regional.New
 	e.Use(directoryDown)
@@ -143,6 +151,9 @@ func (a *App) Handler() http.Handler { return a.echo }
 func (a *App) Ready(ctx context.Context) error {
 	if err := a.pool.Ping(ctx); err != nil {
 		return errors.Join(db.ErrUnavailable, err)
+	}
+	if err := a.server.Check(ctx); err != nil {
+		return err
 	}
 	if err := a.schema.Check(ctx); err != nil {
 		if errors.Is(err, db.ErrSchemaBehind) {

@@ -125,6 +125,8 @@ type App struct {
 	tenancy  *db.Pool
 	resolver *tenancy.Resolver
 	schema   *db.SchemaGate // the cluster's database against Migrations
+	server   *db.ServerGate // the cluster's database server against db.CheckServer
+	tserver  *db.ServerGate // the directory's
 	bulkhead *db.Bulkhead
 	cpu      *cpushare.Governor
 	usage    *usage.Counter
@@ -160,11 +162,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	// A CockroachDB too old for the writes run at READ COMMITTED, or with it
 	// off, is refused at start. A database not reachable yet is no reason
-	// to stop: the instance reports itself unready until it is.
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	err = db.CheckServer(cctx, pool)
-	cancel()
-	if err != nil && !errors.Is(err, db.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+	// to stop: the instance reports itself unready until it is, and until
+	// the server has passed the check (Ready).
+	server := db.NewServerGate(pool, "the cluster's database")
+	if err := server.Start(ctx, 2*time.Second); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("regional: %w", err)
 	}
@@ -179,7 +180,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		pool.Close()
 		return nil, err
 	}
-	a := &App{cfg: cfg, pool: pool, signer: signer, operator: operator, seen: identity.NewSeen(200_000), tasks: async.NewRegistry(), tenancy: tpool,
+	tserver := db.NewServerGate(tpool, "the directory (tenancy database)")
+	if err := tserver.Start(ctx, 2*time.Second); err != nil {
+		pool.Close()
+		tpool.Close()
+		return nil, fmt.Errorf("regional: %w", err)
+	}
+	a := &App{cfg: cfg, pool: pool, server: server, tserver: tserver, signer: signer, operator: operator, seen: identity.NewSeen(200_000), tasks: async.NewRegistry(), tenancy: tpool,
 		resolver: tenancy.NewResolver(tpool, tenancy.ResolverOptions{Log: cfg.Log}), usage: usage.NewCounter(pool, cfg.Log)}
 	a.schema = db.NewSchemaGate(pool, Migrations, MigrationsDir, db.SchemaGateOptions{Name: "the cluster's database",
 		Fix: "migrate it (`tally migrate --regional-url`, the pod's migrate init container) first"})
@@ -440,6 +447,12 @@ func (a *App) Ready(ctx context.Context) error {
 	if err := a.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("the cluster's database: %w", db.Classify(err))
 	}
+	// A server that could not be checked at start is checked now: one Tally
+	// does not run on (an old CockroachDB, READ COMMITTED off) is never
+	// served, and the probe says what to change.
+	if err := a.server.Check(ctx); err != nil {
+		return err
+	}
 	// The pod's init container migrates it before this starts; `tally
 	// regional` run without it must not serve the old schema either.
 	if err := a.schema.Check(ctx); err != nil {
@@ -450,6 +463,9 @@ func (a *App) Ready(ctx context.Context) error {
 	// cannot reach it would answer errors, so it is not ready either.
 	if err := a.tenancy.Ping(ctx); err != nil {
 		return fmt.Errorf("the directory (tenancy database): %w", db.Classify(err))
+	}
+	if err := a.tserver.Check(ctx); err != nil {
+		return err
 	}
 	// Management's release migrates the directory; this one may roll out
 	// first (another region's, say) and must wait for it.

@@ -35,6 +35,7 @@ type Resolver struct {
 	pool     *db.Pool
 	log      *slog.Logger
 	schema   *db.SchemaGate
+	server   *db.ServerGate
 	offline  time.Duration // ResolverOptions.ReadyOffline
 	hosts    *expirable.LRU[string, hostEntry]
 	keys     *expirable.LRU[string, AppKey]
@@ -79,6 +80,7 @@ func NewResolver(pool *db.Pool, o ResolverOptions) *Resolver {
 		pool:     pool,
 		log:      o.Log,
 		schema:   NewSchemaGate(pool),
+		server:   db.NewServerGate(pool, "the directory (tenancy database)"),
 		offline:  o.ReadyOffline,
 		hosts:    expirable.NewLRU[string, hostEntry](o.Size, nil, o.TTL),
 		keys:     expirable.NewLRU[string, AppKey](o.Size, nil, o.TTL),
@@ -339,8 +341,10 @@ func (r *Resolver) Watch(ctx context.Context, interval time.Duration) {
 }
 
 // Ready is the router's readiness. While the directory can be read, the
-// instance is ready once its schema is as new as this binary needs
-// (CheckSchema). While it cannot, the instance keeps serving what its
+// instance is ready once its server is one Tally runs on (db.CheckServer:
+// an old CockroachDB, or one with READ COMMITTED off, is never ready, the
+// error saying what to change) and its schema is as new as this binary
+// needs (CheckSchema). While it cannot, the instance keeps serving what its
 // caches hold (and the rate limits fail open), so it stays ready if it
 // found the schema good and its Watch read the directory within
 // ReadyOffline (default TTL): an outage of the directory does not take
@@ -351,6 +355,13 @@ func (r *Resolver) Watch(ctx context.Context, interval time.Duration) {
 // since it started (cold caches) is not ready either.
 func (r *Resolver) Ready(ctx context.Context) error {
 	err := r.pool.Ping(ctx)
+	if err == nil {
+		// A CockroachDB Tally does not run on (db.CheckServer) is never
+		// served: the probe says what to change.
+		if err = r.server.Check(ctx); errors.Is(err, db.ErrServerRefused) {
+			return err
+		}
+	}
 	if err == nil {
 		if err = r.schema.Check(ctx); err == nil || errors.Is(err, db.ErrSchemaBehind) {
 			return err
