@@ -340,6 +340,13 @@ func (r *Resolver) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// CheckServer is for a router's start: the directory's server refused
+// (a CockroachDB below the minimum, or without READ COMMITTED) stops it
+// with what to change; one not reachable within wait is left to Ready.
+func (r *Resolver) CheckServer(ctx context.Context, wait time.Duration) error {
+	return r.server.Start(ctx, wait)
+}
+
 // Ready is the router's readiness. While the directory can be read, the
 // instance is ready once its server is one Tally runs on (db.CheckServer:
 // an old CockroachDB, or one with READ COMMITTED off, is never ready, the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -120,6 +121,9 @@ func runRouter(ctx context.Context, args []string) error {
 	defer pool.Close()
 	m := telemetry.NewMetrics("router", "")
 	resolver := tenancy.NewResolver(pool, tenancy.ResolverOptions{Log: logger()})
+	if err := resolver.CheckServer(ctx, 2*time.Second); err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
 	m.Register(resolver.Collectors()...)
 	var ring *peerlimit.Limiter
 	if *peerAddr != "" {
