@@ -104,7 +104,10 @@ func (f *forwarder) roundTrip(ctx context.Context, out *http.Request) (*http.Res
 
 // forward sends the request to upstream and streams the answer back.
 // upstreamName names the target in errors ("cluster us1", "management").
-func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, signedIdentity string, client clientAddr) error {
+// version, when set, is the API version the request is served at, named
+// on its span with the upstream: one SetAttributes call, as each grows the
+// span's attributes (a copy of them all, about a kilobyte a request).
+func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, signedIdentity string, client clientAddr, version string) error {
 	in := c.Request()
 	// The request's one span in the router is its server span (DESIGN.md):
 	// the upstream's server span is its child, by the trace context sent
@@ -112,7 +115,11 @@ func (f *forwarder) forward(c echo.Context, upstream *url.URL, upstreamName, sig
 	// per request and timed nothing the upstream's server span does not.
 	ctx := in.Context()
 	span := trace.SpanFromContext(ctx)
-	span.SetAttributes(attribute.String("tally.upstream", upstreamName))
+	if version != "" {
+		span.SetAttributes(attribute.String("tally.upstream", upstreamName), attribute.String("tally.api_version", version))
+	} else {
+		span.SetAttributes(attribute.String("tally.upstream", upstreamName))
+	}
 
 	outURL := *upstream
 	outURL.Path = singleJoin(upstream.Path, in.URL.Path)

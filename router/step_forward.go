@@ -36,7 +36,7 @@ func (s *forwardStep) handle(c echo.Context, x *call) error {
 		signed := s.signer.Sign(identity.Identity{Audience: identity.AudienceManagement, Cluster: x.route.cluster.Name,
 			Method: req.Method, Path: upstreamPath(s.management, req), Query: req.URL.RawQuery, Kind: identity.KindManagement,
 			KeyID: x.caller.management.ID, RequestID: requestID, Expires: expires})
-		return s.fwd.forward(c, s.management, "management service", signed, x.client)
+		return s.fwd.forward(c, s.management, "management service", signed, x.client, "")
 	}
 	upstream, err := s.upstreams.get(x.route.cluster)
 	if err != nil {
@@ -58,5 +58,5 @@ func (s *forwardStep) handle(c echo.Context, x *call) error {
 	signed := s.signer.Sign(identity.Identity{Audience: identity.AudienceRegional, ProjectID: p.ID, Cluster: x.route.cluster.Name,
 		Method: req.Method, Path: upstreamPath(upstream, req), Query: req.URL.RawQuery, Kind: kind, KeyID: x.caller.key.AppID,
 		Scopes: t.Scopes, APIVersion: x.version, RequestID: requestID, Expires: expires, Customer: t.Customer})
-	return s.fwd.forward(c, upstream, "cluster "+x.route.cluster.Name, signed, x.client)
+	return s.fwd.forward(c, upstream, "cluster "+x.route.cluster.Name, signed, x.client, x.version)
 }

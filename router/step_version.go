@@ -2,16 +2,15 @@ package router
 
 import (
 	"github.com/labstack/echo/v4"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tallyhq/tally/internal/apiversion"
 )
 
 // versionStep chooses the API version a request is served at: the one
 // its X-Voucherify-API-Version header names, else the project's pinned
-// one, else the latest. The answer says which. The management API and
-// the OAuth endpoints have no dated versions.
+// one, else the latest. The answer says which, and so does the request's
+// span, named with the forward's own attributes in one call (forward.go).
+// The management API and the OAuth endpoints have no dated versions.
 type versionStep struct{}
 
 func (versionStep) serve(c echo.Context, x *call, next handler) error {
@@ -31,6 +30,5 @@ func (versionStep) serve(c echo.Context, x *call, next handler) error {
 	}
 	x.version = version
 	c.Response().Header().Set(apiversion.Header, version)
-	trace.SpanFromContext(req.Context()).SetAttributes(attribute.String("tally.api_version", version))
 	return next(c, x)
 }

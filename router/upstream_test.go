@@ -33,7 +33,7 @@ func newEdge(t *testing.T, upstream *httptest.Server) *edge {
 	g := &edge{fwd: newForwarder(500 * time.Millisecond), upstream: u}
 	e := httpx.New(httpx.Config{Service: "router-test", Log: slog.New(slog.DiscardHandler)})
 	e.Any("/*", func(c echo.Context) error {
-		return g.fwd.forward(c, u, "upstream", "identity", clientAddr{ip: "127.0.0.1"})
+		return g.fwd.forward(c, u, "upstream", "identity", clientAddr{ip: "127.0.0.1"}, "")
 	})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
