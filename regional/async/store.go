@@ -138,7 +138,7 @@ const leaseHeld = `project_id = $1 AND id = $2 AND lease_owner = $3 AND attempts
 
 // The updates guarded by leaseHeld: $1-$4 are the task's key, owner and attempt.
 const (
-	extendSQL = `UPDATE outbox SET run_after = now() + $5::INT * INTERVAL '1 millisecond' WHERE ` + leaseHeld
+	extendSQL = `UPDATE outbox SET run_after = now() + $5::INT8 * INTERVAL '1 millisecond' WHERE ` + leaseHeld
 	finishSQL = `UPDATE outbox SET status = 'done', finished_at = now(), last_error = NULL WHERE ` + leaseHeld
 	retrySQL  = `UPDATE outbox SET status = $5, run_after = $6, last_error = $7,
 		finished_at = CASE WHEN $5 = 'parked' THEN now() ELSE NULL END WHERE ` + leaseHeld
