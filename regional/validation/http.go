@@ -11,6 +11,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/rules"
 )
 
 type handler struct{ svc *Service }
@@ -79,7 +80,7 @@ func dateParam(q url.Values, name string) (*time.Time, error) {
 	if s == "" {
 		return nil, nil
 	}
-	t, ok := parseTime(s)
+	t, ok := rules.ParseTime(s)
 	if !ok {
 		return nil, apierr.InvalidQuery(name, "must be an ISO 8601 date-time, got "+strconv.Quote(s))
 	}

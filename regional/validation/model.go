@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -196,7 +197,7 @@ func (b Body) apply(r *Rule, create bool) error {
 			*e.dst = Types[0]
 		case s == nil:
 			*e.dst = "global"
-		case has(e.values, *s):
+		case slices.Contains(e.values, *s):
 			*e.dst = *s
 		default:
 			return apierr.InvalidPayload(fmt.Sprintf("%s must be one of %s; got %q", e.key, strings.Join(e.values, ", "), *s))
@@ -241,11 +242,18 @@ func (b Body) assignmentOf() (typ, id string, err error) {
 	if typ == "" {
 		typ = ObjectTypes[0]
 	}
-	if !has(ObjectTypes, typ) {
+	if !slices.Contains(ObjectTypes, typ) {
 		return "", "", apierr.InvalidPayload(fmt.Sprintf("related_object_type must be one of %s; got %q", strings.Join(ObjectTypes, ", "), typ))
 	}
 	if strings.TrimSpace(id) == "" || len(id) > 300 {
 		return "", "", apierr.InvalidPayload("related_object_id is required: the id of the " + typ + " the rule restricts (at most 300 characters)")
 	}
 	return typ, id, nil
+}
+
+// isNull says whether a document is absent or null: a property the body
+// resets.
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/rules"
 )
 
 // CacheSize is how many compiled rules an instance keeps.
@@ -31,7 +32,7 @@ type Service struct {
 
 type compiled struct {
 	version int64
-	prog    *program
+	prog    *rules.Program
 }
 
 // NewService returns the validation rule service.
@@ -52,7 +53,7 @@ func (s *Service) Create(ctx context.Context, projectID string, b Body) (View, e
 	if err := b.apply(&r, true); err != nil {
 		return View{}, err
 	}
-	prog, err := compile(r.Rules, r.Error, r.ApplicableTo)
+	prog, err := rules.Compile(r.Rules, r.Error, r.ApplicableTo)
 	if err != nil {
 		return View{}, err
 	}
@@ -73,7 +74,7 @@ func (s *Service) Get(ctx context.Context, projectID, id string) (View, error) {
 // version moves on so every instance compiles it anew.
 func (s *Service) Update(ctx context.Context, projectID, id string, b Body) (View, error) {
 	var out Rule
-	var prog *program
+	var prog *rules.Program
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		r, err := getRule(ctx, tx, projectID, id, true)
 		if err != nil {
@@ -82,7 +83,7 @@ func (s *Service) Update(ctx context.Context, projectID, id string, b Body) (Vie
 		if err := b.apply(&r, false); err != nil {
 			return err
 		}
-		if prog, err = compile(r.Rules, r.Error, r.ApplicableTo); err != nil {
+		if prog, err = rules.Compile(r.Rules, r.Error, r.ApplicableTo); err != nil {
 			return err
 		}
 		now := s.clock.Now()
@@ -174,24 +175,24 @@ func (s *Service) RulesOf(ctx context.Context, projectID, relatedObjectID string
 // version: the call reads the rule's version (one indexed read) and
 // compiles it only when this instance has not seen that version. A rule
 // that does not exist is apierr's 404.
-func (s *Service) Evaluate(ctx context.Context, projectID, ruleID string, in Input) (Verdict, error) {
+func (s *Service) Evaluate(ctx context.Context, projectID, ruleID string, in rules.Input) (rules.Verdict, error) {
 	vs, err := s.EvaluateAll(ctx, projectID, []string{ruleID}, in)
 	if err != nil {
-		return Verdict{}, err
+		return rules.Verdict{}, err
 	}
 	return vs[0], nil
 }
 
 // EvaluateAll evaluates several rules against in with one read of their
 // versions: the verdicts are in the order of ruleIDs.
-func (s *Service) EvaluateAll(ctx context.Context, projectID string, ruleIDs []string, in Input) ([]Verdict, error) {
+func (s *Service) EvaluateAll(ctx context.Context, projectID string, ruleIDs []string, in rules.Input) ([]rules.Verdict, error) {
 	return s.EvaluateAllIn(ctx, s.pool, projectID, ruleIDs, in)
 }
 
 // EvaluateAllIn is EvaluateAll reading through q: the caller's transaction
 // (a redemption, which must not wait for a second connection). An order
 // whose amounts are out of range (Order.Check) is a 400.
-func (s *Service) EvaluateAllIn(ctx context.Context, q db.Querier, projectID string, ruleIDs []string, in Input) ([]Verdict, error) {
+func (s *Service) EvaluateAllIn(ctx context.Context, q db.Querier, projectID string, ruleIDs []string, in rules.Input) ([]rules.Verdict, error) {
 	if err := in.Order.Check(); err != nil {
 		return nil, err
 	}
@@ -199,16 +200,16 @@ func (s *Service) EvaluateAllIn(ctx context.Context, q db.Querier, projectID str
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Verdict, len(ruleIDs))
+	out := make([]rules.Verdict, len(ruleIDs))
 	for i, id := range ruleIDs {
-		out[i] = progs[i].run(id, &in)
+		out[i] = progs[i].Run(id, &in)
 	}
 	return out, nil
 }
 
 // programs returns the compiled rules of ids, compiling those whose stored
 // version this instance has not compiled.
-func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, ruleIDs []string) ([]*program, error) {
+func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, ruleIDs []string) ([]*rules.Program, error) {
 	if len(ruleIDs) == 0 {
 		return nil, nil
 	}
@@ -216,7 +217,7 @@ func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*program, len(ruleIDs))
+	out := make([]*rules.Program, len(ruleIDs))
 	var stale []string
 	for i, id := range ruleIDs {
 		if c, ok := s.cache.Get(cacheKey(projectID, id)); ok && c.version == current[id] {
@@ -232,9 +233,9 @@ func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, 
 	if err != nil {
 		return nil, err
 	}
-	fresh := make(map[string]*program, len(rs))
+	fresh := make(map[string]*rules.Program, len(rs))
 	for _, r := range rs {
-		prog, err := compile(r.Rules, r.Error, r.ApplicableTo)
+		prog, err := rules.Compile(r.Rules, r.Error, r.ApplicableTo)
 		if err != nil {
 			return nil, fmt.Errorf("validation: stored rule %s does not compile: %w", r.ID, err)
 		}
@@ -259,7 +260,7 @@ func (s *Service) Recompiles() int64 { return s.recompiles.Load() }
 
 // Prepared are compiled rules read with one version check, to run against
 // many inputs (a request's many redeemables).
-type Prepared map[string]*program
+type Prepared map[string]*rules.Program
 
 // Prepare compiles (or takes from the cache) the rules of ids, reading
 // their versions once through q.
@@ -276,10 +277,10 @@ func (s *Service) Prepare(ctx context.Context, q db.Querier, projectID string, i
 }
 
 // Run evaluates prepared rules ids (each must have been prepared) against in.
-func (p Prepared) Run(ids []string, in Input) []Verdict {
-	out := make([]Verdict, len(ids))
+func (p Prepared) Run(ids []string, in rules.Input) []rules.Verdict {
+	out := make([]rules.Verdict, len(ids))
 	for i, id := range ids {
-		out[i] = p[id].run(id, &in)
+		out[i] = p[id].Run(id, &in)
 	}
 	return out
 }
@@ -288,7 +289,7 @@ func (p Prepared) Run(ids []string, in Input) []Verdict {
 // counts (redemption.count.*): only then need they be counted.
 func (p Prepared) ReadsCounts(ids []string) bool {
 	for _, id := range ids {
-		if r := p[id]; r != nil && r.counts {
+		if r := p[id]; r != nil && r.ReadsCounts() {
 			return true
 		}
 	}
@@ -298,12 +299,9 @@ func (p Prepared) ReadsCounts(ids []string) bool {
 // NamesItemOf says whether one of the prepared rules ids requires a
 // product, SKU or collection (order.items.any or every) that a line of o
 // matches: qualifications' PRODUCTS scenarios.
-func (p Prepared) NamesItemOf(ids []string, o *Order) bool {
-	if o == nil || len(o.Items) == 0 {
-		return false
-	}
+func (p Prepared) NamesItemOf(ids []string, o *rules.Order) bool {
 	for _, id := range ids {
-		if pr := p[id]; pr != nil && pr.root.namesItemOf(o.Items) {
+		if pr := p[id]; pr != nil && pr.NamesItemOf(o) {
 			return true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/dbtest"
+	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/regional/validation"
 )
 
@@ -265,7 +266,7 @@ func TestEvaluateSeesTheRulesNewVersion(t *testing.T) {
 	// Another regional instance over the same database.
 	svc := validation.NewService(a.E.Stack.Regional["api"].Pool(), a.E.Clock)
 	amount := int64(6000)
-	in := validation.Input{Order: &validation.Order{Amount: &amount}}
+	in := rules.Input{Order: &rules.Order{Amount: &amount}}
 	for range 3 {
 		v, err := svc.Evaluate(ctx, a.P.ID, id, in)
 		if err != nil || !v.Valid || v.Error != nil {

@@ -1,4 +1,4 @@
-package validation
+package rules
 
 import (
 	"encoding/json"
@@ -211,7 +211,7 @@ func TestRulesAgainstOrdersAndCustomers(t *testing.T) {
 			if r.ruleMsg != "" {
 				errDoc = json.RawMessage(`{"message":"` + r.ruleMsg + `"}`)
 			}
-			p, err := compile(json.RawMessage(r.rules), errDoc, nil)
+			p, err := Compile(json.RawMessage(r.rules), errDoc, nil)
 			if err != nil {
 				t.Fatalf("compile: %v", err)
 			}
@@ -219,7 +219,7 @@ func TestRulesAgainstOrdersAndCustomers(t *testing.T) {
 			if r.change != nil {
 				r.change(&in)
 			}
-			v := p.run("val_1", &in)
+			v := p.Run("val_1", &in)
 			if v.Valid != r.valid {
 				t.Fatalf("valid = %v, want %v (%+v)", v.Valid, r.valid, v.Error)
 			}
@@ -247,12 +247,12 @@ func TestApplicableTo(t *testing.T) {
 		{`{"included":[{"object":"products_collection","id":"pc_winter"}]}`, []int{}},
 		{`{"included":[],"excluded":[],"included_all":false}`, nil},
 	} {
-		p, err := compile(nil, nil, json.RawMessage(r.doc))
+		p, err := Compile(nil, nil, json.RawMessage(r.doc))
 		if err != nil {
 			t.Fatal(err)
 		}
 		in := baseInput()
-		if got := p.run("val_1", &in).Applicable; !reflect.DeepEqual(got, r.want) {
+		if got := p.Run("val_1", &in).Applicable; !reflect.DeepEqual(got, r.want) {
 			t.Errorf("%s: applicable %v, want %v", r.doc, got, r.want)
 		}
 	}
@@ -303,7 +303,7 @@ func TestRulesRefusedOnWrite(t *testing.T) {
 		{rules: one("customer.id", `{"$in":[`+strings.Repeat(`"aaaaaaaaaaaaaaaaaaaa",`, 3500)+`"z"]}`), want: `a rule's documents hold at most 64 KB`},
 		{rules: manyValues(6), want: `a rule holds at most 5000 values in all its conditions`},
 	} {
-		_, err := compile(json.RawMessage(r.rules), opt(r.errDoc), opt(r.applicable))
+		_, err := Compile(json.RawMessage(r.rules), opt(r.errDoc), opt(r.applicable))
 		var ae *apierr.Error
 		if !errors.As(err, &ae) || ae.Status != 400 || ae.Key != "invalid_payload" || !strings.Contains(ae.Details, r.want) {
 			t.Errorf("%s: got %v, want a 400 saying %q", r.rules, err, r.want)
@@ -338,7 +338,7 @@ func TestRulesNestAtMostMaxDepth(t *testing.T) {
 	for range maxDepth {
 		rules = one("order.amount", `{"$is":[1]}`, "", rules)
 	}
-	if _, err := compile(json.RawMessage(rules), nil, nil); err == nil || !strings.Contains(err.Error(), "nest at most") {
+	if _, err := Compile(json.RawMessage(rules), nil, nil); err == nil || !strings.Contains(err.Error(), "nest at most") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -395,13 +395,13 @@ func TestScopes(t *testing.T) {
 		{"without customer: the customer holds", `{"1":` + silver + `,"logic":"1"}`, ScopeWithoutCustomer, true},
 		{"without customer: the order still fails", `{"1":` + silver + `,"2":` + bigOrder + `,"logic":"1 and 2"}`, ScopeWithoutCustomer, false},
 	} {
-		p, err := compile(json.RawMessage(r.rules), nil, nil)
+		p, err := Compile(json.RawMessage(r.rules), nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", r.name, err)
 		}
 		in := baseInput()
 		in.Scope = r.scope
-		if v := p.run("val_1", &in); v.Valid != r.valid {
+		if v := p.Run("val_1", &in); v.Valid != r.valid {
 			t.Errorf("%s: valid %v, want %v", r.name, v.Valid, r.valid)
 		}
 	}
@@ -422,11 +422,11 @@ func TestNamesItemOf(t *testing.T) {
 		{one("order.amount", `{}`, "", one("order.items.any", `{"$is":[{"object":"sku","source_id":"shirt-m"}]}`)), true},
 		{one("order.amount", `{"$more_than":[1]}`), false},
 	} {
-		p, err := compile(json.RawMessage(r.rules), nil, nil)
+		p, err := Compile(json.RawMessage(r.rules), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := (Prepared{"val_1": p}).NamesItemOf([]string{"val_1"}, o); got != r.want {
+		if got := p.NamesItemOf(o); got != r.want {
 			t.Errorf("%s: %v, want %v", r.rules, got, r.want)
 		}
 	}
@@ -440,11 +440,11 @@ func TestRulesSayWhetherTheyReadCounts(t *testing.T) {
 		`{"1": {"name": "redemption.count.per_customer", "conditions": {"$less_than": [3]}}, "logic": "1"}`:                                                                                       true,
 		`{"1": {"name": "order.amount", "conditions": {"$more_than": [1]}, "rules": {"1": {"name": "redemption.count.per_day", "conditions": {"$less_than": [9]}}, "logic": "1"}}, "logic": "1"}`: true,
 	} {
-		p, err := compile(json.RawMessage(rules), nil, nil)
+		p, err := Compile(json.RawMessage(rules), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := (Prepared{"r": p}).ReadsCounts([]string{"r"}); got != want {
+		if got := p.ReadsCounts(); got != want {
 			t.Errorf("%s: reads counts %v, want %v", rules, got, want)
 		}
 	}
