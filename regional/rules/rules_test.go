@@ -3,7 +3,6 @@ package rules
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -247,99 +246,16 @@ func TestApplicableTo(t *testing.T) {
 		{`{"included":[{"object":"products_collection","id":"pc_winter"}]}`, []int{}},
 		{`{"included":[],"excluded":[],"included_all":false}`, nil},
 	} {
-		p, err := Compile(nil, nil, json.RawMessage(r.doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := baseInput()
-		if got := p.Run("val_1", &in).Applicable; !reflect.DeepEqual(got, r.want) {
-			t.Errorf("%s: applicable %v, want %v", r.doc, got, r.want)
-		}
-	}
-}
-
-// Rules that do not compile are a 400 naming where and what.
-func TestRulesRefusedOnWrite(t *testing.T) {
-	for _, r := range []struct{ rules, errDoc, applicable, want string }{
-		{rules: one("order.foo", `{"$is":[1]}`), want: `rules.1.name: unknown rule name "order.foo"`},
-		{rules: one("order.amount", `{"$bigger":[1]}`), want: `rules.1.conditions.$bigger: unknown condition $bigger`},
-		{rules: one("customer.id", `{"$more_than":[1]}`), want: `rules.1.conditions.$more_than: customer.id does not take $more_than`},
-		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 and 4"}`, want: `rules.logic: names condition 4`},
-		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"2":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 and (2"}`, want: `rules.logic: the ( at character 7 is not closed`},
-		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"2":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 2"}`, want: `rules.logic: unexpected "2"`},
-		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"2":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 & 2"}`, want: `rules.logic: unexpected '&'`},
-		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"logic":"1 or"}`, want: `rules.logic: ends where a condition key`},
-		{rules: `{"1":` + c("order.amount", `{"$is":[1]}`) + `,"logic":7}`, want: `rules.logic: must be a string`},
-		{rules: one("order.amount", `{"$more_than":["a"]}`), want: `rules.1.conditions.$more_than[0]: must be a whole number`},
-		{rules: one("order.amount", `{"$is":[10.5]}`), want: `rules.1.conditions.$is[0]: must be a whole number`},
-		{rules: one("order.amount", `{"$more_than":[1, 2]}`), want: `rules.1.conditions.$more_than: takes one number`},
-		{rules: one("order.amount", `{"$is":[]}`), want: `rules.1.conditions.$is: needs at least one value`},
-		{rules: one("customer.id", `{"$is":[7]}`), want: `rules.1.conditions.$is[0]: must be a string, got 7`},
-		{rules: one("order.items.any", `{"$is":["prod_1"]}`), want: `rules.1.conditions.$is[0]: must be an object naming a product`},
-		{rules: one("order.items.any", `{"$is":[{"object":"category","id":"x"}]}`), want: `rules.1.conditions.$is[0].object: must be product, sku or products_collection`},
-		{rules: one("order.metadata", `{"$is":["x"]}`), want: `rules.1.property: is required for order.metadata`},
-		{rules: `{"1":{"name":"order.amount","property":"x","conditions":{"$is":[1]}}}`, want: `rules.1.property: order.amount takes no property`},
-		{rules: one("order.items.price", `{"$is":[1]}`), want: `rules.1.name: order.items.price reads one order item`},
-		{rules: one("order.items.any", `{"$is":[{"id":"p"}]}`, "", `{"1":`+c("order.items.nope", `{"$is":[1]}`)+`}`), want: `rules.1.rules.1.name: unknown rule name "order.items.nope"`},
-		{rules: one("date", `{"$after":["yesterday"]}`), want: `rules.1.conditions.$after[0]: must be an RFC 3339 date-time`},
-		{rules: one("order.amount", `{"$has_value":[5]}`), want: `rules.1.conditions.$has_value: takes no value`},
-		{rules: `{"1":{"name":"order.amount"}}`, want: `rules.1.conditions: is required: an object of`},
-		{rules: one("order.amount", `null`), want: `rules.1.conditions: is required`},
-		{rules: one("order.amount", `[]`), want: `rules.1.conditions: must be an object`},
-		{rules: one("order.amount", `{"$is_not":[]}`), want: `rules.1.conditions.$is_not: needs at least one value`},
-		{rules: one("order.amount", `{"$in":[1.5]}`), want: `rules.1.conditions.$in[0]: must be a whole number`},
-		{rules: `{"1":{"conditions":{"$is":[1]}}}`, want: `rules.1.name: is required`},
-		{rules: `{"and":` + c("order.amount", `{"$is":[1]}`) + `}`, want: `cannot be a condition's key`},
-		{rules: `{"1":"order.amount"}`, want: `rules.1: must be a condition`},
-		{rules: `[1]`, want: `rules: must be an object`},
-		{rules: one("order.amount", `{"$is":[1]}`, "", `{"1":`+c("order.amount", `{"$is":[1]}`)+`,"junction":"xor"}`), want: `rules.1.rules.junction: must be and or or`},
-		{rules: one("order.amount", `{"$is":[1]}`), errDoc: `{"message":5}`, want: `error.message: must be a string`},
-		{rules: `{}`, applicable: `{"included":[{"object":"product","id":"p","effect":"APPLY_TO_SOME"}]}`, want: `applicable_to.included[0].effect: must be one of`},
-		{rules: `{}`, applicable: `{"excluded":[{"object":"sku"}]}`, want: `applicable_to.excluded[0]: must give an id or a source_id`},
-		{rules: one("order.amount", `{"$is":[99999999999999999999]}`), want: `rules.1.conditions.$is[0]: must be a number from`},
-		// Limits that bound an evaluation's work and a compiled rule's memory.
-		{rules: one("order.items.any", `{"$is":[{"id":"p"}]}`, "", `{"1":`+c("order.items.any", `{"$is":[{"id":"q"}]}`)+`}`),
-			want: `rules.1.rules.1.name: order.items.any cannot be nested in the rules of another items condition`},
-		{rules: one("customer.id", `{"$in":[`+strings.Repeat(`"aaaaaaaaaaaaaaaaaaaa",`, 3500)+`"z"]}`), want: `a rule's documents hold at most 64 KB`},
-		{rules: manyValues(6), want: `a rule holds at most 5000 values in all its conditions`},
-	} {
-		_, err := Compile(json.RawMessage(r.rules), opt(r.errDoc), opt(r.applicable))
-		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Status != 400 || ae.Key != "invalid_payload" || !strings.Contains(ae.Details, r.want) {
-			t.Errorf("%s: got %v, want a 400 saying %q", r.rules, err, r.want)
-		}
-	}
-}
-
-// manyValues is a rule of n conditions of 1,000 short values each.
-func manyValues(n int) string {
-	var parts []string
-	for i := range n {
-		vals := make([]string, 1000)
-		for j := range vals {
-			vals[j] = fmt.Sprint(j)
-		}
-		parts = append(parts, fmt.Sprintf(`"%d":{"name":"customer.id","conditions":{"$in":["%s"]}}`, i+1, strings.Join(vals, `","`)))
-	}
-	return "{" + strings.Join(parts, ",") + "}"
-}
-
-// opt is s as a document, nil when empty.
-func opt(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
-}
-
-// Nested rules past maxDepth are refused.
-func TestRulesNestAtMostMaxDepth(t *testing.T) {
-	rules := one("order.amount", `{"$is":[1]}`)
-	for range maxDepth {
-		rules = one("order.amount", `{"$is":[1]}`, "", rules)
-	}
-	if _, err := Compile(json.RawMessage(rules), nil, nil); err == nil || !strings.Contains(err.Error(), "nest at most") {
-		t.Fatalf("got %v", err)
+		t.Run(r.doc, func(t *testing.T) {
+			p, err := Compile(nil, nil, json.RawMessage(r.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := baseInput()
+			if got := p.Run("val_1", &in).Applicable; !reflect.DeepEqual(got, r.want) {
+				t.Errorf("%s: applicable %v, want %v", r.doc, got, r.want)
+			}
+		})
 	}
 }
 
@@ -359,11 +275,13 @@ func TestOrderAmountsOutOfRangeRefused(t *testing.T) {
 		{[]Item{{Amount: ptr(maxSafeInt)}, {Amount: ptr(1)}}, "order.items[1]: the items' amounts add up"},
 		{[]Item{{Amount: ptr(-1 << 62)}}, "order.items[0]: the items' amounts add up"},
 	} {
-		err := (&Order{Items: r.items}).Check()
-		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Details, r.want) {
-			t.Errorf("%+v: got %v, want a 400 saying %q", r.items, err, r.want)
-		}
+		t.Run(r.want, func(t *testing.T) {
+			err := (&Order{Items: r.items}).Check()
+			var ae *apierr.Error
+			if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Details, r.want) {
+				t.Errorf("%+v: got %v, want a 400 saying %q", r.items, err, r.want)
+			}
+		})
 	}
 	for _, o := range []*Order{nil, {}, {Items: []Item{{Price: 1 << 26, Quantity: 1 << 26}, {Price: 5, Quantity: 0}, {Amount: ptr(0)}}}} {
 		if err := o.Check(); err != nil {
@@ -395,15 +313,17 @@ func TestScopes(t *testing.T) {
 		{"without customer: the customer holds", `{"1":` + silver + `,"logic":"1"}`, ScopeWithoutCustomer, true},
 		{"without customer: the order still fails", `{"1":` + silver + `,"2":` + bigOrder + `,"logic":"1 and 2"}`, ScopeWithoutCustomer, false},
 	} {
-		p, err := Compile(json.RawMessage(r.rules), nil, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", r.name, err)
-		}
-		in := baseInput()
-		in.Scope = r.scope
-		if v := p.Run("val_1", &in); v.Valid != r.valid {
-			t.Errorf("%s: valid %v, want %v", r.name, v.Valid, r.valid)
-		}
+		t.Run(r.name, func(t *testing.T) {
+			p, err := Compile(json.RawMessage(r.rules), nil, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", r.name, err)
+			}
+			in := baseInput()
+			in.Scope = r.scope
+			if v := p.Run("val_1", &in); v.Valid != r.valid {
+				t.Errorf("%s: valid %v, want %v", r.name, v.Valid, r.valid)
+			}
+		})
 	}
 }
 
@@ -422,13 +342,15 @@ func TestNamesItemOf(t *testing.T) {
 		{one("order.amount", `{}`, "", one("order.items.any", `{"$is":[{"object":"sku","source_id":"shirt-m"}]}`)), true},
 		{one("order.amount", `{"$more_than":[1]}`), false},
 	} {
-		p, err := Compile(json.RawMessage(r.rules), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := p.NamesItemOf(o); got != r.want {
-			t.Errorf("%s: %v, want %v", r.rules, got, r.want)
-		}
+		t.Run(r.rules, func(t *testing.T) {
+			p, err := Compile(json.RawMessage(r.rules), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.NamesItemOf(o); got != r.want {
+				t.Errorf("%s: %v, want %v", r.rules, got, r.want)
+			}
+		})
 	}
 }
 
@@ -440,12 +362,14 @@ func TestRulesSayWhetherTheyReadCounts(t *testing.T) {
 		`{"1": {"name": "redemption.count.per_customer", "conditions": {"$less_than": [3]}}, "logic": "1"}`:                                                                                       true,
 		`{"1": {"name": "order.amount", "conditions": {"$more_than": [1]}, "rules": {"1": {"name": "redemption.count.per_day", "conditions": {"$less_than": [9]}}, "logic": "1"}}, "logic": "1"}`: true,
 	} {
-		p, err := Compile(json.RawMessage(rules), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := p.ReadsCounts(); got != want {
-			t.Errorf("%s: reads counts %v, want %v", rules, got, want)
-		}
+		t.Run(rules, func(t *testing.T) {
+			p, err := Compile(json.RawMessage(rules), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.ReadsCounts(); got != want {
+				t.Errorf("%s: reads counts %v, want %v", rules, got, want)
+			}
+		})
 	}
 }
