@@ -40,6 +40,7 @@ import (
 	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/promotions"
 	"github.com/tallyhq/tally/regional/publications"
+	"github.com/tallyhq/tally/regional/qualifications"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/referrals"
 	"github.com/tallyhq/tally/regional/rewards"
@@ -260,14 +261,15 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.bin.Handle("campaign", a.loyalty.RemoveBinnedCampaign)
 	rules := validation.NewService(pool, cfg.Clock)
 	validation.Register(v1, rules)
-	// The promotion engine (stacked validation, redemption, qualifications)
-	// and the promotion tiers it applies without codes.
+	// The promotion engine (stacked validation, redemption), the promotion
+	// tiers it applies without codes, and qualifications, which it judges.
 	eng := engine.New(engine.Deps{Pool: pool, Events: events, Vouchers: vs, Rules: rules, Customers: cust,
 		Orders: ord, Redemptions: red, Clock: cfg.Clock, StackingRules: a.resolver.StackingRules})
 	engine.Register(v1, eng)
 	promos := promotions.NewService(pool, a.loyalty, rules, cfg.Clock)
 	promos.UseSummaries(eng.TierSummaries)
 	eng.UseTiers(promos)
+	qualifications.Register(v1, qualifications.New(eng, promos))
 	promotions.Register(v1, promos)
 	a.loyalty.UseCampaignDropper(promos.DropCampaignTiers)
 	// Referral programs: their campaigns, the holders of their codes, and

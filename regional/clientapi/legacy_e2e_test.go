@@ -196,7 +196,7 @@ func TestDeprecatedPromotionsValidation(t *testing.T) {
 	// No tier applies: valid false, no promotions; no customer: a
 	// tracking_id is made.
 	a.OK("POST", "/v1/promotions/tiers/"+v["promotions"].([]any)[0].(map[string]any)["id"].(string)+"/disable", nil)
-	// (Qualifications read the tiers at most engine.CatalogueTTL old.)
+	// (Qualifications read the tiers at most qualifications.CatalogueTTL old.)
 	stacktest.Eventually(t, 5*time.Second, "the disabled tier gone", func() bool {
 		v = object(t, client(a, shop, "GET", "/client/v1/promotions/validation?amount=1000", nil), "nothing applies")
 		return v["valid"] == false

@@ -8,7 +8,6 @@ import (
 	"math/big"
 
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -45,7 +44,7 @@ import (
 //            points, no discount
 
 // applied is one redeemable's effect on the order.
-type applied struct {
+type Effect struct {
 	Order    *OrderView     // the order with this redeemable's discounts
 	Result   map[string]any // the reference's result: discount or gift
 	Discount int64          // the amount it took off
@@ -190,14 +189,14 @@ func percentOf(amount int64, pct json.Number) int64 {
 
 // recalc applies the candidates in turn to the order: the order at the
 // end and each one's effect.
-func (e *Engine) recalc(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate) (*OrderView, []applied, error) {
+func (e *Engine) recalc(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*Candidate) (*OrderView, []Effect, error) {
 	return e.recalcViews(ctx, q, projectID, o, cs, true)
 }
 
 // recalcViews is recalc that renders the orders only with views: without,
 // the effects carry their amounts alone (qualifications' sorting).
-func (e *Engine) recalcViews(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate,
-	views bool) (*OrderView, []applied, error) {
+func (e *Engine) recalcViews(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*Candidate,
+	views bool) (*OrderView, []Effect, error) {
 	return e.recalcMode(ctx, q, projectID, o, cs, views, false)
 }
 
@@ -205,8 +204,8 @@ func (e *Engine) recalcViews(ctx context.Context, q db.Querier, projectID string
 // INITIAL_AMOUNT discount calculation mode), percents are of the order's
 // (or item's) amount before any discount, not of what the redeemables
 // before left; no discount takes more than what remains.
-func (e *Engine) recalcMode(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate,
-	views, initial bool) (*OrderView, []applied, error) {
+func (e *Engine) recalcMode(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*Candidate,
+	views, initial bool) (*OrderView, []Effect, error) {
 	order, effects, _, err := e.stack(ctx, q, projectID, o, cs, views, initial, len(cs), false)
 	return order, effects, err
 }
@@ -222,11 +221,11 @@ const (
 // stack applies cs in turn: at most limit of them take effect (those that
 // change nothing are skipped and not counted when skipNoEffect is set; the
 // rest past the limit are not applied); fates say which were left out.
-func (e *Engine) stack(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*candidate,
-	views, initial bool, limit int, skipNoEffect bool) (*OrderView, []applied, []string, error) {
+func (e *Engine) stack(ctx context.Context, q db.Querier, projectID string, o *orders.Request, cs []*Candidate,
+	views, initial bool, limit int, skipNoEffect bool) (*OrderView, []Effect, []string, error) {
 	c := newCart(o)
 	c.initial = initial
-	effects, fates := make([]applied, len(cs)), make([]string, len(cs))
+	effects, fates := make([]Effect, len(cs)), make([]string, len(cs))
 	counted := 0
 	for i, cd := range cs {
 		if counted >= limit {
@@ -234,7 +233,7 @@ func (e *Engine) stack(ctx context.Context, q db.Querier, projectID string, o *o
 			continue
 		}
 		before := c.snapshot()
-		var ef applied
+		var ef Effect
 		var err error
 		switch {
 		case cd.card != nil:
@@ -263,7 +262,7 @@ func (e *Engine) stack(ctx context.Context, q db.Querier, projectID string, o *o
 	return c.view(nil), effects, fates, nil
 }
 
-func (c *cart) gift(cd *candidate) applied {
+func (c *cart) gift(cd *Candidate) Effect {
 	g := cd.voucher.Attrs.Gift
 	want := g.Balance
 	if x := cd.req.Gift; x != nil && x.Credits != nil {
@@ -271,7 +270,7 @@ func (c *cart) gift(cd *candidate) applied {
 	}
 	credits := min(want, c.remaining())
 	c.orderDiscount += credits
-	return applied{Credits: credits, Discount: credits, NoEffect: credits == 0,
+	return Effect{Credits: credits, Discount: credits, NoEffect: credits == 0,
 		Result: map[string]any{"gift": map[string]any{"credits": credits, "balance": g.Balance}}}
 }
 
@@ -279,40 +278,40 @@ func (c *cart) gift(cd *candidate) applied {
 // remains of the order (up to the points asked or the card's balance) as
 // gift credits do; another reward takes its price in points and leaves the
 // order as it is, which is still an effect.
-func (c *cart) pay(cd *candidate) applied {
+func (c *cart) pay(cd *Candidate) Effect {
 	p := cd.card
 	if !p.IsCoin() {
 		pts := p.Price()
-		return applied{Points: pts, Result: map[string]any{"loyalty_card": map[string]any{"points": pts}}}
+		return Effect{Points: pts, Result: map[string]any{"loyalty_card": map[string]any{"points": pts}}}
 	}
 	pts, paid := p.Coin(c.remaining())
 	if paid == 0 {
 		pts = 0 // points too few to pay a cent take nothing
 	}
 	c.orderDiscount += paid
-	return applied{Points: pts, Discount: paid, NoEffect: paid == 0,
+	return Effect{Points: pts, Discount: paid, NoEffect: paid == 0,
 		Result: map[string]any{"loyalty_card": map[string]any{"points": pts}}}
 }
 
-func (e *Engine) applyDiscount(ctx context.Context, q db.Querier, projectID string, c *cart, cd *candidate) (applied, error) {
+func (e *Engine) applyDiscount(ctx context.Context, q db.Querier, projectID string, c *cart, cd *Candidate) (Effect, error) {
 	raw := cd.discount()
 	var d discount
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&d); err != nil {
-		return applied{}, fmt.Errorf("engine: stored discount of %s: %w", cd.req.ID, err)
+		return Effect{}, fmt.Errorf("engine: stored discount of %s: %w", cd.req.ID, err)
 	}
 	var res map[string]any
 	_ = json.Unmarshal(raw, &res)
 	before := c.orderDiscount + c.itemsDiscount()
 	if err := e.discountCart(ctx, q, projectID, c, cd, d); err != nil {
-		return applied{}, err
+		return Effect{}, err
 	}
 	took := c.orderDiscount + c.itemsDiscount() - before
-	return applied{Discount: took, NoEffect: took == 0, Result: map[string]any{"discount": res}}, nil
+	return Effect{Discount: took, NoEffect: took == 0, Result: map[string]any{"discount": res}}, nil
 }
 
-func (e *Engine) discountCart(ctx context.Context, q db.Querier, projectID string, c *cart, cd *candidate, d discount) error {
+func (e *Engine) discountCart(ctx context.Context, q db.Querier, projectID string, c *cart, cd *Candidate, d discount) error {
 	items := c.admitted(cd.lines)
 	switch d.Type {
 	case "AMOUNT":
@@ -516,126 +515,4 @@ func (e *Engine) catalogPrice(ctx context.Context, q db.Querier, projectID strin
 		return 0, err
 	}
 	return *p, nil
-}
-
-// snapshot is what the cart has taken off so far, to tell one
-// redeemable's part from the ones before it.
-type snapshot struct {
-	order int64
-	items []int64
-}
-
-func (c *cart) snapshot() *snapshot {
-	s := &snapshot{order: c.orderDiscount, items: make([]int64, len(c.lines))}
-	for i, l := range c.lines {
-		s.items[i] = l.discount
-	}
-	return s
-}
-
-// OrderView is the reference's OrderCalculated: an order with the
-// discounts of a request (or of one of its redeemables).
-type OrderView struct {
-	ID                         *string        `json:"id,omitempty"`
-	SourceID                   *string        `json:"source_id,omitempty"`
-	Status                     *string        `json:"status,omitempty"`
-	Amount                     int64          `json:"amount"`
-	InitialAmount              int64          `json:"initial_amount"`
-	DiscountAmount             int64          `json:"discount_amount"`
-	ItemsDiscountAmount        int64          `json:"items_discount_amount"`
-	TotalDiscountAmount        int64          `json:"total_discount_amount"`
-	TotalAmount                int64          `json:"total_amount"`
-	AppliedDiscountAmount      int64          `json:"applied_discount_amount"`
-	ItemsAppliedDiscountAmount int64          `json:"items_applied_discount_amount"`
-	TotalAppliedDiscountAmount int64          `json:"total_applied_discount_amount"`
-	Items                      []ItemView     `json:"items"`
-	Metadata                   map[string]any `json:"metadata"`
-	CustomerID                 *string        `json:"customer_id,omitempty"`
-	CreatedAt                  *jsonx.Time    `json:"created_at,omitempty"`
-	Object                     string         `json:"object"`
-}
-
-// ItemView is an order item with its discounts (the reference's
-// OrderItemCalculated); the request's references to its product or SKU
-// are kept.
-type ItemView struct {
-	ProductID             string         `json:"product_id,omitempty"`
-	SKUID                 string         `json:"sku_id,omitempty"`
-	SourceID              string         `json:"source_id,omitempty"`
-	RelatedObject         string         `json:"related_object,omitempty"`
-	Quantity              int64          `json:"quantity"`
-	InitialQuantity       int64          `json:"initial_quantity"`
-	Amount                int64          `json:"amount"`
-	InitialAmount         int64          `json:"initial_amount"`
-	Price                 int64          `json:"price"`
-	DiscountAmount        int64          `json:"discount_amount"`
-	AppliedDiscountAmount int64          `json:"applied_discount_amount"`
-	SubtotalAmount        int64          `json:"subtotal_amount"`
-	AppliedQuantity       *int64         `json:"applied_quantity,omitempty"`
-	AppliedQuantityAmount *int64         `json:"applied_quantity_amount,omitempty"`
-	Product               any            `json:"product,omitempty"`
-	SKU                   any            `json:"sku,omitempty"`
-	Metadata              map[string]any `json:"metadata,omitempty"`
-	Object                string         `json:"object"`
-}
-
-// request is the item as an order write takes it back.
-func (it ItemView) request() map[string]any {
-	m := map[string]any{"quantity": it.Quantity, "price": it.Price, "amount": it.Amount, "object": "order_item"}
-	for k, v := range map[string]string{"product_id": it.ProductID, "sku_id": it.SKUID, "source_id": it.SourceID,
-		"related_object": it.RelatedObject} {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	for k, v := range map[string]any{"product": it.Product, "sku": it.SKU} {
-		if v != nil {
-			m[k] = v
-		}
-	}
-	if it.Metadata != nil {
-		m["metadata"] = it.Metadata
-	}
-	return m
-}
-
-// view renders the order: with the discounts since before (one
-// redeemable's part), or all of them.
-func (c *cart) view(before *snapshot) *OrderView {
-	items := make([]ItemView, len(c.lines))
-	var itemsOff int64
-	for i, l := range c.lines {
-		off := l.discount
-		if before != nil && i < len(before.items) {
-			off -= before.items[i]
-		}
-		itemsOff += off
-		it := ItemView{ProductID: strOf(l.raw["product_id"]), SKUID: strOf(l.raw["sku_id"]), SourceID: strOf(l.raw["source_id"]),
-			RelatedObject: strOf(l.raw["related_object"]), Quantity: l.qty, InitialQuantity: l.initialQty, Amount: l.amount,
-			InitialAmount: l.initialAmt, Price: l.price, DiscountAmount: off, AppliedDiscountAmount: off,
-			SubtotalAmount: l.amount - l.discount, Product: l.raw["product"], SKU: l.raw["sku"], Object: "order_item"}
-		if m, ok := l.raw["metadata"].(map[string]any); ok {
-			it.Metadata = m
-		}
-		if l.qty != l.initialQty {
-			q, a := l.qty-l.initialQty, (l.qty-l.initialQty)*l.price
-			it.AppliedQuantity, it.AppliedQuantityAmount = &q, &a
-		}
-		items[i] = it
-	}
-	orderOff := c.orderDiscount
-	if before != nil {
-		orderOff -= before.order
-	}
-	v := &OrderView{Amount: c.amount, InitialAmount: c.amount, DiscountAmount: c.given + orderOff, ItemsDiscountAmount: itemsOff,
-		TotalDiscountAmount: c.given + orderOff + itemsOff, TotalAmount: max(0, c.amount-c.given-c.orderDiscount-c.itemsDiscount()),
-		AppliedDiscountAmount: orderOff, ItemsAppliedDiscountAmount: itemsOff, TotalAppliedDiscountAmount: orderOff + itemsOff,
-		Items: items, Metadata: map[string]any{}, Object: "order"}
-	if o := c.o; o != nil {
-		v.ID, v.SourceID, v.Status = o.ID, o.SourceID, o.Status
-		if o.Metadata != nil {
-			v.Metadata = o.Metadata
-		}
-	}
-	return v
 }

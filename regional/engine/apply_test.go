@@ -19,13 +19,13 @@ func order(lines ...[2]int64) *orders.Request {
 	return o
 }
 
-func disc(js string) *candidate {
-	return &candidate{req: Redeemable{Object: "voucher", ID: "X"},
+func disc(js string) *Candidate {
+	return &Candidate{req: Redeemable{Object: "voucher", ID: "X"},
 		voucher: &vouchers.Voucher{Type: vouchers.Discount, Attrs: vouchers.Attrs{Discount: json.RawMessage(js)}}}
 }
 
-func gift(balance int64, credits *int64) *candidate {
-	c := &candidate{req: Redeemable{Object: "voucher", ID: "G"},
+func gift(balance int64, credits *int64) *Candidate {
+	c := &Candidate{req: Redeemable{Object: "voucher", ID: "G"},
 		voucher: &vouchers.Voucher{Type: vouchers.Gift, Attrs: vouchers.Attrs{Gift: &vouchers.GiftFigures{Balance: balance}}}}
 	if credits != nil {
 		c.req.Gift = &struct {
@@ -35,7 +35,7 @@ func gift(balance int64, credits *int64) *candidate {
 	return c
 }
 
-func only(c *candidate, lines ...int) *candidate { c.lines = lines; return c }
+func only(c *Candidate, lines ...int) *Candidate { c.lines = lines; return c }
 
 // The recalculated order for each discount variant and effect, stacked,
 // limited and rounded: the order's discount fields and each item's.
@@ -44,53 +44,53 @@ func TestRecalculation(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		o           *orders.Request
-		cs          []*candidate
+		cs          []*Candidate
 		orderOff    int64   // discount_amount
 		itemsOff    []int64 // each item's discount_amount
 		total       int64   // total_amount
 		amount      int64   // amount (grows when units are added)
 		perDiscount []int64 // each redeemable's discount
 	}{
-		{"amount off the order", order([2]int64{1000, 2}, [2]int64{500, 1}), []*candidate{disc(`{"type":"AMOUNT","amount_off":700}`)},
+		{"amount off the order", order([2]int64{1000, 2}, [2]int64{500, 1}), []*Candidate{disc(`{"type":"AMOUNT","amount_off":700}`)},
 			700, []int64{0, 0}, 1800, 2500, []int64{700}},
-		{"amount off more than the order", order([2]int64{300, 1}), []*candidate{disc(`{"type":"AMOUNT","amount_off":1000,"effect":"APPLY_TO_ORDER"}`)},
+		{"amount off more than the order", order([2]int64{300, 1}), []*Candidate{disc(`{"type":"AMOUNT","amount_off":1000,"effect":"APPLY_TO_ORDER"}`)},
 			300, []int64{0}, 0, 300, []int64{300}},
-		{"amount off each item", order([2]int64{1000, 2}, [2]int64{150, 1}), []*candidate{disc(`{"type":"AMOUNT","amount_off":200,"effect":"APPLY_TO_ITEMS"}`)},
+		{"amount off each item", order([2]int64{1000, 2}, [2]int64{150, 1}), []*Candidate{disc(`{"type":"AMOUNT","amount_off":200,"effect":"APPLY_TO_ITEMS"}`)},
 			0, []int64{200, 150}, 1800, 2150, []int64{350}},
-		{"amount off each unit", order([2]int64{1000, 2}, [2]int64{150, 3}), []*candidate{disc(`{"type":"AMOUNT","amount_off":100,"effect":"APPLY_TO_ITEMS_BY_QUANTITY"}`)},
+		{"amount off each unit", order([2]int64{1000, 2}, [2]int64{150, 3}), []*Candidate{disc(`{"type":"AMOUNT","amount_off":100,"effect":"APPLY_TO_ITEMS_BY_QUANTITY"}`)},
 			0, []int64{200, 300}, 1950, 2450, []int64{500}},
-		{"amount off items, aggregated limit", order([2]int64{1000, 2}, [2]int64{1000, 1}), []*candidate{disc(`{"type":"AMOUNT","amount_off":600,"effect":"APPLY_TO_ITEMS","aggregated_amount_limit":1000}`)},
+		{"amount off items, aggregated limit", order([2]int64{1000, 2}, [2]int64{1000, 1}), []*Candidate{disc(`{"type":"AMOUNT","amount_off":600,"effect":"APPLY_TO_ITEMS","aggregated_amount_limit":1000}`)},
 			0, []int64{600, 400}, 2000, 3000, []int64{1000}},
-		{"amount split proportionally, odd cents", order([2]int64{100, 1}, [2]int64{100, 1}, [2]int64{100, 1}), []*candidate{disc(`{"type":"AMOUNT","amount_off":100,"effect":"APPLY_TO_ITEMS_PROPORTIONALLY"}`)},
+		{"amount split proportionally, odd cents", order([2]int64{100, 1}, [2]int64{100, 1}, [2]int64{100, 1}), []*Candidate{disc(`{"type":"AMOUNT","amount_off":100,"effect":"APPLY_TO_ITEMS_PROPORTIONALLY"}`)},
 			0, []int64{34, 33, 33}, 200, 300, []int64{100}},
-		{"amount split by quantity", order([2]int64{100, 3}, [2]int64{500, 1}), []*candidate{disc(`{"type":"AMOUNT","amount_off":200,"effect":"APPLY_TO_ITEMS_PROPORTIONALLY_BY_QUANTITY"}`)},
+		{"amount split by quantity", order([2]int64{100, 3}, [2]int64{500, 1}), []*Candidate{disc(`{"type":"AMOUNT","amount_off":200,"effect":"APPLY_TO_ITEMS_PROPORTIONALLY_BY_QUANTITY"}`)},
 			0, []int64{150, 50}, 600, 800, []int64{200}},
-		{"percent of the order, half cent rounds up", order([2]int64{1005, 1}), []*candidate{disc(`{"type":"PERCENT","percent_off":10}`)},
+		{"percent of the order, half cent rounds up", order([2]int64{1005, 1}), []*Candidate{disc(`{"type":"PERCENT","percent_off":10}`)},
 			101, []int64{0}, 904, 1005, []int64{101}},
-		{"fractional percent exact", order([2]int64{1000, 1}), []*candidate{disc(`{"type":"PERCENT","percent_off":12.5}`)},
+		{"fractional percent exact", order([2]int64{1000, 1}), []*Candidate{disc(`{"type":"PERCENT","percent_off":12.5}`)},
 			125, []int64{0}, 875, 1000, []int64{125}},
-		{"percent with amount_limit", order([2]int64{10000, 1}), []*candidate{disc(`{"type":"PERCENT","percent_off":50,"amount_limit":1500}`)},
+		{"percent with amount_limit", order([2]int64{10000, 1}), []*Candidate{disc(`{"type":"PERCENT","percent_off":50,"amount_limit":1500}`)},
 			1500, []int64{0}, 8500, 10000, []int64{1500}},
-		{"percent of admitted items", order([2]int64{1000, 1}, [2]int64{3000, 1}), []*candidate{only(disc(`{"type":"PERCENT","percent_off":20,"effect":"APPLY_TO_ITEMS"}`), 1)},
+		{"percent of admitted items", order([2]int64{1000, 1}, [2]int64{3000, 1}), []*Candidate{only(disc(`{"type":"PERCENT","percent_off":20,"effect":"APPLY_TO_ITEMS"}`), 1)},
 			0, []int64{0, 600}, 3400, 4000, []int64{600}},
-		{"fixed order total", order([2]int64{2500, 2}), []*candidate{disc(`{"type":"FIXED","fixed_amount":3000}`)},
+		{"fixed order total", order([2]int64{2500, 2}), []*Candidate{disc(`{"type":"FIXED","fixed_amount":3000}`)},
 			2000, []int64{0}, 3000, 5000, []int64{2000}},
-		{"fixed below the total: no effect", order([2]int64{2500, 1}), []*candidate{disc(`{"type":"FIXED","fixed_amount":3000}`)},
+		{"fixed below the total: no effect", order([2]int64{2500, 1}), []*Candidate{disc(`{"type":"FIXED","fixed_amount":3000}`)},
 			0, []int64{0}, 2500, 2500, []int64{0}},
-		{"fixed unit price of items", order([2]int64{2500, 2}, [2]int64{800, 1}), []*candidate{disc(`{"type":"FIXED","fixed_amount":1000,"effect":"APPLY_TO_ITEMS"}`)},
+		{"fixed unit price of items", order([2]int64{2500, 2}, [2]int64{800, 1}), []*Candidate{disc(`{"type":"FIXED","fixed_amount":1000,"effect":"APPLY_TO_ITEMS"}`)},
 			0, []int64{3000, 0}, 2800, 5800, []int64{3000}},
-		{"unit: missing units added and free", order([2]int64{400, 1}), []*candidate{disc(`{"type":"UNIT","unit_off":3,"effect":"ADD_MISSING_ITEMS","unit_type":"p0","product":{"id":"p0"}}`)},
+		{"unit: missing units added and free", order([2]int64{400, 1}), []*Candidate{disc(`{"type":"UNIT","unit_off":3,"effect":"ADD_MISSING_ITEMS","unit_type":"p0","product":{"id":"p0"}}`)},
 			0, []int64{1200}, 0, 1200, []int64{1200}},
-		{"unit: new items", order([2]int64{400, 2}), []*candidate{disc(`{"type":"UNIT","unit_off":1,"effect":"ADD_NEW_ITEMS","unit_type":"p0","product":{"id":"p0"}}`)},
+		{"unit: new items", order([2]int64{400, 2}), []*Candidate{disc(`{"type":"UNIT","unit_off":1,"effect":"ADD_NEW_ITEMS","unit_type":"p0","product":{"id":"p0"}}`)},
 			0, []int64{0, 400}, 800, 1200, []int64{400}},
-		{"unit multiple", order([2]int64{400, 1}, [2]int64{250, 2}), []*candidate{disc(`{"type":"UNIT","effect":"ADD_MANY_ITEMS","units":[` +
+		{"unit multiple", order([2]int64{400, 1}, [2]int64{250, 2}), []*Candidate{disc(`{"type":"UNIT","effect":"ADD_MANY_ITEMS","units":[` +
 			`{"unit_off":1,"effect":"ADD_MISSING_ITEMS","unit_type":"a","product":{"id":"p0"}},{"unit_off":1,"effect":"ADD_MISSING_ITEMS","unit_type":"b","product":{"id":"p1"}}]}`)},
 			0, []int64{400, 250}, 250, 900, []int64{650}},
-		{"gift credits the remaining total", order([2]int64{1000, 1}), []*candidate{disc(`{"type":"AMOUNT","amount_off":200}`), gift(5000, nil)},
+		{"gift credits the remaining total", order([2]int64{1000, 1}), []*Candidate{disc(`{"type":"AMOUNT","amount_off":200}`), gift(5000, nil)},
 			1000, []int64{0}, 0, 1000, []int64{200, 800}},
-		{"gift credits as asked", order([2]int64{1000, 1}), []*candidate{gift(5000, &three)},
+		{"gift credits as asked", order([2]int64{1000, 1}), []*Candidate{gift(5000, &three)},
 			300, []int64{0}, 700, 1000, []int64{300}},
-		{"stacked: items then order percent of what is left", order([2]int64{1000, 1}, [2]int64{1000, 1}), []*candidate{
+		{"stacked: items then order percent of what is left", order([2]int64{1000, 1}, [2]int64{1000, 1}), []*Candidate{
 			disc(`{"type":"AMOUNT","amount_off":500,"effect":"APPLY_TO_ITEMS"}`), disc(`{"type":"PERCENT","percent_off":10}`)},
 			100, []int64{500, 500}, 900, 2000, []int64{1000, 100}},
 	} {

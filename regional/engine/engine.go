@@ -52,7 +52,6 @@ type Engine struct {
 	pool      *db.Pool
 	rules     *validation.Service
 	tiers     Tiers
-	cats      catalogues
 	referrals Referrals // nil until UseReferrals
 }
 
@@ -74,19 +73,22 @@ func New(d Deps) *Engine { return &Engine{Deps: d, pool: d.Pool, rules: d.Rules}
 // a promotion_tier redeemable is not found.
 func (e *Engine) UseTiers(t Tiers) { e.tiers = t }
 
-func (e *Engine) stackingRules(ctx context.Context, projectID string) (tenancy.StackingRules, error) {
+// StackingRulesOf are the project's stacking rules, the defaults when the
+// engine was given none.
+func (e *Engine) StackingRulesOf(ctx context.Context, projectID string) (tenancy.StackingRules, error) {
 	if e.StackingRules == nil {
 		return tenancy.DefaultStackingRules(), nil
 	}
 	return e.StackingRules(ctx, projectID)
 }
 
-func (e *Engine) now() time.Time { return e.Clock.Now().UTC().Truncate(time.Millisecond) }
+// Now is the engine's present, to the millisecond that answers show.
+func (e *Engine) Now() time.Time { return e.Clock.Now().UTC().Truncate(time.Millisecond) }
 
-// readCustomer is the request's customer for a validation: the stored one
+// ReadCustomer is the request's customer for a validation: the stored one
 // (by id, which must exist, or source_id), else the one described, not
 // stored; nil when the request names none.
-func (e *Engine) readCustomer(ctx context.Context, projectID string, p *customers.Patch) (*customers.Customer, error) {
+func (e *Engine) ReadCustomer(ctx context.Context, projectID string, p *customers.Patch) (*customers.Customer, error) {
 	if p == nil {
 		return nil, nil
 	}

@@ -29,11 +29,6 @@ func Register(g *echo.Group, e *Engine) {
 	g.POST("/redemptions", func(c echo.Context) error {
 		return httpx.WithBody(c, func(r Request) (any, error) { return e.Redeem(c.Request().Context(), httpx.ProjectID(c), r) })
 	})
-	g.POST("/qualifications", func(c echo.Context) error {
-		return httpx.WithBody(c, func(r QualificationRequest) (any, error) {
-			return e.Qualify(c.Request().Context(), httpx.ProjectID(c), r)
-		})
-	})
 	g.GET("/redemptions", e.list)
 	g.GET("/redemptions/:redemptionId", e.get)
 	g.POST("/redemptions/:redemptionId/rollback", e.rollback(false))

@@ -37,7 +37,7 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 	paid := false
 	redeem := func(tx pgx.Tx) error {
 		out, refused, paid = nil, nil, false
-		now := e.now()
+		now := e.Now()
 		var cust *customers.Customer
 		if r.Customer != nil {
 			c, _, err := e.Customers.UpsertIn(ctx, tx, projectID, r.Customer)
@@ -139,7 +139,7 @@ func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, order
 		v["redemption"] = parentID
 		x := Redemption{ID: id, ParentID: &parentID, ObjectType: c.req.Object, CustomerID: custID, OrderID: orderID,
 			TrackingID: r.TrackingID, Result: result, Status: status, View: v, CreatedAt: now}
-		oid := c.objectID()
+		oid := c.ObjectID()
 		if oid != "" {
 			x.ObjectID = &oid
 		}

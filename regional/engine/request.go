@@ -216,7 +216,7 @@ func intOf(v any) int64 {
 // redemption's request to them: its redeemables read and within the
 // limit, a promotion stack made its tiers.
 func (e *Engine) admit(ctx context.Context, projectID string, r *Request) (tenancy.StackingRules, error) {
-	rules, err := e.stackingRules(ctx, projectID)
+	rules, err := e.StackingRulesOf(ctx, projectID)
 	if err != nil {
 		return rules, err
 	}

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,108 +14,9 @@ import (
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
-	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/redemptions"
-	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
-
-// Tier is a promotion tier as the engine validates it.
-type Tier struct {
-	ID         string
-	Name       string
-	Banner     *string
-	CampaignID string
-	Discount   json.RawMessage
-	Window     Window
-	Hierarchy  int
-	Metadata   map[string]any
-	CreatedAt  *time.Time
-	CategoryID string // "" for none
-}
-
-// Tiers reads promotion tiers (regional/promotions): by id, and every
-// active tier of live campaigns (qualifications' candidates).
-type Tiers interface {
-	TiersByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Tier, error)
-	ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]Tier, error)
-	// StackTiers are a promotion stack's tiers in its order (404 when
-	// there is no such stack).
-	StackTiers(ctx context.Context, q db.Querier, projectID, stackID string) ([]string, error)
-	// Stacks are the project's promotion stacks.
-	Stacks(ctx context.Context, q db.Querier, projectID string) ([]Stack, error)
-}
-
-// Stack is a promotion stack: its tiers, applied in its order.
-type Stack struct {
-	ID, Name, CampaignID string
-	TierIDs              []string
-	CreatedAt            time.Time
-}
-
-// candidate is a redeemable of a request as resolved and checked.
-type candidate struct {
-	req      Redeemable
-	stack    *Stack       // a promotion stack qualified (PROMOTION_STACKS)
-	parts    []*candidate // its tiers, in its order
-	voucher  *vouchers.Voucher
-	tier     *Tier
-	card     *redemptions.CardPayment // a loyalty card paying with a reward
-	campaign *loyalty.CampaignWindow
-	// refusal says why the redeemable is inapplicable; nil when it applies.
-	refusal *Refusal
-	// lines are the order's items its rules admit (nil: every item).
-	lines []int
-	// namesItem: its rules require a product, SKU or collection one of
-	// the order's lines matches.
-	namesItem bool
-}
-
-// objectID is the id of what the redeemable names: the voucher's or the tier's.
-func (c *candidate) objectID() string {
-	if c.voucher != nil {
-		return c.voucher.ID
-	}
-	if c.tier != nil {
-		return c.tier.ID
-	}
-	if c.card != nil {
-		return c.card.Card.ID
-	}
-	return ""
-}
-
-// categoryID is the category the stacking rules see the redeemable in:
-// its own (a voucher's, a tier's), else its campaign's; "" for none.
-func (c *candidate) categoryID() string {
-	switch {
-	case c.voucher != nil && c.voucher.CategoryID != nil:
-		return *c.voucher.CategoryID
-	case c.tier != nil && c.tier.CategoryID != "":
-		return c.tier.CategoryID
-	case c.campaign != nil:
-		return c.campaign.CategoryID
-	}
-	return ""
-}
-
-func (c *candidate) campaignID() string {
-	if c.campaign != nil {
-		return c.campaign.ID
-	}
-	return ""
-}
-
-// discount is what the redeemable applies: a voucher's or a tier's discount.
-func (c *candidate) discount() json.RawMessage {
-	if c.tier != nil {
-		return c.tier.Discount
-	}
-	if c.voucher != nil {
-		return c.voucher.Attrs.Discount
-	}
-	return nil
-}
 
 // lockKeys are the keys redeemables are locked by: their codes. A request
 // names a voucher or card by code or by id (v_…); only when one may be an
@@ -157,8 +56,8 @@ func (e *Engine) lockKeys(ctx context.Context, q db.Querier, projectID string, r
 // a refused one carries its refusal. Reads are batched: one round trip for
 // the vouchers, one for the tiers, one for campaigns, sessions and rules.
 func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r *Request, cust *customers.Customer,
-	sessionKey string, lock bool, now time.Time) ([]*candidate, error) {
-	cs := make([]*candidate, len(r.Redeemables))
+	sessionKey string, lock bool, now time.Time) ([]*Candidate, error) {
+	cs := make([]*Candidate, len(r.Redeemables))
 	found := make([]vouchers.Found, len(r.Redeemables))
 	cards := make([]redemptions.CardPayment, len(r.Redeemables))
 	b := &pgx.Batch{}
@@ -170,7 +69,7 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	// than deadlock.
 	order := make([]int, len(r.Redeemables))
 	for i, x := range r.Redeemables {
-		cs[i], order[i] = &candidate{req: x}, i
+		cs[i], order[i] = &Candidate{req: x}, i
 	}
 	keys, err := e.lockKeys(ctx, q, projectID, r, lock)
 	if err != nil {
@@ -244,7 +143,7 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	// points from its own copy.
 	seen := map[string]int{}
 	for i, c := range cs {
-		if id := c.objectID(); id != "" {
+		if id := c.ObjectID(); id != "" {
 			if j, ok := seen[id]; ok {
 				return nil, apierr.InvalidPayload(fmt.Sprintf("redeemables[%d] names the same %s as redeemables[%d]", i, c.req.Object, j))
 			}
@@ -262,7 +161,7 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 // client side a card pays only for its holder, named by a customer-bound
 // token (the router's identity says so); cards paying for one reward take
 // no more units than its stock has left, the later ones refused.
-func cardRules(ctx context.Context, cs []*candidate, cust *customers.Customer) {
+func cardRules(ctx context.Context, cs []*Candidate, cust *customers.Customer) {
 	who, _ := identity.From(ctx)
 	units := map[string]int64{}
 	for _, c := range cs {
@@ -286,325 +185,4 @@ func cardRules(ctx context.Context, cs []*candidate, cust *customers.Customer) {
 				fmt.Sprintf("Reward %s has %d left in stock: fewer than the cards of the request pay for.", w.ID, max(0, *w.Stock-w.Redeemed)))
 		}
 	}
-}
-
-// judge checks resolved redeemables: their campaigns (read in one query),
-// the sessions that hold their vouchers, their windows and quantities, and
-// their validation rules; a refused one carries its refusal.
-func (e *Engine) judge(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*candidate, sessionKey string, now time.Time) error {
-	return e.judgeWith(ctx, q, projectID, order, meta, cust, cs, sessionKey, now, nil, validation.ScopeAll)
-}
-
-// judgeWith is judge taking campaign windows and rule assignments from pre
-// where it has them (qualifications' catalogue), reading the rest, and
-// reading of the rules' conditions those scope names.
-func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*candidate, sessionKey string, now time.Time, pre *catalogue, scope validation.Scope) error {
-	var campaignIDs, voucherIDs []string
-	for _, c := range cs {
-		if c.voucher != nil {
-			voucherIDs = append(voucherIDs, c.voucher.ID)
-		}
-		if id := c.wantsCampaign(); id != "" && (pre == nil || !pre.hasCampaign(id)) {
-			campaignIDs = append(campaignIDs, id)
-		}
-	}
-	// One round trip: the campaigns' windows, the sessions holding the
-	// vouchers, and the rules of every candidate and campaign (some may be
-	// refused by the checks below and their rules go unused).
-	campaigns, held, assigned := map[string]loyalty.CampaignWindow{}, map[string]int64{}, map[string][]string{}
-	var ask []string
-	for _, c := range cs {
-		if c.refusal != nil {
-			continue
-		}
-		for _, o := range []string{c.objectID(), c.wantsCampaign()} {
-			if o != "" && (pre == nil || !pre.known[o]) {
-				ask = append(ask, o)
-			}
-		}
-	}
-	b := &pgx.Batch{}
-	if len(campaignIDs) > 0 {
-		loyalty.QueueCampaignWindows(b, projectID, campaignIDs, campaigns)
-	}
-	if len(voucherIDs) > 0 {
-		queueHeld(b, projectID, voucherIDs, sessionKey, now, held)
-	}
-	if len(ask) > 0 && e.rules != nil {
-		validation.QueueRulesOf(b, projectID, ask, assigned)
-	}
-	if b.Len() > 0 {
-		if err := q.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-	}
-	if pre != nil {
-		for id, w := range pre.windows {
-			campaigns[id] = w
-		}
-		for o, rs := range pre.rules {
-			assigned[o] = rs
-		}
-	}
-	var objects []string
-	for _, c := range cs {
-		if c.refusal != nil {
-			continue
-		}
-		if cid := c.wantsCampaign(); cid != "" {
-			k, ok := campaigns[cid]
-			if !ok {
-				c.refusal = &Refusal{Code: 404, Key: "not_found", Message: "Resource not found",
-					Details: "The campaign of " + c.req.ID + " was deleted."}
-				continue
-			}
-			c.campaign = &k
-		}
-		c.refusal = e.check(c, cust, held, now)
-		if c.refusal == nil {
-			objects = append(objects, c.objectID())
-			if c.campaign != nil {
-				objects = append(objects, c.campaign.ID)
-			}
-		}
-	}
-	if len(objects) == 0 {
-		return nil
-	}
-	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, assigned, now, scope)
-}
-
-// wantsCampaign is the id of the redeemable's campaign, "" for none.
-func (c *candidate) wantsCampaign() string {
-	if c.tier != nil {
-		return c.tier.CampaignID
-	}
-	if c.card != nil {
-		return c.card.Card.CampaignID
-	}
-	if c.voucher != nil && c.voucher.CampaignID != nil {
-		return *c.voucher.CampaignID
-	}
-	return ""
-}
-
-// check says why a resolved redeemable cannot be used now (by cust, when
-// the request names a stored customer), or nil.
-func (e *Engine) check(c *candidate, cust *customers.Customer, held map[string]int64, now time.Time) *Refusal {
-	if k := c.campaign; k != nil {
-		w := Window{Active: k.Active, StartDate: k.StartDate, ExpirationDate: k.ExpirationDate,
-			ValidityTimeframe: k.ValidityTimeframe, ValidityDayOfWeek: k.ValidityDayOfWeek, ValidityHours: k.ValidityHours}
-		if r := w.check(now, "campaign", k.Name); r != nil {
-			return r
-		}
-	}
-	if t := c.tier; t != nil {
-		if r := t.Window.check(now, "promotion tier", t.ID); r != nil {
-			return r
-		}
-		if !present(t.Discount) {
-			return refuse("invalid_redeemable", "Promotion tier has no discount", "The promotion tier "+t.ID+" has no discount to apply.")
-		}
-		return nil
-	}
-	if p := c.card; p != nil {
-		// A card's points are its holder's: a request naming another
-		// customer cannot spend them.
-		if h := p.Card.HolderID; h != nil && cust != nil && cust.ID != *h {
-			return refuse("customer_not_holder", "Customer is not the card's holder",
-				fmt.Sprintf("The loyalty card %s belongs to another customer: only its holder pays with its points.", p.Card.Code))
-		}
-		if err := p.Check(); err != nil {
-			var ae *apierr.Error
-			if errors.As(err, &ae) {
-				return &Refusal{Code: ae.Status, Key: ae.Key, Message: ae.Message, Details: ae.Details}
-			}
-			return refuse("invalid_redeemable", "Loyalty card cannot pay", err.Error())
-		}
-		return nil
-	}
-	v := c.voucher
-	a := v.Attrs
-	w := Window{Active: v.Active, StartDate: a.StartDate, ExpirationDate: a.ExpirationDate,
-		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours}
-	if r := w.check(now, "voucher", v.Code); r != nil {
-		return r
-	}
-	// "A referrer can't redeem the code they own" (the reference's rule for
-	// referral codes, whatever the program converts on).
-	if c.campaign != nil && c.campaign.CampaignType == "REFERRAL_PROGRAM" && cust != nil && cust.ID != "" &&
-		v.HolderID != nil && *v.HolderID == cust.ID {
-		return refuse("referrer_not_permitted_to_redeem", "Referrer not permitted to redeem",
-			fmt.Sprintf("Referral code %s belongs to this customer: a referrer cannot redeem their own code.", v.Code))
-	}
-	if v.Quantity != nil && v.Redeemed+held[v.ID] >= *v.Quantity {
-		return refuse("quantity_exceeded", "Quantity exceeded",
-			fmt.Sprintf("The voucher %s has been redeemed %d of %d times (sessions hold %d).", v.Code, v.Redeemed, *v.Quantity, held[v.ID]))
-	}
-	switch v.Type {
-	case vouchers.Discount:
-	case vouchers.Gift:
-		g := v.Attrs.Gift
-		if g == nil || g.Balance <= 0 {
-			return refuse("gift_amount_exceeded", "Gift amount exceeded", "The gift card "+v.Code+" has no credits left.")
-		}
-		if x := c.req.Gift; x != nil && x.Credits != nil && *x.Credits > g.Balance {
-			return refuse("gift_amount_exceeded", "Gift amount exceeded",
-				fmt.Sprintf("gift.credits %d is more than the gift card's balance, %d.", *x.Credits, g.Balance))
-		}
-	default:
-		return refuse("invalid_voucher", "Voucher cannot be redeemed here",
-			fmt.Sprintf("The voucher %s is a %s: stacked requests take discount vouchers, gift cards and promotion tiers.", v.Code, v.Type))
-	}
-	return nil
-}
-
-// evaluate runs the validation rules of the checked redeemables (assigned
-// to the voucher or tier, or to its campaign) against the order and the
-// customer, reading the conditions scope names; a failing rule refuses its
-// redeemable with the rule's message. A candidate whose rules require one
-// of the order's products is marked so (qualifications' PRODUCTS).
-func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*candidate, assigned map[string][]string, now time.Time, scope validation.Scope) error {
-	if len(assigned) == 0 || e.rules == nil {
-		return nil
-	}
-	in := validation.Input{Order: ruleOrder(order), Now: now, Metadata: meta, Scope: scope}
-	if err := in.Order.Check(); err != nil {
-		return err
-	}
-	if cust != nil {
-		in.Customer = &validation.Customer{ID: cust.ID, Metadata: cust.Attrs.Metadata}
-		if cust.SourceID != nil {
-			in.Customer.SourceID = *cust.SourceID
-		}
-	}
-	// Every rule of every candidate, prepared with one version check; the
-	// redemption counts they may read, in one query.
-	ruled := map[*candidate][]string{}
-	var all []string
-	seen := map[string]bool{}
-	for _, c := range cs {
-		if c.refusal != nil {
-			continue
-		}
-		ids := append(append([]string(nil), assigned[c.objectID()]...), assigned[c.campaignID()]...)
-		if len(ids) == 0 {
-			continue
-		}
-		ruled[c] = ids
-		for _, id := range ids {
-			if !seen[id] {
-				seen[id], all = true, append(all, id)
-			}
-		}
-	}
-	if len(ruled) == 0 {
-		return nil
-	}
-	prepared, err := e.rules.Prepare(ctx, q, projectID, all)
-	if err != nil {
-		return err
-	}
-	// Counting redemptions reads the campaigns' history: only for rules
-	// that read it.
-	counts := func(*candidate) validation.RedemptionCounts { return validation.RedemptionCounts{} }
-	if prepared.ReadsCounts(all) {
-		if counts, err = e.counts(ctx, q, projectID, ruled, cust, now); err != nil {
-			return err
-		}
-	}
-	for _, c := range cs {
-		ids, ok := ruled[c]
-		if !ok {
-			continue
-		}
-		cin := in
-		cin.Redemptions = counts(c)
-		c.namesItem = prepared.NamesItemOf(ids, in.Order)
-		for _, v := range prepared.Run(ids, cin) {
-			if !v.Valid {
-				msg := "The order or customer does not meet the validation rules."
-				if v.Error != nil && v.Error.Message != "" {
-					msg = v.Error.Message
-				}
-				c.refusal = &Refusal{Code: 400, Key: "order_rules_violated", Message: "Validation rules not met", Details: msg}
-				break
-			}
-			if v.Applicable != nil {
-				c.lines = intersect(c.lines, v.Applicable)
-			}
-		}
-	}
-	return nil
-}
-
-// intersect is the lines both admit; nil admits every line.
-func intersect(a, b []int) []int {
-	if a == nil {
-		return b
-	}
-	out := []int{}
-	for _, x := range a {
-		for _, y := range b {
-			if x == y {
-				out = append(out, x)
-			}
-		}
-	}
-	return out
-}
-
-// counts are the successful redemptions the rules count, for each of the
-// ruled candidates: of its object by the customer, in its campaign, and in
-// its campaign today; read in one query.
-func (e *Engine) counts(ctx context.Context, q db.Querier, projectID string, ruled map[*candidate][]string, cust *customers.Customer,
-	now time.Time) (func(*candidate) validation.RedemptionCounts, error) {
-	custID := ""
-	if cust != nil {
-		custID = cust.ID
-	}
-	var objects, campaigns []string
-	for c := range ruled {
-		objects = append(objects, c.objectID())
-		if id := c.campaignID(); id != "" {
-			campaigns = append(campaigns, id)
-		}
-	}
-	day := now.UTC().Truncate(24 * time.Hour)
-	// Two index reads (by object, by campaign) rather than one OR, which
-	// would read the whole table; UNION drops the rows both find.
-	rows, err := q.Query(ctx, `SELECT COALESCE(object_id, ''), COALESCE(campaign_id, ''), customer_id = $2 AND customer_id <> '', created_at >= $3, count(*)
-		FROM (SELECT id, object_id, campaign_id, customer_id, created_at FROM stacked_redemptions
-				WHERE project_id = $1 AND object_id = ANY($4::TEXT[]) AND parent_id IS NOT NULL AND result = 'SUCCESS' AND status = 'SUCCEEDED'
-			UNION SELECT id, object_id, campaign_id, customer_id, created_at FROM stacked_redemptions
-				WHERE project_id = $1 AND campaign_id = ANY($5::TEXT[]) AND parent_id IS NOT NULL AND result = 'SUCCESS' AND status = 'SUCCEEDED') AS r
-		GROUP BY 1, 2, 3, 4`, projectID, custID, day, objects, campaigns)
-	if err != nil {
-		return nil, err
-	}
-	mine, perCampaign, today := map[string]int64{}, map[string]int64{}, map[string]int64{}
-	var obj, camp string
-	var isMine *bool
-	var isToday bool
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&obj, &camp, &isMine, &isToday, &n}, func() error {
-		if isMine != nil && *isMine {
-			mine[obj] += n
-		}
-		perCampaign[camp] += n
-		if isToday {
-			today[camp] += n
-		}
-		return nil
-	})
-	return func(c *candidate) validation.RedemptionCounts {
-		cid := c.campaignID()
-		if cid == "" {
-			return validation.RedemptionCounts{PerCustomer: mine[c.objectID()]}
-		}
-		return validation.RedemptionCounts{PerCustomer: mine[c.objectID()], PerCampaign: perCampaign[cid], PerDay: today[cid]}
-	}, err
 }

@@ -68,7 +68,7 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 			refused = &x
 			return alreadyRolledBack(id)
 		}
-		now := e.now()
+		now := e.Now()
 		b := &pgx.Batch{}
 		var views []any
 		var stock []string
@@ -126,7 +126,7 @@ func (e *Engine) rollbackFailed(ctx context.Context, projectID string, x Redempt
 		return nil
 	}
 	rb := ids.New("rr_")
-	v := rollbackView(rb, x, r, e.now(), 0)
+	v := rollbackView(rb, x, r, e.Now(), 0)
 	v["result"], v["status"], v["failure_code"], v["failure_message"] = "FAILURE", "FAILED", ae.Key, ae.Details
 	return e.Events.Emit(ctx, e.pool, projectID, EventRollbackFailed, rb, map[string]any{"redemption_rollback": v})
 }

@@ -15,10 +15,10 @@ import (
 // (APPLICABLE, INAPPLICABLE or SKIPPED) and effect, and the order after
 // the applicable ones.
 type outcome struct {
-	cs      []*candidate
+	cs      []*Candidate
 	status  []string
 	skip    []map[string]any // a SKIPPED one's details
-	effects []applied        // an APPLICABLE one's effect
+	effects []Effect         // an APPLICABLE one's effect
 	order   *OrderView
 	valid   bool
 	rules   tenancy.StackingRules
@@ -34,12 +34,12 @@ type outcome struct {
 // order, or with redeemables_sorting_rule CATEGORY_HIERARCHY in their
 // categories' hierarchy (the lowest first; those without a category last;
 // ties in the requested order). The answer lists them as requested.
-func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *Request, cs []*candidate,
+func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *Request, cs []*Candidate,
 	rules tenancy.StackingRules) (*outcome, error) {
 	o := &outcome{cs: cs, status: make([]string, len(cs)), skip: make([]map[string]any, len(cs)),
-		effects: make([]applied, len(cs)), valid: true, rules: rules}
+		effects: make([]Effect, len(cs)), valid: true, rules: rules}
 	partial := rules.RedeemablesApplicationMode == "PARTIAL"
-	var use []*candidate
+	var use []*Candidate
 	var at []int // use's indexes in cs
 	for i, c := range cs {
 		if c.refusal != nil {
@@ -103,8 +103,8 @@ func (e *Engine) Validate(ctx context.Context, projectID string, r Request) (_ m
 	if err != nil {
 		return nil, err
 	}
-	now := e.now()
-	cust, err := e.readCustomer(ctx, projectID, r.Customer)
+	now := e.Now()
+	cust, err := e.ReadCustomer(ctx, projectID, r.Customer)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func emptyList() map[string]any {
 // applicable_redeemables_per_category_limit). What is left out is SKIPPED
 // with the reference's reason. Redeemables without a category are free of
 // all this but exclusivity.
-func categoryRules(rules tenancy.StackingRules, use []*candidate, at []int, o *outcome) ([]*candidate, []int) {
+func categoryRules(rules tenancy.StackingRules, use []*Candidate, at []int, o *outcome) ([]*Candidate, []int) {
 	exclusive := map[string]bool{}
 	for _, c := range rules.ExclusiveCategories {
 		exclusive[c] = true
@@ -245,9 +245,9 @@ func categoryRules(rules tenancy.StackingRules, use []*candidate, at []int, o *o
 	}
 	anyExclusive := false
 	for _, c := range use {
-		anyExclusive = anyExclusive || exclusive[c.categoryID()]
+		anyExclusive = anyExclusive || exclusive[c.CategoryID()]
 	}
-	var keptUse []*candidate
+	var keptUse []*Candidate
 	var keptAt []int
 	perCategory, exclusives, exclusivePer := map[string]int{}, 0, map[string]int{}
 	skip := func(i int, key, msg string) {
@@ -255,7 +255,7 @@ func categoryRules(rules tenancy.StackingRules, use []*candidate, at []int, o *o
 		o.skip[i] = map[string]any{"key": key, "message": msg}
 	}
 	for k, c := range use {
-		i, cat := at[k], c.categoryID()
+		i, cat := at[k], c.CategoryID()
 		switch {
 		case anyExclusive && exclusive[cat]:
 			if exclusives >= rules.ApplicableExclusiveRedeemablesLimit {
@@ -291,10 +291,10 @@ func categoryRules(rules tenancy.StackingRules, use []*candidate, at []int, o *o
 // byHierarchy sorts the applicable redeemables (use, with their indexes at)
 // by their categories' hierarchy, the lowest first, those without a
 // category (or whose category is gone) last, stable.
-func byHierarchy(ctx context.Context, q db.Querier, projectID string, use []*candidate, at []int) error {
+func byHierarchy(ctx context.Context, q db.Querier, projectID string, use []*Candidate, at []int) error {
 	var cats []string
 	for _, c := range use {
-		if id := c.categoryID(); id != "" {
+		if id := c.CategoryID(); id != "" {
 			cats = append(cats, id)
 		}
 	}
@@ -319,7 +319,7 @@ func byHierarchy(ctx context.Context, q db.Querier, projectID string, use []*can
 		return err
 	}
 	type pair struct {
-		c  *candidate
+		c  *Candidate
 		at int
 	}
 	ps := make([]pair, len(use))
@@ -327,7 +327,7 @@ func byHierarchy(ctx context.Context, q db.Querier, projectID string, use []*can
 		ps[i] = pair{use[i], at[i]}
 	}
 	key := func(p pair) (bool, int64) {
-		h, ok := rank[p.c.categoryID()]
+		h, ok := rank[p.c.CategoryID()]
 		return ok, h
 	}
 	sort.SliceStable(ps, func(i, j int) bool {

@@ -1,4 +1,4 @@
-package engine_test
+package qualifications_test
 
 import (
 	"fmt"

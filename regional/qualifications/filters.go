@@ -1,4 +1,4 @@
-package engine
+package qualifications
 
 import (
 	"bytes"
@@ -31,8 +31,8 @@ var filterFields = map[string][]string{
 
 var filterOps = []string{"$is", "$is_not", "$in", "$not_in", "$has_value", "$is_unknown"}
 
-// qualFilter is options.filters compiled.
-type qualFilter struct {
+// filter is options.filters compiled.
+type filter struct {
 	or    bool
 	conds []fieldCond
 }
@@ -42,8 +42,8 @@ type fieldCond struct {
 	values    []string
 }
 
-// parseQualFilters reads options.filters; a 400 names what is wrong.
-func parseQualFilters(raw json.RawMessage) (*qualFilter, error) {
+// parseFilters reads options.filters; a 400 names what is wrong.
+func parseFilters(raw json.RawMessage) (*filter, error) {
 	if !present(raw) {
 		return nil, nil
 	}
@@ -59,7 +59,7 @@ func parseQualFilters(raw json.RawMessage) (*qualFilter, error) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	f := &qualFilter{}
+	f := &filter{}
 	for _, field := range names {
 		v := top[field]
 		if field == "junction" {
@@ -151,6 +151,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// present says whether a field of the request is given (not absent, not null).
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -161,7 +164,7 @@ func contains(list []string, s string) bool {
 }
 
 // admits says whether c passes the filter; nil admits all.
-func (f *qualFilter) admits(c *candidate) bool {
+func (f *filter) admits(c *offer) bool {
 	if f == nil || len(f.conds) == 0 {
 		return true
 	}
@@ -197,7 +200,7 @@ func (fc fieldCond) holds(have []string) bool {
 
 // filterValues are the values a filter's field has for the redeemable;
 // none: unknown.
-func (c *candidate) filterValues(field string) []string {
+func (c *offer) filterValues(field string) []string {
 	var out []string
 	add := func(s string) {
 		if s != "" && !contains(out, s) {
@@ -206,7 +209,7 @@ func (c *candidate) filterValues(field string) []string {
 	}
 	switch field {
 	case "category_id":
-		add(c.categoryID())
+		add(c.categoryID)
 	case "campaign_id":
 		add(c.campaignID())
 	case "campaign_type":
@@ -215,7 +218,7 @@ func (c *candidate) filterValues(field string) []string {
 		}
 	case "resource_id":
 		add(c.req.ID) // the code, for a voucher
-		add(c.objectID())
+		add(c.objectID)
 	case "resource_type":
 		add(c.req.Object)
 	case "voucher_type":
@@ -241,7 +244,7 @@ func (c *candidate) filterValues(field string) []string {
 // holderRole is the customer's role as the holder of a wallet's voucher:
 // the referrer of a referral code, the owner of any other; "" for a
 // promotion tier, which no one holds.
-func (c *candidate) holderRole() string {
+func (c *offer) holderRole() string {
 	if c.card != nil {
 		return "OWNER" // a card of the customer's own (the wallet's)
 	}

@@ -1,9 +1,10 @@
-package engine
+package qualifications
 
 import (
 	"encoding/json"
 	"testing"
 
+	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
@@ -12,13 +13,14 @@ import (
 // referrer, any other voucher as its owner; a tier has no holder.
 func TestHolderRoleFilter(t *testing.T) {
 	ann := "cust_ann"
-	referral := &candidate{req: Redeemable{Object: "voucher", ID: "REF-1"},
+	referral := &offer{req: engine.Redeemable{Object: "voucher", ID: "REF-1"}, objectID: "v_1",
 		voucher:  &vouchers.Voucher{ID: "v_1", Code: "REF-1", Type: vouchers.Discount, HolderID: &ann},
 		campaign: &loyalty.CampaignWindow{ID: "camp_1", CampaignType: "REFERRAL_PROGRAM"}}
-	owned := &candidate{req: Redeemable{Object: "voucher", ID: "W-1"},
+	owned := &offer{req: engine.Redeemable{Object: "voucher", ID: "W-1"}, objectID: "v_2",
 		voucher:  &vouchers.Voucher{ID: "v_2", Code: "W-1", Type: vouchers.Discount, HolderID: &ann},
 		campaign: &loyalty.CampaignWindow{ID: "camp_2", CampaignType: "DISCOUNT_COUPONS"}}
-	tier := &candidate{req: Redeemable{Object: "promotion_tier", ID: "promo_1"}, tier: &Tier{ID: "promo_1", CampaignID: "camp_3"},
+	tier := &offer{req: engine.Redeemable{Object: "promotion_tier", ID: "promo_1"}, objectID: "promo_1",
+		tier:     &engine.Tier{ID: "promo_1", CampaignID: "camp_3"},
 		campaign: &loyalty.CampaignWindow{ID: "camp_3", CampaignType: "PROMOTION"}}
 	for _, r := range []struct {
 		filter string
@@ -32,11 +34,11 @@ func TestHolderRoleFilter(t *testing.T) {
 		{`{"junction":"or","holder_role":{"conditions":{"$is":["REFERRER"]}},"resource_type":{"conditions":{"$is":["promotion_tier"]}}}`,
 			[3]bool{true, false, true}},
 	} {
-		f, err := parseQualFilters(json.RawMessage(r.filter))
+		f, err := parseFilters(json.RawMessage(r.filter))
 		if err != nil {
 			t.Fatalf("%s: %v", r.filter, err)
 		}
-		for i, c := range []*candidate{referral, owned, tier} {
+		for i, c := range []*offer{referral, owned, tier} {
 			if got := f.admits(c); got != r.want[i] {
 				t.Errorf("%s, candidate %d: %v, want %v", r.filter, i, got, r.want[i])
 			}

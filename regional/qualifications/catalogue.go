@@ -1,4 +1,4 @@
-package engine
+package qualifications
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
 
@@ -18,14 +19,12 @@ const CatalogueTTL = time.Second
 // them: every active tier, its campaign's window, and the rules assigned to
 // each tier and campaign.
 type catalogue struct {
-	at      time.Time
-	tiers   []Tier
-	windows map[string]loyalty.CampaignWindow
-	rules   map[string][]string // by object id; objects without rules are in known
-	known   map[string]bool
+	at    time.Time
+	tiers []engine.Tier
+	// What the engine's judging takes from it rather than reading again:
+	// rules by object id; objects without rules are in Known.
+	engine.Prefetched
 }
-
-func (c *catalogue) hasCampaign(id string) bool { _, ok := c.windows[id]; return ok || c.known[id] }
 
 // catalogues are the projects' catalogues, one read at a time per project.
 type catalogues struct {
@@ -40,29 +39,30 @@ type catalogueSlot struct {
 
 // catalogue returns the project's catalogue, read again when older than
 // CatalogueTTL: concurrent qualifications of a project wait for one read.
-func (e *Engine) catalogue(ctx context.Context, q db.Querier, projectID string, now time.Time) (*catalogue, error) {
-	e.cats.mu.Lock()
-	if e.cats.by == nil {
-		e.cats.by = map[string]*catalogueSlot{}
+func (s *Service) catalogue(ctx context.Context, q db.Querier, projectID string, now time.Time) (*catalogue, error) {
+	s.cats.mu.Lock()
+	if s.cats.by == nil {
+		s.cats.by = map[string]*catalogueSlot{}
 	}
-	slot := e.cats.by[projectID]
-	if slot == nil && len(e.cats.by) >= 10_000 {
-		e.cats.by = map[string]*catalogueSlot{} // bounded: the projects asked for lately refill it
+	slot := s.cats.by[projectID]
+	if slot == nil && len(s.cats.by) >= 10_000 {
+		s.cats.by = map[string]*catalogueSlot{} // bounded: the projects asked for lately refill it
 	}
 	if slot == nil {
 		slot = &catalogueSlot{}
-		e.cats.by[projectID] = slot
+		s.cats.by[projectID] = slot
 	}
-	e.cats.mu.Unlock()
+	s.cats.mu.Unlock()
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	if c := slot.cat; c != nil && now.Sub(c.at) < CatalogueTTL && !now.Before(c.at) {
 		return c, nil
 	}
-	c := &catalogue{at: now, windows: map[string]loyalty.CampaignWindow{}, rules: map[string][]string{}, known: map[string]bool{}}
-	if e.tiers != nil {
+	c := &catalogue{at: now, Prefetched: engine.Prefetched{Windows: map[string]loyalty.CampaignWindow{}, Rules: map[string][]string{},
+		Known: map[string]bool{}}}
+	if s.tiers != nil {
 		var err error
-		if c.tiers, err = e.tiers.ActiveTiers(ctx, q, projectID); err != nil {
+		if c.tiers, err = s.tiers.ActiveTiers(ctx, q, projectID); err != nil {
 			return nil, err
 		}
 	}
@@ -71,16 +71,16 @@ func (e *Engine) catalogue(ctx context.Context, q db.Querier, projectID string, 
 		campaignIDs, objects = append(campaignIDs, t.CampaignID), append(objects, t.ID, t.CampaignID)
 	}
 	var err error
-	if c.windows, err = loyalty.CampaignWindowsByID(ctx, q, projectID, campaignIDs); err != nil {
+	if c.Windows, err = loyalty.CampaignWindowsByID(ctx, q, projectID, campaignIDs); err != nil {
 		return nil, err
 	}
-	if e.rules != nil && len(objects) > 0 {
-		if c.rules, err = e.rules.RulesOfAll(ctx, q, projectID, objects); err != nil {
+	if s.engine.Rules != nil && len(objects) > 0 {
+		if c.Rules, err = s.engine.Rules.RulesOfAll(ctx, q, projectID, objects); err != nil {
 			return nil, err
 		}
 	}
 	for _, o := range objects {
-		c.known[o] = true
+		c.Known[o] = true
 	}
 	slot.cat = c
 	return c, nil

@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/redemptions"
+	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/vouchers"
+)
+
+// Tier is a promotion tier as the engine validates it.
+type Tier struct {
+	ID         string
+	Name       string
+	Banner     *string
+	CampaignID string
+	Discount   json.RawMessage
+	Window     Window
+	Hierarchy  int
+	Metadata   map[string]any
+	CreatedAt  *time.Time
+	CategoryID string // "" for none
+}
+
+// Tiers reads promotion tiers (regional/promotions): by id, and every
+// active tier of live campaigns (qualifications' candidates).
+type Tiers interface {
+	TiersByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Tier, error)
+	ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]Tier, error)
+	// StackTiers are a promotion stack's tiers in its order (404 when
+	// there is no such stack).
+	StackTiers(ctx context.Context, q db.Querier, projectID, stackID string) ([]string, error)
+	// Stacks are the project's promotion stacks.
+	Stacks(ctx context.Context, q db.Querier, projectID string) ([]Stack, error)
+}
+
+// Stack is a promotion stack: its tiers, applied in its order.
+type Stack struct {
+	ID, Name, CampaignID string
+	TierIDs              []string
+	CreatedAt            time.Time
+}
+
+// Candidate is a redeemable as resolved and checked: one a request names,
+// or one a qualification (regional/qualifications) offers.
+type Candidate struct {
+	req      Redeemable
+	voucher  *vouchers.Voucher
+	tier     *Tier
+	card     *redemptions.CardPayment // a loyalty card paying with a reward
+	campaign *loyalty.CampaignWindow
+	// refusal says why the redeemable is inapplicable; nil when it applies.
+	refusal *Refusal
+	// lines are the order's items its rules admit (nil: every item).
+	lines []int
+	// namesItem: its rules require a product, SKU or collection one of
+	// the order's lines matches.
+	namesItem bool
+}
+
+// ObjectID is the id of what the redeemable names: the voucher's or the tier's.
+func (c *Candidate) ObjectID() string {
+	if c.voucher != nil {
+		return c.voucher.ID
+	}
+	if c.tier != nil {
+		return c.tier.ID
+	}
+	if c.card != nil {
+		return c.card.Card.ID
+	}
+	return ""
+}
+
+// CategoryID is the category the stacking rules see the redeemable in:
+// its own (a voucher's, a tier's), else its campaign's; "" for none.
+func (c *Candidate) CategoryID() string {
+	switch {
+	case c.voucher != nil && c.voucher.CategoryID != nil:
+		return *c.voucher.CategoryID
+	case c.tier != nil && c.tier.CategoryID != "":
+		return c.tier.CategoryID
+	case c.campaign != nil:
+		return c.campaign.CategoryID
+	}
+	return ""
+}
+
+// CampaignID is the id of the redeemable's campaign as judging read it,
+// "" for none.
+func (c *Candidate) CampaignID() string {
+	if c.campaign != nil {
+		return c.campaign.ID
+	}
+	return ""
+}
+
+// discount is what the redeemable applies: a voucher's or a tier's discount.
+func (c *Candidate) discount() json.RawMessage {
+	if c.tier != nil {
+		return c.tier.Discount
+	}
+	if c.voucher != nil {
+		return c.voucher.Attrs.Discount
+	}
+	return nil
+}
+
+// Qualifications (regional/qualifications) find their candidates
+// themselves (a customer's wallet, the active tiers) and have the engine
+// judge them and compute their effects as a validation does, so that what
+// a qualification offers validates as it says.
+
+// VoucherCandidate is a voucher (a discount voucher, a gift card) offered
+// by its code.
+func VoucherCandidate(v *vouchers.Voucher) *Candidate {
+	return &Candidate{req: Redeemable{Object: "voucher", ID: v.Code}, voucher: v}
+}
+
+// CardCandidate is a loyalty card offered to pay with its reward.
+func CardCandidate(p *redemptions.CardPayment) *Candidate {
+	return &Candidate{req: Redeemable{Object: "voucher", ID: p.Card.Code, Reward: &RewardRequest{ID: &p.RewardID}}, card: p}
+}
+
+// TierCandidate is a promotion tier offered without a code.
+func TierCandidate(t *Tier) *Candidate {
+	return &Candidate{req: Redeemable{Object: "promotion_tier", ID: t.ID}, tier: t}
+}
+
+// Redeemable is the candidate as a request would name it.
+func (c *Candidate) Redeemable() Redeemable { return c.req }
+
+// Voucher is the candidate's voucher; nil for a tier or a card.
+func (c *Candidate) Voucher() *vouchers.Voucher { return c.voucher }
+
+// Tier is the candidate's promotion tier; nil for a voucher or a card.
+func (c *Candidate) Tier() *Tier { return c.tier }
+
+// Card is the candidate's loyalty card and the reward it pays with; nil
+// for a voucher or a tier.
+func (c *Candidate) Card() *redemptions.CardPayment { return c.card }
+
+// Campaign is the candidate's campaign as judging read it; nil for none.
+func (c *Candidate) Campaign() *loyalty.CampaignWindow { return c.campaign }
+
+// Refusal says why the candidate does not apply; nil when it does.
+func (c *Candidate) Refusal() *Refusal { return c.refusal }
+
+// NamesItem says whether the candidate's rules require a product, SKU or
+// collection one of the order's lines matches (qualifications' PRODUCTS).
+func (c *Candidate) NamesItem() bool { return c.namesItem }
+
+// DiscountsItems says whether the candidate's discount is for specific
+// items of the order: an item-level effect on the lines its rules'
+// applicable_to admit (not every line), or free units of a product or SKU
+// one of the order's lines holds.
+func (c *Candidate) DiscountsItems(o *orders.Request) bool {
+	raw := c.discount()
+	if !present(raw) || o == nil {
+		return false
+	}
+	var d discount
+	if json.Unmarshal(raw, &d) != nil {
+		return false
+	}
+	if d.Type != "UNIT" {
+		return strings.HasPrefix(d.Effect, "APPLY_TO_ITEMS") && len(c.lines) > 0
+	}
+	units := d.Units
+	if d.Effect != "ADD_MANY_ITEMS" {
+		units = []discount{d}
+	}
+	for _, u := range units {
+		ref, sku := u.Product, u.SKU != nil && (u.SKU.ID != "" || u.SKU.SourceID != "")
+		if sku {
+			ref = u.SKU
+		}
+		if ref == nil {
+			continue
+		}
+		for _, it := range o.Items {
+			if matchesRef(it, ref, sku) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Prefetched is what a caller read for judging already and judging does
+// not read again (qualifications' catalogue): campaigns' windows by id,
+// and the rules assigned to objects by id, Known holding every object
+// read, with rules or without.
+type Prefetched struct {
+	Windows map[string]loyalty.CampaignWindow
+	Rules   map[string][]string
+	Known   map[string]bool
+}
+
+func (p *Prefetched) hasCampaign(id string) bool { _, ok := p.Windows[id]; return ok || p.Known[id] }
+
+// Judge checks candidates as a validation checks its redeemables (outside
+// any session), taking what pre holds and reading the rest, and reading of
+// the rules' conditions those scope names; a refused one carries its
+// refusal.
+func (e *Engine) Judge(ctx context.Context, projectID string, order *orders.Request, meta map[string]any,
+	cust *customers.Customer, cs []*Candidate, now time.Time, pre *Prefetched, scope validation.Scope) error {
+	return e.judgeWith(ctx, e.pool, projectID, order, meta, cust, cs, "", now, pre, scope)
+}
+
+// Effects applies cs to the order in turn, as a validation does, and
+// returns the order after them all and each one's effect. Without views
+// the effects carry their amounts alone and the order is nil: cheaper,
+// for comparing them.
+func (e *Engine) Effects(ctx context.Context, projectID string, o *orders.Request, cs []*Candidate,
+	views bool) (*OrderView, []Effect, error) {
+	return e.recalcViews(ctx, e.pool, projectID, o, cs, views)
+}
