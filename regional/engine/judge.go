@@ -13,6 +13,7 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
@@ -22,14 +23,14 @@ import (
 // their validation rules; a refused one carries its refusal.
 func (e *Engine) judge(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
 	cust *customers.Customer, cs []*Candidate, sessionKey string, now time.Time) error {
-	return e.judgeWith(ctx, q, projectID, order, meta, cust, cs, sessionKey, now, nil, validation.ScopeAll)
+	return e.judgeWith(ctx, q, projectID, order, meta, cust, cs, sessionKey, now, nil, rules.ScopeAll)
 }
 
 // judgeWith is judge taking campaign windows and rule assignments from pre
 // where it has them (qualifications' catalogue), reading the rest, and
 // reading of the rules' conditions those scope names.
 func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*Candidate, sessionKey string, now time.Time, pre *Prefetched, scope validation.Scope) error {
+	cust *customers.Customer, cs []*Candidate, sessionKey string, now time.Time, pre *Prefetched, scope rules.Scope) error {
 	var campaignIDs, voucherIDs []string
 	for _, c := range cs {
 		if c.voucher != nil {
@@ -196,16 +197,16 @@ func (e *Engine) check(c *Candidate, cust *customers.Customer, held map[string]i
 // redeemable with the rule's message. A candidate whose rules require one
 // of the order's products is marked so (qualifications' PRODUCTS).
 func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*Candidate, assigned map[string][]string, now time.Time, scope validation.Scope) error {
+	cust *customers.Customer, cs []*Candidate, assigned map[string][]string, now time.Time, scope rules.Scope) error {
 	if len(assigned) == 0 || e.rules == nil {
 		return nil
 	}
-	in := validation.Input{Order: ruleOrder(order), Now: now, Metadata: meta, Scope: scope}
+	in := rules.Input{Order: ruleOrder(order), Now: now, Metadata: meta, Scope: scope}
 	if err := in.Order.Check(); err != nil {
 		return err
 	}
 	if cust != nil {
-		in.Customer = &validation.Customer{ID: cust.ID, Metadata: cust.Attrs.Metadata}
+		in.Customer = &rules.Customer{ID: cust.ID, Metadata: cust.Attrs.Metadata}
 		if cust.SourceID != nil {
 			in.Customer.SourceID = *cust.SourceID
 		}
@@ -239,7 +240,7 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 	}
 	// Counting redemptions reads the campaigns' history: only for rules
 	// that read it.
-	counts := func(*Candidate) validation.RedemptionCounts { return validation.RedemptionCounts{} }
+	counts := func(*Candidate) rules.RedemptionCounts { return rules.RedemptionCounts{} }
 	if prepared.ReadsCounts(all) {
 		if counts, err = e.counts(ctx, q, projectID, ruled, cust, now); err != nil {
 			return err
@@ -290,7 +291,7 @@ func intersect(a, b []int) []int {
 // ruled candidates: of its object by the customer, in its campaign, and in
 // its campaign today; read in one query.
 func (e *Engine) counts(ctx context.Context, q db.Querier, projectID string, ruled map[*Candidate][]string, cust *customers.Customer,
-	now time.Time) (func(*Candidate) validation.RedemptionCounts, error) {
+	now time.Time) (func(*Candidate) rules.RedemptionCounts, error) {
 	custID := ""
 	if cust != nil {
 		custID = cust.ID
@@ -329,11 +330,11 @@ func (e *Engine) counts(ctx context.Context, q db.Querier, projectID string, rul
 		}
 		return nil
 	})
-	return func(c *Candidate) validation.RedemptionCounts {
+	return func(c *Candidate) rules.RedemptionCounts {
 		cid := c.CampaignID()
 		if cid == "" {
-			return validation.RedemptionCounts{PerCustomer: mine[c.ObjectID()]}
+			return rules.RedemptionCounts{PerCustomer: mine[c.ObjectID()]}
 		}
-		return validation.RedemptionCounts{PerCustomer: mine[c.ObjectID()], PerCampaign: perCampaign[cid], PerDay: today[cid]}
+		return rules.RedemptionCounts{PerCustomer: mine[c.ObjectID()], PerCampaign: perCampaign[cid], PerDay: today[cid]}
 	}, err
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/orders"
-	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -143,12 +143,12 @@ func (r *Request) check(limit int) error {
 }
 
 // ruleOrder is the order as validation rules read it.
-func ruleOrder(o *orders.Request) *validation.Order {
+func ruleOrder(o *orders.Request) *rules.Order {
 	if o == nil {
 		return nil
 	}
 	// An amount given (0 included) is the amount; none, the items' sum.
-	out := &validation.Order{Metadata: o.Metadata, Amount: o.Amount, InitialAmount: o.InitialAmount}
+	out := &rules.Order{Metadata: o.Metadata, Amount: o.Amount, InitialAmount: o.InitialAmount}
 	if o.ID != nil {
 		out.ID = *o.ID
 	}
@@ -156,7 +156,7 @@ func ruleOrder(o *orders.Request) *validation.Order {
 		out.SourceID = *o.SourceID
 	}
 	for _, it := range o.Items {
-		var li validation.Item
+		var li rules.Item
 		li.Quantity, li.Price = intOf(it["quantity"]), intOf(it["price"])
 		if a, ok := it["amount"]; ok && a != nil {
 			n := intOf(a)
