@@ -10,6 +10,9 @@ import (
 	"unicode/utf8"
 )
 
+// The values a rule's documents give, read when it is compiled: each wrong
+// one is a 400 naming its path, so that evaluation never meets one.
+
 // decodeObject reads raw as a JSON object of raw members, numbers kept as
 // written. null is an empty object.
 func decodeObject(path string, raw json.RawMessage) (map[string]json.RawMessage, error) {
