@@ -29,23 +29,13 @@ type Tier struct {
 	CategoryID string // "" for none
 }
 
-// Tiers reads promotion tiers (regional/promotions): by id, and every
-// active tier of live campaigns (qualifications' candidates).
+// Tiers reads promotion tiers (regional/promotions) for the requests that
+// name them.
 type Tiers interface {
 	TiersByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Tier, error)
-	ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]Tier, error)
 	// StackTiers are a promotion stack's tiers in its order (404 when
 	// there is no such stack).
 	StackTiers(ctx context.Context, q db.Querier, projectID, stackID string) ([]string, error)
-	// Stacks are the project's promotion stacks.
-	Stacks(ctx context.Context, q db.Querier, projectID string) ([]Stack, error)
-}
-
-// Stack is a promotion stack: its tiers, applied in its order.
-type Stack struct {
-	ID, Name, CampaignID string
-	TierIDs              []string
-	CreatedAt            time.Time
 }
 
 // Candidate is a redeemable as resolved and checked: one a request names,

@@ -17,6 +17,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/qualifications"
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
@@ -393,7 +394,8 @@ func (s *Service) ListTiers(ctx context.Context, projectID, campaignID string, i
 	return vs, total, more, next, err
 }
 
-// The promotion engine's reads (engine.Tiers).
+// The promotion engine's reads (engine.Tiers) and qualifications'
+// (qualifications.Tiers).
 
 func engineTier(t Tier) engine.Tier {
 	a := t.Attrs
@@ -456,10 +458,10 @@ func liveIDs(ctx context.Context, q db.Querier, projectID string, ids []string) 
 	return out, nil
 }
 
-// Stacks reads the project's promotion stacks (engine.Tiers).
-func (s *Service) Stacks(ctx context.Context, q db.Querier, projectID string) ([]engine.Stack, error) {
-	stacks, err := db.Collect(func(r pgx.Row) (engine.Stack, error) {
-		var st engine.Stack
+// Stacks reads the project's promotion stacks (qualifications.Tiers).
+func (s *Service) Stacks(ctx context.Context, q db.Querier, projectID string) ([]qualifications.Stack, error) {
+	stacks, err := db.Collect(func(r pgx.Row) (qualifications.Stack, error) {
+		var st qualifications.Stack
 		var raw []byte
 		if err := r.Scan(&st.ID, &st.CampaignID, &st.Name, &raw, &st.CreatedAt); err != nil {
 			return st, err
@@ -480,7 +482,7 @@ func (s *Service) Stacks(ctx context.Context, q db.Querier, projectID string) ([
 	return stacks, nil
 }
 
-// ActiveTiers reads the active tiers of live campaigns.
+// ActiveTiers reads the active tiers of live campaigns (qualifications.Tiers).
 func (s *Service) ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]engine.Tier, error) {
 	ts, err := db.Collect(scanTier)(q.Query(ctx, `SELECT `+tierColumns+liveTiers+` AND active ORDER BY id`, projectID))
 	out := make([]engine.Tier, len(ts))

@@ -4,11 +4,26 @@ import (
 	"context"
 	"time"
 
+	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
+
+// Tiers reads what qualifications offer without codes (regional/promotions):
+// every active tier of live campaigns, and the promotion stacks.
+type Tiers interface {
+	ActiveTiers(ctx context.Context, q db.Querier, projectID string) ([]engine.Tier, error)
+	Stacks(ctx context.Context, q db.Querier, projectID string) ([]Stack, error)
+}
+
+// Stack is a promotion stack: its tiers, applied in its order.
+type Stack struct {
+	ID, Name, CampaignID string
+	TierIDs              []string
+	CreatedAt            time.Time
+}
 
 // offer is a redeemable a qualification may offer: a candidate the engine
 // judged, or a promotion stack whose tiers all qualified. Its fields are
@@ -20,7 +35,7 @@ type offer struct {
 	voucher  *vouchers.Voucher
 	tier     *engine.Tier
 	card     *redemptions.CardPayment
-	stack    *engine.Stack
+	stack    *Stack
 	parts    []*engine.Candidate // a stack's tiers, in its order
 	campaign *loyalty.CampaignWindow
 	// objectID is the voucher's, the tier's or the card's id ("" for a
@@ -37,7 +52,7 @@ func offerOf(c *engine.Candidate) *offer {
 
 // stackOffer is a stack of qualified tiers: its campaign and category are
 // its first tier's campaign's.
-func stackOffer(st *engine.Stack, parts []*engine.Candidate) *offer {
+func stackOffer(st *Stack, parts []*engine.Candidate) *offer {
 	o := &offer{req: engine.Redeemable{Object: "promotion_stack", ID: st.ID}, stack: st, parts: parts, campaign: parts[0].Campaign()}
 	if o.campaign != nil {
 		o.categoryID = o.campaign.CategoryID

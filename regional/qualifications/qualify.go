@@ -46,14 +46,14 @@ const WalletLimit = 1000
 // applies what it offers.
 type Service struct {
 	engine *engine.Engine
-	tiers  engine.Tiers // nil: no promotion tiers or stacks to offer
+	tiers  Tiers // nil: no promotion tiers or stacks to offer
 	cats   catalogues
 }
 
 // New returns the service: e judges the candidates (and lends its pool,
 // clock, rules and redemptions), tiers are the promotion tiers and stacks
 // (regional/promotions).
-func New(e *engine.Engine, tiers engine.Tiers) *Service { return &Service{engine: e, tiers: tiers} }
+func New(e *engine.Engine, tiers Tiers) *Service { return &Service{engine: e, tiers: tiers} }
 
 // plan is a request's scenario and options, read and checked.
 type plan struct {
