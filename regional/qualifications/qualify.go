@@ -16,7 +16,7 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/orders"
-	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
 
@@ -85,7 +85,7 @@ func (s *Service) Qualify(ctx context.Context, projectID string, r Request) (_ m
 	}
 	now := s.engine.Now()
 	var cust *customers.Customer
-	if p.sc.scope != validation.ScopeWithoutCustomer {
+	if p.sc.scope != rules.ScopeWithoutCustomer {
 		if cust, err = s.engine.ReadCustomer(ctx, projectID, r.Customer); err != nil {
 			return nil, err
 		}
@@ -348,7 +348,7 @@ func (s *Service) answer(ctx context.Context, projectID string, p plan, r *Reque
 type scenario struct {
 	wallet, tiers bool
 	stacks        bool // the promotion stacks whose tiers all qualify, instead of the tiers
-	scope         validation.Scope
+	scope         rules.Scope
 	products      int
 }
 
@@ -363,9 +363,9 @@ const (
 var scenarios = map[string]scenario{
 	"ALL":                           {wallet: true, tiers: true},
 	"CUSTOMER_WALLET":               {wallet: true},
-	"AUDIENCE_ONLY":                 {wallet: true, tiers: true, scope: validation.ScopeAudience},
-	"PRODUCTS":                      {tiers: true, scope: validation.ScopeWithoutCustomer, products: forProducts},
-	"PRODUCTS_DISCOUNT":             {tiers: true, scope: validation.ScopeWithoutCustomer, products: discountingProducts},
+	"AUDIENCE_ONLY":                 {wallet: true, tiers: true, scope: rules.ScopeAudience},
+	"PRODUCTS":                      {tiers: true, scope: rules.ScopeWithoutCustomer, products: forProducts},
+	"PRODUCTS_DISCOUNT":             {tiers: true, scope: rules.ScopeWithoutCustomer, products: discountingProducts},
 	"PRODUCTS_BY_CUSTOMER":          {wallet: true, tiers: true, products: forProducts},
 	"PRODUCTS_DISCOUNT_BY_CUSTOMER": {wallet: true, tiers: true, products: discountingProducts},
 	"PROMOTION_STACKS":              {tiers: true, stacks: true},
