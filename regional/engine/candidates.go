@@ -3,11 +3,11 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/engine/calc"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/redemptions"
@@ -152,36 +152,7 @@ func (c *Candidate) NamesItem() bool { return c.namesItem }
 // applicable_to admit (not every line), or free units of a product or SKU
 // one of the order's lines holds.
 func (c *Candidate) DiscountsItems(o *orders.Request) bool {
-	raw := c.discount()
-	if !present(raw) || o == nil {
-		return false
-	}
-	var d discount
-	if json.Unmarshal(raw, &d) != nil {
-		return false
-	}
-	if d.Type != "UNIT" {
-		return strings.HasPrefix(d.Effect, "APPLY_TO_ITEMS") && len(c.lines) > 0
-	}
-	units := d.Units
-	if d.Effect != "ADD_MANY_ITEMS" {
-		units = []discount{d}
-	}
-	for _, u := range units {
-		ref, sku := u.Product, u.SKU != nil && (u.SKU.ID != "" || u.SKU.SourceID != "")
-		if sku {
-			ref = u.SKU
-		}
-		if ref == nil {
-			continue
-		}
-		for _, it := range o.Items {
-			if matchesRef(it, ref, sku) {
-				return true
-			}
-		}
-	}
-	return false
+	return calc.DiscountsItems(c.discount(), c.lines, o)
 }
 
 // Prefetched is what a caller read for judging already and judging does
@@ -210,6 +181,6 @@ func (e *Engine) Judge(ctx context.Context, projectID string, order *orders.Requ
 // the effects carry their amounts alone and the order is nil: cheaper,
 // for comparing them.
 func (e *Engine) Effects(ctx context.Context, projectID string, o *orders.Request, cs []*Candidate,
-	views bool) (*OrderView, []Effect, error) {
+	views bool) (*calc.OrderView, []calc.Effect, error) {
 	return e.recalcViews(ctx, e.pool, projectID, o, cs, views)
 }

@@ -13,13 +13,12 @@
 // hours, redemption quantity less what other sessions hold, gift balance,
 // and its validation rules, compiled once per version by
 // regional/validation); the ones that pass are applied to the order in
-// turn (apply.go, rendered by orderview.go), each to what the ones before
-// it left. Validation stops there. Redemption does the same under the
-// vouchers' row locks in one transaction and writes every effect
-// (redemption counts, gift credits through the ledger, the parent
-// redemption and one child per redeemable, the webhook events) or, when
-// one redeemable fails, none: the attempt is stored as FAILURE
-// redemptions instead, with the reason.
+// turn by regional/engine/calc, each to what the ones before it left.
+// Validation stops there. Redemption does the same under the vouchers' row
+// locks in one transaction and writes every effect (redemption counts,
+// gift credits through the ledger, the parent redemption and one child per
+// redeemable, the webhook events) or, when one redeemable fails, none: the
+// attempt is stored as FAILURE redemptions instead, with the reason.
 //
 // Qualifications (regional/qualifications) find their own candidates and
 // have them judged and applied here (candidates.go: Judge, Effects), so

@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/engine/calc"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -110,7 +111,7 @@ func customerRef(c *customers.Customer) map[string]any {
 
 // records are the redemptions of an outcome: the parent and one child per
 // redeemable, each with the view the API answers.
-func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, orderView *OrderView, now time.Time,
+func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, orderView *calc.OrderView, now time.Time,
 	result, status string) (Redemption, []Redemption) {
 	parentID := ids.New("r_")
 	var custID *string
@@ -248,7 +249,7 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 		amount, discount := orderView.Amount, orderView.TotalDiscountAmount
 		w.Amount, w.DiscountAmount, w.Items = &amount, &discount, nil
 		for _, it := range orderView.Items {
-			w.Items = append(w.Items, it.request())
+			w.Items = append(w.Items, it.Request())
 		}
 		if cust != nil && len(w.Customer) == 0 && w.CustomerID == nil {
 			w.CustomerID = &cust.ID

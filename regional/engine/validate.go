@@ -8,6 +8,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/engine/calc"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -18,8 +19,8 @@ type outcome struct {
 	cs      []*Candidate
 	status  []string
 	skip    []map[string]any // a SKIPPED one's details
-	effects []Effect         // an APPLICABLE one's effect
-	order   *OrderView
+	effects []calc.Effect    // an APPLICABLE one's effect
+	order   *calc.OrderView
 	valid   bool
 	rules   tenancy.StackingRules
 }
@@ -37,7 +38,7 @@ type outcome struct {
 func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *Request, cs []*Candidate,
 	rules tenancy.StackingRules) (*outcome, error) {
 	o := &outcome{cs: cs, status: make([]string, len(cs)), skip: make([]map[string]any, len(cs)),
-		effects: make([]Effect, len(cs)), valid: true, rules: rules}
+		effects: make([]calc.Effect, len(cs)), valid: true, rules: rules}
 	partial := rules.RedeemablesApplicationMode == "PARTIAL"
 	var use []*Candidate
 	var at []int // use's indexes in cs
@@ -66,18 +67,19 @@ func (e *Engine) decide(ctx context.Context, q db.Querier, projectID string, r *
 		}
 	}
 	use, at = categoryRules(rules, use, at, o)
-	order, effects, fates, err := e.stack(ctx, q, projectID, r.Order, use, true, rules.DiscountCalculationMode == "INITIAL_AMOUNT",
-		rules.ApplicableRedeemablesLimit, rules.RedeemablesNoEffectRule == "SKIP")
+	order, effects, fates, err := e.stack(ctx, q, projectID, r.Order, use, calc.Options{Views: true,
+		Initial: rules.DiscountCalculationMode == "INITIAL_AMOUNT", Limit: rules.ApplicableRedeemablesLimit,
+		SkipNoEffect: rules.RedeemablesNoEffectRule == "SKIP"})
 	if err != nil {
 		return nil, err
 	}
 	applicable := 0
 	for k, i := range at {
 		switch fates[k] {
-		case pastLimit:
+		case calc.PastLimit:
 			o.status[i] = "SKIPPED"
 			o.skip[i] = map[string]any{"key": "applicable_redeemables_limit_exceeded", "message": "Applicable redeemables limit exceeded"}
-		case skipsNoEffect:
+		case calc.SkipsNoEffect:
 			o.status[i] = "SKIPPED"
 			o.skip[i] = map[string]any{"key": "no_effect", "message": "Redeemable has no effect on the order"}
 		default:

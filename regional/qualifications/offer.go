@@ -6,6 +6,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/engine"
+	"github.com/tallyhq/tally/regional/engine/calc"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -41,8 +42,8 @@ type offer struct {
 	// objectID is the voucher's, the tier's or the card's id ("" for a
 	// stack); categoryID the category the stacking rules see it in.
 	objectID, categoryID string
-	at                   time.Time     // its creation time, which pages are cut by
-	effect               engine.Effect // on the order alone
+	at                   time.Time   // its creation time, which pages are cut by
+	effect               calc.Effect // on the order alone
 }
 
 func offerOf(c *engine.Candidate) *offer {
@@ -129,8 +130,8 @@ next:
 }
 
 // sum is the effects' discounts together.
-func sum(effects []engine.Effect) engine.Effect {
-	var out engine.Effect
+func sum(effects []calc.Effect) calc.Effect {
+	var out calc.Effect
 	for _, ef := range effects {
 		out.Discount += ef.Discount
 	}

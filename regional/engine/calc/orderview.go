@@ -1,4 +1,4 @@
-package engine
+package calc
 
 import "github.com/tallyhq/tally/internal/jsonx"
 
@@ -63,8 +63,8 @@ type ItemView struct {
 	Object                string         `json:"object"`
 }
 
-// request is the item as an order write takes it back.
-func (it ItemView) request() map[string]any {
+// Request is the item as an order write takes it back.
+func (it ItemView) Request() map[string]any {
 	m := map[string]any{"quantity": it.Quantity, "price": it.Price, "amount": it.Amount, "object": "order_item"}
 	for k, v := range map[string]string{"product_id": it.ProductID, "sku_id": it.SKUID, "source_id": it.SourceID,
 		"related_object": it.RelatedObject} {
