@@ -11,7 +11,7 @@ import (
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/redemptions"
-	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
 
@@ -172,7 +172,7 @@ func (p *Prefetched) hasCampaign(id string) bool { _, ok := p.Windows[id]; retur
 // the rules' conditions those scope names; a refused one carries its
 // refusal.
 func (e *Engine) Judge(ctx context.Context, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*Candidate, now time.Time, pre *Prefetched, scope validation.Scope) error {
+	cust *customers.Customer, cs []*Candidate, now time.Time, pre *Prefetched, scope rules.Scope) error {
 	return e.judgeWith(ctx, e.pool, projectID, order, meta, cust, cs, "", now, pre, scope)
 }
 
