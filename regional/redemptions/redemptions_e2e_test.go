@@ -1,36 +1,40 @@
-package loyalty_test
+package redemptions_test
 
 import (
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/internal/dbtest"
 )
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// api is a project's client of one cluster, with the loyalty program's
+// helpers (stacktest's).
+type api struct{ stacktest.API }
+
+func start(t *testing.T) (*stacktest.Env, api) {
+	e := stacktest.Start(t, stacktest.Options{})
+	return e, api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}}
+}
+
+func card(m map[string]any) map[string]any { return m["loyalty_card"].(map[string]any) }
 
 func last(txs []map[string]any) map[string]any { return txs[len(txs)-1] }
 
 func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 	t.Parallel()
 	e, a := start(t)
-	ev := a.Subscribe("redemption.succeeded", "redemption.rollback.succeeded", "reward.created")
+	ev := a.Subscribe("redemption.succeeded", "redemption.rollback.succeeded")
 	campID := a.Campaign("Spenders", nil)["id"].(string)
 	code := a.Member(campID, "ann")["code"].(string)
 	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
 
-	// Rewards: what cannot be served is refused, saying what is wrong.
-	a.Fails("POST", "/v1/rewards", map[string]any{"parameters": map[string]any{"product": map[string]any{"id": "prod_1"}}}, 400, "invalid_payload")
-	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X"}, 400, "invalid_payload")
-	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{"product": map[string]any{"id": "p"},
-		"coin": map[string]any{"exchange_ratio": 1, "points_ratio": 10}}}, 400, "invalid_payload")
-	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{"campaign": map[string]any{"id": campID}}},
-		400, "feature_not_available")
-	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{"coin": map[string]any{"exchange_ratio": 0, "points_ratio": 10}}},
-		400, "invalid_payload")
-	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X", "stock": -1, "parameters": map[string]any{"product": map[string]any{"id": "p"}}},
-		400, "invalid_payload")
+	// The rewards (what they accept and how they read back are tested in
+	// regional/rewards): one with a stock of two, one paying with points,
+	// one the card cannot afford and one no campaign offers.
 	mug := a.OK("POST", "/v1/rewards", map[string]any{"name": "Mug", "stock": 2, "attributes": map[string]any{"description": "A mug"},
 		"parameters": map[string]any{"product": map[string]any{"id": "prod_mug", "sku_id": "sku_blue"}}, "metadata": map[string]any{"shelf": "A"}})
 	if !strings.HasPrefix(mug["id"].(string), "rew_") || mug["type"] != "MATERIAL" || mug["object"] != "reward" || mug["stock"] != 2.0 ||
@@ -43,15 +47,9 @@ func TestRewardsAreRedeemedWithPointsAndRolledBack(t *testing.T) {
 	coinID := coin["id"].(string)
 	big := a.OK("POST", "/v1/rewards", map[string]any{"name": "Bike", "parameters": map[string]any{"product": map[string]any{"id": "prod_bike"}}})
 	lone := a.OK("POST", "/v1/rewards", map[string]any{"name": "Unoffered", "parameters": map[string]any{"product": map[string]any{"id": "prod_x"}}})
-	if l := a.OK("GET", "/v1/rewards?limit=2", nil); l["total"] != 4.0 || len(l["data"].([]any)) != 2 || l["has_more"] != true {
-		t.Fatalf("rewards list: %v", l)
-	}
 	if u := a.OK("PUT", "/v1/rewards/"+mugID, map[string]any{"name": "Blue mug"}); u["name"] != "Blue mug" || u["stock"] != 2.0 || u["updated_at"] == nil {
 		t.Fatalf("reward update: %v", u)
 	}
-	a.Fails("PUT", "/v1/rewards/"+mugID, map[string]any{"parameters": map[string]any{"coin": map[string]any{"exchange_ratio": 1, "points_ratio": 1}}},
-		400, "invalid_payload")
-	ev.Wait(t, "reward.created", 4)
 
 	// Assignments price rewards in the campaign.
 	as := a.OK("POST", "/v1/loyalties/"+campID+"/rewards", []map[string]any{{"reward": mugID, "parameters": map[string]any{"loyalty": map[string]any{"points": 100}}}})
@@ -247,156 +245,85 @@ func TestConcurrentRedemptionsTakeExactlyTheBalance(t *testing.T) {
 	}
 }
 
-func TestPointsExpireAfterTheirDate(t *testing.T) {
-	t.Parallel()
-	e, a := start(t)
-	ev := a.Subscribe("voucher.loyalty_card.points_expired")
-	campID := a.Campaign("Expiring", nil)["id"].(string)
-	code := a.Member(campID, "cy")["code"].(string)
-	today := e.Clock.Today()
-	d10, d20 := today.AddDate(0, 0, 10).Format(time.DateOnly), today.AddDate(0, 0, 20).Format(time.DateOnly)
-	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100, "expiration_type": "CUSTOM_DATE", "expiration_date": d10})
-	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 50, "expiration_type": "CUSTOM_DATE", "expiration_date": d20})
-	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 30, "expiration_type": "NON_EXPIRING"})
-	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": -20}) // from the soonest: 80 left of d10
-
-	l := a.OK("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration", nil)
-	data := l["data"].([]any)
-	if l["total"] != 2.0 || len(data) != 2 {
-		t.Fatalf("points expiration: %v", l)
-	}
-	b0 := data[0].(map[string]any)
-	if b0["expires_at"] != d10 || b0["bucket"].(map[string]any)["total_points"] != 80.0 || b0["object"] != "loyalty_points_bucket" ||
-		b0["status"] != "ACTIVE" || b0["voucher_id"] == nil || b0["campaign_id"] != campID || b0["created_at"] == nil || b0["updated_at"] == nil {
-		t.Fatalf("first bucket: %v", b0)
-	}
-	if b1 := data[1].(map[string]any); b1["expires_at"] != d20 || b1["bucket"].(map[string]any)["total_points"] != 50.0 {
-		t.Fatalf("second bucket: %v", b1)
-	}
-	a.Fails("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration?page=2", nil, 400, "invalid_query_params")
-
-	// Points dated D are good through D.
-	e.Clock.Advance(10 * 24 * time.Hour)
-	time.Sleep(300 * time.Millisecond)
-	if n := len(a.History(code)); n != 4 {
-		t.Fatalf("points expired on their last day: %d entries", n)
-	}
-	e.Clock.Advance(24 * time.Hour)
-	stacktest.Eventually(t, 10*time.Second, "an expiration", func() bool { return len(a.History(code)) == 5 })
-	tx := last(a.History(code))
-	stacktest.CheckTx(t, tx, "POINTS_EXPIRATION", "balance")
-	if b := tx["details"].(map[string]any)["balance"].(map[string]any); b["points"] != -80.0 || b["balance"] != 80.0 || b["total"] != 80.0 {
-		t.Fatalf("expiration entry: %v", tx)
-	}
-	lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil))
-	if lc["expired_points"] != 80.0 || lc["balance"] != 80.0 || lc["next_expiration_date"] != d20 || lc["next_expiration_points"] != 50.0 {
-		t.Fatalf("card after expiration: %v", lc)
-	}
-	if l := a.OK("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration", nil); l["total"] != 1.0 {
-		t.Fatalf("points expiration after the sweep: %v", l)
-	}
-	ev.Wait(t, "voucher.loyalty_card.points_expired", 1)
-	// The sweep runs on: nothing expires twice.
-	time.Sleep(200 * time.Millisecond)
-	if n := len(a.History(code)); n != 5 {
-		t.Fatalf("%d entries after more sweeps", n)
-	}
-}
-
-func TestTiersFollowTheBalanceAndShapeAccruals(t *testing.T) {
+func TestWhatARewardAssignmentAccepts(t *testing.T) {
 	t.Parallel()
 	_, a := start(t)
-	ev := a.Subscribe("customer.loyalty.tier.joined", "customer.loyalty.tier.left", "customer.loyalty.tier.upgraded")
-	campID := a.Campaign("Tiered", nil)["id"].(string)
-	code := a.Member(campID, "dee")["code"].(string)
-	var rules []map[string]any
-	r := a.Do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{
-		{"event": "order.paid", "source": map[string]any{"banner": "Hundred"}, "loyalty": map[string]any{"type": "FIXED", "points": 100}}})
-	if r.Status != 200 || json.Unmarshal(r.Body, &rules) != nil {
-		t.Fatalf("rule: %d %s", r.Status, r.Body)
+	campID := a.Campaign("Offers", nil)["id"].(string)
+	other := a.Campaign("Elsewhere", nil)["id"].(string)
+	reward := func(name string, params map[string]any) string {
+		return a.OK("POST", "/v1/rewards", map[string]any{"name": name, "parameters": params})["id"].(string)
 	}
-	ruleID := rules[0]["id"].(string)
+	mug := reward("Mug", map[string]any{"product": map[string]any{"id": "prod_mug"}})
+	capID := reward("Cap", map[string]any{"product": map[string]any{"id": "prod_cap"}})
+	coin := reward("Pay with points", map[string]any{"coin": map[string]any{"exchange_ratio": 1, "points_ratio": 10}})
+	priced := func(id string, points any) map[string]any {
+		return map[string]any{"reward": id, "parameters": map[string]any{"loyalty": map[string]any{"points": points}}}
+	}
+	path := "/v1/loyalties/" + campID + "/rewards"
 
-	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "X"}}, 400, "invalid_payload")
-	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "A", "points": map[string]any{"from": 0, "to": 100}},
-		{"name": "B", "points": map[string]any{"from": 100}}}, 400, "invalid_payload")
-	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "A", "points": map[string]any{"from": 0},
-		"earning_rules": map[string]any{"ern_nope": map[string]any{"type": "MULTIPLY", "multiplier": 2}}}}, 400, "invalid_payload")
-	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "A", "points": map[string]any{"from": 0},
-		"earning_rules": map[string]any{ruleID: map[string]any{"type": "MULTIPLY"}}}}, 400, "invalid_payload")
-	var tiers []map[string]any
-	r = a.Do("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{
-		{"name": "Bronze", "points": map[string]any{"from": 100, "to": 299}},
-		{"name": "Silver", "points": map[string]any{"from": 300}, "earning_rules": map[string]any{ruleID: map[string]any{"type": "MULTIPLY", "multiplier": 2}}},
-	})
-	if r.Status != 200 || json.Unmarshal(r.Body, &tiers) != nil || len(tiers) != 2 {
-		t.Fatalf("tiers: %d %s", r.Status, r.Body)
+	for _, c := range []struct {
+		name   string
+		body   any
+		status int
+		key    string
+	}{
+		{"a material reward without a price", map[string]any{"reward": mug}, 400, "invalid_payload"},
+		{"a material reward for no points", priced(mug, 0), 400, "invalid_payload"},
+		{"a material reward past a billion points", priced(mug, 1_000_000_001), 400, "invalid_payload"},
+		{"a fractional price", priced(mug, 1.5), 400, "invalid_payload"},
+		{"a COIN reward with a price", priced(coin, 5), 400, "invalid_payload"},
+		{"no reward", map[string]any{"parameters": map[string]any{"loyalty": map[string]any{"points": 5}}}, 400, "invalid_payload"},
+		{"a reward that is not there", priced("rew_nope", 5), 404, "not_found"},
+		{"an empty list", []any{}, 400, "invalid_payload"},
+		{"a list with one bad item: none is made", []any{priced(capID, 5), priced(mug, 0)}, 400, "invalid_payload"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stacktest.API{T: t, E: a.E, P: a.P}.Fails("POST", path, c.body, c.status, c.key)
+		})
 	}
-	bronze, silver := tiers[0], tiers[1]
-	if !strings.HasPrefix(bronze["id"].(string), "ltr_") || bronze["object"] != "loyalty_tier" || bronze["campaign_id"] != campID ||
-		bronze["points"].(map[string]any)["to"] != 299.0 || silver["points"].(map[string]any)["to"] != nil {
-		t.Fatalf("tier: %v", bronze)
+	if l := a.OK("GET", path, nil); l["total"] != 0.0 {
+		t.Fatalf("refused assignments were made: %v", l)
 	}
-	a.Fails("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "C", "points": map[string]any{"from": 250, "to": 260}}}, 400, "invalid_payload")
-	if l := a.OK("GET", "/v1/loyalties/"+campID+"/tiers", nil); l["total"] != 2.0 {
-		t.Fatalf("tiers list: %v", l)
+	a.Fails("POST", "/v1/loyalties/camp_nope/rewards", priced(mug, 5), 404, "not_found")
+
+	// The reference's body is a list, answered with the assignment it made
+	// (a list of several is answered with a list, which the reference does
+	// not describe: not sent here, so that the conformance check holds).
+	// One reward once a campaign.
+	mugAs := a.OK("POST", path, []any{priced(mug, 100)})
+	if mugAs["object"] != "reward_assignment" || mugAs["reward_id"] != mug || mugAs["related_object_id"] != campID {
+		t.Fatalf("assignment made from a list of one: %v", mugAs)
 	}
-	if g := a.OK("GET", "/v1/loyalties/"+campID+"/tiers/"+silver["id"].(string), nil); g["name"] != "Silver" {
-		t.Fatalf("tier get: %v", g)
-	}
-	// A rule scoped to Bronze earns only for Bronze holders.
-	if r := a.Do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid", "source": map[string]any{"banner": "Bronze bonus"},
-		"loyalty_tier": map[string]any{"id": bronze["id"]}, "loyalty": map[string]any{"type": "FIXED", "points": 7}}}); r.Status != 200 {
-		t.Fatalf("scoped rule: %d %s", r.Status, r.Body)
-	}
-	memberTiers := func() []any { return a.OK("GET", "/v1/loyalties/members/"+code+"/tiers", nil)["data"].([]any) }
-	if n := len(memberTiers()); n != 0 {
-		t.Fatalf("a card with no points is in %d tiers", n)
+	a.OK("POST", path, map[string]any{"reward": coin})
+	a.Fails("POST", path, priced(mug, 5), 409, "duplicate_found")
+	if as := a.OK("POST", "/v1/loyalties/"+other+"/rewards", priced(mug, 7)); as["related_object_id"] != other {
+		t.Fatalf("the same reward in another campaign: %v", as)
 	}
 
-	pay := func(src string, entries int) []map[string]any {
-		a.OK("POST", "/v1/orders", map[string]any{"source_id": src, "status": "PAID", "amount": 1000, "customer": map[string]any{"source_id": "dee"}})
-		stacktest.Eventually(t, 10*time.Second, "accruals of "+src, func() bool { return len(a.History(code)) == entries })
-		return a.History(code)
+	// An update changes the price, under the same rules; another campaign's
+	// path does not reach the assignment.
+	at := path + "/" + mugAs["id"].(string)
+	if u := a.OK("PUT", at, map[string]any{"parameters": map[string]any{"loyalty": map[string]any{"points": 80}}}); u["updated_at"] == nil ||
+		u["parameters"].(map[string]any)["loyalty"].(map[string]any)["points"] != 80.0 {
+		t.Fatalf("update: %v", u)
 	}
-	// No tier yet: 100, without tier details; the scoped rule does not earn.
-	h := pay("o-1", 1)
-	stacktest.CheckTx(t, h[0], "POINTS_ACCRUAL", "balance", "earning_rule", "event", "order")
-	if o := ev.Wait(t, "customer.loyalty.tier.joined", 1); o["loyalty_tier"].(map[string]any)["id"] != bronze["id"] {
-		t.Fatalf("joined: %v", o)
+	a.Fails("PUT", at, map[string]any{"parameters": map[string]any{"loyalty": map[string]any{"points": 0}}}, 400, "invalid_payload")
+	a.Fails("PUT", at, map[string]any{}, 400, "invalid_payload")
+	a.Fails("GET", "/v1/loyalties/"+other+"/rewards/"+mugAs["id"].(string), nil, 404, "not_found")
+	a.Fails("DELETE", "/v1/loyalties/"+other+"/rewards/"+mugAs["id"].(string), nil, 404, "not_found")
+	if g := a.OK("GET", at, nil); g["parameters"].(map[string]any)["loyalty"].(map[string]any)["points"] != 80.0 {
+		t.Fatalf("after refused updates: %v", g)
 	}
-	if mt := memberTiers(); len(mt) != 1 || mt[0].(map[string]any)["id"] != bronze["id"] {
-		t.Fatalf("member tiers: %v", mt)
+
+	// Withdrawn, the reward is no longer offered.
+	if r := a.Do("DELETE", at, nil); r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
-	// In Bronze: both rules earn, each naming the tier.
-	h = pay("o-2", 3)
-	for _, tx := range h[1:] {
-		stacktest.CheckTx(t, tx, "POINTS_ACCRUAL", "balance", "earning_rule", "event", "holder_loyalty_tier", "loyalty_tier", "order")
-		if d := tx["details"].(map[string]any); d["holder_loyalty_tier"].(map[string]any)["id"] != bronze["id"] ||
-			d["loyalty_tier"].(map[string]any)["name"] != "Bronze" {
-			t.Fatalf("bronze accrual: %v", tx)
-		}
-	}
-	// 207 points, then 100 more by hand: Silver.
-	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 100})
-	if o := ev.Wait(t, "customer.loyalty.tier.upgraded", 1); o["loyalty_tier"].(map[string]any)["id"] != silver["id"] ||
-		o["previous_loyalty_tier"].(map[string]any)["id"] != bronze["id"] {
-		t.Fatalf("upgraded: %v", o)
-	}
-	ev.Wait(t, "customer.loyalty.tier.left", 1)
-	// Silver doubles the rule's points, and the Bronze rule is out.
-	h = pay("o-3", 5)
-	tx := h[4]
-	stacktest.CheckTx(t, tx, "POINTS_ACCRUAL", "balance", "earning_rule", "event", "holder_loyalty_tier", "loyalty_tier", "order")
-	if d := tx["details"].(map[string]any); d["balance"].(map[string]any)["points"] != 200.0 ||
-		d["loyalty_tier"].(map[string]any)["id"] != silver["id"] || d["earning_rule"].(map[string]any)["id"] != ruleID {
-		t.Fatalf("silver accrual: %v", tx)
-	}
-	time.Sleep(200 * time.Millisecond)
-	if n := len(a.History(code)); n != 5 {
-		t.Fatalf("the Bronze rule earned for a Silver holder: %d entries", n)
-	}
-	if lc := card(a.OK("GET", "/v1/loyalties/members/"+code, nil)); lc["balance"] != 507.0 {
-		t.Fatalf("card: %v", lc)
+	a.Fails("GET", at, nil, 404, "not_found")
+	code := a.Member(campID, "ann")["code"].(string)
+	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
+	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mug}}, 400, "reward_not_assigned")
+	if l := a.OK("GET", path, nil); l["total"] != 1.0 {
+		t.Fatalf("assignments after a withdrawal: %v", l)
 	}
 }
