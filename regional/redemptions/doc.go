@@ -1,11 +1,22 @@
 // Package redemptions is what a loyalty card can buy and the buying:
 // reward assignments, which offer a reward in a campaign at a price in
-// points (assignments.go: /v1/loyalties/{campaignId}/rewards), and
-// redemptions, which pay for them
-// (POST /v1/loyalties/{campaignId}/members/{memberId}/redemption and
-// /v1/loyalties/members/{memberId}/redemption), read back with
-// GET /v1/redemptions/{redemptionId} and rolled back with
-// POST /v1/redemptions/{redemptionId}/rollback.
+// points, and loyalty reward redemptions, which pay for them with a card's
+// points.
+//
+// Its own routes (Register) are the assignments,
+// /v1/loyalties/{campaignId}/rewards[/{assignmentId}] (assignments.go), and
+// the redemption of a reward, POST
+// /v1/loyalties/{campaignId}/members/{memberId}/redemption and
+// /v1/loyalties/members/{memberId}/redemption (redemption.go).
+//
+// The /v1/redemptions routes are the stacked-redemption engine's
+// (regional/engine, http.go): GET /v1/redemptions/{id} and POST
+// /v1/redemptions/{id}/rollback answer for the engine's own redemptions and
+// hand any other id to GetRedemption and Rollback here, and GET
+// /v1/redemptions merges ListViews into its list. A card paying with a
+// reward inside a stacked redemption is this package's too (stacked.go:
+// QueueCardPayment, Check, Price, Coin, QueuePay, Refund), called by the
+// engine in its own transaction.
 //
 // It is built on the loyalty program (regional/loyalty): a redemption locks
 // its card with loyalty's LockCard, reading the reward, its assignment and
@@ -15,5 +26,6 @@
 // redemption row and the reward's counter, in the same two round trips. It
 // owns the reward_assignments, redemptions and redemption_rollbacks tables,
 // and answers the rewards package's questions about assignments
-// (rewards.Assignments) and the tiers' about a campaign's rewards.
+// (rewards.Assignments), the tiers' about a campaign's rewards (RewardIDs)
+// and the campaign summaries' about redemption counts (Counts).
 package redemptions
