@@ -1,5 +1,6 @@
 // Package jsonx holds the JSON forms the interface uses everywhere:
-// timestamps as UTC RFC 3339 with milliseconds.
+// timestamps as UTC RFC 3339 with milliseconds, and the reading of values
+// decoded into any (metadata, raw order items).
 package jsonx
 
 import (

@@ -1,12 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/rules"
@@ -157,27 +158,27 @@ func ruleOrder(o *orders.Request) *rules.Order {
 	}
 	for _, it := range o.Items {
 		var li rules.Item
-		li.Quantity, li.Price = intOf(it["quantity"]), intOf(it["price"])
+		li.Quantity, li.Price = jsonx.Int(it["quantity"]), jsonx.Int(it["price"])
 		if a, ok := it["amount"]; ok && a != nil {
-			n := intOf(a)
+			n := jsonx.Int(a)
 			li.Amount = &n
 		}
-		li.ProductID, li.SKUID = strOf(it["product_id"]), strOf(it["sku_id"])
-		if src := strOf(it["source_id"]); src != "" {
-			if strOf(it["related_object"]) == "sku" {
+		li.ProductID, li.SKUID = jsonx.String(it["product_id"]), jsonx.String(it["sku_id"])
+		if src := jsonx.String(it["source_id"]); src != "" {
+			if jsonx.String(it["related_object"]) == "sku" {
 				li.SKUSourceID = src
 			} else {
 				li.ProductSourceID = src
 			}
 		}
 		if p, ok := it["product"].(map[string]any); ok {
-			li.ProductID, li.ProductSourceID = first(li.ProductID, strOf(p["id"])), first(li.ProductSourceID, strOf(p["source_id"]))
+			li.ProductID, li.ProductSourceID = cmp.Or(li.ProductID, jsonx.String(p["id"])), cmp.Or(li.ProductSourceID, jsonx.String(p["source_id"]))
 			if m, ok := p["metadata"].(map[string]any); ok {
 				li.Metadata = m
 			}
 		}
 		if s, ok := it["sku"].(map[string]any); ok {
-			li.SKUID, li.SKUSourceID = first(li.SKUID, strOf(s["id"])), first(li.SKUSourceID, strOf(s["source_id"]))
+			li.SKUID, li.SKUSourceID = cmp.Or(li.SKUID, jsonx.String(s["id"])), cmp.Or(li.SKUSourceID, jsonx.String(s["source_id"]))
 			if m, ok := s["metadata"].(map[string]any); ok && li.Metadata == nil {
 				li.Metadata = m
 			}
@@ -185,31 +186,6 @@ func ruleOrder(o *orders.Request) *rules.Order {
 		out.Items = append(out.Items, li)
 	}
 	return out
-}
-
-func first(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-func strOf(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func intOf(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case float64:
-		return int64(x)
-	case json.Number:
-		n, _ := x.Int64()
-		return n
-	}
-	return 0
 }
 
 // admit reads the project's stacking rules and holds a validation's or a

@@ -2,6 +2,7 @@ package calc
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/redemptions"
@@ -83,7 +85,7 @@ func newCart(o *orders.Request) *cart {
 	}
 	var sum int64
 	for _, it := range o.Items {
-		l := &line{raw: it, price: intOf(it["price"]), qty: intOf(it["quantity"]), amount: intOf(it["amount"])}
+		l := &line{raw: it, price: jsonx.Int(it["price"]), qty: jsonx.Int(it["quantity"]), amount: jsonx.Int(it["amount"])}
 		if l.amount == 0 && l.price > 0 {
 			l.amount = l.price * max(l.qty, 1)
 		}
@@ -478,7 +480,7 @@ func addUnits(ctx context.Context, q db.Querier, projectID string, c *cart, u di
 	}
 	if u.Effect == "ADD_NEW_ITEMS" || target == nil {
 		key := map[bool]string{false: "product_id", true: "sku_id"}[sku]
-		raw := map[string]any{key: first(ref.ID, ref.SourceID), "quantity": n, "price": price, "object": "order_item"}
+		raw := map[string]any{key: cmp.Or(ref.ID, ref.SourceID), "quantity": n, "price": price, "object": "order_item"}
 		if ref.ID == "" {
 			raw = map[string]any{"source_id": ref.SourceID, "related_object": map[bool]string{false: "product", true: "sku"}[sku],
 				"quantity": n, "price": price, "object": "order_item"}
@@ -537,15 +539,15 @@ func matchesRef(raw map[string]any, ref *productRef, sku bool) bool {
 	if sku {
 		idKey, obj = "sku_id", "sku"
 	}
-	if ref.ID != "" && strOf(raw[idKey]) == ref.ID {
+	if ref.ID != "" && jsonx.String(raw[idKey]) == ref.ID {
 		return true
 	}
-	if ref.SourceID != "" && strOf(raw["source_id"]) == ref.SourceID && (strOf(raw["related_object"]) == obj ||
-		strOf(raw["related_object"]) == "" && !sku) {
+	if ref.SourceID != "" && jsonx.String(raw["source_id"]) == ref.SourceID && (jsonx.String(raw["related_object"]) == obj ||
+		jsonx.String(raw["related_object"]) == "" && !sku) {
 		return true
 	}
 	if m, ok := raw[obj].(map[string]any); ok {
-		return ref.ID != "" && strOf(m["id"]) == ref.ID || ref.SourceID != "" && strOf(m["source_id"]) == ref.SourceID
+		return ref.ID != "" && jsonx.String(m["id"]) == ref.ID || ref.SourceID != "" && jsonx.String(m["source_id"]) == ref.SourceID
 	}
 	return false
 }
@@ -556,34 +558,9 @@ func catalogPrice(ctx context.Context, q db.Querier, projectID string, ref *prod
 	if q == nil {
 		return 0, nil
 	}
-	p, err := products.PriceIn(ctx, q, projectID, first(ref.ID, ref.SourceID), sku)
+	p, err := products.PriceIn(ctx, q, projectID, cmp.Or(ref.ID, ref.SourceID), sku)
 	if err != nil || p == nil {
 		return 0, err
 	}
 	return *p, nil
-}
-
-func first(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-func strOf(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func intOf(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case float64:
-		return int64(x)
-	case json.Number:
-		n, _ := x.Int64()
-		return n
-	}
-	return 0
 }

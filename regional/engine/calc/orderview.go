@@ -94,8 +94,8 @@ func (c *cart) view(before *snapshot) *OrderView {
 			off -= before.items[i]
 		}
 		itemsOff += off
-		it := ItemView{ProductID: strOf(l.raw["product_id"]), SKUID: strOf(l.raw["sku_id"]), SourceID: strOf(l.raw["source_id"]),
-			RelatedObject: strOf(l.raw["related_object"]), Quantity: l.qty, InitialQuantity: l.initialQty, Amount: l.amount,
+		it := ItemView{ProductID: jsonx.String(l.raw["product_id"]), SKUID: jsonx.String(l.raw["sku_id"]), SourceID: jsonx.String(l.raw["source_id"]),
+			RelatedObject: jsonx.String(l.raw["related_object"]), Quantity: l.qty, InitialQuantity: l.initialQty, Amount: l.amount,
 			InitialAmount: l.initialAmt, Price: l.price, DiscountAmount: off, AppliedDiscountAmount: off,
 			SubtotalAmount: l.amount - l.discount, Product: l.raw["product"], SKU: l.raw["sku"], Object: "order_item"}
 		if m, ok := l.raw["metadata"].(map[string]any); ok {
