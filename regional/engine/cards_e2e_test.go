@@ -30,9 +30,9 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 		"parameters": map[string]any{"product": map[string]any{"id": "prod_x"}}})["id"].(string)
 	a.OK("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": coin})
 	a.OK("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": mug, "parameters": map[string]any{"loyalty": map[string]any{"points": 300}}})
-	voucher(a, "TEN", percent(10))
-	voucher(a, "USED", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "redemption": map[string]any{"quantity": 1}})
-	a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("USED"), "order": orderOf([2]int{1000, 1})})
+	a.Voucher("TEN", stacktest.PercentOff(10))
+	a.Voucher("USED", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "redemption": map[string]any{"quantity": 1}})
+	a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("USED"), "order": stacktest.Order([2]int{1000, 1})})
 	card := func(reward string, points ...int) map[string]any {
 		r := map[string]any{"id": reward}
 		if len(points) > 0 {
@@ -43,7 +43,7 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 	ten := map[string]any{"object": "voucher", "id": "TEN"}
 	balance := func() int64 {
 		t.Helper()
-		return num(a.OK("GET", "/v1/loyalties/members/"+code, nil)["loyalty_card"].(map[string]any)["balance"])
+		return stacktest.Num(a.OK("GET", "/v1/loyalties/members/"+code, nil)["loyalty_card"].(map[string]any)["balance"])
 	}
 	result := func(v map[string]any, i int) map[string]any {
 		t.Helper()
@@ -60,14 +60,14 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 
 	// Validation: 5000 less 10 % leaves 4500, which 450 points pay whole;
 	// asked for 200 points, they pay 2000.
-	v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{ten, card(coin)}, "order": orderOf([2]int{5000, 1})})
-	if o := v["order"].(map[string]any); v["valid"] != true || num(o["total_amount"]) != 0 || num(o["total_discount_amount"]) != 5000 ||
-		num(result(v, 1)["result"].(map[string]any)["loyalty_card"].(map[string]any)["points"]) != 450 {
+	v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{ten, card(coin)}, "order": stacktest.Order([2]int{5000, 1})})
+	if o := v["order"].(map[string]any); v["valid"] != true || stacktest.Num(o["total_amount"]) != 0 || stacktest.Num(o["total_discount_amount"]) != 5000 ||
+		stacktest.Num(result(v, 1)["result"].(map[string]any)["loyalty_card"].(map[string]any)["points"]) != 450 {
 		t.Fatalf("validation paying with points: %v", v)
 	}
-	v = a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{ten, card(coin, 200)}, "order": orderOf([2]int{5000, 1})})
-	if o := v["order"].(map[string]any); v["valid"] != true || num(o["total_amount"]) != 2500 ||
-		num(result(v, 1)["result"].(map[string]any)["loyalty_card"].(map[string]any)["points"]) != 200 {
+	v = a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{ten, card(coin, 200)}, "order": stacktest.Order([2]int{5000, 1})})
+	if o := v["order"].(map[string]any); v["valid"] != true || stacktest.Num(o["total_amount"]) != 2500 ||
+		stacktest.Num(result(v, 1)["result"].(map[string]any)["loyalty_card"].(map[string]any)["points"]) != 200 {
 		t.Fatalf("validation paying 200 points: %v", v)
 	}
 	// What cannot pay is inapplicable, saying why.
@@ -83,7 +83,7 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 		"points of a price":   {card(mug, 10), "invalid_payload"},
 		"an unknown card":     {map[string]any{"object": "voucher", "id": "LC-NOTHING", "reward": map[string]any{"id": coin}}, "not_found"},
 	} {
-		v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{c.r}, "order": orderOf([2]int{5000, 1})})
+		v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{c.r}, "order": stacktest.Order([2]int{5000, 1})})
 		if v["valid"] != false || refusal(v, 0) != c.key {
 			t.Fatalf("%s: %v", what, v)
 		}
@@ -96,7 +96,7 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 	// One card by its code and by its id is one redeemable named twice.
 	byID := card(coin)
 	byID["id"] = cardID
-	a.Fails("POST", "/v1/redemptions", map[string]any{"redeemables": []any{card(coin, 100), byID}, "order": orderOf([2]int{5000, 1})},
+	a.Fails("POST", "/v1/redemptions", map[string]any{"redeemables": []any{card(coin, 100), byID}, "order": stacktest.Order([2]int{5000, 1})},
 		400, "invalid_payload")
 	// Two cards paying for one reward take no more than its stock: the
 	// mug has one unit, so bob's card is refused beside ann's.
@@ -114,11 +114,11 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 
 	// Redemption: TEN and 200 points; then the mug's 300 on its own.
 	r := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": []any{ten, card(coin, 200)},
-		"order": map[string]any{"source_id": "ord-c1", "items": orderOf([2]int{5000, 1})["items"]}, "customer": map[string]any{"source_id": "ann"}})
+		"order": map[string]any{"source_id": "ord-c1", "items": stacktest.Order([2]int{5000, 1})["items"]}, "customer": map[string]any{"source_id": "ann"}})
 	paid := r["redemptions"].([]any)[1].(map[string]any)
-	if num(paid["amount"]) != 2000 || num(paid["loyalty_card"].(map[string]any)["points"]) != 200 || paid["reward"].(map[string]any)["id"] != coin ||
-		num(paid["voucher"].(map[string]any)["loyalty_card"].(map[string]any)["balance"]) != 800 ||
-		num(r["order"].(map[string]any)["total_amount"]) != 2500 {
+	if stacktest.Num(paid["amount"]) != 2000 || stacktest.Num(paid["loyalty_card"].(map[string]any)["points"]) != 200 || paid["reward"].(map[string]any)["id"] != coin ||
+		stacktest.Num(paid["voucher"].(map[string]any)["loyalty_card"].(map[string]any)["balance"]) != 800 ||
+		stacktest.Num(r["order"].(map[string]any)["total_amount"]) != 2500 {
 		t.Fatalf("redemption paying with points: %v", r)
 	}
 	if b := balance(); b != 800 {
@@ -127,27 +127,27 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 	tx := a.History(code)
 	stacktest.CheckTx(t, tx[len(tx)-1], "POINTS_REDEMPTION", "balance", "order", "redemption", "reward")
 	if d := tx[len(tx)-1]["details"].(map[string]any); d["redemption"].(map[string]any)["id"] != paid["id"] ||
-		num(d["balance"].(map[string]any)["points"]) != -200 || d["order"].(map[string]any)["source_id"] != "ord-c1" {
+		stacktest.Num(d["balance"].(map[string]any)["points"]) != -200 || d["order"].(map[string]any)["source_id"] != "ord-c1" {
 		t.Fatalf("the entry: %v", tx[len(tx)-1])
 	}
 	m := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": []any{card(mug)}})
 	mugKid := m["redemptions"].([]any)[0].(map[string]any)
-	if num(mugKid["loyalty_card"].(map[string]any)["points"]) != 300 || num(mugKid["amount"]) != 0 || balance() != 500 {
+	if stacktest.Num(mugKid["loyalty_card"].(map[string]any)["points"]) != 300 || stacktest.Num(mugKid["amount"]) != 0 || balance() != 500 {
 		t.Fatalf("the mug: %v", m)
 	}
-	if w := a.OK("GET", "/v1/rewards/"+mug, nil); num(w["redeemed"]) != 1 {
+	if w := a.OK("GET", "/v1/rewards/"+mug, nil); stacktest.Num(w["redeemed"]) != 1 {
 		t.Fatalf("the mug's stock: %v", w)
 	}
 	// The mug is out of stock: a FAILURE redemption, nothing taken.
 	a.Fails("POST", "/v1/redemptions", map[string]any{"redeemables": []any{card(mug)}}, 400, "quantity_exceeded")
 	// A stack whose other redeemable fails takes no points.
 	a.Fails("POST", "/v1/redemptions", map[string]any{"redeemables": []any{card(coin, 100), map[string]any{"object": "voucher", "id": "USED"}},
-		"order": orderOf([2]int{5000, 1})}, 400, "quantity_exceeded")
+		"order": stacktest.Order([2]int{5000, 1})}, 400, "quantity_exceeded")
 	if b := balance(); b != 500 {
 		t.Fatalf("balance after refused redemptions: %d", b)
 	}
 	// One child refused alone, two in the stack.
-	if l := a.OK("GET", "/v1/redemptions?result=FAILURE", nil); num(l["total"]) != 3 {
+	if l := a.OK("GET", "/v1/redemptions?result=FAILURE", nil); stacktest.Num(l["total"]) != 3 {
 		t.Fatalf("failures: %v", l)
 	}
 
@@ -159,10 +159,10 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 	tx = a.History(code)
 	stacktest.CheckTx(t, tx[len(tx)-1], "POINTS_REFUND", "balance", "order", "redemption", "rollback", "reward")
 	one := a.OK("POST", "/v1/redemptions/"+mugKid["id"].(string)+"/rollback", nil)
-	if num(one["loyalty_card"].(map[string]any)["points"]) != 300 || balance() != 1000 {
+	if stacktest.Num(one["loyalty_card"].(map[string]any)["points"]) != 300 || balance() != 1000 {
 		t.Fatalf("rollback of the mug: %v", one)
 	}
-	if w := a.OK("GET", "/v1/rewards/"+mug, nil); num(w["redeemed"]) != 0 {
+	if w := a.OK("GET", "/v1/rewards/"+mug, nil); stacktest.Num(w["redeemed"]) != 0 {
 		t.Fatalf("the mug's stock after its rollback: %v", w)
 	}
 	a.Fails("POST", "/v1/redemptions/"+mugKid["id"].(string)+"/rollback", nil, 400, "already_rolled_back")
@@ -170,7 +170,7 @@ func TestLoyaltyCardsPayWithRewardsInStacks(t *testing.T) {
 		t.Fatalf("balance after a refused rollback: %d", b)
 	}
 	m = a.OK("GET", "/v1/loyalties/members/"+code, nil)
-	if lc := m["loyalty_card"].(map[string]any); num(lc["points"]) != 1000 || num(m["redemption"].(map[string]any)["redeemed_points"]) != 0 {
+	if lc := m["loyalty_card"].(map[string]any); stacktest.Num(lc["points"]) != 1000 || stacktest.Num(m["redemption"].(map[string]any)["redeemed_points"]) != 0 {
 		t.Fatalf("card after every rollback: %v", m)
 	}
 }
@@ -210,17 +210,17 @@ func TestConcurrentCardsKeepTheRewardsStock(t *testing.T) {
 		if statuses[i] == 200 {
 			ok++
 		}
-		left += num(a.OK("GET", "/v1/loyalties/members/"+code, nil)["loyalty_card"].(map[string]any)["balance"])
+		left += stacktest.Num(a.OK("GET", "/v1/loyalties/members/"+code, nil)["loyalty_card"].(map[string]any)["balance"])
 	}
 	if ok != 3 || left != 8*150-3*100 {
 		t.Fatalf("%d redeemed (statuses %v), %d points left", ok, statuses, left)
 	}
-	if w := a.OK("GET", "/v1/rewards/"+mug, nil); num(w["redeemed"]) != 3 {
+	if w := a.OK("GET", "/v1/rewards/"+mug, nil); stacktest.Num(w["redeemed"]) != 3 {
 		t.Fatalf("the stock: %v", w)
 	}
 	// Each refusal is stored, those that read the stock before others
 	// took it too.
-	if l := a.OK("GET", "/v1/redemptions?result=FAILURE", nil); num(l["total"]) != 5 {
+	if l := a.OK("GET", "/v1/redemptions?result=FAILURE", nil); stacktest.Num(l["total"]) != 5 {
 		t.Fatalf("failures: %v", l["total"])
 	}
 }
@@ -240,17 +240,17 @@ func TestAFreeRewardStillTakesItsStock(t *testing.T) {
 		"rewards": map[string]any{pin: map[string]any{"type": "CUSTOM", "points": 0}}}})
 	body := map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code, "reward": map[string]any{"id": pin}}}}
 	r := a.OK("POST", "/v1/redemptions", body)
-	if kid := r["redemptions"].([]any)[0].(map[string]any); num(kid["loyalty_card"].(map[string]any)["points"]) != 0 {
+	if kid := r["redemptions"].([]any)[0].(map[string]any); stacktest.Num(kid["loyalty_card"].(map[string]any)["points"]) != 0 {
 		t.Fatalf("the free pin: %v", kid)
 	}
-	if w := a.OK("GET", "/v1/rewards/"+pin, nil); num(w["redeemed"]) != 1 {
+	if w := a.OK("GET", "/v1/rewards/"+pin, nil); stacktest.Num(w["redeemed"]) != 1 {
 		t.Fatalf("the pin's stock: %v", w)
 	}
 	tx := a.History(code)
 	stacktest.CheckTx(t, tx[len(tx)-1], "POINTS_REDEMPTION", "balance", "redemption", "reward")
 	a.Fails("POST", "/v1/redemptions", body, 400, "quantity_exceeded")
 	a.OK("POST", "/v1/redemptions/"+r["parent_redemption"].(map[string]any)["id"].(string)+"/rollbacks", nil)
-	if w := a.OK("GET", "/v1/rewards/"+pin, nil); num(w["redeemed"]) != 0 {
+	if w := a.OK("GET", "/v1/rewards/"+pin, nil); stacktest.Num(w["redeemed"]) != 0 {
 		t.Fatalf("the pin's stock after the rollback: %v", w)
 	}
 }

@@ -11,26 +11,6 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-func voucher(a stacktest.API, code string, body map[string]any) map[string]any {
-	a.T.Helper()
-	if body["type"] == nil {
-		body["type"] = "DISCOUNT_VOUCHER"
-	}
-	return a.OK("POST", "/v1/vouchers/"+code, body)
-}
-
-func percent(p float64) map[string]any {
-	return map[string]any{"discount": map[string]any{"type": "PERCENT", "percent_off": p}}
-}
-
-func orderOf(lines ...[2]int) map[string]any {
-	var items []any
-	for i, l := range lines {
-		items = append(items, map[string]any{"product_id": fmt.Sprintf("prod_%d", i), "price": l[0], "quantity": l[1]})
-	}
-	return map[string]any{"items": items}
-}
-
 func redeemables(codes ...string) []any {
 	var out []any
 	for _, c := range codes {
@@ -39,8 +19,6 @@ func redeemables(codes ...string) []any {
 	return out
 }
 
-func num(v any) int64 { f, _ := v.(float64); return int64(f) }
-
 // Stacked validation: each redeemable's verdict and the order recalculated
 // with the applicable ones in turn; one inapplicable makes the request
 // invalid and skips the rest.
@@ -48,34 +26,34 @@ func TestStackedValidation(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
-	voucher(a, "TEN", percent(10))
-	voucher(a, "FIVE-OFF", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 500}})
-	voucher(a, "GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 2000}})
-	voucher(a, "OFF", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "active": false})
+	a.Voucher("TEN", stacktest.PercentOff(10))
+	a.Voucher("FIVE-OFF", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 500}})
+	a.Voucher("GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 2000}})
+	a.Voucher("OFF", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "active": false})
 	v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("FIVE-OFF", "TEN", "GIFT"),
-		"order": orderOf([2]int{1000, 3}, [2]int{2500, 1}), "customer": map[string]any{"source_id": "ann"}})
+		"order": stacktest.Order([2]int{1000, 3}, [2]int{2500, 1}), "customer": map[string]any{"source_id": "ann"}})
 	o := v["order"].(map[string]any)
 	// 5500 - 500 = 5000; 10 % = 500; gift takes the rest, 2000 of 4500.
-	if v["valid"] != true || num(o["amount"]) != 5500 || num(o["discount_amount"]) != 3000 || num(o["total_amount"]) != 2500 ||
+	if v["valid"] != true || stacktest.Num(o["amount"]) != 5500 || stacktest.Num(o["discount_amount"]) != 3000 || stacktest.Num(o["total_amount"]) != 2500 ||
 		len(v["redeemables"].([]any)) != 3 || len(v["inapplicable_redeemables"].([]any)) != 0 {
 		t.Fatalf("validation: %v", v)
 	}
 	rs := v["redeemables"].([]any)
-	if r := rs[2].(map[string]any); r["status"] != "APPLICABLE" || num(r["result"].(map[string]any)["gift"].(map[string]any)["credits"]) != 2000 {
+	if r := rs[2].(map[string]any); r["status"] != "APPLICABLE" || stacktest.Num(r["result"].(map[string]any)["gift"].(map[string]any)["credits"]) != 2000 {
 		t.Fatalf("gift: %v", r)
 	}
-	if r := rs[1].(map[string]any); num(r["order"].(map[string]any)["applied_discount_amount"]) != 500 {
+	if r := rs[1].(map[string]any); stacktest.Num(r["order"].(map[string]any)["applied_discount_amount"]) != 500 {
 		t.Fatalf("percent's own order: %v", r)
 	}
 	// One disabled: invalid, the others skipped, nothing discounted.
-	v = a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("TEN", "OFF"), "order": orderOf([2]int{1000, 1})})
+	v = a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("TEN", "OFF"), "order": stacktest.Order([2]int{1000, 1})})
 	in := v["inapplicable_redeemables"].([]any)
 	if v["valid"] != false || len(in) != 1 || in[0].(map[string]any)["result"].(map[string]any)["error"].(map[string]any)["key"] != "voucher_disabled" ||
-		v["redeemables"].([]any)[0].(map[string]any)["status"] != "SKIPPED" || num(v["order"].(map[string]any)["total_discount_amount"]) != 0 {
+		v["redeemables"].([]any)[0].(map[string]any)["status"] != "SKIPPED" || stacktest.Num(v["order"].(map[string]any)["total_discount_amount"]) != 0 {
 		t.Fatalf("with a disabled voucher: %v", v)
 	}
 	// Another project's voucher is not found there.
-	v = other.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("TEN"), "order": orderOf([2]int{1000, 1})})
+	v = other.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("TEN"), "order": stacktest.Order([2]int{1000, 1})})
 	if v["valid"] != false || v["inapplicable_redeemables"].([]any)[0].(map[string]any)["result"].(map[string]any)["error"].(map[string]any)["key"] != "not_found" {
 		t.Fatalf("another project's voucher: %v", v)
 	}
@@ -94,30 +72,30 @@ func TestStackedRedemptionAllOrNothing(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
 	hooks := a.Subscribe("redemption.succeeded", "redemption.failed", "redemption.rollback.succeeded", "redemption.rollback.failed")
-	voucher(a, "TEN", percent(10))
-	voucher(a, "GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 3000}})
-	voucher(a, "OLD", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "expiration_date": "2020-01-01T00:00:00Z"})
+	a.Voucher("TEN", stacktest.PercentOff(10))
+	a.Voucher("GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 3000}})
+	a.Voucher("OLD", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "expiration_date": "2020-01-01T00:00:00Z"})
 	r := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("TEN", "GIFT"),
-		"order":    map[string]any{"source_id": "order-1", "items": orderOf([2]int{2000, 1})["items"]},
+		"order":    map[string]any{"source_id": "order-1", "items": stacktest.Order([2]int{2000, 1})["items"]},
 		"customer": map[string]any{"source_id": "bob"}, "metadata": map[string]any{"shop": "north"}})
 	parent := r["parent_redemption"].(map[string]any)
 	kids := r["redemptions"].([]any)
-	if len(kids) != 2 || parent["result"] != "SUCCESS" || num(parent["amount"]) != 2000 || num(r["order"].(map[string]any)["total_amount"]) != 0 {
+	if len(kids) != 2 || parent["result"] != "SUCCESS" || stacktest.Num(parent["amount"]) != 2000 || stacktest.Num(r["order"].(map[string]any)["total_amount"]) != 0 {
 		t.Fatalf("redemption: %v", r)
 	}
-	if g := a.OK("GET", "/v1/vouchers/GIFT", nil); num(g["gift"].(map[string]any)["balance"]) != 1200 {
+	if g := a.OK("GET", "/v1/vouchers/GIFT", nil); stacktest.Num(g["gift"].(map[string]any)["balance"]) != 1200 {
 		t.Fatalf("gift after: %v", g["gift"])
 	}
-	if ten := a.OK("GET", "/v1/vouchers/TEN", nil); num(ten["redemption"].(map[string]any)["redeemed_quantity"]) != 1 {
+	if ten := a.OK("GET", "/v1/vouchers/TEN", nil); stacktest.Num(ten["redemption"].(map[string]any)["redeemed_quantity"]) != 1 {
 		t.Fatalf("TEN after: %v", ten["redemption"])
 	}
 	txs := a.OK("GET", "/v1/vouchers/GIFT/transactions", nil)["data"].([]any)
 	bal := txs[0].(map[string]any)["details"].(map[string]any)["balance"].(map[string]any)
-	if txs[0].(map[string]any)["type"] != "CREDITS_REDEMPTION" || num(bal["amount"]) != -1800 || num(bal["balance"]) != 1200 ||
+	if txs[0].(map[string]any)["type"] != "CREDITS_REDEMPTION" || stacktest.Num(bal["amount"]) != -1800 || stacktest.Num(bal["balance"]) != 1200 ||
 		bal["operation_type"] != "AUTOMATIC" {
 		t.Fatalf("gift transactions: %v", txs)
 	}
-	if ord := a.OK("GET", "/v1/orders/order-1", nil); num(ord["discount_amount"]) != 2000 {
+	if ord := a.OK("GET", "/v1/orders/order-1", nil); stacktest.Num(ord["discount_amount"]) != 2000 {
 		t.Fatalf("order: %v", ord)
 	}
 	if g := a.OK("GET", "/v1/redemptions/"+parent["id"].(string), nil); g["status"] != "SUCCEEDED" ||
@@ -125,16 +103,16 @@ func TestStackedRedemptionAllOrNothing(t *testing.T) {
 		t.Fatalf("parent read back: %v", g)
 	}
 	// The last redeemable fails: nothing of the first is applied.
-	a.Fails("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("TEN", "OLD"), "order": orderOf([2]int{1000, 1})},
+	a.Fails("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("TEN", "OLD"), "order": stacktest.Order([2]int{1000, 1})},
 		400, "voucher_expired")
-	if ten := a.OK("GET", "/v1/vouchers/TEN", nil); num(ten["redemption"].(map[string]any)["redeemed_quantity"]) != 1 {
+	if ten := a.OK("GET", "/v1/vouchers/TEN", nil); stacktest.Num(ten["redemption"].(map[string]any)["redeemed_quantity"]) != 1 {
 		t.Fatalf("TEN after a failed stack: %v", ten["redemption"])
 	}
 	l := a.OK("GET", "/v1/redemptions?result=FAILURE", nil)
-	if num(l["total"]) != 2 || l["redemptions"].([]any)[0].(map[string]any)["failure_code"] == nil {
+	if stacktest.Num(l["total"]) != 2 || l["redemptions"].([]any)[0].(map[string]any)["failure_code"] == nil {
 		t.Fatalf("failures: %v", l)
 	}
-	if l := a.OK("GET", "/v1/redemptions?result=SUCCESS&customer="+kids[0].(map[string]any)["customer_id"].(string), nil); num(l["total"]) != 2 {
+	if l := a.OK("GET", "/v1/redemptions?result=SUCCESS&customer="+kids[0].(map[string]any)["customer_id"].(string), nil); stacktest.Num(l["total"]) != 2 {
 		t.Fatalf("bob's: %v", l)
 	}
 	hooks.Wait(t, "redemption.succeeded", 2)
@@ -144,10 +122,10 @@ func TestStackedRedemptionAllOrNothing(t *testing.T) {
 	if len(rb["rollbacks"].([]any)) != 2 || rb["parent_rollback"] == nil {
 		t.Fatalf("rollbacks: %v", rb)
 	}
-	if g := a.OK("GET", "/v1/vouchers/GIFT", nil); num(g["gift"].(map[string]any)["balance"]) != 3000 {
+	if g := a.OK("GET", "/v1/vouchers/GIFT", nil); stacktest.Num(g["gift"].(map[string]any)["balance"]) != 3000 {
 		t.Fatalf("gift after rollback: %v", g["gift"])
 	}
-	if ten := a.OK("GET", "/v1/vouchers/TEN", nil); num(ten["redemption"].(map[string]any)["redeemed_quantity"]) != 0 {
+	if ten := a.OK("GET", "/v1/vouchers/TEN", nil); stacktest.Num(ten["redemption"].(map[string]any)["redeemed_quantity"]) != 0 {
 		t.Fatalf("TEN after rollback: %v", ten["redemption"])
 	}
 	a.Fails("POST", "/v1/redemptions/"+parent["id"].(string)+"/rollbacks", nil, 400, "already_rolled_back")
@@ -180,7 +158,7 @@ func TestConcurrentRedemptionsKeepTheQuantity(t *testing.T) {
 	// Not in parallel with the package's other tests: its concurrent
 	// clients are held to the test client's timeout.
 	a := stacktest.NewAPI(t)
-	voucher(a, "TENTIMES", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100},
+	a.Voucher("TENTIMES", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100},
 		"redemption": map[string]any{"quantity": 10}})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -189,7 +167,7 @@ func TestConcurrentRedemptionsKeepTheQuantity(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			r := a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("TENTIMES"), "order": orderOf([2]int{1000, 1}),
+			r := a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("TENTIMES"), "order": stacktest.Order([2]int{1000, 1}),
 				"customer": map[string]any{"source_id": fmt.Sprintf("c%d", i)}})
 			mu.Lock()
 			defer mu.Unlock()
@@ -207,10 +185,10 @@ func TestConcurrentRedemptionsKeepTheQuantity(t *testing.T) {
 	if ok != 10 || refused != 40 {
 		t.Fatalf("%d succeeded, %d refused", ok, refused)
 	}
-	if v := a.OK("GET", "/v1/vouchers/TENTIMES", nil); num(v["redemption"].(map[string]any)["redeemed_quantity"]) != 10 {
+	if v := a.OK("GET", "/v1/vouchers/TENTIMES", nil); stacktest.Num(v["redemption"].(map[string]any)["redeemed_quantity"]) != 10 {
 		t.Fatalf("voucher: %v", v["redemption"])
 	}
-	if l := a.OK("GET", "/v1/redemptions?result=FAILURE&limit=100", nil); num(l["total"]) != 40 ||
+	if l := a.OK("GET", "/v1/redemptions?result=FAILURE&limit=100", nil); stacktest.Num(l["total"]) != 40 ||
 		l["redemptions"].([]any)[0].(map[string]any)["failure_code"] != "quantity_exceeded" {
 		t.Fatalf("failures: %v", l["total"])
 	}
@@ -221,20 +199,20 @@ func TestConcurrentRedemptionsKeepTheQuantity(t *testing.T) {
 func TestLockSessionReservesTheVoucher(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
-	voucher(a, "ONCE", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100},
+	a.Voucher("ONCE", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100},
 		"redemption": map[string]any{"quantity": 1}})
-	v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("ONCE"), "order": orderOf([2]int{1000, 1}),
+	v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("ONCE"), "order": stacktest.Order([2]int{1000, 1}),
 		"customer": map[string]any{"source_id": "ann"}, "session": map[string]any{"type": "LOCK", "key": "ann-cart", "ttl": 1, "ttl_unit": "HOURS"}})
 	if v["valid"] != true || v["session"].(map[string]any)["key"] != "ann-cart" {
 		t.Fatalf("ann's validation: %v", v)
 	}
-	other := map[string]any{"redeemables": redeemables("ONCE"), "order": orderOf([2]int{1000, 1}), "customer": map[string]any{"source_id": "bob"}}
+	other := map[string]any{"redeemables": redeemables("ONCE"), "order": stacktest.Order([2]int{1000, 1}), "customer": map[string]any{"source_id": "bob"}}
 	if v := a.OK("POST", "/v1/validations", other); v["valid"] != false {
 		t.Fatalf("bob while ann holds it: %v", v)
 	}
 	a.Fails("POST", "/v1/redemptions", other, 400, "quantity_exceeded")
 	// Ann's own session still validates.
-	mine := map[string]any{"redeemables": redeemables("ONCE"), "order": orderOf([2]int{1000, 1}), "session": map[string]any{"key": "ann-cart"}}
+	mine := map[string]any{"redeemables": redeemables("ONCE"), "order": stacktest.Order([2]int{1000, 1}), "session": map[string]any{"key": "ann-cart"}}
 	if v := a.OK("POST", "/v1/validations", mine); v["valid"] != true {
 		t.Fatalf("ann again: %v", v)
 	}
@@ -252,19 +230,19 @@ func TestLockSessionReservesTheVoucher(t *testing.T) {
 func TestValidationRulesGuardRedeemables(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
-	v := voucher(a, "BIG", percent(20))
+	v := a.Voucher("BIG", stacktest.PercentOff(20))
 	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "over 100", "type": "advanced",
 		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{10000}},
 			"error": map[string]any{"message": "Spend over 100 to use BIG."}}, "logic": "1"}})
 	a.OK("POST", "/v1/validation-rules/"+rule["id"].(string)+"/assignments",
 		map[string]any{"related_object_type": "voucher", "related_object_id": v["id"]})
-	small := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("BIG"), "order": orderOf([2]int{5000, 1})})
+	small := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("BIG"), "order": stacktest.Order([2]int{5000, 1})})
 	err := small["inapplicable_redeemables"].([]any)[0].(map[string]any)["result"].(map[string]any)["error"].(map[string]any)
 	if small["valid"] != false || err["details"] != "Spend over 100 to use BIG." {
 		t.Fatalf("small order: %v", small)
 	}
-	big := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("BIG"), "order": orderOf([2]int{5000, 3})})
-	if big["valid"] != true || num(big["order"].(map[string]any)["discount_amount"]) != 3000 {
+	big := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables("BIG"), "order": stacktest.Order([2]int{5000, 3})})
+	if big["valid"] != true || stacktest.Num(big["order"].(map[string]any)["discount_amount"]) != 3000 {
 		t.Fatalf("big order: %v", big)
 	}
 }
@@ -283,7 +261,7 @@ func TestRedemptionCountRules(t *testing.T) {
 	assign := func(ruleID, typ, id string) {
 		a.OK("POST", "/v1/validation-rules/"+ruleID+"/assignments", map[string]any{"related_object_type": typ, "related_object_id": id})
 	}
-	once := voucher(a, "ONCE-EACH", percent(10))
+	once := a.Voucher("ONCE-EACH", stacktest.PercentOff(10))
 	assign(rule("redemption.count.per_customer", 1), "voucher", once["id"].(string))
 	c := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Two in all", "campaign_type": "DISCOUNT_COUPONS", "vouchers_count": 3,
 		"voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 100}}})
@@ -292,7 +270,7 @@ func TestRedemptionCountRules(t *testing.T) {
 	}
 	assign(rule("redemption.count.per_campaign", 2), "campaign", c["id"].(string))
 	redeem := func(code, customer string) stacktest.Resp {
-		return a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables(code), "order": orderOf([2]int{5000, 1}),
+		return a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables(code), "order": stacktest.Order([2]int{5000, 1}),
 			"customer": map[string]any{"source_id": customer}})
 	}
 	if r := redeem("ONCE-EACH", "ann"); r.Status != 200 {

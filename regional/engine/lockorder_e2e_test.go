@@ -60,9 +60,9 @@ func concurrently(a stacktest.API, reqs []func() stacktest.Resp) []answer {
 func TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce(t *testing.T) {
 	t.Parallel()
 	a, deadlocks := lockAPI(t)
-	voucher(a, "TEN", percent(10))
-	voucher(a, "GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 100000}})
-	r := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("TEN", "GIFT"), "order": orderOf([2]int{10000, 1})})
+	a.Voucher("TEN", stacktest.PercentOff(10))
+	a.Voucher("GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 100000}})
+	r := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("TEN", "GIFT"), "order": stacktest.Order([2]int{10000, 1})})
 	kids := r["redemptions"].([]any)
 	c1, c2 := kids[0].(map[string]any)["id"].(string), kids[1].(map[string]any)["id"].(string)
 	var reqs []func() stacktest.Resp
@@ -86,10 +86,10 @@ func TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce(t *testing.T) {
 	if ok[0] != 1 || ok[1] != 1 {
 		t.Fatalf("successful rollbacks per child: %v, want one each", ok)
 	}
-	if g := a.OK("GET", "/v1/vouchers/GIFT", nil); num(g["gift"].(map[string]any)["balance"]) != 100000 {
+	if g := a.OK("GET", "/v1/vouchers/GIFT", nil); stacktest.Num(g["gift"].(map[string]any)["balance"]) != 100000 {
 		t.Fatalf("gift balance after the rollback: %v", g["gift"])
 	}
-	if v := a.OK("GET", "/v1/vouchers/TEN", nil); num(v["redemption"].(map[string]any)["redeemed_quantity"]) != 0 {
+	if v := a.OK("GET", "/v1/vouchers/TEN", nil); stacktest.Num(v["redemption"].(map[string]any)["redeemed_quantity"]) != 0 {
 		t.Fatalf("TEN after the rollback: %v", v["redemption"])
 	}
 	if p := a.OK("GET", "/v1/redemptions/"+r["parent_redemption"].(map[string]any)["id"].(string), nil); p["status"] != "ROLLED_BACK" {
@@ -110,9 +110,9 @@ func TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce(t *testing.T) {
 func TestLockOrderHoldsForEveryPairOfWriters(t *testing.T) {
 	t.Parallel()
 	a, deadlocks := lockAPI(t)
-	voucher(a, "LO-A", percent(5))
-	voucher(a, "LO-B", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 10}})
-	gift := voucher(a, "LO-GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 10_000_000}})
+	a.Voucher("LO-A", stacktest.PercentOff(5))
+	a.Voucher("LO-B", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 10}})
+	gift := a.Voucher("LO-GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 10_000_000}})
 	aID := a.OK("GET", "/v1/vouchers/LO-A", nil)["id"].(string)
 	campID := a.Campaign("Lockers", nil)["id"].(string)
 	member := a.Member(campID, "lo-ann")
@@ -144,7 +144,7 @@ func TestLockOrderHoldsForEveryPairOfWriters(t *testing.T) {
 		{pay, byCode("LO-GIFT"), byCode("LO-A")},
 	}
 	redeem := func(i int) stacktest.Resp {
-		return a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": stacks[i%len(stacks)], "order": orderOf([2]int{100000, 1})})
+		return a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": stacks[i%len(stacks)], "order": stacktest.Order([2]int{100000, 1})})
 	}
 	// Stacks to roll back while others are redeemed.
 	type stack struct{ parent, kid string }
@@ -202,7 +202,7 @@ func TestLockOrderHoldsForEveryPairOfWriters(t *testing.T) {
 			t.Errorf("stack %s redeemed meanwhile: %v", id, p["status"])
 		}
 	}
-	if got := num(a.OK("GET", "/v1/vouchers/LO-A", nil)["redemption"].(map[string]any)["redeemed_quantity"]); got != int64(len(standing)) {
+	if got := stacktest.Num(a.OK("GET", "/v1/vouchers/LO-A", nil)["redemption"].(map[string]any)["redeemed_quantity"]); got != int64(len(standing)) {
 		t.Errorf("LO-A redeemed %d times, want %d (the stacks standing)", got, len(standing))
 	}
 	if n := deadlocks(); n != 0 {

@@ -47,7 +47,7 @@ func TestANoisyNeighbourDoesNotSlowAnotherProject(t *testing.T) {
 			AppID: key["app_id"].(string), AppToken: key["app_token"].(string)}}
 	}
 	a, b := project("noisy"), project("quiet")
-	voucher(b, "CALM", percent(10))
+	b.Voucher("CALM", stacktest.PercentOff(10))
 	bCamp := b.Campaign("Calm cards", nil)["id"].(string)
 	calmCard := b.Member(bCamp, "calm")["code"].(string)
 

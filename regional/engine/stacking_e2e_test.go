@@ -19,7 +19,7 @@ func TestStackingRulesOfTheProject(t *testing.T) {
 	}
 	l := mgmt("GET", "", nil)
 	defaults := l.JSON(t)["data"].([]any)[0].(map[string]any)
-	if l.Status != 200 || defaults["redeemables_application_mode"] != "ALL" || num(defaults["applicable_redeemables_limit"]) != 5 {
+	if l.Status != 200 || defaults["redeemables_application_mode"] != "ALL" || stacktest.Num(defaults["applicable_redeemables_limit"]) != 5 {
 		t.Fatalf("defaults: %d %s", l.Status, l.Body)
 	}
 	for _, bad := range []map[string]any{{"redeemables_limit": 31}, {"redeemables_application_mode": "SOME"},
@@ -31,19 +31,19 @@ func TestStackingRulesOfTheProject(t *testing.T) {
 	c := mgmt("POST", "", map[string]any{"redeemables_application_mode": "PARTIAL", "applicable_redeemables_limit": 2,
 		"redeemables_no_effect_rule": "SKIP", "discount_calculation_mode": "INITIAL_AMOUNT"})
 	rules := c.JSON(t)
-	if c.Status != 200 || rules["redeemables_application_mode"] != "PARTIAL" || num(rules["redeemables_limit"]) != 30 {
+	if c.Status != 200 || rules["redeemables_application_mode"] != "PARTIAL" || stacktest.Num(rules["redeemables_limit"]) != 30 {
 		t.Fatalf("create: %d %s", c.Status, c.Body)
 	}
 	if r := mgmt("POST", "", map[string]any{}); r.Status != 409 {
 		t.Fatalf("a second create: %d %s", r.Status, r.Body)
 	}
 	id := rules["id"].(string)
-	voucher(a, "TEN", percent(10))
-	voucher(a, "TWENTY", percent(20))
-	voucher(a, "THIRTY", percent(30))
-	voucher(a, "OFF", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "active": false})
-	voucher(a, "NOTHING", map[string]any{"discount": map[string]any{"type": "FIXED", "fixed_amount": 100000}})
-	body := map[string]any{"redeemables": redeemables("OFF", "NOTHING", "TEN", "TWENTY", "THIRTY"), "order": orderOf([2]int{10000, 1})}
+	a.Voucher("TEN", stacktest.PercentOff(10))
+	a.Voucher("TWENTY", stacktest.PercentOff(20))
+	a.Voucher("THIRTY", stacktest.PercentOff(30))
+	a.Voucher("OFF", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "active": false})
+	a.Voucher("NOTHING", map[string]any{"discount": map[string]any{"type": "FIXED", "fixed_amount": 100000}})
+	body := map[string]any{"redeemables": redeemables("OFF", "NOTHING", "TEN", "TWENTY", "THIRTY"), "order": stacktest.Order([2]int{10000, 1})}
 	var v map[string]any
 	// The rules reach the region with the directory's next poll.
 	stacktest.Eventually(t, 10*time.Second, "the project's stacking rules", func() bool {
@@ -59,21 +59,21 @@ func TestStackingRulesOfTheProject(t *testing.T) {
 	// effect and is skipped; TEN and TWENTY apply, both of the initial
 	// 10000; THIRTY is past the limit of two.
 	if v["valid"] != true || status["OFF"] != "INAPPLICABLE" || status["NOTHING"] != "SKIPPED" || status["TEN"] != "APPLICABLE" ||
-		status["TWENTY"] != "APPLICABLE" || status["THIRTY"] != "SKIPPED" || num(v["order"].(map[string]any)["discount_amount"]) != 3000 {
+		status["TWENTY"] != "APPLICABLE" || status["THIRTY"] != "SKIPPED" || stacktest.Num(v["order"].(map[string]any)["discount_amount"]) != 3000 {
 		t.Fatalf("validation under the project's rules: %v %v", status, v["order"])
 	}
 	r := a.OK("POST", "/v1/redemptions", body)
 	if len(r["redemptions"].([]any)) != 2 || len(r["inapplicable_redeemables"].([]any)) != 1 {
 		t.Fatalf("partial redemption: %v", r)
 	}
-	if off := a.OK("GET", "/v1/vouchers/OFF", nil); num(off["redemption"].(map[string]any)["redeemed_quantity"]) != 0 {
+	if off := a.OK("GET", "/v1/vouchers/OFF", nil); stacktest.Num(off["redemption"].(map[string]any)["redeemed_quantity"]) != 0 {
 		t.Fatalf("the inapplicable voucher was counted: %v", off["redemption"])
 	}
 	if g := mgmt("GET", "/"+id, nil); g.Status != 200 {
 		t.Fatalf("get: %d %s", g.Status, g.Body)
 	}
 	if u := mgmt("PUT", "/"+id, map[string]any{"applicable_redeemables_limit": 3}); u.Status != 200 ||
-		u.JSON(t)["redeemables_application_mode"] != "PARTIAL" || num(u.JSON(t)["applicable_redeemables_limit"]) != 3 {
+		u.JSON(t)["redeemables_application_mode"] != "PARTIAL" || stacktest.Num(u.JSON(t)["applicable_redeemables_limit"]) != 3 {
 		t.Fatalf("update: %d %s", u.Status, u.Body)
 	}
 	if d := mgmt("DELETE", "/"+id, nil); d.Status != 204 {
@@ -98,11 +98,11 @@ func TestStackingRulesOnCategories(t *testing.T) {
 	}
 	excl, joint, plain := cat("Exclusive"), cat("Joint"), cat("Plain")
 	for code, c := range map[string]string{"EX-1": excl, "EX-2": excl, "JO-1": joint, "PL-1": plain, "PL-2": plain} {
-		body := percent(5)
+		body := stacktest.PercentOff(5)
 		body["category_id"] = c
-		voucher(a, code, body)
+		a.Voucher(code, body)
 	}
-	voucher(a, "NONE", percent(5))
+	a.Voucher("NONE", stacktest.PercentOff(5))
 	r := a.E.Do(t, "POST", "http://api.localhost/management/v1/projects/"+a.P.ID+"/stacking-rules", a.E.MgmtHeader(),
 		map[string]any{"exclusive_categories": []any{excl}, "joint_categories": []any{joint}, "applicable_redeemables_limit": 10,
 			"redeemables_application_mode": "PARTIAL"})
@@ -110,7 +110,7 @@ func TestStackingRulesOnCategories(t *testing.T) {
 		t.Fatalf("rules: %d %s", r.Status, r.Body)
 	}
 	statuses := func(codes ...string) map[string]string {
-		v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables(codes...), "order": orderOf([2]int{10000, 1})})
+		v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables(codes...), "order": stacktest.Order([2]int{10000, 1})})
 		out := map[string]string{}
 		for _, x := range v["redeemables"].([]any) {
 			m := x.(map[string]any)
@@ -153,13 +153,13 @@ func TestCategoryHierarchySorting(t *testing.T) {
 	second := a.OK("POST", "/v1/categories", map[string]any{"name": "Second", "hierarchy": 2})["id"].(string)
 	first := a.OK("POST", "/v1/categories", map[string]any{"name": "First", "hierarchy": 1})["id"].(string)
 	amount := map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 1000}, "category_id": second}
-	voucher(a, "AMOUNT-2ND", amount)
-	tenth := percent(10)
+	a.Voucher("AMOUNT-2ND", amount)
+	tenth := stacktest.PercentOff(10)
 	tenth["category_id"] = first
-	voucher(a, "PERCENT-1ST", tenth)
-	voucher(a, "PERCENT-NONE", percent(50))
+	a.Voucher("PERCENT-1ST", tenth)
+	a.Voucher("PERCENT-NONE", stacktest.PercentOff(50))
 	total := func(codes ...string) (float64, map[string]any) {
-		v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables(codes...), "order": orderOf([2]int{10000, 1})})
+		v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": redeemables(codes...), "order": stacktest.Order([2]int{10000, 1})})
 		return v["order"].(map[string]any)["total_discount_amount"].(float64), v
 	}
 	// The requested order: 1000 off 10000, then 10% of 9000.
@@ -192,7 +192,7 @@ func TestCategoryHierarchySorting(t *testing.T) {
 		t.Fatalf("by hierarchy: %v", status)
 	}
 	// A redemption applies them in the same order.
-	red := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("AMOUNT-2ND", "PERCENT-1ST"), "order": orderOf([2]int{10000, 1})})
+	red := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("AMOUNT-2ND", "PERCENT-1ST"), "order": stacktest.Order([2]int{10000, 1})})
 	if got := red["order"].(map[string]any)["total_discount_amount"]; got != 2000.0 {
 		t.Fatalf("redemption by hierarchy: %v", red["order"])
 	}

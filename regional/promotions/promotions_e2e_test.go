@@ -10,8 +10,6 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-func num(v any) int64 { f, _ := v.(float64); return int64(f) }
-
 func promotion(a stacktest.API, name string, tiers ...map[string]any) map[string]any {
 	a.T.Helper()
 	ts := make([]any, len(tiers))
@@ -43,20 +41,20 @@ func TestPromotionTiers(t *testing.T) {
 		t.Fatalf("campaign: %v", c)
 	}
 	t1, t2 := list[0].(map[string]any), list[1].(map[string]any)
-	if num(t1["hierarchy"]) != 1 || num(t2["hierarchy"]) != 2 || t2["campaign_id"] != id ||
-		num(t2["validation_rule_assignments"].(map[string]any)["total"]) != 1 || t1["banner"] != "Everyone!" {
+	if stacktest.Num(t1["hierarchy"]) != 1 || stacktest.Num(t2["hierarchy"]) != 2 || t2["campaign_id"] != id ||
+		stacktest.Num(t2["validation_rule_assignments"].(map[string]any)["total"]) != 1 || t1["banner"] != "Everyone!" {
 		t.Fatalf("tiers: %v", list)
 	}
 	if g := a.OK("GET", "/v1/campaigns/Autumn", nil); len(g["promotion"].(map[string]any)["tiers"].([]any)) != 2 {
 		t.Fatalf("campaign read back: %v", g)
 	}
 	added := a.OK("POST", "/v1/promotions/"+id+"/tiers", tier("Late", map[string]any{"type": "FIXED", "fixed_amount": 5000}))
-	if num(added["hierarchy"]) != 3 {
+	if stacktest.Num(added["hierarchy"]) != 3 {
 		t.Fatalf("added: %v", added)
 	}
 	u := a.OK("PUT", "/v1/promotions/tiers/"+t1["id"].(string), map[string]any{"name": "All", "hierarchy": 9,
 		"action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 400}}})
-	if u["name"] != "All" || num(u["hierarchy"]) != 9 || num(u["action"].(map[string]any)["discount"].(map[string]any)["amount_off"]) != 400 {
+	if u["name"] != "All" || stacktest.Num(u["hierarchy"]) != 9 || stacktest.Num(u["action"].(map[string]any)["discount"].(map[string]any)["amount_off"]) != 400 {
 		t.Fatalf("updated: %v", u)
 	}
 	if d := a.OK("POST", "/v1/promotions/tiers/"+added["id"].(string)+"/disable", nil); d["active"] != false {
@@ -64,10 +62,10 @@ func TestPromotionTiers(t *testing.T) {
 	}
 	l := a.OK("GET", "/v1/promotions/"+id+"/tiers", nil)
 	ts := l["tiers"].([]any)
-	if num(l["total"]) != 3 || ts[0].(map[string]any)["name"] != "Big spender" || ts[2].(map[string]any)["name"] != "All" {
+	if stacktest.Num(l["total"]) != 3 || ts[0].(map[string]any)["name"] != "Big spender" || ts[2].(map[string]any)["name"] != "All" {
 		t.Fatalf("by hierarchy: %v", l)
 	}
-	if l := a.OK("GET", "/v1/promotions/tiers?is_available=true", nil); num(l["total"]) != 2 {
+	if l := a.OK("GET", "/v1/promotions/tiers?is_available=true", nil); stacktest.Num(l["total"]) != 2 {
 		t.Fatalf("available: %v", l["total"])
 	}
 	if l := a.OK("GET", "/v1/promotions/tiers?limit=1", nil); l["has_more"] != true {
@@ -91,7 +89,7 @@ func TestPromotionTiers(t *testing.T) {
 	if g := a.OK("GET", "/v1/promotions/"+id+"/stacks/"+st["id"].(string), nil); g["name"] != "Renamed" {
 		t.Fatalf("stack read back: %v", g)
 	}
-	if l := a.OK("GET", "/v1/promotions/stacks", nil); num(l["total"]) != 1 {
+	if l := a.OK("GET", "/v1/promotions/stacks", nil); stacktest.Num(l["total"]) != 1 {
 		t.Fatalf("stacks: %v", l)
 	}
 	a.Fails("POST", "/v1/promotions/"+id+"/stacks", map[string]any{"name": "Bad", "tiers": map[string]any{"ids": []any{"promo_nothing"}}},
@@ -100,7 +98,7 @@ func TestPromotionTiers(t *testing.T) {
 	other.Fails("GET", "/v1/promotions/tiers/"+t1["id"].(string), nil, 404, "not_found")
 	other.Fails("GET", "/v1/promotions/"+id+"/tiers", nil, 404, "not_found")
 	other.Fails("GET", "/v1/promotions/"+id+"/stacks/"+st["id"].(string), nil, 404, "not_found")
-	if l := other.OK("GET", "/v1/promotions/tiers", nil); num(l["total"]) != 0 {
+	if l := other.OK("GET", "/v1/promotions/tiers", nil); stacktest.Num(l["total"]) != 0 {
 		t.Fatalf("another project's tiers: %v", l)
 	}
 	// Deleting a tier, then the campaign: its tiers go with it.
@@ -111,7 +109,7 @@ func TestPromotionTiers(t *testing.T) {
 	del := a.Do("DELETE", "/v1/campaigns/"+id+"?force=true", nil)
 	a.WaitAction(del.JSON(t)["async_action_id"].(string))
 	a.Fails("GET", "/v1/promotions/tiers/"+t1["id"].(string), nil, 404, "not_found")
-	if l := a.OK("GET", "/v1/promotions/tiers", nil); num(l["total"]) != 0 {
+	if l := a.OK("GET", "/v1/promotions/tiers", nil); stacktest.Num(l["total"]) != 0 {
 		t.Fatalf("tiers after the campaign's deletion: %v", l)
 	}
 }
@@ -133,7 +131,7 @@ func TestPromotionTiersInTheEngine(t *testing.T) {
 	}
 	v := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_tier", "id": small}},
 		"order": order(5000)})
-	if v["valid"] != true || num(v["order"].(map[string]any)["total_discount_amount"]) != 300 {
+	if v["valid"] != true || stacktest.Num(v["order"].(map[string]any)["total_discount_amount"]) != 300 {
 		t.Fatalf("small tier: %v", v)
 	}
 	v = a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_tier", "id": bigID}},
@@ -142,7 +140,7 @@ func TestPromotionTiersInTheEngine(t *testing.T) {
 		t.Fatalf("big tier on a small order: %v", v)
 	}
 	q := a.OK("POST", "/v1/qualifications", map[string]any{"order": order(20000), "customer": map[string]any{"source_id": "q"}})
-	if num(q["redeemables"].(map[string]any)["total"]) != 2 {
+	if stacktest.Num(q["redeemables"].(map[string]any)["total"]) != 2 {
 		t.Fatalf("qualifications on a big order: %v", q)
 	}
 	q = a.OK("POST", "/v1/qualifications", map[string]any{"order": order(5000), "customer": map[string]any{"source_id": "q"}})
@@ -151,10 +149,10 @@ func TestPromotionTiersInTheEngine(t *testing.T) {
 	}
 	r := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_tier", "id": bigID}},
 		"order": order(20000)})
-	if num(r["order"].(map[string]any)["total_discount_amount"]) != 4000 {
+	if stacktest.Num(r["order"].(map[string]any)["total_discount_amount"]) != 4000 {
 		t.Fatalf("redemption: %v", r)
 	}
-	if g := a.OK("GET", "/v1/promotions/tiers/"+bigID, nil); num(g["summary"].(map[string]any)["redemptions"].(map[string]any)["total_redeemed"]) != 1 {
+	if g := a.OK("GET", "/v1/promotions/tiers/"+bigID, nil); stacktest.Num(g["summary"].(map[string]any)["redemptions"].(map[string]any)["total_redeemed"]) != 1 {
 		t.Fatalf("summary: %v", g["summary"])
 	}
 	// A disabled campaign's tiers are refused.
@@ -214,11 +212,11 @@ func TestPromotionStackAsARedeemable(t *testing.T) {
 	v := a.OK("POST", "/v1/validations", body)
 	rs := v["redeemables"].([]any)
 	if v["valid"] != true || len(rs) != 2 || rs[0].(map[string]any)["id"] != percent || rs[1].(map[string]any)["id"] != amount ||
-		num(v["order"].(map[string]any)["total_discount_amount"]) != 1100 {
+		stacktest.Num(v["order"].(map[string]any)["total_discount_amount"]) != 1100 {
 		t.Fatalf("validation of the stack: %v", v)
 	}
 	r := a.OK("POST", "/v1/redemptions", body)
-	if len(r["redemptions"].([]any)) != 2 || num(r["order"].(map[string]any)["total_discount_amount"]) != 1100 {
+	if len(r["redemptions"].([]any)) != 2 || stacktest.Num(r["order"].(map[string]any)["total_discount_amount"]) != 1100 {
 		t.Fatalf("redemption of the stack: %v", r)
 	}
 	a.Fails("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_stack", "id": st["id"]},
@@ -247,7 +245,7 @@ func TestPromotionStackAsARedeemable(t *testing.T) {
 		t.Fatalf("delete tier: %d %s", r.Status, r.Body)
 	}
 	v = a.OK("POST", "/v1/validations", body)
-	if v["valid"] != true || len(v["redeemables"].([]any)) != 1 || num(v["order"].(map[string]any)["total_discount_amount"]) != 1000 {
+	if v["valid"] != true || len(v["redeemables"].([]any)) != 1 || stacktest.Num(v["order"].(map[string]any)["total_discount_amount"]) != 1000 {
 		t.Fatalf("the stack after a tier's deletion: %v", v)
 	}
 }

@@ -49,7 +49,7 @@ func TestQualificationsOverAThousandCampaigns(t *testing.T) {
 	}
 	close(jobs)
 	wg.Wait()
-	body := map[string]any{"customer": map[string]any{"source_id": "ann"}, "order": orderOf([2]int{10000, 1}),
+	body := map[string]any{"customer": map[string]any{"source_id": "ann"}, "order": stacktest.Order([2]int{10000, 1}),
 		"options": map[string]any{"limit": 50}}
 	got, pages, after := map[string]bool{}, 0, ""
 	var last string
@@ -59,7 +59,7 @@ func TestQualificationsOverAThousandCampaigns(t *testing.T) {
 		}
 		q := a.OK("POST", "/v1/qualifications", body)
 		list := q["redeemables"].(map[string]any)
-		if pages == 0 && num(list["total"]) != int64(len(want)) {
+		if pages == 0 && stacktest.Num(list["total"]) != int64(len(want)) {
 			t.Fatalf("total %v, want %d", list["total"], len(want))
 		}
 		for _, d := range list["data"].([]any) {
@@ -84,16 +84,16 @@ func TestQualificationsOverAThousandCampaigns(t *testing.T) {
 		t.Fatalf("qualified %d of %d", len(got), len(want))
 	}
 	best := a.OK("POST", "/v1/qualifications", map[string]any{"customer": map[string]any{"source_id": "ann"},
-		"order": orderOf([2]int{10000, 1}), "options": map[string]any{"limit": 3, "sorting_rule": "BEST_DEAL"}})
+		"order": stacktest.Order([2]int{10000, 1}), "options": map[string]any{"limit": 3, "sorting_rule": "BEST_DEAL"}})
 	top := best["redeemables"].(map[string]any)["data"].([]any)
 	// The largest amount_off of a qualifying campaign: 999 is i%7 != 0 and i%10 != 3? 999%7=5, 999%10=9: yes, 1000 off.
-	if num(top[0].(map[string]any)["result"].(map[string]any)["discount"].(map[string]any)["amount_off"]) != 1000 {
+	if stacktest.Num(top[0].(map[string]any)["result"].(map[string]any)["discount"].(map[string]any)["amount_off"]) != 1000 {
 		t.Fatalf("best deal: %v", top[0])
 	}
 	// A big order qualifies for the ruled campaigns too.
 	big := a.OK("POST", "/v1/qualifications", map[string]any{"customer": map[string]any{"source_id": "ann"},
-		"order": orderOf([2]int{60000, 1}), "scenario": "CUSTOMER_WALLET"})
-	if num(big["redeemables"].(map[string]any)["total"]) != int64(len(want)+100-14) {
+		"order": stacktest.Order([2]int{60000, 1}), "scenario": "CUSTOMER_WALLET"})
+	if stacktest.Num(big["redeemables"].(map[string]any)["total"]) != int64(len(want)+100-14) {
 		t.Fatalf("big order: %v", big["redeemables"].(map[string]any)["total"])
 	}
 	a.Fails("POST", "/v1/qualifications", map[string]any{"scenario": "EVERYTHING"}, 400, "invalid_payload")

@@ -56,18 +56,18 @@ func newQualFixture(t *testing.T) *qualFixture {
 		body["customer"] = map[string]any{"source_id": "ann"}
 		a.OK("POST", "/v1/publications", body)
 	}
-	plain := percent(7)
+	plain := stacktest.PercentOff(7)
 	plain["category_id"] = f.cat
-	f.plainID = voucher(a, "W-PLAIN", plain)["id"].(string)
+	f.plainID = a.Voucher("W-PLAIN", plain)["id"].(string)
 	publish(map[string]any{"voucher": "W-PLAIN"})
 	f.coupons = a.OK("POST", "/v1/campaigns", map[string]any{"name": "GoldCoupons", "campaign_type": "DISCOUNT_COUPONS", "vouchers_count": 1,
 		"category_id": f.cat, "voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 300}}})["id"].(string)
 	a.OK("POST", "/v1/validation-rules/"+f.goldRule+"/assignments", map[string]any{"related_object_type": "campaign", "related_object_id": f.coupons})
 	publish(map[string]any{"campaign": map[string]any{"name": "GoldCoupons"}})
-	itemB := voucher(a, "W-ITEM-B", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 40, "effect": "APPLY_TO_ITEMS"}})
+	itemB := a.Voucher("W-ITEM-B", map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 40, "effect": "APPLY_TO_ITEMS"}})
 	a.OK("POST", "/v1/validation-rules/"+onlyB+"/assignments", map[string]any{"related_object_type": "voucher", "related_object_id": itemB["id"]})
 	publish(map[string]any{"voucher": "W-ITEM-B"})
-	voucher(a, "W-GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 1000}})
+	a.Voucher("W-GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 1000}})
 	publish(map[string]any{"voucher": "W-GIFT"})
 
 	tier := func(name string, discount map[string]any, rules ...string) map[string]any {
@@ -105,7 +105,7 @@ func newQualFixture(t *testing.T) *qualFixture {
 			f.gold = m["id"].(string)
 		}
 	}
-	f.bigOrder = orderOf([2]int{6000, 1}, [2]int{6000, 1})
+	f.bigOrder = stacktest.Order([2]int{6000, 1}, [2]int{6000, 1})
 	f.onlyB1 = map[string]any{"items": []any{map[string]any{"product_id": "prod_1", "price": 2000, "quantity": 1}}}
 	return f
 }
@@ -214,7 +214,7 @@ func TestQualificationScenarios(t *testing.T) {
 		}
 	}
 	first := f.qualifyList(t, "PROMOTION_STACKS", "ann", f.bigOrder, nil)["data"].([]any)[0].(map[string]any)
-	if first["object"] != "promotion_stack" || num(first["order"].(map[string]any)["total_discount_amount"]) != 1300 ||
+	if first["object"] != "promotion_stack" || stacktest.Num(first["order"].(map[string]any)["total_discount_amount"]) != 1300 ||
 		len(first["tiers"].(map[string]any)["ids"].([]any)) != 2 || len(first["result"].(map[string]any)["promotion_tiers"].([]any)) != 2 {
 		t.Errorf("a qualified stack: %v", first)
 	}
@@ -306,7 +306,7 @@ func TestQualificationFilters(t *testing.T) {
 	}
 	// Filters and scenarios narrow together; total counts what passes.
 	l := f.qualifyList(t, "CUSTOMER_WALLET", "ann", f.bigOrder, map[string]any{"filters": cond("voucher_type", "$is", []any{"GIFT_VOUCHER"})})
-	if num(l["total"]) != 1 || label(l["data"].([]any)[0].(map[string]any)) != "W-GIFT" {
+	if stacktest.Num(l["total"]) != 1 || label(l["data"].([]any)[0].(map[string]any)) != "W-GIFT" {
 		t.Errorf("wallet's gift cards: %v", l)
 	}
 
@@ -362,11 +362,11 @@ func TestQualificationExpand(t *testing.T) {
 	}
 	asg := got["Gold"]["validation_rules_assignments"].(map[string]any)
 	data := asg["data"].([]any)
-	if num(asg["total"]) != 1 || len(data) != 1 || data[0].(map[string]any)["rule_id"] != f.goldRule ||
+	if stacktest.Num(asg["total"]) != 1 || len(data) != 1 || data[0].(map[string]any)["rule_id"] != f.goldRule ||
 		data[0].(map[string]any)["related_object_id"] != f.gold || data[0].(map[string]any)["validation_status"] != "VALID" {
 		t.Errorf("Gold's assignments: %v", asg)
 	}
-	if p := got["W-PLAIN"]["validation_rules_assignments"].(map[string]any); num(p["total"]) != 0 {
+	if p := got["W-PLAIN"]["validation_rules_assignments"].(map[string]any); stacktest.Num(p["total"]) != 0 {
 		t.Errorf("W-PLAIN's assignments: %v", p)
 	}
 	// A campaign voucher shows its campaign's assignment.
