@@ -21,7 +21,7 @@ import (
 // peerRing is the region's ring of replicas (peerlimit.Limiter).
 type peerRing interface {
 	Take(ctx context.Context, b peerlimit.Bucket, key string, hits int64) peerlimit.Result
-	Peers() []string
+	Size() int
 }
 
 // Leases. A check whose counter another replica owns is a call to it: a
@@ -77,7 +77,7 @@ func (l *limiter) clientCentral(projectID, ip string, lim tenancy.IPLimit) verdi
 			v.remaining, v.reset = ls.remaining+ls.tokens, ls.reset
 			return v
 		}
-		if size := leaseSize(b.Burst, len(l.peers.Peers())); size > 1 && !now.Before(ls.single) {
+		if size := leaseSize(b.Burst, l.peers.Size()); size > 1 && !now.Before(ls.single) {
 			if r := l.peers.Take(context.Background(), b, key, size); r.Allowed {
 				ls.tokens, ls.until, ls.remaining, ls.reset = size-1, now.Add(leaseLife), r.Remaining, r.Reset
 				v.remaining, v.reset = r.Remaining+ls.tokens, r.Reset

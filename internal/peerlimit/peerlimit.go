@@ -270,6 +270,10 @@ func (l *Limiter) Ready() error {
 	return nil
 }
 
+// Size is how many replicas this replica's ring holds, itself included,
+// without listing them.
+func (l *Limiter) Size() int { return int(max(l.ringSize.Load(), 1)) }
+
 // Peers is the ring as this replica sees it.
 func (l *Limiter) Peers() []string {
 	var out []string
