@@ -52,7 +52,7 @@ type credentialsStep struct {
 func (s credentialsStep) serve(c echo.Context, x *call, next handler) error {
 	req := c.Request()
 	var err error
-	switch _, hasBearer := bearer(req); {
+	switch token, hasBearer := bearer(req); {
 	case x.surface.api == apiManagement:
 		err = s.management(req, x)
 	case x.surface.api == apiOAuth:
@@ -60,7 +60,7 @@ func (s credentialsStep) serve(c echo.Context, x *call, next handler) error {
 	case x.surface.file && !hasBearer && req.Header.Get("X-App-Id") == "" && req.URL.Query().Has("token"):
 		err = s.link(req, x)
 	case hasBearer:
-		err = s.bearer(req, x)
+		err = s.bearer(req, x, token)
 	case x.surface.api == apiClient:
 		err = s.key(req, x, tenancy.KeyClient, req.Header.Get("X-Client-Application-Id"), req.Header.Get("X-Client-Token"),
 			"Send a client-side key's X-Client-Application-Id and X-Client-Token headers.")
@@ -114,8 +114,7 @@ func (s credentialsStep) link(req *http.Request, x *call) error {
 	return nil
 }
 
-func (s credentialsStep) bearer(req *http.Request, x *call) error {
-	token, _ := bearer(req)
+func (s credentialsStep) bearer(req *http.Request, x *call, token string) error {
 	k, p, t, err := s.keys.Bearer(req.Context(), token)
 	if errors.Is(err, tenancy.ErrBadCredentials) {
 		return invalidToken()
