@@ -1,11 +1,10 @@
 // Package engine is the promotion engine's hot path: stackable validation
 // (POST /v1/validations) and redemption (POST /v1/redemptions) of discount
 // vouchers, gift cards, loyalty cards paying with a reward and promotion
-// tiers against an order and a customer, their rollback (POST
-// /v1/redemptions/{id}/rollback[s]), the redemptions' list and reads (GET
-// /v1/redemptions[/{id}], loyalty reward redemptions handed over to
-// regional/redemptions), and the release of LOCK sessions (DELETE
-// /v1/vouchers/{code}/sessions/{key}).
+// tiers against an order and a customer, and the release of LOCK sessions
+// (DELETE /v1/vouchers/{code}/sessions/{key}). What it redeemed is stored,
+// read, listed and rolled back (POST /v1/redemptions/{id}/rollback[s]) by
+// regional/engine/stacked, which it mounts beside its own routes.
 //
 // A request names up to the stacking rules' limit of redeemables. Each is
 // resolved (resolve.go: its voucher or tier read in one batch) and judged

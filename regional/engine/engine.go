@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/engine/stacked"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/redemptions"
@@ -26,8 +27,6 @@ var tracer = otel.Tracer("github.com/tallyhq/tally/regional/engine")
 const (
 	EventRedemptionSucceeded = "redemption.succeeded"
 	EventRedemptionFailed    = "redemption.failed"
-	EventRollbackSucceeded   = "redemption.rollback.succeeded"
-	EventRollbackFailed      = "redemption.rollback.failed"
 	EventValidationSucceeded = "voucher.validation.succeeded"
 	EventValidationFailed    = "voucher.validation.failed"
 )
@@ -53,6 +52,7 @@ type Engine struct {
 	rules     *validation.Service
 	tiers     Tiers
 	referrals Referrals // nil until UseReferrals
+	stacked   *stacked.Service
 }
 
 // Referrals converts customerID, the customer of a redemption, through the
@@ -67,7 +67,10 @@ type Referrals func(ctx context.Context, tx pgx.Tx, projectID, code, customerID,
 func (e *Engine) UseReferrals(fn Referrals) { e.referrals = fn }
 
 // New returns the engine.
-func New(d Deps) *Engine { return &Engine{Deps: d, pool: d.Pool, rules: d.Rules} }
+func New(d Deps) *Engine {
+	return &Engine{Deps: d, pool: d.Pool, rules: d.Rules, stacked: stacked.New(stacked.Deps{Pool: d.Pool, Events: d.Events,
+		Vouchers: d.Vouchers, Redemptions: d.Redemptions, Clock: d.Clock})}
+}
 
 // UseTiers gives the engine the promotion tiers it validates; without it
 // a promotion_tier redeemable is not found.

@@ -11,6 +11,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/engine/stacked"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/rules"
@@ -289,7 +290,7 @@ func intersect(a, b []int) []int {
 
 // counts are the successful redemptions the rules count, for each of the
 // ruled candidates: of its object by the customer, in its campaign, and in
-// its campaign today; read in one query.
+// its campaign today; read in one query (regional/engine/stacked).
 func (e *Engine) counts(ctx context.Context, q db.Querier, projectID string, ruled map[*Candidate][]string, cust *customers.Customer,
 	now time.Time) (func(*Candidate) rules.RedemptionCounts, error) {
 	custID := ""
@@ -303,38 +304,15 @@ func (e *Engine) counts(ctx context.Context, q db.Querier, projectID string, rul
 			campaigns = append(campaigns, id)
 		}
 	}
-	day := now.UTC().Truncate(24 * time.Hour)
-	// Two index reads (by object, by campaign) rather than one OR, which
-	// would read the whole table; UNION drops the rows both find.
-	rows, err := q.Query(ctx, `SELECT COALESCE(object_id, ''), COALESCE(campaign_id, ''), customer_id = $2 AND customer_id <> '', created_at >= $3, count(*)
-		FROM (SELECT id, object_id, campaign_id, customer_id, created_at FROM stacked_redemptions
-				WHERE project_id = $1 AND object_id = ANY($4::TEXT[]) AND parent_id IS NOT NULL AND result = 'SUCCESS' AND status = 'SUCCEEDED'
-			UNION SELECT id, object_id, campaign_id, customer_id, created_at FROM stacked_redemptions
-				WHERE project_id = $1 AND campaign_id = ANY($5::TEXT[]) AND parent_id IS NOT NULL AND result = 'SUCCESS' AND status = 'SUCCEEDED') AS r
-		GROUP BY 1, 2, 3, 4`, projectID, custID, day, objects, campaigns)
+	n, err := stacked.CountForRules(ctx, q, projectID, custID, objects, campaigns, now.UTC().Truncate(24*time.Hour))
 	if err != nil {
 		return nil, err
 	}
-	mine, perCampaign, today := map[string]int64{}, map[string]int64{}, map[string]int64{}
-	var obj, camp string
-	var isMine *bool
-	var isToday bool
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&obj, &camp, &isMine, &isToday, &n}, func() error {
-		if isMine != nil && *isMine {
-			mine[obj] += n
-		}
-		perCampaign[camp] += n
-		if isToday {
-			today[camp] += n
-		}
-		return nil
-	})
 	return func(c *Candidate) rules.RedemptionCounts {
 		cid := c.CampaignID()
 		if cid == "" {
-			return rules.RedemptionCounts{PerCustomer: mine[c.ObjectID()]}
+			return rules.RedemptionCounts{PerCustomer: n.ByCustomer[c.ObjectID()]}
 		}
-		return rules.RedemptionCounts{PerCustomer: mine[c.ObjectID()], PerCampaign: perCampaign[cid], PerDay: today[cid]}
-	}, err
+		return rules.RedemptionCounts{PerCustomer: n.ByCustomer[c.ObjectID()], PerCampaign: n.PerCampaign[cid], PerDay: n.PerDay[cid]}
+	}, nil
 }

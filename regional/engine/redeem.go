@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/engine/calc"
+	"github.com/tallyhq/tally/regional/engine/stacked"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -112,7 +113,7 @@ func customerRef(c *customers.Customer) map[string]any {
 // records are the redemptions of an outcome: the parent and one child per
 // redeemable, each with the view the API answers.
 func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, orderView *calc.OrderView, now time.Time,
-	result, status string) (Redemption, []Redemption) {
+	result, status string) (stacked.Redemption, []stacked.Redemption) {
 	parentID := ids.New("r_")
 	var custID *string
 	if cust != nil && cust.ID != "" {
@@ -128,7 +129,7 @@ func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, order
 			"tracking_id": r.TrackingID, "metadata": meta, "result": result, "status": status, "order": orderView,
 			"channel": map[string]any{"channel_type": "API", "channel_id": nil}, "customer": customerRef(cust)}
 	}
-	var kids []Redemption
+	var kids []stacked.Redemption
 	var related []any
 	var total int64
 	for i, c := range o.cs {
@@ -138,7 +139,7 @@ func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, order
 		id := ids.New("r_")
 		v := base(id)
 		v["redemption"] = parentID
-		x := Redemption{ID: id, ParentID: &parentID, ObjectType: c.req.Object, CustomerID: custID, OrderID: orderID,
+		x := stacked.Redemption{ID: id, ParentID: &parentID, ObjectType: c.req.Object, CustomerID: custID, OrderID: orderID,
 			TrackingID: r.TrackingID, Result: result, Status: status, View: v, CreatedAt: now}
 		oid := c.ObjectID()
 		if oid != "" {
@@ -191,7 +192,7 @@ func (e *Engine) records(r *Request, o *outcome, cust *customers.Customer, order
 	pv["redemption"], pv["amount"] = nil, total
 	pv["related_object_type"], pv["related_object_id"] = "redemption", parentID
 	pv["related_redemptions"] = map[string]any{"redemptions": related, "rollbacks": []any{}}
-	parent := Redemption{ID: parentID, ObjectType: "redemption", CustomerID: custID, OrderID: orderID, TrackingID: r.TrackingID,
+	parent := stacked.Redemption{ID: parentID, ObjectType: "redemption", CustomerID: custID, OrderID: orderID, TrackingID: r.TrackingID,
 		Result: result, Status: status, Amount: total, View: pv, CreatedAt: now}
 	if result == "FAILURE" {
 		code := *kids[firstFailed(o)].FailureCode
@@ -216,7 +217,7 @@ func (e *Engine) storeFailure(ctx context.Context, tx pgx.Tx, projectID string, 
 	cust *customers.Customer, now time.Time) error {
 	parent, kids := e.records(r, o, cust, o.order, now, "FAILURE", "FAILED")
 	b := &pgx.Batch{}
-	if err := queueInsert(b, projectID, append([]Redemption{parent}, kids...)); err != nil {
+	if err := stacked.QueueInsert(b, projectID, append([]stacked.Redemption{parent}, kids...)); err != nil {
 		return err
 	}
 	if err := e.queueEvents(ctx, b, projectID, EventRedemptionFailed, kids); err != nil {
@@ -225,7 +226,7 @@ func (e *Engine) storeFailure(ctx context.Context, tx pgx.Tx, projectID string, 
 	return tx.SendBatch(ctx, b).Close()
 }
 
-func (e *Engine) queueEvents(ctx context.Context, b *pgx.Batch, projectID, event string, rs []Redemption) error {
+func (e *Engine) queueEvents(ctx context.Context, b *pgx.Batch, projectID, event string, rs []stacked.Redemption) error {
 	if e.Events == nil {
 		return nil
 	}
@@ -309,7 +310,7 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	if len(held) > 0 {
 		queueEndSessions(b, projectID, held, key, now)
 	}
-	if err := queueInsert(b, projectID, append([]Redemption{parent}, kids...)); err != nil {
+	if err := stacked.QueueInsert(b, projectID, append([]stacked.Redemption{parent}, kids...)); err != nil {
 		return nil, false, err
 	}
 	if err := e.queueEvents(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
@@ -341,7 +342,7 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 // refused by check), in the redemption's transaction, as a custom event
 // converts: once per referee and program. A rollback of the redemption
 // leaves the conversion standing (README: Referral programs).
-func (e *Engine) convertReferees(ctx context.Context, tx pgx.Tx, projectID string, o *outcome, kids []Redemption,
+func (e *Engine) convertReferees(ctx context.Context, tx pgx.Tx, projectID string, o *outcome, kids []stacked.Redemption,
 	cust *customers.Customer) error {
 	if e.referrals == nil || cust == nil || cust.ID == "" {
 		return nil

@@ -1,8 +1,7 @@
-package engine
+package stacked
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -31,18 +30,18 @@ func alreadyRolledBack(id string) error {
 // /v1/redemptions/{id}/rollback), restoring the vouchers' counts and the
 // gift credits (CREDITS_REFUND), in one transaction. A redemption is
 // rolled back once; a parent is ROLLED_BACK when all its children are.
-// errNotStacked says id is none of the engine's (a loyalty redemption's).
-func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptions.RollbackRequest, whole bool) (_ map[string]any, err error) {
-	ctx, span := tracer.Start(ctx, "engine.Rollback")
+// errNotStacked says id is none of these (a loyalty redemption's).
+func (s *Service) Rollback(ctx context.Context, projectID, id string, r redemptions.RollbackRequest, whole bool) (_ map[string]any, err error) {
+	ctx, span := tracer.Start(ctx, "stacked.Rollback")
 	defer telemetry.End(span, &err)
 	var out map[string]any
 	var refused *Redemption // a redemption whose rollback is refused
 	defer func() {
-		if refused != nil && err != nil && e.Events != nil {
-			err = errors.Join(err, e.rollbackFailed(ctx, projectID, *refused, r, err))
+		if refused != nil && err != nil && s.Events != nil {
+			err = errors.Join(err, s.rollbackFailed(ctx, projectID, *refused, r, err))
 		}
 	}()
-	err = db.InTxReadCommitted(ctx, e.pool, func(tx pgx.Tx) error {
+	err = db.InTxReadCommitted(ctx, s.Pool, func(tx pgx.Tx) error {
 		refused = nil
 		x, parent, kids, err := lockFamily(ctx, tx, projectID, id)
 		if errors.Is(err, db.ErrNotFound) {
@@ -68,7 +67,7 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 			refused = &x
 			return alreadyRolledBack(id)
 		}
-		now := e.Now()
+		now := s.now()
 		b := &pgx.Batch{}
 		var views []any
 		var stock []string
@@ -79,7 +78,7 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 			if t.Status != "SUCCEEDED" {
 				continue
 			}
-			v, reward, err := e.undo(ctx, tx, b, projectID, t, r, now)
+			v, reward, err := s.undo(ctx, tx, b, projectID, t, r, now)
 			if err != nil {
 				return err
 			}
@@ -102,7 +101,7 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 		if parent != nil && !standing {
 			rb := ids.New("rr_")
 			pv := rollbackView(rb, *parent, r, now, parent.Amount)
-			b.Queue(`UPDATE stacked_redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, parent.ID)
+			markRolledBack(b, projectID, parent.ID)
 			if err := queueRollback(b, projectID, rb, parent.ID, nil, pv, now); err != nil {
 				return err
 			}
@@ -120,19 +119,19 @@ func (e *Engine) Rollback(ctx context.Context, projectID, id string, r redemptio
 // of x (refusal is the error answered), in a transaction of its own: the
 // refused one wrote nothing. Its object is the rollback as it would have
 // been, FAILURE with the refusal's key and details.
-func (e *Engine) rollbackFailed(ctx context.Context, projectID string, x Redemption, r redemptions.RollbackRequest, refusal error) error {
+func (s *Service) rollbackFailed(ctx context.Context, projectID string, x Redemption, r redemptions.RollbackRequest, refusal error) error {
 	var ae *apierr.Error
 	if !errors.As(refusal, &ae) {
 		return nil
 	}
 	rb := ids.New("rr_")
-	v := rollbackView(rb, x, r, e.Now(), 0)
+	v := rollbackView(rb, x, r, s.now(), 0)
 	v["result"], v["status"], v["failure_code"], v["failure_message"] = "FAILURE", "FAILED", ae.Key, ae.Details
-	return e.Events.Emit(ctx, e.pool, projectID, EventRollbackFailed, rb, map[string]any{"redemption_rollback": v})
+	return s.Events.Emit(ctx, s.Pool, projectID, EventRollbackFailed, rb, map[string]any{"redemption_rollback": v})
 }
 
 // byCode orders redemptions by the code of what they redeemed, the order
-// in which a redemption locks vouchers and cards (Engine.resolve); those of
+// in which a redemption locks vouchers and cards (the engine's resolve); those of
 // promotion tiers, which lock nothing, come first.
 func byCode(rs []Redemption) []Redemption {
 	out := append([]Redemption(nil), rs...)
@@ -150,7 +149,7 @@ func byCode(rs []Redemption) []Redemption {
 // credits, or its card's points, its status, and its rollback record,
 // answered; reward is the reward whose unit goes back to its stock (the
 // caller queues that last).
-func (e *Engine) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, t Redemption, r redemptions.RollbackRequest,
+func (s *Service) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, t Redemption, r redemptions.RollbackRequest,
 	now time.Time) (_ map[string]any, reward string, _ error) {
 	rb := ids.New("rr_")
 	v := rollbackView(rb, t, r, now, t.Amount)
@@ -162,7 +161,7 @@ func (e *Engine) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID st
 				ref["source_id"] = o["source_id"]
 			}
 		}
-		card, err := e.Redemptions.Refund(ctx, tx, b, projectID, *k, t.ID, rb, r.Reason, ref, now)
+		card, err := s.Redemptions.Refund(ctx, tx, b, projectID, *k, t.ID, rb, r.Reason, ref, now)
 		if err != nil {
 			return nil, "", err
 		}
@@ -179,7 +178,7 @@ func (e *Engine) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID st
 			vouchers.QueueRedeemed(b, projectID, f.ID, -1, now)
 			f.Redeemed--
 			if t.GiftAmount > 0 && f.Attrs.Gift != nil {
-				if _, err := e.Vouchers.QueueCredits(ctx, b, projectID, &f.Voucher, t.GiftAmount, loyalty.CreditsRefund, &rb, now); err != nil {
+				if _, err := s.Vouchers.QueueCredits(ctx, b, projectID, &f.Voucher, t.GiftAmount, loyalty.CreditsRefund, &rb, now); err != nil {
 					return nil, "", err
 				}
 				v["gift"] = map[string]any{"amount": t.GiftAmount}
@@ -187,9 +186,9 @@ func (e *Engine) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID st
 			v["voucher"] = f.View()
 		}
 	}
-	b.Queue(`UPDATE stacked_redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, t.ID)
-	if e.Events != nil {
-		if err := e.Events.Queue(ctx, b, projectID, EventRollbackSucceeded, rb, map[string]any{"redemption_rollback": v}); err != nil {
+	markRolledBack(b, projectID, t.ID)
+	if s.Events != nil {
+		if err := s.Events.Queue(ctx, b, projectID, EventRollbackSucceeded, rb, map[string]any{"redemption_rollback": v}); err != nil {
 			return nil, "", err
 		}
 	}
@@ -209,14 +208,4 @@ func rollbackView(id string, x Redemption, r redemptions.RollbackRequest, now ti
 		v["related_object_id"] = x.ID
 	}
 	return v
-}
-
-func queueRollback(b *pgx.Batch, projectID, id, redemptionID string, parentID *string, view map[string]any, now time.Time) error {
-	raw, err := json.Marshal(view)
-	if err != nil {
-		return err
-	}
-	b.Queue(`INSERT INTO stacked_rollbacks (project_id, id, redemption_id, parent_id, view, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		projectID, id, redemptionID, parentID, raw, now)
-	return nil
 }

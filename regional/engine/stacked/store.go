@@ -1,4 +1,4 @@
-package engine
+package stacked
 
 import (
 	"context"
@@ -59,8 +59,8 @@ func scanRedemption(r pgx.Row) (Redemption, error) {
 	return x, json.Unmarshal(view, &x.View)
 }
 
-// queueInsert queues writing redemptions.
-func queueInsert(b *pgx.Batch, projectID string, rs []Redemption) error {
+// QueueInsert queues writing redemptions.
+func QueueInsert(b *pgx.Batch, projectID string, rs []Redemption) error {
 	for _, x := range rs {
 		view, err := json.Marshal(x.View)
 		if err != nil {
@@ -138,6 +138,52 @@ func rollbacksOf(ctx context.Context, q db.Querier, projectID string, ids []stri
 	return out, err
 }
 
+// storedRollback reads a stored rollback's view; db.ErrNotFound when there
+// is none.
+func storedRollback(ctx context.Context, q db.Querier, projectID, id string) (map[string]any, error) {
+	var raw []byte
+	if err := q.QueryRow(ctx, `SELECT view FROM stacked_rollbacks WHERE project_id = $1 AND id = $2`, projectID, id).Scan(&raw); err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	return v, json.Unmarshal(raw, &v)
+}
+
+// markRolledBack queues a redemption's status ROLLED_BACK.
+func markRolledBack(b *pgx.Batch, projectID, id string) {
+	b.Queue(`UPDATE stacked_redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, id)
+}
+
+func queueRollback(b *pgx.Batch, projectID, id, redemptionID string, parentID *string, view map[string]any, now time.Time) error {
+	raw, err := json.Marshal(view)
+	if err != nil {
+		return err
+	}
+	b.Queue(`INSERT INTO stacked_rollbacks (project_id, id, redemption_id, parent_id, view, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		projectID, id, redemptionID, parentID, raw, now)
+	return nil
+}
+
+// listStacked reads the first f.Limit children f admits, and how many it admits.
+func listStacked(ctx context.Context, q db.Querier, projectID string, f redemptions.ListFilter) ([]Redemption, int, error) {
+	dir := "DESC"
+	if f.Asc {
+		dir = "ASC"
+	}
+	where := ` FROM stacked_redemptions
+		WHERE project_id = $1 AND parent_id IS NOT NULL AND ($2 = '' OR result = $2) AND ($3 = '' OR campaign_id = $3)
+			AND ($4 = '' OR customer_id = $4) AND ($5::TIMESTAMPTZ IS NULL OR created_at > $5)
+			AND ($6::TIMESTAMPTZ IS NULL OR created_at < $6)`
+	args := []any{projectID, f.Result, f.CampaignID, f.CustomerID, f.After, f.Before}
+	var total int
+	if err := q.QueryRow(ctx, `SELECT count(*)`+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rs, err := db.Collect(scanRedemption)(q.Query(ctx, `SELECT `+redemptionColumns+where+
+		` ORDER BY created_at `+dir+`, id `+dir+` LIMIT $7`, append(args, f.Limit)...))
+	return rs, total, err
+}
+
 // current is a redemption's view with its current status and rollbacks.
 func current(x Redemption, rollback string) map[string]any {
 	v := map[string]any{}
@@ -156,26 +202,4 @@ func current(x Redemption, rollback string) map[string]any {
 	return v
 }
 
-var errNotStacked = errors.New("engine: not a stacked redemption")
-
-// TierSummary is a promotion tier's successful redemptions and their orders.
-type TierSummary struct {
-	Redeemed       int64
-	OrdersAmount   int64
-	DiscountAmount int64
-}
-
-// TierSummaries count the standing redemptions of promotion tiers, by tier.
-func (e *Engine) TierSummaries(ctx context.Context, projectID string, tierIDs []string) (map[string]TierSummary, error) {
-	out := map[string]TierSummary{}
-	rows, err := e.pool.Query(ctx, `SELECT object_id, count(*), COALESCE(sum((view->'order'->>'amount')::INT8), 0), COALESCE(sum(amount), 0)
-		FROM stacked_redemptions WHERE project_id = $1 AND object_id = ANY($2::TEXT[]) AND result = 'SUCCESS' AND status = 'SUCCEEDED'
-		GROUP BY object_id`, projectID, tierIDs)
-	if err != nil {
-		return nil, err
-	}
-	var id string
-	var s TierSummary
-	_, err = pgx.ForEachRow(rows, []any{&id, &s.Redeemed, &s.OrdersAmount, &s.DiscountAmount}, func() error { out[id] = s; return nil })
-	return out, err
-}
+var errNotStacked = errors.New("stacked: not a stacked redemption")
