@@ -238,8 +238,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.loyalty = loyalty.NewService(pool, events, cust, ord, a.tasks, cfg.Clock)
 	// The loyalty program, and the packages built on it.
 	loyalty.Register(v1, a.loyalty)
-	a.earning = earning.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock)
-	a.earning.UseSchemas(a.resolver.EventSchemas)
+	a.earning = earning.NewService(pool, events, a.loyalty, a.tasks, a.resolver, cfg.Clock)
 	earning.Register(v1, a.earning)
 	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
 	redemptions.Register(v1, red)
@@ -288,7 +287,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	prods := products.NewService(pool, events, a.tasks, a.bin, cfg.Clock)
 	products.Register(v1, prods)
 	bin.Register(v1, a.bin)
-	evs := customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver.EventSchemas, a.tasks, cfg.Clock)
+	evs := customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver, a.tasks, cfg.Clock)
 	evs.UseReferrals(refs.ConvertEvent)
 	customEvents.Register(v1, evs)
 	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock,

@@ -16,12 +16,12 @@ import (
 	"github.com/tallyhq/tally/tenancy"
 )
 
-// Schemas returns a project's custom event schemas (the directory's,
-// through the cached resolver).
-type Schemas func(ctx context.Context, projectID string) ([]tenancy.EventSchema, error)
-
-// UseSchemas lets custom event rules be checked against their schemas.
-func (s *Service) UseSchemas(fn Schemas) { s.schemas = fn }
+// Schemas reads a project's custom event schemas, which custom event rules
+// are checked against: the directory's, through the cached resolver
+// (tenancy.Resolver).
+type Schemas interface {
+	EventSchemas(ctx context.Context, projectID string) ([]tenancy.EventSchema, error)
+}
 
 // customEventRef is a rule's custom_event: the schema its event follows.
 type customEventRef struct {
@@ -45,7 +45,7 @@ func (s *Service) checkCustomEvent(ctx context.Context, projectID string, r Earn
 	if s.schemas == nil {
 		return apierr.Unavailable("Custom event schemas cannot be read on this instance.")
 	}
-	all, err := s.schemas(ctx, projectID)
+	all, err := s.schemas.EventSchemas(ctx, projectID)
 	if err != nil {
 		return err
 	}

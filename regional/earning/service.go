@@ -29,9 +29,11 @@ type Service struct {
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
 // NewService returns the earning service, plugs it into the program prog
-// and registers the accrual of paid orders in reg.
-func NewService(pool *db.Pool, events loyalty.Events, prog *loyalty.Service, reg *async.Registry, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, events: events, prog: prog, clock: clk}
+// and registers the accrual of paid orders in reg. schemas may be nil: then
+// custom event rules are refused as unavailable.
+func NewService(pool *db.Pool, events loyalty.Events, prog *loyalty.Service, reg *async.Registry, schemas Schemas,
+	clk *clock.Clock) *Service {
+	s := &Service{pool: pool, events: events, prog: prog, clock: clk, schemas: schemas}
 	prog.UseEarning(s)
 	// An accrual locks its customer's cards, in card id order.
 	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {

@@ -46,7 +46,7 @@ type Service struct {
 	customers *customers.Service
 	loyalty   *loyalty.Service
 	earning   *earning.Service
-	schemas   earning.Schemas
+	schemas   Schemas
 	tasks     *async.Registry
 	clock     *clock.Clock
 	referrals Referrals // nil until UseReferrals
@@ -68,12 +68,19 @@ type Referral struct {
 // and refuses the event with a 4xx (the referrer's own code, say).
 type Referrals func(ctx context.Context, tx pgx.Tx, projectID string, r Referral) (any, error)
 
+// Schemas reads a project's custom event schemas, which events are
+// validated against: the directory's, through the cached resolver
+// (tenancy.Resolver).
+type Schemas interface {
+	EventSchemas(ctx context.Context, projectID string) ([]tenancy.EventSchema, error)
+}
+
 // UseReferrals lets events with a referral convert referees.
 func (s *Service) UseReferrals(fn Referrals) { s.referrals = fn }
 
 // NewService makes the service and registers its tasks.
 func NewService(pool *db.Pool, hooks *webhooks.Service, cust *customers.Service, loy *loyalty.Service, earn *earning.Service,
-	schemas earning.Schemas, tasks *async.Registry, clk *clock.Clock) *Service {
+	schemas Schemas, tasks *async.Registry, clk *clock.Clock) *Service {
 	s := &Service{pool: pool, hooks: hooks, customers: cust, loyalty: loy, earning: earn, schemas: schemas, tasks: tasks, clock: clk}
 	// An accrual locks its customer's cards in card id order, or the one
 	// card loyalty.code named. The tasks of a batch, which share a
@@ -157,7 +164,7 @@ func (s *Service) check(ctx context.Context, projectID string, r *Request) (tena
 			}
 		}
 	}
-	all, err := s.schemas(ctx, projectID)
+	all, err := s.schemas.EventSchemas(ctx, projectID)
 	if err != nil {
 		return tenancy.EventSchema{}, err
 	}
