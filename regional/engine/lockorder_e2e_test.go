@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,88 +15,6 @@ func lockAPI(t *testing.T) (stacktest.API, func() int) {
 	e := stacktest.Start(t, stacktest.Options{PrivateClusters: []string{"api"}})
 	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	return a, func() int { return e.Servers["api"].Deadlocks(t) }
-}
-
-type answer struct {
-	status  int
-	key     string
-	body    map[string]any
-	elapsed time.Duration
-}
-
-// concurrently runs every request of reqs at once and answers each one's
-// status, error key and time.
-func concurrently(a stacktest.API, reqs []func() stacktest.Resp) []answer {
-	out := make([]answer, len(reqs))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, req := range reqs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			t0 := time.Now()
-			r := req()
-			out[i] = answer{status: r.Status, elapsed: time.Since(t0)}
-			if len(r.Body) > 0 {
-				out[i].body = r.JSON(a.T)
-				out[i].key, _ = out[i].body["key"].(string)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return out
-}
-
-// The reproducer of issue 32: 30 rollbacks at once, 15 of each child of
-// one stacked redemption (a discount voucher and gift credits). The
-// child's rollback locked the child before its parent's family, so two
-// siblings locked in opposite orders: each pair deadlocked (a second of
-// detection, then a retry), 30 at once piled up for a minute and starved
-// the cluster. Now every answer comes within 5 s, exactly one rollback of
-// each child succeeds, and the database detects no deadlock.
-func TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce(t *testing.T) {
-	t.Parallel()
-	a, deadlocks := lockAPI(t)
-	a.Voucher("TEN", stacktest.PercentOff(10))
-	a.Voucher("GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 100000}})
-	r := a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("TEN", "GIFT"), "order": stacktest.Order([2]int{10000, 1})})
-	kids := r["redemptions"].([]any)
-	c1, c2 := kids[0].(map[string]any)["id"].(string), kids[1].(map[string]any)["id"].(string)
-	var reqs []func() stacktest.Resp
-	for i := range 30 {
-		id := []string{c1, c2}[i%2]
-		reqs = append(reqs, func() stacktest.Resp { return a.Do("POST", "/v1/redemptions/"+id+"/rollback", map[string]any{}) })
-	}
-	ok := map[int]int{}
-	for i, x := range concurrently(a, reqs) {
-		if x.elapsed > 5*time.Second {
-			t.Errorf("rollback %d answered after %v", i, x.elapsed)
-		}
-		switch {
-		case x.status == 200:
-			ok[i%2]++
-		case x.status == 400 && x.key == "already_rolled_back":
-		default:
-			t.Errorf("rollback %d: %d %s", i, x.status, x.key)
-		}
-	}
-	if ok[0] != 1 || ok[1] != 1 {
-		t.Fatalf("successful rollbacks per child: %v, want one each", ok)
-	}
-	if g := a.OK("GET", "/v1/vouchers/GIFT", nil); stacktest.Num(g["gift"].(map[string]any)["balance"]) != 100000 {
-		t.Fatalf("gift balance after the rollback: %v", g["gift"])
-	}
-	if v := a.OK("GET", "/v1/vouchers/TEN", nil); stacktest.Num(v["redemption"].(map[string]any)["redeemed_quantity"]) != 0 {
-		t.Fatalf("TEN after the rollback: %v", v["redemption"])
-	}
-	if p := a.OK("GET", "/v1/redemptions/"+r["parent_redemption"].(map[string]any)["id"].(string), nil); p["status"] != "ROLLED_BACK" {
-		t.Fatalf("parent after both children's rollbacks: %v", p["status"])
-	}
-	if n := deadlocks(); n != 0 {
-		t.Fatalf("the database detected %d deadlocks", n)
-	}
 }
 
 // Every pair of writers that lock more than one row of a family, at once
@@ -179,15 +96,15 @@ func TestLockOrderHoldsForEveryPairOfWriters(t *testing.T) {
 		)
 	}
 	var standing []string
-	for i, x := range concurrently(a, reqs) {
+	for i, x := range stacktest.Concurrently(a, reqs) {
 		switch {
-		case x.status >= 500 || x.status == 0:
-			t.Errorf("request %d (kind %d): %d %s after %v", i, i%7, x.status, x.key, x.elapsed)
-		case i%7 == 0 && x.status == 200:
-			standing = append(standing, x.body["parent_redemption"].(map[string]any)["id"].(string))
-		case (i%7 == 1 || i%7 == 2) && x.status == 400 && x.key == "already_rolled_back":
-		case x.status != 200 && x.status != 204 && !(i%7 == 5 && x.key == "no_voucher_suitable_for_publication"):
-			t.Errorf("request %d (kind %d): %d %s", i, i%7, x.status, x.key)
+		case x.Status >= 500 || x.Status == 0:
+			t.Errorf("request %d (kind %d): %d %s after %v", i, i%7, x.Status, x.Key, x.Elapsed)
+		case i%7 == 0 && x.Status == 200:
+			standing = append(standing, x.Body["parent_redemption"].(map[string]any)["id"].(string))
+		case (i%7 == 1 || i%7 == 2) && x.Status == 400 && x.Key == "already_rolled_back":
+		case x.Status != 200 && x.Status != 204 && !(i%7 == 5 && x.Key == "no_voucher_suitable_for_publication"):
+			t.Errorf("request %d (kind %d): %d %s", i, i%7, x.Status, x.Key)
 		}
 	}
 	// Every stack made first is rolled back whole; those made meanwhile
