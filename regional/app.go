@@ -287,9 +287,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	prods := products.NewService(pool, events, a.tasks, a.bin, cfg.Clock)
 	products.Register(v1, prods)
 	bin.Register(v1, a.bin)
-	evs := customEvents.NewService(pool, events, cust, a.loyalty, a.earning, a.resolver, a.tasks, cfg.Clock)
-	evs.UseReferrals(refs.ConvertEvent)
-	customEvents.Register(v1, evs)
+	customEvents.Register(v1, customEvents.NewService(customEvents.Deps{Pool: pool, Webhooks: events, Customers: cust,
+		Loyalty: a.loyalty, Earning: a.earning, Schemas: a.resolver, Referrals: refs, Tasks: a.tasks, Clock: cfg.Clock}))
 	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock,
 		dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious), exports.Options{
 			PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})

@@ -49,7 +49,7 @@ type Service struct {
 	schemas   Schemas
 	tasks     *async.Registry
 	clock     *clock.Clock
-	referrals Referrals // nil until UseReferrals
+	referrals Referrals // nil: events convert no referee
 }
 
 // Referral is what an event tells of a referral conversion: the event and
@@ -63,10 +63,12 @@ type Referral struct {
 }
 
 // Referrals converts an event's referral in the event's transaction
-// (regional/referrals): it answers the activity's referral object
+// (regional/referrals): ConvertEvent answers the activity's referral object
 // ({referrer, voucher, campaign}) or nil when the event converted nothing,
 // and refuses the event with a 4xx (the referrer's own code, say).
-type Referrals func(ctx context.Context, tx pgx.Tx, projectID string, r Referral) (any, error)
+type Referrals interface {
+	ConvertEvent(ctx context.Context, tx pgx.Tx, projectID string, r Referral) (any, error)
+}
 
 // Schemas reads a project's custom event schemas, which events are
 // validated against: the directory's, through the cached resolver
@@ -75,19 +77,29 @@ type Schemas interface {
 	EventSchemas(ctx context.Context, projectID string) ([]tenancy.EventSchema, error)
 }
 
-// UseReferrals lets events with a referral convert referees.
-func (s *Service) UseReferrals(fn Referrals) { s.referrals = fn }
+// Deps are what the service reads and writes through.
+type Deps struct {
+	Pool      *db.Pool
+	Webhooks  *webhooks.Service
+	Customers *customers.Service
+	Loyalty   *loyalty.Service
+	Earning   *earning.Service
+	Schemas   Schemas
+	Referrals Referrals // nil: events convert no referee
+	Tasks     *async.Registry
+	Clock     *clock.Clock
+}
 
 // NewService makes the service and registers its tasks.
-func NewService(pool *db.Pool, hooks *webhooks.Service, cust *customers.Service, loy *loyalty.Service, earn *earning.Service,
-	schemas Schemas, tasks *async.Registry, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, hooks: hooks, customers: cust, loyalty: loy, earning: earn, schemas: schemas, tasks: tasks, clock: clk}
+func NewService(d Deps) *Service {
+	s := &Service{pool: d.Pool, hooks: d.Webhooks, customers: d.Customers, loyalty: d.Loyalty, earning: d.Earning,
+		schemas: d.Schemas, referrals: d.Referrals, tasks: d.Tasks, clock: d.Clock}
 	// An accrual locks its customer's cards in card id order, or the one
 	// card loyalty.code named. The tasks of a batch, which share a
 	// transaction, run by holder and then card, so every batch takes the
 	// locks in the same order (holder, card): a task for a customer's cards
 	// sorts before one for a single card of theirs.
-	tasks.HandleTx(KindAccrue, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
+	s.tasks.HandleTx(KindAccrue, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
 		var ev earning.CustomEvent
 		_ = json.Unmarshal(t.Payload, &ev)
 		if ev.CardID != "" {
@@ -95,10 +107,10 @@ func NewService(pool *db.Pool, hooks *webhooks.Service, cust *customers.Service,
 		}
 		return ev.CustomerID
 	}})
-	tasks.HandleJob(BulkAction, s.bulk)
+	s.tasks.HandleJob(BulkAction, s.bulk)
 	// A customer's events and activity hold their personal data: they go
 	// with the customer.
-	cust.OnDelete(func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
+	s.customers.OnDelete(func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
 		b := &pgx.Batch{}
 		b.Queue(`DELETE FROM customer_activities WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
 		b.Queue(`DELETE FROM custom_events WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
@@ -351,7 +363,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 		referral = map[string]any{"code": r.Referral.Code, "referrer_id": r.Referral.ReferrerID}
 		referralView = referral
 		if s.referrals != nil {
-			if converted, err = s.referrals(ctx, tx, projectID, Referral{Code: r.Referral.Code, ReferrerID: r.Referral.ReferrerID,
+			if converted, err = s.referrals.ConvertEvent(ctx, tx, projectID, Referral{Code: r.Referral.Code, ReferrerID: r.Referral.ReferrerID,
 				CustomerID: cust.ID, EventID: v.ID, EventType: v.Type, SchemaID: sc.ID, SchemaName: sc.Name, Metadata: meta,
 				CreatedAt: now}); err != nil {
 				return nil, err
