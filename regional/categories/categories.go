@@ -6,7 +6,8 @@
 // A voucher keeps its category's id and reads the category through a join
 // (Columns, Nullable), so that it reads a renamed category renamed and a
 // deleted one as none; what keeps a copy (a campaign's attrs) is told of
-// a rename or a deletion in the same transaction (Follow).
+// a rename or a deletion in the same transaction (a Follower, given to
+// NewService).
 package categories
 
 import (
@@ -109,11 +110,11 @@ type Service struct {
 	follow []Follower
 }
 
-// NewService returns the category service.
-func NewService(pool *db.Pool, clk *clock.Clock) *Service { return &Service{pool: pool, clock: clk} }
-
-// Follow adds f to what a rename or a deletion tells.
-func (s *Service) Follow(f Follower) { s.follow = append(s.follow, f) }
+// NewService returns the category service; a rename or a deletion tells
+// each of follow.
+func NewService(pool *db.Pool, clk *clock.Clock, follow ...Follower) *Service {
+	return &Service{pool: pool, clock: clk, follow: follow}
+}
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
 
