@@ -97,7 +97,35 @@ func benchEngine(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglo
 	var r engineResult
 	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	fmt.Fprintln(os.Stderr, "bench: engine: campaigns and vouchers")
-	// Enough distinct vouchers for every redemption the section makes.
+	f, err := engineSetup(c, d)
+	if err != nil {
+		return r, err
+	}
+	if err := f.stacked(&r, stack, p, d); err != nil {
+		return r, err
+	}
+	if err := f.qualifications(&r, d, profile); err != nil {
+		return r, err
+	}
+	return r, f.saturation(&r, srv, d)
+}
+
+// engineFixture is what the engine section sets up before it measures:
+// the vouchers of its campaigns (each redeemed once at most), the rule on
+// the order, and the order's items.
+type engineFixture struct {
+	c                        client
+	rule                     map[string]any
+	amounts, percents, gifts []string
+	sats                     []string
+	items                    []any
+	next                     atomic.Int64 // the stacks' next vouchers
+}
+
+// engineSetup makes the section's campaigns and reads their codes: enough
+// distinct vouchers for every redemption the section makes.
+func engineSetup(c client, d time.Duration) (*engineFixture, error) {
+	f := &engineFixture{c: c}
 	perRun := int(200*(d+3*time.Second)/time.Second) + 100
 	satN := 60_000
 	campaign := func(name, typ string, n int, voucher map[string]any) (string, error) {
@@ -115,85 +143,126 @@ func benchEngine(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglo
 	amountID, err := campaign("Engine amounts", "DISCOUNT_COUPONS", perRun*2, map[string]any{"type": "DISCOUNT_VOUCHER",
 		"discount": map[string]any{"type": "AMOUNT", "amount_off": 500, "effect": "APPLY_TO_ITEMS_PROPORTIONALLY"}})
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	percentID, err := campaign("Engine percents", "DISCOUNT_COUPONS", perRun*2, map[string]any{"type": "DISCOUNT_VOUCHER",
 		"discount": map[string]any{"type": "PERCENT", "percent_off": 10, "amount_limit": 2000}})
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	giftID, err := campaign("Engine gifts", "GIFT_VOUCHERS", perRun*2, map[string]any{"type": "GIFT_VOUCHER",
 		"gift": map[string]any{"amount": 100_000}})
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	satID, err := campaign("Engine saturation", "DISCOUNT_COUPONS", satN, map[string]any{"type": "DISCOUNT_VOUCHER",
 		"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "redemption": map[string]any{"quantity": 1}})
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	// The percent campaign's vouchers carry a validation rule on the order.
-	rule, err := c.must("POST", "/v1/validation-rules", map[string]any{"name": "engine bench", "type": "advanced",
-		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{1000}}}, "logic": "1"}})
-	if err != nil {
-		return r, err
+	if f.rule, err = c.must("POST", "/v1/validation-rules", map[string]any{"name": "engine bench", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{1000}}}, "logic": "1"}}); err != nil {
+		return nil, err
 	}
-	if _, err := c.must("POST", "/v1/validation-rules/"+rule["id"].(string)+"/assignments",
+	if _, err := c.must("POST", "/v1/validation-rules/"+f.rule["id"].(string)+"/assignments",
 		map[string]any{"related_object_type": "campaign", "related_object_id": percentID}); err != nil {
-		return r, err
+		return nil, err
 	}
-	var amounts, percents, gifts, sats []string
 	for _, x := range []struct {
 		id  string
 		n   int
 		dst *[]string
-	}{{amountID, perRun * 2, &amounts}, {percentID, perRun * 2, &percents}, {giftID, perRun * 2, &gifts}, {satID, satN, &sats}} {
+	}{{amountID, perRun * 2, &f.amounts}, {percentID, perRun * 2, &f.percents}, {giftID, perRun * 2, &f.gifts}, {satID, satN, &f.sats}} {
 		if *x.dst, err = codesOf(c, x.id, x.n); err != nil {
-			return r, err
+			return nil, err
 		}
 	}
-	items := make([]any, 10)
-	for i := range items {
-		items[i] = map[string]any{"product_id": fmt.Sprintf("prod_bench_%d", i), "quantity": 1 + i%3, "price": 1500 + 250*i}
+	f.items = make([]any, 10)
+	for i := range f.items {
+		f.items[i] = map[string]any{"product_id": fmt.Sprintf("prod_bench_%d", i), "quantity": 1 + i%3, "price": 1500 + 250*i}
 	}
-	var next atomic.Int64
-	stack3 := func() map[string]any {
-		i := int(next.Add(1)) % len(amounts)
-		return map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("eng-%d", i%200)},
-			"order": map[string]any{"items": items},
-			"redeemables": []any{map[string]any{"object": "voucher", "id": amounts[i]}, map[string]any{"object": "voucher", "id": percents[i]},
-				map[string]any{"object": "voucher", "id": gifts[i], "gift": map[string]any{"credits": 1000}}}}
+	return f, nil
+}
+
+// stack3 is the next request of the three redeemables, on vouchers of
+// its own.
+func (f *engineFixture) stack3() map[string]any {
+	i := int(f.next.Add(1)) % len(f.amounts)
+	return map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("eng-%d", i%200)},
+		"order": map[string]any{"items": f.items},
+		"redeemables": []any{map[string]any{"object": "voucher", "id": f.amounts[i]}, map[string]any{"object": "voucher", "id": f.percents[i]},
+			map[string]any{"object": "voucher", "id": f.gifts[i], "gift": map[string]any{"credits": 1000}}}}
+}
+
+// runners are n load threads sending body() to path, counting errors in
+// errs.
+func (f *engineFixture) runners(path string, body func() map[string]any, errs *atomic.Int64, n int) []periodic.Runnable {
+	out := make([]periodic.Runnable, n)
+	for i := range out {
+		out[i] = &engineCall{c: f.c, path: path, body: body, errs: errs}
 	}
-	runners := func(path string, body func() map[string]any, errs *atomic.Int64, n int) []periodic.Runnable {
-		out := make([]periodic.Runnable, n)
-		for i := range out {
-			out[i] = &engineCall{c: c, path: path, body: body, errs: errs}
-		}
-		return out
-	}
-	// 1. Validation and redemption of the three, at 200/s.
+	return out
+}
+
+// stacked measures validation and redemption of the three at 200/s, then
+// the same validations client-side beside server-side ones.
+func (f *engineFixture) stacked(r *engineResult, stack *devstack.Stack, p devstack.ProjectCredentials, d time.Duration) error {
 	fmt.Fprintln(os.Stderr, "bench: engine: stacked validation at 200/s")
-	var valErrs, redErrs, qualErrs, satErrs atomic.Int64
-	v := at200(runners("/v1/validations", stack3, &valErrs, 16), d)
+	perRun := int(200*(d+3*time.Second)/time.Second) + 100
+	var valErrs, redErrs atomic.Int64
+	v := at200(f.runners("/v1/validations", f.stack3, &valErrs, 16), d)
 	r.valP50, r.valP95, _ = percentiles(v)
 	r.valQPS, r.valErrs = v.ActualQPS, valErrs.Load()
 	fmt.Fprintln(os.Stderr, "bench: engine: stacked redemption at 200/s")
-	next.Store(int64(perRun)) // vouchers the validations did not touch
-	red := at200(runners("/v1/redemptions", stack3, &redErrs, 16), d)
+	f.next.Store(int64(perRun)) // vouchers the validations did not touch
+	red := at200(f.runners("/v1/redemptions", f.stack3, &redErrs, 16), d)
 	r.redP50, r.redP95, _ = percentiles(red)
 	r.redQPS, r.redErrs = red.ActualQPS, redErrs.Load()
-	// The same validations client-side, beside server-side ones; the
-	// validations leave the vouchers as they were.
-	next.Store(0)
-	if r.client, err = benchClientValidations(stack, p, c, stack3, d); err != nil {
-		return r, err
-	}
+	// The validations leave the vouchers as they were.
+	f.next.Store(0)
+	var err error
+	r.client, err = benchClientValidations(stack, p, f.c, f.stack3, d)
+	return err
+}
 
-	// 2. Qualifications: 1,000 PROMOTION campaigns of a tier each (one in
-	// ten guarded by the rule on the order, which this order meets), and a
-	// customer holding vouchers of ten discount campaigns.
+// qualifications measures qualifications at 200/s over 1,000 PROMOTION
+// campaigns of a tier each (one in ten guarded by the rule on the order,
+// which this order meets), for a customer holding vouchers of ten
+// discount campaigns.
+func (f *engineFixture) qualifications(r *engineResult, d time.Duration, profile string) error {
 	fmt.Fprintln(os.Stderr, "bench: engine: 1,000 promotion campaigns and tiers, a wallet of 10")
 	r.qualCandidates = 1000
+	if err := f.promotions(r.qualCandidates); err != nil {
+		return err
+	}
+	qual := func() map[string]any {
+		return map[string]any{"customer": map[string]any{"source_id": "engine-wallet"}, "order": map[string]any{"items": f.items},
+			"options": map[string]any{"limit": 50}}
+	}
+	fmt.Fprintln(os.Stderr, "bench: engine: qualifications at 200/s")
+	if profile != "" { // of the qualifications, the slowest of the engine's calls
+		pf, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		_ = pprof.StartCPUProfile(pf)
+	}
+	var qualErrs atomic.Int64
+	q := at200(f.runners("/v1/qualifications", qual, &qualErrs, 16), d)
+	if profile != "" {
+		pprof.StopCPUProfile()
+	}
+	r.qualP50, r.qualP95, _ = percentiles(q)
+	r.qualQPS, r.qualErrs = q.ActualQPS, qualErrs.Load()
+	return nil
+}
+
+// promotions makes n PROMOTION campaigns of a tier each, and the first
+// ten a discount campaign with a voucher published to the wallet's
+// customer, on eight workers.
+func (f *engineFixture) promotions(n int) error {
+	c := f.c
 	jobs, errc := make(chan int), make(chan error, 8)
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
@@ -203,7 +272,7 @@ func benchEngine(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglo
 			for i := range jobs {
 				tier := map[string]any{"name": fmt.Sprintf("Tier %04d", i), "action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100 + i}}}
 				if i%10 == 0 {
-					tier["validation_rules"] = []any{rule["id"]}
+					tier["validation_rules"] = []any{f.rule["id"]}
 				}
 				if _, err := c.must("POST", "/v1/campaigns", map[string]any{"name": fmt.Sprintf("Engine promotion %04d", i),
 					"campaign_type": "PROMOTION", "promotion": map[string]any{"tiers": []any{tier}}}); err != nil {
@@ -228,77 +297,63 @@ func benchEngine(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglo
 			}
 		}()
 	}
-	for i := 0; i < r.qualCandidates; i++ {
+	for i := 0; i < n; i++ {
 		select {
 		case jobs <- i:
 		case err := <-errc:
 			close(jobs)
 			wg.Wait()
-			return r, err
+			return err
 		}
 	}
 	close(jobs)
 	wg.Wait()
 	select {
 	case err := <-errc:
-		return r, err
+		return err
 	default:
+		return nil
 	}
-	qual := func() map[string]any {
-		return map[string]any{"customer": map[string]any{"source_id": "engine-wallet"}, "order": map[string]any{"items": items},
-			"options": map[string]any{"limit": 50}}
-	}
-	fmt.Fprintln(os.Stderr, "bench: engine: qualifications at 200/s")
-	if profile != "" { // of the qualifications, the slowest of the engine's calls
-		f, err := os.Create(profile)
-		if err != nil {
-			return r, err
-		}
-		_ = pprof.StartCPUProfile(f)
-	}
-	q := at200(runners("/v1/qualifications", qual, &qualErrs, 16), d)
-	if profile != "" {
-		pprof.StopCPUProfile()
-	}
-	r.qualP50, r.qualP95, _ = percentiles(q)
-	r.qualQPS, r.qualErrs = q.ActualQPS, qualErrs.Load()
+}
 
-	// 3. Redemptions of distinct vouchers at saturation, beside pgbench.
+// saturation measures redemptions of distinct vouchers at saturation,
+// beside pgbench, in rounds.
+func (f *engineFixture) saturation(r *engineResult, srv *pglocal.Server, d time.Duration) error {
 	const threads = 32
-	var satNext atomic.Int64
+	var satNext, satErrs atomic.Int64
 	one := func() map[string]any {
-		i := int(satNext.Add(1)) % len(sats)
-		return map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": sats[i]}},
+		i := int(satNext.Add(1)) % len(f.sats)
+		return map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": f.sats[i]}},
 			"order": map[string]any{"amount": 5000}}
 	}
 	pgb, err := newPgbench(srv, threads)
 	if err != nil {
-		return r, err
+		return err
 	}
 	for i := range rounds {
 		fmt.Fprintf(os.Stderr, "bench: engine: round %d: redemptions at saturation, then pgbench TPC-B-like, 32 clients each\n", i+1)
 		if err := pgb.checkpoint(); err != nil {
-			return r, err
+			return err
 		}
 		ro := periodic.RunnerOptions{QPS: -1, Duration: d / rounds, NumThreads: threads, Out: io.Discard}
 		pr := periodic.NewPeriodicRunner(&ro)
-		copy(pr.Options().Runners, runners("/v1/redemptions", one, &satErrs, threads))
+		copy(pr.Options().Runners, f.runners("/v1/redemptions", one, &satErrs, threads))
 		res := pr.Run()
 		r.satRounds = append(r.satRounds, res.ActualQPS)
 		if err := pgb.checkpoint(); err != nil {
-			return r, err
+			return err
 		}
 		t, err := pgb.run(d / rounds)
 		if err != nil {
-			return r, err
+			return err
 		}
 		r.pgbRounds = append(r.pgbRounds, t)
 	}
 	r.sat, r.pgbench, r.satErrs = mean(r.satRounds), mean(r.pgbRounds), satErrs.Load()
-	if int(satNext.Load()) > len(sats) {
-		return r, fmt.Errorf("saturation used %d redemptions of %d vouchers: make more", satNext.Load(), len(sats))
+	if int(satNext.Load()) > len(f.sats) {
+		return fmt.Errorf("saturation used %d redemptions of %d vouchers: make more", satNext.Load(), len(f.sats))
 	}
-	return r, nil
+	return nil
 }
 
 func engineReport(r engineResult) string {
