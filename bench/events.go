@@ -55,67 +55,12 @@ func benchEvents(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt devs
 	d time.Duration) (eventsResult, error) {
 	var r eventsResult
 	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
-	// The event's schema, through the management API.
-	body := `{"name": "bench_visit", "schema": {"properties": {"store": {"type": "string"}, "spent": {"type": "number"}}}}`
-	req, _ := http.NewRequest("POST", stack.RouterURL+"/management/v1/projects/"+p.ProjectID+"/custom-event-schemas", strings.NewReader(body))
-	req.Host = "api.localhost"
-	req.Header.Set("X-Management-Id", mgmt.ID)
-	req.Header.Set("X-Management-Token", mgmt.Token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := c.hc.Do(req)
-	if err != nil {
-		return r, err
-	}
-	var schema map[string]any
-	if err := json.NewDecoder(res.Body).Decode(&schema); err != nil || res.StatusCode != 200 {
-		res.Body.Close()
-		return r, fmt.Errorf("event schema: %d %v %v", res.StatusCode, schema, err)
-	}
-	res.Body.Close()
-	camp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench events"})
-	if err != nil {
-		return r, err
-	}
-	campID := camp["id"].(string)
-	status, m, err := c.do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "bench_visit",
-		"custom_event": map[string]any{"schema_id": schema["id"]}, "loyalty": map[string]any{"type": "FIXED", "points": 1}}})
-	if err != nil && status != 200 {
-		return r, fmt.Errorf("earning rule: %d %v %v", status, m, err)
-	}
 	const threads = 32
-	var senders []periodic.Runnable
-	for i := range threads {
-		card, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("visitor-%d", i)}})
-		if err != nil {
-			return r, err
-		}
-		b, _ := json.Marshal(map[string]any{"event": "bench_visit", "customer": map[string]any{"source_id": fmt.Sprintf("visitor-%d", i)},
-			"loyalty": map[string]any{"code": card["code"]}, "metadata": map[string]any{"store": "Oslo", "spent": 12.5}})
-		senders = append(senders, &eventSender{c: c, body: b})
-	}
-	probe, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": "probe"}})
+	l, err := eventsSetup(stack, c, p, mgmt, threads)
 	if err != nil {
 		return r, err
 	}
-	probeCode := probe["code"].(string)
-	// The schema reaches the regional resolver within a poll.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if ok, _ := senders[0].Run(context.Background(), 0); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			return r, fmt.Errorf("events refused: the schema never reached the service")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	run := func(qps float64, d time.Duration, n int) periodic.RunnerResults {
-		ro := periodic.RunnerOptions{QPS: qps, Duration: d, NumThreads: n, Percentiles: []float64{50, 99}, Out: io.Discard, Uniform: qps > 0}
-		pr := periodic.NewPeriodicRunner(&ro)
-		copy(pr.Options().Runners, senders[:n])
-		return pr.Run()
-	}
-	run(-1, 2*time.Second, threads) // warm up
+	l.run(-1, 2*time.Second, threads) // warm up
 	// pgbench's tables first, then a CHECKPOINT: the fixed rate is not to
 	// pay for the writes of pgbench -i or of the sections before.
 	pgb, err := newPgbench(srv, threads)
@@ -125,9 +70,110 @@ func benchEvents(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt devs
 	if err := pgb.checkpoint(); err != nil {
 		return r, err
 	}
+	if err := l.fixed(&r, d); err != nil {
+		return r, err
+	}
+	// Then saturation, alternating with pgbench on the same server.
+	for i := range rounds {
+		fmt.Fprintf(os.Stderr, "bench: round %d: events at saturation, then pgbench TPC-B-like, 32 clients each\n", i+1)
+		if err := pgb.checkpoint(); err != nil {
+			return r, err
+		}
+		res := l.run(-1, d/rounds, threads)
+		r.satRounds = append(r.satRounds, res.ActualQPS)
+		r.satErrs += res.ErrorsDurationHistogram.Count
+		if err := pgb.checkpoint(); err != nil {
+			return r, err
+		}
+		t, err := pgb.run(d / rounds)
+		if err != nil {
+			return r, err
+		}
+		r.pgbRounds = append(r.pgbRounds, t)
+	}
+	r.sat, r.pgbench = mean(r.satRounds), mean(r.pgbRounds)
+	return r, drainAccruals(&r, stack)
+}
 
-	// 1. 500 events/s, and meanwhile probes: an event, then the card's
-	// history polled until its accrual is there.
+// eventsLoad is what the events section sends: each sender's events, on
+// its own customer and card, and the probe's card.
+type eventsLoad struct {
+	c         client
+	senders   []periodic.Runnable
+	probeCode string
+}
+
+// eventsSetup makes the event's schema (through the management API), a
+// loyalty campaign whose one FIXED earning rule credits it, a card for
+// each of n senders and one for the probe, and waits for the schema to
+// reach the regional resolver.
+func eventsSetup(stack *devstack.Stack, c client, p devstack.ProjectCredentials, mgmt devstack.ManagementCredentials, n int) (*eventsLoad, error) {
+	body := `{"name": "bench_visit", "schema": {"properties": {"store": {"type": "string"}, "spent": {"type": "number"}}}}`
+	req, _ := http.NewRequest("POST", stack.RouterURL+"/management/v1/projects/"+p.ProjectID+"/custom-event-schemas", strings.NewReader(body))
+	req.Host = "api.localhost"
+	req.Header.Set("X-Management-Id", mgmt.ID)
+	req.Header.Set("X-Management-Token", mgmt.Token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	var schema map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&schema); err != nil || res.StatusCode != 200 {
+		res.Body.Close()
+		return nil, fmt.Errorf("event schema: %d %v %v", res.StatusCode, schema, err)
+	}
+	res.Body.Close()
+	camp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench events"})
+	if err != nil {
+		return nil, err
+	}
+	campID := camp["id"].(string)
+	status, m, err := c.do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "bench_visit",
+		"custom_event": map[string]any{"schema_id": schema["id"]}, "loyalty": map[string]any{"type": "FIXED", "points": 1}}})
+	if err != nil && status != 200 {
+		return nil, fmt.Errorf("earning rule: %d %v %v", status, m, err)
+	}
+	l := &eventsLoad{c: c}
+	for i := range n {
+		card, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("visitor-%d", i)}})
+		if err != nil {
+			return nil, err
+		}
+		b, _ := json.Marshal(map[string]any{"event": "bench_visit", "customer": map[string]any{"source_id": fmt.Sprintf("visitor-%d", i)},
+			"loyalty": map[string]any{"code": card["code"]}, "metadata": map[string]any{"store": "Oslo", "spent": 12.5}})
+		l.senders = append(l.senders, &eventSender{c: c, body: b})
+	}
+	probe, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": "probe"}})
+	if err != nil {
+		return nil, err
+	}
+	l.probeCode = probe["code"].(string)
+	// The schema reaches the regional resolver within a poll.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if ok, _ := l.senders[0].Run(context.Background(), 0); ok {
+			return l, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("events refused: the schema never reached the service")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// run sends events from the first n senders at qps (-1: as fast as they
+// go) for d.
+func (l *eventsLoad) run(qps float64, d time.Duration, n int) periodic.RunnerResults {
+	ro := periodic.RunnerOptions{QPS: qps, Duration: d, NumThreads: n, Percentiles: []float64{50, 99}, Out: io.Discard, Uniform: qps > 0}
+	pr := periodic.NewPeriodicRunner(&ro)
+	copy(pr.Options().Runners, l.senders[:n])
+	return pr.Run()
+}
+
+// fixed measures 500 events/s, and meanwhile probes: an
+// event, then the card's history polled until its accrual is there.
+func (l *eventsLoad) fixed(r *eventsResult, d time.Duration) error {
 	fmt.Fprintln(os.Stderr, "bench: events at 500/s, with accrual probes")
 	var lat []float64
 	probeErr := make(chan error, 1)
@@ -140,38 +186,18 @@ func benchEvents(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt devs
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			start := time.Now()
-			ev, err := c.must("POST", "/v1/events", map[string]any{"event": "bench_visit", "customer": map[string]any{"source_id": "probe"},
-				"loyalty": map[string]any{"code": probeCode}, "metadata": map[string]any{"store": "Oslo", "spent": 1}})
+			ms, err := l.probe()
 			if err != nil {
 				probeErr <- err
 				return
 			}
-			for {
-				h, err := c.must("GET", "/v1/loyalties/members/"+probeCode+"/transactions?order=-id&limit=1", nil)
-				if err != nil {
-					probeErr <- err
-					return
-				}
-				if data, _ := h["data"].([]any); len(data) == 1 {
-					d, _ := data[0].(map[string]any)["details"].(map[string]any)
-					if ce, _ := d["custom_event"].(map[string]any); ce != nil && ce["id"] == ev["id"] {
-						lat = append(lat, float64(time.Since(start).Microseconds())/1000)
-						break
-					}
-				}
-				if time.Since(start) > 30*time.Second {
-					probeErr <- fmt.Errorf("no accrual of %v within 30 s", ev["id"])
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			lat = append(lat, ms)
 		}
 	}()
-	fixed := run(500, d, 16)
+	fixed := l.run(500, d, 16)
 	close(stop)
 	if err := <-probeErr; err != nil {
-		return r, err
+		return err
 	}
 	r.fixedQPS, r.fixedErrs = fixed.ActualQPS, fixed.ErrorsDurationHistogram.Count
 	for _, x := range fixed.DurationHistogram.Percentiles {
@@ -187,49 +213,62 @@ func benchEvents(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt devs
 	if len(lat) > 0 {
 		r.accrualP50, r.accrualP99 = quantile(lat, 0.5), quantile(lat, 0.99)
 	}
+	return nil
+}
 
-	// 2. Saturation, alternating with pgbench on the same server.
-	for i := range rounds {
-		fmt.Fprintf(os.Stderr, "bench: round %d: events at saturation, then pgbench TPC-B-like, 32 clients each\n", i+1)
-		if err := pgb.checkpoint(); err != nil {
-			return r, err
-		}
-		res := run(-1, d/rounds, threads)
-		r.satRounds = append(r.satRounds, res.ActualQPS)
-		r.satErrs += res.ErrorsDurationHistogram.Count
-		if err := pgb.checkpoint(); err != nil {
-			return r, err
-		}
-		t, err := pgb.run(d / rounds)
-		if err != nil {
-			return r, err
-		}
-		r.pgbRounds = append(r.pgbRounds, t)
+// probe sends the probe's event and polls its card's history until the
+// event's accrual is there: the milliseconds that took.
+func (l *eventsLoad) probe() (float64, error) {
+	c := l.c
+	start := time.Now()
+	ev, err := c.must("POST", "/v1/events", map[string]any{"event": "bench_visit", "customer": map[string]any{"source_id": "probe"},
+		"loyalty": map[string]any{"code": l.probeCode}, "metadata": map[string]any{"store": "Oslo", "spent": 1}})
+	if err != nil {
+		return 0, err
 	}
-	r.sat, r.pgbench = mean(r.satRounds), mean(r.pgbRounds)
+	for {
+		h, err := c.must("GET", "/v1/loyalties/members/"+l.probeCode+"/transactions?order=-id&limit=1", nil)
+		if err != nil {
+			return 0, err
+		}
+		if data, _ := h["data"].([]any); len(data) == 1 {
+			d, _ := data[0].(map[string]any)["details"].(map[string]any)
+			if ce, _ := d["custom_event"].(map[string]any); ce != nil && ce["id"] == ev["id"] {
+				return float64(time.Since(start).Microseconds()) / 1000, nil
+			}
+		}
+		if time.Since(start) > 30*time.Second {
+			return 0, fmt.Errorf("no accrual of %v within 30 s", ev["id"])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
-	// The accruals the saturated events left behind are done before the
-	// next section, whose outbox they would otherwise share.
+// drainAccruals waits for the accruals the saturated events left behind
+// to be done before the next section, whose outbox they would otherwise
+// share.
+func drainAccruals(r *eventsResult, stack *devstack.Stack) error {
 	pending := func() (int, error) {
 		var n int
 		err := stack.Regional["api"].Pool().QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE status = 'pending'`).Scan(&n)
 		return n, err
 	}
 	start := time.Now()
+	var err error
 	if r.drained, err = pending(); err != nil {
-		return r, err
+		return err
 	}
 	for n := r.drained; n > 0; {
 		if time.Since(start) > 5*time.Minute {
-			return r, fmt.Errorf("%d tasks still pending 5 minutes after saturation", n)
+			return fmt.Errorf("%d tasks still pending 5 minutes after saturation", n)
 		}
 		time.Sleep(100 * time.Millisecond)
 		if n, err = pending(); err != nil {
-			return r, err
+			return err
 		}
 	}
 	r.drainSecs = time.Since(start).Seconds()
-	return r, nil
+	return nil
 }
 
 func eventsReport(r eventsResult) string {
