@@ -74,21 +74,14 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var servers []*pglocal.Server
+	servers, err := startServers(ctx, dir)
 	defer func() {
 		for _, s := range servers {
 			_ = s.Stop()
 		}
 	}()
-	for _, name := range []string{"tenancy", "api"} {
-		s, err := pglocal.Start(ctx, pglocal.Options{Dir: filepath.Join(dir, name)})
-		if err != nil {
-			return err
-		}
-		servers = append(servers, s)
-		if err := s.CreateDatabase(ctx, "tally"); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 	secret, _ := hex.DecodeString(ids.Secret(32))
 	stack, err := devstack.Start(ctx, devstack.Config{
@@ -105,11 +98,74 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		return err
 	}
 	defer stack.Close()
-	// The bench's project is on a plan whose limits it never reaches, so
-	// that every request goes through the limiter's leases; the router
-	// section also measures a project without limits, which skips them.
-	// Both may hold the whole regional instance, as a project alone on its
-	// cluster may (the noisy neighbour section measures shares).
+	b, err := benchProjects(ctx, stack)
+	if err != nil {
+		return err
+	}
+	b.servers, b.secret, b.d = servers, secret, d
+	picked := map[string]bool{}
+	for _, name := range strings.Split(only, ",") {
+		picked[strings.TrimSpace(name)] = true
+	}
+	for _, sec := range b.sections() {
+		if only != "" && !picked[sec.name] {
+			continue
+		}
+		profile := ""
+		if only == sec.name {
+			profile = cpuProfile
+		}
+		report, err := sec.run(profile)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(os.Stderr, report)
+		if err := replaceSection(outPath, sec.name, report); err != nil {
+			return err
+		}
+	}
+	if only != "" && !picked["router"] {
+		return nil
+	}
+	return benchRouter(stack, b.p, b.unlimited, secret, dir, nginxBin, d, outPath)
+}
+
+// startServers starts the PostgreSQL servers under dir, the directory's
+// (tenancy) and the api cluster's, each with its database; those started
+// are answered with an error too, to be stopped.
+func startServers(ctx context.Context, dir string) ([]*pglocal.Server, error) {
+	var servers []*pglocal.Server
+	for _, name := range []string{"tenancy", "api"} {
+		s, err := pglocal.Start(ctx, pglocal.Options{Dir: filepath.Join(dir, name)})
+		if err != nil {
+			return servers, err
+		}
+		servers = append(servers, s)
+		if err := s.CreateDatabase(ctx, "tally"); err != nil {
+			return servers, err
+		}
+	}
+	return servers, nil
+}
+
+// benchRun is what the sections run against: the platform, its servers,
+// the bench's projects and management key, and each phase's length.
+type benchRun struct {
+	stack        *devstack.Stack
+	servers      []*pglocal.Server
+	secret       []byte
+	d            time.Duration
+	mgmt         devstack.ManagementCredentials
+	p, unlimited devstack.ProjectCredentials
+}
+
+// benchProjects makes the bench's plans, management key and projects.
+// The bench's project is on a plan whose limits it never reaches, so that
+// every request goes through the limiter's leases; the router section
+// also measures a project without limits, which skips them. Both may hold
+// the whole regional instance, as a project alone on its cluster may (the
+// noisy neighbour section measures shares).
+func benchProjects(ctx context.Context, stack *devstack.Stack) (*benchRun, error) {
 	if err := db.InTx(ctx, stack.Tenancy, func(tx pgx.Tx) error {
 		if err := tenancy.PutPlan(ctx, tx, tenancy.Plan{Name: "bench-unlimited", Features: []string{"webhooks"}, ClusterShare: 1}); err != nil {
 			return err
@@ -117,27 +173,35 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 		return tenancy.PutPlan(ctx, tx, tenancy.Plan{Name: "bench", Features: []string{"webhooks"},
 			RequestsPerMinute: 1_000_000_000, RequestsPerHour: 1_000_000_000, ClusterShare: 1})
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	mgmt, err := stack.CreateManagementKey(ctx, "bench")
-	if err != nil {
-		return err
+	b := &benchRun{stack: stack}
+	var err error
+	if b.mgmt, err = stack.CreateManagementKey(ctx, "bench"); err != nil {
+		return nil, err
 	}
-	p, err := stack.CreateProject(ctx, "Bench", "api", "bench")
-	if err != nil {
-		return err
+	if b.p, err = stack.CreateProject(ctx, "Bench", "api", "bench"); err != nil {
+		return nil, err
 	}
-	unlimited, err := stack.CreateProject(ctx, "Bench without limits", "api", "bench-unlimited")
-	if err != nil {
-		return err
+	if b.unlimited, err = stack.CreateProject(ctx, "Bench without limits", "api", "bench-unlimited"); err != nil {
+		return nil, err
 	}
-	creds := devstack.Credentials{Management: mgmt}
-	// The sections that write one report each; the router's, below, needs
-	// nginx. profile is cpuProfile when the section runs alone.
-	sections := []struct {
-		name string
-		run  func(profile string) (string, error)
-	}{
+	return b, nil
+}
+
+// section is a part of the bench that writes one report.
+type section struct {
+	name string
+	run  func(profile string) (string, error)
+}
+
+// sections are the sections that write one report each, in their order;
+// the router's, after them, needs nginx. profile is cpuProfile when the
+// section runs alone.
+func (b *benchRun) sections() []section {
+	stack, p, servers, d := b.stack, b.p, b.servers, b.d
+	creds := devstack.Credentials{Management: b.mgmt}
+	return []section{
 		{"loyalty", func(profile string) (string, error) {
 			lr, err := benchLoyalty(stack, p, servers[1], d, profile)
 			return loyaltyReport(lr), err
@@ -179,7 +243,7 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 			return noisyReport(nr), err
 		}},
 		{"ring", func(string) (string, error) {
-			rr, err := benchRing(servers, secret, d)
+			rr, err := benchRing(servers, b.secret, d)
 			return ringReport(rr), err
 		}},
 		{"webhooks", func(profile string) (string, error) {
@@ -195,29 +259,4 @@ func run(d time.Duration, outPath, nginxBin, only string) error {
 			return webhookReport(wr), err
 		}},
 	}
-	picked := map[string]bool{}
-	for _, name := range strings.Split(only, ",") {
-		picked[strings.TrimSpace(name)] = true
-	}
-	for _, sec := range sections {
-		if only != "" && !picked[sec.name] {
-			continue
-		}
-		profile := ""
-		if only == sec.name {
-			profile = cpuProfile
-		}
-		report, err := sec.run(profile)
-		if err != nil {
-			return err
-		}
-		fmt.Fprint(os.Stderr, report)
-		if err := replaceSection(outPath, sec.name, report); err != nil {
-			return err
-		}
-	}
-	if only != "" && !picked["router"] {
-		return nil
-	}
-	return benchRouter(stack, p, unlimited, secret, dir, nginxBin, d, outPath)
 }
