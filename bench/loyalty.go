@@ -96,26 +96,39 @@ func (a *adder) Run(_ context.Context, _ periodic.ThreadID) (bool, string) {
 func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglocal.Server, d time.Duration, profile string) (loyaltyResult, error) {
 	var r loyaltyResult
 	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	if err := loyaltyCards(&r, c); err != nil {
+		return r, err
+	}
+	if err := loyaltyAdds(&r, c, db, d, profile); err != nil {
+		return r, err
+	}
+	return r, loyaltyHistory(&r, c, stack, p, d)
+}
 
-	// 1. A campaign with 100,000 cards.
+// loyaltyCards times the generation of a campaign with 100,000 cards.
+func loyaltyCards(r *loyaltyResult, c client) error {
 	const cards = 100000
 	fmt.Fprintln(os.Stderr, "bench: a loyalty campaign with 100,000 cards")
 	start := time.Now()
 	camp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench 100k", "vouchers_count": cards})
 	if err != nil {
-		return r, err
+		return err
 	}
 	actionID, _ := camp["async_action_id"].(string)
 	if _, err := c.await(actionID, 5*time.Minute); err != nil {
-		return r, fmt.Errorf("card generation: %w", err)
+		return fmt.Errorf("card generation: %w", err)
 	}
 	r.cards, r.genSecs = cards, time.Since(start).Seconds()
+	return nil
+}
 
-	// 2. Point additions, 32 clients on distinct cards, then pgbench on the same server.
+// loyaltyAdds measures point additions, 32 clients on distinct cards,
+// then pgbench on the same server.
+func loyaltyAdds(r *loyaltyResult, c client, db *pglocal.Server, d time.Duration, profile string) error {
 	fmt.Fprintln(os.Stderr, "bench: point additions, 32 clients")
 	addCamp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench adds"})
 	if err != nil {
-		return r, err
+		return err
 	}
 	const threads = 32
 	var adders []periodic.Runnable
@@ -123,7 +136,7 @@ func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglo
 		m, err := c.must("POST", "/v1/loyalties/"+addCamp["id"].(string)+"/members",
 			map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("adder-%d", i)}})
 		if err != nil {
-			return r, err
+			return err
 		}
 		adders = append(adders, &adder{c: c, code: m["code"].(string)})
 	}
@@ -142,7 +155,7 @@ func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglo
 	fmt.Fprintln(os.Stderr, "bench: pgbench -i, scale 32")
 	pgb, err := newPgbench(db, threads)
 	if err != nil {
-		return r, err
+		return err
 	}
 	runAdders(2 * time.Second) // warm up
 	var adds, tps []float64
@@ -150,12 +163,12 @@ func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglo
 	for i := 0; i < rounds; i++ {
 		fmt.Fprintf(os.Stderr, "bench: round %d: point additions, then pgbench TPC-B-like, 32 clients each\n", i+1)
 		if err := pgb.checkpoint(); err != nil {
-			return r, err
+			return err
 		}
 		if profile != "" && i == 0 {
 			f, err := os.Create(profile)
 			if err != nil {
-				return r, err
+				return err
 			}
 			_ = pprof.StartCPUProfile(f)
 		}
@@ -172,29 +185,33 @@ func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglo
 			}
 		}
 		if err := pgb.checkpoint(); err != nil {
-			return r, err
+			return err
 		}
 		t, err := pgb.run(d / rounds)
 		if err != nil {
-			return r, err
+			return err
 		}
 		tps = append(tps, t)
 	}
 	r.adds, r.pgbench = mean(adds), mean(tps)
 	r.addP50 = mean(durs)
 	r.addRounds, r.pgbenchRounds = adds, tps
+	return nil
+}
 
-	// 3. The history of a card with 10,000 transactions.
+// loyaltyHistory measures the history of a card with 10,000
+// transactions: its first page, and a page 9,000 entries in.
+func loyaltyHistory(r *loyaltyResult, c client, stack *devstack.Stack, p devstack.ProjectCredentials, d time.Duration) error {
 	const histTxs = 10000
 	fmt.Fprintln(os.Stderr, "bench: a card with 10,000 transactions")
 	histCamp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench history"})
 	if err != nil {
-		return r, err
+		return err
 	}
 	m, err := c.must("POST", "/v1/loyalties/"+histCamp["id"].(string)+"/members",
 		map[string]any{"customer": map[string]any{"source_id": "historian"}})
 	if err != nil {
-		return r, err
+		return err
 	}
 	code := m["code"].(string)
 	var wg sync.WaitGroup
@@ -214,7 +231,7 @@ func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglo
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return r, err
+		return err
 	}
 	r.histTxs = histTxs
 	path := "/v1/loyalties/members/" + code + "/transactions"
@@ -223,22 +240,22 @@ func benchLoyalty(stack *devstack.Stack, p devstack.ProjectCredentials, db *pglo
 	for i := 0; i < 90; i++ {
 		deep, err := c.must("GET", path+"?limit=100&order=id&starting_after_id="+after, nil)
 		if err != nil {
-			return r, err
+			return err
 		}
 		after, _ = deep["more_starting_after"].(string)
 	}
 	hdr := []string{"Host: api.localhost", "X-App-Id: " + p.AppID, "X-App-Token: " + p.AppToken}
 	first, err := load(stack.RouterURL+path, hdr, 200, d, 8)
 	if err != nil {
-		return r, err
+		return err
 	}
 	deepRes, err := load(stack.RouterURL+path+"?order=id&starting_after_id="+after, hdr, 200, d, 8)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.firstP50, r.firstP99 = pct(first, 50), pct(first, 99)
 	r.deepP50, r.deepP99 = pct(deepRes, 50), pct(deepRes, 99)
-	return r, nil
+	return nil
 }
 
 // pgbencher runs pgbench's TPC-B-like script on a database of its own on
