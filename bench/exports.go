@@ -53,19 +53,35 @@ func benchExports(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pgl
 		return r, err
 	}
 	campID := camp["id"].(string)
-
-	// 10,000 cards of 100 entries each, written as set-based SQL: what is
-	// measured is the export, not the ledger's writes. The entries look
-	// like the ledger's own additions, details and all.
 	conn, err := pgx.Connect(ctx, srv.URL("tally"))
 	if err != nil {
 		return r, err
 	}
 	defer conn.Close(ctx)
+	if err := exportsSeed(ctx, conn, p, campID); err != nil {
+		return r, err
+	}
+	if err := exportsCopy(ctx, &r, conn, p, campID); err != nil {
+		return r, err
+	}
+	if profile != "" {
+		defer pprof.StopCPUProfile()
+	}
+	res, err := exportsRun(&r, c, campID, profile)
+	if err != nil {
+		return r, err
+	}
+	return r, exportsDownload(&r, stack, res)
+}
+
+// exportsSeed writes 10,000 cards of 100 entries each into campID as
+// set-based SQL: what is measured is the export, not the ledger's writes.
+// The entries look like the ledger's own additions, details and all.
+func exportsSeed(ctx context.Context, conn *pgx.Conn, p devstack.ProjectCredentials, campID string) error {
 	if _, err := conn.Exec(ctx, `INSERT INTO loyalty_cards (project_id, id, code, campaign_id, points, balance, created_at)
 		SELECT $1, 'v_bench' || lpad(g::TEXT, 6, '0'), 'BENCH-' || g, $2, 5050, 5050, now()
 		FROM generate_series(1, $3::INT8) AS g`, p.ProjectID, campID, exportCards); err != nil {
-		return r, err
+		return err
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO loyalty_transactions (project_id, id, card_id, campaign_id, type, delta, source_id,
 		source, reason, details, created_at)
@@ -76,13 +92,15 @@ func benchExports(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pgl
 				'operation_type', 'MANUAL', 'related_object', jsonb_build_object('id', 'v_bench' || lpad((g % $3::INT8 + 1)::TEXT, 6, '0'), 'type', 'voucher'))),
 			now() - make_interval(secs => ($4::INT8 - g))
 		FROM generate_series(0, $4::INT8 - 1) AS g`, p.ProjectID, campID, exportCards, exportTransactions); err != nil {
-		return r, err
+		return err
 	}
-	if _, err := conn.Exec(ctx, `ANALYZE loyalty_transactions`); err != nil {
-		return r, err
-	}
+	_, err := conn.Exec(ctx, `ANALYZE loyalty_transactions`)
+	return err
+}
 
-	// The reference: COPY of the same rows, columns and order, same server.
+// exportsCopy times the reference: COPY of the same rows, columns and
+// order, on the same server.
+func exportsCopy(ctx context.Context, r *exportsResult, conn *pgx.Conn, p devstack.ProjectCredentials, campID string) error {
 	copySQL := fmt.Sprintf(`COPY (SELECT t.id, t.type, t.source_id, t.reason, t.source, (t.details->'balance'->>'balance')::INT8,
 		(t.details->'balance'->>'points')::INT8, t.created_at FROM loyalty_transactions t
 		WHERE t.project_id = '%s' AND t.campaign_id = '%s' ORDER BY t.id) TO STDOUT WITH CSV HEADER`, p.ProjectID, campID)
@@ -91,16 +109,20 @@ func benchExports(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pgl
 		cw := &countingWriter{}
 		start := time.Now()
 		if _, err := conn.PgConn().CopyTo(ctx, cw, copySQL); err != nil {
-			return r, err
+			return err
 		}
 		if el := time.Since(start); best == 0 || el < best {
 			best, r.copyBytes = el, cw.n
 		}
 	}
 	r.copySecs = best.Seconds()
+	return nil
+}
 
-	// The export, from the request until a poll every 50 ms finds it DONE,
-	// resident memory sampled meanwhile.
+// exportsRun times the export, from the request until a poll every 50 ms
+// finds it DONE, resident memory sampled meanwhile; it answers the
+// export's result.
+func exportsRun(r *exportsResult, c client, campID, profile string) (map[string]any, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	time.Sleep(200 * time.Millisecond)
@@ -127,23 +149,22 @@ func benchExports(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pgl
 	if profile != "" {
 		f, err := os.Create(profile)
 		if err != nil {
-			return r, err
+			return nil, err
 		}
-		_ = pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
+		_ = pprof.StartCPUProfile(f) // stopped by benchExports, after the download
 	}
 	start := time.Now()
 	ex, err := c.must("POST", "/v1/loyalties/"+campID+"/transactions/export", nil)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	for ex["status"] != "DONE" {
 		if ex["status"] == "ERROR" || time.Since(start) > 5*time.Minute {
-			return r, fmt.Errorf("export: %v", ex)
+			return nil, fmt.Errorf("export: %v", ex)
 		}
 		time.Sleep(50 * time.Millisecond)
 		if ex, err = c.must("GET", "/v1/exports/"+ex["id"].(string), nil); err != nil {
-			return r, err
+			return nil, err
 		}
 	}
 	r.exportSecs = time.Since(start).Seconds()
@@ -155,12 +176,16 @@ func benchExports(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pgl
 	for _, part := range res["parts"].([]any) {
 		r.bytes += int64(part.(map[string]any)["bytes"].(float64))
 	}
+	return res, nil
+}
 
-	// The download through the router, from the link alone, as a browser
-	// would: the cluster's download host, the bytes as stored.
+// exportsDownload times the download through the router, from the link
+// alone, as a browser would: the cluster's download host, the bytes as
+// stored.
+func exportsDownload(r *exportsResult, stack *devstack.Stack, res map[string]any) error {
 	link, err := url.Parse(res["url"].(string))
 	if err != nil {
-		return r, err
+		return err
 	}
 	router := strings.TrimPrefix(stack.RouterURL, "http://")
 	dl := &http.Client{Transport: &http.Transport{DisableCompression: true,
@@ -172,19 +197,19 @@ func benchExports(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pgl
 		start := time.Now()
 		res, err := dl.Get(link.String())
 		if err != nil {
-			return r, err
+			return err
 		}
 		n, err := io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		if err != nil || res.StatusCode != 200 {
-			return r, fmt.Errorf("download: %d %v", res.StatusCode, err)
+			return fmt.Errorf("download: %d %v", res.StatusCode, err)
 		}
 		if el := time.Since(start); bestDL == 0 || el < bestDL {
 			bestDL, r.downloadBytes = el, n
 		}
 	}
 	r.downloadSecs = bestDL.Seconds()
-	return r, nil
+	return nil
 }
 
 type countingWriter struct{ n int64 }
