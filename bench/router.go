@@ -86,7 +86,6 @@ func benchRouter(stack *devstack.Stack, p, unlimited devstack.ProjectCredentials
 	if err != nil {
 		return err
 	}
-	unlimitedPath := "/v1/customers/" + unlimitedID
 	// An OAuth token of the bench's key (good for 15 minutes: the router
 	// section takes about five).
 	key, err := tenancy.GetAppKey(ctx, stack.Tenancy, p.AppID)
@@ -103,7 +102,34 @@ func benchRouter(stack *devstack.Stack, p, unlimited devstack.ProjectCredentials
 		return err
 	}
 	defer stopNginx()
+	targets := routerTargets(stack, p, unlimited, secret, regionalURL, nginxURL, customerID, unlimitedID, bearerToken)
+	if err := warmUp(targets, d); err != nil {
+		return err
+	}
+	results := make([]result, len(targets))
+	if err := routerFixed(targets, results, d); err != nil {
+		return err
+	}
+	if err := routerSaturation(targets, results, d); err != nil {
+		return err
+	}
+	return writeReport(outPath, d, results)
+}
 
+// routerTarget is one path to the same regional request: its name, URL
+// and headers.
+type routerTarget struct {
+	name, url string
+	headers   func() []string
+}
+
+// routerTargets are the paths measured: straight to the regional instance
+// (signing its identity as the router would), through the router with the
+// key pair, without limits, and with an OAuth Bearer token, and through
+// nginx.
+func routerTargets(stack *devstack.Stack, p, unlimited devstack.ProjectCredentials, secret []byte, regionalURL, nginxURL,
+	customerID, unlimitedID, bearerToken string) []routerTarget {
+	unlimitedPath := "/v1/customers/" + unlimitedID
 	path := "/v1/customers/" + customerID
 	signer, _ := identity.NewSigner(secret)
 	signed := func() string {
@@ -113,10 +139,7 @@ func benchRouter(stack *devstack.Stack, p, unlimited devstack.ProjectCredentials
 			Method: "GET", Path: path, Kind: identity.KindApp, KeyID: p.AppID,
 			APIVersion: "v2018-08-01", RequestID: "v-bench", Expires: time.Now().Add(10 * time.Minute)})
 	}
-	targets := []struct {
-		name, url string
-		headers   func() []string
-	}{
+	return []routerTarget{
 		{"direct to regional", regionalURL + path, func() []string { return []string{identity.Header + ": " + signed()} }},
 		{"through the router", stack.RouterURL + path, func() []string {
 			return []string{"Host: api.localhost", "X-App-Id: " + p.AppID, "X-App-Token: " + p.AppToken}
@@ -129,7 +152,11 @@ func benchRouter(stack *devstack.Stack, p, unlimited devstack.ProjectCredentials
 		}},
 		{"through nginx", nginxURL + path, func() []string { return []string{identity.Header + ": " + signed()} }},
 	}
-	results := make([]result, len(targets))
+}
+
+// warmUp runs every target for two seconds before the measures (and with
+// BENCH_SERIAL, one request at a time at 200 rps).
+func warmUp(targets []routerTarget, d time.Duration) error {
 	for _, t := range targets {
 		if _, err := load(t.url, t.headers(), 0, 2*time.Second, 32); err != nil { // warm up
 			return err
@@ -142,6 +169,11 @@ func benchRouter(stack *devstack.Stack, p, unlimited devstack.ProjectCredentials
 			fmt.Fprintf(os.Stderr, "  %s one at a time, 200 rps: p50 %.3f ms p99 %.3f ms\n", t.name, pct(one, 50), pct(one, 99))
 		}
 	}
+	return nil
+}
+
+// routerFixed measures every target at 1,000 rps, in interleaved rounds.
+func routerFixed(targets []routerTarget, results []result, d time.Duration) error {
 	// The fixed rate in interleaved rounds too: a p99 is a handful of
 	// requests, and one slow moment of the shared machine landing on one
 	// path's only run made the router's p99 overhead swing from -1 to +2 ms
@@ -166,6 +198,11 @@ func benchRouter(stack *devstack.Stack, p, unlimited devstack.ProjectCredentials
 	for i := range targets {
 		results[i].p50, results[i].p99 = median(fixedP50[i]), median(fixedP99[i])
 	}
+	return nil
+}
+
+// routerSaturation measures every target at saturation, in passes.
+func routerSaturation(targets []routerTarget, results []result, d time.Duration) error {
 	// Saturation in passes (see satPasses); each path's figure is its
 	// median round.
 	sats := make([][]*fhttp.HTTPRunnerResults, len(targets))
@@ -216,7 +253,7 @@ func benchRouter(stack *devstack.Stack, p, unlimited devstack.ProjectCredentials
 		fmt.Fprintf(os.Stderr, "%s: 1000 rps p50 %.3f ms p99 %.3f ms; saturation %.0f rps (rounds %.0f)\n",
 			r.name, r.p50, r.p99, r.satQPS, r.satRounds)
 	}
-	return writeReport(outPath, d, results)
+	return nil
 }
 
 func createCustomer(routerURL string, p devstack.ProjectCredentials) (string, error) {
