@@ -115,10 +115,20 @@ func benchEarning(stack *devstack.Stack, p devstack.ProjectCredentials, d time.D
 		}
 		custs = append(custs, src)
 	}
+	if err := earningOrders(&r, c, campID, custs, d); err != nil {
+		return r, err
+	}
+	if err := earningRedeems(&r, c, campID, d); err != nil {
+		return r, err
+	}
+	return r, earningTransfers(&r, c, campID, d)
+}
 
-	// 1. Paid orders at 200/s. One watcher reads the campaign's newest
-	// transactions every pollEvery: an order's accrual is visible when a
-	// read first shows its entry (an entry's source_id is its order's).
+// earningOrders measures paid orders at 200/s. One watcher reads the
+// campaign's newest transactions every pollEvery: an order's accrual is
+// visible when a read first shows its entry (an entry's source_id is its
+// order's).
+func earningOrders(r *earningResult, c client, campID string, custs []string, d time.Duration) error {
 	fmt.Fprintln(os.Stderr, "bench: paid orders at 200/s, accruals watched in the campaign's history")
 	var mu sync.Mutex
 	sent := map[string]time.Time{}
@@ -177,7 +187,7 @@ func benchEarning(stack *devstack.Stack, p devstack.ProjectCredentials, d time.D
 	}
 	close(stop)
 	if err := <-watched; err != nil {
-		return r, err
+		return err
 	}
 	mu.Lock()
 	r.orders, r.seen = len(sent), len(seen)
@@ -186,34 +196,42 @@ func benchEarning(stack *devstack.Stack, p devstack.ProjectCredentials, d time.D
 		r.visP50, r.visP99, r.visMax = quantile(lags, 0.50), quantile(lags, 0.99), lags[len(lags)-1]
 	}
 	mu.Unlock()
+	return nil
+}
 
-	// 2. Redemptions of a one-point reward, each client on its own card.
+// earningRedeems measures redemptions of a one-point reward, each client
+// on its own card.
+func earningRedeems(r *earningResult, c client, campID string, d time.Duration) error {
 	fmt.Fprintln(os.Stderr, "bench: pay-with-points redemptions at 200/s, 8 clients")
 	w, err := c.must("POST", "/v1/rewards", map[string]any{"name": "Bench sticker", "parameters": map[string]any{"product": map[string]any{"id": "prod_bench"}}})
 	if err != nil {
-		return r, err
+		return err
 	}
 	if _, err := c.must("POST", "/v1/loyalties/"+campID+"/rewards", map[string]any{"reward": w["id"],
 		"parameters": map[string]any{"loyalty": map[string]any{"points": 1}}}); err != nil {
-		return r, err
+		return err
 	}
 	var reds []periodic.Runnable
 	for i := 0; i < r.redeems; i++ {
 		m, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("spender-%d", i)}})
 		if err != nil {
-			return r, err
+			return err
 		}
 		code := m["code"].(string)
 		if _, err := c.must("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 1_000_000}); err != nil {
-			return r, err
+			return err
 		}
 		reds = append(reds, &redeemer{c: c, code: code, reward: w["id"].(string)})
 	}
 	rr := at200(reds, d)
 	r.redeemQPS, r.redeemN, r.redeemErrs = rr.ActualQPS, rr.DurationHistogram.Count, rr.ErrorsDurationHistogram.Count
 	r.redP50, r.redP95, r.redP99 = percentiles(rr)
+	return nil
+}
 
-	// 3. Transfers between two cards of one campaign, each client its own pair.
+// earningTransfers measures transfers between two cards of one campaign,
+// each client its own pair.
+func earningTransfers(r *earningResult, c client, campID string, d time.Duration) error {
 	fmt.Fprintln(os.Stderr, "bench: transfers between two cards at 200/s, 8 clients")
 	var trs []periodic.Runnable
 	for i := 0; i < r.redeems; i++ {
@@ -221,19 +239,19 @@ func benchEarning(stack *devstack.Stack, p devstack.ProjectCredentials, d time.D
 		for j := range codes {
 			m, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("mover-%d-%d", i, j)}})
 			if err != nil {
-				return r, err
+				return err
 			}
 			codes[j] = m["code"].(string)
 		}
 		if _, err := c.must("POST", "/v1/loyalties/members/"+codes[0]+"/balance", map[string]any{"points": 1_000_000}); err != nil {
-			return r, err
+			return err
 		}
 		trs = append(trs, &transferrer{c: c, campaign: campID, from: codes[0], to: codes[1]})
 	}
 	tr := at200(trs, d)
 	r.transferQPS, r.transferN, r.transferErrs = tr.ActualQPS, tr.DurationHistogram.Count, tr.ErrorsDurationHistogram.Count
 	r.trP50, r.trP95, r.trP99 = percentiles(tr)
-	return r, nil
+	return nil
 }
 
 // at200 runs the runners, one thread each, at a fixed, evenly spread 200
