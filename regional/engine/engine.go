@@ -43,6 +43,12 @@ type Deps struct {
 	Clock       *clock.Clock
 	// StackingRules are a project's (tenancy's resolver); nil: the defaults.
 	StackingRules func(ctx context.Context, projectID string) (tenancy.StackingRules, error)
+	// Tiers are the promotion tiers the engine validates (regional/promotions);
+	// nil: a promotion_tier redeemable is not found.
+	Tiers Tiers
+	// Referrals convert the customers of referral codes' redemptions
+	// (regional/referrals); nil: they convert no one.
+	Referrals Referrals
 }
 
 // Engine validates and redeems stacked redeemables.
@@ -51,7 +57,7 @@ type Engine struct {
 	pool      *db.Pool
 	rules     *validation.Service
 	tiers     Tiers
-	referrals Referrals // nil until UseReferrals
+	referrals Referrals
 	stacked   *stacked.Service
 }
 
@@ -60,21 +66,37 @@ type Engine struct {
 // (regional/referrals): redemptionID is the code's redemption, redemption
 // its view. It does nothing when the code's program converts on something
 // else or the customer was converted in the program before.
-type Referrals func(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string, redemption any) error
-
-// UseReferrals lets redemptions of referral codes convert their customers;
-// without it they convert no one.
-func (e *Engine) UseReferrals(fn Referrals) { e.referrals = fn }
+type Referrals interface {
+	ConvertRedemption(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string, redemption any) error
+}
 
 // New returns the engine.
 func New(d Deps) *Engine {
-	return &Engine{Deps: d, pool: d.Pool, rules: d.Rules, stacked: stacked.New(stacked.Deps{Pool: d.Pool, Events: d.Events,
-		Vouchers: d.Vouchers, Redemptions: d.Redemptions, Clock: d.Clock})}
+	return &Engine{Deps: d, pool: d.Pool, rules: d.Rules, tiers: d.Tiers, referrals: d.Referrals,
+		stacked: stacked.New(stacked.Deps{Pool: d.Pool, Events: d.Events, Vouchers: d.Vouchers, Redemptions: d.Redemptions,
+			Clock: d.Clock})}
 }
 
-// UseTiers gives the engine the promotion tiers it validates; without it
-// a promotion_tier redeemable is not found.
+// UseTiers and UseReferrals are Deps.Tiers and Deps.Referrals set after
+// New, until app.go gives them to New.
+//
+// Deprecated: give them in Deps.
 func (e *Engine) UseTiers(t Tiers) { e.tiers = t }
+
+// UseReferrals is Deps.Referrals set after New.
+//
+// Deprecated: give it in Deps.
+func (e *Engine) UseReferrals(fn func(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string,
+	redemption any) error) {
+	e.referrals = referralsFunc(fn)
+}
+
+type referralsFunc func(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string, redemption any) error
+
+func (f referralsFunc) ConvertRedemption(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string,
+	redemption any) error {
+	return f(ctx, tx, projectID, code, customerID, redemptionID, redemption)
+}
 
 // StackingRulesOf are the project's stacking rules, the defaults when the
 // engine was given none.

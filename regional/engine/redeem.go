@@ -357,7 +357,7 @@ func (e *Engine) convertReferees(ctx context.Context, tx pgx.Tx, projectID strin
 		if v == nil || c.campaign == nil || c.campaign.CampaignType != "REFERRAL_PROGRAM" || v.HolderID == nil {
 			continue
 		}
-		if err := e.referrals(ctx, tx, projectID, v.Code, cust.ID, kids[k].ID, kids[k].View); err != nil {
+		if err := e.referrals.ConvertRedemption(ctx, tx, projectID, v.Code, cust.ID, kids[k].ID, kids[k].View); err != nil {
 			return err
 		}
 	}
