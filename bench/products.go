@@ -87,9 +87,29 @@ func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pg
 		return r, err
 	}
 	defer pool.Close()
+	if err := productsImport(ctx, &r, c, pool); err != nil {
+		return r, err
+	}
+	// Then products of 1,000 SKUs each, made by a bulk update and a SKU
+	// import, deleted one at a time to the bin and with force; the
+	// reference writes the same rows with plain SQL in one transaction.
+	if err := productsWithSKUs(ctx, &r, c, pool); err != nil {
+		return r, err
+	}
+	return r, productsDelete(ctx, &r, c, pool)
+}
 
-	// 1. 100,000 products from one CSV file, until the async action is done;
-	// the reference is COPY of the same rows into the same table.
+// The products deleted: 2 × deleteSamples of skusPerProduct SKUs each,
+// the reference's in project refProject.
+const (
+	skusPerProduct, deleteSamples = 1000, 21
+	refProject                    = "proj_bench_ref"
+)
+
+// productsImport times 100,000 products from one CSV file, until the
+// async action is done; the reference is COPY of the same rows into the
+// same table.
+func productsImport(ctx context.Context, r *productsResult, c client, pool *pgxpool.Pool) error {
 	const n = 100000
 	var csv bytes.Buffer
 	csv.WriteString("name,source_id,price,attributes,color\n")
@@ -100,7 +120,7 @@ func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pg
 	start := time.Now()
 	id, err := c.upload("/v1/products/importCSV", csv.Bytes())
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.importUpload = time.Since(start).Seconds()
 	act, err := c.awaitSeen(id, 5*time.Minute, func(status string) {
@@ -109,7 +129,7 @@ func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pg
 		}
 	})
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.importSecs = time.Since(start).Seconds()
 	r.importJobSecs = act["processing_time"].(float64) / 1000
@@ -127,57 +147,65 @@ func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pg
 	}
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"products"},
 		[]string{"project_id", "id", "source_id", "name", "price", "attributes", "metadata", "created_at"}, pgx.CopyFromRows(rows)); err != nil {
-		return r, err
+		return err
 	}
 	r.copySecs = time.Since(start).Seconds()
+	return nil
+}
 
-	// 2. Products of 1,000 SKUs each, made by a bulk update and a SKU import,
-	// deleted one at a time to the bin and with force; the reference writes
-	// the same rows with plain SQL in one transaction.
-	const perProduct, samples = 1000, 21
-	r.skus, r.samples = perProduct, samples
+// productsWithSKUs makes the products to delete, through the API and for
+// the reference.
+func productsWithSKUs(ctx context.Context, r *productsResult, c client, pool *pgxpool.Pool) error {
+	r.skus, r.samples = skusPerProduct, deleteSamples
 	var items []map[string]any
 	var skus bytes.Buffer
 	skus.WriteString("product_id,sku,source_id,price\n")
-	for i := range 2 * samples {
+	for i := range 2 * deleteSamples {
 		items = append(items, map[string]any{"source_id": fmt.Sprintf("del-%d", i), "name": fmt.Sprintf("Delete me %d", i)})
-		for j := range perProduct {
+		for j := range skusPerProduct {
 			fmt.Fprintf(&skus, "del-%d,Variant %d,del-%d-%d,%d\n", i, j, i, j, 100+j)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "bench: %d products with %d SKUs each\n", 2*samples, perProduct)
+	fmt.Fprintf(os.Stderr, "bench: %d products with %d SKUs each\n", 2*deleteSamples, skusPerProduct)
 	status, m, err := c.do("POST", "/v1/products/bulk/async", items)
 	if err != nil || status != 202 {
-		return r, fmt.Errorf("bulk: %d %v %v", status, m, err)
+		return fmt.Errorf("bulk: %d %v %v", status, m, err)
 	}
 	if _, err := c.await(m["async_action_id"].(string), time.Minute); err != nil {
-		return r, err
+		return err
 	}
-	if id, err = c.upload("/v1/skus/importCSV", skus.Bytes()); err != nil {
-		return r, err
+	id, err := c.upload("/v1/skus/importCSV", skus.Bytes())
+	if err != nil {
+		return err
 	}
-	if act, err = c.await(id, 5*time.Minute); err != nil {
-		return r, err
+	act, err := c.await(id, 5*time.Minute)
+	if err != nil {
+		return err
 	}
-	if done := act["result"].(map[string]any)["done_count"].(float64); int(done) != 2*samples*perProduct {
-		return r, fmt.Errorf("sku import: %v", act["result"])
+	if done := act["result"].(map[string]any)["done_count"].(float64); int(done) != 2*deleteSamples*skusPerProduct {
+		return fmt.Errorf("sku import: %v", act["result"])
 	}
-	const ref = "proj_bench_ref"
 	if _, err := pool.Exec(ctx, `INSERT INTO products (project_id, id, source_id, name, created_at)
-		SELECT $1, 'prod_ref' || i::TEXT, 'del-' || i::TEXT, 'Delete me', now() FROM generate_series(0, $2 - 1) AS i`, ref, 2*samples); err != nil {
-		return r, err
+		SELECT $1, 'prod_ref' || i::TEXT, 'del-' || i::TEXT, 'Delete me', now() FROM generate_series(0, $2 - 1) AS i`, refProject, 2*deleteSamples); err != nil {
+		return err
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO skus (project_id, id, product_id, source_id, sku, price, created_at)
 		SELECT $1, 'sku_ref' || i::TEXT || '_' || j::TEXT, 'prod_ref' || i::TEXT, 'del-' || i::TEXT || '-' || j::TEXT, 'Variant', 100, now()
-		FROM generate_series(0, $2 - 1) AS i, generate_series(0, $3 - 1) AS j`, ref, 2*samples, perProduct); err != nil {
-		return r, err
+		FROM generate_series(0, $2 - 1) AS i, generate_series(0, $3 - 1) AS j`, refProject, 2*deleteSamples, skusPerProduct); err != nil {
+		return err
 	}
+	return nil
+}
+
+// productsDelete times the deletions, one at a time, every other one with
+// force, each beside the reference's.
+func productsDelete(ctx context.Context, r *productsResult, c client, pool *pgxpool.Pool) error {
 	timed := func(fn func() error) (float64, error) {
 		t := time.Now()
 		err := fn()
 		return float64(time.Since(t).Microseconds()) / 1000, err
 	}
-	for i := range 2 * samples {
+	for i := range 2 * deleteSamples {
 		force := i%2 == 1
 		path := fmt.Sprintf("/v1/products/del-%d", i)
 		if force {
@@ -195,11 +223,11 @@ func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pg
 			return nil
 		})
 		if err != nil {
-			return r, err
+			return err
 		}
-		refMS, err := timed(func() error { return refDelete(ctx, pool, ref, fmt.Sprintf("prod_ref%d", i), force) })
+		refMS, err := timed(func() error { return refDelete(ctx, pool, refProject, fmt.Sprintf("prod_ref%d", i), force) })
 		if err != nil {
-			return r, err
+			return err
 		}
 		if force {
 			r.force, r.refForce = append(r.force, ms), append(r.refForce, refMS)
@@ -210,7 +238,7 @@ func benchProducts(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pg
 	for _, xs := range [][]float64{r.bin, r.force, r.refBin, r.refForce} {
 		sort.Float64s(xs)
 	}
-	return r, nil
+	return nil
 }
 
 // refDelete writes what deleting a product with its SKUs writes, as set-based
