@@ -103,8 +103,14 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 		return res, fmt.Errorf("create webhook: %d", resp.StatusCode)
 	}
 	time.Sleep(time.Second) // the regional directory cache learns of the webhook
+	if err := webhooksLag(&res, rcv, stack, p, d); err != nil {
+		return res, err
+	}
+	return res, webhooksBacklog(&res, rcv, stack, p)
+}
 
-	// 1. Lag at 200 events per second.
+// webhooksLag measures the lag of deliveries at 200 events per second.
+func webhooksLag(r *webhookResult, rcv *hookReceiver, stack *devstack.Stack, p devstack.ProjectCredentials, d time.Duration) error {
 	fmt.Fprintln(os.Stderr, "bench: webhooks at 200 events/s")
 	o := fhttp.HTTPRunnerOptions{RunnerOptions: periodic.RunnerOptions{QPS: 200, Duration: d, NumThreads: 8, Out: io.Discard, Uniform: true}}
 	o.URL = stack.RouterURL + "/v1/customers"
@@ -112,12 +118,12 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 	o.ContentType = "application/json"
 	for _, h := range []string{"Host: api.localhost", "X-App-Id: " + p.AppID, "X-App-Token: " + p.AppToken} {
 		if err := o.AddAndValidateExtraHeader(h); err != nil {
-			return res, err
+			return err
 		}
 	}
 	run, err := fhttp.RunHTTPTest(&o)
 	if err != nil {
-		return res, err
+		return err
 	}
 	sent := int(run.RetCodes[200])
 	deadline := time.Now().Add(30 * time.Second)
@@ -128,52 +134,27 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 	lags := append([]time.Duration(nil), rcv.lags...)
 	rcv.mu.Unlock()
 	if len(lags) < sent {
-		return res, fmt.Errorf("webhooks: %d of %d events arrived", len(lags), sent)
+		return fmt.Errorf("webhooks: %d of %d events arrived", len(lags), sent)
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
-	res.events, res.rate = sent, run.ActualQPS
-	res.p50, res.p99, res.max = lags[len(lags)/2], lags[len(lags)*99/100], lags[len(lags)-1]
+	r.events, r.rate = sent, run.ActualQPS
+	r.p50, r.p99, r.max = lags[len(lags)/2], lags[len(lags)*99/100], lags[len(lags)-1]
+	return nil
+}
 
-	// 2. Sustained deliveries: a backlog of events written at once.
+// webhooksBacklog measures sustained deliveries: a backlog of events
+// written at once.
+func webhooksBacklog(r *webhookResult, rcv *hookReceiver, stack *devstack.Stack, p devstack.ProjectCredentials) error {
 	const burst = 40000
 	fmt.Fprintf(os.Stderr, "bench: webhooks, backlog of %d events\n", burst)
 	rcv.reset()
 	pool := stack.Regional["api"].Pool()
-	events := stack.Regional["api"].Events()
 	ctx := context.Background()
 	start := time.Now()
-	// Eight writers, so that writing outpaces delivering and the figure is
-	// the workers' rate, not the writer's.
-	const writers, perTx = 8, 500
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w * perTx; i < burst; i += writers * perTx {
-				err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
-					for j := i; j < i+perTx; j++ {
-						if err := events.Emit(ctx, tx, p.ProjectID, "customer.created", fmt.Sprintf("cust_bench%d", j),
-							map[string]any{"id": fmt.Sprintf("cust_bench%d", j), "object": "customer"}); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}(w)
+	if err := writeBacklog(ctx, stack, p.ProjectID, burst); err != nil {
+		return err
 	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return res, err
-	}
-	res.enqueueSecs = time.Since(start).Seconds()
+	r.enqueueSecs = time.Since(start).Seconds()
 	fmt.Fprint(os.Stderr, "backlog written: ", serverActivity(ctx, pool), explainClaim(ctx, pool), explainFinish(ctx, pool))
 	stopWatch := make(chan struct{})
 	go func() {
@@ -193,7 +174,7 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 	defer func() {
 		fmt.Fprintf(os.Stderr, "transaction retries during the backlog: %d\n", db.Retries.Load()-retries0)
 	}()
-	deadline = time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for rcv.count() < burst && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -201,12 +182,47 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 	got := rcv.received
 	rcv.mu.Unlock()
 	if len(got) < burst {
-		return res, fmt.Errorf("webhooks: %d of %d backlog events arrived in 5 minutes", len(got), burst)
+		return fmt.Errorf("webhooks: %d of %d backlog events arrived in 5 minutes", len(got), burst)
 	}
-	res.burst = burst
-	res.burstSecs = got[len(got)-1].Sub(start).Seconds()
-	res.perSec = float64(burst) / res.burstSecs
-	return res, nil
+	r.burst = burst
+	r.burstSecs = got[len(got)-1].Sub(start).Seconds()
+	r.perSec = float64(burst) / r.burstSecs
+	return nil
+}
+
+// writeBacklog writes n customer.created events of projectID. Eight
+// writers, so that writing outpaces delivering and the figure is the
+// workers' rate, not the writer's.
+func writeBacklog(ctx context.Context, stack *devstack.Stack, projectID string, n int) error {
+	pool := stack.Regional["api"].Pool()
+	events := stack.Regional["api"].Events()
+	const writers, perTx = 8, 500
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w * perTx; i < n; i += writers * perTx {
+				err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
+					for j := i; j < i+perTx; j++ {
+						if err := events.Emit(ctx, tx, projectID, "customer.created", fmt.Sprintf("cust_bench%d", j),
+							map[string]any{"id": fmt.Sprintf("cust_bench%d", j), "object": "customer"}); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 func webhookReport(r webhookResult) string {
