@@ -62,6 +62,7 @@ type jobPayload struct {
 // HandleJob registers the job behind an async action type (for example
 // CAMPAIGN.VOUCHERS_GENERATE).
 func (r *Registry) HandleJob(actionType string, fn JobFunc) {
+	r.open(actionType)
 	r.jobs[actionType] = fn
 }
 

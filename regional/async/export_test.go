@@ -21,3 +21,6 @@ var GuardedUpdates = map[string][]any{
 
 // The queue's reads, for their plans.
 const ClaimSQL, ListParkedSQL = claimSQL, listParkedSQL
+
+// Seal ends registration, as a worker's Run does when it starts.
+func (r *Registry) Seal() { r.seal() }

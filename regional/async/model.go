@@ -3,6 +3,7 @@ package async
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -117,10 +118,29 @@ type kind struct {
 
 // Registry maps task kinds to their handlers, and async action types to
 // their jobs.
+//
+// It stays a registry, filled by the domains' constructors, rather than a
+// contract each is given: the worker dispatches on a name read from an
+// outbox row, not on a call a package makes, so no package calls another
+// through it, and a kind's handler lives with the package that queues the
+// kind. Every handler is registered while the app is built, before a
+// worker runs: a registration after Worker.Run has started panics
+// (sealed), so the worker never reads a table that is still changing.
 type Registry struct {
-	kinds map[string]kind
-	jobs  map[string]JobFunc
-	wake  chan struct{}
+	kinds  map[string]kind
+	jobs   map[string]JobFunc
+	wake   chan struct{}
+	sealed atomic.Bool
+}
+
+// seal ends registration: a worker has started reading the registry.
+func (r *Registry) seal() { r.sealed.Store(true) }
+
+// open panics when name is registered after the registry was sealed.
+func (r *Registry) open(name string) {
+	if r.sealed.Load() {
+		panic("async: " + name + " registered after a worker started; register handlers while building the app")
+	}
 }
 
 // NewRegistry returns an empty registry.
@@ -140,17 +160,20 @@ func (r *Registry) Wake() {
 
 // HandleTx registers a database-effect handler.
 func (r *Registry) HandleTx(name string, h TxHandler, p Policy) {
+	r.open(name)
 	r.kinds[name] = kind{tx: h, policy: p.withDefaults()}
 }
 
 // Handle registers an external-effect handler.
 func (r *Registry) Handle(name string, h ExtHandler, p Policy) {
+	r.open(name)
 	r.kinds[name] = kind{ext: h, policy: p.withDefaults()}
 }
 
 // HandleRecorded registers an external-effect handler whose tries are
 // written a batch at a time by rec, from the Notes of their outcomes.
 func (r *Registry) HandleRecorded(name string, h ExtHandler, rec Recorder, p Policy) {
+	r.open(name)
 	r.kinds[name] = kind{ext: h, record: rec, policy: p.withDefaults()}
 }
 

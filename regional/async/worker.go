@@ -96,6 +96,7 @@ func (w *Worker) Collectors() []prometheus.Collector {
 // that fails), and the outcomes of external tasks are gathered and written a
 // batch at a time by the committers, each batch's statements pipelined.
 func (w *Worker) Run(ctx context.Context) {
+	w.reg.seal()
 	sem := make(chan struct{}, w.o.Concurrency)
 	freed := make(chan struct{}, 1) // a slot came free: claim again at once
 	release := func(n int) {
