@@ -217,67 +217,15 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 
 	// Regional instances first: the directory records where they listen.
 	for _, r := range cfg.Regions {
-		apiHost, dlHost := ClusterHosts(r.Cluster, cfg.BaseDomain)
-		m := telemetry.NewMetrics("regional", r.Cluster)
-		app, err := regional.New(ctx, regional.Config{Cluster: r.Cluster, DatabaseURL: r.DatabaseURL, TenancyURL: cfg.TenancyURL,
-			IdentitySecret: cfg.IdentitySecret, OperatorSecret: cfg.OperatorSecret,
-			Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m,
-			Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval, Clock: cfg.Clock, SweepInterval: cfg.SweepInterval,
-			BinRetention: cfg.BinRetention, ExportPartRows: cfg.ExportPartRows, ExportRetention: cfg.ExportRetention, ExportChunkBytes: cfg.ExportChunkBytes,
-			DownloadBaseURL: cfg.PublicScheme + "://" + dlHost + ":" + s.RouterPort})
-		if err != nil {
+		if err := s.startRegional(ctx, runCtx, pool, r); err != nil {
 			return err
 		}
-		s.closers = append(s.closers, app.Close)
-		s.Regional[r.Cluster] = app
-		s.run(func() error { app.RunBackground(runCtx); return nil })
-		url, err := s.serve(runCtx, "127.0.0.1:0", app.Handler())
-		if err != nil {
-			return err
-		}
-		s.regionalURLs[r.Cluster] = url
-		if err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
-			return tenancy.UpsertCluster(ctx, tx, tenancy.Cluster{Name: r.Cluster, Region: r.Region, Kind: tenancy.Shared,
-				APIHost: apiHost, DownloadHost: dlHost, UpstreamURL: url})
-		}); err != nil {
-			return fmt.Errorf("register cluster %s: %w", r.Cluster, err)
-		}
-		if admin != 0 {
-			s.serveAdmin(runCtx, admin+2+len(s.Regional)-1, m, app.Ready)
-		}
 	}
-
-	mm := telemetry.NewMetrics("management", "")
-	mgmt, err := management.New(ctx, management.Config{TenancyURL: cfg.TenancyURL, IdentitySecret: cfg.IdentitySecret,
-		OperatorSecret: cfg.OperatorSecret,
-		Log:            cfg.Log.With("service", "management"), Metrics: mm})
-	if err != nil {
+	if err := s.startManagement(ctx, runCtx); err != nil {
 		return err
 	}
-	s.closers = append(s.closers, mgmt.Close)
-	s.Management = mgmt
-	if s.mgmtURL, err = s.serve(runCtx, "127.0.0.1:0", mgmt.Handler()); err != nil {
+	if err := s.startRing(runCtx); err != nil {
 		return err
-	}
-	if admin != 0 {
-		s.serveAdmin(runCtx, admin+1, mm, mgmt.Ready)
-	}
-
-	if cfg.Routers > 1 {
-		var addrs []string
-		for range cfg.Routers {
-			pl, err := peerlimit.Start(runCtx, peerlimit.Config{Addr: "127.0.0.1:0", Deadline: cfg.PeerDeadline,
-				Log: cfg.Log.With("service", "router", "component", "peerlimit")})
-			if err != nil {
-				return err
-			}
-			s.closers = append(s.closers, pl.Close)
-			s.Ring = append(s.Ring, pl)
-			addrs = append(addrs, pl.Addr())
-		}
-		for _, pl := range s.Ring {
-			pl.SetPeers(addrs)
-		}
 	}
 	rt, resolver, rm, err := s.newRouter(runCtx, s.member(0))
 	if err != nil {
@@ -308,6 +256,88 @@ func (s *Stack) start(ctx, runCtx context.Context) error {
 	}
 	if admin != 0 {
 		s.serveAdmin(runCtx, admin, rm, rt.Ready)
+	}
+	return nil
+}
+
+// startRegional starts region r's regional instance, serves it, and
+// records it in the directory.
+func (s *Stack) startRegional(ctx, runCtx context.Context, pool *db.Pool, r Region) error {
+	cfg := s.cfg
+	admin := cfg.AdminBasePort
+	apiHost, dlHost := ClusterHosts(r.Cluster, cfg.BaseDomain)
+	m := telemetry.NewMetrics("regional", r.Cluster)
+	app, err := regional.New(ctx, regional.Config{Cluster: r.Cluster, DatabaseURL: r.DatabaseURL, TenancyURL: cfg.TenancyURL,
+		IdentitySecret: cfg.IdentitySecret, OperatorSecret: cfg.OperatorSecret,
+		Log: cfg.Log.With("service", "regional", "cluster", r.Cluster), Metrics: m,
+		Worker: cfg.Worker, Webhooks: cfg.Webhooks, WatchInterval: cfg.WatchInterval, Clock: cfg.Clock, SweepInterval: cfg.SweepInterval,
+		BinRetention: cfg.BinRetention, ExportPartRows: cfg.ExportPartRows, ExportRetention: cfg.ExportRetention, ExportChunkBytes: cfg.ExportChunkBytes,
+		DownloadBaseURL: cfg.PublicScheme + "://" + dlHost + ":" + s.RouterPort})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, app.Close)
+	s.Regional[r.Cluster] = app
+	s.run(func() error { app.RunBackground(runCtx); return nil })
+	url, err := s.serve(runCtx, "127.0.0.1:0", app.Handler())
+	if err != nil {
+		return err
+	}
+	s.regionalURLs[r.Cluster] = url
+	if err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
+		return tenancy.UpsertCluster(ctx, tx, tenancy.Cluster{Name: r.Cluster, Region: r.Region, Kind: tenancy.Shared,
+			APIHost: apiHost, DownloadHost: dlHost, UpstreamURL: url})
+	}); err != nil {
+		return fmt.Errorf("register cluster %s: %w", r.Cluster, err)
+	}
+	if admin != 0 {
+		s.serveAdmin(runCtx, admin+2+len(s.Regional)-1, m, app.Ready)
+	}
+	return nil
+}
+
+// startManagement starts the management service and serves it.
+func (s *Stack) startManagement(ctx, runCtx context.Context) error {
+	cfg := s.cfg
+	admin := cfg.AdminBasePort
+	mm := telemetry.NewMetrics("management", "")
+	mgmt, err := management.New(ctx, management.Config{TenancyURL: cfg.TenancyURL, IdentitySecret: cfg.IdentitySecret,
+		OperatorSecret: cfg.OperatorSecret,
+		Log:            cfg.Log.With("service", "management"), Metrics: mm})
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, mgmt.Close)
+	s.Management = mgmt
+	if s.mgmtURL, err = s.serve(runCtx, "127.0.0.1:0", mgmt.Handler()); err != nil {
+		return err
+	}
+	if admin != 0 {
+		s.serveAdmin(runCtx, admin+1, mm, mgmt.Ready)
+	}
+	return nil
+}
+
+// startRing starts the router replicas' ring members, when there are
+// several replicas.
+func (s *Stack) startRing(runCtx context.Context) error {
+	cfg := s.cfg
+	if cfg.Routers <= 1 {
+		return nil
+	}
+	var addrs []string
+	for range cfg.Routers {
+		pl, err := peerlimit.Start(runCtx, peerlimit.Config{Addr: "127.0.0.1:0", Deadline: cfg.PeerDeadline,
+			Log: cfg.Log.With("service", "router", "component", "peerlimit")})
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, pl.Close)
+		s.Ring = append(s.Ring, pl)
+		addrs = append(addrs, pl.Addr())
+	}
+	for _, pl := range s.Ring {
+		pl.SetPeers(addrs)
 	}
 	return nil
 }
