@@ -23,4 +23,10 @@
 // have them judged and applied here (candidates.go: Judge, Effects), so
 // that what they offer validates as they say; the engine does not know
 // them.
+//
+// What the engine calls above it is declared here and given to New in
+// Deps, never set after: the promotion tiers it validates (Tiers, served
+// by regional/promotions) and the conversion of a referral code's
+// redeemer (Referrals, by regional/referrals). Both services are built
+// before the engine, which their constructors do not need.
 package engine
