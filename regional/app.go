@@ -235,7 +235,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	customers.Register(v1, cust)
 	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
-	a.loyalty = loyalty.NewService(pool, events, cust, ord, a.tasks, cfg.Clock)
+	// The campaigns' rows, whose kinds (loyalty programs, vouchers,
+	// promotions, referral programs) are built on them.
+	camps := campaigns.NewService(pool, events, cfg.Clock)
+	a.loyalty = loyalty.NewService(pool, events, camps, cust, ord, cfg.Clock)
 	// The loyalty program, and the packages built on it.
 	loyalty.Register(v1, a.loyalty)
 	a.earning = earning.NewService(pool, events, a.loyalty, a.tasks, a.resolver, cfg.Clock)
@@ -243,43 +246,41 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
 	redemptions.Register(v1, red)
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
-	vs := vouchers.NewService(pool, a.bin, cfg.Clock)
-	vs.UseEvents(events)
-	a.loyalty.UseGenerator(vs.GenerateVouchers)
-	vouchers.Register(v1, vs)
-	categories.Register(v1, categories.NewService(pool, cfg.Clock, loyalty.FollowCategory))
+	vs := vouchers.NewService(pool, events, camps, a.bin, cfg.Clock)
+	vouchers.Register(v1, vs, a.loyalty)
+	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
 	vs.RegisterJobs(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, events, cust, vs, a.loyalty, cfg.Clock)
 	publications.Register(v1, pubs)
 	vs.UsePublishCounts(publications.PublishCounts)
-	// One campaign model: a deleted campaign's vouchers (of any type) go in
+	// A deleted campaign's vouchers (of any type) go in
 	// CAMPAIGN.VOUCHERS_DELETE, at once or when its bin entry is removed.
-	a.loyalty.UseCampaignDropper(vs.DropCampaignVouchers)
-	a.bin.Handle("campaign", a.loyalty.RemoveBinnedCampaign)
+	a.bin.Handle("campaign", camps.RemoveBinned)
 	rules := validation.NewService(pool, cfg.Clock)
 	validation.Register(v1, rules)
+	promos := promotions.NewService(pool, camps, rules, cfg.Clock)
+	// Referral programs: their campaigns, the holders of their codes, and
+	// referees converted by custom event or by redemption.
+	refs := referrals.NewService(pool, events, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
+	referrals.Register(v1, refs)
 	// The promotion engine (stacked validation, redemption), the promotion
 	// tiers it applies without codes, and qualifications, which it judges.
 	eng := engine.New(engine.Deps{Pool: pool, Events: events, Vouchers: vs, Rules: rules, Customers: cust,
-		Orders: ord, Redemptions: red, Clock: cfg.Clock, StackingRules: a.resolver.StackingRules})
+		Orders: ord, Redemptions: red, Clock: cfg.Clock, StackingRules: a.resolver.StackingRules, Tiers: promos,
+		Referrals: refs})
 	engine.Register(v1, eng)
-	promos := promotions.NewService(pool, a.loyalty, rules, cfg.Clock)
 	promos.UseSummaries(eng.TierSummaries)
-	eng.UseTiers(promos)
 	qualifications.Register(v1, qualifications.New(eng, promos))
 	promotions.Register(v1, promos)
-	a.loyalty.UseCampaignDropper(promos.DropCampaignTiers)
-	// Referral programs: their campaigns, the holders of their codes, and
-	// referees converted by custom event or by redemption.
-	refs := referrals.NewService(pool, events, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
-	referrals.Register(v1, refs)
-	eng.UseReferrals(refs.ConvertRedemption)
-	campaigns.Register(v1, campaigns.Deps{Programs: a.loyalty, Vouchers: vs, Publications: pubs, Redemptions: red,
-		Clock: cfg.Clock.Now, Kinds: map[string]campaigns.Kind{
-			"PROMOTION": {Create: promos.CreateCampaign, Get: promos.GetCampaign, Update: promos.UpdateCampaign},
-			"REFERRAL_PROGRAM": {Create: refs.CreateCampaign, Get: refs.GetCampaign, Update: refs.UpdateCampaign,
-				Summary: refs.SummaryOf}},
-		Stacked: eng.CampaignCounts})
+	// /v1/campaigns serves every type through its kind.
+	discounts := vouchers.NewKind(vs, "DISCOUNT_COUPONS")
+	campaigns.Register(v1, campaigns.NewRegistry(camps, a.tasks, map[string]campaigns.Kind{
+		"LOYALTY_PROGRAM":  loyalty.NewKind(a.loyalty, red),
+		"DISCOUNT_COUPONS": discounts,
+		"GIFT_VOUCHERS":    vouchers.NewKind(vs, "GIFT_VOUCHERS"),
+		"PROMOTION":        promotions.NewKind(promos),
+		"REFERRAL_PROGRAM": referrals.NewKind(refs, discounts),
+	}), campaigns.Counters{Stacked: eng, Publications: pubs})
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
 	prods := products.NewService(pool, events, a.tasks, a.bin, cfg.Clock)

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/engine/calc"
-	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/rules"
@@ -45,7 +45,7 @@ type Candidate struct {
 	voucher  *vouchers.Voucher
 	tier     *Tier
 	card     *redemptions.CardPayment // a loyalty card paying with a reward
-	campaign *loyalty.CampaignWindow
+	campaign *campaigns.Window
 	// refusal says why the redeemable is inapplicable; nil when it applies.
 	refusal *Refusal
 	// lines are the order's items its rules admit (nil: every item).
@@ -138,7 +138,7 @@ func (c *Candidate) Tier() *Tier { return c.tier }
 func (c *Candidate) Card() *redemptions.CardPayment { return c.card }
 
 // Campaign is the candidate's campaign as judging read it; nil for none.
-func (c *Candidate) Campaign() *loyalty.CampaignWindow { return c.campaign }
+func (c *Candidate) Campaign() *campaigns.Window { return c.campaign }
 
 // Refusal says why the candidate does not apply; nil when it does.
 func (c *Candidate) Refusal() *Refusal { return c.refusal }
@@ -160,7 +160,7 @@ func (c *Candidate) DiscountsItems(o *orders.Request) bool {
 // and the rules assigned to objects by id, Known holding every object
 // read, with rules or without.
 type Prefetched struct {
-	Windows map[string]loyalty.CampaignWindow
+	Windows map[string]campaigns.Window
 	Rules   map[string][]string
 	Known   map[string]bool
 }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/engine/stacked"
-	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/regional/validation"
@@ -44,7 +44,7 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 	// One round trip: the campaigns' windows, the sessions holding the
 	// vouchers, and the rules of every candidate and campaign (some may be
 	// refused by the checks below and their rules go unused).
-	campaigns, held, assigned := map[string]loyalty.CampaignWindow{}, map[string]int64{}, map[string][]string{}
+	windows, held, assigned := map[string]campaigns.Window{}, map[string]int64{}, map[string][]string{}
 	var ask []string
 	for _, c := range cs {
 		if c.refusal != nil {
@@ -58,7 +58,7 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 	}
 	b := &pgx.Batch{}
 	if len(campaignIDs) > 0 {
-		loyalty.QueueCampaignWindows(b, projectID, campaignIDs, campaigns)
+		campaigns.QueueWindows(b, projectID, campaignIDs, windows)
 	}
 	if len(voucherIDs) > 0 {
 		queueHeld(b, projectID, voucherIDs, sessionKey, now, held)
@@ -73,7 +73,7 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 	}
 	if pre != nil {
 		for id, w := range pre.Windows {
-			campaigns[id] = w
+			windows[id] = w
 		}
 		for o, rs := range pre.Rules {
 			assigned[o] = rs
@@ -85,7 +85,7 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 			continue
 		}
 		if cid := c.wantsCampaign(); cid != "" {
-			k, ok := campaigns[cid]
+			k, ok := windows[cid]
 			if !ok {
 				c.refusal = &Refusal{Code: 404, Key: "not_found", Message: "Resource not found",
 					Details: "The campaign of " + c.req.ID + " was deleted."}

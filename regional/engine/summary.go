@@ -3,8 +3,8 @@ package engine
 import (
 	"context"
 
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/engine/stacked"
-	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 // CampaignCounts are a campaign's stacked redemptions within a period
@@ -18,7 +18,7 @@ type TierSummary = stacked.TierSummary
 // CampaignCounts counts the stacked redemptions of campaignID's vouchers
 // and tiers made within p, and the rollbacks of its redemptions made
 // within p.
-func (e *Engine) CampaignCounts(ctx context.Context, projectID, campaignID string, p loyalty.Period) (CampaignCounts, error) {
+func (e *Engine) CampaignCounts(ctx context.Context, projectID, campaignID string, p campaigns.Period) (CampaignCounts, error) {
 	return stacked.CountCampaign(ctx, e.pool, projectID, campaignID, p)
 }
 

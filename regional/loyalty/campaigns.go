@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 // CreateRequest is the body of POST /v1/loyalties.
@@ -203,7 +204,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 		return CampaignView{}, err
 	}
 	now := s.Now()
-	c := Campaign{CampaignOf: CampaignOf[VoucherConfig]{ID: ids.New("camp_"), Name: *r.Name, CampaignType: "LOYALTY_PROGRAM",
+	c := Campaign{Campaign: campaigns.Campaign[VoucherConfig]{ID: ids.New("camp_"), Name: *r.Name, CampaignType: "LOYALTY_PROGRAM",
 		Attrs: a, VouchersCount: count, GenerationStatus: "DONE", CreatedAt: now}}
 	var actionID *string
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -211,10 +212,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 		if count > 1 {
 			c.GenerationStatus = "IN_PROGRESS"
 		}
-		if err := SetCategory(ctx, tx, projectID, &c.Attrs, r.Category, r.CategoryID, now); err != nil {
-			return err
-		}
-		if err := InsertCampaign(ctx, tx, projectID, c.CampaignOf); err != nil {
+		if err := campaigns.Insert(ctx, tx, projectID, &c.Campaign, r.Category, r.CategoryID); err != nil {
 			return err
 		}
 		if count == 1 {
@@ -222,82 +220,20 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 				return err
 			}
 		} else if count > 1 {
-			act, err := async.StartJob(ctx, tx, projectID, GenerateJob, GenerateParams{CampaignID: c.ID, Count: count})
+			act, err := async.StartJob(ctx, tx, projectID, campaigns.GenerateJob, campaigns.GenerateParams{CampaignID: c.ID, Count: count})
 			if err != nil {
 				return err
 			}
 			actionID = &act.ID
 		}
-		return s.events.Emit(ctx, tx, projectID, EventCampaignCreated, c.ID, c.View())
+		return s.camps.Emit(ctx, tx, projectID, campaigns.EventCreated, c.ID, c.View())
 	})
-	if errors.Is(err, db.ErrConflict) {
-		return CampaignView{}, apierr.Duplicate("campaign", fmt.Sprintf("A campaign named %q already exists.", c.Name))
-	}
 	if err != nil {
 		return CampaignView{}, err
 	}
 	v := c.View()
 	v.AsyncActionID = actionID
 	return v, nil
-}
-
-type generateParams struct {
-	CampaignID string `json:"campaign_id"`
-}
-
-// GenerateParams are CAMPAIGN.VOUCHERS_GENERATE's: the campaign, and how
-// many vouchers (or cards) this job makes. Count is 0 in a job queued
-// before it was recorded: the job then makes what the campaign's count
-// still lacks, as all jobs once did.
-type GenerateParams struct {
-	CampaignID string `json:"campaign_id"`
-	Count      int64  `json:"count,omitempty"`
-}
-
-// generationBatch is the most vouchers one transaction of a generation
-// makes.
-const generationBatch = 10_000
-
-// RunGeneration makes count vouchers for a generation job, at most
-// generationBatch a transaction (READ COMMITTED), each of which advances
-// the job's checkpoint (how many are made) with the vouchers it made: a
-// run again after a crash makes only the rest, and a run whose job another
-// worker took over stops (async.ErrSuperseded) with its batch rolled back.
-// So a job makes exactly the vouchers its request counted, whatever else
-// adds to the campaign meanwhile (single creates, publications, other
-// jobs): vouchers_count stays the number of vouchers. make makes n in tx
-// and says how many it made. RunGeneration returns how many the job made.
-func RunGeneration(ctx context.Context, pool db.Beginner, job *async.Job, count int64,
-	make func(ctx context.Context, tx pgx.Tx, n int64) (int64, error)) (int64, error) {
-	type state struct {
-		Made int64 `json:"made"`
-	}
-	var st state
-	resumed, err := job.Resume(ctx, &st)
-	if err != nil {
-		return 0, err
-	}
-	var from any
-	if resumed {
-		from = st
-	}
-	for st.Made < count {
-		n := min(count-st.Made, generationBatch)
-		var next state
-		err := db.InTxReadCommitted(ctx, pool, func(tx pgx.Tx) error {
-			made, err := make(ctx, tx, n)
-			if err != nil {
-				return err
-			}
-			next = state{Made: st.Made + made}
-			return job.Advance(ctx, tx, from, next, int(next.Made*100/count))
-		})
-		if err != nil {
-			return st.Made, err
-		}
-		st, from = next, next
-	}
-	return st.Made, nil
 }
 
 // generate makes n cards of a campaign in q, in chunks, regenerating the
@@ -369,89 +305,6 @@ func (s *Service) initialPoints(ctx context.Context, q db.Querier, projectID str
 	return q.SendBatch(ctx, b).Close()
 }
 
-// generateJob is CAMPAIGN.VOUCHERS_GENERATE: it makes the cards its
-// request counted (RunGeneration: a rerun after a crash makes only the
-// rest).
-func (s *Service) generateJob(ctx context.Context, job *async.Job) (any, error) {
-	var p GenerateParams
-	if err := json.Unmarshal(job.Params, &p); err != nil {
-		return nil, err
-	}
-	c, err := getCampaign(ctx, s.pool, job.ProjectID, p.CampaignID)
-	if errors.Is(err, db.ErrNotFound) && s.otherGenerate != nil {
-		// Not a loyalty program: campaigns of other types (discount and
-		// gift campaigns, regional/vouchers) share the action type.
-		_, ok, oerr := s.otherGenerate(ctx, job)
-		if oerr != nil {
-			return nil, oerr
-		}
-		if ok {
-			if err := s.generationDone(ctx, job.ProjectID, p.CampaignID); err != nil {
-				return nil, err
-			}
-			return s.generationResult(ctx, job.ProjectID, p.CampaignID)
-		}
-	}
-	if errors.Is(err, db.ErrNotFound) {
-		return map[string]any{"message": "the campaign was deleted"}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	gen, err := codes.New(c.Attrs.Voucher.CodeConfig)
-	if err != nil {
-		return nil, err
-	}
-	if p.Count == 0 { // queued before jobs recorded their count
-		var have int64
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`,
-			job.ProjectID, c.ID).Scan(&have); err != nil {
-			return nil, err
-		}
-		p.Count = max(0, c.VouchersCount-have)
-	}
-	now := s.Now()
-	if _, err := RunGeneration(ctx, s.pool, job, p.Count, func(ctx context.Context, tx pgx.Tx, n int64) (int64, error) {
-		return s.generate(ctx, tx, job.ProjectID, c, gen, n, now)
-	}); err != nil {
-		return nil, err
-	}
-	if err := s.generationDone(ctx, job.ProjectID, c.ID); err != nil {
-		return nil, err
-	}
-	return s.generationResult(ctx, job.ProjectID, c.ID)
-}
-
-// generationResult is a finished generation job's result: the campaign's
-// vouchers_count.
-func (s *Service) generationResult(ctx context.Context, projectID, campaignID string) (any, error) {
-	c, err := GetCampaignOf[json.RawMessage](ctx, s.pool, projectID, campaignID, false)
-	if errors.Is(err, db.ErrNotFound) {
-		return map[string]any{"message": "the campaign was deleted"}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"campaign_id": c.ID, "vouchers_count": c.VouchersCount}, nil
-}
-
-// generationDone records a campaign's vouchers made, and raises
-// campaign.vouchers.generation.completed with it, in one transaction.
-func (s *Service) generationDone(ctx context.Context, projectID, campaignID string) error {
-	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := SetGenerationStatus(ctx, tx, projectID, campaignID, "DONE", 0); err != nil {
-			return err
-		}
-		c, err := GetCampaignOf[json.RawMessage](ctx, tx, projectID, campaignID, false)
-		if errors.Is(err, db.ErrNotFound) {
-			return nil // deleted meanwhile
-		} else if err != nil {
-			return err
-		}
-		return s.events.Emit(ctx, tx, projectID, EventGenerationCompleted, c.ID, c.ViewOf())
-	})
-}
-
 // GetCampaign returns a campaign by id or name.
 func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (CampaignView, error) {
 	c, err := s.Campaign(ctx, s.pool, projectID, idOrName)
@@ -463,19 +316,19 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (
 
 // ListCampaigns returns a page of campaigns in id (creation) order.
 func (s *Service) ListCampaigns(ctx context.Context, projectID string, lq listq.Query) ([]CampaignView, int, bool, string, error) {
-	cs, total, err := ListCampaignsOf[VoucherConfig](ctx, s.pool, projectID, []string{"LOYALTY_PROGRAM"}, lq)
+	cs, total, err := campaigns.List[VoucherConfig](ctx, s.pool, projectID, []string{"LOYALTY_PROGRAM"}, lq)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	out, more, next := listq.PageOf(cs, lq.Limit, func(c CampaignOf[VoucherConfig]) string { return c.ID },
-		CampaignOf[VoucherConfig].ViewOf)
+	out, more, next := listq.PageOf(cs, lq.Limit, func(c campaigns.Campaign[VoucherConfig]) string { return c.ID },
+		campaigns.Campaign[VoucherConfig].ViewOf)
 	return out, total, more, next, nil
 }
 
 // UpdateRequest is the body of PUT /v1/loyalties/{campaignId}: the
 // properties present are replaced.
 type UpdateRequest struct {
-	CommonUpdate
+	campaigns.CommonUpdate
 	LoyaltyCard *cardRequest `json:"loyalty_card"`
 }
 
@@ -492,9 +345,9 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string
 			return CampaignView{}, apierr.InvalidPayload("loyalty_card.points applies to new campaigns only")
 		}
 	}
-	c, err := ChangeCampaign(ctx, s, projectID, idOrName, EventCampaignUpdated, []string{"LOYALTY_PROGRAM"},
-		func(_ pgx.Tx, c *CampaignOf[VoucherConfig]) error {
-			if err := ApplyCommon(&c.Attrs, r.CommonUpdate); err != nil {
+	c, err := campaigns.Change(ctx, s.camps, projectID, idOrName, campaigns.EventUpdated, []string{"LOYALTY_PROGRAM"},
+		func(_ pgx.Tx, c *campaigns.Campaign[VoucherConfig]) error {
+			if err := campaigns.ApplyCommon(&c.Attrs, r.CommonUpdate); err != nil {
 				return err
 			}
 			if r.LoyaltyCard != nil && r.LoyaltyCard.ExpirationRules != nil {
@@ -512,65 +365,9 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string
 // answer 404) and deletes its cards and their ledger in the
 // CAMPAIGN.VOUCHERS_DELETE async action, whose id it returns.
 func (s *Service) DeleteCampaign(ctx context.Context, projectID, idOrName string) (string, error) {
-	id, err := s.RemoveCampaign(ctx, projectID, idOrName, true, "LOYALTY_PROGRAM")
+	id, err := s.camps.Remove(ctx, projectID, idOrName, true, "LOYALTY_PROGRAM")
 	if err != nil {
 		return "", err
 	}
 	return *id, nil
-}
-
-func (s *Service) deleteJob(ctx context.Context, job *async.Job) (any, error) {
-	var p generateParams
-	if err := json.Unmarshal(job.Params, &p); err != nil {
-		return nil, err
-	}
-	var deleted int64
-	for {
-		var n int64
-		err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `SELECT id FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT 1000`,
-				job.ProjectID, p.CampaignID)
-			if err != nil {
-				return err
-			}
-			cardIDs, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil || len(cardIDs) == 0 {
-				return err
-			}
-			n = int64(len(cardIDs))
-			b := &pgx.Batch{}
-			b.Queue(`DELETE FROM loyalty_transactions WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
-			b.Queue(`DELETE FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
-			if s.earning != nil {
-				s.earning.QueueDropOfCards(b, job.ProjectID, cardIDs)
-			}
-			// The cards' codes are free again (the registry of every voucher
-			// type's codes, found by its key).
-			b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND code IN (
-				SELECT code FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[]))`, job.ProjectID, cardIDs)
-			b.Queue(`DELETE FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`, job.ProjectID, cardIDs)
-			return tx.SendBatch(ctx, b).Close()
-		})
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			break
-		}
-		deleted += n
-		_ = job.Progress(ctx, 50)
-	}
-	if s.earning != nil {
-		if err := s.earning.DropOfCampaign(ctx, s.pool, job.ProjectID, p.CampaignID); err != nil {
-			return nil, err
-		}
-	}
-	for _, drop := range s.droppers {
-		n, err := drop(ctx, job.ProjectID, p.CampaignID)
-		if err != nil {
-			return nil, err
-		}
-		deleted += n
-	}
-	return map[string]any{"campaign_id": p.CampaignID, "deleted_vouchers": deleted}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 )
 
@@ -127,7 +128,7 @@ func (s *Service) join(ctx context.Context, tx pgx.Tx, projectID string, camp Ca
 			if _, err = s.generate(ctx, tx, projectID, camp, gen, 1, s.Now()); err != nil {
 				return Card{}, err
 			}
-			if err = AddVouchersCount(ctx, tx, projectID, camp.ID, 1); err != nil {
+			if err = campaigns.AddVouchersCount(ctx, tx, projectID, camp.ID, 1); err != nil {
 				return Card{}, err
 			}
 			card, err = scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/jsonx"
-	"github.com/tallyhq/tally/regional/categories"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/tiers"
 )
 
@@ -28,16 +28,7 @@ const (
 const (
 	EventTransactionCreated = "voucher.loyalty_card.transaction.created"
 	EventPointsAdded        = "voucher.loyalty_card.points_added"
-	EventCampaignCreated    = "campaign.created"
-	EventCampaignUpdated    = "campaign.updated"
-	EventCampaignDeleted    = "campaign.deleted"
 	EventVoucherPublished   = "voucher.published"
-)
-
-// GenerateJob is the async action type that generates a campaign's cards.
-const (
-	GenerateJob = "CAMPAIGN.VOUCHERS_GENERATE"
-	DeleteJob   = "CAMPAIGN.VOUCHERS_DELETE"
 )
 
 // ExpirationRules are a program's rules for when added points expire.
@@ -65,113 +56,23 @@ type VoucherConfig struct {
 	IsReferralCode bool           `json:"is_referral_code"`
 }
 
-// AttrsOf are a campaign's properties kept as a document, of any type: V
-// is its voucher template.
-type AttrsOf[V any] struct {
-	Description                     *string         `json:"description"`
-	Type                            string          `json:"type"`              // AUTO_UPDATE or STATIC
-	Voucher                         V               `json:"voucher,omitempty"` // none for PROMOTION campaigns
-	AutoJoin                        bool            `json:"auto_join"`
-	JoinOnce                        bool            `json:"join_once"`
-	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
-	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	StartDate                       *time.Time      `json:"start_date"`
-	ExpirationDate                  *time.Time      `json:"expiration_date"`
-	Active                          bool            `json:"active"`
-	Metadata                        map[string]any  `json:"metadata"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
-	// Cat is the category CategoryID names, as the categories table has it
-	// now (read with the campaign, or resolved by SetCategory): the view's
-	// categories. Not stored: the document keeps only the name and id.
-	Cat *categories.Category `json:"-"`
-	// ReferralProgram is a REFERRAL_PROGRAM's conversion and rewards,
-	// Promotion a PROMOTION's tiers as created.
-	ReferralProgram json.RawMessage `json:"referral_program,omitempty"`
-	Promotion       json.RawMessage `json:"promotion,omitempty"`
-}
-
 // Attrs are a loyalty program's properties.
-type Attrs = AttrsOf[VoucherConfig]
+type Attrs = campaigns.Attrs[VoucherConfig]
 
-// Campaign is a loyalty program.
+// Campaign is a loyalty program: a row of the one campaign model with the
+// template of its cards.
 type Campaign struct {
-	CampaignOf[VoucherConfig]
+	campaigns.Campaign[VoucherConfig]
 	// Tiers, by range, are read with a locked card (and by Transfer): the
 	// balance changes that may move a holder between tiers.
 	Tiers []tiers.Tier
 }
 
-// CampaignViewOf is the reference shape of a campaign, of any type: V is
-// its voucher template (a loyalty card's here, a discount or gift
-// voucher's in regional/vouchers).
-type CampaignViewOf[V any] struct {
-	ID                              string            `json:"id"`
-	Name                            string            `json:"name"`
-	Description                     *string           `json:"description"`
-	CampaignType                    string            `json:"campaign_type"`
-	Type                            string            `json:"type"`
-	Voucher                         V                 `json:"voucher,omitempty"` // none for PROMOTION campaigns
-	AutoJoin                        bool              `json:"auto_join"`
-	JoinOnce                        bool              `json:"join_once"`
-	UseVoucherMetadataSchema        bool              `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage   `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek               json.RawMessage   `json:"validity_day_of_week,omitempty"`
-	ValidityHours                   json.RawMessage   `json:"validity_hours,omitempty"`
-	ActivityDurationAfterPublishing *string           `json:"activity_duration_after_publishing"`
-	VouchersCount                   int64             `json:"vouchers_count"`
-	StartDate                       *jsonx.Time       `json:"start_date"`
-	ExpirationDate                  *jsonx.Time       `json:"expiration_date"`
-	Active                          bool              `json:"active"`
-	Metadata                        map[string]any    `json:"metadata"`
-	CreatedAt                       jsonx.Time        `json:"created_at"`
-	UpdatedAt                       *jsonx.Time       `json:"updated_at"`
-	Category                        *string           `json:"category"`
-	CategoryID                      *string           `json:"category_id"`
-	Categories                      []categories.View `json:"categories"`
-	CreationStatus                  string            `json:"creation_status"`
-	VouchersGenerationStatus        string            `json:"vouchers_generation_status"`
-	ReferralProgram                 json.RawMessage   `json:"referral_program,omitempty"`
-	Promotion                       json.RawMessage   `json:"promotion,omitempty"`
-	Readonly                        bool              `json:"readonly"`
-	Protected                       bool              `json:"protected"`
-	Object                          string            `json:"object"`
-	AsyncActionID                   *string           `json:"async_action_id,omitempty"`
-}
-
 // CampaignView is the reference shape of a loyalty campaign.
-type CampaignView = CampaignViewOf[VoucherConfig]
+type CampaignView = campaigns.View[VoucherConfig]
 
 // View renders the campaign.
 func (c Campaign) View() CampaignView { return c.ViewOf() }
-
-// ViewOf renders a campaign of any type.
-func (c CampaignOf[V]) ViewOf() CampaignViewOf[V] {
-	a := c.Attrs
-	meta := a.Metadata
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	return CampaignViewOf[V]{ID: c.ID, Name: c.Name, Description: a.Description, CampaignType: c.CampaignType, Type: a.Type,
-		Voucher: a.Voucher, AutoJoin: a.AutoJoin, JoinOnce: a.JoinOnce, UseVoucherMetadataSchema: a.UseVoucherMetadataSchema,
-		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
-		ActivityDurationAfterPublishing: a.ActivityDurationAfterPublishing, VouchersCount: c.VouchersCount,
-		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Active: a.Active, Metadata: meta,
-		CreatedAt: jsonx.Time{Time: c.CreatedAt}, UpdatedAt: jsonx.Ptr(c.UpdatedAt), Category: a.Category,
-		CategoryID: a.CategoryID, Categories: a.categories(), CreationStatus: "DONE", VouchersGenerationStatus: c.GenerationStatus,
-		ReferralProgram: a.ReferralProgram, Promotion: a.Promotion, Object: "campaign"}
-}
-
-// categories is the campaign's categories array: its category, or none.
-func (a AttrsOf[V]) categories() []categories.View {
-	if a.Cat == nil {
-		return []categories.View{}
-	}
-	return []categories.View{a.Cat.View()}
-}
 
 // Card is a loyalty card and its figures.
 type Card struct {

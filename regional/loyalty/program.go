@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/tiers"
 )
 
@@ -49,8 +50,7 @@ func (s *Service) Card(ctx context.Context, q db.Querier, projectID, campaignID,
 // CardsOf are the ids of the cards customerID holds in live campaigns, in
 // id order, which is the order they are locked in.
 func (s *Service) CardsOf(ctx context.Context, q db.Querier, projectID, customerID string) ([]string, error) {
-	return db.Collect(func(r pgx.Row) (id string, err error) { return id, r.Scan(&id) })(q.Query(ctx, `SELECT c.id FROM loyalty_cards c JOIN campaigns k
-		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+	return db.Collect(func(r pgx.Row) (id string, err error) { return id, r.Scan(&id) })(q.Query(ctx, `SELECT c.id FROM loyalty_cards c`+campaigns.JoinLive("k", "c")+`
 		WHERE c.project_id = $1 AND c.holder_id = $2 ORDER BY c.id`, projectID, customerID))
 }
 
@@ -104,7 +104,7 @@ func CardCodes(ctx context.Context, q db.Querier, projectID string, codes []stri
 // with points to spend, newest first, at most limit (qualifications' wallet).
 func (s *Service) CardsHeldBy(ctx context.Context, q db.Querier, projectID, holderID string, limit int) ([]LockedCard, error) {
 	rows, err := q.Query(ctx, `SELECT `+cardColumnsC+`, `+campaignColumnsK+`, `+tiers.Column+`
-		FROM loyalty_cards c JOIN campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+		FROM loyalty_cards c`+campaigns.JoinLive("k", "c")+`
 		WHERE c.project_id = $1 AND c.holder_id = $2 AND c.balance > 0 ORDER BY c.id DESC LIMIT $3`, projectID, holderID, limit)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/orders"
 )
@@ -35,39 +35,24 @@ type Service struct {
 	attrs     attrsCache
 	clock     *clock.Clock
 	earning   Earning
-	// otherGenerate makes the vouchers of campaigns of other types, which
-	// share CAMPAIGN.VOUCHERS_GENERATE (ok false: not one of its campaigns).
-	otherGenerate func(ctx context.Context, job *async.Job) (result any, ok bool, err error)
-	// droppers delete what other packages keep of a deleted campaign.
-	droppers []func(ctx context.Context, projectID, campaignID string) (int64, error)
-}
-
-// UseGenerator hands CAMPAIGN.VOUCHERS_GENERATE jobs of campaigns that are
-// not loyalty programs to fn (regional/vouchers' discount and gift
-// campaigns): the action type is the reference's for every campaign type.
-func (s *Service) UseGenerator(fn func(ctx context.Context, job *async.Job) (result any, ok bool, err error)) {
-	s.otherGenerate = fn
+	camps     *campaigns.Service // the programs' rows and their events
 }
 
 // Now is the service's time: the platform clock, which tests move.
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
-// NewService returns the loyalty service and registers its jobs in reg.
-func NewService(pool *db.Pool, events Events, cust *customers.Service, ord *orders.Service, reg *async.Registry, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, events: events, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
-	reg.HandleJob(GenerateJob, s.generateJob)
-	reg.HandleJob(DeleteJob, s.deleteJob)
-	return s
+// NewService returns the loyalty service; camps writes its programs' rows.
+func NewService(pool *db.Pool, events Events, camps *campaigns.Service, cust *customers.Service, ord *orders.Service, clk *clock.Clock) *Service {
+	return &Service{pool: pool, events: events, camps: camps, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
 }
 
-func notFoundCampaign(id string) error { return apierr.NotFound("campaign", id) }
-func notFoundCard(id string) error     { return apierr.NotFound("voucher", id) }
+func notFoundCard(id string) error { return apierr.NotFound("voucher", id) }
 
 // campaign loads a live campaign or answers 404.
 func (s *Service) Campaign(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
 	c, err := getCampaign(ctx, q, projectID, idOrName)
 	if errors.Is(err, db.ErrNotFound) {
-		return Campaign{}, notFoundCampaign(idOrName)
+		return Campaign{}, campaigns.NotFound(idOrName)
 	}
 	return c, err
 }
@@ -123,13 +108,3 @@ func parseDate(s string) (time.Time, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// Pool is the database of the campaigns, for the readers of the campaign
-// model (regional/campaigns).
-func (s *Service) Pool() *db.Pool { return s.pool }
-
-// Emit raises a webhook event in tx, for the campaign types whose packages
-// write campaigns through this one (promotions).
-func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, event, id string, object any) error {
-	return s.events.Emit(ctx, tx, projectID, event, id, object)
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/tiers"
 )
 
@@ -44,8 +45,8 @@ func (p CampaignPart[T]) Get(ctx context.Context, s *Service, q db.Querier, proj
 
 // getCampaign finds a live loyalty program by id or name.
 func getCampaign(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
-	c, err := GetCampaignOf[VoucherConfig](ctx, q, projectID, idOrName, false, "LOYALTY_PROGRAM")
-	return Campaign{CampaignOf: c}, err
+	c, err := campaigns.Get[VoucherConfig](ctx, q, projectID, idOrName, false, "LOYALTY_PROGRAM")
+	return Campaign{Campaign: c}, err
 }
 
 const cardColumns = `id, code, campaign_id, holder_id, points, balance, subtracted_points, expired_points, redeemed_points,
@@ -73,8 +74,9 @@ func getCard(ctx context.Context, q db.Querier, projectID, codeOrID string, lock
 		db.ForUpdate(lock), projectID, codeOrID))
 }
 
-// prefixed qualifies each of a list of columns with the alias a.
-var cardColumnsC, campaignColumnsK = prefixed("c", cardColumns), prefixed("k", campaignColumns)
+// cardColumnsC and campaignColumnsK are a card's columns and its
+// campaign's, qualified with the aliases the card reads give them.
+var cardColumnsC, campaignColumnsK = prefixed("c", cardColumns), campaigns.Columns("k")
 
 func prefixed(a, columns string) string {
 	parts := strings.Split(columns, ",")
@@ -94,8 +96,7 @@ const cardIDOf = `(SELECT id FROM (
 
 // liveCardOf is the id of that card when its campaign is live and, when $3
 // is not empty, is the campaign with id or name $3.
-const liveCardOf = `(SELECT c.id FROM loyalty_cards c JOIN campaigns k
-		ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+var liveCardOf = `(SELECT c.id FROM loyalty_cards c` + campaigns.JoinLive("k", "c") + `
 		WHERE c.project_id = $1 AND c.id = ` + cardIDOf + ` AND ($3 = '' OR k.id = $3 OR k.name = $3))`
 
 // CardKeyed is the condition on loyalty_cards c that finds the card a
@@ -120,7 +121,7 @@ func lockCardSQL(key string) string {
 // readCardSQL is lockCardSQL without the lock.
 func readCardSQL(key string) string {
 	return `SELECT ` + cardColumnsC + `, ` + campaignColumnsK + `, ` + tiers.Column + `
-		FROM loyalty_cards c JOIN campaigns k ON k.project_id = c.project_id AND k.id = c.campaign_id AND k.deleted_at IS NULL
+		FROM loyalty_cards c` + campaigns.JoinLive("k", "c") + `
 		WHERE c.project_id = $1 AND ` + CardKeyed(key) + ` AND ($3 = '' OR k.id = $3 OR k.name = $3)`
 }
 
@@ -186,7 +187,7 @@ func queueCard(b *pgx.Batch, cache attrsCache, sql, projectID, campaignID, key s
 func scanLocked(rows pgx.Rows, cache attrsCache, dst *LockedCard) error {
 	var meta, attrs, tierCol []byte
 	k := &dst.Campaign
-	dests := append(append(cardDests(&dst.Card, &meta), campaignDests(&k.CampaignOf, &attrs)...), &tierCol)
+	dests := append(append(cardDests(&dst.Card, &meta), campaigns.Dests(&k.Campaign, &attrs)...), &tierCol)
 	if err := rows.Scan(dests...); err != nil {
 		return err
 	}
@@ -338,11 +339,7 @@ func listTransactions(ctx context.Context, q db.Querier, projectID string, tq Tx
 		where = `project_id = $1 AND card_id = ` + liveCardOf
 	} else {
 		args = []any{projectID, tq.Campaign}
-		where = `project_id = $1 AND campaign_id = (SELECT id FROM (
-			SELECT id, 0 AS o FROM campaigns WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL AND campaign_type = 'LOYALTY_PROGRAM'
-			UNION ALL SELECT id, 1 FROM campaigns WHERE project_id = $1 AND name = $2 AND deleted_at IS NULL
-				AND campaign_type = 'LOYALTY_PROGRAM') AS m
-			ORDER BY o LIMIT 1)`
+		where = `project_id = $1 AND campaign_id = ` + campaigns.LiveIDOf("LOYALTY_PROGRAM")
 	}
 	return pageOfTransactions(ctx, q, tq, where, args, now)
 }
@@ -381,4 +378,60 @@ func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, 
 	cs, err := db.Collect(scanCard)(q.Query(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
 		WHERE project_id = $1 AND campaign_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...))
 	return cs, total, err
+}
+
+// countCards counts a campaign's cards.
+func countCards(ctx context.Context, q db.Querier, projectID, campaignID string) (int64, error) {
+	var n int64
+	err := q.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`, projectID, campaignID).Scan(&n)
+	return n, err
+}
+
+// dropCards deletes up to limit cards of a deleted campaign for good, with
+// their ledger, buckets, what earning keeps of them (when e is not nil)
+// and their codes, and answers how many it deleted.
+func dropCards(ctx context.Context, tx pgx.Tx, projectID, campaignID string, limit int, e Earning) (int64, error) {
+	rows, err := tx.Query(ctx, `SELECT id FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT $3`,
+		projectID, campaignID, limit)
+	if err != nil {
+		return 0, err
+	}
+	cardIDs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(cardIDs) == 0 {
+		return 0, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM loyalty_transactions WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, projectID, cardIDs)
+	b.Queue(`DELETE FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, projectID, cardIDs)
+	if e != nil {
+		e.QueueDropOfCards(b, projectID, cardIDs)
+	}
+	// The cards' codes are free again (the registry of every voucher
+	// type's codes, found by its key).
+	b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND code IN (
+		SELECT code FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[]))`, projectID, cardIDs)
+	b.Queue(`DELETE FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, cardIDs)
+	return int64(len(cardIDs)), tx.SendBatch(ctx, b).Close()
+}
+
+// Opening is LedgerSums' key of gift cards' opening entries.
+const Opening = "OPENING"
+
+// LedgerSums are a campaign's ledger entries within p (points of a loyalty
+// program, credits of a gift campaign): per transaction type, the sum of
+// their changes.
+func LedgerSums(ctx context.Context, q db.Querier, projectID, campaignID string, p campaigns.Period) (map[string]int64, error) {
+	cond, args := p.Cond("created_at", []any{projectID, campaignID})
+	// A gift card's opening entry (QueueOpeningEntries) is its own key,
+	// Opening, not one of the additions made to it.
+	rows, err := q.Query(ctx, `SELECT CASE WHEN id LIKE 'vtx\_open\_%' THEN '`+Opening+`' ELSE type END AS t, COALESCE(sum(delta), 0)
+		FROM loyalty_transactions WHERE project_id = $1 AND campaign_id = $2`+cond+` GROUP BY t`, args...)
+	if err != nil {
+		return nil, err
+	}
+	sums := map[string]int64{}
+	var typ string
+	var sum int64
+	_, err = pgx.ForEachRow(rows, []any{&typ, &sum}, func() error { sums[typ] = sum; return nil })
+	return sums, err
 }

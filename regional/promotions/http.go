@@ -17,6 +17,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 // Register mounts the promotion endpoints on the /v1 group.
@@ -208,7 +209,7 @@ func (s *Service) listStacks(c echo.Context) error {
 		cond, args = " AND campaign_id = $2", append(args, k.ID)
 	}
 	vs, err := db.Collect(scanStack)(s.pool.Query(ctx, `SELECT `+stackColumns+` FROM promotion_stacks WHERE project_id = $1`+cond+
-		` AND campaign_id IN (SELECT id FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL) ORDER BY id LIMIT 100`, args...))
+		` AND campaign_id IN `+campaigns.LiveIDs+` ORDER BY id LIMIT 100`, args...))
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@
 // window (active, dates, validity timeframe, days and hours) and the
 // validation rules assigned to it; and promotion stacks, named groups of a
 // campaign's tiers. The campaign row is the one campaign model's
-// (regional/loyalty's campaign_rows.go); this package owns the
+// (regional/campaigns'); this package owns the
 // promotion_tiers and promotion_stacks tables, and answers the promotion
 // engine (regional/engine) which tiers exist and are active.
 package promotions
@@ -15,6 +15,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -89,7 +90,7 @@ func (r TierRequest) apply(t *Tier, creating bool) error {
 	if err := loyalty.CheckText("banner", r.Banner); err != nil {
 		return err
 	}
-	if err := vouchers.CheckValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
+	if err := campaigns.CheckValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
 		return err
 	}
 	a := &t.Attrs
@@ -199,7 +200,7 @@ type AssignmentList struct {
 }
 
 // view renders t with its campaign and rule assignments.
-func (t Tier) view(k loyalty.CampaignWindow, as []validation.AssignmentView, s Summary) TierView {
+func (t Tier) view(k campaigns.Window, as []validation.AssignmentView, s Summary) TierView {
 	a := t.Attrs
 	meta := a.Metadata
 	if meta == nil {

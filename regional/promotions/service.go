@@ -15,17 +15,16 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/engine"
-	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/qualifications"
 	"github.com/tallyhq/tally/regional/validation"
-	"github.com/tallyhq/tally/regional/vouchers"
 )
 
 // Service is the promotion tiers' and stacks' service.
 type Service struct {
 	pool  *db.Pool
-	prog  *loyalty.Service // the campaign model's writes and events
+	camps *campaigns.Service // the campaigns' rows and their events
 	rules *validation.Service
 	clock *clock.Clock
 	// summaries count the tiers' redemptions (regional/engine's); nil: none.
@@ -33,8 +32,8 @@ type Service struct {
 }
 
 // NewService returns the service.
-func NewService(pool *db.Pool, prog *loyalty.Service, rules *validation.Service, clk *clock.Clock) *Service {
-	return &Service{pool: pool, prog: prog, rules: rules, clock: clk}
+func NewService(pool *db.Pool, camps *campaigns.Service, rules *validation.Service, clk *clock.Clock) *Service {
+	return &Service{pool: pool, camps: camps, rules: rules, clock: clk}
 }
 
 // UseSummaries gives the tiers' views their redemption counts.
@@ -57,11 +56,10 @@ func scanTier(r pgx.Row) (Tier, error) {
 
 // liveTiers is the FROM and WHERE of the tiers of live campaigns.
 const liveTiers = ` FROM promotion_tiers WHERE project_id = $1
-	AND campaign_id IN (SELECT id FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL)`
+	AND campaign_id IN ` + campaigns.LiveIDs
 
 // available holds of the active tiers of active campaigns.
-const available = `active AND campaign_id IN (SELECT id FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL
-	AND COALESCE((attrs->>'active')::BOOL, false))`
+const available = `active AND campaign_id IN ` + campaigns.ActiveIDs
 
 func (s *Service) tier(ctx context.Context, q db.Querier, projectID, id string, lock bool) (Tier, error) {
 	t, err := scanTier(q.QueryRow(ctx, `SELECT `+tierColumns+liveTiers+` AND id = $2`+db.ForUpdate(lock), projectID, id))
@@ -87,8 +85,8 @@ func writeTier(ctx context.Context, q db.Querier, projectID string, t Tier, inse
 }
 
 // promotion reads a live PROMOTION campaign by id or name.
-func promotion(ctx context.Context, q db.Querier, projectID, idOrName string, lock bool) (loyalty.CampaignOf[json.RawMessage], error) {
-	c, err := loyalty.GetCampaignOf[json.RawMessage](ctx, q, projectID, idOrName, lock, "PROMOTION")
+func promotion(ctx context.Context, q db.Querier, projectID, idOrName string, lock bool) (campaigns.Campaign[json.RawMessage], error) {
+	c, err := campaigns.Get[json.RawMessage](ctx, q, projectID, idOrName, lock, "PROMOTION")
 	if errors.Is(err, db.ErrNotFound) {
 		return c, apierr.NotFound("campaign", idOrName)
 	}
@@ -105,7 +103,7 @@ func (s *Service) views(ctx context.Context, q db.Querier, projectID string, ts 
 	for _, t := range ts {
 		tierIDs, campaignIDs = append(tierIDs, t.ID), append(campaignIDs, t.CampaignID)
 	}
-	ks, err := loyalty.CampaignWindowsByID(ctx, q, projectID, campaignIDs)
+	ks, err := campaigns.WindowsByID(ctx, q, projectID, campaignIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +159,7 @@ func (s *Service) addTiers(ctx context.Context, tx pgx.Tx, projectID, campaignID
 
 // CampaignRequest is the body of POST /v1/campaigns for a PROMOTION.
 type CampaignRequest struct {
-	loyalty.CommonUpdate
+	campaigns.CommonUpdate
 	Name      *string `json:"name"`
 	Promotion *struct {
 		Tiers []TierRequest `json:"tiers"`
@@ -184,31 +182,25 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json
 	if len(r.Promotion.Tiers) > 100 {
 		return nil, apierr.InvalidPayload("promotion.tiers: at most 100 in one request")
 	}
-	if err := vouchers.CheckValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
+	if err := campaigns.CheckValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
 		return nil, err
 	}
-	c := loyalty.CampaignOf[json.RawMessage]{ID: ids.New("camp_"), Name: *r.Name, CampaignType: "PROMOTION",
+	c := campaigns.Campaign[json.RawMessage]{ID: ids.New("camp_"), Name: *r.Name, CampaignType: "PROMOTION",
 		GenerationStatus: "DONE", CreatedAt: s.now()}
 	c.Attrs.Type, c.Attrs.Active = "AUTO_UPDATE", true
-	if err := loyalty.ApplyCommon(&c.Attrs, r.CommonUpdate); err != nil {
+	if err := campaigns.ApplyCommon(&c.Attrs, r.CommonUpdate); err != nil {
 		return nil, err
 	}
 	var tiers []Tier
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := loyalty.SetCategory(ctx, tx, projectID, &c.Attrs, r.Category, r.CategoryID, c.CreatedAt); err != nil {
-			return err
-		}
-		if err := loyalty.InsertCampaign(ctx, tx, projectID, c); err != nil {
-			if errors.Is(err, db.ErrConflict) {
-				return apierr.Duplicate("campaign", "A campaign named "+c.Name+" already exists.")
-			}
+		if err := campaigns.Insert(ctx, tx, projectID, &c, r.Category, r.CategoryID); err != nil {
 			return err
 		}
 		var err error
 		if tiers, err = s.addTiers(ctx, tx, projectID, c.ID, r.Promotion.Tiers); err != nil {
 			return err
 		}
-		return s.prog.Emit(ctx, tx, projectID, loyalty.EventCampaignCreated, c.ID, c.ViewOf())
+		return s.camps.Emit(ctx, tx, projectID, campaigns.EventCreated, c.ID, c.ViewOf())
 	})
 	if err != nil {
 		return nil, err
@@ -217,7 +209,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json
 }
 
 // campaignView is a PROMOTION campaign's view with its tiers.
-func (s *Service) campaignView(ctx context.Context, projectID string, c loyalty.CampaignOf[json.RawMessage], ts []Tier) (any, error) {
+func (s *Service) campaignView(ctx context.Context, projectID string, c campaigns.Campaign[json.RawMessage], ts []Tier) (any, error) {
 	vs, err := s.views(ctx, s.pool, projectID, ts)
 	if err != nil {
 		return nil, err
@@ -242,12 +234,14 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, id string) (any, e
 
 // UpdateCampaign changes a PROMOTION campaign's common properties.
 func (s *Service) UpdateCampaign(ctx context.Context, projectID, id string, raw json.RawMessage) (any, error) {
-	var r loyalty.CommonUpdate
+	var r campaigns.CommonUpdate
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, apierr.InvalidPayload("the campaign does not read: " + err.Error())
 	}
-	c, err := loyalty.ChangeCampaign(ctx, s.prog, projectID, id, loyalty.EventCampaignUpdated, []string{"PROMOTION"},
-		func(_ pgx.Tx, c *loyalty.CampaignOf[json.RawMessage]) error { return loyalty.ApplyCommon(&c.Attrs, r) })
+	c, err := campaigns.Change(ctx, s.camps, projectID, id, campaigns.EventUpdated, []string{"PROMOTION"},
+		func(_ pgx.Tx, c *campaigns.Campaign[json.RawMessage]) error {
+			return campaigns.ApplyCommon(&c.Attrs, r)
+		})
 	if err != nil {
 		return nil, err
 	}

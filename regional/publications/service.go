@@ -17,6 +17,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -206,7 +207,7 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 	var v vouchers.Voucher
 	var camp *vouchers.Campaign
 	if p.campaign != "" {
-		id, typ, err := loyalty.CampaignTypeOf(ctx, tx, projectID, p.campaign)
+		id, typ, err := campaigns.TypeOf(ctx, tx, projectID, p.campaign)
 		if errors.Is(err, db.ErrNotFound) {
 			return View{}, nil, apierr.NotFound("campaign", p.campaign)
 		}

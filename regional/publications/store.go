@@ -11,7 +11,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/listq"
-	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 const columns = `id, campaign_id, campaign_name, voucher_id, voucher_code, voucher_type, is_referral_code, customer_id,
@@ -174,13 +174,13 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery, now
 }
 
 // Counts are a campaign's publications within p: succeeded and failed.
-func (s *Service) Counts(ctx context.Context, projectID, campaignID string, p loyalty.Period) (ok, failed int64, err error) {
+func (s *Service) Counts(ctx context.Context, projectID, campaignID string, p campaigns.Period) (ok, failed int64, err error) {
 	for _, c := range []struct {
 		result string
 		n      *int64
 	}{{Success, &ok}, {Failure, &failed}} {
-		if *c.n, err = loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM publications
-			WHERE project_id = $1 AND campaign_id = $2 AND result = $3`, "created_at", p, projectID, campaignID, c.result); err != nil {
+		if *c.n, err = p.Count(ctx, s.pool, `SELECT count(*) FROM publications
+			WHERE project_id = $1 AND campaign_id = $2 AND result = $3`, "created_at", projectID, campaignID, c.result); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/engine"
-	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 // CatalogueTTL is how old the promotion tiers, their campaigns' windows and
@@ -58,7 +58,7 @@ func (s *Service) catalogue(ctx context.Context, q db.Querier, projectID string,
 	if c := slot.cat; c != nil && now.Sub(c.at) < CatalogueTTL && !now.Before(c.at) {
 		return c, nil
 	}
-	c := &catalogue{at: now, Prefetched: engine.Prefetched{Windows: map[string]loyalty.CampaignWindow{}, Rules: map[string][]string{},
+	c := &catalogue{at: now, Prefetched: engine.Prefetched{Windows: map[string]campaigns.Window{}, Rules: map[string][]string{},
 		Known: map[string]bool{}}}
 	if s.tiers != nil {
 		var err error
@@ -71,7 +71,7 @@ func (s *Service) catalogue(ctx context.Context, q db.Querier, projectID string,
 		campaignIDs, objects = append(campaignIDs, t.CampaignID), append(objects, t.ID, t.CampaignID)
 	}
 	var err error
-	if c.Windows, err = loyalty.CampaignWindowsByID(ctx, q, projectID, campaignIDs); err != nil {
+	if c.Windows, err = campaigns.WindowsByID(ctx, q, projectID, campaignIDs); err != nil {
 		return nil, err
 	}
 	if s.engine.Rules != nil && len(objects) > 0 {

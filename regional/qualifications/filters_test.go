@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/engine"
-	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
 
@@ -15,13 +15,13 @@ func TestHolderRoleFilter(t *testing.T) {
 	ann := "cust_ann"
 	referral := &offer{req: engine.Redeemable{Object: "voucher", ID: "REF-1"}, objectID: "v_1",
 		voucher:  &vouchers.Voucher{ID: "v_1", Code: "REF-1", Type: vouchers.Discount, HolderID: &ann},
-		campaign: &loyalty.CampaignWindow{ID: "camp_1", CampaignType: "REFERRAL_PROGRAM"}}
+		campaign: &campaigns.Window{ID: "camp_1", CampaignType: "REFERRAL_PROGRAM"}}
 	owned := &offer{req: engine.Redeemable{Object: "voucher", ID: "W-1"}, objectID: "v_2",
 		voucher:  &vouchers.Voucher{ID: "v_2", Code: "W-1", Type: vouchers.Discount, HolderID: &ann},
-		campaign: &loyalty.CampaignWindow{ID: "camp_2", CampaignType: "DISCOUNT_COUPONS"}}
+		campaign: &campaigns.Window{ID: "camp_2", CampaignType: "DISCOUNT_COUPONS"}}
 	tier := &offer{req: engine.Redeemable{Object: "promotion_tier", ID: "promo_1"}, objectID: "promo_1",
 		tier:     &engine.Tier{ID: "promo_1", CampaignID: "camp_3"},
-		campaign: &loyalty.CampaignWindow{ID: "camp_3", CampaignType: "PROMOTION"}}
+		campaign: &campaigns.Window{ID: "camp_3", CampaignType: "PROMOTION"}}
 	for _, r := range []struct {
 		filter string
 		want   [3]bool // referral, owned, tier

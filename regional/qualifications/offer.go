@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/engine/calc"
-	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
@@ -38,7 +38,7 @@ type offer struct {
 	card     *redemptions.CardPayment
 	stack    *Stack
 	parts    []*engine.Candidate // a stack's tiers, in its order
-	campaign *loyalty.CampaignWindow
+	campaign *campaigns.Window
 	// objectID is the voucher's, the tier's or the card's id ("" for a
 	// stack); categoryID the category the stacking rules see it in.
 	objectID, categoryID string

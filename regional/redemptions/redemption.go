@@ -21,6 +21,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
@@ -506,14 +507,14 @@ func (h Handler) redeem(c echo.Context) error {
 
 // Counts are a loyalty program's reward redemptions made within p, and
 // their rollbacks made within p.
-func (s *Service) Counts(ctx context.Context, projectID, campaignID string, p loyalty.Period) (redeemed, rolledBack int64, err error) {
-	if redeemed, err = loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM redemptions WHERE project_id = $1 AND campaign_id = $2`,
-		"created_at", p, projectID, campaignID); err != nil {
+func (s *Service) Counts(ctx context.Context, projectID, campaignID string, p campaigns.Period) (redeemed, rolledBack int64, err error) {
+	if redeemed, err = p.Count(ctx, s.pool, `SELECT count(*) FROM redemptions WHERE project_id = $1 AND campaign_id = $2`,
+		"created_at", projectID, campaignID); err != nil {
 		return 0, 0, err
 	}
-	rolledBack, err = loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM redemption_rollbacks b JOIN redemptions r
+	rolledBack, err = p.Count(ctx, s.pool, `SELECT count(*) FROM redemption_rollbacks b JOIN redemptions r
 		ON r.project_id = b.project_id AND r.id = b.redemption_id WHERE b.project_id = $1 AND r.campaign_id = $2`,
-		"b.created_at", p, projectID, campaignID)
+		"b.created_at", projectID, campaignID)
 	return redeemed, rolledBack, err
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/loyalty"
@@ -94,7 +95,7 @@ func (s *Service) referralCode(ctx context.Context, q db.Querier, projectID, cod
 	if f.CampaignID == nil {
 		return f.Voucher, vouchers.Campaign{}, Program{}, notReferral
 	}
-	c, err := loyalty.GetCampaignOf[vouchers.Template](ctx, q, projectID, *f.CampaignID, false, "REFERRAL_PROGRAM")
+	c, err := campaigns.Get[vouchers.Template](ctx, q, projectID, *f.CampaignID, false, "REFERRAL_PROGRAM")
 	if errors.Is(err, db.ErrNotFound) {
 		return f.Voucher, c, Program{}, notReferral
 	}
@@ -326,7 +327,7 @@ func (s *Service) codeOf(ctx context.Context, q db.Querier, projectID string, vi
 			continue
 		}
 		seen[*v.CampaignID] = true
-		c, err := loyalty.GetCampaignOf[vouchers.Template](ctx, q, projectID, *v.CampaignID, false, "REFERRAL_PROGRAM")
+		c, err := campaigns.Get[vouchers.Template](ctx, q, projectID, *v.CampaignID, false, "REFERRAL_PROGRAM")
 		if errors.Is(err, db.ErrNotFound) {
 			continue
 		}
@@ -366,13 +367,7 @@ func (s *Service) Summary(ctx context.Context, projectID, customerID string) (an
 
 // ReferredCustomers counts the referees a program converted within p: the
 // summary's referred_customers (GET /v1/campaigns/{id}/summary).
-func (s *Service) ReferredCustomers(ctx context.Context, projectID, campaignID string, p loyalty.Period) (int64, error) {
-	return loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM referrals WHERE project_id = $1 AND campaign_id = $2`,
-		"created_at", p, projectID, campaignID)
-}
-
-// SummaryOf is a referral program's own figures in its campaign summary.
-func (s *Service) SummaryOf(ctx context.Context, projectID, campaignID string, p loyalty.Period) (map[string]any, error) {
-	n, err := s.ReferredCustomers(ctx, projectID, campaignID, p)
-	return map[string]any{"referred_customers": n}, err
+func (s *Service) ReferredCustomers(ctx context.Context, projectID, campaignID string, p campaigns.Period) (int64, error) {
+	return p.Count(ctx, s.pool, `SELECT count(*) FROM referrals WHERE project_id = $1 AND campaign_id = $2`,
+		"created_at", projectID, campaignID)
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
-	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
 
@@ -49,7 +49,7 @@ func (s *Service) recordReferrer(ctx context.Context, tx pgx.Tx, projectID strin
 	if v.CampaignID == nil || v.HolderID == nil {
 		return nil
 	}
-	c, err := loyalty.GetCampaignOf[json.RawMessage](ctx, tx, projectID, *v.CampaignID, false, "REFERRAL_PROGRAM")
+	c, err := campaigns.Get[json.RawMessage](ctx, tx, projectID, *v.CampaignID, false, "REFERRAL_PROGRAM")
 	if errors.Is(err, db.ErrNotFound) {
 		return nil // not a referral code
 	}
@@ -72,7 +72,7 @@ func (s *Service) member(ctx context.Context, q db.Querier, projectID, campaignK
 		return v, c, apierr.NotFound("voucher", memberID)
 	}
 	if err == nil && campaignKey != "" && campaignKey != c.ID && campaignKey != c.Name {
-		if _, cerr := loyalty.GetCampaignOf[json.RawMessage](ctx, q, projectID, campaignKey, false, "REFERRAL_PROGRAM"); cerr != nil {
+		if _, cerr := campaigns.Get[json.RawMessage](ctx, q, projectID, campaignKey, false, "REFERRAL_PROGRAM"); cerr != nil {
 			return v, c, apierr.NotFound("campaign", campaignKey)
 		}
 		return v, c, apierr.NotFound("voucher", memberID)

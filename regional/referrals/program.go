@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -40,6 +41,7 @@ type Service struct {
 	customers *customers.Service
 	loyalty   *loyalty.Service
 	vouchers  *vouchers.Service
+	camps     *campaigns.Service // the programs' rows and their events
 	schemas   Schemas
 	clock     *clock.Clock
 }
@@ -48,20 +50,10 @@ type Service struct {
 // it extends: a referral code published to a customer makes them its
 // referrer (vouchers), a customer's answer carries their referrals summary
 // and a deleted customer's holdings and referrals go with them (customers).
-func NewService(pool *db.Pool, events Events, cust *customers.Service, loy *loyalty.Service, vs *vouchers.Service,
+func NewService(pool *db.Pool, events Events, camps *campaigns.Service, cust *customers.Service, loy *loyalty.Service, vs *vouchers.Service,
 	schemas Schemas, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, events: events, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, clock: clk}
+	s := &Service{pool: pool, events: events, camps: camps, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, clock: clk}
 	vs.UseHolds(s.recordReferrer)
-	vs.UseCampaignCreated(func(ctx context.Context, tx pgx.Tx, projectID string, c vouchers.Campaign) error {
-		if c.CampaignType != "REFERRAL_PROGRAM" {
-			return nil
-		}
-		p, err := programOf(c)
-		if err != nil {
-			return err
-		}
-		return s.tierEvents(ctx, tx, projectID, c, nil, p.ReferralTiers)
-	})
 	cust.UseReferrals(s.Summary)
 	cust.OnDelete(func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
 		b := &pgx.Batch{}
@@ -214,7 +206,7 @@ func checkReward(ctx context.Context, q db.Querier, projectID string, in *reward
 	if in.RelatedObjectParent == nil || in.RelatedObjectParent.ID == nil {
 		return Reward{}, apierr.InvalidPayload(at + ".related_object_parent.id is required: the campaign the reward comes from")
 	}
-	c, err := loyalty.GetCampaignOf[json.RawMessage](ctx, q, projectID, *in.RelatedObjectParent.ID, false, types[*in.Type])
+	c, err := campaigns.Get[json.RawMessage](ctx, q, projectID, *in.RelatedObjectParent.ID, false, types[*in.Type])
 	if errors.Is(err, db.ErrNotFound) {
 		return Reward{}, apierr.InvalidPayload(fmt.Sprintf("%s.related_object_parent.id: no %s campaign %q in this project",
 			at, types[*in.Type], *in.RelatedObjectParent.ID))
@@ -253,7 +245,10 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json
 	if r.CampaignRequest.ReferralProgram, err = json.Marshal(p); err != nil {
 		return nil, err
 	}
-	return s.vouchers.CreateCampaign(ctx, projectID, r.CampaignRequest)
+	// The program's tiers are announced after campaign.created.
+	return s.vouchers.CreateCampaign(ctx, projectID, r.CampaignRequest, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
+		return s.tierEvents(ctx, tx, projectID, c, nil, p.ReferralTiers)
+	})
 }
 
 // GetCampaign reads a referral campaign.
@@ -266,16 +261,16 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, id string) (any, e
 // replaces the stored one whole (tiers keep the ids they name).
 func (s *Service) UpdateCampaign(ctx context.Context, projectID, id string, raw json.RawMessage) (any, error) {
 	var r struct {
-		loyalty.CommonUpdate
+		campaigns.CommonUpdate
 		vouchers.TemplateUpdate
 		ReferralProgram json.RawMessage `json:"referral_program"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, apierr.InvalidPayload("the campaign does not read: " + err.Error())
 	}
-	c, err := loyalty.ChangeCampaign(ctx, s.loyalty, projectID, id, loyalty.EventCampaignUpdated, []string{"REFERRAL_PROGRAM"},
+	c, err := campaigns.Change(ctx, s.camps, projectID, id, campaigns.EventUpdated, []string{"REFERRAL_PROGRAM"},
 		func(tx pgx.Tx, c *vouchers.Campaign) error {
-			if err := loyalty.ApplyCommon(&c.Attrs, r.CommonUpdate); err != nil {
+			if err := campaigns.ApplyCommon(&c.Attrs, r.CommonUpdate); err != nil {
 				return err
 			}
 			if err := r.TemplateUpdate.Apply(&c.Attrs.Voucher); err != nil {

@@ -16,13 +16,9 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
-
-// GenerateJob is the async action that makes a campaign's vouchers (the
-// action type loyalty programs use too; loyalty hands this package's
-// campaigns to GenerateVouchers).
-const GenerateJob = "CAMPAIGN.VOUCHERS_GENERATE"
 
 const maxVouchers = 1_000_000
 
@@ -40,11 +36,11 @@ type Template struct {
 
 // CampaignAttrs are a discount or gift campaign's properties kept as a
 // document, in the shape loyalty programs keep theirs.
-type CampaignAttrs = loyalty.AttrsOf[Template]
+type CampaignAttrs = campaigns.Attrs[Template]
 
 // Campaign is a discount, gift or referral campaign: a row of the one
 // campaign model with this package's voucher template.
-type Campaign = loyalty.CampaignOf[Template]
+type Campaign = campaigns.Campaign[Template]
 
 // voucher is a new voucher of the campaign, as its template says.
 func (t Template) voucher(c Campaign, code string, now time.Time) Voucher {
@@ -62,7 +58,7 @@ func (t Template) voucher(c Campaign, code string, now time.Time) Voucher {
 
 // CampaignView is the reference's campaign shape, the one loyalty programs
 // have, with this package's voucher template.
-type CampaignView = loyalty.CampaignViewOf[Template]
+type CampaignView = campaigns.View[Template]
 
 // CampaignRequest is the body of POST /v1/campaigns for the types of this package.
 type CampaignRequest struct {
@@ -94,17 +90,17 @@ var CampaignTypes = []string{"DISCOUNT_COUPONS", "GIFT_VOUCHERS", "REFERRAL_PROG
 
 // campaign finds a live campaign of this package's types by id or name.
 func (s *Service) campaign(ctx context.Context, q db.Querier, projectID, idOrName string, lock bool) (Campaign, error) {
-	c, err := loyalty.GetCampaignOf[Template](ctx, q, projectID, idOrName, lock, CampaignTypes...)
+	c, err := campaigns.Get[Template](ctx, q, projectID, idOrName, lock, CampaignTypes...)
 	if errors.Is(err, db.ErrNotFound) {
 		return Campaign{}, apierr.NotFound("campaign", idOrName)
 	}
 	return c, err
 }
 
-// campaignShared is campaign share-locked (loyalty.GetCampaignShared): for
+// campaignShared is campaign share-locked (campaigns.GetShared): for
 // writers that add vouchers to it, who take no turns on its row.
 func (s *Service) campaignShared(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
-	c, err := loyalty.GetCampaignShared[Template](ctx, q, projectID, idOrName, CampaignTypes...)
+	c, err := campaigns.GetShared[Template](ctx, q, projectID, idOrName, CampaignTypes...)
 	if errors.Is(err, db.ErrNotFound) {
 		return Campaign{}, apierr.NotFound("campaign", idOrName)
 	}
@@ -122,20 +118,77 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, idOrName string) (
 
 // CreateCampaign creates a DISCOUNT_COUPONS, GIFT_VOUCHERS or
 // REFERRAL_PROGRAM campaign (whose codes are referral codes) and its
-// vouchers: one in the request, the rest by the async action.
-func (s *Service) CreateCampaign(ctx context.Context, projectID string, r CampaignRequest) (_ CampaignView, err error) {
+// vouchers: one in the request, the rest by the async action. after, when
+// not nil, runs in the transaction, after campaign.created: what hangs off
+// the campaign (a referral program's tiers) is announced after it.
+func (s *Service) CreateCampaign(ctx context.Context, projectID string, r CampaignRequest,
+	after func(ctx context.Context, tx pgx.Tx, c Campaign) error) (_ CampaignView, err error) {
 	ctx, span := tracer.Start(ctx, "vouchers.CreateCampaign")
 	defer telemetry.End(span, &err)
-	if r.Name == nil || strings.TrimSpace(*r.Name) == "" {
-		return CampaignView{}, apierr.InvalidPayload("name is required")
-	}
-	if len(*r.Name) > 200 {
-		return CampaignView{}, apierr.InvalidPayload("name is at most 200 characters")
-	}
-	if err := textOK("description", r.Description, 1000); err != nil {
+	c, err := r.campaign(s.now())
+	if err != nil {
 		return CampaignView{}, err
 	}
-	c := Campaign{ID: ids.New("camp_"), Name: *r.Name, CreatedAt: s.now(), GenerationStatus: "DONE"}
+	gen, err := codes.New(c.Attrs.Voucher.CodeConfig)
+	if err != nil {
+		return CampaignView{}, err
+	}
+	if c.VouchersCount < 0 || c.VouchersCount > maxVouchers {
+		return CampaignView{}, apierr.InvalidPayload(fmt.Sprintf("vouchers_count must be from 0 to %d", maxVouchers))
+	}
+	if err := gen.Check(c.VouchersCount); err != nil {
+		return CampaignView{}, err
+	}
+	var actionID *string
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		actionID, c.GenerationStatus = nil, "DONE"
+		if c.VouchersCount > 1 {
+			c.GenerationStatus = "IN_PROGRESS"
+		}
+		if err := campaigns.Insert(ctx, tx, projectID, &c, r.Category, r.CategoryID); err != nil {
+			return err
+		}
+		if c.VouchersCount >= 1 {
+			if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, 1, c.CreatedAt); err != nil {
+				return err
+			}
+		}
+		if c.VouchersCount > 1 {
+			act, err := async.StartJob(ctx, tx, projectID, campaigns.GenerateJob, campaigns.GenerateParams{CampaignID: c.ID, Count: c.VouchersCount - 1})
+			if err != nil {
+				return err
+			}
+			actionID = &act.ID
+		}
+		if err := s.camps.Emit(ctx, tx, projectID, campaigns.EventCreated, c.ID, c.ViewOf()); err != nil {
+			return err
+		}
+		if after != nil {
+			return after(ctx, tx, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return CampaignView{}, err
+	}
+	v := c.ViewOf()
+	v.AsyncActionID = actionID
+	return v, nil
+}
+
+// campaign checks the request and makes the campaign it asks for (not yet
+// written, its category not yet resolved).
+func (r CampaignRequest) campaign(now time.Time) (Campaign, error) {
+	if r.Name == nil || strings.TrimSpace(*r.Name) == "" {
+		return Campaign{}, apierr.InvalidPayload("name is required")
+	}
+	if len(*r.Name) > 200 {
+		return Campaign{}, apierr.InvalidPayload("name is at most 200 characters")
+	}
+	if err := textOK("description", r.Description, 1000); err != nil {
+		return Campaign{}, err
+	}
+	c := Campaign{ID: ids.New("camp_"), Name: *r.Name, CreatedAt: now, GenerationStatus: "DONE"}
 	vtype := ""
 	switch t := firstOf(r.CampaignType); t {
 	case "DISCOUNT_COUPONS":
@@ -145,18 +198,18 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 	case "REFERRAL_PROGRAM":
 		vtype = Discount
 		if !present(r.ReferralProgram) {
-			return CampaignView{}, apierr.InvalidPayload("referral_program is required: how referees convert and what they earn")
+			return Campaign{}, apierr.InvalidPayload("referral_program is required: how referees convert and what they earn")
 		}
 		c.Attrs.ReferralProgram = r.ReferralProgram
 	default:
-		return CampaignView{}, apierr.InvalidPayload("campaign_type must be DISCOUNT_COUPONS, GIFT_VOUCHERS or REFERRAL_PROGRAM here")
+		return Campaign{}, apierr.InvalidPayload("campaign_type must be DISCOUNT_COUPONS, GIFT_VOUCHERS or REFERRAL_PROGRAM here")
 	}
 	c.CampaignType = *r.CampaignType
 	a := &c.Attrs
 	a.Type, a.Active, a.Description, a.ActivityDurationAfterPublishing = "AUTO_UPDATE", true, r.Description, r.ActivityDurationAfterPublishing
 	if r.Type != nil {
 		if *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
-			return CampaignView{}, apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
+			return Campaign{}, apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
 		}
 		a.Type = *r.Type
 	}
@@ -178,150 +231,88 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 		probe.Attrs.Gift = &GiftFigures{}
 	}
 	if err := own.apply(&probe, true); err != nil {
-		return CampaignView{}, err
+		return Campaign{}, err
 	}
 	a.ValidityTimeframe, a.ValidityDayOfWeek, a.ValidityHours = probe.Attrs.ValidityTimeframe, probe.Attrs.ValidityDayOfWeek, probe.Attrs.ValidityHours
 	a.StartDate, a.ExpirationDate, a.Metadata = probe.Attrs.StartDate, probe.Attrs.ExpirationDate, probe.Attrs.Metadata
-	// The voucher template.
-	t := Template{Type: vtype}
+	var err error
+	if a.Voucher, err = r.template(vtype, c.CampaignType); err != nil {
+		return Campaign{}, err
+	}
+	if r.VouchersCount != nil {
+		c.VouchersCount = *r.VouchersCount
+	}
+	return c, nil
+}
+
+// template checks the request's voucher, the template of the campaign's
+// vouchers of type vtype.
+func (r CampaignRequest) template(vtype, campaignType string) (Template, error) {
+	t := Template{Type: vtype, IsReferralCode: campaignType == "REFERRAL_PROGRAM"}
 	if r.Voucher == nil {
-		return CampaignView{}, apierr.InvalidPayload("voucher is required: the template of the campaign's vouchers")
+		return t, apierr.InvalidPayload("voucher is required: the template of the campaign's vouchers")
 	}
 	vr := *r.Voucher
 	if vr.Type != nil && *vr.Type != vtype {
-		return CampaignView{}, apierr.InvalidPayload(fmt.Sprintf("voucher.type must be %s in a %s campaign", vtype, c.CampaignType))
+		return t, apierr.InvalidPayload(fmt.Sprintf("voucher.type must be %s in a %s campaign", vtype, campaignType))
 	}
+	var err error
 	if vtype == Discount {
 		if !present(vr.Discount) {
-			return CampaignView{}, apierr.InvalidPayload("voucher.discount is required")
+			return t, apierr.InvalidPayload("voucher.discount is required")
 		}
 		if t.Discount, err = CheckDiscount(vr.Discount, "voucher.discount"); err != nil {
-			return CampaignView{}, err
+			return t, err
 		}
 	} else {
 		if !present(vr.Gift) {
-			return CampaignView{}, apierr.InvalidPayload("voucher.gift is required: voucher.gift.amount in cents")
+			return t, apierr.InvalidPayload("voucher.gift is required: voucher.gift.amount in cents")
 		}
 		if t.Gift, err = checkGift(vr.Gift, "voucher.gift"); err != nil {
-			return CampaignView{}, err
+			return t, err
 		}
 	}
 	if vr.Redemption != nil {
 		if q := vr.Redemption.Quantity; q != nil && (*q < 1 || *q > 1_000_000_000) {
-			return CampaignView{}, apierr.InvalidPayload("voucher.redemption.quantity must be from 1 to 1000000000, or null for no limit")
+			return t, apierr.InvalidPayload("voucher.redemption.quantity must be from 1 to 1000000000, or null for no limit")
 		}
 		t.Redemption.Quantity = vr.Redemption.Quantity
 	}
 	if vr.CodeConfig != nil {
 		t.CodeConfig = *vr.CodeConfig
 	}
-	gen, err := codes.New(t.CodeConfig)
-	if err != nil {
-		return CampaignView{}, err
-	}
-	if r.VouchersCount != nil {
-		c.VouchersCount = *r.VouchersCount
-	}
-	if c.VouchersCount < 0 || c.VouchersCount > maxVouchers {
-		return CampaignView{}, apierr.InvalidPayload(fmt.Sprintf("vouchers_count must be from 0 to %d", maxVouchers))
-	}
-	if err := gen.Check(c.VouchersCount); err != nil {
-		return CampaignView{}, err
-	}
-	t.IsReferralCode = c.CampaignType == "REFERRAL_PROGRAM"
-	a.Voucher = t
-	var actionID *string
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		actionID, c.GenerationStatus = nil, "DONE"
-		if c.VouchersCount > 1 {
-			c.GenerationStatus = "IN_PROGRESS"
-		}
-		if err := loyalty.SetCategory(ctx, tx, projectID, &c.Attrs, r.Category, r.CategoryID, c.CreatedAt); err != nil {
-			return err
-		}
-		if err := loyalty.InsertCampaign(ctx, tx, projectID, c); err != nil {
-			if errors.Is(err, db.ErrConflict) {
-				return apierr.Duplicate("campaign", fmt.Sprintf("A campaign named %q already exists.", c.Name))
-			}
-			return err
-		}
-		if c.VouchersCount >= 1 {
-			if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, 1, c.CreatedAt); err != nil {
-				return err
-			}
-		}
-		if c.VouchersCount > 1 {
-			act, err := async.StartJob(ctx, tx, projectID, GenerateJob, loyalty.GenerateParams{CampaignID: c.ID, Count: c.VouchersCount - 1})
-			if err != nil {
-				return err
-			}
-			actionID = &act.ID
-		}
-		if s.events != nil {
-			b := &pgx.Batch{}
-			if err := s.events.Queue(ctx, b, projectID, loyalty.EventCampaignCreated, c.ID, c.ViewOf()); err != nil {
-				return err
-			}
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return err
-			}
-		}
-		// After campaign.created: what hangs off the campaign is announced
-		// after it.
-		for _, fn := range s.created {
-			if err := fn(ctx, tx, projectID, c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return CampaignView{}, err
-	}
-	v := c.ViewOf()
-	v.AsyncActionID = actionID
-	return v, nil
+	return t, nil
 }
 
 // GenerateVouchers is CAMPAIGN.VOUCHERS_GENERATE for this package's
 // campaigns: it makes the vouchers its request counted, 10,000 a
-// transaction (loyalty.RunGeneration: a rerun after a crash makes only the
-// rest). ok is false when the campaign is not one of this package's.
-func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job) (result any, ok bool, err error) {
-	var p loyalty.GenerateParams
-	if err := json.Unmarshal(job.Params, &p); err != nil {
-		return nil, false, err
-	}
+// transaction (campaigns.RunGeneration: a rerun after a crash makes only
+// the rest).
+func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job, p campaigns.GenerateParams) error {
 	c, err := s.campaign(ctx, s.pool, job.ProjectID, p.CampaignID, false)
+	var ae *apierr.Error
+	if errors.As(err, &ae) && ae.Status == 404 {
+		return nil // deleted meanwhile
+	}
 	if err != nil {
-		var ae *apierr.Error
-		if errors.As(err, &ae) && ae.Status == 404 {
-			return nil, false, nil
-		}
-		return nil, true, err
+		return err
 	}
 	gen, err := codes.New(c.Attrs.Voucher.CodeConfig)
 	if err != nil {
-		return nil, true, err
+		return err
 	}
 	if p.Count == 0 { // queued before jobs recorded their count
-		var have int64
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`,
-			job.ProjectID, c.ID).Scan(&have); err != nil {
-			return nil, true, err
+		have, err := countVouchers(ctx, s.pool, job.ProjectID, c.ID)
+		if err != nil {
+			return err
 		}
 		p.Count = max(0, c.VouchersCount-have)
 	}
 	now := s.now()
-	made, err := loyalty.RunGeneration(ctx, s.pool, job, p.Count, func(ctx context.Context, tx pgx.Tx, n int64) (int64, error) {
+	_, err = campaigns.RunGeneration(ctx, s.pool, job, p.Count, func(ctx context.Context, tx pgx.Tx, n int64) (int64, error) {
 		return generateVouchers(ctx, tx, job.ProjectID, c, gen.Next, n, now)
 	})
-	if err != nil {
-		return nil, true, err
-	}
-	// regional/loyalty, which handed the job here, records it DONE and
-	// answers the campaign's vouchers_count.
-	return map[string]any{"campaign_id": c.ID, "made": made}, true, nil
+	return err
 }
 
 // AddVouchers adds n vouchers to a campaign: one at once (its voucher
@@ -353,10 +344,10 @@ func (s *Service) AddVouchers(ctx context.Context, projectID, campaignKey, code 
 		if err := gen.Check(c.VouchersCount + n); err != nil {
 			return err
 		}
-		if err := loyalty.SetGenerationStatus(ctx, tx, projectID, c.ID, "IN_PROGRESS", n); err != nil {
+		if err := campaigns.SetGenerationStatus(ctx, tx, projectID, c.ID, "IN_PROGRESS", n); err != nil {
 			return err
 		}
-		act, err := async.StartJob(ctx, tx, projectID, GenerateJob, loyalty.GenerateParams{CampaignID: c.ID, Count: n})
+		act, err := async.StartJob(ctx, tx, projectID, campaigns.GenerateJob, campaigns.GenerateParams{CampaignID: c.ID, Count: n})
 		if err != nil {
 			return err
 		}
@@ -422,10 +413,4 @@ func (u TemplateUpdate) Apply(t *Template) error {
 		t.Gift, err = checkGift(u.Gift, "gift")
 	}
 	return err
-}
-
-// VouchersCreated counts a campaign's vouchers made within p.
-func (s *Service) VouchersCreated(ctx context.Context, projectID, campaignID string, p loyalty.Period) (int64, error) {
-	return loyalty.CountWithin(ctx, s.pool, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`,
-		"created_at", p, projectID, campaignID)
 }

@@ -28,10 +28,6 @@ type Events interface {
 	Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error
 }
 
-// UseEvents gives the service the webhook events its gift balance changes
-// raise. Without it (tests of the package alone) no event is queued.
-func (s *Service) UseEvents(e Events) { s.events = e }
-
 // BalanceRequest is the body of POST /v1/vouchers/{code}/balance: amount in
 // cents, positive to add credits, negative to remove them.
 type BalanceRequest struct {

@@ -14,11 +14,15 @@ import (
 
 type handler struct{ svc *Service }
 
-// Register mounts the voucher endpoints on the /v1 group. The campaign
-// endpoints (POST /v1/campaigns and its vouchers) are mounted by
-// regional/campaigns, which serves every campaign type.
-func Register(g *echo.Group, svc *Service) {
+// Register mounts the voucher endpoints on the /v1 group, with the
+// campaign endpoints of vouchers: adding vouchers to a campaign, and a
+// campaign's transactions (a gift campaign's credits or, through programs,
+// a loyalty program's points). /v1/campaigns itself is regional/campaigns'.
+func Register(g *echo.Group, svc *Service, programs *loyalty.Service) {
 	h := handler{svc}
+	g.POST("/campaigns/:campaignId/vouchers", svc.AddVouchersHandler)
+	g.POST("/campaigns/:campaignId/vouchers/:code", svc.AddVouchersHandler)
+	g.GET("/campaigns/:campaignId/transactions", h.campaignTransactions(programs))
 	g.POST("/vouchers", h.create)
 	g.GET("/vouchers", h.list)
 	g.POST("/vouchers/:code", h.create)
@@ -47,6 +51,26 @@ func (h handler) transactions(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, listq.List[loyalty.Transaction]{Data: ts, More: more, Next: next})
+}
+
+// campaignTransactions lists a campaign's ledger entries: a gift
+// campaign's credits, or a loyalty program's points.
+func (h handler) campaignTransactions(programs *loyalty.Service) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, project, key := c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId")
+		tq, err := loyalty.ParseTxQuery(c.QueryParams())
+		if err != nil {
+			return err
+		}
+		ts, more, next, found, err := h.svc.CampaignTransactions(ctx, project, key, tq)
+		if err == nil && !found {
+			ts, more, next, err = programs.ListTransactions(ctx, project, key, "", tq)
+		}
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, listq.List[loyalty.Transaction]{Data: ts, More: more, Next: next})
+	}
 }
 
 func (h handler) create(c echo.Context) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
 
@@ -352,7 +353,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 		}
 		next.DoneCount += len(made)
 		if camp != nil && len(made) > 0 {
-			return loyalty.AddVouchersCount(ctx, tx, job.ProjectID, camp.ID, int64(len(made)))
+			return campaigns.AddVouchersCount(ctx, tx, job.ProjectID, camp.ID, int64(len(made)))
 		}
 		return nil
 	})

@@ -11,12 +11,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/categories"
 )
 
@@ -162,29 +162,6 @@ const categoryName = `COALESCE(cat.name, CASE WHEN v.category_id IS NULL THEN v.
 // ---- checks of the documents a voucher or a campaign's template holds ----
 
 // obj decodes a JSON object, or says at path that it is not one.
-func obj(raw json.RawMessage, path string) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		return nil, apierr.InvalidPayload(path + " must be an object")
-	}
-	return m, nil
-}
-
-func str(m map[string]json.RawMessage, key, path string, required bool) (*string, error) {
-	raw, ok := m[key]
-	if !ok || bytes.Equal(raw, []byte("null")) {
-		if required {
-			return nil, apierr.InvalidPayload(path + "." + key + " is required")
-		}
-		return nil, nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, apierr.InvalidPayload(path + "." + key + " must be a string")
-	}
-	return &s, nil
-}
-
 // maxNumber is the largest amount the API stores exactly (cents of a
 // float64's integer range).
 const maxNumber = 1 << 53
@@ -211,7 +188,7 @@ func number(m map[string]json.RawMessage, key, path string, required, integer bo
 }
 
 func oneOf(m map[string]json.RawMessage, key, path string, required bool, allowed ...string) (string, error) {
-	s, err := str(m, key, path, required)
+	s, err := campaigns.String(m, key, path, required)
 	if err != nil || s == nil {
 		return "", err
 	}
@@ -240,12 +217,12 @@ func product(m map[string]json.RawMessage, key, path string) error {
 	if !ok || bytes.Equal(raw, []byte("null")) {
 		return nil
 	}
-	p, err := obj(raw, path+"."+key)
+	p, err := campaigns.Object(raw, path+"."+key)
 	if err != nil {
 		return err
 	}
 	for _, k := range []string{"id", "source_id", "name"} {
-		if _, err := str(p, k, path+"."+key, false); err != nil {
+		if _, err := campaigns.String(p, k, path+"."+key, false); err != nil {
 			return err
 		}
 	}
@@ -255,7 +232,7 @@ func product(m map[string]json.RawMessage, key, path string) error {
 // CheckDiscount checks a discount object in one of the specification's
 // five variants and returns it as given (stored and returned exactly).
 func CheckDiscount(raw json.RawMessage, path string) (json.RawMessage, error) {
-	m, err := obj(raw, path)
+	m, err := campaigns.Object(raw, path)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +245,7 @@ func CheckDiscount(raw json.RawMessage, path string) (json.RawMessage, error) {
 		return nil, err
 	}
 	for _, k := range []string{"amount_off_formula", "percent_off_formula", "unit_off_formula", "fixed_amount_formula"} {
-		if _, err := str(m, k, path, false); err != nil {
+		if _, err := campaigns.String(m, k, path, false); err != nil {
 			return nil, err
 		}
 	}
@@ -316,18 +293,18 @@ func CheckDiscount(raw json.RawMessage, path string) (json.RawMessage, error) {
 			}
 			for i, u := range units {
 				up := fmt.Sprintf("%s.units[%d]", path, i)
-				um, err := obj(u, up)
+				um, err := campaigns.Object(u, up)
 				if err != nil {
 					return nil, err
 				}
-				if _, err := str(um, "unit_off_formula", up, false); err != nil {
+				if _, err := campaigns.String(um, "unit_off_formula", up, false); err != nil {
 					return nil, err
 				}
 				_, f := um["unit_off_formula"]
 				if err := number(um, "unit_off", up, !f, false, maxNumber); err != nil {
 					return nil, err
 				}
-				if _, err := str(um, "unit_type", up, true); err != nil {
+				if _, err := campaigns.String(um, "unit_type", up, true); err != nil {
 					return nil, err
 				}
 				if _, err := oneOf(um, "effect", up, true, "ADD_NEW_ITEMS", "ADD_MISSING_ITEMS"); err != nil {
@@ -348,7 +325,7 @@ func CheckDiscount(raw json.RawMessage, path string) (json.RawMessage, error) {
 		if err := number(m, "unit_off", path, !hasFormula("unit_off_formula"), true, maxNumber); err != nil {
 			return nil, err
 		}
-		if _, err := str(m, "unit_type", path, true); err != nil {
+		if _, err := campaigns.String(m, "unit_type", path, true); err != nil {
 			return nil, err
 		}
 		if err := product(m, "product", path); err != nil {
@@ -363,7 +340,7 @@ func CheckDiscount(raw json.RawMessage, path string) (json.RawMessage, error) {
 
 // checkGift reads gift: {amount, effect}; the balance starts at the amount.
 func checkGift(raw json.RawMessage, path string) (*GiftFigures, error) {
-	m, err := obj(raw, path)
+	m, err := campaigns.Object(raw, path)
 	if err != nil {
 		return nil, err
 	}
@@ -383,80 +360,4 @@ func checkGift(raw json.RawMessage, path string) (*GiftFigures, error) {
 		g.Effect = &e
 	}
 	return &g, nil
-}
-
-var clockTime = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
-
-// CheckValidity checks validity_timeframe, validity_day_of_week and
-// validity_hours as the specification shapes them.
-func CheckValidity(tf, dow, hours json.RawMessage) error {
-	if len(tf) > 0 && string(tf) != "null" {
-		m, err := obj(tf, "validity_timeframe")
-		if err != nil {
-			return err
-		}
-		iv, err := str(m, "interval", "validity_timeframe", false)
-		if err != nil {
-			return err
-		}
-		du, err := str(m, "duration", "validity_timeframe", false)
-		if err != nil {
-			return err
-		}
-		iso := regexp.MustCompile(`^P(\d+[YMWD])*(T(\d+[HMS])+)?$`)
-		for _, s := range []*string{iv, du} {
-			if s != nil && (!iso.MatchString(*s) || *s == "P" || *s == "PT") {
-				return apierr.InvalidPayload("validity_timeframe.interval and .duration are ISO 8601 durations (P1D, PT1H); got " + *s)
-			}
-		}
-	}
-	days := func(raw json.RawMessage, path string) error {
-		var ds []int
-		if json.Unmarshal(raw, &ds) != nil {
-			return apierr.InvalidPayload(path + " must be an array of days of the week, 0 (Sunday) to 6")
-		}
-		for _, d := range ds {
-			if d < 0 || d > 6 {
-				return apierr.InvalidPayload(path + " must be an array of days of the week, 0 (Sunday) to 6")
-			}
-		}
-		return nil
-	}
-	if len(dow) > 0 && string(dow) != "null" {
-		if err := days(dow, "validity_day_of_week"); err != nil {
-			return err
-		}
-	}
-	if len(hours) > 0 && string(hours) != "null" {
-		m, err := obj(hours, "validity_hours")
-		if err != nil {
-			return err
-		}
-		var daily []json.RawMessage
-		if raw, ok := m["daily"]; ok && json.Unmarshal(raw, &daily) != nil {
-			return apierr.InvalidPayload("validity_hours.daily must be an array")
-		}
-		for i, d := range daily {
-			p := fmt.Sprintf("validity_hours.daily[%d]", i)
-			dm, err := obj(d, p)
-			if err != nil {
-				return err
-			}
-			for _, k := range []string{"start_time", "expiration_time"} {
-				s, err := str(dm, k, p, true)
-				if err != nil {
-					return err
-				}
-				if !clockTime.MatchString(*s) {
-					return apierr.InvalidPayload(p + "." + k + " must be a time of day, HH:MM")
-				}
-			}
-			if raw, ok := dm["days_of_week"]; ok {
-				if err := days(raw, p+".days_of_week"); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
 }

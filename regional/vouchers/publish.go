@@ -13,7 +13,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 // What regional/publications asks of the vouchers it gives to customers:
@@ -67,7 +67,7 @@ func (s *Service) ClaimFreeN(ctx context.Context, tx pgx.Tx, projectID string, c
 		if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, int64(short), s.now()); err != nil {
 			return nil, err
 		}
-		if err := loyalty.AddVouchersCount(ctx, tx, projectID, c.ID, int64(short)); err != nil {
+		if err := campaigns.AddVouchersCount(ctx, tx, projectID, c.ID, int64(short)); err != nil {
 			return nil, err
 		}
 		// The ones just made are invisible to other transactions until

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 // GiftCardOf locks, in tx, the gift card of campaign campaignID (id or
@@ -19,7 +19,7 @@ import (
 // credits (regional/referrals) finds its card. A campaign that is not a
 // live GIFT_VOUCHERS campaign is its 404.
 func (s *Service) GiftCardOf(ctx context.Context, tx pgx.Tx, projectID, campaignID, holderID string) (v Voucher, claimed bool, err error) {
-	c, err := loyalty.GetCampaignOf[Template](ctx, tx, projectID, campaignID, false, "GIFT_VOUCHERS")
+	c, err := campaigns.Get[Template](ctx, tx, projectID, campaignID, false, "GIFT_VOUCHERS")
 	if errors.Is(err, db.ErrNotFound) {
 		return Voucher{}, false, apierr.NotFound("campaign", campaignID)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/bin"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
@@ -31,22 +32,14 @@ var tracer = otel.Tracer("github.com/tallyhq/tally/regional/vouchers")
 type Service struct {
 	pool   *db.Pool
 	clock  *clock.Clock
-	events Events // nil until UseEvents
-	wake   func() // starts the worker on a new job (RegisterJobs)
+	events Events             // nil: none (tests of the package alone)
+	camps  *campaigns.Service // the campaigns' rows and their events
+	wake   func()             // starts the worker on a new job (RegisterJobs)
 	// holds run when a voucher is given to a customer (UseHolds).
 	holds []func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error
-	// created run in the transaction that creates a campaign
-	// (UseCampaignCreated).
-	created []func(ctx context.Context, tx pgx.Tx, projectID string, c Campaign) error
 	// publishCounts counts the publications of vouchers by code
 	// (UsePublishCounts; regional/publications keeps them).
 	publishCounts func(ctx context.Context, q db.Querier, projectID string, ids, codes []string) (map[string]int64, error)
-}
-
-// UseCampaignCreated runs fn in the transaction that creates a voucher
-// campaign, after it is written.
-func (s *Service) UseCampaignCreated(fn func(ctx context.Context, tx pgx.Tx, projectID string, c Campaign) error) {
-	s.created = append(s.created, fn)
 }
 
 // UsePublishCounts gives voucher reads their publish.count.
@@ -80,12 +73,11 @@ func (s *Service) viewOf(ctx context.Context, projectID string, v Voucher) (View
 	return vs[0], err
 }
 
-// NewService returns the voucher service and registers its bin remover.
-// Its campaign generation job is GenerateJob, which regional/loyalty
-// dispatches here for campaigns that are not loyalty programs (the two
-// share the action type CAMPAIGN.VOUCHERS_GENERATE).
-func NewService(pool *db.Pool, b *bin.Bin, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, clock: clk}
+// NewService returns the voucher service and registers its bin remover;
+// events are the webhook events of vouchers and gift balances, camps
+// writes its campaigns' rows.
+func NewService(pool *db.Pool, events Events, camps *campaigns.Service, b *bin.Bin, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, events: events, camps: camps, clock: clk}
 	if b != nil {
 		b.Handle("voucher", s.removeBinned)
 	}
@@ -183,7 +175,7 @@ func (r Request) apply(v *Voucher, creating bool) error {
 	case creating && v.Type == Gift && a.Gift == nil:
 		return apierr.InvalidPayload("gift is required for a GIFT_VOUCHER: gift.amount in cents")
 	}
-	if err := CheckValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
+	if err := campaigns.CheckValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
 		return err
 	}
 	for _, f := range []struct{ dst, v *json.RawMessage }{{&a.ValidityTimeframe, &r.ValidityTimeframe},
@@ -312,7 +304,7 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 			loyalty.QueueOpeningEntries(b, projectID, campaignID, []string{v.ID}, g.Amount, openingDetails(v), now)
 		}
 		if camp != nil {
-			if err := loyalty.AddVouchersCount(ctx, tx, projectID, camp.ID, 1); err != nil {
+			if err := campaigns.AddVouchersCount(ctx, tx, projectID, camp.ID, 1); err != nil {
 				return err
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
@@ -277,4 +278,16 @@ func queueVoucher(b *pgx.Batch, projectID, codeOrID string, lock bool, dst *Vouc
 		}
 		return rows.Err()
 	})
+}
+
+// countVouchers counts a campaign's vouchers.
+func countVouchers(ctx context.Context, q db.Querier, projectID, campaignID string) (int64, error) {
+	var n int64
+	err := q.QueryRow(ctx, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`, projectID, campaignID).Scan(&n)
+	return n, err
+}
+
+// countVouchersWithin counts a campaign's vouchers made within p.
+func countVouchersWithin(ctx context.Context, q db.Querier, projectID, campaignID string, p campaigns.Period) (int64, error) {
+	return p.Count(ctx, q, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`, "created_at", projectID, campaignID)
 }

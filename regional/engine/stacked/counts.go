@@ -7,22 +7,17 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 // CampaignCounts are a campaign's stacked redemptions within a period, as
 // its summary (GET /v1/campaigns/{id}/summary) shows them.
-type CampaignCounts struct {
-	Redemptions, Succeeded, Failed int64 // children of the campaign's vouchers and tiers
-	RolledBack                     int64 // their rollbacks made within the period
-	Discounted, RolledBackDiscount int64 // discount amounts redeemed, and of those rolled back
-	GiftRedeemed, GiftRolledBack   int64 // gift credits taken, and of those rolled back
-}
+type CampaignCounts = campaigns.Stacked
 
 // CountCampaign counts the stacked redemptions of campaignID's vouchers
 // and tiers made within p, and the rollbacks of its redemptions made
 // within p.
-func CountCampaign(ctx context.Context, q db.Querier, projectID, campaignID string, p loyalty.Period) (CampaignCounts, error) {
+func CountCampaign(ctx context.Context, q db.Querier, projectID, campaignID string, p campaigns.Period) (CampaignCounts, error) {
 	var c CampaignCounts
 	cond, args := p.Cond("created_at", []any{projectID, campaignID})
 	err := q.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE result = 'SUCCESS'), count(*) FILTER (WHERE result = 'FAILURE'),

@@ -13,7 +13,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
-	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/redemptions"
 )
 
@@ -116,7 +116,7 @@ func (s *Service) list(c echo.Context) error {
 	}
 	ctx, projectID := c.Request().Context(), httpx.ProjectID(c)
 	if name := q.Get("campaign"); name != "" {
-		k, err := loyalty.GetCampaignOf[json.RawMessage](ctx, s.Pool, projectID, name, false)
+		k, err := campaigns.Get[json.RawMessage](ctx, s.Pool, projectID, name, false)
 		if errors.Is(err, db.ErrNotFound) {
 			return c.JSON(http.StatusOK, listOf(nil, 0))
 		}

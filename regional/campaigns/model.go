@@ -1,0 +1,245 @@
+package campaigns
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/categories"
+)
+
+// Types are the interface's campaign types.
+var Types = []string{"PROMOTION", "GIFT_VOUCHERS", "REFERRAL_PROGRAM", "DISCOUNT_COUPONS", "LOYALTY_PROGRAM"}
+
+const typesList = "PROMOTION, GIFT_VOUCHERS, REFERRAL_PROGRAM, DISCOUNT_COUPONS or LOYALTY_PROGRAM"
+
+// Webhook events of every campaign type.
+const (
+	EventCreated  = "campaign.created"
+	EventUpdated  = "campaign.updated"
+	EventDeleted  = "campaign.deleted"
+	EventEnabled  = "campaign.enabled"
+	EventDisabled = "campaign.disabled"
+	// EventGenerationCompleted is raised when CAMPAIGN.VOUCHERS_GENERATE
+	// has made every voucher of a campaign.
+	EventGenerationCompleted = "campaign.vouchers.generation.completed"
+)
+
+// The async actions of every campaign type: making a campaign's vouchers
+// (or cards), and deleting a deleted campaign's for good. Each runs the
+// part of the campaign's Kind.
+const (
+	GenerateJob = "CAMPAIGN.VOUCHERS_GENERATE"
+	DeleteJob   = "CAMPAIGN.VOUCHERS_DELETE"
+)
+
+// Campaign is a campaign of any type, a row of the campaigns table; V is
+// its voucher template, the only part its kind's package adds.
+type Campaign[V any] struct {
+	ID           string
+	Name         string
+	CampaignType string
+	Attrs        Attrs[V]
+	// VouchersCount is the sum of the campaign's counter rows
+	// (campaign_voucher_counts): read by Get and the lists, not by the card
+	// reads that join the campaign (0 there).
+	VouchersCount    int64
+	GenerationStatus string
+	CreatedAt        time.Time
+	UpdatedAt        *time.Time
+}
+
+// Attrs are a campaign's properties kept as a document, of any type: V is
+// its voucher template.
+type Attrs[V any] struct {
+	Description                     *string         `json:"description"`
+	Type                            string          `json:"type"`              // AUTO_UPDATE or STATIC
+	Voucher                         V               `json:"voucher,omitempty"` // none for PROMOTION campaigns
+	AutoJoin                        bool            `json:"auto_join"`
+	JoinOnce                        bool            `json:"join_once"`
+	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	StartDate                       *time.Time      `json:"start_date"`
+	ExpirationDate                  *time.Time      `json:"expiration_date"`
+	Active                          bool            `json:"active"`
+	Metadata                        map[string]any  `json:"metadata"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+	// Cat is the category CategoryID names, as the categories table has it
+	// now (read with the campaign, or resolved by SetCategory): the view's
+	// categories. Not stored: the document keeps only the name and id.
+	Cat *categories.Category `json:"-"`
+	// ReferralProgram is a REFERRAL_PROGRAM's conversion and rewards,
+	// Promotion a PROMOTION's tiers as created.
+	ReferralProgram json.RawMessage `json:"referral_program,omitempty"`
+	Promotion       json.RawMessage `json:"promotion,omitempty"`
+}
+
+// View is the reference shape of a campaign, of any type: V is its
+// voucher template (a loyalty card's, a discount or gift voucher's).
+type View[V any] struct {
+	ID                              string            `json:"id"`
+	Name                            string            `json:"name"`
+	Description                     *string           `json:"description"`
+	CampaignType                    string            `json:"campaign_type"`
+	Type                            string            `json:"type"`
+	Voucher                         V                 `json:"voucher,omitempty"` // none for PROMOTION campaigns
+	AutoJoin                        bool              `json:"auto_join"`
+	JoinOnce                        bool              `json:"join_once"`
+	UseVoucherMetadataSchema        bool              `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage   `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek               json.RawMessage   `json:"validity_day_of_week,omitempty"`
+	ValidityHours                   json.RawMessage   `json:"validity_hours,omitempty"`
+	ActivityDurationAfterPublishing *string           `json:"activity_duration_after_publishing"`
+	VouchersCount                   int64             `json:"vouchers_count"`
+	StartDate                       *jsonx.Time       `json:"start_date"`
+	ExpirationDate                  *jsonx.Time       `json:"expiration_date"`
+	Active                          bool              `json:"active"`
+	Metadata                        map[string]any    `json:"metadata"`
+	CreatedAt                       jsonx.Time        `json:"created_at"`
+	UpdatedAt                       *jsonx.Time       `json:"updated_at"`
+	Category                        *string           `json:"category"`
+	CategoryID                      *string           `json:"category_id"`
+	Categories                      []categories.View `json:"categories"`
+	CreationStatus                  string            `json:"creation_status"`
+	VouchersGenerationStatus        string            `json:"vouchers_generation_status"`
+	ReferralProgram                 json.RawMessage   `json:"referral_program,omitempty"`
+	Promotion                       json.RawMessage   `json:"promotion,omitempty"`
+	Readonly                        bool              `json:"readonly"`
+	Protected                       bool              `json:"protected"`
+	Object                          string            `json:"object"`
+	AsyncActionID                   *string           `json:"async_action_id,omitempty"`
+}
+
+// ViewOf renders the campaign.
+func (c Campaign[V]) ViewOf() View[V] {
+	a := c.Attrs
+	meta := a.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return View[V]{ID: c.ID, Name: c.Name, Description: a.Description, CampaignType: c.CampaignType, Type: a.Type,
+		Voucher: a.Voucher, AutoJoin: a.AutoJoin, JoinOnce: a.JoinOnce, UseVoucherMetadataSchema: a.UseVoucherMetadataSchema,
+		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
+		ActivityDurationAfterPublishing: a.ActivityDurationAfterPublishing, VouchersCount: c.VouchersCount,
+		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Active: a.Active, Metadata: meta,
+		CreatedAt: jsonx.Time{Time: c.CreatedAt}, UpdatedAt: jsonx.Ptr(c.UpdatedAt), Category: a.Category,
+		CategoryID: a.CategoryID, Categories: a.categories(), CreationStatus: "DONE", VouchersGenerationStatus: c.GenerationStatus,
+		ReferralProgram: a.ReferralProgram, Promotion: a.Promotion, Object: "campaign"}
+}
+
+// categories is the campaign's categories array: its category, or none.
+func (a Attrs[V]) categories() []categories.View {
+	if a.Cat == nil {
+		return []categories.View{}
+	}
+	return []categories.View{a.Cat.View()}
+}
+
+// Window is what deciding whether a campaign admits use needs of it: read
+// without its attrs document's voucher template and metadata.
+type Window struct {
+	ID, Name, CampaignType string
+	CategoryID             string // "" for none
+	Active                 bool
+	StartDate              *time.Time
+	ExpirationDate         *time.Time
+	ValidityTimeframe      json.RawMessage
+	ValidityDayOfWeek      json.RawMessage
+	ValidityHours          json.RawMessage
+}
+
+// CommonUpdate are the properties of PUT /v1/campaigns/{campaignId} (and PUT
+// /v1/loyalties/{campaignId}) that every campaign type has: those present
+// replace the stored ones.
+type CommonUpdate struct {
+	Description                     *string         `json:"description"`
+	Type                            *string         `json:"type"`
+	AutoJoin                        *bool           `json:"auto_join"`
+	JoinOnce                        *bool           `json:"join_once"`
+	StartDate                       *time.Time      `json:"start_date"`
+	ExpirationDate                  *time.Time      `json:"expiration_date"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
+	ValidityHours                   json.RawMessage `json:"validity_hours"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	Metadata                        map[string]any  `json:"metadata"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+}
+
+// ApplyCommon writes the properties present in r into a.
+func ApplyCommon[V any](a *Attrs[V], r CommonUpdate) error {
+	if r.Type != nil && *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
+		return apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
+	}
+	if r.Description != nil && len(*r.Description) > 1000 {
+		return apierr.InvalidPayload("description is at most 1000 characters")
+	}
+	set := func(dst **string, v *string) {
+		if v != nil {
+			*dst = v
+		}
+	}
+	set(&a.Description, r.Description)
+	set(&a.ActivityDurationAfterPublishing, r.ActivityDurationAfterPublishing)
+	// A category by name or by id replaces the one held (resolved by
+	// Service.Change).
+	if r.Category != nil || r.CategoryID != nil {
+		a.Category, a.CategoryID = r.Category, r.CategoryID
+	}
+	if r.Type != nil {
+		a.Type = *r.Type
+	}
+	for _, b := range []struct{ dst, v *bool }{{&a.AutoJoin, r.AutoJoin}, {&a.JoinOnce, r.JoinOnce}} {
+		if b.v != nil {
+			*b.dst = *b.v
+		}
+	}
+	if r.StartDate != nil {
+		a.StartDate = r.StartDate
+	}
+	if r.ExpirationDate != nil {
+		a.ExpirationDate = r.ExpirationDate
+	}
+	if a.StartDate != nil && a.ExpirationDate != nil && !a.ExpirationDate.After(*a.StartDate) {
+		return apierr.InvalidPayload("expiration_date must be after start_date")
+	}
+	for _, f := range []struct{ dst, v *json.RawMessage }{{&a.ValidityTimeframe, &r.ValidityTimeframe},
+		{&a.ValidityDayOfWeek, &r.ValidityDayOfWeek}, {&a.ValidityHours, &r.ValidityHours}} {
+		if len(*f.v) > 0 {
+			*f.dst = *f.v
+		}
+	}
+	if r.Metadata != nil {
+		a.Metadata = r.Metadata
+	}
+	return nil
+}
+
+// Period is the span of a campaign summary: from (inclusive) and to
+// (exclusive), either open.
+type Period struct{ From, To *time.Time }
+
+// Cond is the condition that col is within p, its bounds appended to args.
+func (p Period) Cond(col string, args []any) (string, []any) {
+	args = append(args, p.From, p.To)
+	f, t := len(args)-1, len(args)
+	return fmt.Sprintf(` AND ($%d::TIMESTAMPTZ IS NULL OR %s >= $%d) AND ($%d::TIMESTAMPTZ IS NULL OR %s < $%d)`,
+		f, col, f, t, col, t), args
+}
+
+// GenerateParams are CAMPAIGN.VOUCHERS_GENERATE's (and, CampaignID alone,
+// CAMPAIGN.VOUCHERS_DELETE's): the campaign, and how many vouchers (or
+// cards) this job makes. Count is 0 in a job queued before it was
+// recorded: the job then makes what the campaign's count still lacks, as
+// all jobs once did.
+type GenerateParams struct {
+	CampaignID string `json:"campaign_id"`
+	Count      int64  `json:"count,omitempty"`
+}
