@@ -1,10 +1,11 @@
-// Package loyalty is the loyalty program: campaigns and their cards
-// (campaigns.go, members.go) and the points ledger every balance change
-// goes through (ledger.go: balance changes, transfers, the card lock, the
-// one write path LedgerWrite and the tier events it raises; store.go: the
-// card figures, point buckets and the transaction record; expiration.go:
-// points expiring). It owns the campaigns, loyalty_cards,
-// loyalty_point_buckets and loyalty_transactions tables.
+// Package loyalty is the loyalty program: its cards (campaigns.go: a
+// program's creation and card template; members.go; kind.go, the
+// LOYALTY_PROGRAM campaigns.Kind, whose campaign row regional/campaigns
+// owns) and the points ledger every balance change goes through (ledger.go:
+// balance changes, transfers, the card lock, the one write path LedgerWrite
+// and the tier events it raises; store.go: the card figures, point buckets
+// and the transaction record; expiration.go: points expiring). It owns the
+// loyalty_cards, loyalty_point_buckets and loyalty_transactions tables.
 //
 // Three packages are built on it, through program.go and the exported
 // ledger: earning (rules, accruals, pending points), redemptions (reward

@@ -1,6 +1,7 @@
 // Package referrals runs referral programs: REFERRAL_PROGRAM campaigns
-// (created through regional/vouchers, whose codes are referral codes
-// published to referrers), the conversion of a referee through a code (by a
+// (rows of regional/campaigns' model created through regional/vouchers,
+// whose codes are referral codes published to referrers; kind.go is the
+// type's campaigns.Kind), the conversion of a referee through a code (by a
 // custom event now, by a redemption through Convert), once per referee and
 // program; the referee's reward and the referrer's tiers ("each referee",
 // "every N referees") in loyalty points or gift credits, written in the

@@ -1,9 +1,9 @@
 // Package vouchers owns the vouchers table (discount vouchers and gift
 // cards; loyalty cards stay in regional/loyalty) and the registry of codes
 // (voucher_codes) that keeps a code unique in a project across every
-// voucher type. It also writes the campaigns of its own types
-// (DISCOUNT_COUPONS, GIFT_VOUCHERS) in the campaigns table, whose
-// LOYALTY_PROGRAM rows regional/loyalty writes.
+// voucher type. Its campaign types (DISCOUNT_COUPONS, GIFT_VOUCHERS, and
+// REFERRAL_PROGRAM's codes) are rows of regional/campaigns' one model,
+// their voucher template this package's; kind.go is their campaigns.Kind.
 package vouchers
 
 import (
