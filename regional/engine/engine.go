@@ -77,27 +77,6 @@ func New(d Deps) *Engine {
 			Clock: d.Clock})}
 }
 
-// UseTiers and UseReferrals are Deps.Tiers and Deps.Referrals set after
-// New, until app.go gives them to New.
-//
-// Deprecated: give them in Deps.
-func (e *Engine) UseTiers(t Tiers) { e.tiers = t }
-
-// UseReferrals is Deps.Referrals set after New.
-//
-// Deprecated: give it in Deps.
-func (e *Engine) UseReferrals(fn func(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string,
-	redemption any) error) {
-	e.referrals = referralsFunc(fn)
-}
-
-type referralsFunc func(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string, redemption any) error
-
-func (f referralsFunc) ConvertRedemption(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string,
-	redemption any) error {
-	return f(ctx, tx, projectID, code, customerID, redemptionID, redemption)
-}
-
 // StackingRulesOf are the project's stacking rules, the defaults when the
 // engine was given none.
 func (e *Engine) StackingRulesOf(ctx context.Context, projectID string) (tenancy.StackingRules, error) {
