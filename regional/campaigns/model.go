@@ -3,9 +3,11 @@ package campaigns
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/categories"
 )
@@ -242,4 +244,60 @@ func (p Period) Cond(col string, args []any) (string, []any) {
 type GenerateParams struct {
 	CampaignID string `json:"campaign_id"`
 	Count      int64  `json:"count,omitempty"`
+}
+
+// CreateRequest are the properties of POST /v1/campaigns that every type
+// with vouchers has (loyalty programs, discount, gift and referral
+// campaigns), which each kind's request embeds with its own (its voucher
+// template, its metadata).
+type CreateRequest struct {
+	Name                            *string         `json:"name"`
+	Description                     *string         `json:"description"`
+	CampaignType                    *string         `json:"campaign_type"`
+	Type                            *string         `json:"type"`
+	VouchersCount                   *int64          `json:"vouchers_count"`
+	AutoJoin                        *bool           `json:"auto_join"`
+	JoinOnce                        *bool           `json:"join_once"`
+	UseVoucherMetadataSchema        *bool           `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
+	ValidityHours                   json.RawMessage `json:"validity_hours"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+	StartDate                       *time.Time      `json:"start_date"`
+	ExpirationDate                  *time.Time      `json:"expiration_date"`
+	Category                        *string         `json:"category"`
+	CategoryID                      *string         `json:"category_id"`
+}
+
+// New starts a campaign of campaignType, created at now, from the
+// properties of r that need no more than reading: its name, AUTO_UPDATE
+// and active unless r says otherwise, the flags, description, activity
+// duration and vouchers_count. The kind checks and sets the rest (dates
+// and validity, metadata, its template).
+func New[V any](r CreateRequest, campaignType string, now time.Time) (Campaign[V], error) {
+	if r.Name == nil || strings.TrimSpace(*r.Name) == "" {
+		return Campaign[V]{}, apierr.InvalidPayload("name is required")
+	}
+	if len(*r.Name) > 200 {
+		return Campaign[V]{}, apierr.InvalidPayload("name is at most 200 characters")
+	}
+	c := Campaign[V]{ID: ids.New("camp_"), Name: *r.Name, CampaignType: campaignType, GenerationStatus: "DONE", CreatedAt: now}
+	a := &c.Attrs
+	a.Type, a.Active, a.Description, a.ActivityDurationAfterPublishing = "AUTO_UPDATE", true, r.Description, r.ActivityDurationAfterPublishing
+	if r.Type != nil {
+		if *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
+			return Campaign[V]{}, apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
+		}
+		a.Type = *r.Type
+	}
+	for _, b := range []struct{ dst, v *bool }{{&a.AutoJoin, r.AutoJoin}, {&a.JoinOnce, r.JoinOnce},
+		{&a.UseVoucherMetadataSchema, r.UseVoucherMetadataSchema}} {
+		if b.v != nil {
+			*b.dst = *b.v
+		}
+	}
+	if r.VouchersCount != nil {
+		c.VouchersCount = *r.VouchersCount
+	}
+	return c, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/internal/codes"
@@ -23,24 +22,9 @@ import (
 
 // CreateRequest is the body of POST /v1/loyalties.
 type CreateRequest struct {
-	Name                            *string         `json:"name"`
-	Description                     *string         `json:"description"`
-	Type                            *string         `json:"type"`
-	CampaignType                    *string         `json:"campaign_type"`
-	VouchersCount                   *int64          `json:"vouchers_count"`
-	Voucher                         *voucherRequest `json:"voucher"`
-	AutoJoin                        *bool           `json:"auto_join"`
-	JoinOnce                        *bool           `json:"join_once"`
-	UseVoucherMetadataSchema        *bool           `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
-	ValidityHours                   json.RawMessage `json:"validity_hours"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	StartDate                       *time.Time      `json:"start_date"`
-	ExpirationDate                  *time.Time      `json:"expiration_date"`
-	Metadata                        map[string]any  `json:"metadata"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
+	campaigns.CreateRequest
+	Voucher  *voucherRequest `json:"voucher"`
+	Metadata map[string]any  `json:"metadata"`
 }
 
 type voucherRequest struct {
@@ -134,35 +118,21 @@ const maxCards = 1_000_000
 func (s *Service) CreateCampaign(ctx context.Context, projectID string, r CreateRequest) (_ CampaignView, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.CreateCampaign")
 	defer telemetry.End(span, &err)
-	if r.Name == nil || strings.TrimSpace(*r.Name) == "" {
-		return CampaignView{}, apierr.InvalidPayload("name is required")
-	}
-	if len(*r.Name) > 200 {
-		return CampaignView{}, apierr.InvalidPayload("name is at most 200 characters")
+	now := s.Now()
+	c := Campaign{}
+	if c.Campaign, err = campaigns.New[VoucherConfig](r.CreateRequest, "LOYALTY_PROGRAM", now); err != nil {
+		return CampaignView{}, err
 	}
 	if r.CampaignType != nil && *r.CampaignType != "LOYALTY_PROGRAM" {
 		return CampaignView{}, apierr.InvalidPayload("campaign_type must be LOYALTY_PROGRAM")
 	}
-	a := Attrs{Type: "AUTO_UPDATE", JoinOnce: true, Active: true, Description: r.Description, Metadata: r.Metadata,
-		ValidityTimeframe: r.ValidityTimeframe, ValidityDayOfWeek: r.ValidityDayOfWeek, ValidityHours: r.ValidityHours,
-		ActivityDurationAfterPublishing: r.ActivityDurationAfterPublishing, StartDate: r.StartDate,
-		ExpirationDate: r.ExpirationDate, Category: r.Category, CategoryID: r.CategoryID,
-		Voucher: VoucherConfig{Type: "LOYALTY_CARD", Redemption: map[string]any{"quantity": nil}}}
-	if r.Type != nil {
-		if *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
-			return CampaignView{}, apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
-		}
-		a.Type = *r.Type
-	}
-	if r.AutoJoin != nil {
-		a.AutoJoin = *r.AutoJoin
-	}
 	if r.JoinOnce != nil && !*r.JoinOnce {
 		return CampaignView{}, apierr.InvalidPayload("join_once is always true for loyalty campaigns")
 	}
-	if r.UseVoucherMetadataSchema != nil {
-		a.UseVoucherMetadataSchema = *r.UseVoucherMetadataSchema
-	}
+	a := &c.Attrs
+	a.JoinOnce, a.Metadata, a.StartDate, a.ExpirationDate = true, r.Metadata, r.StartDate, r.ExpirationDate
+	a.ValidityTimeframe, a.ValidityDayOfWeek, a.ValidityHours = r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours
+	a.Voucher = VoucherConfig{Type: "LOYALTY_CARD", Redemption: map[string]any{"quantity": nil}}
 	if a.StartDate != nil && a.ExpirationDate != nil && !a.ExpirationDate.After(*a.StartDate) {
 		return CampaignView{}, apierr.InvalidPayload("expiration_date must be after start_date")
 	}
@@ -193,19 +163,13 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 	if err != nil {
 		return CampaignView{}, err
 	}
-	var count int64
-	if r.VouchersCount != nil {
-		count = *r.VouchersCount
-	}
+	count := c.VouchersCount
 	if count < 0 || count > maxCards {
 		return CampaignView{}, apierr.InvalidPayload(fmt.Sprintf("vouchers_count must be from 0 to %d", maxCards))
 	}
 	if err := gen.Check(count); err != nil {
 		return CampaignView{}, err
 	}
-	now := s.Now()
-	c := Campaign{Campaign: campaigns.Campaign[VoucherConfig]{ID: ids.New("camp_"), Name: *r.Name, CampaignType: "LOYALTY_PROGRAM",
-		Attrs: a, VouchersCount: count, GenerationStatus: "DONE", CreatedAt: now}}
 	var actionID *string
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		c.GenerationStatus, actionID = "DONE", nil

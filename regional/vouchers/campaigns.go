@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,7 +12,6 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/campaigns"
@@ -62,24 +60,9 @@ type CampaignView = campaigns.View[Template]
 
 // CampaignRequest is the body of POST /v1/campaigns for the types of this package.
 type CampaignRequest struct {
-	Name                            *string         `json:"name"`
-	Description                     *string         `json:"description"`
-	CampaignType                    *string         `json:"campaign_type"`
-	Type                            *string         `json:"type"`
-	VouchersCount                   *int64          `json:"vouchers_count"`
-	Voucher                         *Request        `json:"voucher"`
-	AutoJoin                        *bool           `json:"auto_join"`
-	JoinOnce                        *bool           `json:"join_once"`
-	UseVoucherMetadataSchema        *bool           `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
-	ValidityHours                   json.RawMessage `json:"validity_hours"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	StartDate                       *time.Time      `json:"start_date"`
-	ExpirationDate                  *time.Time      `json:"expiration_date"`
-	Metadata                        json.RawMessage `json:"metadata"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
+	campaigns.CreateRequest
+	Voucher  *Request        `json:"voucher"`
+	Metadata json.RawMessage `json:"metadata"`
 	// ReferralProgram is a REFERRAL_PROGRAM's conversion and rewards, as
 	// regional/referrals checked them: it creates its campaigns through here.
 	ReferralProgram json.RawMessage `json:"-"`
@@ -179,16 +162,13 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 // campaign checks the request and makes the campaign it asks for (not yet
 // written, its category not yet resolved).
 func (r CampaignRequest) campaign(now time.Time) (Campaign, error) {
-	if r.Name == nil || strings.TrimSpace(*r.Name) == "" {
-		return Campaign{}, apierr.InvalidPayload("name is required")
-	}
-	if len(*r.Name) > 200 {
-		return Campaign{}, apierr.InvalidPayload("name is at most 200 characters")
+	c, err := campaigns.New[Template](r.CreateRequest, firstOf(r.CampaignType), now)
+	if err != nil {
+		return Campaign{}, err
 	}
 	if err := textOK("description", r.Description, 1000); err != nil {
 		return Campaign{}, err
 	}
-	c := Campaign{ID: ids.New("camp_"), Name: *r.Name, CreatedAt: now, GenerationStatus: "DONE"}
 	vtype := ""
 	switch t := firstOf(r.CampaignType); t {
 	case "DISCOUNT_COUPONS":
@@ -204,23 +184,7 @@ func (r CampaignRequest) campaign(now time.Time) (Campaign, error) {
 	default:
 		return Campaign{}, apierr.InvalidPayload("campaign_type must be DISCOUNT_COUPONS, GIFT_VOUCHERS or REFERRAL_PROGRAM here")
 	}
-	c.CampaignType = *r.CampaignType
 	a := &c.Attrs
-	a.Type, a.Active, a.Description, a.ActivityDurationAfterPublishing = "AUTO_UPDATE", true, r.Description, r.ActivityDurationAfterPublishing
-	if r.Type != nil {
-		if *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
-			return Campaign{}, apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
-		}
-		a.Type = *r.Type
-	}
-	for _, b := range []struct {
-		dst *bool
-		v   *bool
-	}{{&a.AutoJoin, r.AutoJoin}, {&a.JoinOnce, r.JoinOnce}, {&a.UseVoucherMetadataSchema, r.UseVoucherMetadataSchema}} {
-		if b.v != nil {
-			*b.dst = *b.v
-		}
-	}
 	// The campaign's own properties, checked as a voucher's are.
 	probe := Voucher{Type: vtype}
 	own := Request{ValidityTimeframe: r.ValidityTimeframe, ValidityDayOfWeek: r.ValidityDayOfWeek, ValidityHours: r.ValidityHours,
@@ -235,12 +199,8 @@ func (r CampaignRequest) campaign(now time.Time) (Campaign, error) {
 	}
 	a.ValidityTimeframe, a.ValidityDayOfWeek, a.ValidityHours = probe.Attrs.ValidityTimeframe, probe.Attrs.ValidityDayOfWeek, probe.Attrs.ValidityHours
 	a.StartDate, a.ExpirationDate, a.Metadata = probe.Attrs.StartDate, probe.Attrs.ExpirationDate, probe.Attrs.Metadata
-	var err error
 	if a.Voucher, err = r.template(vtype, c.CampaignType); err != nil {
 		return Campaign{}, err
-	}
-	if r.VouchersCount != nil {
-		c.VouchersCount = *r.VouchersCount
 	}
 	return c, nil
 }
