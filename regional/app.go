@@ -232,7 +232,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}))
 	v1 := e.Group("/v1")
 	cust := customers.NewService(pool, events)
-	customers.Register(v1, cust)
 	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
 	// The campaigns' rows, whose kinds (loyalty programs, vouchers,
@@ -263,6 +262,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// referees converted by custom event or by redemption.
 	refs := referrals.NewService(pool, events, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
 	referrals.Register(v1, refs)
+	customers.Register(v1, cust, refs)
 	// The promotion engine (stacked validation, redemption), the promotion
 	// tiers it applies without codes, and qualifications, which it judges.
 	eng := engine.New(engine.Deps{Pool: pool, Events: events, Vouchers: vs, Rules: rules, Customers: cust,

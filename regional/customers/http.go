@@ -1,6 +1,7 @@
 package customers
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,12 +14,22 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 )
 
-// Handler serves the customer endpoints.
-type Handler struct{ svc *Service }
+// Referrals reads a customer's referrals summary ({total, campaigns}),
+// which GET /v1/customers/{id} answers (regional/referrals).
+type Referrals interface {
+	Summary(ctx context.Context, projectID, customerID string) (any, error)
+}
 
-// Register mounts the endpoints on g (the /v1 group).
-func Register(g *echo.Group, svc *Service) {
-	h := Handler{svc}
+// Handler serves the customer endpoints.
+type Handler struct {
+	svc  *Service
+	refs Referrals
+}
+
+// Register mounts the endpoints on g (the /v1 group); a customer's answer
+// carries their referrals summary from refs (nil: none).
+func Register(g *echo.Group, svc *Service, refs Referrals) {
+	h := Handler{svc: svc, refs: refs}
 	g.POST("/customers", h.create)
 	g.GET("/customers", h.list)
 	g.GET("/customers/:customerId", h.get)
@@ -45,8 +56,8 @@ func (h Handler) get(c echo.Context) error {
 		return err
 	}
 	v := cust.View()
-	if h.svc.referrals != nil {
-		if v.Referrals, err = h.svc.referrals(ctx, project, cust.ID); err != nil {
+	if h.refs != nil {
+		if v.Referrals, err = h.refs.Summary(ctx, project, cust.ID); err != nil {
 			return err
 		}
 	}

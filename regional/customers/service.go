@@ -29,14 +29,6 @@ type Service struct {
 	events   Events
 	now      func() time.Time
 	onDelete []func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error
-	// referrals is the customer's referrals summary (regional/referrals).
-	referrals func(ctx context.Context, projectID, customerID string) (any, error)
-}
-
-// UseReferrals gives GET /v1/customers/{id} the customer's referrals
-// summary ({total, campaigns}) from fn.
-func (s *Service) UseReferrals(fn func(ctx context.Context, projectID, customerID string) (any, error)) {
-	s.referrals = fn
 }
 
 // NewService returns the customer service over a regional database.

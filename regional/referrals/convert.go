@@ -272,7 +272,7 @@ func (s *Service) reward(ctx context.Context, tx pgx.Tx, projectID string, conv 
 
 // ConvertEvent converts the referee of a custom event (POST /v1/events
 // with referral.code or referral.referrer_id) in the event's transaction:
-// the events service's referral hook (events.Service.UseReferrals). It
+// the events service's referral hook (events.Referrals, in events.Deps). It
 // answers the activity's referral object, or nil when the event converted
 // nobody.
 func (s *Service) ConvertEvent(ctx context.Context, tx pgx.Tx, projectID string, r events.Referral) (any, error) {
@@ -306,7 +306,7 @@ func (s *Service) ConvertEvent(ctx context.Context, tx pgx.Tx, projectID string,
 
 // ConvertRedemption converts customerID through the referral code a
 // redemption redeemed, in the redemption's transaction: the engine's
-// referral hook (engine.Engine.UseReferrals). redemptionID is the code's
+// referral hook (engine.Referrals, in engine.Deps). redemptionID is the code's
 // redemption, which the referral records as its related object.
 func (s *Service) ConvertRedemption(ctx context.Context, tx pgx.Tx, projectID, code, customerID, redemptionID string, redemption any) error {
 	_, err := s.Convert(ctx, tx, projectID, code, customerID, Via{Kind: ViaRedemption, ID: redemptionID, Object: redemption})

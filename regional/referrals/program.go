@@ -48,13 +48,13 @@ type Service struct {
 
 // NewService returns the referral service and plugs it into the packages
 // it extends: a referral code published to a customer makes them its
-// referrer (vouchers), a customer's answer carries their referrals summary
-// and a deleted customer's holdings and referrals go with them (customers).
+// referrer (vouchers), and a deleted customer's holdings and referrals go
+// with them (customers). A customer's answer reads their referrals summary
+// from Summary (customers.Referrals, given to customers.Register).
 func NewService(pool *db.Pool, events Events, camps *campaigns.Service, cust *customers.Service, loy *loyalty.Service, vs *vouchers.Service,
 	schemas Schemas, clk *clock.Clock) *Service {
 	s := &Service{pool: pool, events: events, camps: camps, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, clock: clk}
 	vs.UseHolds(s.recordReferrer)
-	cust.UseReferrals(s.Summary)
 	cust.OnDelete(func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
 		b := &pgx.Batch{}
 		b.Queue(`DELETE FROM referral_holders WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
