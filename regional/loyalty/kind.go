@@ -115,8 +115,7 @@ func (k Kind) Drop(ctx context.Context, job *async.Job, campaignID string) (int6
 func (k Kind) Summary(ctx context.Context, projectID, campaignID string, p campaigns.Period, _ campaigns.Stacked) (campaigns.Summary, error) {
 	out := campaigns.Summary{Vouchers: true}
 	var err error
-	if out.VouchersCreated, err = p.Count(ctx, k.svc.pool, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`,
-		"created_at", projectID, campaignID); err != nil {
+	if out.VouchersCreated, err = countCardsWithin(ctx, k.svc.pool, projectID, campaignID, p); err != nil {
 		return out, err
 	}
 	if out.Redeemed, out.RolledBack, err = k.rewards.Counts(ctx, projectID, campaignID, p); err != nil {

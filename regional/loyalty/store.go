@@ -387,6 +387,11 @@ func countCards(ctx context.Context, q db.Querier, projectID, campaignID string)
 	return n, err
 }
 
+// countCardsWithin counts a campaign's cards made within p.
+func countCardsWithin(ctx context.Context, q db.Querier, projectID, campaignID string, p campaigns.Period) (int64, error) {
+	return p.Count(ctx, q, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`, "created_at", projectID, campaignID)
+}
+
 // dropCards deletes up to limit cards of a deleted campaign for good, with
 // their ledger, buckets, what earning keeps of them (when e is not nil)
 // and their codes, and answers how many it deleted.

@@ -15,7 +15,6 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/campaigns"
-	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 const maxVouchers = 1_000_000
@@ -327,27 +326,16 @@ func (s *Service) AddVouchers(ctx context.Context, projectID, campaignKey, code 
 func (s *Service) DropCampaignVouchers(ctx context.Context, projectID, campaignID string) (int64, error) {
 	var deleted int64
 	for {
-		var ids []string
+		var n int64
 		err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `SELECT id FROM vouchers WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT 5000`,
-				projectID, campaignID)
-			if err != nil {
-				return err
-			}
-			if ids, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(ids) == 0 {
-				return err
-			}
-			b := &pgx.Batch{}
-			b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND voucher_id = ANY($2::TEXT[]) AND code IN (
-				SELECT code FROM vouchers WHERE project_id = $1 AND id = ANY($2::TEXT[]))`, projectID, ids)
-			b.Queue(`DELETE FROM vouchers WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, ids)
-			loyalty.QueueDropEntries(b, projectID, ids)
-			return tx.SendBatch(ctx, b).Close()
+			var err error
+			n, err = dropVouchers(ctx, tx, projectID, campaignID, 5000)
+			return err
 		})
-		if err != nil || len(ids) == 0 {
+		if err != nil || n == 0 {
 			return deleted, err
 		}
-		deleted += int64(len(ids))
+		deleted += n
 	}
 }
 

@@ -291,3 +291,24 @@ func countVouchers(ctx context.Context, q db.Querier, projectID, campaignID stri
 func countVouchersWithin(ctx context.Context, q db.Querier, projectID, campaignID string, p campaigns.Period) (int64, error) {
 	return p.Count(ctx, q, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`, "created_at", projectID, campaignID)
 }
+
+// dropVouchers deletes up to limit vouchers of a deleted campaign for
+// good, with their codes and ledger entries, and answers how many it
+// deleted.
+func dropVouchers(ctx context.Context, tx pgx.Tx, projectID, campaignID string, limit int) (int64, error) {
+	rows, err := tx.Query(ctx, `SELECT id FROM vouchers WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT $3`,
+		projectID, campaignID, limit)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND voucher_id = ANY($2::TEXT[]) AND code IN (
+		SELECT code FROM vouchers WHERE project_id = $1 AND id = ANY($2::TEXT[]))`, projectID, ids)
+	b.Queue(`DELETE FROM vouchers WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, ids)
+	loyalty.QueueDropEntries(b, projectID, ids)
+	return int64(len(ids)), tx.SendBatch(ctx, b).Close()
+}
