@@ -245,13 +245,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
 	redemptions.Register(v1, red)
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
-	vs := vouchers.NewService(pool, events, camps, a.bin, cfg.Clock)
+	vs := vouchers.NewService(pool, events, camps, a.bin, cfg.Clock, publications.PublishCounts)
 	vouchers.Register(v1, vs, a.loyalty)
 	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
 	vs.RegisterJobs(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, events, cust, vs, a.loyalty, cfg.Clock)
 	publications.Register(v1, pubs)
-	vs.UsePublishCounts(publications.PublishCounts)
 	// A deleted campaign's vouchers (of any type) go in
 	// CAMPAIGN.VOUCHERS_DELETE, at once or when its bin entry is removed.
 	a.bin.Handle("campaign", camps.RemoveBinned)

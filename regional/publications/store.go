@@ -70,7 +70,7 @@ func vouchersOf(ctx context.Context, q db.Querier, projectID string, pubIDs []st
 // PublishCounts counts the successful publications of each of the
 // vouchers ids (whose codes are codes), by id: a code freed from a removed
 // voucher and taken again does not take its publications along
-// (vouchers.Service.UsePublishCounts).
+// (vouchers.PublishCounts, given to vouchers.NewService).
 func PublishCounts(ctx context.Context, q db.Querier, projectID string, ids, codes []string) (map[string]int64, error) {
 	out := map[string]int64{}
 	rows, err := q.Query(ctx, `SELECT voucher_id, count(*) FROM (

@@ -36,16 +36,13 @@ type Service struct {
 	camps  *campaigns.Service // the campaigns' rows and their events
 	wake   func()             // starts the worker on a new job (RegisterJobs)
 	// holds run when a voucher is given to a customer (UseHolds).
-	holds []func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error
-	// publishCounts counts the publications of vouchers by code
-	// (UsePublishCounts; regional/publications keeps them).
-	publishCounts func(ctx context.Context, q db.Querier, projectID string, ids, codes []string) (map[string]int64, error)
+	holds         []func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error
+	publishCounts PublishCounts
 }
 
-// UsePublishCounts gives voucher reads their publish.count.
-func (s *Service) UsePublishCounts(fn func(ctx context.Context, q db.Querier, projectID string, ids, codes []string) (map[string]int64, error)) {
-	s.publishCounts = fn
-}
+// PublishCounts counts the publications of vouchers by id (and code),
+// which regional/publications keeps: a voucher read's publish.count.
+type PublishCounts func(ctx context.Context, q db.Querier, projectID string, ids, codes []string) (map[string]int64, error)
 
 // counted fills in the views' publish.count.
 func (s *Service) counted(ctx context.Context, projectID string, vs []View) error {
@@ -75,9 +72,11 @@ func (s *Service) viewOf(ctx context.Context, projectID string, v Voucher) (View
 
 // NewService returns the voucher service and registers its bin remover;
 // events are the webhook events of vouchers and gift balances, camps
-// writes its campaigns' rows.
-func NewService(pool *db.Pool, events Events, camps *campaigns.Service, b *bin.Bin, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, events: events, camps: camps, clock: clk}
+// writes its campaigns' rows, publishCounts gives voucher reads their
+// publish.count (nil: 0).
+func NewService(pool *db.Pool, events Events, camps *campaigns.Service, b *bin.Bin, clk *clock.Clock,
+	publishCounts PublishCounts) *Service {
+	s := &Service{pool: pool, events: events, camps: camps, clock: clk, publishCounts: publishCounts}
 	if b != nil {
 		b.Handle("voucher", s.removeBinned)
 	}
