@@ -27,6 +27,7 @@ TIMED_PKGS := ./regional/engine/
 SERIALIZABLE := TALLY_PG_SETTINGS="default_transaction_isolation=serializable"
 SERIALIZABLE_PKGS := ./regional/loyalty/ ./regional/redemptions/ ./regional/async/ ./regional/exports/
 SERIALIZABLE_ENGINE := TestLoyaltyCardsPayWithRewardsInStacks|TestConcurrentCardsKeepTheRewardsStock|TestStackedRedemptionAllOrNothing|TestConcurrentRedemptionsKeepTheQuantity|TestLockSessionReservesTheVoucher|TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce|TestLockOrderHoldsForEveryPairOfWriters
+SERIALIZABLE_CAMPAIGNS := TestVouchersCountIsExactUnderConcurrentWriters|TestAddingToVouchersCountTakesNoTurnOnTheCampaign
 
 ## test: vet, format check, every test with the race detector on real PostgreSQL servers, then the timed tests without it, then the concurrency-heavy ones at CockroachDB's default isolation
 test:
@@ -36,6 +37,7 @@ test:
 	$(GO) test -count=1 -timeout 5m -run '^($(TIMED_TESTS))$$' -v $(TIMED_PKGS)
 	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m $(SERIALIZABLE_PKGS)
 	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/ ./internal/db/
+	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_CAMPAIGNS))$$' ./regional/campaigns/
 
 ## bench: the benchmark harness; writes docs/benchmarks.md
 bench: build

@@ -1,4 +1,4 @@
-package loyalty_test
+package campaigns_test
 
 import (
 	"context"
@@ -13,21 +13,13 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 )
 
-// discountCampaign makes an AUTO_UPDATE discount campaign with no
-// vouchers: a publication makes the voucher it gives when none is free.
-func discountCampaign(a api, name string) string {
-	a.T.Helper()
-	return a.OK("POST", "/v1/campaigns", map[string]any{"name": name, "campaign_type": "DISCOUNT_COUPONS",
-		"type": "AUTO_UPDATE", "vouchers_count": 0,
-		"voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 500},
-			"code_config": map[string]any{"pattern": "CNT-##########"}}})["id"].(string)
-}
-
 // vouchersCount is a campaign's vouchers_count as the API reads it.
-func vouchersCount(a api, path string) int64 {
+func vouchersCount(a stacktest.API, path string) int64 {
 	a.T.Helper()
 	return num(a.OK("GET", path, nil)["vouchers_count"])
 }
+
+func num(v any) int64 { return int64(v.(float64)) }
 
 // Every writer that adds vouchers to one campaign at once (single creates,
 // publications that make the voucher they give, generation requests of
@@ -36,10 +28,10 @@ func vouchersCount(a api, path string) int64 {
 // are: the counter rows each adds to, at random, sum to what was made.
 func TestVouchersCountIsExactUnderConcurrentWriters(t *testing.T) {
 	t.Parallel()
-	e, a := start(t)
+	a := stacktest.NewAPI(t)
 	ctx := context.Background()
-	pool := e.Stack.Regional["api"].Pool()
-	campID := discountCampaign(a, "Counted")
+	pool := a.E.Stack.Regional["api"].Pool()
+	campID := discountCampaign(a, "Counted", 0)["id"].(string)
 	progID := a.Campaign("Counted program", map[string]any{"vouchers_count": 0})["id"].(string)
 
 	const writers, each = 8, 4
@@ -130,10 +122,10 @@ func TestVouchersCountIsExactUnderConcurrentWriters(t *testing.T) {
 // campaign's row, and took turns on it.
 func TestAddingToVouchersCountTakesNoTurnOnTheCampaign(t *testing.T) {
 	t.Parallel()
-	e, a := start(t)
+	a := stacktest.NewAPI(t)
 	ctx := context.Background()
-	pool := e.Stack.Regional["api"].Pool()
-	campID := discountCampaign(a, "Locked")
+	pool := a.E.Stack.Regional["api"].Pool()
+	campID := discountCampaign(a, "Locked", 0)["id"].(string)
 	progID := a.Campaign("Locked program", map[string]any{"vouchers_count": 0})["id"].(string)
 
 	hold := func(lock string, ids ...string) pgx.Tx {
