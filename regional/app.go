@@ -244,16 +244,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	earning.Register(v1, a.earning)
 	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
 	redemptions.Register(v1, red)
-	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention)
-	vs := vouchers.NewService(pool, events, camps, a.bin, cfg.Clock, publications.PublishCounts)
+	vs := vouchers.NewService(pool, events, camps, cfg.Clock, publications.PublishCounts)
 	vouchers.Register(v1, vs, a.loyalty)
 	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
 	vs.RegisterJobs(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, events, cust, vs, a.loyalty, cfg.Clock)
 	publications.Register(v1, pubs)
-	// A deleted campaign's vouchers (of any type) go in
-	// CAMPAIGN.VOUCHERS_DELETE, at once or when its bin entry is removed.
-	a.bin.Handle("campaign", camps.RemoveBinned)
 	rules := validation.NewService(pool, cfg.Clock)
 	validation.Register(v1, rules)
 	promos := promotions.NewService(pool, camps, rules, cfg.Clock)
@@ -282,8 +278,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}), campaigns.Counters{Stacked: eng, Publications: pubs})
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
 	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
-	prods := products.NewService(pool, events, a.tasks, a.bin, cfg.Clock)
+	prods := products.NewService(pool, events, a.tasks, cfg.Clock)
 	products.Register(v1, prods)
+	// The bin, and how what it holds leaves it for good: a deleted
+	// campaign's vouchers (of any type) go in CAMPAIGN.VOUCHERS_DELETE, at
+	// once or when its bin entry is removed.
+	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention, bin.Removers{"campaign": camps.RemoveBinned,
+		"voucher": vs.RemoveBinned, "product": prods.RemoveBinnedProduct, "sku": prods.RemoveBinnedSKU})
 	bin.Register(v1, a.bin)
 	customEvents.Register(v1, customEvents.NewService(customEvents.Deps{Pool: pool, Webhooks: events, Customers: cust,
 		Loyalty: a.loyalty, Earning: a.earning, Schemas: a.resolver, Referrals: refs, Tasks: a.tasks, Clock: cfg.Clock}))

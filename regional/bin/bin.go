@@ -3,9 +3,11 @@
 // good by DELETE /v1/trash-bin/{binEntryId} or by the retention sweep.
 //
 // The bin owns its entries; the resources stay in their own tables, marked
-// as binned, and each resource type registers the Remover that deletes its
-// rows for good. Moving a resource to the bin is the owner's write, with
-// Put in the owner's transaction.
+// as binned. Moving a resource to the bin is the owner's write, with Put in
+// the owner's transaction; removing it for good is the owner's Remover,
+// which the bin calls. The owners and the bin need each other, so the
+// piece the owners need, Put, is a function of the package and needs no
+// Bin: the owners are built first, and New takes their Removers.
 package bin
 
 import (
@@ -52,25 +54,26 @@ func NewID() string { return ids.New("bin_") }
 // entries too (a product's removal takes its SKUs' entries).
 type Remover func(ctx context.Context, tx pgx.Tx, projectID string, e Entry) error
 
+// Removers are the Remover of each resource type the bin holds.
+type Removers map[string]Remover
+
 // Bin lists, removes and expires a cluster's bin entries.
 type Bin struct {
 	pool      *db.Pool
 	clock     *clock.Clock
 	retention time.Duration
-	removers  map[string]Remover
+	removers  Removers
 }
 
-// New returns the bin; entries older than retention (0: DefaultRetention)
-// by clk are removed by Run.
-func New(pool *db.Pool, clk *clock.Clock, retention time.Duration) *Bin {
+// New returns the bin, which removes entries for good through removers;
+// entries older than retention (0: DefaultRetention) by clk are removed by
+// Run.
+func New(pool *db.Pool, clk *clock.Clock, retention time.Duration, removers Removers) *Bin {
 	if retention <= 0 {
 		retention = DefaultRetention
 	}
-	return &Bin{pool: pool, clock: clk, retention: retention, removers: map[string]Remover{}}
+	return &Bin{pool: pool, clock: clk, retention: retention, removers: removers}
 }
-
-// Handle registers how entries of a resource type are removed for good.
-func (b *Bin) Handle(resourceType string, r Remover) { b.removers[resourceType] = r }
 
 // Put queues the entries' rows on batch, which the caller sends in the
 // transaction that marks their resources binned. Entries are written in

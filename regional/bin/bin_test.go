@@ -57,23 +57,24 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(pool.Close)
 	f := &fixture{t: t, pool: pool, clock: &clock.Clock{}}
-	f.bin = bin.New(pool, f.clock, 24*time.Hour)
 	record := func(_ context.Context, _ pgx.Tx, _ string, e bin.Entry) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.removed = append(f.removed, e.ResourceID)
 		return nil
 	}
-	f.bin.Handle("sku", record)
-	f.bin.Handle("product", func(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
-		b := &pgx.Batch{}
-		bin.QueueDropChildren(b, projectID, "sku", e.ResourceID)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		return record(ctx, tx, projectID, e)
+	f.bin = bin.New(pool, f.clock, 24*time.Hour, bin.Removers{
+		"sku": record,
+		"product": func(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
+			b := &pgx.Batch{}
+			bin.QueueDropChildren(b, projectID, "sku", e.ResourceID)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			return record(ctx, tx, projectID, e)
+		},
+		"broken": func(context.Context, pgx.Tx, string, bin.Entry) error { return errors.New("cannot remove") },
 	})
-	f.bin.Handle("broken", func(context.Context, pgx.Tx, string, bin.Entry) error { return errors.New("cannot remove") })
 	return f
 }
 

@@ -44,12 +44,11 @@ type Service struct {
 	wake   func()
 }
 
-// NewService returns the product service; it registers its jobs on reg and
-// how its resources leave the bin on b.
-func NewService(pool *db.Pool, events Events, reg *async.Registry, b *bin.Bin, clk *clock.Clock) *Service {
+// NewService returns the product service; it registers its jobs on reg.
+// How its resources leave the bin for good is RemoveBinnedProduct and
+// RemoveBinnedSKU, the bin's Removers.
+func NewService(pool *db.Pool, events Events, reg *async.Registry, clk *clock.Clock) *Service {
 	s := &Service{pool: pool, events: events, clock: clk, wake: reg.Wake}
-	b.Handle("product", s.removeBinnedProduct)
-	b.Handle("sku", s.removeBinnedSKU)
 	reg.HandleJob(JobBulkUpdate, s.bulkUpdateJob)
 	reg.HandleJob(JobMetadataUpdate, s.metadataUpdateJob)
 	reg.HandleJob(JobImportProducts, s.importProductsJob)
@@ -255,15 +254,15 @@ func removeProduct(b *pgx.Batch, projectID, productID string) {
 	b.Queue(`DELETE FROM products WHERE project_id = $1 AND id = $2`, projectID, productID)
 }
 
-// removeBinnedProduct is the bin's Remover of products.
-func (s *Service) removeBinnedProduct(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
+// RemoveBinnedProduct is the bin's Remover of products.
+func (s *Service) RemoveBinnedProduct(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
 	b := &pgx.Batch{}
 	removeProduct(b, projectID, e.ResourceID)
 	return tx.SendBatch(ctx, b).Close()
 }
 
-// removeBinnedSKU is the bin's Remover of SKUs.
-func (s *Service) removeBinnedSKU(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
+// RemoveBinnedSKU is the bin's Remover of SKUs.
+func (s *Service) RemoveBinnedSKU(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
 	_, err := tx.Exec(ctx, `DELETE FROM binned_skus WHERE project_id = $1 AND id = $2 AND bin_id = $3`, projectID, e.ResourceID, e.ID)
 	return err
 }

@@ -70,17 +70,13 @@ func (s *Service) viewOf(ctx context.Context, projectID string, v Voucher) (View
 	return vs[0], err
 }
 
-// NewService returns the voucher service and registers its bin remover;
-// events are the webhook events of vouchers and gift balances, camps
-// writes its campaigns' rows, publishCounts gives voucher reads their
+// NewService returns the voucher service (RemoveBinned is its bin
+// Remover); events are the webhook events of vouchers and gift balances,
+// camps writes its campaigns' rows, publishCounts gives voucher reads their
 // publish.count (nil: 0).
-func NewService(pool *db.Pool, events Events, camps *campaigns.Service, b *bin.Bin, clk *clock.Clock,
+func NewService(pool *db.Pool, events Events, camps *campaigns.Service, clk *clock.Clock,
 	publishCounts PublishCounts) *Service {
-	s := &Service{pool: pool, events: events, camps: camps, clock: clk, publishCounts: publishCounts}
-	if b != nil {
-		b.Handle("voucher", s.removeBinned)
-	}
-	return s
+	return &Service{pool: pool, events: events, camps: camps, clock: clk, publishCounts: publishCounts}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -476,8 +472,9 @@ func deleteForGood(ctx context.Context, tx pgx.Tx, projectID, id, code string) e
 	return tx.SendBatch(ctx, b).Close()
 }
 
-// removeBinned deletes a binned voucher for good (the bin's remover).
-func (s *Service) removeBinned(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
+// RemoveBinned deletes a binned voucher for good (the bin's Remover of
+// vouchers).
+func (s *Service) RemoveBinned(ctx context.Context, tx pgx.Tx, projectID string, e bin.Entry) error {
 	code := ""
 	if e.ResourceName != nil {
 		code = *e.ResourceName
