@@ -13,7 +13,6 @@ import (
 
 	"github.com/tallyhq/tally/internal/apiversion"
 	"github.com/tallyhq/tally/internal/clock"
-	"github.com/tallyhq/tally/internal/dltoken"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -22,7 +21,6 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/cpushare"
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
@@ -140,96 +138,14 @@ type App struct {
 
 // New connects to the cluster's database and wires the application API.
 func New(ctx context.Context, cfg Config) (*App, error) {
-	if cfg.Cluster == "" {
-		return nil, errors.New("regional: the cluster name is required")
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	signer, err := identity.NewSigner(cfg.IdentitySecret, cfg.IdentitySecretPrevious)
+	a, err := open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	operator, err := identity.NewSigner(cfg.OperatorSecret, cfg.OperatorSecretPrevious)
-	if err != nil {
-		return nil, fmt.Errorf("regional: operator secret: %w", err)
-	}
-	if cfg.MaxConns == 0 {
-		cfg.MaxConns = DefaultMaxConns()
-	}
-	pool, err := db.Open(ctx, cfg.DatabaseURL, db.Options{Name: "tally-regional-" + cfg.Cluster, MaxConns: cfg.MaxConns})
-	if err != nil {
-		return nil, err
-	}
-	// A CockroachDB too old for the writes run at READ COMMITTED, or with it
-	// off, is refused at start. A database not reachable yet is no reason
-	// to stop: the instance reports itself unready until it is, and until
-	// the server has passed the check (Ready).
-	server := db.NewServerGate(pool, "the cluster's database")
-	if err := server.Start(ctx, 2*time.Second); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("regional: %w", err)
-	}
-	if cfg.WatchInterval == 0 {
-		cfg.WatchInterval = 500 * time.Millisecond
-	}
-	if cfg.SweepInterval == 0 {
-		cfg.SweepInterval = time.Minute
-	}
-	tpool, err := db.Open(ctx, cfg.TenancyURL, db.Options{Name: "tally-regional-" + cfg.Cluster, MaxConns: 8})
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	tserver := db.NewServerGate(tpool, "the directory (tenancy database)")
-	if err := tserver.Start(ctx, 2*time.Second); err != nil {
-		pool.Close()
-		tpool.Close()
-		return nil, fmt.Errorf("regional: %w", err)
-	}
-	a := &App{cfg: cfg, pool: pool, server: server, tserver: tserver, signer: signer, operator: operator, seen: identity.NewSeen(200_000), tasks: async.NewRegistry(), tenancy: tpool,
-		resolver: tenancy.NewResolver(tpool, tenancy.ResolverOptions{Log: cfg.Log}), usage: usage.NewCounter(pool, cfg.Log)}
-	a.schema = db.NewSchemaGate(pool, Migrations, MigrationsDir, db.SchemaGateOptions{Name: "the cluster's database",
-		Fix: "migrate it (`tally migrate --regional-url`, the pod's migrate init container) first"})
-	a.bulkhead = db.NewBulkhead(cfg.BulkheadWait)
-	if cfg.CPUShare.Log == nil {
-		cfg.CPUShare.Log = cfg.Log
-	}
-	a.cpu = cpushare.New(cfg.CPUShare)
-	a.events = webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
-	events := a.events
-	if cfg.Worker.Log == nil {
-		cfg.Worker.Log = cfg.Log
-	}
-	a.worker = async.NewWorker(pool, a.tasks, cfg.Worker)
-	if cfg.Metrics != nil {
-		cfg.Metrics.Register(a.worker.Collectors()...)
-		cfg.Metrics.Register(a.bulkhead.Collectors()...)
-		cfg.Metrics.Register(a.cpu.Collectors()...)
-	}
-	// The product jobs take up to 10 MB (an imported file), as the router does.
-	e := httpx.New(httpx.Config{Service: "tally-regional", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true,
-		LargeBodies:    append(append(append([]string(nil), products.LargeBodies...), vouchers.LargeBodies...), customEvents.BulkPath),
-		LargeBodyLimit: "10M"})
-	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
-	e.GET("/readyz", func(c echo.Context) error {
-		if err := a.Ready(c.Request().Context()); err != nil {
-			return err
-		}
-		return c.String(http.StatusOK, "ready\n")
-	})
-	// Root-level rather than group middleware: a group with middleware adds a
-	// catch-all route, which would turn every 405 into a 404.
-	// The versions' differences, in one place: handlers serve the newest.
-	// (On e, not the /v1 group: a group's middleware makes echo answer 404
-	// for a known path's other methods, not 405.)
-	a.versions = apiversion.Interface()
-	e.Use(a.authenticate, a.usage.Middleware, a.versions.Middleware(func(c echo.Context) string {
-		if id, ok := identity.From(c.Request().Context()); ok && id.APIVersion != "" {
-			return id.APIVersion
-		}
-		return apiversion.Latest
-	}))
+	cfg = a.cfg // with its defaults
+	a.platform()
+	pool, events := a.pool, a.events
+	e := a.newServer()
 	v1 := e.Group("/v1")
 	cust := customers.NewService(pool, events)
 	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
@@ -288,18 +204,13 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	bin.Register(v1, a.bin)
 	customEvents.Register(v1, customEvents.NewService(customEvents.Deps{Pool: pool, Webhooks: events, Customers: cust,
 		Loyalty: a.loyalty, Earning: a.earning, Schemas: a.resolver, Referrals: refs, Tasks: a.tasks, Clock: cfg.Clock}))
-	a.exports = exports.NewService(pool, events, a.loyalty, a.tasks, cfg.Clock,
-		dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious), exports.Options{
-			PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
+	a.exports = a.newExports(a.loyalty)
 	exports.Register(v1, a.exports)
 	async.Register(v1, pool)
 	// The client-side API (/client/v1): the /v1 twins above, behind the
 	// project's client-side toggles and a bound token's customer.
 	clientapi.Register(e, clientapi.Deps{Project: a.resolver.Project, Customer: cust.Get, Versions: a.versions})
-	internal := e.Group("/internal/v1")
-	async.RegisterInternal(internal, pool)
-	webhooks.RegisterInternal(internal, pool)
-	a.usage.RegisterInternal(internal)
+	a.serveInternal(e)
 	a.echo = e
 	return a, nil
 }
