@@ -1,23 +1,13 @@
 package promotions
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
-	"strings"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
-	"github.com/tallyhq/tally/internal/ids"
-	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
-	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 // Register mounts the promotion endpoints on the /v1 group.
@@ -64,11 +54,7 @@ func Register(g *echo.Group, s *Service) {
 		})
 	})
 	g.DELETE("/promotions/:campaignId/stacks/:stackId", func(c echo.Context) error {
-		ctx, project := c.Request().Context(), httpx.ProjectID(c)
-		if _, err := s.getStack(ctx, project, c.Param("campaignId"), c.Param("stackId")); err != nil {
-			return err
-		}
-		if _, err := s.pool.Exec(ctx, `DELETE FROM promotion_stacks WHERE project_id = $1 AND id = $2`, project, c.Param("stackId")); err != nil {
+		if err := s.deleteStack(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("stackId")); err != nil {
 			return err
 		}
 		return c.NoContent(http.StatusNoContent)
@@ -97,119 +83,8 @@ func (s *Service) listTiers(c echo.Context) error {
 	return c.JSON(http.StatusOK, listq.List[TierView]{DataRef: "tiers", Data: vs, Total: &total, More: more, Next: next})
 }
 
-// StackRequest is the body of POST and PUT /v1/promotions/{campaignId}/stacks[/{id}].
-type StackRequest struct {
-	Name  *string `json:"name"`
-	Tiers *struct {
-		IDs           []string `json:"ids"`
-		HierarchyMode *string  `json:"hierarchy_mode"`
-	} `json:"tiers"`
-	CategoryID *string `json:"category_id"`
-}
-
-// stackAttrs are a stack's properties kept as a document.
-type stackAttrs struct {
-	IDs           []string `json:"ids"`
-	HierarchyMode string   `json:"hierarchy_mode"`
-	CategoryID    *string  `json:"category_id,omitempty"`
-}
-
-func stackView(id, campaignID, name string, a stackAttrs, created time.Time, updated *time.Time) map[string]any {
-	return map[string]any{"id": id, "name": name, "tiers": map[string]any{"ids": a.IDs, "hierarchy_mode": a.HierarchyMode},
-		"created_at": jsonx.Time{Time: created}, "updated_at": jsonx.Ptr(updated), "campaign_id": campaignID,
-		"category_id": a.CategoryID, "categories": []any{}, "object": "promotion_stack"}
-}
-
-func scanStack(r pgx.Row) (map[string]any, error) {
-	var id, campaignID, name string
-	var raw []byte
-	var created time.Time
-	var updated *time.Time
-	if err := r.Scan(&id, &campaignID, &name, &raw, &created, &updated); err != nil {
-		return nil, err
-	}
-	var a stackAttrs
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, err
-	}
-	return stackView(id, campaignID, name, a, created, updated), nil
-}
-
-const stackColumns = `id, campaign_id, name, attrs, created_at, updated_at`
-
-func (s *Service) getStack(ctx context.Context, projectID, campaignID, id string) (map[string]any, error) {
-	c, err := promotion(ctx, s.pool, projectID, campaignID, false)
-	if err != nil {
-		return nil, err
-	}
-	v, err := scanStack(s.pool.QueryRow(ctx, `SELECT `+stackColumns+` FROM promotion_stacks WHERE project_id = $1 AND campaign_id = $2 AND id = $3`,
-		projectID, c.ID, id))
-	if errors.Is(err, db.ErrNotFound) {
-		return nil, apierr.NotFound("promotion_stack", id)
-	}
-	return v, err
-}
-
-// writeStack creates (id "") or replaces a stack of a campaign's tiers:
-// every tier named must be the campaign's.
-func (s *Service) writeStack(ctx context.Context, projectID, campaignID, id string, r StackRequest) (map[string]any, error) {
-	if r.Name == nil || strings.TrimSpace(*r.Name) == "" || len(*r.Name) > 200 {
-		return nil, apierr.InvalidPayload("name is required: 1 to 200 characters")
-	}
-	if r.Tiers == nil || len(r.Tiers.IDs) == 0 || len(r.Tiers.IDs) > 30 {
-		return nil, apierr.InvalidPayload("tiers.ids is required: 1 to 30 of the campaign's promotion tiers")
-	}
-	a := stackAttrs{IDs: r.Tiers.IDs, HierarchyMode: "MANUAL", CategoryID: r.CategoryID}
-	if m := r.Tiers.HierarchyMode; m != nil && *m != "MANUAL" {
-		return nil, apierr.InvalidPayload("tiers.hierarchy_mode must be MANUAL")
-	}
-	var out map[string]any
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		c, err := promotion(ctx, tx, projectID, campaignID, false)
-		if err != nil {
-			return err
-		}
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM promotion_tiers WHERE project_id = $1 AND campaign_id = $2 AND id = ANY($3::TEXT[])`,
-			projectID, c.ID, a.IDs).Scan(&n); err != nil {
-			return err
-		}
-		if n != len(a.IDs) {
-			return apierr.InvalidPayload("tiers.ids must name distinct promotion tiers of campaign " + c.ID)
-		}
-		raw, _ := json.Marshal(a)
-		now := s.now()
-		if id == "" {
-			id = ids.New("stack_")
-			_, err = tx.Exec(ctx, `INSERT INTO promotion_stacks (project_id, `+stackColumns+`) VALUES ($1, $2, $3, $4, $5, $6, NULL)`,
-				projectID, id, c.ID, *r.Name, raw, now)
-			out = stackView(id, c.ID, *r.Name, a, now, nil)
-			return err
-		}
-		var created time.Time
-		err = tx.QueryRow(ctx, `UPDATE promotion_stacks SET name = $4, attrs = $5, updated_at = $6
-			WHERE project_id = $1 AND campaign_id = $2 AND id = $3 RETURNING created_at`, projectID, c.ID, id, *r.Name, raw, now).Scan(&created)
-		if errors.Is(err, db.ErrNotFound) {
-			return apierr.NotFound("promotion_stack", id)
-		}
-		out = stackView(id, c.ID, *r.Name, a, created, &now)
-		return err
-	})
-	return out, err
-}
-
 func (s *Service) listStacks(c echo.Context) error {
-	ctx, projectID := c.Request().Context(), httpx.ProjectID(c)
-	cond, args := "", []any{projectID}
-	if key := c.Param("campaignId"); key != "" {
-		k, err := promotion(ctx, s.pool, projectID, key, false)
-		if err != nil {
-			return err
-		}
-		cond, args = " AND campaign_id = $2", append(args, k.ID)
-	}
-	vs, err := db.Collect(scanStack)(s.pool.Query(ctx, `SELECT `+stackColumns+` FROM promotion_stacks WHERE project_id = $1`+cond+
-		` AND campaign_id IN `+campaigns.LiveIDs+` ORDER BY id LIMIT 100`, args...))
+	vs, err := s.ListStacks(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"))
 	if err != nil {
 		return err
 	}
