@@ -147,7 +147,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	pool, events := a.pool, a.events
 	e := a.newServer()
 	v1 := e.Group("/v1")
-	cust := customers.NewService(pool, events)
+	// A deleted customer takes their referral holdings and their custom
+	// events with them.
+	cust := customers.NewService(pool, events, referrals.DropCustomer, customEvents.DropCustomer)
 	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
 	// The campaigns' rows, whose kinds (loyalty programs, vouchers,

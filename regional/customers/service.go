@@ -28,12 +28,19 @@ type Service struct {
 	pool     *db.Pool
 	events   Events
 	now      func() time.Time
-	onDelete []func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error
+	onDelete []Dependent
 }
 
-// NewService returns the customer service over a regional database.
-func NewService(pool *db.Pool, events Events) *Service {
-	return &Service{pool: pool, events: events, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+// Dependent removes what a package keeps of a customer (the custom events
+// and activity that name them, say), in the transaction that deletes the
+// customer.
+type Dependent func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error
+
+// NewService returns the customer service over a regional database; a
+// customer's deletion runs each of dependents, in order.
+func NewService(pool *db.Pool, events Events, dependents ...Dependent) *Service {
+	return &Service{pool: pool, events: events, onDelete: dependents,
+		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
 // Upsert creates a customer, or updates the one named by the patch's id or
@@ -157,14 +164,7 @@ func (s *Service) Update(ctx context.Context, projectID, idOrSource string, p *P
 	return c, err
 }
 
-// OnDelete adds what the packages that keep a customer's data remove with
-// it, in the transaction that deletes the customer (the custom events and
-// activity that name them, say). Register before serving.
-func (s *Service) OnDelete(fn func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error) {
-	s.onDelete = append(s.onDelete, fn)
-}
-
-// Delete removes a customer for good, with what OnDelete's hooks remove.
+// Delete removes a customer for good, with what its Dependents remove.
 func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		c, err := get(ctx, tx, projectID, idOrSource, true)

@@ -108,15 +108,16 @@ func NewService(d Deps) *Service {
 		return ev.CustomerID
 	}})
 	s.tasks.HandleJob(BulkAction, s.bulk)
-	// A customer's events and activity hold their personal data: they go
-	// with the customer.
-	s.customers.OnDelete(func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
-		b := &pgx.Batch{}
-		b.Queue(`DELETE FROM customer_activities WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
-		b.Queue(`DELETE FROM custom_events WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
-		return tx.SendBatch(ctx, b).Close()
-	})
 	return s
+}
+
+// DropCustomer deletes a deleted customer's events and activity, which hold
+// their personal data, in the customer's deletion (a customers.Dependent).
+func DropCustomer(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM customer_activities WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
+	b.Queue(`DELETE FROM custom_events WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // Request is the body of POST /v1/events.

@@ -46,22 +46,26 @@ type Service struct {
 	clock     *clock.Clock
 }
 
-// NewService returns the referral service and plugs it into the packages
-// it extends: a referral code published to a customer makes them its
-// referrer (vouchers), and a deleted customer's holdings and referrals go
-// with them (customers). A customer's answer reads their referrals summary
-// from Summary (customers.Referrals, given to customers.Register).
+// NewService returns the referral service and plugs it into vouchers: a
+// referral code published to a customer makes them its referrer. What it
+// gives customers is given to them by app.go: a customer's answer reads
+// their referrals summary from Summary (customers.Referrals), and a
+// deleted customer's holdings and referrals go with them (DropCustomer, a
+// customers.Dependent).
 func NewService(pool *db.Pool, events Events, camps *campaigns.Service, cust *customers.Service, loy *loyalty.Service, vs *vouchers.Service,
 	schemas Schemas, clk *clock.Clock) *Service {
 	s := &Service{pool: pool, events: events, camps: camps, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, clock: clk}
 	vs.UseHolds(s.recordReferrer)
-	cust.OnDelete(func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
-		b := &pgx.Batch{}
-		b.Queue(`DELETE FROM referral_holders WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
-		b.Queue(`DELETE FROM referrals WHERE project_id = $1 AND referee_id = $2`, projectID, customerID)
-		return tx.SendBatch(ctx, b).Close()
-	})
 	return s
+}
+
+// DropCustomer deletes a deleted customer's holdings and the referrals
+// that converted them, in the customer's deletion (a customers.Dependent).
+func DropCustomer(ctx context.Context, tx pgx.Tx, projectID, customerID string) error {
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM referral_holders WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
+	b.Queue(`DELETE FROM referrals WHERE project_id = $1 AND referee_id = $2`, projectID, customerID)
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // The limits of a program.
