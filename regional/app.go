@@ -147,8 +147,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	pool, events := a.pool, a.events
 	e := a.newServer()
 	v1 := e.Group("/v1")
-	// A deleted customer takes their referral holdings and their custom
-	// events with them.
+	// A deleted customer takes their referral holdings and custom events.
 	cust := customers.NewService(pool, events, referrals.DropCustomer, customEvents.DropCustomer)
 	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
