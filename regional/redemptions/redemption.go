@@ -234,11 +234,11 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 		l.Done()
 		// Last before COMMIT: every redemption of the reward updates its
 		// row, and holds that row's lock from here to the commit.
-		// rewards_in_stock fails this when others took the last units.
+		// The reward's stock refuses it when others took the last units.
 		rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
 		return wr, nil
 	})
-	if db.Constraint(err) == "rewards_in_stock" {
+	if rewards.IsOutOfStock(err) {
 		return nil, outOfStock(r.Reward.ID)
 	}
 	return view, err

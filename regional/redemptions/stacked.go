@@ -186,14 +186,14 @@ func (s *Service) QueuePay(ctx context.Context, b *pgx.Batch, projectID string, 
 }
 
 // QueueStock queues one more (or, delta -1, one less) standing redemption
-// of a reward; the rewards_in_stock check refuses one past its stock
-// (IsOutOfStock).
+// of a reward; the reward's stock refuses one past it (IsOutOfStock).
 func QueueStock(b *pgx.Batch, projectID, rewardID string, delta int) {
 	rewards.QueueCountRedeemed(b, projectID, rewardID, delta)
 }
 
-// IsOutOfStock says err is a reward's stock refusing one more redemption.
-func IsOutOfStock(err error) bool { return db.Constraint(err) == "rewards_in_stock" }
+// IsOutOfStock says err is a reward's stock refusing one more redemption,
+// as rewards tells it.
+func IsOutOfStock(err error) bool { return rewards.IsOutOfStock(err) }
 
 // Refund gives back what a stacked redemption's card paid (k), as rollback
 // rbID of redemption id, in tx: the card is locked, its points go back to
@@ -240,8 +240,8 @@ func (s *Service) PayingCards(ctx context.Context, q db.Querier, projectID, hold
 		campaigns = append(campaigns, c.CampaignID)
 	}
 	rows, err := q.Query(ctx, `SELECT a.id, a.reward_id, a.campaign_id, a.points, a.created_at, a.updated_at, `+rewards.Columns+`
-		FROM reward_assignments a JOIN rewards w ON w.project_id = a.project_id AND w.id = a.reward_id
-		WHERE a.project_id = $1 AND a.campaign_id = ANY($2::TEXT[]) AND w.type = 'COIN' AND (w.stock IS NULL OR w.redeemed < w.stock)
+		FROM reward_assignments a`+rewards.JoinCoinsInStock("a")+`
+		WHERE a.project_id = $1 AND a.campaign_id = ANY($2::TEXT[])
 		ORDER BY a.id`, projectID, campaigns)
 	if err != nil {
 		return nil, err

@@ -122,10 +122,23 @@ func QueueForRedemption(b *pgx.Batch, projectID, id string, into func(Reward)) {
 // QueueCountRedeemed queues onto b a change of a reward's count of standing
 // redemptions by delta (+1 for a redemption, which the rewards_in_stock
 // check refuses past a stock, -1 for a rollback, never below 0). A reward
-// deleted since is left alone.
+// deleted since is left alone. The batch's error says IsOutOfStock when
+// the stock refused it.
 func QueueCountRedeemed(b *pgx.Batch, projectID, id string, delta int) {
 	b.Queue(`UPDATE rewards SET redeemed = redeemed + $3 WHERE project_id = $1 AND id = $2 AND redeemed + $3 >= 0`,
 		projectID, id, delta)
+}
+
+// IsOutOfStock says err is a reward's stock refusing one more redemption
+// (QueueCountRedeemed past the stock).
+func IsOutOfStock(err error) bool { return db.Constraint(err) == "rewards_in_stock" }
+
+// JoinCoinsInStock is the JOIN, as w (Columns' alias), of the COIN rewards
+// still in stock that the rows aliased a name by their project_id and
+// reward_id: the rewards a loyalty card can pay an order with.
+func JoinCoinsInStock(a string) string {
+	return ` JOIN rewards w ON w.project_id = ` + a + `.project_id AND w.id = ` + a + `.reward_id
+		AND w.type = 'COIN' AND (w.stock IS NULL OR w.redeemed < w.stock)`
 }
 
 // Scan reads a row of Columns.
