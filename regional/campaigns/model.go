@@ -180,8 +180,8 @@ func ApplyCommon[V any](a *Attrs[V], r CommonUpdate) error {
 	if r.Type != nil && *r.Type != "AUTO_UPDATE" && *r.Type != "STATIC" {
 		return apierr.InvalidPayload("type must be AUTO_UPDATE or STATIC")
 	}
-	if r.Description != nil && len(*r.Description) > 1000 {
-		return apierr.InvalidPayload("description is at most 1000 characters")
+	if err := CheckText("description", r.Description); err != nil {
+		return err
 	}
 	set := func(dst **string, v *string) {
 		if v != nil {
@@ -220,6 +220,14 @@ func ApplyCommon[V any](a *Attrs[V], r CommonUpdate) error {
 	}
 	if r.Metadata != nil {
 		a.Metadata = r.Metadata
+	}
+	return nil
+}
+
+// CheckText refuses text longer than the API stores.
+func CheckText(name string, v *string) error {
+	if v != nil && len(*v) > 1000 {
+		return apierr.InvalidPayload(name + " is at most 1000 characters")
 	}
 	return nil
 }

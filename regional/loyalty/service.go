@@ -87,13 +87,8 @@ func (s *Service) card(ctx context.Context, q db.Querier, projectID, campaignID,
 	return c, camp, err
 }
 
-// CheckText refuses text longer than the API stores.
-func CheckText(name string, v *string) error {
-	if v != nil && len(*v) > 1000 {
-		return apierr.InvalidPayload(name + " is at most 1000 characters")
-	}
-	return nil
-}
+// CheckText refuses text longer than the API stores (campaigns.CheckText).
+func CheckText(name string, v *string) error { return campaigns.CheckText(name, v) }
 
 func parseDate(s string) (time.Time, error) {
 	if d, err := time.Parse(time.DateOnly, s); err == nil {

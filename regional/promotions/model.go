@@ -16,7 +16,6 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/campaigns"
-	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
@@ -87,7 +86,7 @@ func (r TierRequest) apply(t *Tier, creating bool) error {
 	case r.Hierarchy != nil && (*r.Hierarchy < 1 || *r.Hierarchy > 1_000_000):
 		return apierr.InvalidPayload("hierarchy must be from 1 to 1000000")
 	}
-	if err := loyalty.CheckText("banner", r.Banner); err != nil {
+	if err := campaigns.CheckText("banner", r.Banner); err != nil {
 		return err
 	}
 	if err := campaigns.CheckValidity(r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours); err != nil {
