@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -20,7 +21,9 @@ import (
 	customEvents "github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/exports"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
+	"github.com/tallyhq/tally/regional/publications"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/vouchers"
 	"github.com/tallyhq/tally/regional/webhooks"
@@ -153,12 +156,14 @@ func (a *App) newServer() *echo.Echo {
 }
 
 // newExports is the export service, its download links signed with the
-// identity secrets, which lists loyalty cards through loy.
+// identity secrets, which lists loyalty cards through loy and exports the
+// objects of the owners that give their sources.
 func (a *App) newExports(loy *loyalty.Service) *exports.Service {
 	cfg := a.cfg
 	return exports.NewService(a.pool, a.events, loy, a.tasks, cfg.Clock,
 		dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious), exports.Options{
-			PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes})
+			PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes},
+		slices.Concat(orders.ExportSources(), products.ExportSources(), publications.ExportSources())...)
 }
 
 // serveInternal mounts management's operator calls on /internal/v1:

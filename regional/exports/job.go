@@ -167,7 +167,7 @@ func (s *Service) produce(ctx context.Context, job *async.Job, e export, run str
 	if tag.RowsAffected() == 0 {
 		return nil, errGone
 	}
-	o, ok := objects[e.Object]
+	o, ok := s.objects[e.Object]
 	if !ok {
 		return nil, fmt.Errorf("exports: unknown object %q", e.Object)
 	}

@@ -28,7 +28,7 @@ func TestAMetadataKeyIsDataWithoutStandardConformingStrings(t *testing.T) {
 		INSERT INTO t VALUES ('a', '{"shelf": "A"}'), ('b', '{"shelf": "B"}')`); err != nil {
 		t.Fatal(err)
 	}
-	o := objects[Voucher] // its metadata is t.metadata
+	o := builtins[Voucher] // its metadata is t.metadata
 	for _, scs := range []string{"on", "off"} {
 		if _, err := conn.Exec(ctx, `SET standard_conforming_strings = `+scs); err != nil {
 			t.Fatal(err)

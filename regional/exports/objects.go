@@ -10,18 +10,19 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tallyhq/tally/internal/filters"
+	"github.com/tallyhq/tally/regional/exports/source"
 )
 
 // kind is how a column's value is read and written in the file.
-type kind int
+type kind = source.Kind
 
 const (
-	kText  kind = iota // text as stored
-	kInt               // a whole number (points)
-	kMoney             // cents, written as a decimal: 1999 is 19.99
-	kTime              // ISO 8601 in UTC with milliseconds, as the API's JSON
-	kDate              // YYYY-MM-DD
-	kJSON              // JSON text
+	kText  = source.KindText
+	kInt   = source.KindInt
+	kMoney = source.KindMoney
+	kTime  = source.KindTime
+	kDate  = source.KindDate
+	kJSON  = source.KindJSON
 )
 
 // column is one exportable field: its key in `fields`, its label in the
@@ -48,6 +49,23 @@ type object struct {
 	// metadata is the SQL of the object's metadata, which `metadata.<key>`
 	// filters read; empty when the object has none.
 	metadata string
+	// tiebreak is the columns that order the rows after every sort; empty
+	// is "t.id".
+	tiebreak string
+}
+
+// fromSource is the object an owner's source exports.
+func fromSource(src source.Source) object {
+	o := object{name: src.Name, from: src.From, defaults: src.Defaults, filters: src.Filters,
+		metadata: src.Metadata, tiebreak: src.Order}
+	for _, c := range src.Columns {
+		o.columns = append(o.columns, column{key: c.Key, sql: c.SQL, kind: c.Kind})
+	}
+	o.columns = cols(o.columns...)
+	for _, x := range src.Sorts {
+		o.sorts = append(o.sorts, by(x.Key, x.SQL))
+	}
+	return o
 }
 
 type sortBy struct{ key, sql string }
@@ -208,10 +226,11 @@ func decimal(j string) string {
 // boolText writes a boolean as true or false.
 func boolText(sql string) string { return "CASE WHEN " + sql + " THEN 'true' ELSE 'false' END" }
 
-// objects are what Tally exports. Rows come in id order, which is creation
-// order (ids are time-ordered), so `created_at` and `-created_at` read an
-// index instead of sorting the table.
-var objects = map[string]object{
+// builtins are the objects exports reads itself; the others are the
+// sources their owners give NewService. Rows come in id order, which is
+// creation order (ids are time-ordered), so `created_at` and `-created_at`
+// read an index instead of sorting the table.
+var builtins = map[string]object{
 	// The ledger, every column as the history endpoint shows it: balance
 	// and amount are the transaction's details.balance.balance and .points
 	// (a loyalty card's) or .amount (a gift card's credits, which the ledger
@@ -243,22 +262,8 @@ var objects = map[string]object{
 		defaults: []string{"id", "campaign_id", "voucher_id", "status", "expires_at", "points"},
 		filters: map[string]filters.Field{"campaign_id": str("c.campaign_id"), "voucher_id": str("b.card_id"),
 			"created_at": when("b.created_at")},
-		sorts: []sortBy{by("expires_at", "")},
-	},
-	Order: {
-		name: Order,
-		from: `FROM orders t WHERE t.project_id = $1`,
-		columns: cols(
-			text("id", "t.id"), text("source_id", "t.source_id"), at("created_at", "t.created_at"), at("updated_at", "t.updated_at"),
-			text("status", "t.status"), money("amount", "t.amount"), money("discount_amount", "t.discount_amount"),
-			money("total_discount_amount", "t.discount_amount"), money("total_amount", "t.amount - COALESCE(t.discount_amount, 0)"),
-			text("customer_id", "t.customer_id"), text("referrer_id", "t.referrer_id"), js("metadata", "t.metadata")),
-		defaults: []string{"id", "source_id", "status"},
-		filters: map[string]filters.Field{"created_at": when("t.created_at"), "status": str("t.status"),
-			"customer_id": str("t.customer_id"), "id": str("t.id"), "source_id": str("t.source_id")},
-		sorts: []sortBy{by("created_at", ""), by("updated_at", "COALESCE(t.updated_at, t.created_at)"),
-			by("status", "COALESCE(t.status, '')")},
-		metadata: "t.metadata",
+		sorts:    []sortBy{by("expires_at", "")},
+		tiebreak: "b.expires_on, b.card_id", // by when the points expire
 	},
 	Customer: {
 		name: Customer,
@@ -279,33 +284,6 @@ var objects = map[string]object{
 			by("email", "COALESCE(t.email, '')"), by("source_id", "COALESCE(t.source_id, '')"),
 			by("updated_at", "COALESCE(t.updated_at, t.created_at)")},
 		metadata: "t.attrs->'metadata'",
-	},
-	// Live products and SKUs; what is in the bin is not exported.
-	Product: {
-		name: Product,
-		from: `FROM products t WHERE t.project_id = $1 AND t.bin_id IS NULL`,
-		columns: cols(
-			text("id", "t.id"), text("source_id", "t.source_id"), text("name", "t.name"), money("price", "t.price"),
-			js("attributes", "t.attributes"), js("metadata", "t.metadata"), text("image_url", "t.image_url"),
-			at("created_at", "t.created_at"), at("updated_at", "t.updated_at")),
-		defaults: []string{"id", "source_id", "name", "price"},
-		filters:  map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"), "source_id": str("t.source_id")},
-		sorts:    []sortBy{by("created_at", "")},
-		metadata: "t.metadata",
-	},
-	SKU: {
-		name: SKU,
-		from: `FROM skus t WHERE t.project_id = $1`,
-		columns: cols(
-			text("id", "t.id"), text("product_id", "t.product_id"), text("source_id", "t.source_id"), text("sku", "t.sku"),
-			money("price", "t.price"), text("currency", "t.currency"), js("attributes", "t.attributes"),
-			js("metadata", "t.metadata"), text("image_url", "t.image_url"), at("created_at", "t.created_at"),
-			at("updated_at", "t.updated_at")),
-		defaults: []string{"id", "product_id", "source_id", "sku", "price"},
-		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"), "product_id": str("t.product_id"),
-			"source_id": str("t.source_id")},
-		sorts:    []sortBy{by("created_at", "")},
-		metadata: "t.metadata",
 	},
 	// Vouchers (discount and gift, not those in the bin) and loyalty
 	// cards, as GET /v1/vouchers shows them. value is the discount's
@@ -397,35 +375,12 @@ var objects = map[string]object{
 			by("tracking_id", "COALESCE(t.tracking_id, '')"), by("customer_id", "COALESCE(t.customer_id, '')")},
 		metadata: "t.metadata",
 	},
-	// Publications, one row per voucher given (a publication of several
-	// vouchers is several rows), failed attempts included.
-	Publication: {
-		name: Publication,
-		from: `FROM publications t LEFT JOIN publication_vouchers pv ON pv.project_id = t.project_id AND pv.publication_id = t.id
-			WHERE t.project_id = $1`,
-		columns: cols(
-			text("id", "t.id"), text("voucher_code", "COALESCE(pv.voucher_code, t.voucher_code)"),
-			text("customer_id", "t.customer_id"), text("customer_source_id", "t.tracking_id"), at("date", "t.created_at"),
-			text("channel", "t.channel"), text("campaign", "t.campaign_name"), text("campaign_id", "t.campaign_id"),
-			text("result", "t.result"), text("failure_code", "t.failure_code"), js("metadata", "t.metadata")),
-		defaults: []string{"voucher_code", "customer_id", "date", "channel"},
-		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"),
-			"voucher_code": str("COALESCE(pv.voucher_code, t.voucher_code)"), "customer_id": str("t.customer_id"),
-			"campaign_id": str("t.campaign_id"), "channel": str("t.channel"), "result": str("t.result")},
-		sorts: []sortBy{by("created_at", ""), by("id", ""), by("voucher_code", "COALESCE(pv.voucher_code, t.voucher_code, '')"),
-			by("tracking_id", "COALESCE(t.tracking_id, '')"), by("customer_id", "COALESCE(t.customer_id, '')"),
-			by("channel", "COALESCE(t.channel, '')")},
-		metadata: "t.metadata",
-	},
 }
 
 // orderColumn is the column rows are ordered by (id order is creation order).
 func (o object) orderColumn() string {
-	switch o.name {
-	case PointsExpiration:
-		return "b.expires_on, b.card_id" // by when the points expire
-	case Publication:
-		return "t.id, pv.position" // a publication's vouchers in its order
+	if o.tiebreak != "" {
+		return o.tiebreak
 	}
 	return "t.id"
 }

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/exports/source"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
@@ -77,11 +80,14 @@ type Service struct {
 	tokens  dltoken.Keys
 	opt     Options
 	slots   chan struct{}
+	objects map[string]object // what it exports, by name: builtins and the owners' sources
 }
 
-// NewService makes the service and registers the export job.
+// NewService makes the service and registers the export job. The objects
+// exports does not read itself are the sources their owners give: one of
+// each exportable object (objectNames) is needed, and any other is refused.
 func NewService(pool *db.Pool, events *webhooks.Service, loy *loyalty.Service, tasks *async.Registry, clk *clock.Clock,
-	tokens dltoken.Keys, o Options) *Service {
+	tokens dltoken.Keys, o Options, sources ...source.Source) *Service {
 	if o.PartRows <= 0 {
 		o.PartRows = 1_000_000
 	}
@@ -98,7 +104,18 @@ func NewService(pool *db.Pool, events *webhooks.Service, loy *loyalty.Service, t
 		o.Concurrent = 2
 	}
 	s := &Service{pool: pool, events: events, loyalty: loy, clock: clk, tokens: tokens, opt: o,
-		slots: make(chan struct{}, o.Concurrent)}
+		slots: make(chan struct{}, o.Concurrent), objects: maps.Clone(builtins)}
+	for _, src := range sources {
+		if _, dup := s.objects[src.Name]; dup || !slices.Contains(strings.Split(objectNames, ", "), src.Name) {
+			panic(fmt.Sprintf("exports: a source of %q, which is not an exportable object or has one", src.Name))
+		}
+		s.objects[src.Name] = fromSource(src)
+	}
+	for _, name := range strings.Split(objectNames, ", ") {
+		if _, ok := s.objects[name]; !ok {
+			panic(fmt.Sprintf("exports: no source of %q", name))
+		}
+	}
 	tasks.HandleJob(ActionType, s.run)
 	return s
 }
@@ -236,7 +253,7 @@ func clip(s string) string {
 // Create validates an export request and schedules it: the export row and
 // the job that makes its file commit together, and the answer is SCHEDULED.
 func (s *Service) Create(ctx context.Context, projectID, objectName string, r Request, sc scope) (View, error) {
-	o, ok := objects[objectName]
+	o, ok := s.objects[objectName]
 	if !ok {
 		return View{}, invalid("exported_object", fmt.Sprintf("%q cannot be exported; exportable: %s", clip(objectName), objectNames))
 	}
