@@ -9,11 +9,12 @@
 // /v1/loyalties/{campaignId}/members/{memberId}/redemption and
 // /v1/loyalties/members/{memberId}/redemption (redemption.go).
 //
-// The /v1/redemptions routes are the stacked-redemption engine's
-// (regional/engine, http.go): GET /v1/redemptions/{id} and POST
-// /v1/redemptions/{id}/rollback answer for the engine's own redemptions and
-// hand any other id to GetRedemption and Rollback here, and GET
-// /v1/redemptions merges ListViews into its list. A card paying with a
+// It serves no /v1/redemptions route: POST /v1/redemptions is the
+// engine's (regional/engine, http.go), and the stacked redemptions'
+// package (regional/engine/stacked, http.go) serves GET
+// /v1/redemptions[/{id}] and POST /v1/redemptions/{id}/rollback[s],
+// handing an id not its own to GetRedemption here (and a rollback of one
+// to Rollback) and merging ListViews into its list. A card paying with a
 // reward inside a stacked redemption is this package's too (stacked.go:
 // QueueCardPayment, Check, Price, Coin, QueuePay, Refund), called by the
 // engine in its own transaction.
@@ -23,8 +24,10 @@
 // the holder in the same batch, prices the reward (price: an assignment's
 // points, mapped by the holder's tier, or for a COIN reward what the order
 // still owes), and writes the points through loyalty's LedgerWrite, with the
-// redemption row and the reward's counter, in the same two round trips. It
-// owns the reward_assignments, redemptions and redemption_rollbacks tables,
+// redemption row and the reward's counter (rewards.QueueCountRedeemed, whose
+// refusal past the stock rewards.IsOutOfStock tells), in the same two round
+// trips. It owns the reward_assignments, redemptions and
+// redemption_rollbacks tables,
 // and answers the rewards package's questions about assignments
 // (rewards.Assignments), the tiers' about a campaign's rewards (RewardIDs)
 // and the campaign summaries' about redemption counts (Counts).
