@@ -17,6 +17,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/engine"
+	"github.com/tallyhq/tally/regional/engine/stacked"
 	"github.com/tallyhq/tally/regional/qualifications"
 	"github.com/tallyhq/tally/regional/validation"
 )
@@ -27,8 +28,6 @@ type Service struct {
 	camps *campaigns.Service // the campaigns' rows and their events
 	rules *validation.Service
 	clock *clock.Clock
-	// summaries count the tiers' redemptions (regional/engine's); nil: none.
-	summaries func(ctx context.Context, projectID string, tierIDs []string) (map[string]engine.TierSummary, error)
 }
 
 // NewService returns the service.
@@ -36,9 +35,10 @@ func NewService(pool *db.Pool, camps *campaigns.Service, rules *validation.Servi
 	return &Service{pool: pool, camps: camps, rules: rules, clock: clk}
 }
 
-// UseSummaries gives the tiers' views their redemption counts.
-func (s *Service) UseSummaries(fn func(ctx context.Context, projectID string, tierIDs []string) (map[string]engine.TierSummary, error)) {
-	s.summaries = fn
+// UseSummaries does nothing: the tiers' views read their redemption counts
+// from their owner, regional/engine/stacked (SummarizeTiers). Deprecated:
+// it stays only until app.go's call of it goes.
+func (s *Service) UseSummaries(func(ctx context.Context, projectID string, tierIDs []string) (map[string]engine.TierSummary, error)) {
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -111,11 +111,10 @@ func (s *Service) views(ctx context.Context, q db.Querier, projectID string, ts 
 	if err != nil {
 		return nil, err
 	}
-	sums := map[string]engine.TierSummary{}
-	if s.summaries != nil {
-		if sums, err = s.summaries(ctx, projectID, tierIDs); err != nil {
-			return nil, err
-		}
+	// The tiers' redemption counts are the stacked redemptions' owner's.
+	sums, err := stacked.SummarizeTiers(ctx, q, projectID, tierIDs)
+	if err != nil {
+		return nil, err
 	}
 	for _, t := range ts {
 		var sum Summary
