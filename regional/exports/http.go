@@ -299,9 +299,8 @@ func (r *partReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if r.chunk == nil || r.pos < r.chunkStart || r.pos >= r.chunkEnd {
-		if err := r.svc.pool.QueryRow(r.ctx, `SELECT offset_bytes, data FROM export_chunks
-			WHERE project_id = $1 AND export_id = $2 AND run_id = $3 AND part = $4 AND offset_bytes <= $5
-			ORDER BY offset_bytes DESC LIMIT 1`, r.projectID, r.exportID, r.run, r.part, r.pos).Scan(&r.chunkStart, &r.chunk); err != nil {
+		var err error
+		if r.chunkStart, r.chunk, err = r.svc.chunkAt(r.ctx, r.projectID, r.exportID, r.run, r.part, r.pos); err != nil {
 			return 0, err
 		}
 		r.chunkEnd = r.chunkStart + int64(len(r.chunk))

@@ -1,0 +1,12 @@
+package exports
+
+import "context"
+
+// chunkAt reads the chunk of run's file part that holds byte offset pos:
+// its offset in the part and its bytes.
+func (s *Service) chunkAt(ctx context.Context, projectID, exportID, run string, part int, pos int64) (start int64, data []byte, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT offset_bytes, data FROM export_chunks
+		WHERE project_id = $1 AND export_id = $2 AND run_id = $3 AND part = $4 AND offset_bytes <= $5
+		ORDER BY offset_bytes DESC LIMIT 1`, projectID, exportID, run, part, pos).Scan(&start, &data)
+	return start, data, err
+}
