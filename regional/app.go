@@ -181,7 +181,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Orders: ord, Redemptions: red, Clock: cfg.Clock, StackingRules: a.resolver.StackingRules, Tiers: promos,
 		Referrals: refs})
 	engine.Register(v1, eng)
-	promos.UseSummaries(eng.TierSummaries)
 	qualifications.Register(v1, qualifications.New(eng, promos))
 	promotions.Register(v1, promos)
 	// /v1/campaigns serves every type through its kind.

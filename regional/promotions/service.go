@@ -35,12 +35,6 @@ func NewService(pool *db.Pool, camps *campaigns.Service, rules *validation.Servi
 	return &Service{pool: pool, camps: camps, rules: rules, clock: clk}
 }
 
-// UseSummaries does nothing: the tiers' views read their redemption counts
-// from their owner, regional/engine/stacked (SummarizeTiers). Deprecated:
-// it stays only until app.go's call of it goes.
-func (s *Service) UseSummaries(func(ctx context.Context, projectID string, tierIDs []string) (map[string]engine.TierSummary, error)) {
-}
-
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
 
 const tierColumns = `id, campaign_id, name, active, hierarchy, attrs, created_at, updated_at`
