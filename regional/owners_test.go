@@ -93,7 +93,6 @@ var exceptions = []exception{
 	{pkg: "exports", table: "validation_rule_assignments", why: "the voucher export's validation_rules_id", item: "3: exports reads through export sources (validation's column)"},
 	{pkg: "exports", table: "stacked_redemptions", why: "the redemption export reads a stack's redeemables", item: "3: exports reads through export sources (engine/stacked's)"},
 	{pkg: "exports", table: "redemptions", why: "the redemption export reads the cards' reward payments beside the stacks' in one UNION", item: "3: exports reads through export sources (a redemption source of stacked and redemptions together)"},
-	{pkg: "exports", table: "orders", why: "the redemption export's order_amount joins orders", item: "3: exports reads through export sources (orders' join)"},
 
 	{pkg: "redemptions", table: "loyalty_cards", why: "a card's campaign and holder are read as subqueries of the batch that reads the reward assignment (loyalty.CardKeyed)", item: "3: another owner's table is read through its functions (a loyalty fragment of a card's column)"},
 	{pkg: "loyalty", table: "voucher_codes", why: "a card's code is reserved among the vouchers' codes", item: "3: loyalty writes voucher_codes"},

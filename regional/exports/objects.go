@@ -11,6 +11,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/regional/exports/source"
+	"github.com/tallyhq/tally/regional/orders"
 )
 
 // kind is how a column's value is read and written in the file.
@@ -357,8 +358,8 @@ var builtins = map[string]object{
 			FROM redemptions l LEFT JOIN loyalty_cards c ON c.project_id = l.project_id AND c.id = l.card_id
 			WHERE l.project_id = $1) t
 			LEFT JOIN campaigns k ON k.project_id = $1 AND k.id = t.campaign_id
-			LEFT JOIN customers cu ON cu.project_id = $1 AND cu.id = t.customer_id
-			LEFT JOIN orders o ON o.project_id = $1 AND o.id = t.order_id
+			LEFT JOIN customers cu ON cu.project_id = $1 AND cu.id = t.customer_id` +
+			orders.JoinForExport("o", "t.order_id") + `
 			WHERE TRUE`,
 		columns: cols(
 			text("id", "t.id"), text("object", "'redemption'"), at("date", "t.created_at"), text("voucher_code", "t.code"),

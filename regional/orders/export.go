@@ -25,3 +25,10 @@ func ExportSources() []source.Source {
 		Metadata: "t.metadata",
 	}}
 }
+
+// JoinForExport is the LEFT JOIN, as alias, of the order of project $1
+// that idSQL names: the order columns of another object's export (a
+// redemption's order_amount).
+func JoinForExport(alias, idSQL string) string {
+	return ` LEFT JOIN orders ` + alias + ` ON ` + alias + `.project_id = $1 AND ` + alias + `.id = ` + idSQL
+}
