@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/regional/exports/source"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/redemptions"
 )
 
 // kind is how a column's value is read and written in the file.
@@ -353,10 +354,7 @@ var builtins = map[string]object{
 				r.tracking_id, r.order_id, r.gift_amount, CAST(r.card_payment->>'points' AS INT8) AS points, r.result,
 				r.failure_code, r.view->>'failure_message' AS failure_message, r.view->'metadata' AS metadata
 			FROM stacked_redemptions r WHERE r.project_id = $1 AND r.parent_id IS NOT NULL
-			UNION ALL SELECT l.id, l.created_at, c.code, l.campaign_id, NULL, l.view->>'customer_id', l.view->>'tracking_id',
-				l.order_id, NULL, l.points, 'SUCCESS', NULL, NULL, l.view->'metadata'
-			FROM redemptions l LEFT JOIN loyalty_cards c ON c.project_id = l.project_id AND c.id = l.card_id
-			WHERE l.project_id = $1) t
+			UNION ALL ` + redemptions.ExportRows + `) t
 			LEFT JOIN campaigns k ON k.project_id = $1 AND k.id = t.campaign_id
 			LEFT JOIN customers cu ON cu.project_id = $1 AND cu.id = t.customer_id` +
 			orders.JoinForExport("o", "t.order_id") + `
