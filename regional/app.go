@@ -46,6 +46,7 @@ import (
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/vouchers/bulk"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -164,7 +165,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	vs := vouchers.NewService(pool, events, camps, cfg.Clock, publications.PublishCounts)
 	vouchers.Register(v1, vs, a.loyalty)
 	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
-	vs.RegisterJobs(v1, a.tasks, a.tasks.Wake)
+	bulk.New(pool, vs, cfg.Clock).Register(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, events, cust, vs, a.loyalty, cfg.Clock)
 	publications.Register(v1, pubs)
 	rules := validation.NewService(pool, cfg.Clock)

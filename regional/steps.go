@@ -25,7 +25,7 @@ import (
 	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/publications"
 	"github.com/tallyhq/tally/regional/usage"
-	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/vouchers/bulk"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -131,7 +131,7 @@ func (a *App) platform() {
 func (a *App) newServer() *echo.Echo {
 	// The product jobs take up to 10 MB (an imported file), as the router does.
 	e := httpx.New(httpx.Config{Service: "tally-regional", Log: a.cfg.Log, Metrics: a.cfg.Metrics, TrustRequestID: true,
-		LargeBodies:    append(append(append([]string(nil), products.LargeBodies...), vouchers.LargeBodies...), customEvents.BulkPath),
+		LargeBodies:    append(append(append([]string(nil), products.LargeBodies...), bulk.LargeBodies...), customEvents.BulkPath),
 		LargeBodyLimit: "10M"})
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {

@@ -79,9 +79,9 @@ func (s *Service) campaign(ctx context.Context, q db.Querier, projectID, idOrNam
 	return c, err
 }
 
-// campaignShared is campaign share-locked (campaigns.GetShared): for
+// CampaignShared is CampaignIn share-locked (campaigns.GetShared): for
 // writers that add vouchers to it, who take no turns on its row.
-func (s *Service) campaignShared(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
+func (s *Service) CampaignShared(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
 	c, err := campaigns.GetShared[Template](ctx, q, projectID, idOrName, CampaignTypes...)
 	if errors.Is(err, db.ErrNotFound) {
 		return Campaign{}, apierr.NotFound("campaign", idOrName)

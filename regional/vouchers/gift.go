@@ -136,12 +136,10 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, code string, r B
 		v.UpdatedAt = &now
 		out = balanceAfter(v, amt)
 		t.Details, _ = json.Marshal(map[string]any{"balance": out})
-		attrs, err := json.Marshal(v.Attrs)
-		if err != nil {
+		w := &pgx.Batch{}
+		if err := QueueAttrs(w, projectID, v, now); err != nil {
 			return nil, err
 		}
-		w := &pgx.Batch{}
-		w.Queue(`UPDATE vouchers SET attrs = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, now)
 		loyalty.QueueEntry(w, projectID, t)
 		if s.events != nil {
 			view := v.View()

@@ -4,6 +4,9 @@
 // voucher type. Its campaign types (DISCOUNT_COUPONS, GIFT_VOUCHERS, and
 // REFERRAL_PROGRAM's codes) are rows of regional/campaigns' one model,
 // their voucher template this package's; kind.go is their campaigns.Kind.
+// The voucher jobs (imports, bulk metadata updates) are regional/vouchers/bulk,
+// built on this package: it writes through Imported, InsertMany, Locked and
+// QueueAttrs, and every statement on the tables stays here.
 package vouchers
 
 import (

@@ -67,11 +67,9 @@ func (s *Service) QueueCredits(ctx context.Context, b *pgx.Batch, projectID stri
 	bal := balanceAfter(*v, delta)
 	bal.OperationType = "AUTOMATIC" // a redemption's or a rollback's, not a person's
 	t.Details, _ = json.Marshal(map[string]any{"balance": bal})
-	attrs, err := json.Marshal(v.Attrs)
-	if err != nil {
+	if err := QueueAttrs(b, projectID, *v, now); err != nil {
 		return t, err
 	}
-	b.Queue(`UPDATE vouchers SET attrs = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, now)
 	loyalty.QueueEntry(b, projectID, t)
 	if s.events != nil {
 		if err := s.events.Queue(ctx, b, projectID, EventGiftTransactionCreated, t.ID,

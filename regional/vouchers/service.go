@@ -34,7 +34,6 @@ type Service struct {
 	clock  *clock.Clock
 	events Events             // nil: none (tests of the package alone)
 	camps  *campaigns.Service // the campaigns' rows and their events
-	wake   func()             // starts the worker on a new job (RegisterJobs)
 	// holds run when a voucher is given to a customer (UseHolds).
 	holds         []func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error
 	publishCounts PublishCounts
@@ -217,6 +216,28 @@ func (r Request) apply(v *Voucher, creating bool) error {
 	return nil
 }
 
+// Imported is the voucher an import's item r describes, with code (its
+// id new): standalone (a gift card when r gives a gift and no type), or
+// of camp, its template with r's own properties, whose type must be the
+// campaign's. The error says in words why the item cannot be written.
+func Imported(r Request, camp *Campaign, code string, now time.Time) (Voucher, error) {
+	v := Voucher{ID: ids.New("v_"), Code: code, Type: Discount, Active: true, CreatedAt: now}
+	if camp != nil {
+		if r.Type != nil && *r.Type != camp.Attrs.Voucher.Type {
+			return v, fmt.Errorf("type must be the campaign's voucher type, %s", camp.Attrs.Voucher.Type)
+		}
+		v = camp.Attrs.Voucher.voucher(*camp, code, now)
+		v.ID = ids.New("v_")
+	} else if r.Type == nil && present(r.Gift) {
+		r.Type = ptr(Gift)
+	}
+	r.Code, r.Campaign, r.CampaignID = nil, nil, nil
+	if err := r.apply(&v, camp == nil); err != nil {
+		return v, errors.New(apierr.From(err).Details)
+	}
+	return v, nil
+}
+
 // Create makes a voucher: with code (from the path or the body), or with a
 // code made from code_config. A code any voucher or card of the project
 // holds is 409.
@@ -242,7 +263,7 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		v, camp = Voucher{ID: ids.New("v_"), Code: code, Type: Discount, Active: true, CreatedAt: now}, nil
 		if key := firstOf(r.CampaignID, r.Campaign); key != "" {
-			c, err := s.campaignShared(ctx, tx, projectID, key)
+			c, err := s.CampaignShared(ctx, tx, projectID, key)
 			if err != nil {
 				return err
 			}

@@ -71,6 +71,23 @@ func getVoucher(ctx context.Context, q db.Querier, projectID, codeOrID string, l
 	return v, err
 }
 
+// Locked reads, locked in tx, the live voucher with code (or else id): a
+// 404 when there is none.
+func Locked(ctx context.Context, tx pgx.Tx, projectID, codeOrID string) (Voucher, error) {
+	return getVoucher(ctx, tx, projectID, codeOrID, true)
+}
+
+// QueueAttrs queues onto b the write of v's attrs, changed at now; the
+// caller holds v locked.
+func QueueAttrs(b *pgx.Batch, projectID string, v Voucher, now time.Time) error {
+	attrs, err := json.Marshal(v.Attrs)
+	if err != nil {
+		return err
+	}
+	b.Queue(`UPDATE vouchers SET attrs = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, now)
+	return nil
+}
+
 // registerCode takes a code in the project's registry of codes, shared by
 // every voucher type; a taken code is 409.
 func registerCode(ctx context.Context, q db.Querier, projectID, code, voucherID string) error {
@@ -111,6 +128,73 @@ func updateVoucher(ctx context.Context, q db.Querier, projectID string, v Vouche
 	_, err = q.Exec(ctx, `UPDATE vouchers SET attrs = $3, category = $4, category_id = $5, active = $6, redemption_quantity = $7,
 		updated_at = $8 WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, v.Category, v.CategoryID, v.Active, v.Quantity, v.UpdatedAt)
 	return err
+}
+
+// InsertMany writes vouchers in two statements (their codes in the
+// registry, then the vouchers whose codes were free) and the gift cards'
+// opening entries; it answers the ids written (a voucher
+// whose code was taken is not). An import's chunk (regional/vouchers/bulk)
+// goes in with it.
+func InsertMany(ctx context.Context, tx pgx.Tx, projectID string, vs []Voucher) (map[string]bool, error) {
+	made := map[string]bool{}
+	if len(vs) == 0 {
+		return made, nil
+	}
+	n := len(vs)
+	vids, codes, types, attrs, cats, catIDs, camps := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+		make([]*string, n), make([]*string, n), make([]*string, n)
+	active, quantity := make([]bool, n), make([]*int64, n)
+	for i, v := range vs {
+		a, err := json.Marshal(v.Attrs)
+		if err != nil {
+			return nil, err
+		}
+		vids[i], codes[i], types[i], attrs[i], cats[i], catIDs[i], camps[i], active[i], quantity[i] = v.ID, v.Code, v.Type, string(a),
+			v.Category, v.CategoryID, v.CampaignID, v.Active, v.Quantity
+	}
+	rows, err := tx.Query(ctx, `WITH reg AS (
+			INSERT INTO voucher_codes (project_id, code, voucher_id)
+			SELECT $1, x.code, x.id FROM unnest($2::TEXT[], $3::TEXT[]) AS x(id, code)
+			ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id)
+		INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, category_id, active, redemption_quantity, created_at)
+			SELECT $1, x.id, x.code, x.campaign_id, x.type, x.attrs::JSONB, x.category, x.category_id, x.active, x.quantity, $10
+			FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $11::TEXT[], $8::BOOL[], $9::INT8[])
+				AS x(id, code, campaign_id, type, attrs, category, category_id, active, quantity)
+			WHERE x.id IN (SELECT voucher_id FROM reg)
+		RETURNING id`, projectID, vids, codes, camps, types, attrs, cats, active, quantity, vs[0].CreatedAt, catIDs)
+	if err != nil {
+		return nil, err
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range got {
+		made[id] = true
+	}
+	// Gift cards open with their amounts: one statement per amount.
+	b := &pgx.Batch{}
+	byAmount := map[int64][]string{}
+	campOf := map[int64]string{}
+	details := map[int64][]byte{}
+	for _, v := range vs {
+		if g := v.Attrs.Gift; made[v.ID] && g != nil && g.Amount > 0 {
+			byAmount[g.Amount] = append(byAmount[g.Amount], v.ID)
+			if v.CampaignID != nil {
+				campOf[g.Amount] = *v.CampaignID
+			}
+			details[g.Amount] = openingDetails(v)
+		}
+	}
+	for amount, idsOf := range byAmount {
+		loyalty.QueueOpeningEntries(b, projectID, campOf[amount], idsOf, amount, details[amount], vs[0].CreatedAt)
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, err
+		}
+	}
+	return made, nil
 }
 
 // generateVouchers makes n vouchers of a campaign from its template in one

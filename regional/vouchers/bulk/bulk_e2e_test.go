@@ -1,4 +1,4 @@
-package vouchers_test
+package bulk_test
 
 import (
 	"bytes"
@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/internal/dbtest"
 )
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
 
 func upload(a stacktest.API, path, csv string) stacktest.Resp {
 	a.T.Helper()

@@ -1,0 +1,100 @@
+package bulk
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/vouchers"
+)
+
+// startMetadata starts VOUCHERS.BULK_UPDATE (an array of {code, metadata})
+// or VOUCHERS.METADATA_UPDATE ({codes, metadata}).
+func (s *Service) startMetadata(jobType string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		b, err := readInput(c, false)
+		if err != nil {
+			return err
+		}
+		in := jobInput{}
+		if jobType == JobBulkUpdate {
+			var items []struct {
+				Code     *string        `json:"code"`
+				Metadata map[string]any `json:"metadata"`
+			}
+			if json.Unmarshal(b, &items) != nil || len(items) == 0 {
+				return apierr.InvalidPayload("The body must be a JSON array of {code, metadata} objects.")
+			}
+			for i, it := range items {
+				if it.Code == nil || *it.Code == "" || it.Metadata == nil {
+					return apierr.InvalidPayload(fmt.Sprintf("Item %d: code and metadata (an object) are required.", i))
+				}
+				raw, _ := json.Marshal(it)
+				in.Items = append(in.Items, raw)
+			}
+		} else {
+			var body struct {
+				Codes    []string       `json:"codes"`
+				Metadata map[string]any `json:"metadata"`
+			}
+			if json.Unmarshal(b, &body) != nil || len(body.Codes) == 0 || body.Metadata == nil {
+				return apierr.InvalidPayload("The body must be {codes: [voucher codes], metadata: {…}}.")
+			}
+			for _, code := range body.Codes {
+				raw, _ := json.Marshal(map[string]any{"code": code})
+				in.Items = append(in.Items, raw)
+			}
+			in.Metadata = body.Metadata
+		}
+		return s.startJob(c, jobType, in)
+	}
+}
+
+// metadataJob sets the metadata properties given on each voucher named,
+// chunk by chunk under the vouchers' row locks; a code that names no
+// voucher is reported.
+func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) {
+	st, err := s.runJob(ctx, job, func(tx pgx.Tx, in *jobInput, next *importState, from, to int) error {
+		now := s.now()
+		b := &pgx.Batch{}
+		for i := from; i < to; i++ {
+			var it struct {
+				Code     string         `json:"code"`
+				Metadata map[string]any `json:"metadata"`
+			}
+			_ = json.Unmarshal(in.Items[i], &it)
+			if it.Metadata == nil {
+				it.Metadata = in.Metadata
+			}
+			v, err := vouchers.Locked(ctx, tx, job.ProjectID, it.Code)
+			if err != nil {
+				next.fail(i+1, it.Code, "no voucher has this code")
+				continue
+			}
+			if v.Attrs.Metadata == nil {
+				v.Attrs.Metadata = map[string]any{}
+			}
+			for k, val := range it.Metadata {
+				v.Attrs.Metadata[k] = val
+			}
+			if err := vouchers.QueueAttrs(b, job.ProjectID, v, now); err != nil {
+				return err
+			}
+			next.DoneCount++
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]map[string]any, len(st.Failed))
+	for i, f := range st.Failed {
+		errs[i] = map[string]any{"key": "not_found", "message": "Resource not found", "details": f.Reason, "code": f.Code}
+	}
+	return map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}, nil
+}
