@@ -187,7 +187,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// /v1/campaigns serves every type through its kind.
 	discounts := vouchers.NewKind(vs, "DISCOUNT_COUPONS")
 	campaigns.Register(v1, campaigns.NewRegistry(camps, a.tasks, map[string]campaigns.Kind{
-		"LOYALTY_PROGRAM":  loyalty.NewKind(a.loyalty, red),
+		"LOYALTY_PROGRAM":  loyalty.NewKind(a.loyalty, red, a.earning),
 		"DISCOUNT_COUPONS": discounts,
 		"GIFT_VOUCHERS":    vouchers.NewKind(vs, "GIFT_VOUCHERS"),
 		"PROMOTION":        promotions.NewKind(promos),

@@ -5,13 +5,14 @@
 // (/v1/loyalties/…/pending-points). It owns the earning_rules,
 // loyalty_accruals and loyalty_pending_points tables.
 //
-// It is built on the loyalty program (regional/loyalty), which it plugs
-// into with UseEarning: points reach a card only through the program's card
-// lock (LockCard, QueueLockCard) and its ledger write (LedgerWrite), so an
-// accrual, an activation and a pending entry move the card's figures,
-// buckets, tiers and webhook events exactly as any other change does. The
-// program asks earning for a campaign's rule ids (a tier maps only those)
-// and to drop its rows when a campaign and its cards are deleted.
+// It is built on the loyalty program (regional/loyalty), whose kind takes
+// it as its loyalty.Earning (regional/app.go): points reach a card only
+// through the program's card lock (LockCard, QueueLockCard) and its ledger
+// write (LedgerWrite), so an accrual, an activation and a pending entry
+// move the card's figures, buckets, tiers and webhook events exactly as any
+// other change does. The program asks earning for a campaign's rule ids (a
+// tier maps only those) and to drop its rows when a campaign and its cards
+// are deleted.
 //
 // An accrual is idempotent: the loyalty_accruals row (order, rule, card) is
 // written first, and a second run of the task earns nothing.

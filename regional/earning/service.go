@@ -28,13 +28,13 @@ type Service struct {
 // Now is the service's time: the platform clock, which tests move.
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
-// NewService returns the earning service, plugs it into the program prog
-// and registers the accrual of paid orders in reg. schemas may be nil: then
-// custom event rules are refused as unavailable.
+// NewService returns the earning service, built on the program prog (whose
+// kind takes it as its loyalty.Earning), and registers the accrual of paid
+// orders in reg. schemas may be nil: then custom event rules are refused as
+// unavailable.
 func NewService(pool *db.Pool, events loyalty.Events, prog *loyalty.Service, reg *async.Registry, schemas Schemas,
 	clk *clock.Clock) *Service {
 	s := &Service{pool: pool, events: events, prog: prog, clock: clk, schemas: schemas}
-	prog.UseEarning(s)
 	// An accrual locks its customer's cards, in card id order.
 	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
 		var task orders.PaidTask

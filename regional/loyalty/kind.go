@@ -24,11 +24,15 @@ type RewardCounts interface {
 type Kind struct {
 	svc     *Service
 	rewards RewardCounts
+	earning Earning
 }
 
 // NewKind returns the loyalty program's kind; rewards counts its reward
-// redemptions in its summaries.
-func NewKind(s *Service, rewards RewardCounts) Kind { return Kind{svc: s, rewards: rewards} }
+// redemptions in its summaries, and earning drops what it keeps of the
+// cards of a deleted program (nil: nothing kept).
+func NewKind(s *Service, rewards RewardCounts, earning Earning) Kind {
+	return Kind{svc: s, rewards: rewards, earning: earning}
+}
 
 // Create creates a loyalty program from POST /v1/campaigns' body.
 func (k Kind) Create(ctx context.Context, projectID string, raw json.RawMessage) (any, error) {
@@ -90,7 +94,7 @@ func (k Kind) Drop(ctx context.Context, job *async.Job, campaignID string) (int6
 		var n int64
 		err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			n, err = dropCards(ctx, tx, projectID, campaignID, 1000, s.earning)
+			n, err = dropCards(ctx, tx, projectID, campaignID, 1000, k.earning)
 			return err
 		})
 		if err != nil {
@@ -102,8 +106,8 @@ func (k Kind) Drop(ctx context.Context, job *async.Job, campaignID string) (int6
 		deleted += n
 		_ = job.Progress(ctx, 50)
 	}
-	if s.earning != nil {
-		if err := s.earning.DropOfCampaign(ctx, s.pool, projectID, campaignID); err != nil {
+	if k.earning != nil {
+		if err := k.earning.DropOfCampaign(ctx, s.pool, projectID, campaignID); err != nil {
 			return deleted, err
 		}
 	}

@@ -14,8 +14,8 @@ import (
 // regional/redemptions, regional/tiers), besides the card lock (LockCard)
 // and the ledger's one write path (LedgerWrite) in ledger.go.
 
-// Earning is what the program asks of earning (regional/earning), which
-// is built on it and plugs in with UseEarning.
+// Earning is what the program's kind asks of earning (regional/earning),
+// which is built on it: given to NewKind, which app.go builds after both.
 type Earning interface {
 	// QueueDropOfCards queues the deletion of what earning keeps of cards
 	// that are being deleted, in the transaction that deletes them.
@@ -23,9 +23,6 @@ type Earning interface {
 	// DropOfCampaign deletes what earning keeps of a deleted campaign.
 	DropOfCampaign(ctx context.Context, q db.Querier, projectID, campaignID string) error
 }
-
-// UseEarning plugs earning in; call it before serving.
-func (s *Service) UseEarning(e Earning) { s.earning = e }
 
 // CampaignID is the id of the live campaign idOrName names, or its 404
 // (tiers.Program).

@@ -34,7 +34,6 @@ type Service struct {
 	orders    *orders.Service
 	attrs     attrsCache
 	clock     *clock.Clock
-	earning   Earning
 	camps     *campaigns.Service // the programs' rows and their events
 }
 
