@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/customers"
 	customEvents "github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/exports"
 	"github.com/tallyhq/tally/regional/loyalty"
@@ -163,7 +164,8 @@ func (a *App) newExports(loy *loyalty.Service) *exports.Service {
 	return exports.NewService(a.pool, a.events, loy, a.tasks, cfg.Clock,
 		dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious), exports.Options{
 			PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes},
-		slices.Concat(orders.ExportSources(), products.ExportSources(), publications.ExportSources())...)
+		slices.Concat(orders.ExportSources(), products.ExportSources(), publications.ExportSources(),
+			customers.ExportSources())...)
 }
 
 // serveInternal mounts management's operator calls on /internal/v1:

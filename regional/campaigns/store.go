@@ -55,6 +55,15 @@ func LeftJoin(k, owner string) string {
 	return ` LEFT JOIN campaigns ` + k + ` ON ` + k + `.project_id = ` + owner + `.project_id AND ` + k + `.id = ` + owner + `.campaign_id`
 }
 
+// JoinForExport is the LEFT JOIN, as alias, of the campaign, live or not,
+// of project $1 that idSQL names: the campaign columns of another object's
+// export (a voucher's or redemption's campaign). It names the project
+// parameter rather than the owner's project_id, so that each table of a
+// large export is read by its own project's index.
+func JoinForExport(alias, idSQL string) string {
+	return ` LEFT JOIN campaigns ` + alias + ` ON ` + alias + `.project_id = $1 AND ` + alias + `.id = ` + idSQL
+}
+
 // LiveIDs are the ids of project $1's live campaigns (a subquery).
 const LiveIDs = `(SELECT id FROM campaigns WHERE project_id = $1 AND deleted_at IS NULL)`
 

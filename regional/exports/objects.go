@@ -10,9 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tallyhq/tally/internal/filters"
+	"github.com/tallyhq/tally/regional/campaigns"
+	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/engine/stacked"
 	"github.com/tallyhq/tally/regional/exports/source"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/redemptions"
+	"github.com/tallyhq/tally/regional/validation"
 )
 
 // kind is how a column's value is read and written in the file.
@@ -267,26 +271,6 @@ var builtins = map[string]object{
 		sorts:    []sortBy{by("expires_at", "")},
 		tiebreak: "b.expires_on, b.card_id", // by when the points expire
 	},
-	Customer: {
-		name: Customer,
-		from: `FROM customers t WHERE t.project_id = $1`,
-		columns: cols(
-			text("name", "t.attrs->>'name'"), text("id", "t.id"), text("description", "t.attrs->>'description'"),
-			text("email", "t.attrs->>'email'"), text("source_id", "t.source_id"), at("created_at", "t.created_at"),
-			text("address_city", "t.attrs->'address'->>'city'"), text("address_state", "t.attrs->'address'->>'state'"),
-			text("address_line_1", "t.attrs->'address'->>'line_1'"), text("address_line_2", "t.attrs->'address'->>'line_2'"),
-			text("address_country", "t.attrs->'address'->>'country'"),
-			text("address_postal_code", "t.attrs->'address'->>'postal_code'"), at("updated_at", "t.updated_at"),
-			text("phone", "t.attrs->>'phone'"), text("birthday", "t.attrs->>'birthday'"), text("birthdate", "t.attrs->>'birthdate'"),
-			js("metadata", "t.attrs->'metadata'")),
-		defaults: []string{"name", "source_id"},
-		filters: map[string]filters.Field{"created_at": when("t.created_at"), "id": str("t.id"), "source_id": str("t.source_id"),
-			"email": str("t.email")},
-		sorts: []sortBy{by("created_at", ""), by("name", "COALESCE(t.attrs->>'name', '')"), by("id", ""),
-			by("email", "COALESCE(t.email, '')"), by("source_id", "COALESCE(t.source_id, '')"),
-			by("updated_at", "COALESCE(t.updated_at, t.created_at)")},
-		metadata: "t.attrs->'metadata'",
-	},
 	// Vouchers (discount and gift, not those in the bin) and loyalty
 	// cards, as GET /v1/vouchers shows them. value is the discount's
 	// figure for its type (AMOUNT and FIXED money, PERCENT a percentage,
@@ -299,9 +283,8 @@ var builtins = map[string]object{
 			FROM vouchers v WHERE v.project_id = $1 AND v.bin_id IS NULL
 			UNION ALL SELECT c.id, c.code, 'LOYALTY_CARD', c.campaign_id, CAST('{}' AS JSONB), NULLIF(c.metadata, CAST('null' AS JSONB)), NULL, true, NULL,
 				NULL, c.holder_id, c.balance, c.created_at, c.updated_at
-			FROM loyalty_cards c WHERE c.project_id = $1) t
-			LEFT JOIN campaigns k ON k.project_id = $1 AND k.id = t.campaign_id
-			LEFT JOIN customers cu ON cu.project_id = $1 AND cu.id = t.holder_id
+			FROM loyalty_cards c WHERE c.project_id = $1) t` +
+			campaigns.JoinForExport("k", "t.campaign_id") + customers.JoinForExport("cu", "t.holder_id") + `
 			WHERE (t.campaign_id IS NULL OR k.deleted_at IS NULL)`, // a deleted campaign's vouchers are gone from the API
 		columns: cols(
 			text("id", "t.id"), text("code", "t.code"), text("voucher_type", "t.voucher_type"),
@@ -334,8 +317,7 @@ var builtins = map[string]object{
 				WHEN 'UNIT' THEN t.attrs->'discount'->>'unit_off_formula' END`),
 			// The rules assigned to the voucher itself, comma-separated in
 			// the order they were assigned.
-			text("validation_rules_id", `(SELECT string_agg(a.rule_id, ',' ORDER BY a.id) FROM validation_rule_assignments a
-				WHERE a.project_id = $1 AND a.related_object_id = t.id)`)),
+			text("validation_rules_id", validation.ExportRuleIDs("t.id"))),
 		defaults: []string{"code", "voucher_type", "value", "discount_type"},
 		filters: map[string]filters.Field{"created_at": when("t.created_at"), "updated_at": when("t.updated_at"), "id": str("t.id"),
 			"code": str("t.code"), "campaign_id": str("t.campaign_id"), "voucher_type": str("t.voucher_type"),
@@ -349,14 +331,9 @@ var builtins = map[string]object{
 	// card paid for (POST /v1/loyalties/members/{id}/redemption).
 	Redemption: {
 		name: Redemption,
-		from: `FROM (SELECT r.id, r.created_at, r.code, r.campaign_id,
-				CASE WHEN r.object_type = 'promotion_tier' THEN r.object_id END AS promotion_tier_id, r.customer_id,
-				r.tracking_id, r.order_id, r.gift_amount, CAST(r.card_payment->>'points' AS INT8) AS points, r.result,
-				r.failure_code, r.view->>'failure_message' AS failure_message, r.view->'metadata' AS metadata
-			FROM stacked_redemptions r WHERE r.project_id = $1 AND r.parent_id IS NOT NULL
-			UNION ALL ` + redemptions.ExportRows + `) t
-			LEFT JOIN campaigns k ON k.project_id = $1 AND k.id = t.campaign_id
-			LEFT JOIN customers cu ON cu.project_id = $1 AND cu.id = t.customer_id` +
+		from: `FROM (` + stacked.ExportRows + `
+			UNION ALL ` + redemptions.ExportRows + `) t` +
+			campaigns.JoinForExport("k", "t.campaign_id") + customers.JoinForExport("cu", "t.customer_id") +
 			orders.JoinForExport("o", "t.order_id") + `
 			WHERE TRUE`,
 		columns: cols(

@@ -258,6 +258,15 @@ func QueueRulesOf(b *pgx.Batch, projectID string, objectIDs []string, out map[st
 	})
 }
 
+// ExportRuleIDs is the ids of the rules assigned to the object of project
+// $1 that idSQL names, comma-separated in assignment order (a scalar
+// subquery, NULL for none): the validation_rules_id column of the voucher
+// export.
+func ExportRuleIDs(idSQL string) string {
+	return `(SELECT string_agg(a.rule_id, ',' ORDER BY a.id) FROM validation_rule_assignments a
+		WHERE a.project_id = $1 AND a.related_object_id = ` + idSQL + `)`
+}
+
 // AssignIn assigns rules to an object in the caller's transaction (a
 // promotion tier created with its rules): each rule must exist.
 func (s *Service) AssignIn(ctx context.Context, tx pgx.Tx, projectID, objectType, objectID string, ruleIDs []string) ([]AssignmentView, error) {

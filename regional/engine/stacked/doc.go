@@ -5,6 +5,6 @@
 // hands the rest over to), and their rollback (POST
 // /v1/redemptions/{id}/rollback[s]). The engine (regional/engine) judges
 // and redeems, and writes what it redeemed here (QueueInsert); what it
-// counts for validation rules and summaries is read here too (exports
-// alone still read the table themselves).
+// counts for validation rules and summaries is read here too, and the
+// redemption export reads the redeemables through ExportRows.
 package stacked
