@@ -181,53 +181,21 @@ func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t 
 	return s.queueTierShift(ctx, b, projectID, card, camp, card.Balance-t.Delta)
 }
 
-// Webhook events of tiers: a card's holder enters or leaves a tier as its
-// balance crosses the tiers' point ranges.
-const (
-	EventTierJoined     = "customer.loyalty.tier.joined"
-	EventTierLeft       = "customer.loyalty.tier.left"
-	EventTierUpgraded   = "customer.loyalty.tier.upgraded"
-	EventTierDowngraded = "customer.loyalty.tier.downgraded"
-)
-
-// queueTierShift queues the events of a card whose balance went from
-// before to its present one, when that moved it between tiers.
+// queueTierShift queues the tier events (tiers.Shift) of a card whose
+// balance went from before to its present one.
 func (s *Service) queueTierShift(ctx context.Context, b *pgx.Batch, projectID string, card Card, camp Campaign, before int64) error {
-	if len(camp.Tiers) == 0 {
-		return nil
-	}
-	from, to := tiers.Of(camp.Tiers, before), tiers.Of(camp.Tiers, card.Balance)
-	if from == to {
-		return nil
-	}
 	holder := ""
 	if card.HolderID != nil {
 		holder = *card.HolderID
 	}
-	body := func(t *tiers.Tier) map[string]any {
-		return map[string]any{"loyalty_tier": t.View(), "customer": map[string]any{"id": holder, "object": "customer"},
+	return tiers.Shift(camp.Tiers, before, card.Balance, func(event string, t, previous *tiers.Tier) error {
+		o := map[string]any{"loyalty_tier": t.View(), "customer": map[string]any{"id": holder, "object": "customer"},
 			"campaign": map[string]any{"id": camp.ID, "name": camp.Name}, "voucher": card.View(camp)}
-	}
-	if from != nil {
-		if err := s.events.Queue(ctx, b, projectID, EventTierLeft, card.ID, body(from)); err != nil {
-			return err
+		if previous != nil {
+			o["previous_loyalty_tier"] = previous.View()
 		}
-	}
-	if to != nil {
-		if err := s.events.Queue(ctx, b, projectID, EventTierJoined, card.ID, body(to)); err != nil {
-			return err
-		}
-	}
-	if from != nil && to != nil {
-		ev := EventTierUpgraded
-		if to.From < from.From {
-			ev = EventTierDowngraded
-		}
-		o := body(to)
-		o["previous_loyalty_tier"] = from.View()
-		return s.events.Queue(ctx, b, projectID, ev, card.ID, o)
-	}
-	return nil
+		return s.events.Queue(ctx, b, projectID, event, card.ID, o)
+	})
 }
 
 // TransferRequest is one source card of a transfer.

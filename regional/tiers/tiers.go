@@ -127,6 +127,44 @@ func Of(tiers []Tier, balance int64) *Tier {
 	return nil
 }
 
+// Webhook events of tiers: a card's holder enters or leaves a tier as its
+// balance crosses the tiers' point ranges.
+const (
+	EventJoined     = "customer.loyalty.tier.joined"
+	EventLeft       = "customer.loyalty.tier.left"
+	EventUpgraded   = "customer.loyalty.tier.upgraded"
+	EventDowngraded = "customer.loyalty.tier.downgraded"
+)
+
+// Shift gives emit the tier events of a balance that went from before to
+// after: the tier it left, the one it joined and, from one tier to
+// another, the upgrade or downgrade (with the tier left as previous); none
+// when the balance stayed in one tier, or in none.
+func Shift(tiers []Tier, before, after int64, emit func(event string, t, previous *Tier) error) error {
+	from, to := Of(tiers, before), Of(tiers, after)
+	if from == to {
+		return nil
+	}
+	if from != nil {
+		if err := emit(EventLeft, from, nil); err != nil {
+			return err
+		}
+	}
+	if to != nil {
+		if err := emit(EventJoined, to, nil); err != nil {
+			return err
+		}
+	}
+	if from != nil && to != nil {
+		ev := EventUpgraded
+		if to.From < from.From {
+			ev = EventDowngraded
+		}
+		return emit(ev, to, from)
+	}
+	return nil
+}
+
 // RuleMapping is the tier's mapping of an earning rule's points.
 func (t *Tier) RuleMapping(ruleID string) (Mapping, bool) {
 	if t == nil {

@@ -1,6 +1,9 @@
 package tiers
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // The tiers' pure rules, without a database: which tier a balance is in,
 // and how a tier maps an earning rule's points and a reward's price.
@@ -16,6 +19,38 @@ func TestTierOfABalance(t *testing.T) {
 		if got != want {
 			t.Errorf("balance %d: tier %q, want %q", balance, got, want)
 		}
+	}
+}
+
+func TestABalanceCrossingTiersRaisesLeftJoinedAndUpOrDowngrade(t *testing.T) {
+	to := func(n int64) *int64 { return &n }
+	tiers := []Tier{{ID: "bronze", From: 100, To: to(299)}, {ID: "silver", From: 300, To: to(999)}, {ID: "gold", From: 1000}}
+	for _, c := range []struct {
+		name          string
+		before, after int64
+		want          []string // event tier<previous
+	}{
+		{"within a tier", 120, 250, nil},
+		{"within none", 10, 90, nil},
+		{"into the first", 50, 150, []string{EventJoined + " bronze"}},
+		{"out of the first", 150, 50, []string{EventLeft + " bronze"}},
+		{"up two tiers", 150, 1500, []string{EventLeft + " bronze", EventJoined + " gold", EventUpgraded + " gold<bronze"}},
+		{"down one", 1500, 500, []string{EventLeft + " gold", EventJoined + " silver", EventDowngraded + " silver<gold"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			err := Shift(tiers, c.before, c.after, func(event string, tr, previous *Tier) error {
+				e := event + " " + tr.ID
+				if previous != nil {
+					e += "<" + previous.ID
+				}
+				got = append(got, e)
+				return nil
+			})
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("%d to %d: %v (%v), want %v", c.before, c.after, got, err, c.want)
+			}
+		})
 	}
 }
 
