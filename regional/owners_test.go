@@ -94,7 +94,6 @@ var exceptions = []exception{
 	{pkg: "vouchers", table: "categories", why: "a voucher's category is joined in vouchers' store", item: "3: vouchers and engine read categories"},
 	{pkg: "engine", table: "categories", why: "the engine sorts by category hierarchy reading categories", item: "3: vouchers and engine read categories"},
 	{pkg: "campaigns", table: "categories", why: "a campaign's categories are joined in campaigns' store", item: "3: another owner's table is read through its functions (categories')"},
-	{pkg: "events", table: "customer_activities", inHTTP: true, why: "the customer's activity list queries in the handler", item: "3: handlers hold no SQL"},
 }
 
 // use is one table named by SQL outside its owner's package, or in an

@@ -249,35 +249,7 @@ func (h handler) activity(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lq.Key = "id" // ids are in creation order
-	args := []any{projectID, cust.ID}
-	where := `project_id = $1 AND customer_id = $2`
-	if start != nil {
-		args = append(args, *start)
-		where += fmt.Sprintf(" AND created_at >= $%d", len(args))
-	}
-	if end != nil {
-		args = append(args, *end)
-		where += fmt.Sprintf(" AND created_at <= $%d", len(args))
-	}
-	if t := q.Get("type"); t != "" {
-		args = append(args, t)
-		where += fmt.Sprintf(" AND type = $%d", len(args))
-	}
-	cond, orderBy, args := lq.Keyset("customer_activities", "id", args)
-	args = append(args, lq.Limit+1)
-	rows, err := h.svc.pool.Query(ctx, `SELECT id, type, data, created_at, group_id FROM customer_activities WHERE `+where+cond+
-		` ORDER BY `+orderBy+fmt.Sprintf(" LIMIT $%d", len(args)), args...)
-	if err != nil {
-		return err
-	}
-	acts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Activity, error) {
-		var a Activity
-		var data []byte
-		err := r.Scan(&a.ID, &a.Type, &data, &a.CreatedAt.Time, &a.GroupID)
-		a.Data = data
-		return a, err
-	})
+	acts, err := activities(ctx, h.svc.pool, projectID, cust.ID, activityFilter{Start: start, End: end, Type: q.Get("type")}, lq)
 	if err != nil {
 		return err
 	}
