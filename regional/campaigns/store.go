@@ -147,7 +147,7 @@ func get[V any](ctx context.Context, q db.Querier, projectID, idOrName, lockSQL 
 	for _, col := range []string{"id", "name"} {
 		cond, args := ofTypes(types, []any{projectID, idOrName})
 		c, err := scanWithCategory[V](q.QueryRow(ctx, `SELECT `+Columns("k")+`, `+vouchersCountOf("k")+`, `+categories.Columns("cat")+`
-			FROM campaigns k LEFT JOIN categories cat ON cat.project_id = k.project_id AND cat.id = k.attrs->>'category_id'
+			FROM campaigns k`+categories.LeftJoin("cat", "k", "k.attrs->>'category_id'")+`
 			WHERE k.project_id = $1 AND k.`+col+` = $2 AND k.deleted_at IS NULL`+cond+lockSQL, args...))
 		if !errors.Is(err, db.ErrNotFound) {
 			return c, err
@@ -184,23 +184,15 @@ func readCategories[V any](ctx context.Context, q db.Querier, projectID string, 
 	if len(want) == 0 {
 		return nil
 	}
-	rows, err := q.Query(ctx, `SELECT `+categories.Columns("cat")+` FROM categories cat WHERE cat.project_id = $1 AND cat.id = ANY($2::TEXT[])`,
-		projectID, want)
+	found, err := categories.ByID(ctx, q, projectID, want)
 	if err != nil {
-		return err
-	}
-	found := map[string]*categories.Category{}
-	var n categories.Nullable
-	if _, err := pgx.ForEachRow(rows, n.Dests(), func() error {
-		c := n.Get()
-		found[c.ID] = c
-		return nil
-	}); err != nil {
 		return err
 	}
 	for i := range cs {
 		if id := cs[i].Attrs.CategoryID; id != nil {
-			cs[i].Attrs.Cat = found[*id]
+			if cat, ok := found[*id]; ok {
+				cs[i].Attrs.Cat = &cat
+			}
 		}
 	}
 	return nil

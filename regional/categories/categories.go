@@ -70,6 +70,13 @@ func Columns(alias string) string {
 	return strings.ReplaceAll("A.id, A.name, A.hierarchy, A.created_at, A.updated_at", "A.", alias+".")
 }
 
+// LeftJoin joins the category, as alias, that idSQL names among those of
+// the project of the rows of alias owner (their project_id): read with
+// Columns into a Nullable, all null when there is none or it was deleted.
+func LeftJoin(alias, owner, idSQL string) string {
+	return ` LEFT JOIN categories ` + alias + ` ON ` + alias + `.project_id = ` + owner + `.project_id AND ` + alias + `.id = ` + idSQL
+}
+
 // Nullable receives a category read through a LEFT JOIN: all null when
 // there is none.
 type Nullable struct {
@@ -301,7 +308,8 @@ func Resolve(ctx context.Context, q db.Querier, projectID string, name, id *stri
 }
 
 // ByID reads the categories of ids that exist, in one query
-// (qualifications expanding their redeemables' categories).
+// (qualifications expanding their redeemables' categories, the engine
+// sorting redeemables by their categories' hierarchy).
 func ByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Category, error) {
 	out := map[string]Category{}
 	if len(ids) == 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/engine/calc"
 	"github.com/tallyhq/tally/tenancy"
@@ -303,21 +304,8 @@ func byHierarchy(ctx context.Context, q db.Querier, projectID string, use []*Can
 	if len(cats) == 0 || len(use) < 2 {
 		return nil
 	}
-	rows, err := q.Query(ctx, `SELECT id, hierarchy FROM categories WHERE project_id = $1 AND id = ANY($2)`, projectID, cats)
+	rank, err := categories.ByID(ctx, q, projectID, cats)
 	if err != nil {
-		return err
-	}
-	rank := map[string]int64{}
-	for rows.Next() {
-		var id string
-		var h int64
-		if err := rows.Scan(&id, &h); err != nil {
-			rows.Close()
-			return err
-		}
-		rank[id] = h
-	}
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	type pair struct {
@@ -329,8 +317,8 @@ func byHierarchy(ctx context.Context, q db.Querier, projectID string, use []*Can
 		ps[i] = pair{use[i], at[i]}
 	}
 	key := func(p pair) (bool, int64) {
-		h, ok := rank[p.c.CategoryID()]
-		return ok, h
+		k, ok := rank[p.c.CategoryID()]
+		return ok, k.Hierarchy
 	}
 	sort.SliceStable(ps, func(i, j int) bool {
 		oi, hi := key(ps[i])
