@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	earning.Register(v1, a.earning)
 	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
 	redemptions.Register(v1, red)
-	vs := vouchers.NewService(pool, events, camps, cfg.Clock, publications.PublishCounts)
+	vs := vouchers.NewService(pool, events, camps, cfg.Clock, publications.PublishCounts, referrals.RecordReferrer(cfg.Clock))
 	vouchers.Register(v1, vs, a.loyalty)
 	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
 	bulk.New(pool, vs, cfg.Clock).Register(v1, a.tasks, a.tasks.Wake)

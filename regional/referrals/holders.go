@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/httpx"
@@ -43,23 +44,26 @@ func queueHolder(b *pgx.Batch, projectID string, h Holder) {
 		projectID, h.ID, h.VoucherID, h.CampaignID, h.CustomerID, h.Role, meta, h.CreatedAt)
 }
 
-// recordReferrer makes the holder of a referral code its referrer, in the
-// transaction that publishes it to them (vouchers.Service.UseHolds).
-func (s *Service) recordReferrer(ctx context.Context, tx pgx.Tx, projectID string, v vouchers.Voucher) error {
-	if v.CampaignID == nil || v.HolderID == nil {
-		return nil
+// RecordReferrer is the vouchers.Hold (given to vouchers.NewService) that
+// makes the holder of a referral code its referrer, in the transaction that
+// publishes it to them; clk dates the holding.
+func RecordReferrer(clk *clock.Clock) vouchers.Hold {
+	return func(ctx context.Context, tx pgx.Tx, projectID string, v vouchers.Voucher) error {
+		if v.CampaignID == nil || v.HolderID == nil {
+			return nil
+		}
+		c, err := campaigns.Get[json.RawMessage](ctx, tx, projectID, *v.CampaignID, false, "REFERRAL_PROGRAM")
+		if errors.Is(err, db.ErrNotFound) {
+			return nil // not a referral code
+		}
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		queueHolder(b, projectID, Holder{ID: ids.New("rh_"), VoucherID: v.ID, CampaignID: c.ID, CustomerID: *v.HolderID, Role: Referrer,
+			Metadata: map[string]any{}, CreatedAt: clk.Now().UTC().Truncate(time.Millisecond)})
+		return tx.SendBatch(ctx, b).Close()
 	}
-	c, err := campaigns.Get[json.RawMessage](ctx, tx, projectID, *v.CampaignID, false, "REFERRAL_PROGRAM")
-	if errors.Is(err, db.ErrNotFound) {
-		return nil // not a referral code
-	}
-	if err != nil {
-		return err
-	}
-	b := &pgx.Batch{}
-	queueHolder(b, projectID, Holder{ID: ids.New("rh_"), VoucherID: v.ID, CampaignID: c.ID, CustomerID: *v.HolderID, Role: Referrer,
-		Metadata: map[string]any{}, CreatedAt: s.clock.Now().UTC().Truncate(time.Millisecond)})
-	return tx.SendBatch(ctx, b).Close()
 }
 
 // member finds the referral code memberID names (its code or id), of

@@ -46,16 +46,15 @@ type Service struct {
 	clock     *clock.Clock
 }
 
-// NewService returns the referral service and plugs it into vouchers: a
-// referral code published to a customer makes them its referrer. What it
-// gives customers is given to them by app.go: a customer's answer reads
-// their referrals summary from Summary (customers.Referrals), and a
-// deleted customer's holdings and referrals go with them (DropCustomer, a
-// customers.Dependent).
+// NewService returns the referral service (a referral code published to a
+// customer makes them its referrer through RecordReferrer, which app.go
+// gives vouchers.NewService). What it gives customers is given to them by
+// app.go: a customer's answer reads their referrals summary from Summary
+// (customers.Referrals), and a deleted customer's holdings and referrals go
+// with them (DropCustomer, a customers.Dependent).
 func NewService(pool *db.Pool, events Events, camps *campaigns.Service, cust *customers.Service, loy *loyalty.Service, vs *vouchers.Service,
 	schemas Schemas, clk *clock.Clock) *Service {
 	s := &Service{pool: pool, events: events, camps: camps, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, clock: clk}
-	vs.UseHolds(s.recordReferrer)
 	return s
 }
 

@@ -110,18 +110,10 @@ func (s *Service) hold(ctx context.Context, tx pgx.Tx, projectID string, v *Vouc
 		projectID, v.ID, holderID, now); err != nil {
 		return err
 	}
-	for _, fn := range s.holds {
-		if err := fn(ctx, tx, projectID, *v); err != nil {
-			return err
-		}
+	if s.onGiven != nil {
+		return s.onGiven(ctx, tx, projectID, *v)
 	}
 	return nil
-}
-
-// UseHolds runs fn in the transaction that gives a voucher to a customer
-// (a publication): regional/referrals records a referral code's referrer.
-func (s *Service) UseHolds(fn func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error) {
-	s.holds = append(s.holds, fn)
 }
 
 // QueueByIDs queues onto b the read of the vouchers with ids (those in

@@ -30,14 +30,18 @@ var tracer = otel.Tracer("github.com/tallyhq/tally/regional/vouchers")
 
 // Service holds the rules of vouchers and discount campaigns.
 type Service struct {
-	pool   *db.Pool
-	clock  *clock.Clock
-	events Events             // nil: none (tests of the package alone)
-	camps  *campaigns.Service // the campaigns' rows and their events
-	// holds run when a voucher is given to a customer (UseHolds).
-	holds         []func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error
+	pool          *db.Pool
+	clock         *clock.Clock
+	events        Events             // nil: none (tests of the package alone)
+	camps         *campaigns.Service // the campaigns' rows and their events
+	onGiven       Hold               // nil: none
 	publishCounts PublishCounts
 }
+
+// Hold runs in the transaction that gives a voucher to a customer (a
+// publication): regional/referrals' RecordReferrer records a referral
+// code's referrer.
+type Hold func(ctx context.Context, tx pgx.Tx, projectID string, v Voucher) error
 
 // PublishCounts counts the publications of vouchers by id (and code),
 // which regional/publications keeps: a voucher read's publish.count.
@@ -72,10 +76,11 @@ func (s *Service) viewOf(ctx context.Context, projectID string, v Voucher) (View
 // NewService returns the voucher service (RemoveBinned is its bin
 // Remover); events are the webhook events of vouchers and gift balances,
 // camps writes its campaigns' rows, publishCounts gives voucher reads their
-// publish.count (nil: 0).
+// publish.count (nil: 0), hold runs when a voucher is given to a customer
+// (nil: nothing).
 func NewService(pool *db.Pool, events Events, camps *campaigns.Service, clk *clock.Clock,
-	publishCounts PublishCounts) *Service {
-	return &Service{pool: pool, events: events, camps: camps, clock: clk, publishCounts: publishCounts}
+	publishCounts PublishCounts, hold Hold) *Service {
+	return &Service{pool: pool, events: events, camps: camps, clock: clk, publishCounts: publishCounts, onGiven: hold}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
