@@ -19,6 +19,7 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/loyalty/expiry"
 	"github.com/tallyhq/tally/regional/tiers"
 )
 
@@ -36,15 +37,15 @@ type EarningRule struct {
 
 // RuleAttrs is the rule as the API writes it.
 type RuleAttrs struct {
-	Loyalty         RulePoints               `json:"loyalty"`
-	CustomEventRaw  json.RawMessage          `json:"custom_event,omitempty"`
-	LoyaltyTier     *IDRef                   `json:"loyalty_tier,omitempty"`
-	PendingPoints   *PendingPeriod           `json:"pending_points,omitempty"`
-	Banner          *string                  `json:"banner,omitempty"`
-	StartDate       *time.Time               `json:"start_date,omitempty"`
-	ExpirationDate  *time.Time               `json:"expiration_date,omitempty"`
-	Metadata        map[string]any           `json:"metadata,omitempty"`
-	ExpirationRules *loyalty.ExpirationRules `json:"expiration_rules,omitempty"`
+	Loyalty         RulePoints      `json:"loyalty"`
+	CustomEventRaw  json.RawMessage `json:"custom_event,omitempty"`
+	LoyaltyTier     *IDRef          `json:"loyalty_tier,omitempty"`
+	PendingPoints   *PendingPeriod  `json:"pending_points,omitempty"`
+	Banner          *string         `json:"banner,omitempty"`
+	StartDate       *time.Time      `json:"start_date,omitempty"`
+	ExpirationDate  *time.Time      `json:"expiration_date,omitempty"`
+	Metadata        map[string]any  `json:"metadata,omitempty"`
+	ExpirationRules *expiry.Rules   `json:"expiration_rules,omitempty"`
 }
 
 // RulePoints is how many points a rule gives.
@@ -152,13 +153,13 @@ type RuleView struct {
 	ExpirationDate *jsonx.Time     `json:"expiration_date"`
 	// The reference types these as non-nullable objects and arrays, and strictly
 	// typed clients reject a null: absent ones are left out, as in its examples.
-	ValidityTimeframe any                      `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek any                      `json:"validity_day_of_week,omitempty"`
-	ValidityHours     any                      `json:"validity_hours,omitempty"`
-	Metadata          map[string]any           `json:"metadata"`
-	ExpirationRules   *loyalty.ExpirationRules `json:"expiration_rules,omitempty"` // not nullable either
-	ValidationRuleID  *string                  `json:"validation_rule_id"`
-	Active            bool                     `json:"active"`
+	ValidityTimeframe any            `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek any            `json:"validity_day_of_week,omitempty"`
+	ValidityHours     any            `json:"validity_hours,omitempty"`
+	Metadata          map[string]any `json:"metadata"`
+	ExpirationRules   *expiry.Rules  `json:"expiration_rules,omitempty"` // not nullable either
+	ValidationRuleID  *string        `json:"validation_rule_id"`
+	Active            bool           `json:"active"`
 }
 
 // View renders the rule.
@@ -189,15 +190,15 @@ type RuleRequest struct {
 	Source        *struct {
 		Banner *string `json:"banner"`
 	} `json:"source"`
-	Active            *bool                    `json:"active"`
-	StartDate         *time.Time               `json:"start_date"`
-	ExpirationDate    *time.Time               `json:"expiration_date"`
-	Metadata          map[string]any           `json:"metadata"`
-	ExpirationRules   *loyalty.ExpirationRules `json:"expiration_rules"`
-	ValidationRuleID  *string                  `json:"validation_rule_id"`
-	ValidityTimeframe json.RawMessage          `json:"validity_timeframe"`
-	ValidityDayOfWeek json.RawMessage          `json:"validity_day_of_week"`
-	ValidityHours     json.RawMessage          `json:"validity_hours"`
+	Active            *bool           `json:"active"`
+	StartDate         *time.Time      `json:"start_date"`
+	ExpirationDate    *time.Time      `json:"expiration_date"`
+	Metadata          map[string]any  `json:"metadata"`
+	ExpirationRules   *expiry.Rules   `json:"expiration_rules"`
+	ValidationRuleID  *string         `json:"validation_rule_id"`
+	ValidityTimeframe json.RawMessage `json:"validity_timeframe"`
+	ValidityDayOfWeek json.RawMessage `json:"validity_day_of_week"`
+	ValidityHours     json.RawMessage `json:"validity_hours"`
 }
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
@@ -305,7 +306,7 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 		r.Attrs.Metadata = q.Metadata
 	}
 	if q.ExpirationRules != nil {
-		if err := loyalty.CheckExpirationRules(q.ExpirationRules); err != nil {
+		if err := expiry.Check(q.ExpirationRules); err != nil {
 			return err
 		}
 		r.Attrs.ExpirationRules = q.ExpirationRules

@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/campaigns"
+	"github.com/tallyhq/tally/regional/loyalty/expiry"
 )
 
 // CreateRequest is the body of POST /v1/loyalties.
@@ -35,80 +36,8 @@ type voucherRequest struct {
 }
 
 type cardRequest struct {
-	Points          *int64           `json:"points"`
-	ExpirationRules *ExpirationRules `json:"expiration_rules"`
-}
-
-// CheckExpirationRules refuses expiration rules the ledger cannot apply.
-func CheckExpirationRules(r *ExpirationRules) error {
-	if r == nil {
-		return nil
-	}
-	switch r.PeriodType {
-	case "MONTH":
-		if r.PeriodValue < 1 || r.PeriodValue > 1200 {
-			return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules.period_value must be from 1 to 1200 months")
-		}
-	case "FIXED_DAY_OF_YEAR":
-		if r.FixedMonth < 1 || r.FixedMonth > 12 || r.FixedDay < 1 || r.FixedDay > 31 {
-			return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules needs fixed_month 1-12 and fixed_day 1-31")
-		}
-	default:
-		return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules.period_type must be MONTH or FIXED_DAY_OF_YEAR")
-	}
-	switch r.RoundingType {
-	case "", "END_OF_MONTH", "END_OF_QUARTER", "END_OF_HALF_YEAR", "END_OF_YEAR":
-	case "PARTICULAR_MONTH":
-		if r.RoundingValue < 1 || r.RoundingValue > 12 {
-			return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules.rounding_value must be a month, 1-12")
-		}
-	default:
-		return apierr.InvalidPayload("voucher.loyalty_card.expiration_rules.rounding_type is not one of END_OF_MONTH, END_OF_QUARTER, END_OF_HALF_YEAR, END_OF_YEAR, PARTICULAR_MONTH")
-	}
-	return nil
-}
-
-// Expiry is when points added now expire under the rules (nil: never).
-func (r *ExpirationRules) Expiry(now time.Time) *time.Time {
-	if r == nil {
-		return nil
-	}
-	d := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	switch r.PeriodType {
-	case "MONTH":
-		// The same day n months on, or that month's last day when it is
-		// shorter (time.AddDate would run on: Jan 31 + 1 month = Mar 3).
-		first := time.Date(d.Year(), d.Month()+time.Month(r.PeriodValue), 1, 0, 0, 0, 0, time.UTC)
-		last := first.AddDate(0, 1, -1).Day()
-		d = time.Date(first.Year(), first.Month(), min(d.Day(), last), 0, 0, 0, 0, time.UTC)
-	case "FIXED_DAY_OF_YEAR":
-		f := time.Date(d.Year(), time.Month(r.FixedMonth), r.FixedDay, 0, 0, 0, 0, time.UTC)
-		if !f.After(d) {
-			f = f.AddDate(1, 0, 0)
-		}
-		d = f
-	}
-	endOf := func(months int) time.Time { // last day of the period of `months` months holding d
-		m := (int(d.Month())-1)/months*months + months
-		return time.Date(d.Year(), time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC)
-	}
-	switch r.RoundingType {
-	case "END_OF_MONTH":
-		d = endOf(1)
-	case "END_OF_QUARTER":
-		d = endOf(3)
-	case "END_OF_HALF_YEAR":
-		d = endOf(6)
-	case "END_OF_YEAR":
-		d = endOf(12)
-	case "PARTICULAR_MONTH":
-		e := time.Date(d.Year(), time.Month(r.RoundingValue)+1, 0, 0, 0, 0, 0, time.UTC)
-		if e.Before(d) {
-			e = time.Date(d.Year()+1, time.Month(r.RoundingValue)+1, 0, 0, 0, 0, 0, time.UTC)
-		}
-		d = e
-	}
-	return &d
+	Points          *int64        `json:"points"`
+	ExpirationRules *expiry.Rules `json:"expiration_rules"`
 }
 
 const maxCards = 1_000_000
@@ -147,7 +76,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 				}
 				a.Voucher.LoyaltyCard.Points = *p
 			}
-			if err := CheckExpirationRules(v.LoyaltyCard.ExpirationRules); err != nil {
+			if err := expiry.Check(v.LoyaltyCard.ExpirationRules); err != nil {
 				return CampaignView{}, err
 			}
 			a.Voucher.LoyaltyCard.ExpirationRules = v.LoyaltyCard.ExpirationRules
@@ -302,7 +231,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, idOrName string
 		return CampaignView{}, apierr.InvalidPayload("join_once is always true for loyalty campaigns")
 	}
 	if r.LoyaltyCard != nil {
-		if err := CheckExpirationRules(r.LoyaltyCard.ExpirationRules); err != nil {
+		if err := expiry.Check(r.LoyaltyCard.ExpirationRules); err != nil {
 			return CampaignView{}, err
 		}
 		if r.LoyaltyCard.Points != nil {

@@ -4,7 +4,8 @@
 // owns) and the points ledger every balance change goes through (ledger.go:
 // balance changes, transfers, the card lock, the one write path LedgerWrite
 // and the tier events it raises; store.go: the card figures, point buckets
-// and the transaction record; expiration.go: points expiring). It owns the
+// and the transaction record; expiration.go: points expiring, on the dates
+// the expiration rules of regional/loyalty/expiry give). It owns the
 // loyalty_cards, loyalty_point_buckets and loyalty_transactions tables.
 //
 // Three packages are built on it, through program.go and the exported

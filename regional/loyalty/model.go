@@ -8,6 +8,7 @@ import (
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/campaigns"
+	"github.com/tallyhq/tally/regional/loyalty/expiry"
 	"github.com/tallyhq/tally/regional/tiers"
 )
 
@@ -31,20 +32,10 @@ const (
 	EventVoucherPublished   = "voucher.published"
 )
 
-// ExpirationRules are a program's rules for when added points expire.
-type ExpirationRules struct {
-	PeriodType    string `json:"period_type"`              // MONTH or FIXED_DAY_OF_YEAR
-	PeriodValue   int    `json:"period_value"`             // months, for MONTH
-	RoundingType  string `json:"rounding_type,omitempty"`  // END_OF_MONTH, END_OF_QUARTER, END_OF_HALF_YEAR, END_OF_YEAR, PARTICULAR_MONTH
-	RoundingValue int    `json:"rounding_value,omitempty"` // the month, for PARTICULAR_MONTH
-	FixedMonth    int    `json:"fixed_month,omitempty"`
-	FixedDay      int    `json:"fixed_day,omitempty"`
-}
-
 // CardConfig is the loyalty_card part of a campaign's voucher.
 type CardConfig struct {
-	Points          int64            `json:"points"`
-	ExpirationRules *ExpirationRules `json:"expiration_rules,omitempty"`
+	Points          int64         `json:"points"`
+	ExpirationRules *expiry.Rules `json:"expiration_rules,omitempty"`
 }
 
 // VoucherConfig is the template of a campaign's cards.

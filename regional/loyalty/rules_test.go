@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// The ledger's pure rules, without a database: when points expire and how
-// each change moves a card's figures.
+// The ledger's pure rules, without a database: how each change moves a
+// card's figures (when points expire is regional/loyalty/expiry's).
 
 func day(s string) time.Time {
 	t, err := time.Parse(time.DateOnly, s)
@@ -14,39 +14,6 @@ func day(s string) time.Time {
 		panic(err)
 	}
 	return t
-}
-
-func TestExpiry(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		rules *ExpirationRules
-		now   string
-		want  string // "" for never
-	}{
-		{"no rules: never", nil, "2026-03-15", ""},
-		{"months", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 3}, "2026-03-15", "2026-06-15"},
-		{"a year of months", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 12}, "2026-03-15", "2027-03-15"},
-		{"months from the 31st end on the shorter month's last day", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 1}, "2026-01-31", "2026-02-28"},
-		{"…in a leap year too", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 1}, "2028-01-31", "2028-02-29"},
-		{"…and across a year", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 13}, "2026-01-31", "2027-02-28"},
-		{"end of month", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 1, RoundingType: "END_OF_MONTH"}, "2026-03-15", "2026-04-30"},
-		{"end of quarter", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 1, RoundingType: "END_OF_QUARTER"}, "2026-03-15", "2026-06-30"},
-		{"end of half year", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 4, RoundingType: "END_OF_HALF_YEAR"}, "2026-03-15", "2026-12-31"},
-		{"end of year", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 1, RoundingType: "END_OF_YEAR"}, "2026-12-15", "2027-12-31"},
-		{"a particular month, later this year", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 1, RoundingType: "PARTICULAR_MONTH", RoundingValue: 9}, "2026-03-15", "2026-09-30"},
-		{"a particular month, passed: next year's", &ExpirationRules{PeriodType: "MONTH", PeriodValue: 1, RoundingType: "PARTICULAR_MONTH", RoundingValue: 2}, "2026-03-15", "2027-02-28"},
-		{"fixed day, still ahead", &ExpirationRules{PeriodType: "FIXED_DAY_OF_YEAR", FixedMonth: 6, FixedDay: 30}, "2026-03-15", "2026-06-30"},
-		{"fixed day, today: next year's", &ExpirationRules{PeriodType: "FIXED_DAY_OF_YEAR", FixedMonth: 3, FixedDay: 15}, "2026-03-15", "2027-03-15"},
-		{"fixed day, passed: next year's", &ExpirationRules{PeriodType: "FIXED_DAY_OF_YEAR", FixedMonth: 1, FixedDay: 1}, "2026-03-15", "2027-01-01"},
-	} {
-		got := c.rules.Expiry(day(c.now).Add(13 * time.Hour))
-		switch {
-		case c.want == "" && got != nil:
-			t.Errorf("%s: %v, want never", c.name, got)
-		case c.want != "" && (got == nil || !got.Equal(day(c.want))):
-			t.Errorf("%s: %v, want %s", c.name, got, c.want)
-		}
-	}
 }
 
 // Each kind of change moves the figures it should, and the card's next
