@@ -2,15 +2,12 @@ package router
 
 import (
 	"context"
-	"log/slog"
-	"math"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/tallyhq/tally/internal/lrux"
 	"github.com/tallyhq/tally/internal/peerlimit"
-	"github.com/tallyhq/tally/internal/runtimex"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -24,43 +21,26 @@ import (
 // peerRing is the region's ring of replicas (peerlimit.Limiter).
 type peerRing interface {
 	Take(ctx context.Context, b peerlimit.Bucket, key string, hits int64) peerlimit.Result
-	// TakeAhead is Take with no share to fall back on: ok is false when
-	// the owner did not answer.
-	TakeAhead(ctx context.Context, b peerlimit.Bucket, key string, hits int64) (peerlimit.Result, bool)
-	// Owns: this replica keeps key's counter, so checking it is no call.
-	Owns(b peerlimit.Bucket, key string) bool
 	Size() int
 }
 
-// Tokens taken ahead. A check whose counter another replica owns is a
-// call to it: 0.2-0.5 ms on the request's path, more on a busy machine.
-// So a replica takes an address's tokens from the owner ahead of need, in
-// the background, and its requests spend them without a call: a lease.
-// The first request of an address on a replica asks the owner on its
-// path, and has the replica take a lease ahead for the next; each lease
-// spent down to a quarter is taken again in the background. A lease is a
-// quarter of the burst over the ring's size, at least one token and at
-// most leaseMax: with the interface's 5 per 5 s and three replicas, one.
-// The owner checks its own counters on the spot (no call) and takes no
-// lease. A replica the owner refused an address refuses it too, without
-// asking, until the owner's next token is due (at most leaseRetry): an
-// address over its limit costs the owner a call a second per replica,
-// not one a request.
-//
-// What this costs the limit, both ways: the owner counted a lease's tokens
-// when it was taken, up to leaseLife before they are spent, and the bucket
-// may have refilled meanwhile; so besides its burst an address may get, at
-// most, the leases the other replicas hold (N − 1 tokens for 5 per 5 s:
-// 7 at once instead of 5 with three replicas, once, not again until it
-// has been idle on them). And while leases sit unspent on replicas an
-// address no longer uses, it may be refused early by as many, for at most
-// leaseLife, after which they are given back on their next use.
+// Leases. A check whose counter another replica owns is a call to it: a
+// fifth of a request's cost at the router. An address whose limit is
+// large beside the ring (a burst of at least 2 × 4 per replica) is
+// therefore checked a lease at a time: a replica takes several of its
+// tokens from the owner at once and spends them itself. The owner has
+// counted them, so the address still never gets more than its limit;
+// what a lease leaves unspent when it lapses is not given back, so an
+// address may be refused early by at most what the other replicas hold:
+// a lease is at most a quarter of the burst over the ring's size, and
+// leaseMax. With the interface's 5 requests per 5 s a lease is one token:
+// every request asks the owner.
 const (
 	leaseMax  = 64
 	leaseLife = 10 * time.Second
 	// leaseRetry is how long a replica whose lease was refused (fewer
-	// tokens left than a lease) or not answered waits before asking again:
-	// meanwhile its requests ask the owner one token at a time.
+	// tokens left than a lease) takes one token at a time, one check per
+	// request rather than two.
 	leaseRetry = time.Second
 )
 
@@ -68,16 +48,14 @@ const (
 type lease struct {
 	mu        sync.Mutex
 	tokens    int64
-	until     time.Time // the tokens lapse then
-	taking    bool      // a lease is being taken
-	notBefore time.Time // no lease taken before then
-	refused   time.Time // the owner refused a request: until then, so does this replica, without asking
+	until     time.Time
+	single    time.Time // until then, no lease: one token at a time
 	remaining int64     // the owner's count when the lease was taken
 	reset     time.Time
 }
 
 // leaseSize is how many tokens a replica takes at once from a burst of
-// burst kept by a ring of ring replicas.
+// burst kept by a ring of ring replicas; 1 is no lease.
 func leaseSize(burst int64, ring int) int64 {
 	return max(1, min(leaseMax, burst/int64(4*max(ring, 1))))
 }
@@ -89,56 +67,25 @@ func (l *limiter) clientCentral(projectID, ip string, lim tenancy.IPLimit) verdi
 	per := time.Duration(lim.Seconds) * time.Second
 	b := peerlimit.Bucket{Name: "client_ip", Rate: int64(lim.Requests), Per: per, Burst: int64(lim.Requests)}
 	v := verdict{name: "client", limit: int64(lim.Requests), window: per}
-	if l.peers.Owns(b, key) {
-		return l.takeAtOwner(b, key, v)
-	}
-	ls := lrux.GetOrAdd(l.leases, key, func() *lease { return &lease{} })
-	now := l.now()
-	ls.mu.Lock()
-	if ls.tokens > 0 && !now.Before(ls.until) { // lapsed: given back
-		back := ls.tokens
-		ls.tokens = 0
-		ls.mu.Unlock()
-		l.ahead(func() { l.peers.TakeAhead(context.Background(), b, key, -back) })
+	if b.Burst >= 2*4 {
+		ls := lrux.GetOrAdd(l.leases, key, func() *lease { return &lease{} })
 		ls.mu.Lock()
-	}
-	if now.Before(ls.refused) {
-		ls.mu.Unlock()
-		v.refused, v.reset = true, ls.refused
-		l.limited.WithLabelValues("client_ip").Inc()
-		return v
-	}
-	if ls.tokens > 0 {
-		ls.tokens--
-		v.remaining, v.reset = ls.remaining+ls.tokens, ls.reset
-		more := l.leaseDue(ls, b, now, math.MaxInt64)
-		ls.mu.Unlock()
-		if more > 0 {
-			l.ahead(func() { l.takeLease(ls, b, key, more) })
+		defer ls.mu.Unlock()
+		now := l.now()
+		if ls.tokens > 0 && now.Before(ls.until) {
+			ls.tokens--
+			v.remaining, v.reset = ls.remaining+ls.tokens, ls.reset
+			return v
 		}
-		return v
-	}
-	ls.mu.Unlock()
-	v = l.takeAtOwner(b, key, v)
-	ls.mu.Lock()
-	more := int64(0)
-	if v.refused {
-		ls.notBefore, ls.refused = now.Add(leaseRetry), v.reset
-		if ls.refused.After(ls.notBefore) {
-			ls.refused = ls.notBefore
+		if size := leaseSize(b.Burst, l.peers.Size()); size > 1 && !now.Before(ls.single) {
+			if r := l.peers.Take(context.Background(), b, key, size); r.Allowed {
+				ls.tokens, ls.until, ls.remaining, ls.reset = size-1, now.Add(leaseLife), r.Remaining, r.Reset
+				v.remaining, v.reset = r.Remaining+ls.tokens, r.Reset
+				return v
+			}
+			ls.single = now.Add(leaseRetry) // fewer left than a lease: one at a time, below
 		}
-	} else {
-		more = l.leaseDue(ls, b, now, v.remaining)
 	}
-	ls.mu.Unlock()
-	if more > 0 {
-		l.ahead(func() { l.takeLease(ls, b, key, more) })
-	}
-	return v
-}
-
-// takeAtOwner takes one token at the counter's owner.
-func (l *limiter) takeAtOwner(b peerlimit.Bucket, key string, v verdict) verdict {
 	r := l.peers.Take(context.Background(), b, key, 1)
 	v.remaining, v.reset = r.Remaining, r.Reset
 	if !r.Allowed {
@@ -146,52 +93,6 @@ func (l *limiter) takeAtOwner(b peerlimit.Bucket, key string, v verdict) verdict
 		l.limited.WithLabelValues("client_ip").Inc()
 	}
 	return v
-}
-
-// leaseDue is the size of the lease to take now, 0 for none: when a
-// quarter of the last is left, none is being taken, the owner did not
-// refuse one within leaseRetry, and the owner, with left tokens (as last
-// heard), can spare one and still hold a lease for each of the other
-// replicas that take them (all but itself: see takeLease). ls.mu is held;
-// the lease is marked as being taken.
-func (l *limiter) leaseDue(ls *lease, b peerlimit.Bucket, now time.Time, left int64) int64 {
-	n := int64(l.peers.Size())
-	size := leaseSize(b.Burst, int(n))
-	if ls.taking || now.Before(ls.notBefore) || ls.tokens*4 > size || left < (n-1)*size {
-		return 0
-	}
-	ls.taking = true
-	return size
-}
-
-// takeLease takes size tokens ahead from the owner (in the background).
-// A lease that leaves the owner less than a lease for each of the other
-// replicas that take them (N − 2: neither this one nor the owner) is
-// given back at once: near the end of an address's burst its tokens stay
-// with the owner, where any replica's next request finds them, rather
-// than on a replica its requests may not come back to. So an address
-// sending its whole burst at once over the ring gets all of it.
-func (l *limiter) takeLease(ls *lease, b peerlimit.Bucket, key string, size int64) {
-	ctx := context.Background()
-	r, ok := l.peers.TakeAhead(ctx, b, key, size)
-	for ok && !r.Allowed && size > 1 && r.Remaining > 0 { // fewer left than a lease: a smaller one
-		size = max(1, min(size/2, r.Remaining))
-		r, ok = l.peers.TakeAhead(ctx, b, key, size)
-	}
-	if ok && r.Allowed && r.Remaining < int64(l.peers.Size()-2)*size {
-		l.peers.TakeAhead(ctx, b, key, -size)
-		ok = false
-	}
-	now := l.now()
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	ls.taking = false
-	if !ok || !r.Allowed {
-		ls.notBefore = now.Add(leaseRetry)
-		return
-	}
-	ls.tokens += size
-	ls.until, ls.remaining, ls.reset = now.Add(leaseLife), r.Remaining, r.Reset
 }
 
 // lookupBucket is an address's lookup budget on the ring: lookupBurst at
@@ -243,14 +144,4 @@ func (b lookupBudget) takeCentral(name string) (func(found bool), bool) {
 			go b.l.peers.Take(context.Background(), lookupBucket, addr, -1)
 		}
 	}, true
-}
-
-// background runs fn in a goroutine of its own; a panic there is logged,
-// not the process's end.
-func background(fn func()) {
-	go func() {
-		if err := runtimex.Call(func() error { fn(); return nil }); err != nil {
-			slog.Error("router: taking a lease of a per-address limit", "err", err)
-		}
-	}()
 }

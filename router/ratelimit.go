@@ -90,7 +90,6 @@ type limiter struct {
 	failOpen prometheus.Counter
 	peers    peerRing // the region's ring, keeping the per-address limits (peerlimit.go); nil: each replica its own
 	leases   *lru.Cache[string, *lease]
-	ahead    func(func()) // runs a lease's taking off the request's path (a goroutine; inline in tests)
 	dropMu   sync.Mutex
 	dropped  time.Time
 }
@@ -102,7 +101,6 @@ func newLimiter(store quota) *limiter {
 		clients: lrux.New[string, *rate.Limiter](200_000),
 		lookups: lrux.New[string, *addrLookups](100_000),
 		leases:  lrux.New[string, *lease](200_000),
-		ahead:   background,
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tally_rate_limited_total",
 			Help: "Requests refused with 429, by the limit they met (project_minute, project_hour, client_ip, directory_lookups)."}, []string{"limit"}),
 		failOpen: prometheus.NewCounter(prometheus.CounterOpts{Name: "tally_ratelimit_fail_open_total",

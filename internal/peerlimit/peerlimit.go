@@ -361,48 +361,22 @@ type Result struct {
 // this replica's share.
 func (l *Limiter) Take(ctx context.Context, b Bucket, key string, hits int64) Result {
 	now := time.Now()
-	res, why := l.ask(b, key, hits, now)
-	if why == "" {
+	created := now.UnixMilli()
+	req := &guber.RateLimitReq{Name: b.Name, UniqueKey: key, Hits: hits, Limit: b.Rate, Burst: b.Burst,
+		Duration: b.Per.Milliseconds(), Algorithm: guber.Algorithm_LEAKY_BUCKET, CreatedAt: &created,
+		Metadata: map[string]string{}}
+	resp, why := l.check(req)
+	if resp != nil {
+		res := Result{Allowed: resp.Status == guber.Status_UNDER_LIMIT, Remaining: resp.Remaining, Reset: time.UnixMilli(resp.ResetTime)}
+		if !res.Allowed { // when the next token comes
+			res.Reset = now.Add(time.Duration(float64(b.Per) / float64(b.Rate)))
+		}
 		return res
 	}
 	if l.closed.Load() {
 		why = "this replica left the ring"
 	}
 	return l.share(b, key, hits, now, why)
-}
-
-// TakeAhead is Take without the share: a replica taking tokens before
-// any request needs them (router/peerlimit.go) has no request to decide,
-// so when the owner does not answer in time it gets nothing (ok false),
-// and nothing is counted as failing open.
-func (l *Limiter) TakeAhead(ctx context.Context, b Bucket, key string, hits int64) (Result, bool) {
-	res, why := l.ask(b, key, hits, time.Now())
-	return res, why == ""
-}
-
-// Owns says whether this replica keeps key's counter of b itself, so that
-// a check of it is no call to a peer.
-func (l *Limiter) Owns(b Bucket, key string) bool {
-	p, err := l.inst.GetPeer(context.Background(), b.Name+"_"+key)
-	return err == nil && p.Info().IsOwner
-}
-
-// ask takes hits tokens at the counter's owner; why says why there is no
-// answer.
-func (l *Limiter) ask(b Bucket, key string, hits int64, now time.Time) (Result, string) {
-	created := now.UnixMilli()
-	req := &guber.RateLimitReq{Name: b.Name, UniqueKey: key, Hits: hits, Limit: b.Rate, Burst: b.Burst,
-		Duration: b.Per.Milliseconds(), Algorithm: guber.Algorithm_LEAKY_BUCKET, CreatedAt: &created,
-		Metadata: map[string]string{}}
-	resp, why := l.check(req)
-	if resp == nil {
-		return Result{}, why
-	}
-	res := Result{Allowed: resp.Status == guber.Status_UNDER_LIMIT, Remaining: resp.Remaining, Reset: time.UnixMilli(resp.ResetTime)}
-	if !res.Allowed { // when the next token comes
-		res.Reset = now.Add(time.Duration(float64(b.Per) / float64(b.Rate)))
-	}
-	return res, ""
 }
 
 // check asks gubernator; an answer is nil with why it is missing.
