@@ -203,23 +203,54 @@ func ApplyCommon[V any](a *Attrs[V], r CommonUpdate) error {
 			*b.dst = *b.v
 		}
 	}
-	if r.StartDate != nil {
-		a.StartDate = r.StartDate
-	}
-	if r.ExpirationDate != nil {
-		a.ExpirationDate = r.ExpirationDate
-	}
-	if a.StartDate != nil && a.ExpirationDate != nil && !a.ExpirationDate.After(*a.StartDate) {
-		return apierr.InvalidPayload("expiration_date must be after start_date")
-	}
-	for _, f := range []struct{ dst, v *json.RawMessage }{{&a.ValidityTimeframe, &r.ValidityTimeframe},
-		{&a.ValidityDayOfWeek, &r.ValidityDayOfWeek}, {&a.ValidityHours, &r.ValidityHours}} {
-		if len(*f.v) > 0 {
-			*f.dst = *f.v
-		}
+	u := WindowUpdate{r.StartDate, r.ExpirationDate, r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours}
+	if err := u.Apply(&a.StartDate, &a.ExpirationDate, &a.ValidityTimeframe, &a.ValidityDayOfWeek, &a.ValidityHours, NullClears); err != nil {
+		return err
 	}
 	if r.Metadata != nil {
 		a.Metadata = r.Metadata
+	}
+	return nil
+}
+
+// WindowUpdate is the dates and validity (timeframe, days of the week,
+// hours) an update of a campaign or of a promotion tier gives, each nil when
+// absent.
+type WindowUpdate struct {
+	StartDate, ExpirationDate                           *time.Time
+	ValidityTimeframe, ValidityDayOfWeek, ValidityHours json.RawMessage
+}
+
+// NullValidity is what a validity given as JSON null does to the one held.
+type NullValidity bool
+
+const (
+	// NullClears keeps the null as given, so the view shows null (a
+	// campaign's).
+	NullClears NullValidity = true
+	// NullIgnored leaves the one held (a promotion tier's).
+	NullIgnored NullValidity = false
+)
+
+// Apply writes the dates and validity present in u onto those held, and
+// refuses an expiration_date not after the start_date that results.
+func (u WindowUpdate) Apply(start, expiration **time.Time, timeframe, dayOfWeek, hours *json.RawMessage, null NullValidity) error {
+	if u.StartDate != nil {
+		*start = u.StartDate
+	}
+	if u.ExpirationDate != nil {
+		*expiration = u.ExpirationDate
+	}
+	if *start != nil && *expiration != nil && !(*expiration).After(**start) {
+		return apierr.InvalidPayload("expiration_date must be after start_date")
+	}
+	for _, f := range []struct {
+		dst *json.RawMessage
+		v   json.RawMessage
+	}{{timeframe, u.ValidityTimeframe}, {dayOfWeek, u.ValidityDayOfWeek}, {hours, u.ValidityHours}} {
+		if len(f.v) > 0 && (null == NullClears || string(f.v) != "null") {
+			*f.dst = f.v
+		}
 	}
 	return nil
 }

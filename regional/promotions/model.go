@@ -121,22 +121,9 @@ func (r TierRequest) apply(t *Tier, creating bool) error {
 			*p.dst = *p.v
 		}
 	}
-	if r.StartDate != nil {
-		a.StartDate = r.StartDate
-	}
-	if r.ExpirationDate != nil {
-		a.ExpirationDate = r.ExpirationDate
-	}
-	if a.StartDate != nil && a.ExpirationDate != nil && !a.ExpirationDate.After(*a.StartDate) {
-		return apierr.InvalidPayload("expiration_date must be after start_date")
-	}
-	for _, f := range []struct{ dst, v *json.RawMessage }{{&a.ValidityTimeframe, &r.ValidityTimeframe},
-		{&a.ValidityDayOfWeek, &r.ValidityDayOfWeek}, {&a.ValidityHours, &r.ValidityHours}} {
-		if present(*f.v) {
-			*f.dst = *f.v
-		}
-	}
-	return nil
+	u := campaigns.WindowUpdate{StartDate: r.StartDate, ExpirationDate: r.ExpirationDate,
+		ValidityTimeframe: r.ValidityTimeframe, ValidityDayOfWeek: r.ValidityDayOfWeek, ValidityHours: r.ValidityHours}
+	return u.Apply(&a.StartDate, &a.ExpirationDate, &a.ValidityTimeframe, &a.ValidityDayOfWeek, &a.ValidityHours, campaigns.NullIgnored)
 }
 
 // TierView is the reference's PromotionTier.
