@@ -80,15 +80,6 @@ type exception struct {
 }
 
 var exceptions = []exception{
-	// Exports' own objects whose owners are being reshaped (loyalty,
-	// vouchers): each is to be an export source its owner gives
-	// exports.NewService, as orders, products, publications and customers
-	// give theirs, or a fragment the export joins (campaigns.JoinForExport).
-	{pkg: "exports", table: "loyalty_transactions", why: "the voucher_transactions export reads the ledger", item: "3: exports reads through export sources (loyalty's)"},
-	{pkg: "exports", table: "loyalty_point_buckets", why: "the points_expiration export reads the cards' buckets", item: "3: exports reads through export sources (loyalty's)"},
-	{pkg: "exports", table: "loyalty_cards", why: "the points_expiration and voucher exports read cards", item: "3: exports reads through export sources (loyalty's)"},
-	{pkg: "exports", table: "vouchers", why: "the voucher export", item: "3: exports reads through export sources (vouchers')"},
-
 	{pkg: "redemptions", table: "loyalty_cards", why: "a card's campaign and holder are read as subqueries of the batch that reads the reward assignment (loyalty.CardKeyed), and the redemption export's rows (ExportRows) join the card for its code", item: "3: another owner's table is read through its functions (loyalty's fragments of a card's columns)"},
 	{pkg: "loyalty", table: "voucher_codes", why: "a card's code is reserved among the vouchers' codes", item: "3: loyalty writes voucher_codes"},
 	{pkg: "vouchers", table: "categories", why: "a voucher's category is joined in vouchers' store", item: "3: vouchers and engine read categories"},

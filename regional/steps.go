@@ -165,7 +165,7 @@ func (a *App) newExports(loy *loyalty.Service) *exports.Service {
 		dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious), exports.Options{
 			PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes},
 		slices.Concat(orders.ExportSources(), products.ExportSources(), publications.ExportSources(),
-			customers.ExportSources())...)
+			customers.ExportSources(), loyalty.ExportSources())...)
 }
 
 // serveInternal mounts management's operator calls on /internal/v1:

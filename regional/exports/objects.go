@@ -14,9 +14,11 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/engine/stacked"
 	"github.com/tallyhq/tally/regional/exports/source"
+	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/vouchers"
 )
 
 // kind is how a column's value is read and written in the file.
@@ -200,7 +202,6 @@ func text(key, sql string) column  { return column{key: key, sql: sql, kind: kTe
 func num(key, sql string) column   { return column{key: key, sql: sql, kind: kInt} }
 func money(key, sql string) column { return column{key: key, sql: sql, kind: kMoney} }
 func at(key, sql string) column    { return column{key: key, sql: sql, kind: kTime} }
-func date(key, sql string) column  { return column{key: key, sql: sql, kind: kDate} }
 func js(key, sql string) column    { return column{key: key, sql: sql, kind: kJSON} }
 
 var (
@@ -237,53 +238,14 @@ func boolText(sql string) string { return "CASE WHEN " + sql + " THEN 'true' ELS
 // creation order (ids are time-ordered), so `created_at` and `-created_at`
 // read an index instead of sorting the table.
 var builtins = map[string]object{
-	// The ledger, every column as the history endpoint shows it: balance
-	// and amount are the transaction's details.balance.balance and .points
-	// (a loyalty card's) or .amount (a gift card's credits, which the ledger
-	// keeps in the same table).
-	VoucherTransactions: {
-		name: VoucherTransactions,
-		from: `FROM loyalty_transactions t WHERE t.project_id = $1`,
-		columns: cols(
-			text("id", "t.id"), text("campaign_id", "t.campaign_id"), text("voucher_id", "t.card_id"), text("type", "t.type"),
-			text("source_id", "t.source_id"), text("reason", "t.reason"), text("source", "t.source"),
-			num("balance", "(t.details->'balance'->>'balance')::INT8"), num("amount", "(COALESCE(t.details->'balance'->>'points', t.details->'balance'->>'amount'))::INT8"),
-			text("related_transaction_id", "t.related_transaction_id"), at("created_at", "t.created_at"), js("details", "t.details")),
-		// The reference's default list also names `status`, which a
-		// transaction does not have and `fields` cannot ask for.
-		defaults: []string{"id", "type", "source_id", "reason", "source", "balance", "amount", "created_at"},
-		filters: map[string]filters.Field{"created_at": when("t.created_at"), "voucher_id": str("t.card_id"),
-			"campaign_id": str("t.campaign_id"), "type": str("t.type"), "id": str("t.id")},
-		sorts: []sortBy{by("created_at", "")},
-	},
-	// Points that will expire: the cards' dated buckets (an expired bucket
-	// is taken off its card by the expiry sweep, so every row is ACTIVE).
-	PointsExpiration: {
-		name: PointsExpiration,
-		from: `FROM loyalty_point_buckets b JOIN loyalty_cards c ON c.project_id = b.project_id AND c.id = b.card_id
-			WHERE b.project_id = $1 AND b.expires_on IS NOT NULL AND b.points > 0`,
-		columns: cols(
-			text("id", "'lopb_' || b.card_id || '_' || b.id"), text("campaign_id", "c.campaign_id"), text("voucher_id", "b.card_id"),
-			num("points", "b.points"), text("status", "'ACTIVE'"), date("expires_at", "b.expires_on")),
-		defaults: []string{"id", "campaign_id", "voucher_id", "status", "expires_at", "points"},
-		filters: map[string]filters.Field{"campaign_id": str("c.campaign_id"), "voucher_id": str("b.card_id"),
-			"created_at": when("b.created_at")},
-		sorts:    []sortBy{by("expires_at", "")},
-		tiebreak: "b.expires_on, b.card_id", // by when the points expire
-	},
 	// Vouchers (discount and gift, not those in the bin) and loyalty
 	// cards, as GET /v1/vouchers shows them. value is the discount's
 	// figure for its type (AMOUNT and FIXED money, PERCENT a percentage,
 	// UNIT a count), a gift card's amount, or a card's points.
 	Voucher: {
 		name: Voucher,
-		from: `FROM (SELECT v.id, v.code, v.type AS voucher_type, v.campaign_id, v.attrs, v.attrs->'metadata' AS metadata,
-				v.category, v.active, v.redemption_quantity, v.redeemed_quantity, v.holder_id, CAST(NULL AS INT8) AS points,
-				v.created_at, v.updated_at
-			FROM vouchers v WHERE v.project_id = $1 AND v.bin_id IS NULL
-			UNION ALL SELECT c.id, c.code, 'LOYALTY_CARD', c.campaign_id, CAST('{}' AS JSONB), NULLIF(c.metadata, CAST('null' AS JSONB)), NULL, true, NULL,
-				NULL, c.holder_id, c.balance, c.created_at, c.updated_at
-			FROM loyalty_cards c WHERE c.project_id = $1) t` +
+		from: `FROM (` + vouchers.ExportRows + `
+			UNION ALL ` + loyalty.ExportCardRows + `) t` +
 			campaigns.JoinForExport("k", "t.campaign_id") + customers.JoinForExport("cu", "t.holder_id") + `
 			WHERE (t.campaign_id IS NULL OR k.deleted_at IS NULL)`, // a deleted campaign's vouchers are gone from the API
 		columns: cols(
