@@ -25,8 +25,7 @@ import (
 var voucherColumns = `v.id, v.code, v.campaign_id, c.name, v.type, v.attrs, v.category, v.category_id, ` + categories.Columns("cat") +
 	`, v.active, v.redemption_quantity, v.redeemed_quantity, v.holder_id, v.created_at, v.updated_at, c.campaign_type`
 
-var voucherFrom = ` FROM vouchers v` + campaigns.LeftJoin("c", "v") + `
-	LEFT JOIN categories cat ON cat.project_id = v.project_id AND cat.id = v.category_id`
+var voucherFrom = ` FROM vouchers v` + campaigns.LeftJoin("c", "v") + categories.LeftJoin("cat", "v", "v.category_id")
 
 // scanRow scans voucherColumns into v, but for the attrs document, which
 // it answers.
