@@ -80,7 +80,6 @@ type exception struct {
 }
 
 var exceptions = []exception{
-	{pkg: "redemptions", table: "loyalty_cards", why: "a card's campaign and holder are read as subqueries of the batch that reads the reward assignment (loyalty.CardKeyed), and the redemption export's rows (ExportRows) join the card for its code", item: "3: another owner's table is read through its functions (loyalty's fragments of a card's columns)"},
 	{pkg: "loyalty", table: "voucher_codes", why: "a card's code is reserved among the vouchers' codes", item: "3: loyalty writes voucher_codes"},
 }
 

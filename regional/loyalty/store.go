@@ -111,6 +111,21 @@ func CardKeyed(key string) string {
 	return "c.code = $2"
 }
 
+// CardColumnKeyed is the subquery reading col of the project $1's card
+// named by key ($2, as CardKeyed finds it): a card's column read by
+// another owner's statement in its own round trip (a reward assignment of
+// the card's campaign, the card's holder).
+func CardColumnKeyed(col, key string) string {
+	return `(SELECT ` + col + ` FROM loyalty_cards c WHERE c.project_id = $1 AND ` + CardKeyed(key) + `)`
+}
+
+// LeftJoinCard is the LEFT JOIN, as alias, of the card idSQL names in the
+// project of the rows owner: a card's columns beside another owner's rows
+// (a loyalty redemption's card code in the redemption export).
+func LeftJoinCard(alias, owner, idSQL string) string {
+	return ` LEFT JOIN loyalty_cards ` + alias + ` ON ` + alias + `.project_id = ` + owner + `.project_id AND ` + alias + `.id = ` + idSQL
+}
+
 // lockCardSQL locks the card named by $2 (CardKeyed) and reads it with its
 // live campaign and the campaign's tiers (tiers.Column), which must be the
 // campaign with id or name $3 when $3 is not empty.

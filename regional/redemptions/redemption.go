@@ -113,12 +113,11 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 				return row.Scan(&rd.paidBefore)
 			})
 		}
-		card := `(SELECT %s FROM loyalty_cards c WHERE c.project_id = $1 AND ` + loyalty.CardKeyed(key) + `)`
 		rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { rd.reward, rd.hasReward = w, true })
 		db.QueueEach(b, scanAssignment, func(a Assignment) { rd.assignment, rd.assigned = a, true },
 			`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
-				fmt.Sprintf(card, "campaign_id")+` AND reward_id = $3`, projectID, key, rewardID)
-		customers.QueueGetByIDOf(b, projectID, fmt.Sprintf(card, "holder_id"), []any{key}, func(c customers.Customer) { rd.customer = &c })
+				loyalty.CardColumnKeyed("campaign_id", key)+` AND reward_id = $3`, projectID, key, rewardID)
+		customers.QueueGetByIDOf(b, projectID, loyalty.CardColumnKeyed("holder_id", key), []any{key}, func(c customers.Customer) { rd.customer = &c })
 	}
 }
 

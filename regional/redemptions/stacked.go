@@ -47,8 +47,8 @@ func (s *Service) QueueCardPayment(b *pgx.Batch, projectID, code, rewardID strin
 	s.prog.QueueCard(b, projectID, code, lock, &dst.Card, buckets)
 	rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { dst.Reward, dst.HasReward = w, true })
 	db.QueueEach(b, scanAssignment, func(a Assignment) { dst.Assignment, dst.Assigned = a, true },
-		`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id =
-			(SELECT campaign_id FROM loyalty_cards c WHERE c.project_id = $1 AND `+loyalty.CardKeyed(code)+`) AND reward_id = $3`,
+		`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
+			loyalty.CardColumnKeyed("campaign_id", code)+` AND reward_id = $3`,
 		projectID, code, rewardID)
 }
 
