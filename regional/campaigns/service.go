@@ -11,6 +11,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/bin"
@@ -152,6 +153,49 @@ func (s *Service) RemoveBinned(ctx context.Context, tx pgx.Tx, projectID string,
 // generationBatch is the most vouchers one transaction of a generation
 // makes.
 const generationBatch = 10_000
+
+// Generation is what Generate needs of the campaign a generation job makes
+// codes for.
+type Generation struct {
+	Codes codes.Config // the campaign's code config
+	// Count is the campaign's vouchers_count: what a job queued before jobs
+	// recorded their count makes, less what Held says the campaign holds.
+	Count int64
+	Held  func(ctx context.Context) (int64, error)
+	// Make makes n codes of gen in tx and says how many it made.
+	Make func(ctx context.Context, tx pgx.Tx, gen codes.Generator, n int64) (int64, error)
+}
+
+// Generate is CAMPAIGN.VOUCHERS_GENERATE for a kind whose codes follow its
+// campaign's code config: read reads the campaign (one deleted meanwhile,
+// db.ErrNotFound or a 404, is no work), and RunGeneration makes what the
+// job counted.
+func Generate(ctx context.Context, pool db.Beginner, job *async.Job, p GenerateParams,
+	read func(ctx context.Context) (Generation, error)) error {
+	g, err := read(ctx)
+	var ae *apierr.Error
+	if errors.Is(err, db.ErrNotFound) || errors.As(err, &ae) && ae.Status == 404 {
+		return nil // deleted meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	gen, err := codes.New(g.Codes)
+	if err != nil {
+		return err
+	}
+	if p.Count == 0 { // queued before jobs recorded their count
+		have, err := g.Held(ctx)
+		if err != nil {
+			return err
+		}
+		p.Count = max(0, g.Count-have)
+	}
+	_, err = RunGeneration(ctx, pool, job, p.Count, func(ctx context.Context, tx pgx.Tx, n int64) (int64, error) {
+		return g.Make(ctx, tx, gen, n)
+	})
+	return err
+}
 
 // RunGeneration makes count vouchers for a generation job, at most
 // generationBatch a transaction (READ COMMITTED), each of which advances

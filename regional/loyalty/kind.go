@@ -3,7 +3,6 @@ package loyalty
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -60,29 +59,15 @@ func (k Kind) Update(ctx context.Context, projectID, id string, raw json.RawMess
 // Generate makes the cards a CAMPAIGN.VOUCHERS_GENERATE job counted.
 func (k Kind) Generate(ctx context.Context, job *async.Job, p campaigns.GenerateParams) error {
 	s := k.svc
-	c, err := getCampaign(ctx, s.pool, job.ProjectID, p.CampaignID)
-	if errors.Is(err, db.ErrNotFound) {
-		return nil // deleted meanwhile
-	}
-	if err != nil {
-		return err
-	}
-	gen, err := codes.New(c.Attrs.Voucher.CodeConfig)
-	if err != nil {
-		return err
-	}
-	if p.Count == 0 { // queued before jobs recorded their count
-		have, err := countCards(ctx, s.pool, job.ProjectID, c.ID)
-		if err != nil {
-			return err
-		}
-		p.Count = max(0, c.VouchersCount-have)
-	}
-	now := s.Now()
-	_, err = campaigns.RunGeneration(ctx, s.pool, job, p.Count, func(ctx context.Context, tx pgx.Tx, n int64) (int64, error) {
-		return s.generate(ctx, tx, job.ProjectID, c, gen, n, now)
+	return campaigns.Generate(ctx, s.pool, job, p, func(ctx context.Context) (campaigns.Generation, error) {
+		c, err := getCampaign(ctx, s.pool, job.ProjectID, p.CampaignID)
+		now := s.Now()
+		return campaigns.Generation{Codes: c.Attrs.Voucher.CodeConfig, Count: c.VouchersCount,
+			Held: func(ctx context.Context) (int64, error) { return countCards(ctx, s.pool, job.ProjectID, c.ID) },
+			Make: func(ctx context.Context, tx pgx.Tx, gen codes.Generator, n int64) (int64, error) {
+				return s.generate(ctx, tx, job.ProjectID, c, gen, n, now)
+			}}, err
 	})
-	return err
 }
 
 // Drop deletes a deleted program's cards, their ledger and what earning

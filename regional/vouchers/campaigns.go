@@ -248,30 +248,15 @@ func (r CampaignRequest) template(vtype, campaignType string) (Template, error) 
 // transaction (campaigns.RunGeneration: a rerun after a crash makes only
 // the rest).
 func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job, p campaigns.GenerateParams) error {
-	c, err := s.campaign(ctx, s.pool, job.ProjectID, p.CampaignID, false)
-	var ae *apierr.Error
-	if errors.As(err, &ae) && ae.Status == 404 {
-		return nil // deleted meanwhile
-	}
-	if err != nil {
-		return err
-	}
-	gen, err := codes.New(c.Attrs.Voucher.CodeConfig)
-	if err != nil {
-		return err
-	}
-	if p.Count == 0 { // queued before jobs recorded their count
-		have, err := countVouchers(ctx, s.pool, job.ProjectID, c.ID)
-		if err != nil {
-			return err
-		}
-		p.Count = max(0, c.VouchersCount-have)
-	}
-	now := s.now()
-	_, err = campaigns.RunGeneration(ctx, s.pool, job, p.Count, func(ctx context.Context, tx pgx.Tx, n int64) (int64, error) {
-		return generateVouchers(ctx, tx, job.ProjectID, c, gen.Next, n, now)
+	return campaigns.Generate(ctx, s.pool, job, p, func(ctx context.Context) (campaigns.Generation, error) {
+		c, err := s.campaign(ctx, s.pool, job.ProjectID, p.CampaignID, false)
+		now := s.now()
+		return campaigns.Generation{Codes: c.Attrs.Voucher.CodeConfig, Count: c.VouchersCount,
+			Held: func(ctx context.Context) (int64, error) { return countVouchers(ctx, s.pool, job.ProjectID, c.ID) },
+			Make: func(ctx context.Context, tx pgx.Tx, gen codes.Generator, n int64) (int64, error) {
+				return generateVouchers(ctx, tx, job.ProjectID, c, gen.Next, n, now)
+			}}, err
 	})
-	return err
 }
 
 // AddVouchers adds n vouchers to a campaign: one at once (its voucher
