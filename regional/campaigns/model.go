@@ -160,19 +160,15 @@ type Window struct {
 // /v1/loyalties/{campaignId}) that every campaign type has: those present
 // replace the stored ones.
 type CommonUpdate struct {
-	Description                     *string         `json:"description"`
-	Type                            *string         `json:"type"`
-	AutoJoin                        *bool           `json:"auto_join"`
-	JoinOnce                        *bool           `json:"join_once"`
-	StartDate                       *time.Time      `json:"start_date"`
-	ExpirationDate                  *time.Time      `json:"expiration_date"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
-	ValidityHours                   json.RawMessage `json:"validity_hours"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	Metadata                        map[string]any  `json:"metadata"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
+	Description *string `json:"description"`
+	Type        *string `json:"type"`
+	AutoJoin    *bool   `json:"auto_join"`
+	JoinOnce    *bool   `json:"join_once"`
+	WindowUpdate
+	ActivityDurationAfterPublishing *string        `json:"activity_duration_after_publishing"`
+	Metadata                        map[string]any `json:"metadata"`
+	Category                        *string        `json:"category"`
+	CategoryID                      *string        `json:"category_id"`
 }
 
 // ApplyCommon writes the properties present in r into a.
@@ -203,8 +199,7 @@ func ApplyCommon[V any](a *Attrs[V], r CommonUpdate) error {
 			*b.dst = *b.v
 		}
 	}
-	u := WindowUpdate{r.StartDate, r.ExpirationDate, r.ValidityTimeframe, r.ValidityDayOfWeek, r.ValidityHours}
-	if err := u.Apply(&a.StartDate, &a.ExpirationDate, &a.ValidityTimeframe, &a.ValidityDayOfWeek, &a.ValidityHours, NullClears); err != nil {
+	if err := r.WindowUpdate.Apply(&a.StartDate, &a.ExpirationDate, &a.ValidityTimeframe, &a.ValidityDayOfWeek, &a.ValidityHours, NullClears); err != nil {
 		return err
 	}
 	if r.Metadata != nil {
@@ -215,10 +210,13 @@ func ApplyCommon[V any](a *Attrs[V], r CommonUpdate) error {
 
 // WindowUpdate is the dates and validity (timeframe, days of the week,
 // hours) an update of a campaign or of a promotion tier gives, each nil when
-// absent.
+// absent: both bodies embed it.
 type WindowUpdate struct {
-	StartDate, ExpirationDate                           *time.Time
-	ValidityTimeframe, ValidityDayOfWeek, ValidityHours json.RawMessage
+	StartDate         *time.Time      `json:"start_date"`
+	ExpirationDate    *time.Time      `json:"expiration_date"`
+	ValidityTimeframe json.RawMessage `json:"validity_timeframe"`
+	ValidityDayOfWeek json.RawMessage `json:"validity_day_of_week"`
+	ValidityHours     json.RawMessage `json:"validity_hours"`
 }
 
 // NullValidity is what a validity given as JSON null does to the one held.

@@ -50,19 +50,15 @@ type Tier struct {
 // /v1/promotions/tiers/{id} and an element of a PROMOTION campaign's
 // promotion.tiers: the properties present are set.
 type TierRequest struct {
-	Name              *string         `json:"name"`
-	Banner            *string         `json:"banner"`
-	Action            *TierAction     `json:"action"`
-	Metadata          json.RawMessage `json:"metadata"`
-	Hierarchy         *int64          `json:"hierarchy"`
-	Active            *bool           `json:"active"`
-	StartDate         *time.Time      `json:"start_date"`
-	ExpirationDate    *time.Time      `json:"expiration_date"`
-	ValidityTimeframe json.RawMessage `json:"validity_timeframe"`
-	ValidityDayOfWeek json.RawMessage `json:"validity_day_of_week"`
-	ValidityHours     json.RawMessage `json:"validity_hours"`
-	Category          *string         `json:"category"`
-	CategoryID        *string         `json:"category_id"`
+	Name      *string         `json:"name"`
+	Banner    *string         `json:"banner"`
+	Action    *TierAction     `json:"action"`
+	Metadata  json.RawMessage `json:"metadata"`
+	Hierarchy *int64          `json:"hierarchy"`
+	Active    *bool           `json:"active"`
+	campaigns.WindowUpdate
+	Category   *string `json:"category"`
+	CategoryID *string `json:"category_id"`
 	// ValidationRules are rule ids to assign to a new tier.
 	ValidationRules []string `json:"validation_rules"`
 }
@@ -121,9 +117,7 @@ func (r TierRequest) apply(t *Tier, creating bool) error {
 			*p.dst = *p.v
 		}
 	}
-	u := campaigns.WindowUpdate{StartDate: r.StartDate, ExpirationDate: r.ExpirationDate,
-		ValidityTimeframe: r.ValidityTimeframe, ValidityDayOfWeek: r.ValidityDayOfWeek, ValidityHours: r.ValidityHours}
-	return u.Apply(&a.StartDate, &a.ExpirationDate, &a.ValidityTimeframe, &a.ValidityDayOfWeek, &a.ValidityHours, campaigns.NullIgnored)
+	return r.WindowUpdate.Apply(&a.StartDate, &a.ExpirationDate, &a.ValidityTimeframe, &a.ValidityDayOfWeek, &a.ValidityHours, campaigns.NullIgnored)
 }
 
 // TierView is the reference's PromotionTier.
