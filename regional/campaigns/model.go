@@ -209,8 +209,8 @@ func ApplyCommon[V any](a *Attrs[V], r CommonUpdate) error {
 }
 
 // WindowUpdate is the dates and validity (timeframe, days of the week,
-// hours) an update of a campaign or of a promotion tier gives, each nil when
-// absent: both bodies embed it.
+// hours) a campaign's creation or update or a promotion tier's body gives,
+// each nil when absent: all three embed it.
 type WindowUpdate struct {
 	StartDate         *time.Time      `json:"start_date"`
 	ExpirationDate    *time.Time      `json:"expiration_date"`
@@ -288,22 +288,18 @@ type GenerateParams struct {
 // campaigns), which each kind's request embeds with its own (its voucher
 // template, its metadata).
 type CreateRequest struct {
-	Name                            *string         `json:"name"`
-	Description                     *string         `json:"description"`
-	CampaignType                    *string         `json:"campaign_type"`
-	Type                            *string         `json:"type"`
-	VouchersCount                   *int64          `json:"vouchers_count"`
-	AutoJoin                        *bool           `json:"auto_join"`
-	JoinOnce                        *bool           `json:"join_once"`
-	UseVoucherMetadataSchema        *bool           `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week"`
-	ValidityHours                   json.RawMessage `json:"validity_hours"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	StartDate                       *time.Time      `json:"start_date"`
-	ExpirationDate                  *time.Time      `json:"expiration_date"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
+	Name                     *string `json:"name"`
+	Description              *string `json:"description"`
+	CampaignType             *string `json:"campaign_type"`
+	Type                     *string `json:"type"`
+	VouchersCount            *int64  `json:"vouchers_count"`
+	AutoJoin                 *bool   `json:"auto_join"`
+	JoinOnce                 *bool   `json:"join_once"`
+	UseVoucherMetadataSchema *bool   `json:"use_voucher_metadata_schema"`
+	WindowUpdate
+	ActivityDurationAfterPublishing *string `json:"activity_duration_after_publishing"`
+	Category                        *string `json:"category"`
+	CategoryID                      *string `json:"category_id"`
 }
 
 // New starts a campaign of campaignType, created at now, from the
