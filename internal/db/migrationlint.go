@@ -43,35 +43,12 @@ import (
 // Each problem is "file:line: what". An error is returned only when the
 // files cannot be read.
 func LintMigrations(fsys fs.FS, dir string) ([]string, error) {
-	entries, err := fs.ReadDir(fsys, dir)
+	files, err := migrationFiles(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
-	type file struct {
-		name    string
-		version uint64
-		up      bool
-	}
-	var files []file
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if e.IsDir() || m == nil {
-			continue
-		}
-		v, err := strconv.ParseUint(m[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Name(), err)
-		}
-		files = append(files, file{e.Name(), v, m[2] == "up"})
-	}
 	// Ups in version order build the model of the schema (which table an
 	// index is on); a down is read against the schema its up left.
-	sort.Slice(files, func(i, j int) bool {
-		if files[i].version != files[j].version {
-			return files[i].version < files[j].version
-		}
-		return files[i].up && !files[j].up
-	})
 	model := &schemaModel{indexes: map[string]string{}}
 	var problems []string
 	for _, f := range files {
@@ -465,4 +442,39 @@ func firstParen(toks []token) int {
 		}
 	}
 	return -1
+}
+
+// migrationFile is one migration file of a directory.
+type migrationFile struct {
+	name    string
+	version uint64
+	up      bool
+}
+
+// migrationFiles lists the migration files in dir of fsys in version
+// order, a version's up before its down.
+func migrationFiles(fsys fs.FS, dir string) ([]migrationFile, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []migrationFile
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if e.IsDir() || m == nil {
+			continue
+		}
+		v, err := strconv.ParseUint(m[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		files = append(files, migrationFile{e.Name(), v, m[2] == "up"})
+	}
+	sort.Slice(files, func(i, j int) bool {
+		if files[i].version != files[j].version {
+			return files[i].version < files[j].version
+		}
+		return files[i].up && !files[j].up
+	})
+	return files, nil
 }

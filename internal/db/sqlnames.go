@@ -1,11 +1,8 @@
 package db
 
 import (
-	"fmt"
 	"io/fs"
 	"path"
-	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -17,27 +14,10 @@ import (
 // SchemaTables is the tables the up migrations in dir of fsys leave, in
 // the order they were created, followed through renames and drops.
 func SchemaTables(fsys fs.FS, dir string) ([]string, error) {
-	entries, err := fs.ReadDir(fsys, dir)
+	files, err := migrationFiles(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
-	type file struct {
-		name    string
-		version uint64
-	}
-	var ups []file
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if e.IsDir() || m == nil || m[2] != "up" {
-			continue
-		}
-		v, err := strconv.ParseUint(m[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Name(), err)
-		}
-		ups = append(ups, file{e.Name(), v})
-	}
-	sort.Slice(ups, func(i, j int) bool { return ups[i].version < ups[j].version })
 	var tables []string
 	drop := func(t string) {
 		for i, x := range tables {
@@ -47,7 +27,10 @@ func SchemaTables(fsys fs.FS, dir string) ([]string, error) {
 			}
 		}
 	}
-	for _, f := range ups {
+	for _, f := range files {
+		if !f.up {
+			continue
+		}
 		b, err := fs.ReadFile(fsys, path.Join(dir, f.name))
 		if err != nil {
 			return nil, err
