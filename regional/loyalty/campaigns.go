@@ -19,6 +19,7 @@ import (
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty/expiry"
+	"github.com/tallyhq/tally/regional/vouchercodes"
 )
 
 // CreateRequest is the body of POST /v1/loyalties.
@@ -147,14 +148,10 @@ func (s *Service) generate(ctx context.Context, q db.Querier, projectID string, 
 			cardIDs[i] = ids.New("v_")
 		}
 		// A code is unique in the project across every voucher type: the
-		// registry (voucher_codes, shared with regional/vouchers) takes it
+		// registry (regional/vouchercodes, shared with regional/vouchers) takes it
 		// first, and a code taken there, by a card or a voucher, is skipped
 		// and made again in the next round. One statement per chunk.
-		rows, err := q.Query(ctx, `WITH reg AS (
-				INSERT INTO voucher_codes (project_id, code, voucher_id)
-				SELECT $1, v.code, v.id FROM unnest($4::TEXT[], $5::TEXT[]) AS v(id, code)
-				ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id, code)
-			INSERT INTO loyalty_cards (project_id, id, code, campaign_id, created_at)
+		rows, err := q.Query(ctx, vouchercodes.Reserve(1, 4, 5)+`INSERT INTO loyalty_cards (project_id, id, code, campaign_id, created_at)
 			SELECT $1, reg.voucher_id, reg.code, $2, $3 FROM reg
 			ON CONFLICT (project_id, code) DO NOTHING RETURNING id`, projectID, c.ID, now, cardIDs, codes)
 		if err != nil {

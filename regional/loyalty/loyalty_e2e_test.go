@@ -328,3 +328,35 @@ func TestCardsOfOtherProjectsAndClustersAreUnreachable(t *testing.T) {
 	}
 	a.Fails("GET", "/v1/loyalties/members/"+usCode, nil, 404, "not_found")
 }
+
+// A card's code is taken among every voucher type's codes while the card
+// lives, and free again once its program is deleted for good.
+func TestCardCodesAreHeldUntilTheirProgramIsDeleted(t *testing.T) {
+	t.Parallel()
+	_, a := start(t)
+	camp := a.OK("POST", "/v1/loyalties", map[string]any{"name": "Short", "vouchers_count": 3, "type": "STATIC",
+		"voucher": map[string]any{"code_config": map[string]any{"pattern": "SH-####", "charset": "0123456789"}}})
+	id := camp["id"].(string)
+	if act, ok := camp["async_action_id"].(string); ok {
+		a.WaitAction(act)
+	}
+	var codes []string
+	for _, v := range a.OK("GET", "/v1/loyalties/"+id+"/members", nil)["vouchers"].([]any) {
+		codes = append(codes, v.(map[string]any)["code"].(string))
+	}
+	if len(codes) != 3 {
+		t.Fatalf("cards: %v", codes)
+	}
+	voucher := map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 1}}
+	for _, c := range codes {
+		a.Fails("POST", "/v1/vouchers/"+c, voucher, 409, "duplicate_found")
+	}
+	r := a.Do("DELETE", "/v1/campaigns/"+id+"?force=true", nil)
+	if r.Status != 202 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	a.WaitAction(r.JSON(t)["async_action_id"].(string))
+	for _, c := range codes {
+		a.OK("POST", "/v1/vouchers/"+c, voucher)
+	}
+}

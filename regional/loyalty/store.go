@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/tiers"
+	"github.com/tallyhq/tally/regional/vouchercodes"
 )
 
 // CampaignPart is a table of rows that belong to a campaign: its earning
@@ -411,13 +412,17 @@ func countCardsWithin(ctx context.Context, q db.Querier, projectID, campaignID s
 // their ledger, buckets, what earning keeps of them (when e is not nil)
 // and their codes, and answers how many it deleted.
 func dropCards(ctx context.Context, tx pgx.Tx, projectID, campaignID string, limit int, e Earning) (int64, error) {
-	rows, err := tx.Query(ctx, `SELECT id FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT $3`,
+	var cardIDs, codes []string
+	rows, err := tx.Query(ctx, `SELECT id, code FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT $3`,
 		projectID, campaignID, limit)
 	if err != nil {
 		return 0, err
 	}
-	cardIDs, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(cardIDs) == 0 {
+	var id, code string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &code}, func() error {
+		cardIDs, codes = append(cardIDs, id), append(codes, code)
+		return nil
+	}); err != nil || len(cardIDs) == 0 {
 		return 0, err
 	}
 	b := &pgx.Batch{}
@@ -426,10 +431,8 @@ func dropCards(ctx context.Context, tx pgx.Tx, projectID, campaignID string, lim
 	if e != nil {
 		e.QueueDropOfCards(b, projectID, cardIDs)
 	}
-	// The cards' codes are free again (the registry of every voucher
-	// type's codes, found by its key).
-	b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND code IN (
-		SELECT code FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[]))`, projectID, cardIDs)
+	// The cards' codes are free again.
+	vouchercodes.QueueFree(b, projectID, cardIDs, codes)
 	b.Queue(`DELETE FROM loyalty_cards WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, cardIDs)
 	return int64(len(cardIDs)), tx.SendBatch(ctx, b).Close()
 }

@@ -1,7 +1,6 @@
 // Package vouchers owns the vouchers table (discount vouchers and gift
-// cards; loyalty cards stay in regional/loyalty) and the registry of codes
-// (voucher_codes) that keeps a code unique in a project across every
-// voucher type. Its campaign types (DISCOUNT_COUPONS, GIFT_VOUCHERS, and
+// cards; loyalty cards stay in regional/loyalty); a code is unique in a
+// project across every voucher type through regional/vouchercodes. Its campaign types (DISCOUNT_COUPONS, GIFT_VOUCHERS, and
 // REFERRAL_PROGRAM's codes) are rows of regional/campaigns' one model,
 // their voucher template this package's; kind.go is their campaigns.Kind.
 // The voucher jobs (imports, bulk metadata updates) are regional/vouchers/bulk,

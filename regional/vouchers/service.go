@@ -24,6 +24,7 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/vouchercodes"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/vouchers")
@@ -298,13 +299,12 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 			}
 			for i := 0; ; i++ {
 				v.Code = gen.Next()
-				err := tx.QueryRow(ctx, `INSERT INTO voucher_codes (project_id, code, voucher_id) VALUES ($1, $2, $3)
-					ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id`, projectID, v.Code, v.ID).Scan(new(string))
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, db.ErrNotFound) {
+				took, err := vouchercodes.Take(ctx, tx, projectID, v.Code, v.ID)
+				if err != nil {
 					return err
+				}
+				if took {
+					break
 				}
 				if i == 20 {
 					return apierr.InvalidPayload("code_config: no free code found in 20 tries; widen the charset or lengthen the code")
@@ -493,7 +493,7 @@ func (s *Service) Delete(ctx context.Context, projectID, code string, force bool
 func deleteForGood(ctx context.Context, tx pgx.Tx, projectID, id, code string) error {
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM vouchers WHERE project_id = $1 AND id = $2`, projectID, id)
-	b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND code = $2 AND voucher_id = $3`, projectID, code, id)
+	vouchercodes.QueueFree(b, projectID, []string{id}, []string{code})
 	loyalty.QueueDropEntries(b, projectID, []string{id})
 	return tx.SendBatch(ctx, b).Close()
 }

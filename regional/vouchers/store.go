@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/vouchercodes"
 )
 
 // The columns of a voucher, with its campaign's name and its category (v
@@ -90,12 +91,11 @@ func QueueAttrs(b *pgx.Batch, projectID string, v Voucher, now time.Time) error 
 // registerCode takes a code in the project's registry of codes, shared by
 // every voucher type; a taken code is 409.
 func registerCode(ctx context.Context, q db.Querier, projectID, code, voucherID string) error {
-	tag, err := q.Exec(ctx, `INSERT INTO voucher_codes (project_id, code, voucher_id) VALUES ($1, $2, $3)
-		ON CONFLICT (project_id, code) DO NOTHING`, projectID, code, voucherID)
+	took, err := vouchercodes.Take(ctx, q, projectID, code, voucherID)
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
+	if !took {
 		return errCodeTaken(code)
 	}
 	return nil
@@ -151,11 +151,7 @@ func InsertMany(ctx context.Context, tx pgx.Tx, projectID string, vs []Voucher) 
 		vids[i], codes[i], types[i], attrs[i], cats[i], catIDs[i], camps[i], active[i], quantity[i] = v.ID, v.Code, v.Type, string(a),
 			v.Category, v.CategoryID, v.CampaignID, v.Active, v.Quantity
 	}
-	rows, err := tx.Query(ctx, `WITH reg AS (
-			INSERT INTO voucher_codes (project_id, code, voucher_id)
-			SELECT $1, x.code, x.id FROM unnest($2::TEXT[], $3::TEXT[]) AS x(id, code)
-			ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id)
-		INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, category_id, active, redemption_quantity, created_at)
+	rows, err := tx.Query(ctx, vouchercodes.Reserve(1, 2, 3)+`INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, category_id, active, redemption_quantity, created_at)
 			SELECT $1, x.id, x.code, x.campaign_id, x.type, x.attrs::JSONB, x.category, x.category_id, x.active, x.quantity, $10
 			FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $11::TEXT[], $8::BOOL[], $9::INT8[])
 				AS x(id, code, campaign_id, type, attrs, category, category_id, active, quantity)
@@ -216,11 +212,7 @@ func generateVouchers(ctx context.Context, q db.Querier, projectID string, c Cam
 		for i := range codes {
 			codes[i], vids[i] = next(), ids.New("v_")
 		}
-		rows, err := q.Query(ctx, `WITH reg AS (
-				INSERT INTO voucher_codes (project_id, code, voucher_id)
-				SELECT $1, x.code, x.id FROM unnest($2::TEXT[], $3::TEXT[]) AS x(id, code)
-				ON CONFLICT (project_id, code) DO NOTHING RETURNING voucher_id, code)
-			INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, category_id, active, redemption_quantity, created_at)
+		rows, err := q.Query(ctx, vouchercodes.Reserve(1, 2, 3)+`INSERT INTO vouchers (project_id, id, code, campaign_id, type, attrs, category, category_id, active, redemption_quantity, created_at)
 				SELECT $1, reg.voucher_id, reg.code, $4, $5, $6, $7, $10, true, $8, $9 FROM reg
 				ON CONFLICT (project_id, code) DO NOTHING RETURNING id`, projectID, vids, codes, c.ID, v.Type, attrs, v.Category, v.Quantity, now,
 			v.CategoryID)
@@ -379,18 +371,21 @@ func countVouchersWithin(ctx context.Context, q db.Querier, projectID, campaignI
 // good, with their codes and ledger entries, and answers how many it
 // deleted.
 func dropVouchers(ctx context.Context, tx pgx.Tx, projectID, campaignID string, limit int) (int64, error) {
-	rows, err := tx.Query(ctx, `SELECT id FROM vouchers WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT $3`,
+	var ids, codes []string
+	rows, err := tx.Query(ctx, `SELECT id, code FROM vouchers WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT $3`,
 		projectID, campaignID, limit)
 	if err != nil {
 		return 0, err
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(ids) == 0 {
+	var id, code string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &code}, func() error {
+		ids, codes = append(ids, id), append(codes, code)
+		return nil
+	}); err != nil || len(ids) == 0 {
 		return 0, err
 	}
 	b := &pgx.Batch{}
-	b.Queue(`DELETE FROM voucher_codes WHERE project_id = $1 AND voucher_id = ANY($2::TEXT[]) AND code IN (
-		SELECT code FROM vouchers WHERE project_id = $1 AND id = ANY($2::TEXT[]))`, projectID, ids)
+	vouchercodes.QueueFree(b, projectID, ids, codes)
 	b.Queue(`DELETE FROM vouchers WHERE project_id = $1 AND id = ANY($2::TEXT[])`, projectID, ids)
 	loyalty.QueueDropEntries(b, projectID, ids)
 	return int64(len(ids)), tx.SendBatch(ctx, b).Close()
