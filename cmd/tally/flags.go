@@ -87,6 +87,57 @@ func previousSecret(flag, s string, current []byte, others ...[]byte) ([]byte, e
 	return b, nil
 }
 
+// secretFlags are the secrets of a service behind the router (regional,
+// management): the identity secret it verifies the identity header with,
+// the operator secret of management's calls of regional's /internal, and
+// during a rotation the old ones still accepted. Both services read and
+// check them the same way, so a rule about secrets holds for both.
+type secretFlags struct {
+	identity, identityPrevious, operator *string
+	operatorPrevious                     *string // nil: the service signs with the operator secret, so it never verifies an old one
+}
+
+// secrets are secretFlags decoded.
+type secrets struct {
+	identity, identityPrevious, operator, operatorPrevious []byte
+}
+
+// behindRouterSecretFlags declares the secret flags on fs; operatorUsage
+// says what the operator secret is to this service, and verifiesOperator
+// adds --operator-secret-previous for the one that verifies it.
+func behindRouterSecretFlags(fs *flag.FlagSet, operatorUsage string, verifiesOperator bool) secretFlags {
+	f := secretFlags{
+		identity:         fs.String("identity-secret", "", "hex secret verifying the identity header"),
+		identityPrevious: fs.String("identity-secret-previous", "", "during a rotation, the old identity secret, still accepted (optional)"),
+		operator:         fs.String("operator-secret", "", operatorUsage),
+	}
+	if verifiesOperator {
+		f.operatorPrevious = fs.String("operator-secret-previous", "", "during a rotation, the old operator secret, still accepted (optional)")
+	}
+	return f
+}
+
+// decode checks the secrets given: each present one hex, the operator
+// secret other than the identity secret, and an old one neither its
+// current secret nor the other kind.
+func (f secretFlags) decode() (secrets, error) {
+	var s secrets
+	var err error
+	if s.identity, err = secret(*f.identity); err != nil {
+		return s, err
+	}
+	if s.operator, err = operatorSecret(*f.operator, s.identity); err != nil {
+		return s, err
+	}
+	if s.identityPrevious, err = previousSecret("identity-secret-previous", *f.identityPrevious, s.identity, s.operator); err != nil {
+		return s, err
+	}
+	if f.operatorPrevious != nil {
+		s.operatorPrevious, err = previousSecret("operator-secret-previous", *f.operatorPrevious, s.operator, s.identity, s.identityPrevious)
+	}
+	return s, err
+}
+
 func hexSecret(flag, s, what string) ([]byte, error) {
 	env := "TALLY_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 	if s == "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,39 @@ func TestRouterRefusesTLSFlagsThatCannotServe(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
+	}
+}
+
+// Regional and management read their secrets through the same flags: both
+// refuse an operator secret equal to the identity secret, and only
+// regional, which verifies management's calls, takes the old operator
+// secret, never equal to an identity secret.
+func TestServicesBehindTheRouterCheckTheirSecretsAlike(t *testing.T) {
+	id, op, old := strings.Repeat("ab", 16), strings.Repeat("cd", 16), strings.Repeat("01", 16)
+	for _, verifiesOperator := range []bool{true, false} {
+		fs := flag.NewFlagSet("service", flag.ContinueOnError)
+		f := behindRouterSecretFlags(fs, "operator", verifiesOperator)
+		if (fs.Lookup("operator-secret-previous") != nil) != verifiesOperator {
+			t.Errorf("verifies the operator secret %v: --operator-secret-previous declared %v", verifiesOperator, !verifiesOperator)
+		}
+		if err := fs.Parse([]string{"--identity-secret", id, "--operator-secret", id}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.decode(); err == nil || !strings.Contains(err.Error(), "--operator-secret") {
+			t.Errorf("verifies the operator secret %v: the identity secret as operator secret: %v, want refused", verifiesOperator, err)
+		}
+	}
+	fs := flag.NewFlagSet("regional", flag.ContinueOnError)
+	f := behindRouterSecretFlags(fs, "operator", true)
+	if err := fs.Parse([]string{"--identity-secret", id, "--operator-secret", op, "--identity-secret-previous", old}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.decode()
+	if err != nil || len(s.identity) != 16 || len(s.operator) != 16 || len(s.identityPrevious) != 16 || s.operatorPrevious != nil {
+		t.Errorf("secrets %+v, %v: want the three given and no old operator secret", s, err)
+	}
+	*f.operatorPrevious = old
+	if _, err := f.decode(); err == nil || !strings.Contains(err.Error(), "--operator-secret-previous") {
+		t.Errorf("the old identity secret as old operator secret: %v, want refused", err)
 	}
 }

@@ -190,10 +190,7 @@ func runRegional(ctx context.Context, args []string) error {
 	dbURL := fs.String("database-url", "", "the cluster's database URL")
 	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL (webhook configurations, project secrets)")
 	privateHooks := fs.Bool("webhooks-allow-private", false, "let webhooks reach loopback and private addresses (development only)")
-	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
-	prevSec := fs.String("identity-secret-previous", "", "during a rotation, the old identity secret, still accepted (optional)")
-	opSec := fs.String("operator-secret", "", "hex secret of management's calls of /internal (not the identity secret)")
-	prevOpSec := fs.String("operator-secret-previous", "", "during a rotation, the old operator secret, still accepted (optional)")
+	sec := behindRouterSecretFlags(fs, "hex secret of management's calls of /internal (not the identity secret)", true)
 	maxConns := fs.Int("max-conns", 0, "database pool size (default: 8 per CPU, at least 16)")
 	cpuTarget := fs.Float64("cpu-target", 0.6, "CPU utilisation (0-1, of the pod's CPU limit, else the machine) above which a project over its plan's share of this instance is paced; 1 paces no one")
 	retention := fs.Duration("bin-retention", bin.DefaultRetention, "how long deleted products and SKUs stay in the bin")
@@ -203,25 +200,13 @@ func runRegional(ctx context.Context, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	key, err := secret(*sec)
-	if err != nil {
-		return err
-	}
-	operator, err := operatorSecret(*opSec, key)
-	if err != nil {
-		return err
-	}
-	prevKey, err := previousSecret("identity-secret-previous", *prevSec, key, operator)
-	if err != nil {
-		return err
-	}
-	prevOperator, err := previousSecret("operator-secret-previous", *prevOpSec, operator, key, prevKey)
+	k, err := sec.decode()
 	if err != nil {
 		return err
 	}
 	m := telemetry.NewMetrics("regional", *cluster)
-	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, TenancyURL: *tenancyURL, IdentitySecret: key,
-		OperatorSecret: operator, IdentitySecretPrevious: prevKey, OperatorSecretPrevious: prevOperator, MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks},
+	app, err := regional.New(ctx, regional.Config{Cluster: *cluster, DatabaseURL: *dbURL, TenancyURL: *tenancyURL, IdentitySecret: k.identity,
+		OperatorSecret: k.operator, IdentitySecretPrevious: k.identityPrevious, OperatorSecretPrevious: k.operatorPrevious, MaxConns: int32(*maxConns), Log: logger(), Metrics: m, Webhooks: webhooks.Options{AllowPrivateTargets: *privateHooks},
 		BinRetention: *retention, ExportPartRows: *partRows, ExportRetention: *exportRetention, DownloadBaseURL: *downloadURL,
 		CPUShare: cpushare.Options{Target: *cpuTarget}})
 	if err != nil {
@@ -237,26 +222,17 @@ func runManagement(ctx context.Context, args []string) error {
 	addr := fs.String("addr", ":8082", "listen address")
 	adminAddr := fs.String("admin-addr", ":9092", "listen address of /metrics, /healthz, /readyz")
 	tenancyURL := fs.String("tenancy-url", "", "tenancy database URL")
-	sec := fs.String("identity-secret", "", "hex secret verifying the identity header")
-	prevSec := fs.String("identity-secret-previous", "", "during a rotation, the old identity secret, still accepted (optional)")
-	opSec := fs.String("operator-secret", "", "hex secret signing its calls of regional's /internal (not the identity secret)")
+	// It signs with the operator secret, so it never needs the old one.
+	sec := behindRouterSecretFlags(fs, "hex secret signing its calls of regional's /internal (not the identity secret)", false)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	key, err := secret(*sec)
-	if err != nil {
-		return err
-	}
-	operator, err := operatorSecret(*opSec, key)
-	if err != nil {
-		return err
-	}
-	prevKey, err := previousSecret("identity-secret-previous", *prevSec, key, operator)
+	k, err := sec.decode()
 	if err != nil {
 		return err
 	}
 	m := telemetry.NewMetrics("management", "")
-	app, err := management.New(ctx, management.Config{TenancyURL: *tenancyURL, IdentitySecret: key, IdentitySecretPrevious: prevKey, OperatorSecret: operator, Log: logger(), Metrics: m})
+	app, err := management.New(ctx, management.Config{TenancyURL: *tenancyURL, IdentitySecret: k.identity, IdentitySecretPrevious: k.identityPrevious, OperatorSecret: k.operator, Log: logger(), Metrics: m})
 	if err != nil {
 		return err
 	}
