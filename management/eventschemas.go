@@ -275,12 +275,7 @@ func (h handler) listEventSchemas(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data := make([]eventSchemaView, len(ss))
-	for i, s := range ss {
-		data[i] = viewEventSchema(s)
-	}
-	total := len(ss)
-	return c.JSON(http.StatusOK, listq.List[eventSchemaView]{Data: data, Total: &total})
+	return c.JSON(http.StatusOK, listq.All(ss, viewEventSchema))
 }
 
 func (h handler) getEventSchema(c echo.Context) error {

@@ -189,11 +189,7 @@ func (h handler) listProjects(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, more, next := listq.Page(rows, lq.Limit, func(p tenancy.Project) string { return p.ID })
-	data := make([]projectView, len(page))
-	for i, p := range page {
-		data[i] = viewProject(p)
-	}
+	data, more, next := listq.PageOf(rows, lq.Limit, func(p tenancy.Project) string { return p.ID }, viewProject)
 	return c.JSON(http.StatusOK, listq.List[projectView]{Data: data, Total: &total, More: more, Next: next})
 }
 
@@ -305,12 +301,8 @@ func (h handler) listKeys(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data := make([]keyView, len(keys))
-	for i, k := range keys {
-		data[i] = viewKey(k, "")
-	}
-	total := len(keys)
-	return c.JSON(http.StatusOK, listq.List[keyView]{Data: data, Total: &total})
+	// A key's token is shown once, when it is made.
+	return c.JSON(http.StatusOK, listq.All(keys, func(k tenancy.AppKey) keyView { return viewKey(k, "") }))
 }
 
 func (h handler) revokeKey(c echo.Context) error {
@@ -334,12 +326,7 @@ func (h handler) listClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data := make([]clusterView, len(cs))
-	for i, cl := range cs {
-		data[i] = viewCluster(cl)
-	}
-	total := len(cs)
-	return c.JSON(http.StatusOK, listq.List[clusterView]{Data: data, Total: &total})
+	return c.JSON(http.StatusOK, listq.All(cs, viewCluster))
 }
 
 func (h handler) getCluster(c echo.Context) error {

@@ -47,6 +47,16 @@ func (h handler) stackingRules(c echo.Context) (tenancy.Project, tenancy.StoredS
 	return p, s, found, err
 }
 
+// namedStackingRules is stackingRules for a path that names them by id
+// (…/stacking-rules/{rulesId}): 404 when it names any other.
+func (h handler) namedStackingRules(c echo.Context) (tenancy.Project, tenancy.StoredStackingRules, bool, error) {
+	p, s, found, err := h.stackingRules(c)
+	if err == nil && c.Param("rulesId") != s.ID {
+		err = apierr.NotFound("stacking_rules", c.Param("rulesId"))
+	}
+	return p, s, found, err
+}
+
 func viewStackingRules(s tenancy.StoredStackingRules) stackingRulesView {
 	return stackingRulesView{ID: s.ID, StackingRules: s.Rules, CreatedAt: jsonx.Time{Time: s.CreatedAt}, UpdatedAt: jsonx.Ptr(s.UpdatedAt),
 		Object: "stacking_rules"}
@@ -141,23 +151,17 @@ func (h handler) createStackingRules(c echo.Context) error {
 }
 
 func (h handler) getStackingRules(c echo.Context) error {
-	_, s, _, err := h.stackingRules(c)
+	_, s, _, err := h.namedStackingRules(c)
 	if err != nil {
 		return err
-	}
-	if c.Param("rulesId") != s.ID {
-		return apierr.NotFound("stacking_rules", c.Param("rulesId"))
 	}
 	return c.JSON(http.StatusOK, viewStackingRules(s))
 }
 
 func (h handler) updateStackingRules(c echo.Context) error {
-	p, s, found, err := h.stackingRules(c)
+	p, s, found, err := h.namedStackingRules(c)
 	if err != nil {
 		return err
-	}
-	if c.Param("rulesId") != s.ID {
-		return apierr.NotFound("stacking_rules", c.Param("rulesId"))
 	}
 	if s.Rules, err = readStackingRules(c, s.Rules); err != nil {
 		return err
@@ -176,12 +180,9 @@ func (h handler) updateStackingRules(c echo.Context) error {
 }
 
 func (h handler) deleteStackingRules(c echo.Context) error {
-	p, s, _, err := h.stackingRules(c)
+	p, _, _, err := h.namedStackingRules(c)
 	if err != nil {
 		return err
-	}
-	if c.Param("rulesId") != s.ID {
-		return apierr.NotFound("stacking_rules", c.Param("rulesId"))
 	}
 	ctx := c.Request().Context()
 	if err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error { return tenancy.DeleteStackingRules(ctx, tx, p.ID) }); err != nil {

@@ -127,12 +127,7 @@ func (h handler) listWebhooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data := make([]webhookView, len(ws))
-	for i, w := range ws {
-		data[i] = viewWebhook(w)
-	}
-	total := len(ws)
-	return c.JSON(http.StatusOK, listq.List[webhookView]{Data: data, Total: &total})
+	return c.JSON(http.StatusOK, listq.All(ws, viewWebhook))
 }
 
 func (h handler) getWebhook(c echo.Context) error {

@@ -65,6 +65,17 @@ func PageOf[T, V any](rows []T, limit int, id func(T) string, view func(T) V) (p
 	return page, hasMore, next
 }
 
+// All is a list answered whole, as the short ones are (a project's
+// webhooks, keys, the clusters): every row rendered by view, with the total.
+func All[T, V any](rows []T, view func(T) V) List[V] {
+	data := make([]V, len(rows))
+	for i, r := range rows {
+		data[i] = view(r)
+	}
+	total := len(rows)
+	return List[V]{Data: data, Total: &total}
+}
+
 // FirstPageOnly refuses `page` past 1: lists whose reference pages by number
 // serve the first page that way and later ones by the cursor.
 func FirstPageOnly(q url.Values) error {

@@ -71,6 +71,11 @@ func TestListEnvelope(t *testing.T) {
 		{listq.List[int]{}, `{"data":[],"data_ref":"data","has_more":false,"more_starting_after":null,"object":"list"}`},
 		{listq.List[int]{DataRef: "orders", Data: []int{1}, Total: &total, More: true, Next: "x"},
 			`{"data_ref":"orders","has_more":true,"more_starting_after":"x","object":"list","orders":[1],"total":3}`},
+		// A list answered whole: each row rendered, and its total.
+		{listq.All([]string{"a", "b"}, strings.ToUpper),
+			`{"data":["A","B"],"data_ref":"data","has_more":false,"more_starting_after":null,"object":"list","total":2}`},
+		{listq.All([]string(nil), strings.ToUpper),
+			`{"data":[],"data_ref":"data","has_more":false,"more_starting_after":null,"object":"list","total":0}`},
 	} {
 		b, err := json.Marshal(c.l)
 		if err != nil || string(b) != c.want {
