@@ -330,24 +330,14 @@ func (f *engineFixture) saturation(r *engineResult, srv *pglocal.Server, d time.
 	if err != nil {
 		return err
 	}
-	for i := range rounds {
-		fmt.Fprintf(os.Stderr, "bench: engine: round %d: redemptions at saturation, then pgbench TPC-B-like, 32 clients each\n", i+1)
-		if err := pgb.checkpoint(); err != nil {
-			return err
-		}
-		ro := periodic.RunnerOptions{QPS: -1, Duration: d / rounds, NumThreads: threads, Out: io.Discard}
+	r.satRounds, r.pgbRounds, err = pgb.alternate("engine: redemptions at saturation", d, func(_ int, d time.Duration) (float64, error) {
+		ro := periodic.RunnerOptions{QPS: -1, Duration: d, NumThreads: threads, Out: io.Discard}
 		pr := periodic.NewPeriodicRunner(&ro)
 		copy(pr.Options().Runners, f.runners("/v1/redemptions", one, &satErrs, threads))
-		res := pr.Run()
-		r.satRounds = append(r.satRounds, res.ActualQPS)
-		if err := pgb.checkpoint(); err != nil {
-			return err
-		}
-		t, err := pgb.run(d / rounds)
-		if err != nil {
-			return err
-		}
-		r.pgbRounds = append(r.pgbRounds, t)
+		return pr.Run().ActualQPS, nil
+	})
+	if err != nil {
+		return err
 	}
 	r.sat, r.pgbench, r.satErrs = mean(r.satRounds), mean(r.pgbRounds), satErrs.Load()
 	if int(satNext.Load()) > len(f.sats) {

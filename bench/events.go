@@ -74,22 +74,13 @@ func benchEvents(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt devs
 		return r, err
 	}
 	// Then saturation, alternating with pgbench on the same server.
-	for i := range rounds {
-		fmt.Fprintf(os.Stderr, "bench: round %d: events at saturation, then pgbench TPC-B-like, 32 clients each\n", i+1)
-		if err := pgb.checkpoint(); err != nil {
-			return r, err
-		}
-		res := l.run(-1, d/rounds, threads)
-		r.satRounds = append(r.satRounds, res.ActualQPS)
+	r.satRounds, r.pgbRounds, err = pgb.alternate("events at saturation", d, func(_ int, d time.Duration) (float64, error) {
+		res := l.run(-1, d, threads)
 		r.satErrs += res.ErrorsDurationHistogram.Count
-		if err := pgb.checkpoint(); err != nil {
-			return r, err
-		}
-		t, err := pgb.run(d / rounds)
-		if err != nil {
-			return r, err
-		}
-		r.pgbRounds = append(r.pgbRounds, t)
+		return res.ActualQPS, nil
+	})
+	if err != nil {
+		return r, err
 	}
 	r.sat, r.pgbench = mean(r.satRounds), mean(r.pgbRounds)
 	return r, drainAccruals(&r, stack)
@@ -108,22 +99,11 @@ type eventsLoad struct {
 // each of n senders and one for the probe, and waits for the schema to
 // reach the regional resolver.
 func eventsSetup(stack *devstack.Stack, c client, p devstack.ProjectCredentials, mgmt devstack.ManagementCredentials, n int) (*eventsLoad, error) {
-	body := `{"name": "bench_visit", "schema": {"properties": {"store": {"type": "string"}, "spent": {"type": "number"}}}}`
-	req, _ := http.NewRequest("POST", stack.RouterURL+"/management/v1/projects/"+p.ProjectID+"/custom-event-schemas", strings.NewReader(body))
-	req.Host = "api.localhost"
-	req.Header.Set("X-Management-Id", mgmt.ID)
-	req.Header.Set("X-Management-Token", mgmt.Token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := c.hc.Do(req)
+	schema, err := manage(c.hc, stack.RouterURL, mgmt, "/projects/"+p.ProjectID+"/custom-event-schemas", map[string]any{"name": "bench_visit",
+		"schema": map[string]any{"properties": map[string]any{"store": map[string]any{"type": "string"}, "spent": map[string]any{"type": "number"}}}})
 	if err != nil {
 		return nil, err
 	}
-	var schema map[string]any
-	if err := json.NewDecoder(res.Body).Decode(&schema); err != nil || res.StatusCode != 200 {
-		res.Body.Close()
-		return nil, fmt.Errorf("event schema: %d %v %v", res.StatusCode, schema, err)
-	}
-	res.Body.Close()
 	camp, err := c.must("POST", "/v1/loyalties", map[string]any{"name": "Bench events"})
 	if err != nil {
 		return nil, err

@@ -80,6 +80,28 @@ func (c client) must(method, path string, body any) (map[string]any, error) {
 	return m, err
 }
 
+// manage makes a call of the management API through the router, as the
+// bench's management key: body posted to path as JSON, the answer's
+// object, an error unless it is 200.
+func manage(hc *http.Client, routerURL string, mgmt devstack.ManagementCredentials, path string, body any) (map[string]any, error) {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", routerURL+"/management/v1"+path, bytes.NewReader(b))
+	req.Host = "api.localhost"
+	req.Header.Set("X-Management-Id", mgmt.ID)
+	req.Header.Set("X-Management-Token", mgmt.Token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil || res.StatusCode != 200 {
+		return nil, fmt.Errorf("POST /management/v1%s: %d %v %v", path, res.StatusCode, m, err)
+	}
+	return m, nil
+}
+
 // adder is one load-generation thread: it adds a point to its own card.
 type adder struct {
 	c    client
@@ -158,23 +180,17 @@ func loyaltyAdds(r *loyaltyResult, c client, db *pglocal.Server, d time.Duration
 		return err
 	}
 	runAdders(2 * time.Second) // warm up
-	var adds, tps []float64
 	var durs []float64
-	for i := 0; i < rounds; i++ {
-		fmt.Fprintf(os.Stderr, "bench: round %d: point additions, then pgbench TPC-B-like, 32 clients each\n", i+1)
-		if err := pgb.checkpoint(); err != nil {
-			return err
-		}
+	adds, tps, err := pgb.alternate("point additions", d, func(i int, d time.Duration) (float64, error) {
 		if profile != "" && i == 0 {
 			f, err := os.Create(profile)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			_ = pprof.StartCPUProfile(f)
 		}
-		res := runAdders(d / rounds)
+		res := runAdders(d)
 		pprof.StopCPUProfile()
-		adds = append(adds, res.ActualQPS)
 		r.addErrs += res.ErrorsDurationHistogram.Count
 		for _, x := range res.DurationHistogram.Percentiles {
 			switch x.Percentile {
@@ -184,14 +200,10 @@ func loyaltyAdds(r *loyaltyResult, c client, db *pglocal.Server, d time.Duration
 				r.addP99 = max(r.addP99, x.Value*1000)
 			}
 		}
-		if err := pgb.checkpoint(); err != nil {
-			return err
-		}
-		t, err := pgb.run(d / rounds)
-		if err != nil {
-			return err
-		}
-		tps = append(tps, t)
+		return res.ActualQPS, nil
+	})
+	if err != nil {
+		return err
 	}
 	r.adds, r.pgbench = mean(adds), mean(tps)
 	r.addP50 = mean(durs)
@@ -307,6 +319,33 @@ func (p *pgbencher) run(d time.Duration) (float64, error) {
 		return 0, fmt.Errorf("pgbench: no tps in\n%s", out)
 	}
 	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// alternate runs rounds of a load at saturation and of pgbench, one after
+// the other, each after a CHECKPOINT, so that a drift in the machine's
+// speed during the run falls on both alike. load runs round i for d and
+// returns its requests per second; what names it in the progress lines.
+func (p *pgbencher) alternate(what string, d time.Duration, load func(i int, d time.Duration) (float64, error)) (loads, tps []float64, err error) {
+	for i := range rounds {
+		fmt.Fprintf(os.Stderr, "bench: round %d: %s, then pgbench TPC-B-like, %d clients each\n", i+1, what, p.clients)
+		if err := p.checkpoint(); err != nil {
+			return nil, nil, err
+		}
+		qps, err := load(i, d/rounds)
+		if err != nil {
+			return nil, nil, err
+		}
+		loads = append(loads, qps)
+		if err := p.checkpoint(); err != nil {
+			return nil, nil, err
+		}
+		t, err := p.run(d / rounds)
+		if err != nil {
+			return nil, nil, err
+		}
+		tps = append(tps, t)
+	}
+	return loads, tps, nil
 }
 
 func mean(xs []float64) float64 {

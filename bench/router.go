@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -257,26 +256,17 @@ func routerSaturation(targets []routerTarget, results []result, d time.Duration)
 }
 
 func createCustomer(routerURL string, p devstack.ProjectCredentials) (string, error) {
-	req, _ := http.NewRequest("POST", routerURL+"/v1/customers", strings.NewReader(`{"source_id":"bench","name":"Bench Customer","email":"bench@example.com","metadata":{"plan":"gold"}}`))
-	req.Host = "api.localhost"
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-App-Id", p.AppID)
-	req.Header.Set("X-App-Token", p.AppToken)
-	res, err := http.DefaultClient.Do(req)
+	c := client{base: routerURL, p: p, hc: http.DefaultClient}
+	m, err := c.must("POST", "/v1/customers", map[string]any{"source_id": "bench", "name": "Bench Customer", "email": "bench@example.com",
+		"metadata": map[string]any{"plan": "gold"}})
 	if err != nil {
 		return "", err
 	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != 200 {
-		return "", fmt.Errorf("create customer: %d %s", res.StatusCode, b)
-	}
-	i := strings.Index(string(b), `"id":"`)
-	if i < 0 {
+	id, _ := m["id"].(string)
+	if id == "" {
 		return "", errors.New("create customer: no id")
 	}
-	id := string(b[i+6:])
-	return id[:strings.IndexByte(id, '"')], nil
+	return id, nil
 }
 
 func startNginx(bin, dir, upstream string) (string, func(), error) {

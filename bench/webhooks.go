@@ -88,19 +88,9 @@ func benchWebhooks(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt de
 		return res, err
 	}
 	defer rcv.srv.Close()
-	body := fmt.Sprintf(`{"target_url":%q,"events":["customer.created"]}`, rcv.url)
-	req, _ := http.NewRequest("POST", stack.RouterURL+"/management/v1/projects/"+p.ProjectID+"/webhooks", strings.NewReader(body))
-	req.Host = "api.localhost"
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Management-Id", mgmt.ID)
-	req.Header.Set("X-Management-Token", mgmt.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	if _, err := manage(http.DefaultClient, stack.RouterURL, mgmt, "/projects/"+p.ProjectID+"/webhooks",
+		map[string]any{"target_url": rcv.url, "events": []string{"customer.created"}}); err != nil {
 		return res, err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return res, fmt.Errorf("create webhook: %d", resp.StatusCode)
 	}
 	time.Sleep(time.Second) // the regional directory cache learns of the webhook
 	if err := webhooksLag(&res, rcv, stack, p, d); err != nil {
