@@ -42,33 +42,38 @@ func From(err error) *Error {
 	case errors.Is(err, db.ErrCheck):
 		return &Error{Status: http.StatusBadRequest, Key: "invalid_payload", Message: "Invalid payload",
 			Details: fmt.Sprintf("The request breaks a rule of the stored data (%s).", db.Constraint(err)), Cause: err}
-	case errors.Is(err, db.ErrContended):
-		u := Unavailable("Other requests of this project hold what this request changes, and did not let go in time; try again shortly.")
-		u.Key, u.Message, u.Cause = "resource_busy", "Resource busy", err
-		return u
-	case errors.Is(err, db.ErrAmbiguous):
-		u := Unavailable("The database could not confirm whether this request's changes were saved; read what it changes before sending it again.")
-		u.Key, u.Message, u.Cause = "outcome_unknown", "Outcome unknown", err
-		return u
-	case errors.Is(err, db.ErrOverShare):
-		u := Unavailable("This project has as many requests using the database as its share of the cluster allows; try again shortly.")
-		u.Key, u.Message, u.Cause = "project_over_share", "Project over its share", err
-		return u
-	case errors.Is(err, cpushare.ErrPaced):
-		u := Unavailable("This instance is busy and this project is over its share of it: its requests are paced, and this one's turn was too far off; try again shortly.")
-		u.Key, u.Message, u.Cause = "project_over_share", "Project over its share", err
-		return u
-	case errors.Is(err, db.ErrUnavailable):
-		u := Unavailable("The database of this cluster cannot be reached; try again shortly.")
-		u.Cause = err
-		return u
-	case errors.Is(err, context.DeadlineExceeded):
-		u := Unavailable("The request took too long to complete; try again shortly.")
-		u.Cause = err
-		return u
+	}
+	for _, k := range unavailable {
+		if errors.Is(err, k.kind) {
+			u := Unavailable(k.details)
+			if k.key != "" {
+				u.Key, u.Message = k.key, k.message
+			}
+			u.Cause = err
+			return u
+		}
 	}
 	return &Error{Status: http.StatusInternalServerError, Key: "internal_error", Message: "Internal server error",
 		Details: "An unexpected error occurred; the request id identifies it in our logs.", Cause: err}
+}
+
+// unavailable are the error kinds answered 503 with Retry-After, first
+// match first: what the client is told, and the key and message where they
+// are not service_unavailable's.
+var unavailable = []struct {
+	kind                  error
+	key, message, details string
+}{
+	{db.ErrContended, "resource_busy", "Resource busy",
+		"Other requests of this project hold what this request changes, and did not let go in time; try again shortly."},
+	{db.ErrAmbiguous, "outcome_unknown", "Outcome unknown",
+		"The database could not confirm whether this request's changes were saved; read what it changes before sending it again."},
+	{db.ErrOverShare, "project_over_share", "Project over its share",
+		"This project has as many requests using the database as its share of the cluster allows; try again shortly."},
+	{cpushare.ErrPaced, "project_over_share", "Project over its share",
+		"This instance is busy and this project is over its share of it: its requests are paced, and this one's turn was too far off; try again shortly."},
+	{db.ErrUnavailable, "", "", "The database of this cluster cannot be reached; try again shortly."},
+	{context.DeadlineExceeded, "", "", "The request took too long to complete; try again shortly."},
 }
 
 func fromEcho(he *echo.HTTPError) *Error {

@@ -1,6 +1,7 @@
 package apierr_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -22,6 +23,7 @@ func TestSheddingAnswers503WithRetryAfter(t *testing.T) {
 		{db.ErrContended, "resource_busy"},
 		{db.ErrAmbiguous, "outcome_unknown"},
 		{db.ErrUnavailable, "service_unavailable"},
+		{context.DeadlineExceeded, "service_unavailable"},
 	} {
 		e := apierr.From(fmt.Errorf("wrapped: %w", c.err))
 		if e.Status != http.StatusServiceUnavailable || e.Key != c.key || e.Header.Get("Retry-After") == "" || e.Details == "" {

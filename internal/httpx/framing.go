@@ -216,19 +216,13 @@ func (c *framingConn) follow(b []byte) {
 				c.state = inChunkLine
 			}
 		case inChunkLine:
-			i := bytes.IndexByte(b, '\n')
-			end := len(b)
-			if i >= 0 {
-				end = i + 1
-			}
-			c.out = append(c.out, b[:end]...)
-			c.line = append(c.line, b[:end]...)
-			b = b[end:]
+			var ended bool
+			b, ended = c.takeLine(b)
 			if len(c.line) > maxChunkLine {
 				c.release()
 				return
 			}
-			if i >= 0 {
+			if ended {
 				c.chunkLine()
 			}
 		case inTrailer:
@@ -237,6 +231,21 @@ func (c *framingConn) follow(b []byte) {
 			b = c.headBytes(b)
 		}
 	}
+}
+
+// takeLine passes on b up to and including its first LF (all of b when it
+// has none) and adds it to the line being read, which a chunk-size line
+// and the trailer section are checked on once whole; it returns the rest
+// of b and whether the line ended.
+func (c *framingConn) takeLine(b []byte) (rest []byte, ended bool) {
+	i := bytes.IndexByte(b, '\n')
+	end := len(b)
+	if i >= 0 {
+		end = i + 1
+	}
+	c.out = append(c.out, b[:end]...)
+	c.line = append(c.line, b[:end]...)
+	return b[end:], i >= 0
 }
 
 // chunkLine reads a complete chunk-size line as net/http's chunked reader
@@ -281,19 +290,12 @@ func (c *framingConn) chunkLine() {
 // within 4 KiB, and fails the body on a malformed line; anything but well-
 // formed CRLF lines ending in CRLF CRLF is cut here.
 func (c *framingConn) trailer(b []byte) []byte {
-	i := bytes.IndexByte(b, '\n')
-	end := len(b)
-	if i >= 0 {
-		end = i + 1
-	}
-	c.out = append(c.out, b[:end]...)
-	c.line = append(c.line, b[:end]...)
-	b = b[end:]
+	b, ended := c.takeLine(b)
 	if len(c.line) > maxTrailer {
 		c.release()
 		return nil
 	}
-	if i < 0 {
+	if !ended {
 		return b
 	}
 	// c.line holds the whole section so far; its last line just ended.
