@@ -29,16 +29,20 @@ func (l *load) serve(project string, share float64, n int, cost time.Duration) {
 }
 
 // ticks runs k ticks of 100 ms in which A sends a requests of 5 ms and B
-// b requests of 1 ms, the CPU at u.
-func (l *load) ticks(k int, u float64, a, b int) {
+// b requests of 1 ms, the CPU at u, each on a plan of a quarter.
+func (l *load) ticks(k int, u float64, a, b int) { l.ticksOf(k, u, true, 0.25, a, b) }
+
+// ticksOf is ticks with A on a plan of aShare, and the CPU's load read
+// (known) or not.
+func (l *load) ticksOf(k int, u float64, known bool, aShare float64, a, b int) {
 	for range k {
 		if a > 0 {
-			l.serve("A", 0.25, a, 5*time.Millisecond)
+			l.serve("A", aShare, a, 5*time.Millisecond)
 		}
 		if b > 0 {
 			l.serve("B", 0.25, b, time.Millisecond)
 		}
-		l.g.Tick(u, true)
+		l.g.Tick(u, known)
 	}
 }
 
@@ -78,11 +82,7 @@ func TestPacingIsWorkConserving(t *testing.T) {
 	})
 	t.Run("a project whose plan gives it the whole instance is not paced", func(t *testing.T) {
 		l := newLoad(t, Options{Target: 0.65})
-		for range 20 {
-			l.serve("A", 1, 10, 5*time.Millisecond)
-			l.serve("B", 0.25, 5, time.Millisecond)
-			l.g.Tick(1, true)
-		}
+		l.ticksOf(20, 1, true, 1, 10, 5)
 		if a := l.g.Paced("A"); a != 0 {
 			t.Fatalf("A, on a whole-instance plan, paced to %.1f/s", a)
 		}
@@ -113,11 +113,7 @@ func TestPacingIsWorkConserving(t *testing.T) {
 	})
 	t.Run("a load that cannot be read paces no one", func(t *testing.T) {
 		l := newLoad(t, Options{Target: 0.65})
-		for range 20 {
-			l.serve("A", 0.25, 10, 5*time.Millisecond)
-			l.serve("B", 0.25, 5, time.Millisecond)
-			l.g.Tick(0, false)
-		}
+		l.ticksOf(20, 0, false, 0.25, 10, 5)
 		if a := l.g.Paced("A"); a != 0 {
 			t.Fatalf("A paced to %.1f/s on an unknown load", a)
 		}

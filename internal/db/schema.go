@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4/source/iofs"
@@ -102,10 +100,7 @@ type SchemaGate struct {
 	bad  error // reading the embedded migrations failed (never ready)
 	o    SchemaGateOptions
 
-	good atomic.Bool
-	mu   sync.Mutex
-	last error // the last behind answer, until next
-	next time.Time
+	passGate // its refusal: the last behind answer
 }
 
 // NewSchemaGate reads the highest version of the migrations in dir of fsys
@@ -136,32 +131,19 @@ func (g *SchemaGate) Good() bool { return g.good.Load() }
 // when not, remembered for Every; the database's error when it cannot be
 // read (not remembered: the next call tries again).
 func (g *SchemaGate) Check(ctx context.Context) error {
-	if g.good.Load() {
-		return nil
-	}
 	if g.bad != nil {
 		return g.bad
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.good.Load() {
-		return nil
-	}
-	if g.last != nil && time.Now().Before(g.next) {
-		return g.last
-	}
-	v, dirty, err := SchemaVersion(ctx, g.q)
-	if err != nil {
-		return err
-	}
-	// A dirty version's migration did not finish, but every one before it
-	// did: a version above the one needed, even dirty, has it.
-	if v > g.need || (v == g.need && !dirty) {
-		g.good.Store(true)
-		g.last = nil
-		return nil
-	}
-	g.last = &SchemaBehindError{Name: g.o.Name, Version: v, Dirty: dirty, Need: g.need, Fix: g.o.Fix}
-	g.next = time.Now().Add(g.o.Every)
-	return g.last
+	return g.check(g.o.Every, func() (error, error) {
+		v, dirty, err := SchemaVersion(ctx, g.q)
+		if err != nil {
+			return nil, err
+		}
+		// A dirty version's migration did not finish, but every one before
+		// it did: a version above the one needed, even dirty, has it.
+		if v > g.need || (v == g.need && !dirty) {
+			return nil, nil
+		}
+		return &SchemaBehindError{Name: g.o.Name, Version: v, Dirty: dirty, Need: g.need, Fix: g.o.Fix}, nil
+	})
 }

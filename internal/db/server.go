@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -97,10 +95,7 @@ type ServerGate struct {
 	q    Querier
 	name string
 
-	good atomic.Bool
-	mu   sync.Mutex
-	last error // the last refusal, until next
-	next time.Time
+	passGate
 }
 
 // NewServerGate checks the server behind q, called name in messages ("the
@@ -126,26 +121,14 @@ func (g *ServerGate) Start(ctx context.Context, wait time.Duration) error {
 // meanwhile) while it is refused; the database's error when it cannot be
 // asked.
 func (g *ServerGate) Check(ctx context.Context) error {
-	if g.good.Load() {
-		return nil
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.good.Load() {
-		return nil
-	}
-	if g.last != nil && time.Now().Before(g.next) {
-		return g.last
-	}
-	err := CheckServer(ctx, g.q)
-	switch {
-	case err == nil:
-		g.good.Store(true)
-		g.last = nil
-		return nil
-	case errors.Is(err, ErrServerRefused):
-		g.last, g.next = fmt.Errorf("%s: %w", g.name, err), time.Now().Add(5*time.Second)
-		return g.last
-	}
-	return fmt.Errorf("%s: %w", g.name, err)
+	return g.check(5*time.Second, func() (error, error) {
+		err := CheckServer(ctx, g.q)
+		switch {
+		case err == nil:
+			return nil, nil
+		case errors.Is(err, ErrServerRefused):
+			return fmt.Errorf("%s: %w", g.name, err), nil
+		}
+		return nil, fmt.Errorf("%s: %w", g.name, err)
+	})
 }

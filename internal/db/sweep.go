@@ -108,16 +108,7 @@ func (s Sweep) Run(ctx context.Context, q Querier) (Swept, error) {
 
 // Rest waits d, or less when ctx ends first (its error then): the pause
 // between a sweep's batches, so that a sweep does not hold the database.
-func Rest(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(max(d, time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func Rest(ctx context.Context, d time.Duration) error { return sleep(ctx, max(d, time.Millisecond)) }
 
 // EachBatch runs batch until it says it is done or fails, resting between
 // batches as long as the last one took (Rest), so that a sweep of
