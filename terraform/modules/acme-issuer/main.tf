@@ -68,16 +68,6 @@ variable "cert_manager_controller_service_account" {
   default     = "cert-manager"
 }
 
-data "aws_iam_policy_document" "trust" {
-  statement {
-    actions = ["sts:AssumeRole", "sts:TagSession"]
-    principals {
-      type        = "Service"
-      identifiers = ["pods.eks.amazonaws.com"]
-    }
-  }
-}
-
 data "aws_iam_policy_document" "route53" {
   statement {
     actions   = ["route53:GetChange"]
@@ -101,22 +91,30 @@ data "aws_iam_policy_document" "route53" {
   }
 }
 
-resource "aws_iam_role" "dns01" {
-  name               = var.iam_role_name
-  assume_role_policy = data.aws_iam_policy_document.trust.json
+module "role" {
+  source           = "../pod-identity-role"
+  name             = var.iam_role_name
+  eks_cluster_name = var.eks_cluster_name
+  namespace        = var.cert_manager_namespace
+  service_account  = var.cert_manager_controller_service_account
+  policy_name      = "route53-dns01"
+  policy           = data.aws_iam_policy_document.route53.json
 }
 
-resource "aws_iam_role_policy" "dns01" {
-  name   = "route53-dns01"
-  role   = aws_iam_role.dns01.id
-  policy = data.aws_iam_policy_document.route53.json
+# Where the role was made here, before modules/pod-identity-role.
+moved {
+  from = aws_iam_role.dns01
+  to   = module.role.aws_iam_role.this
 }
 
-resource "aws_eks_pod_identity_association" "cert_manager" {
-  cluster_name    = var.eks_cluster_name
-  namespace       = var.cert_manager_namespace
-  service_account = var.cert_manager_controller_service_account
-  role_arn        = aws_iam_role.dns01.arn
+moved {
+  from = aws_iam_role_policy.dns01
+  to   = module.role.aws_iam_role_policy.this
+}
+
+moved {
+  from = aws_eks_pod_identity_association.cert_manager
+  to   = module.role.aws_eks_pod_identity_association.this
 }
 
 resource "kubernetes_manifest" "cluster_issuer" {
@@ -140,7 +138,7 @@ resource "kubernetes_manifest" "cluster_issuer" {
       }
     }
   }
-  depends_on = [aws_iam_role_policy.dns01, aws_eks_pod_identity_association.cert_manager]
+  depends_on = [module.role]
 }
 
 output "name" {
@@ -148,5 +146,5 @@ output "name" {
 }
 
 output "iam_role_arn" {
-  value = aws_iam_role.dns01.arn
+  value = module.role.arn
 }

@@ -129,16 +129,6 @@ resource "aws_s3_bucket_lifecycle_configuration" "backups" {
   depends_on = [aws_s3_bucket_versioning.backups]
 }
 
-data "aws_iam_policy_document" "trust" {
-  statement {
-    actions = ["sts:AssumeRole", "sts:TagSession"]
-    principals {
-      type        = "Service"
-      identifiers = ["pods.eks.amazonaws.com"]
-    }
-  }
-}
-
 # What BACKUP, RESTORE and SHOW BACKUPS need of the bucket.
 data "aws_iam_policy_document" "s3" {
   statement {
@@ -151,22 +141,30 @@ data "aws_iam_policy_document" "s3" {
   }
 }
 
-resource "aws_iam_role" "nodes" {
-  name               = var.iam_role_name
-  assume_role_policy = data.aws_iam_policy_document.trust.json
+module "role" {
+  source           = "../pod-identity-role"
+  name             = var.iam_role_name
+  eks_cluster_name = var.eks_cluster_name
+  namespace        = var.namespace
+  service_account  = var.service_account
+  policy_name      = "crdb-backups"
+  policy           = data.aws_iam_policy_document.s3.json
 }
 
-resource "aws_iam_role_policy" "s3" {
-  name   = "crdb-backups"
-  role   = aws_iam_role.nodes.id
-  policy = data.aws_iam_policy_document.s3.json
+# Where the role was made here, before modules/pod-identity-role.
+moved {
+  from = aws_iam_role.nodes
+  to   = module.role.aws_iam_role.this
 }
 
-resource "aws_eks_pod_identity_association" "nodes" {
-  cluster_name    = var.eks_cluster_name
-  namespace       = var.namespace
-  service_account = var.service_account
-  role_arn        = aws_iam_role.nodes.arn
+moved {
+  from = aws_iam_role_policy.s3
+  to   = module.role.aws_iam_role_policy.this
+}
+
+moved {
+  from = aws_eks_pod_identity_association.nodes
+  to   = module.role.aws_eks_pod_identity_association.this
 }
 
 output "url" {
@@ -179,5 +177,5 @@ output "bucket" {
 }
 
 output "iam_role_arn" {
-  value = aws_iam_role.nodes.arn
+  value = module.role.arn
 }
