@@ -145,26 +145,17 @@ func UpdateEventSchema(ctx context.Context, q db.Querier, s *EventSchema) error 
 		return err
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	tag, err := q.Exec(ctx, `UPDATE custom_event_schemas SET properties = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`,
-		s.ProjectID, s.ID, props, now)
-	if err != nil {
+	if err := writeOne(ctx, q, ErrEventSchemaNotFound, Change{Kind: ChangeEventSchemas, Key: s.ProjectID},
+		`UPDATE custom_event_schemas SET properties = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`,
+		s.ProjectID, s.ID, props, now); err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrEventSchemaNotFound
-	}
 	s.UpdatedAt = &now
-	return RecordChange(ctx, q, ChangeEventSchemas, s.ProjectID)
+	return nil
 }
 
 // DeleteEventSchema removes a project's schema for good.
 func DeleteEventSchema(ctx context.Context, q db.Querier, projectID, id string) error {
-	tag, err := q.Exec(ctx, `DELETE FROM custom_event_schemas WHERE project_id = $1 AND id = $2`, projectID, id)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrEventSchemaNotFound
-	}
-	return RecordChange(ctx, q, ChangeEventSchemas, projectID)
+	return writeOne(ctx, q, ErrEventSchemaNotFound, Change{Kind: ChangeEventSchemas, Key: projectID},
+		`DELETE FROM custom_event_schemas WHERE project_id = $1 AND id = $2`, projectID, id)
 }

@@ -98,15 +98,8 @@ func GetToken(ctx context.Context, q db.Querier, hash string) (Token, error) {
 // RevokeToken revokes a project's live token: ErrTokenNotFound when it has
 // no such token live.
 func RevokeToken(ctx context.Context, q db.Querier, projectID, hash string, now time.Time) error {
-	tag, err := q.Exec(ctx, `UPDATE oauth_tokens SET revoked_at = $3 WHERE token_hash = $1 AND project_id = $2
-		AND revoked_at IS NULL AND expires_at > $3`, hash, projectID, now)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrTokenNotFound
-	}
-	return RecordChange(ctx, q, ChangeToken, hash)
+	return writeOne(ctx, q, ErrTokenNotFound, Change{Kind: ChangeToken, Key: hash}, `UPDATE oauth_tokens SET revoked_at = $3
+		WHERE token_hash = $1 AND project_id = $2 AND revoked_at IS NULL AND expires_at > $3`, hash, projectID, now)
 }
 
 // DropExpiredTokens deletes the tokens that expired before cutoff, at most

@@ -84,15 +84,7 @@ func TestResolverIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 func TestResolverStaysReadyThroughAShortDirectoryOutage(t *testing.T) {
 	ctx := context.Background()
 	srv := dbtest.Private(t)
-	url := srv.NewDatabase(t)
-	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := db.Open(ctx, url, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, url := directoryOn(t, srv)
 	p, key, token := projectWithKey(t, pool)
 	const offline = 2 * time.Second
 	r := tenancy.NewResolver(pool, tenancy.ResolverOptions{ReadyOffline: offline, Log: quiet})

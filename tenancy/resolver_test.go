@@ -18,17 +18,24 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 // directory is a pool on a fresh, migrated tenancy database.
 func directory(t *testing.T) *db.Pool {
 	t.Helper()
-	ctx := context.Background()
-	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
-	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+	pool, _ := directoryOn(t, dbtest.Shared(t, "tenancy"))
+	return pool
+}
+
+// directoryOn is directory on srv (a test that stops its server has one of
+// its own), with the database's URL.
+func directoryOn(t *testing.T, srv *dbtest.Server) (*db.Pool, string) {
+	t.Helper()
+	url := srv.NewDatabase(t)
+	if err := db.Migrate(context.Background(), url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := db.Open(ctx, url, db.Options{})
+	pool, err := db.Open(context.Background(), url, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return pool
+	return pool, url
 }
 
 // projectWithKey makes the api cluster and a project in it, returning the

@@ -48,6 +48,20 @@ func RecordChange(ctx context.Context, q db.Querier, kind, key string) error {
 	return err
 }
 
+// writeOne runs a write that must match one row of the directory: notFound
+// when it matches none, and otherwise it records c (RecordChange) in the
+// same transaction, last, so that the caches holding the row learn of it.
+func writeOne(ctx context.Context, q db.Querier, notFound error, c Change, sql string, args ...any) error {
+	tag, err := q.Exec(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound
+	}
+	return RecordChange(ctx, q, c.Kind, c.Key)
+}
+
 // Change is one logged change.
 type Change struct {
 	Kind, Key string
@@ -241,16 +255,13 @@ func UpdateProject(ctx context.Context, q db.Querier, p *Project) error {
 	if _, err := GetPlan(ctx, q, p.Plan); err != nil {
 		return err
 	}
-	tag, err := q.Exec(ctx, `UPDATE projects SET name = $2, description = $3, api_version = $4, settings = $5, updated_at = $6,
-		plan = $7 WHERE id = $1 AND deleted_at IS NULL`, p.ID, p.Name, p.Description, p.APIVersion, settings, now, p.Plan)
-	if err != nil {
+	if err := writeOne(ctx, q, ErrProjectNotFound, Change{Kind: ChangeProject, Key: p.ID},
+		`UPDATE projects SET name = $2, description = $3, api_version = $4, settings = $5, updated_at = $6,
+		plan = $7 WHERE id = $1 AND deleted_at IS NULL`, p.ID, p.Name, p.Description, p.APIVersion, settings, now, p.Plan); err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrProjectNotFound
-	}
 	p.UpdatedAt = &now
-	return RecordChange(ctx, q, ChangeProject, p.ID)
+	return nil
 }
 
 // DeleteProject marks a project deleted and revokes all its keys at once.
@@ -365,12 +376,6 @@ func GetManagementKey(ctx context.Context, q db.Querier, id string) (ManagementK
 
 // RevokeManagementKey revokes a management key.
 func RevokeManagementKey(ctx context.Context, q db.Querier, id string) error {
-	tag, err := q.Exec(ctx, `UPDATE management_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1`, id)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrKeyNotFound
-	}
-	return RecordChange(ctx, q, ChangeManagementKey, id)
+	return writeOne(ctx, q, ErrKeyNotFound, Change{Kind: ChangeManagementKey, Key: id},
+		`UPDATE management_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1`, id)
 }

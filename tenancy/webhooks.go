@@ -86,15 +86,9 @@ func PutPlan(ctx context.Context, q db.Querier, p Plan) error {
 // RotateWebhookSecret gives a project a new webhook secret; the old one keeps
 // signing alongside it for a day.
 func RotateWebhookSecret(ctx context.Context, q db.Querier, projectID string) (Project, error) {
-	tag, err := q.Exec(ctx, `UPDATE projects SET webhook_secret_previous = webhook_secret, webhook_secret = $2,
-		webhook_secret_rotated_at = now(), updated_at = now() WHERE id = $1 AND deleted_at IS NULL`, projectID, newWebhookSecret())
-	if err != nil {
-		return Project{}, err
-	}
-	if tag.RowsAffected() == 0 {
-		return Project{}, ErrProjectNotFound
-	}
-	if err := RecordChange(ctx, q, ChangeProject, projectID); err != nil {
+	if err := writeOne(ctx, q, ErrProjectNotFound, Change{Kind: ChangeProject, Key: projectID},
+		`UPDATE projects SET webhook_secret_previous = webhook_secret, webhook_secret = $2,
+		webhook_secret_rotated_at = now(), updated_at = now() WHERE id = $1 AND deleted_at IS NULL`, projectID, newWebhookSecret()); err != nil {
 		return Project{}, err
 	}
 	return GetProject(ctx, q, projectID)
@@ -157,27 +151,17 @@ func ListWebhooks(ctx context.Context, q db.Querier, projectID string) ([]Webhoo
 func UpdateWebhook(ctx context.Context, q db.Querier, w *Webhook) error {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	events, _ := json.Marshal(w.Events)
-	tag, err := q.Exec(ctx, `UPDATE webhooks SET target_url = $3, events = $4, active = $5, updated_at = $6
-		WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL`, w.ProjectID, w.ID, w.TargetURL, events, w.Active, now)
-	if err != nil {
+	if err := writeOne(ctx, q, ErrWebhookNotFound, Change{Kind: ChangeWebhooks, Key: w.ProjectID},
+		`UPDATE webhooks SET target_url = $3, events = $4, active = $5, updated_at = $6
+		WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL`, w.ProjectID, w.ID, w.TargetURL, events, w.Active, now); err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrWebhookNotFound
-	}
 	w.UpdatedAt = &now
-	return RecordChange(ctx, q, ChangeWebhooks, w.ProjectID)
+	return nil
 }
 
 // DeleteWebhook removes a webhook configuration; its pending deliveries stop.
 func DeleteWebhook(ctx context.Context, q db.Querier, projectID, id string) error {
-	tag, err := q.Exec(ctx, `UPDATE webhooks SET deleted_at = now() WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL`,
-		projectID, id)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrWebhookNotFound
-	}
-	return RecordChange(ctx, q, ChangeWebhooks, projectID)
+	return writeOne(ctx, q, ErrWebhookNotFound, Change{Kind: ChangeWebhooks, Key: projectID},
+		`UPDATE webhooks SET deleted_at = now() WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL`, projectID, id)
 }
