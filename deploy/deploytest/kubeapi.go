@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tallyhq/tally/internal/kubefake"
@@ -56,17 +55,13 @@ func (p *Platform) api(scope string) (*kubeAPI, error) {
 			var err error
 			switch o.APIVersion + "/" + o.Kind {
 			case "rbac.authorization.k8s.io/v1/Role":
-				rbac.Roles = append(rbac.Roles, rbacv1.Role{})
-				err = json.Unmarshal(o.JSON, &rbac.Roles[len(rbac.Roles)-1])
+				err = json.Unmarshal(o.JSON, appended(&rbac.Roles))
 			case "rbac.authorization.k8s.io/v1/RoleBinding":
-				rbac.RoleBindings = append(rbac.RoleBindings, rbacv1.RoleBinding{})
-				err = json.Unmarshal(o.JSON, &rbac.RoleBindings[len(rbac.RoleBindings)-1])
+				err = json.Unmarshal(o.JSON, appended(&rbac.RoleBindings))
 			case "rbac.authorization.k8s.io/v1/ClusterRole":
-				rbac.ClusterRoles = append(rbac.ClusterRoles, rbacv1.ClusterRole{})
-				err = json.Unmarshal(o.JSON, &rbac.ClusterRoles[len(rbac.ClusterRoles)-1])
+				err = json.Unmarshal(o.JSON, appended(&rbac.ClusterRoles))
 			case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
-				rbac.ClusterRoleBindings = append(rbac.ClusterRoleBindings, rbacv1.ClusterRoleBinding{})
-				err = json.Unmarshal(o.JSON, &rbac.ClusterRoleBindings[len(rbac.ClusterRoleBindings)-1])
+				err = json.Unmarshal(o.JSON, appended(&rbac.ClusterRoleBindings))
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", o, err)

@@ -70,20 +70,15 @@ func Render(dir string) (*Rendered, error) {
 		var dst any
 		switch o.APIVersion + "/" + o.Kind {
 		case "apps/v1/Deployment":
-			d := &appsv1.Deployment{}
-			r.Deployments, dst = append(r.Deployments, d), d
+			dst = added(&r.Deployments)
 		case "batch/v1/Job":
-			j := &batchv1.Job{}
-			r.Jobs, dst = append(r.Jobs, j), j
+			dst = added(&r.Jobs)
 		case "v1/Service":
-			s := &corev1.Service{}
-			r.Services, dst = append(r.Services, s), s
+			dst = added(&r.Services)
 		case "v1/Secret":
-			s := &corev1.Secret{}
-			r.Secrets, dst = append(r.Secrets, s), s
+			dst = added(&r.Secrets)
 		case "v1/ConfigMap":
-			c := &corev1.ConfigMap{}
-			r.ConfigMaps, dst = append(r.ConfigMaps, c), c
+			dst = added(&r.ConfigMaps)
 		default:
 			continue
 		}
@@ -92,6 +87,20 @@ func Render(dir string) (*Rendered, error) {
 		}
 	}
 	return r, nil
+}
+
+// added appends a new object to list and returns it, to decode a rendered
+// object of its kind into.
+func added[T any](list *[]*T) *T {
+	x := new(T)
+	*list = append(*list, x)
+	return x
+}
+
+// appended is added for a list of values.
+func appended[T any](list *[]T) *T {
+	*list = append(*list, *new(T))
+	return &(*list)[len(*list)-1]
 }
 
 // Find returns the rendered objects of kind (and apiVersion group prefix,

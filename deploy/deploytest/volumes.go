@@ -186,21 +186,21 @@ func asList(v any) []string {
 // Kubernetes cluster (the control plane uses what its region's overlay
 // renders, say).
 func (p *Platform) secretIn(w *Workload, name string) *corev1.Secret {
-	for _, r := range p.cfg.Overlays {
-		if p.scopeOf(r) == w.scope {
-			if s := r.secret(w.Namespace, name); s != nil {
-				return s
-			}
-		}
-	}
-	return nil
+	return firstIn(p, w, func(r *Rendered) *corev1.Secret { return r.secret(w.Namespace, name) })
 }
 
+// configMapIn is secretIn for a ConfigMap.
 func (p *Platform) configMapIn(w *Workload, name string) *corev1.ConfigMap {
+	return firstIn(p, w, func(r *Rendered) *corev1.ConfigMap { return r.configMap(w.Namespace, name) })
+}
+
+// firstIn is the first object find finds in an overlay of w's Kubernetes
+// cluster, nil when none has it.
+func firstIn[T any](p *Platform, w *Workload, find func(*Rendered) *T) *T {
 	for _, r := range p.cfg.Overlays {
 		if p.scopeOf(r) == w.scope {
-			if c := r.configMap(w.Namespace, name); c != nil {
-				return c
+			if x := find(r); x != nil {
+				return x
 			}
 		}
 	}
