@@ -22,11 +22,7 @@ import (
 func TestManagementIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
-	old, need := dbtest.MigrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
-	if err := db.Migrate(ctx, url, old, tenancy.MigrationsDir); err != nil {
-		t.Fatal(err)
-	}
+	url, need := dbtest.DatabaseBelowNeed(t, dbtest.Shared(t, "tenancy"), tenancy.Migrations, tenancy.MigrationsDir)
 	app, err := management.New(ctx, management.Config{TenancyURL: url, IdentitySecret: stacktest.Secret,
 		OperatorSecret: []byte("schema test operator secret 0123456789"), Log: telemetry.NewLogger(io.Discard, 0)})
 	if err != nil {

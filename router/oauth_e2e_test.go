@@ -28,11 +28,9 @@ func TestOAuthTokensGrantTheirScopesUntilRevoked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	form := func(path string, h http.Header, values url.Values) (int, map[string]any, http.Header) {
+	// send answers req: its status, header and JSON body (nil when not JSON).
+	send := func(req *http.Request) (int, http.Header, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", e.Stack.BaseURL("api")+path, strings.NewReader(values.Encode()))
-		req.Header = h.Clone()
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +39,15 @@ func TestOAuthTokensGrantTheirScopesUntilRevoked(t *testing.T) {
 		b, _ := io.ReadAll(res.Body)
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
-		return res.StatusCode, m, res.Header
+		return res.StatusCode, res.Header, m
+	}
+	form := func(path string, h http.Header, values url.Values) (int, map[string]any, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.Stack.BaseURL("api")+path, strings.NewReader(values.Encode()))
+		req.Header = h.Clone()
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		status, header, m := send(req)
+		return status, m, header
 	}
 	issue := func(h http.Header, scope string) string {
 		t.Helper()
@@ -57,15 +63,7 @@ func TestOAuthTokensGrantTheirScopesUntilRevoked(t *testing.T) {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		req.Host = "api.localhost"
 		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		return res.StatusCode, res.Header, m
+		return send(req)
 	}
 	api := e.Stack.BaseURL("api")
 

@@ -112,11 +112,7 @@ func TestRouterStaysReadyThroughADirectoryOutageOnceSynced(t *testing.T) {
 func TestRouterIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
-	old, need := dbtest.MigrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
-	if err := db.Migrate(ctx, url, old, tenancy.MigrationsDir); err != nil {
-		t.Fatal(err)
-	}
+	url, need := dbtest.DatabaseBelowNeed(t, dbtest.Shared(t, "tenancy"), tenancy.Migrations, tenancy.MigrationsDir)
 	_, admin, _, _ := readyRouter(t, url)
 	want := "the directory's schema is at version " + strconv.Itoa(int(need-1)) + ", this binary needs " + strconv.Itoa(int(need)) +
 		": migrate the tenancy database (management's release) first"

@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"context"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -36,4 +37,16 @@ func MigrationsBelowNeed(t testing.TB, fsys fs.FS, dir string) (fstest.MapFS, ui
 		old[dir+"/"+e.Name()] = &fstest.MapFile{Data: data}
 	}
 	return old, need
+}
+
+// DatabaseBelowNeed is a fresh database of srv migrated to the release
+// before the binary's (MigrationsBelowNeed): its URL, and the binary's need.
+func DatabaseBelowNeed(t testing.TB, srv *Server, fsys fs.FS, dir string) (string, uint) {
+	t.Helper()
+	url := srv.NewDatabase(t)
+	old, need := MigrationsBelowNeed(t, fsys, dir)
+	if err := db.Migrate(context.Background(), url, old, dir); err != nil {
+		t.Fatal(err)
+	}
+	return url, need
 }

@@ -2,7 +2,6 @@ package httpx_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -38,18 +37,7 @@ func startFraming(t *testing.T) (addr string, smuggled *atomic.Int64) {
 		smuggled.Add(1)
 		return c.NoContent(http.StatusNoContent)
 	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = httpx.ServePublic(ctx, l, e, httpx.PublicOptions{})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return l.Addr().String(), smuggled
+	return httpx.StartPublic(t, e, httpx.PublicOptions{}), smuggled
 }
 
 type answer struct {

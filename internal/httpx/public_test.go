@@ -2,7 +2,6 @@ package httpx
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -15,25 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
+// startPublic serves a handler that reads the body and answers "ok".
 func startPublic(t *testing.T, o PublicOptions) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = ServePublic(ctx, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, err := io.ReadAll(r.Body); err != nil {
-				return
-			}
-			_, _ = io.WriteString(w, "ok")
-		}), o)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return l.Addr().String()
+	return StartPublic(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}), o)
 }
 
 // closedWithin reads c until the server closes it and returns how long that took.

@@ -40,6 +40,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 
+	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/lrux"
 )
 
@@ -286,18 +287,9 @@ func (l *Limiter) Peers() []string {
 
 func (l *Limiter) watchDNS(ctx context.Context) {
 	defer l.done.Done()
-	t := time.NewTicker(l.cfg.DNSInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := l.resolve(ctx); err != nil {
-				l.log.Warn("peer discovery: DNS lookup failed; the ring is kept as it was", "name", l.cfg.DNS, "err", err)
-			}
-		}
-	}
+	clock.Every(ctx, l.cfg.DNSInterval, func(err error) {
+		l.log.Warn("peer discovery: DNS lookup failed; the ring is kept as it was", "name", l.cfg.DNS, "err", err)
+	}, l.resolve)
 }
 
 // resolve sets the ring to the addresses the DNS name has now (a headless
