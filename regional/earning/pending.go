@@ -179,13 +179,13 @@ func withTiers(details map[string]any, holder *tiers.Tier) map[string]any {
 
 // pendingOf reads a card's pending entry under lock, with the card locked
 // first (the ledger's order).
-func (s *Service) pendingOf(ctx context.Context, tx pgx.Tx, projectID, campaignID, memberID, pendingID string) (loyalty.LockedCard, Pending, error) {
-	card, err := s.prog.LockCard(ctx, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() }, projectID, campaignID, memberID, nil)
+func (s *Service) pendingOf(ctx context.Context, tx pgx.Tx, ref loyalty.CardRef, pendingID string) (loyalty.LockedCard, Pending, error) {
+	card, err := s.prog.LockCard(ctx, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() }, ref, nil)
 	if err != nil {
 		return card, Pending{}, err
 	}
 	p, err := scanPending(tx.QueryRow(ctx, `SELECT `+pendingColumns+` FROM loyalty_pending_points
-		WHERE project_id = $1 AND id = $2 AND card_id = $3 FOR UPDATE`, projectID, pendingID, card.ID))
+		WHERE project_id = $1 AND id = $2 AND card_id = $3 FOR UPDATE`, ref.Project, pendingID, card.ID))
 	if errors.Is(err, db.ErrNotFound) || (err == nil && p.status != "PENDING") {
 		return card, Pending{}, apierr.NotFound("pending_points", pendingID)
 	}
@@ -193,14 +193,14 @@ func (s *Service) pendingOf(ctx context.Context, tx pgx.Tx, projectID, campaignI
 }
 
 // Activate adds a pending entry's points to its card now.
-func (s *Service) Activate(ctx context.Context, projectID, campaignID, memberID, pendingID string) (loyalty.Balance, error) {
+func (s *Service) Activate(ctx context.Context, ref loyalty.CardRef, pendingID string) (loyalty.Balance, error) {
 	var out loyalty.Balance
 	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-		card, p, err := s.pendingOf(ctx, tx, projectID, campaignID, memberID, pendingID)
+		card, p, err := s.pendingOf(ctx, tx, ref, pendingID)
 		if err != nil {
 			return err
 		}
-		out, err = s.activate(ctx, tx, projectID, card, p, "MANUAL")
+		out, err = s.activate(ctx, tx, ref.Project, card, p, "MANUAL")
 		return err
 	})
 	return out, err
@@ -233,9 +233,10 @@ func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, car
 }
 
 // Cancel drops a pending entry: its points never reach the card.
-func (s *Service) Cancel(ctx context.Context, projectID, campaignID, memberID, pendingID string) error {
+func (s *Service) Cancel(ctx context.Context, ref loyalty.CardRef, pendingID string) error {
+	projectID := ref.Project
 	return db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-		card, p, err := s.pendingOf(ctx, tx, projectID, campaignID, memberID, pendingID)
+		card, p, err := s.pendingOf(ctx, tx, ref, pendingID)
 		if err != nil {
 			return err
 		}
@@ -254,13 +255,14 @@ func (s *Service) Cancel(ctx context.Context, projectID, campaignID, memberID, p
 
 // AdjustPending adds points (negative: removes them) to a pending entry,
 // which keeps at least one point.
-func (s *Service) AdjustPending(ctx context.Context, projectID, campaignID, memberID, pendingID string, points *int64) (map[string]any, error) {
+func (s *Service) AdjustPending(ctx context.Context, ref loyalty.CardRef, pendingID string, points *int64) (map[string]any, error) {
 	if points == nil || *points == 0 || *points > 1_000_000_000 || *points < -1_000_000_000 {
 		return nil, apierr.InvalidPayload("points is required: a non-zero number of points to add to (or, negative, remove from) the entry")
 	}
+	projectID := ref.Project
 	var out map[string]any
 	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-		card, p, err := s.pendingOf(ctx, tx, projectID, campaignID, memberID, pendingID)
+		card, p, err := s.pendingOf(ctx, tx, ref, pendingID)
 		if err != nil {
 			return err
 		}
@@ -285,23 +287,23 @@ func (s *Service) AdjustPending(ctx context.Context, projectID, campaignID, memb
 	return out, err
 }
 
-// ListPending returns a page of a card's pending entries (memberID set) or
-// a campaign's.
-func (s *Service) ListPending(ctx context.Context, projectID, campaignID, memberID string, lq listq.Query) ([]Pending, bool, string, error) {
+// ListPending returns a page of a card's pending entries (ref.Member set)
+// or a campaign's.
+func (s *Service) ListPending(ctx context.Context, ref loyalty.CardRef, lq listq.Query) ([]Pending, bool, string, error) {
 	var args []any
 	var where string
-	if memberID != "" {
-		c, _, err := s.prog.Card(ctx, s.pool, projectID, campaignID, memberID)
+	if ref.Member != "" {
+		c, _, err := s.prog.Card(ctx, s.pool, ref)
 		if err != nil {
 			return nil, false, "", err
 		}
-		args, where = []any{projectID, c.ID}, "card_id = $2"
+		args, where = []any{ref.Project, c.ID}, "card_id = $2"
 	} else {
-		camp, err := s.prog.Campaign(ctx, s.pool, projectID, campaignID)
+		camp, err := s.prog.Campaign(ctx, s.pool, ref.Project, ref.Campaign)
 		if err != nil {
 			return nil, false, "", err
 		}
-		args, where = []any{projectID, camp.ID}, "campaign_id = $2"
+		args, where = []any{ref.Project, camp.ID}, "campaign_id = $2"
 	}
 	cond, orderBy, args := lq.Keyset("loyalty_pending_points", "id", append(args, lq.Limit+1))
 	ps, err := db.Collect(scanPending)(s.pool.Query(ctx, `SELECT `+pendingColumns+` FROM loyalty_pending_points
@@ -335,7 +337,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 		for _, d := range batch {
 			err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
 				// pendingOf checks under lock that the entry is still pending.
-				card, p, err := s.pendingOf(ctx, tx, d.project, "", d.card, d.id)
+				card, p, err := s.pendingOf(ctx, tx, loyalty.CardRef{Project: d.project, Member: d.card}, d.id)
 				var e *apierr.Error
 				if errors.As(err, &e) {
 					return nil // its card or campaign is gone, or it was settled meanwhile
@@ -374,7 +376,7 @@ func (h handler) listPending(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ps, more, next, err := h.svc.ListPending(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), lq)
+	ps, more, next, err := h.svc.ListPending(c.Request().Context(), loyalty.CardRefOf(c), lq)
 	if err != nil {
 		return err
 	}
@@ -382,11 +384,11 @@ func (h handler) listPending(c echo.Context) error {
 }
 
 func (h handler) activatePending(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.Activate(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId")))
+	return httpx.Reply(c)(h.svc.Activate(c.Request().Context(), loyalty.CardRefOf(c), c.Param("pendingId")))
 }
 
 func (h handler) cancelPending(c echo.Context) error {
-	if err := h.svc.Cancel(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId")); err != nil {
+	if err := h.svc.Cancel(c.Request().Context(), loyalty.CardRefOf(c), c.Param("pendingId")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -399,7 +401,7 @@ func (h handler) adjustPending(c echo.Context) error {
 	if err := httpx.Bind(c, &body); err != nil {
 		return err
 	}
-	out, err := h.svc.AdjustPending(c.Request().Context(), httpx.ProjectID(c), "", c.Param("memberId"), c.Param("pendingId"), body.Points)
+	out, err := h.svc.AdjustPending(c.Request().Context(), loyalty.CardRefOf(c), c.Param("pendingId"), body.Points)
 	if err != nil {
 		return err
 	}

@@ -339,7 +339,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 	var cardID, holderID string
 	if r.Loyalty != nil && r.Loyalty.Code != nil {
 		code = r.Loyalty.Code
-		card, _, err := s.loyalty.Card(ctx, tx, projectID, "", *code)
+		card, _, err := s.loyalty.Card(ctx, tx, loyalty.CardRef{Project: projectID, Member: *code})
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/loyalty"
 )
 
 type handler struct{ svc *Service }
@@ -81,7 +82,7 @@ func (h handler) campaignTransactions(c echo.Context) error {
 
 func (h handler) cardTransactions(c echo.Context) error {
 	return h.with(c, func(ctx context.Context, p string, r Request) (View, error) {
-		return h.svc.CardTransactions(ctx, p, c.Param("campaignId"), c.Param("memberId"), r)
+		return h.svc.CardTransactions(ctx, loyalty.CardRef{Project: p, Campaign: c.Param("campaignId"), Member: c.Param("memberId")}, r)
 	})
 }
 

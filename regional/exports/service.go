@@ -295,14 +295,14 @@ func (s *Service) CampaignTransactions(ctx context.Context, projectID, campaignI
 	return s.Create(ctx, projectID, VoucherTransactions, r, scope{campaignID: id})
 }
 
-// CardTransactions schedules the export of one card's transactions (of
-// campaignID when it is given).
-func (s *Service) CardTransactions(ctx context.Context, projectID, campaignID, memberID string, r Request) (View, error) {
-	card, _, err := s.loyalty.Card(ctx, s.pool, projectID, campaignID, memberID)
+// CardTransactions schedules the export of the transactions of the card ref
+// names.
+func (s *Service) CardTransactions(ctx context.Context, ref loyalty.CardRef, r Request) (View, error) {
+	card, _, err := s.loyalty.Card(ctx, s.pool, ref)
 	if err != nil {
 		return View{}, err
 	}
-	return s.Create(ctx, projectID, VoucherTransactions, r, scope{cardID: card.ID})
+	return s.Create(ctx, ref.Project, VoucherTransactions, r, scope{cardID: card.ID})
 }
 
 // PointsExpiration schedules the export of a campaign's expiring points.

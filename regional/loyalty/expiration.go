@@ -15,7 +15,6 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
@@ -129,19 +128,19 @@ type bucketTotal struct {
 }
 
 // PointsExpiration lists a card's points that will expire, soonest first.
-func (s *Service) PointsExpiration(ctx context.Context, projectID, campaignID, memberID string, limit int) ([]PointsBucket, int, error) {
-	c, _, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+func (s *Service) PointsExpiration(ctx context.Context, ref CardRef, limit int) ([]PointsBucket, int, error) {
+	c, _, err := s.card(ctx, s.pool, ref, false)
 	if err != nil {
 		return nil, 0, err
 	}
 	var total int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = $2
-		AND expires_on IS NOT NULL AND points > 0`, projectID, c.ID).Scan(&total); err != nil {
+		AND expires_on IS NOT NULL AND points > 0`, ref.Project, c.ID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, points, expires_on, created_at, updated_at FROM loyalty_point_buckets
 		WHERE project_id = $1 AND card_id = $2 AND expires_on IS NOT NULL AND points > 0 ORDER BY expires_on LIMIT $3`,
-		projectID, c.ID, limit)
+		ref.Project, c.ID, limit)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -175,7 +174,7 @@ func (h Handler) pointsExpiration(c echo.Context) error {
 		}
 		return err
 	}
-	bs, total, err := h.svc.PointsExpiration(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), lq.Limit)
+	bs, total, err := h.svc.PointsExpiration(c.Request().Context(), CardRefOf(c), lq.Limit)
 	if err != nil {
 		return err
 	}

@@ -98,19 +98,25 @@ func (h Handler) listMembers(c echo.Context) error {
 	return c.JSON(http.StatusOK, listq.List[CardView]{DataRef: "vouchers", Data: cs, Total: &total, More: more, Next: next})
 }
 
+// CardRefOf is the card a request's path names: …/{campaignId}/members/{memberId},
+// or …/members/{memberId} with no program.
+func CardRefOf(c echo.Context) CardRef {
+	return CardRef{Project: httpx.ProjectID(c), Campaign: c.Param("campaignId"), Member: c.Param("memberId")}
+}
+
 func (h Handler) getMember(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.GetMember(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId")))
+	return httpx.Reply(c)(h.svc.GetMember(c.Request().Context(), CardRefOf(c)))
 }
 
 func (h Handler) balance(c echo.Context) error {
 	return httpx.WithBody(c, func(r BalanceRequest) (any, error) {
-		return h.svc.UpdateBalance(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+		return h.svc.UpdateBalance(c.Request().Context(), CardRefOf(c), r)
 	})
 }
 
 func (h Handler) transfer(c echo.Context) error {
-	return httpx.WithBody(c, func(r []TransferRequest) (any, error) {
-		v, err := h.svc.Transfer(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+	return httpx.WithBody(c, func(r Transfers) (any, error) {
+		v, err := h.svc.Transfer(c.Request().Context(), CardRefOf(c), r)
 		// This answer's reference schema requires both, where the card's
 		// others leave them out: a card without them sends their empty forms.
 		if v.ValidityTimeframe == nil {
@@ -143,7 +149,7 @@ func (h Handler) transactions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ts, more, next, err := h.svc.ListTransactions(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), tq)
+	ts, more, next, err := h.svc.ListTransactions(c.Request().Context(), CardRefOf(c), tq)
 	if err != nil {
 		return err
 	}

@@ -30,52 +30,75 @@ type BalanceRequest struct {
 	SourceID       *string `json:"source_id"`
 }
 
-// UpdateBalance adds or removes points, writing POINTS_ADDITION or
-// POINTS_REMOVAL with the card's new figures in one transaction.
-func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memberID string, r BalanceRequest) (_ Balance, err error) {
-	ctx, span := tracer.Start(ctx, "loyalty.UpdateBalance")
-	defer telemetry.End(span, &err)
+// BalanceChange is a BalanceRequest checked: Points is never 0, and
+// Expiry, for added points, is how they expire.
+type BalanceChange struct {
+	Points           int64
+	Reason, SourceID *string
+	// ByProgram: the program's rules date the points; else Custom does
+	// (nil: they never expire).
+	ByProgram bool
+	Custom    *time.Time
+}
+
+// Validate checks the request at now (a custom expiration date must be
+// later) and answers the change it asks for, or the 400 that says what is
+// wrong.
+func (r BalanceRequest) Validate(now time.Time) (BalanceChange, error) {
 	if r.Points == nil || *r.Points == 0 {
-		return Balance{}, apierr.InvalidPayload("points is required and must not be 0: positive to add, negative to remove")
+		return BalanceChange{}, apierr.InvalidPayload("points is required and must not be 0: positive to add, negative to remove")
 	}
-	pts := *r.Points
-	if pts > 1_000_000_000 || pts < -1_000_000_000 {
-		return Balance{}, apierr.InvalidPayload("points must be within ±1000000000")
+	c := BalanceChange{Points: *r.Points, Reason: r.Reason, SourceID: r.SourceID}
+	if c.Points > 1_000_000_000 || c.Points < -1_000_000_000 {
+		return BalanceChange{}, apierr.InvalidPayload("points must be within ±1000000000")
 	}
 	if err := CheckText("reason", r.Reason); err != nil {
-		return Balance{}, err
+		return BalanceChange{}, err
 	}
 	if err := CheckText("source_id", r.SourceID); err != nil {
-		return Balance{}, err
+		return BalanceChange{}, err
 	}
 	expType := "PROGRAM_RULES"
 	if r.ExpirationType != nil {
 		expType = *r.ExpirationType
 	}
-	var custom *time.Time
 	switch expType {
 	case "PROGRAM_RULES", "NON_EXPIRING":
 		if r.ExpirationDate != nil {
-			return Balance{}, apierr.InvalidPayload("expiration_date goes with expiration_type CUSTOM_DATE")
+			return BalanceChange{}, apierr.InvalidPayload("expiration_date goes with expiration_type CUSTOM_DATE")
 		}
+		c.ByProgram = expType == "PROGRAM_RULES"
 	case "CUSTOM_DATE":
-		if pts < 0 {
-			return Balance{}, apierr.InvalidPayload("an expiration applies to added points, not removed ones")
+		if c.Points < 0 {
+			return BalanceChange{}, apierr.InvalidPayload("an expiration applies to added points, not removed ones")
 		}
 		if r.ExpirationDate == nil {
-			return Balance{}, apierr.InvalidPayload("expiration_date (YYYY-MM-DD) is required with expiration_type CUSTOM_DATE")
+			return BalanceChange{}, apierr.InvalidPayload("expiration_date (YYYY-MM-DD) is required with expiration_type CUSTOM_DATE")
 		}
 		d, err := parseDate(*r.ExpirationDate)
 		if err != nil {
-			return Balance{}, apierr.InvalidPayload("expiration_date must be a date, YYYY-MM-DD")
+			return BalanceChange{}, apierr.InvalidPayload("expiration_date must be a date, YYYY-MM-DD")
 		}
-		if !d.After(s.Now()) {
-			return Balance{}, apierr.InvalidPayload("expiration_date must be in the future")
+		if !d.After(now) {
+			return BalanceChange{}, apierr.InvalidPayload("expiration_date must be in the future")
 		}
-		custom = &d
+		c.Custom = &d
 	default:
-		return Balance{}, apierr.InvalidPayload("expiration_type must be PROGRAM_RULES, CUSTOM_DATE or NON_EXPIRING")
+		return BalanceChange{}, apierr.InvalidPayload("expiration_type must be PROGRAM_RULES, CUSTOM_DATE or NON_EXPIRING")
 	}
+	return c, nil
+}
+
+// UpdateBalance adds or removes points, writing POINTS_ADDITION or
+// POINTS_REMOVAL with the card's new figures in one transaction.
+func (s *Service) UpdateBalance(ctx context.Context, ref CardRef, r BalanceRequest) (_ Balance, err error) {
+	ctx, span := tracer.Start(ctx, "loyalty.UpdateBalance")
+	defer telemetry.End(span, &err)
+	change, err := r.Validate(s.Now())
+	if err != nil {
+		return Balance{}, err
+	}
+	pts, projectID := change.Points, ref.Project
 	var out Balance
 	// READ COMMITTED with the card's row lock: concurrent operations on one
 	// card queue on the lock and each then reads what the one before it
@@ -89,19 +112,19 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 		if pts < 0 {
 			buckets = new([]Bucket)
 		}
-		card, err := s.LockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID, buckets)
+		card, err := s.LockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, ref, buckets)
 		if err != nil {
 			return nil, err
 		}
 		camp := card.Campaign
 		now := s.Now()
-		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: r.SourceID,
-			Reason: r.Reason, Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, Delta: pts}
+		t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: change.SourceID,
+			Reason: change.Reason, Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, Delta: pts}
 		w := &pgx.Batch{}
 		l := s.LedgerWrite(projectID, w, now)
 		if pts > 0 {
-			exp := custom
-			if expType == "PROGRAM_RULES" {
+			exp := change.Custom
+			if change.ByProgram {
 				exp = camp.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)
 			}
 			l.Add(&card.Card, Earned, pts, exp)
@@ -138,16 +161,16 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, campaignID, memb
 //
 // also, when given, queues more reads into the same batch: of things found
 // through the card whose code or id is key.
-func (s *Service) LockCard(ctx context.Context, send func(*pgx.Batch) error, projectID, campaignID, memberID string,
+func (s *Service) LockCard(ctx context.Context, send func(*pgx.Batch) error, ref CardRef,
 	buckets *[]Bucket, also ...func(b *pgx.Batch, key string)) (LockedCard, error) {
 	var card LockedCard
 	b := &pgx.Batch{}
-	queueLockCard(b, s.attrs, projectID, campaignID, memberID, &card)
+	queueLockCard(b, s.attrs, ref.Project, ref.Campaign, ref.Member, &card)
 	if buckets != nil {
-		queueBuckets(b, projectID, memberID, buckets)
+		queueBuckets(b, ref.Project, ref.Member, buckets)
 	}
 	for _, f := range also {
-		f(b, memberID)
+		f(b, ref.Member)
 	}
 	if err := send(b); err != nil {
 		return card, err
@@ -155,19 +178,19 @@ func (s *Service) LockCard(ctx context.Context, send func(*pgx.Batch) error, pro
 	if card.Found {
 		return card, nil
 	}
-	return card, s.missingCard(ctx, projectID, campaignID, memberID)
+	return card, s.missingCard(ctx, ref)
 }
 
 // missingCard is the error for a card that queueLockCard did not find: its
 // campaign's 404 when the path names a campaign that is not there, else
 // the card's.
-func (s *Service) missingCard(ctx context.Context, projectID, campaignID, memberID string) error {
-	if campaignID != "" {
-		if _, err := s.Campaign(ctx, s.pool, projectID, campaignID); err != nil {
+func (s *Service) missingCard(ctx context.Context, ref CardRef) error {
+	if ref.Campaign != "" {
+		if _, err := s.Campaign(ctx, s.pool, ref.Project, ref.Campaign); err != nil {
 			return err
 		}
 	}
-	return notFoundCard(memberID)
+	return notFoundCard(ref.Member)
 }
 
 // record queues a ledger entry and its webhook event, and the tier events
@@ -206,29 +229,42 @@ type TransferRequest struct {
 	SourceID *string `json:"source_id"`
 }
 
-// Transfer moves points from source cards to the member's card, all or
-// nothing: POINTS_TRANSFER_OUT on each donor and POINTS_TRANSFER_IN on the
-// receiver, each naming the other as its related transaction.
-func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID string, rs []TransferRequest) (_ CardView, err error) {
-	ctx, span := tracer.Start(ctx, "loyalty.Transfer")
-	defer telemetry.End(span, &err)
+// Transfers is the body of a transfer: its source cards.
+type Transfers []TransferRequest
+
+// Validate answers the 400 that says what is wrong with the body, if
+// anything is.
+func (rs Transfers) Validate() error {
 	if len(rs) == 0 || len(rs) > 100 {
-		return CardView{}, apierr.InvalidPayload("the body is a list of 1 to 100 source cards: [{\"code\": …, \"points\": …}]")
+		return apierr.InvalidPayload("the body is a list of 1 to 100 source cards: [{\"code\": …, \"points\": …}]")
 	}
 	for i, r := range rs {
 		if r.Code == "" {
-			return CardView{}, apierr.InvalidPayload(fmt.Sprintf("[%d].code is required", i))
+			return apierr.InvalidPayload(fmt.Sprintf("[%d].code is required", i))
 		}
 		if r.Points <= 0 || r.Points > 1_000_000_000 {
-			return CardView{}, apierr.InvalidPayload(fmt.Sprintf("[%d].points must be a positive number of points", i))
+			return apierr.InvalidPayload(fmt.Sprintf("[%d].points must be a positive number of points", i))
 		}
 		if err := CheckText(fmt.Sprintf("[%d].reason", i), r.Reason); err != nil {
-			return CardView{}, err
+			return err
 		}
 		if err := CheckText(fmt.Sprintf("[%d].source_id", i), r.SourceID); err != nil {
-			return CardView{}, err
+			return err
 		}
 	}
+	return nil
+}
+
+// Transfer moves points from source cards to the member's card, all or
+// nothing: POINTS_TRANSFER_OUT on each donor and POINTS_TRANSFER_IN on the
+// receiver, each naming the other as its related transaction.
+func (s *Service) Transfer(ctx context.Context, ref CardRef, rs Transfers) (_ CardView, err error) {
+	ctx, span := tracer.Start(ctx, "loyalty.Transfer")
+	defer telemetry.End(span, &err)
+	if err := rs.Validate(); err != nil {
+		return CardView{}, err
+	}
+	projectID, campaignID, memberID := ref.Project, ref.Campaign, ref.Member
 	var dest LockedCard
 	// READ COMMITTED under the cards' row locks, as a balance change: two
 	// round trips, the locking reads of every card with its campaign, tiers
@@ -270,7 +306,7 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 		find := func(key string) *LockedCard { return byKey[key] }
 		d := find(memberID)
 		if d == nil || (campaignID != "" && d.Campaign.ID != campaignID && d.Campaign.Name != campaignID) {
-			return nil, s.missingCard(ctx, projectID, campaignID, memberID)
+			return nil, s.missingCard(ctx, ref)
 		}
 		want := map[string]int64{} // by card id
 		donors := make([]*LockedCard, len(rs))
@@ -328,17 +364,17 @@ func (s *Service) Transfer(ctx context.Context, projectID, campaignID, memberID 
 
 // ListTransactions returns a page of a card's transactions (memberID set)
 // or of a campaign's.
-func (s *Service) ListTransactions(ctx context.Context, projectID, campaignID, memberID string, tq TxQuery) ([]Transaction, bool, string, error) {
-	tq.Member, tq.Campaign = memberID, campaignID
-	ts, err := listTransactions(ctx, s.pool, projectID, tq, s.Now())
+func (s *Service) ListTransactions(ctx context.Context, ref CardRef, tq TxQuery) ([]Transaction, bool, string, error) {
+	tq.Member, tq.Campaign = ref.Member, ref.Campaign
+	ts, err := listTransactions(ctx, s.pool, ref.Project, tq, s.Now())
 	if err != nil {
 		return nil, false, "", err
 	}
 	if len(ts) == 0 { // an empty page, or no such card or campaign
-		if memberID != "" {
-			_, _, err = s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+		if ref.Member != "" {
+			_, _, err = s.card(ctx, s.pool, ref, false)
 		} else {
-			_, err = s.Campaign(ctx, s.pool, projectID, campaignID)
+			_, err = s.Campaign(ctx, s.pool, ref.Project, ref.Campaign)
 		}
 		if err != nil {
 			return nil, false, "", err

@@ -151,9 +151,9 @@ func (s *Service) join(ctx context.Context, tx pgx.Tx, projectID string, camp Ca
 	return card, s.events.Emit(ctx, tx, projectID, EventVoucherPublished, card.ID, card.View(camp))
 }
 
-// GetMember returns a card by code or id; campaignID, when given, must be its campaign.
-func (s *Service) GetMember(ctx context.Context, projectID, campaignID, memberID string) (CardView, error) {
-	c, camp, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+// GetMember returns the card ref names.
+func (s *Service) GetMember(ctx context.Context, ref CardRef) (CardView, error) {
+	c, camp, err := s.card(ctx, s.pool, ref, false)
 	if err != nil {
 		return CardView{}, err
 	}
@@ -163,7 +163,7 @@ func (s *Service) GetMember(ctx context.Context, projectID, campaignID, memberID
 // MemberIn reads a card by code or id in q (the caller's transaction) with
 // its live campaign, as GetMember does.
 func (s *Service) MemberIn(ctx context.Context, q db.Querier, projectID, memberID string) (CardView, error) {
-	c, camp, err := s.card(ctx, q, projectID, "", memberID, false)
+	c, camp, err := s.card(ctx, q, CardRef{Project: projectID, Member: memberID}, false)
 	if err != nil {
 		return CardView{}, err
 	}

@@ -65,6 +65,13 @@ type CampaignView = campaigns.View[VoucherConfig]
 // View renders the campaign.
 func (c Campaign) View() CampaignView { return c.ViewOf() }
 
+// CardRef names a loyalty card the way a request does: in a project, by
+// Member (the card's code, or else its id) and, when the path names one,
+// Campaign (an id or name), the program the card must belong to.
+type CardRef struct {
+	Project, Campaign, Member string
+}
+
 // Card is a loyalty card and its figures.
 type Card struct {
 	ID                   string

@@ -34,14 +34,14 @@ func (s *Service) CampaignID(ctx context.Context, q db.Querier, projectID, idOrN
 // CardBalance is the campaign and balance of the card memberID names, or
 // its 404 (tiers.Program).
 func (s *Service) CardBalance(ctx context.Context, q db.Querier, projectID, memberID string) (string, int64, error) {
-	c, _, err := s.card(ctx, q, projectID, "", memberID, false)
+	c, _, err := s.card(ctx, q, CardRef{Project: projectID, Member: memberID}, false)
 	return c.CampaignID, c.Balance, err
 }
 
-// Card reads a card of a live campaign (campaignID, when given, must be
-// its campaign), or answers its 404.
-func (s *Service) Card(ctx context.Context, q db.Querier, projectID, campaignID, memberID string) (Card, Campaign, error) {
-	return s.card(ctx, q, projectID, campaignID, memberID, false)
+// Card reads the card ref names, of a live campaign (ref's, when it names
+// one), or answers its 404.
+func (s *Service) Card(ctx context.Context, q db.Querier, ref CardRef) (Card, Campaign, error) {
+	return s.card(ctx, q, ref, false)
 }
 
 // CardsOf are the ids of the cards customerID holds in live campaigns, in
@@ -75,10 +75,10 @@ func (s *Service) QueueCard(b *pgx.Batch, projectID, key string, lock bool, dst 
 	}
 }
 
-// HolderOf is the holder of the card memberID names (of campaignID, when
-// given): 404 when there is no such card.
-func (s *Service) HolderOf(ctx context.Context, projectID, campaignID, memberID string) (*string, error) {
-	c, _, err := s.card(ctx, s.pool, projectID, campaignID, memberID, false)
+// HolderOf is the holder of the card ref names: 404 when there is no such
+// card.
+func (s *Service) HolderOf(ctx context.Context, ref CardRef) (*string, error) {
+	c, _, err := s.card(ctx, s.pool, ref, false)
 	return c.HolderID, err
 }
 

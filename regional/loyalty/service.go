@@ -56,32 +56,32 @@ func (s *Service) Campaign(ctx context.Context, q db.Querier, projectID, idOrNam
 	return c, err
 }
 
-// card loads a card of a live campaign (campaignID, when given, must be
-// its campaign) or answers 404.
-func (s *Service) card(ctx context.Context, q db.Querier, projectID, campaignID, memberID string, lock bool) (Card, Campaign, error) {
+// card loads the card ref names, of a live campaign (ref's, when it names
+// one), or answers 404.
+func (s *Service) card(ctx context.Context, q db.Querier, ref CardRef, lock bool) (Card, Campaign, error) {
 	var camp Campaign
 	var err error
-	if campaignID != "" {
-		if camp, err = s.Campaign(ctx, q, projectID, campaignID); err != nil {
+	if ref.Campaign != "" {
+		if camp, err = s.Campaign(ctx, q, ref.Project, ref.Campaign); err != nil {
 			return Card{}, Campaign{}, err
 		}
 	}
-	c, err := getCard(ctx, q, projectID, memberID, lock)
+	c, err := getCard(ctx, q, ref.Project, ref.Member, lock)
 	if errors.Is(err, db.ErrNotFound) {
-		return Card{}, Campaign{}, notFoundCard(memberID)
+		return Card{}, Campaign{}, notFoundCard(ref.Member)
 	}
 	if err != nil {
 		return Card{}, Campaign{}, err
 	}
-	if campaignID != "" {
+	if ref.Campaign != "" {
 		if c.CampaignID != camp.ID {
-			return Card{}, Campaign{}, notFoundCard(memberID)
+			return Card{}, Campaign{}, notFoundCard(ref.Member)
 		}
 		return c, camp, nil
 	}
-	camp, err = getCampaign(ctx, q, projectID, c.CampaignID)
+	camp, err = getCampaign(ctx, q, ref.Project, c.CampaignID)
 	if errors.Is(err, db.ErrNotFound) { // its campaign was deleted
-		return Card{}, Campaign{}, notFoundCard(memberID)
+		return Card{}, Campaign{}, notFoundCard(ref.Member)
 	}
 	return c, camp, err
 }

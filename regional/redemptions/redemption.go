@@ -164,15 +164,16 @@ func price(w rewards.Reward, a Assignment, holder *tiers.Tier, asked *int64, ord
 // Redeem pays for a reward with a card's points: the redemption, its
 // POINTS_REDEMPTION entry, the card's figures and the reward's stock are
 // written in one transaction of two round trips, as a balance change is.
-func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID string, r RedeemRequest) (_ map[string]any, err error) {
+func (s *Service) Redeem(ctx context.Context, ref loyalty.CardRef, r RedeemRequest) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.Redeem")
 	defer telemetry.End(span, &err)
+	projectID := ref.Project
 	if r.Reward == nil || strings.TrimSpace(r.Reward.ID) == "" {
 		return nil, apierr.InvalidPayload("reward.id is required: the reward to pay for with points")
 	}
 	var order *orders.View
 	if r.Order != nil {
-		o, err := s.redemptionOrder(ctx, projectID, campaignID, memberID, r.Order)
+		o, err := s.redemptionOrder(ctx, ref, r.Order)
 		if err != nil {
 			return nil, err
 		}
@@ -183,8 +184,8 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 		var buckets []loyalty.Bucket
 		var rd redemptionReads
-		card, err := s.prog.LockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, projectID, campaignID, memberID,
-			&buckets, rd.queue(projectID, r.Reward.ID, order))
+		card, err := s.prog.LockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, ref,
+			&buckets, rd.queue(ref.Project, r.Reward.ID, order))
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +247,8 @@ func (s *Service) Redeem(ctx context.Context, projectID, campaignID, memberID st
 // redemptionOrder is the order a redemption is for: the stored one it
 // names, or the one it describes, saved (with the card's holder as its
 // customer when it names none).
-func (s *Service) redemptionOrder(ctx context.Context, projectID, campaignID, memberID string, r *orders.Request) (orders.View, error) {
+func (s *Service) redemptionOrder(ctx context.Context, ref loyalty.CardRef, r *orders.Request) (orders.View, error) {
+	projectID := ref.Project
 	if onlyNames(r) {
 		key := r.ID
 		if key == nil {
@@ -258,7 +260,7 @@ func (s *Service) redemptionOrder(ctx context.Context, projectID, campaignID, me
 		return s.orders.Get(ctx, projectID, *key)
 	}
 	if len(r.Customer) == 0 && r.CustomerID == nil {
-		holder, err := s.prog.HolderOf(ctx, projectID, campaignID, memberID)
+		holder, err := s.prog.HolderOf(ctx, ref)
 		if err != nil {
 			return orders.View{}, err
 		}
@@ -500,7 +502,7 @@ func Register(g *echo.Group, s *Service) {
 
 func (h Handler) redeem(c echo.Context) error {
 	return httpx.WithBody(c, func(r RedeemRequest) (any, error) {
-		return h.svc.Redeem(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+		return h.svc.Redeem(c.Request().Context(), loyalty.CardRefOf(c), r)
 	})
 }
 

@@ -247,7 +247,7 @@ func (s *Service) reward(ctx context.Context, tx pgx.Tx, projectID string, conv 
 	if err != nil {
 		return err
 	}
-	lc, err := s.loyalty.LockCard(ctx, send, projectID, card.CampaignID, card.ID, nil)
+	lc, err := s.loyalty.LockCard(ctx, send, loyalty.CardRef{Project: projectID, Campaign: card.CampaignID, Member: card.ID}, nil)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,21 @@ type BalanceRequest struct {
 	Reason   *string `json:"reason"`
 }
 
+// Validate answers the 400 that says what is wrong with the request, if
+// anything is: Amount is then set, not 0, and within ±maxCredits.
+func (r BalanceRequest) Validate() error {
+	if r.Amount == nil || *r.Amount == 0 {
+		return apierr.InvalidPayload("amount is required and must not be 0: in cents, positive to add credits, negative to remove them")
+	}
+	if amt := *r.Amount; amt > maxCredits || amt < -maxCredits {
+		return apierr.InvalidPayload(fmt.Sprintf("amount must be within ±%d", int64(maxCredits)))
+	}
+	if err := loyalty.CheckText("reason", r.Reason); err != nil {
+		return err
+	}
+	return loyalty.CheckText("source_id", r.SourceID)
+}
+
 // Balance is the reference's balance object of a gift card.
 type Balance struct {
 	Amount        int64         `json:"amount"`
@@ -79,19 +94,10 @@ const maxCredits = 100_000_000_000
 func (s *Service) UpdateBalance(ctx context.Context, projectID, code string, r BalanceRequest) (_ Balance, err error) {
 	ctx, span := tracer.Start(ctx, "vouchers.UpdateBalance")
 	defer telemetry.End(span, &err)
-	if r.Amount == nil || *r.Amount == 0 {
-		return Balance{}, apierr.InvalidPayload("amount is required and must not be 0: in cents, positive to add credits, negative to remove them")
+	if err := r.Validate(); err != nil {
+		return Balance{}, err
 	}
 	amt := *r.Amount
-	if amt > maxCredits || amt < -maxCredits {
-		return Balance{}, apierr.InvalidPayload(fmt.Sprintf("amount must be within ±%d", int64(maxCredits)))
-	}
-	if err := loyalty.CheckText("reason", r.Reason); err != nil {
-		return Balance{}, err
-	}
-	if err := loyalty.CheckText("source_id", r.SourceID); err != nil {
-		return Balance{}, err
-	}
 	var out Balance
 	// As the points ledger: READ COMMITTED under the voucher's row lock, so
 	// writers of one card queue on the lock and each reads what the one

@@ -64,7 +64,7 @@ func (h handler) campaignTransactions(programs *loyalty.Service) echo.HandlerFun
 		}
 		ts, more, next, found, err := h.svc.CampaignTransactions(ctx, project, key, tq)
 		if err == nil && !found {
-			ts, more, next, err = programs.ListTransactions(ctx, project, key, "", tq)
+			ts, more, next, err = programs.ListTransactions(ctx, loyalty.CardRef{Project: project, Campaign: key}, tq)
 		}
 		if err != nil {
 			return err
