@@ -77,59 +77,47 @@ type fakeDirectory struct {
 	err      error // every lookup fails with it, when set
 }
 
-func (d *fakeDirectory) Host(_ context.Context, host string) (tenancy.Cluster, tenancy.HostKind, error) {
+// lookup is every lookup of the fake: the directory's error when it is
+// down, notFound when m holds no key.
+func lookup[V any](d *fakeDirectory, m map[string]V, key string, notFound error) (V, error) {
 	if d.err != nil {
-		return tenancy.Cluster{}, 0, d.err
+		var zero V
+		return zero, d.err
 	}
-	r, ok := d.hosts[host]
+	v, ok := m[key]
 	if !ok {
-		return tenancy.Cluster{}, 0, tenancy.ErrUnknownHost
+		return v, notFound
 	}
-	return r.cluster, r.kind, nil
+	return v, nil
+}
+
+func (d *fakeDirectory) Host(_ context.Context, host string) (tenancy.Cluster, tenancy.HostKind, error) {
+	r, err := lookup(d, d.hosts, host, tenancy.ErrUnknownHost)
+	return r.cluster, r.kind, err
 }
 
 func (d *fakeDirectory) App(_ context.Context, appID, token string) (tenancy.AppKey, tenancy.Project, error) {
-	if d.err != nil {
-		return tenancy.AppKey{}, tenancy.Project{}, d.err
-	}
-	k, ok := d.keys[appID+":"+token]
-	if !ok {
-		return k, tenancy.Project{}, tenancy.ErrBadCredentials
+	k, err := lookup(d, d.keys, appID+":"+token, tenancy.ErrBadCredentials)
+	if err != nil {
+		return k, tenancy.Project{}, err
 	}
 	return k, d.projects[k.ProjectID], nil
 }
 
 func (d *fakeDirectory) Bearer(_ context.Context, token string) (tenancy.AppKey, tenancy.Project, tenancy.Token, error) {
-	if d.err != nil {
-		return tenancy.AppKey{}, tenancy.Project{}, tenancy.Token{}, d.err
-	}
-	t, ok := d.bearers[token]
-	if !ok {
-		return tenancy.AppKey{}, tenancy.Project{}, t, tenancy.ErrBadCredentials
+	t, err := lookup(d, d.bearers, token, tenancy.ErrBadCredentials)
+	if err != nil {
+		return tenancy.AppKey{}, tenancy.Project{}, t, err
 	}
 	return tenancy.AppKey{AppID: t.AppID, ProjectID: t.ProjectID, Kind: tenancy.KeyApp}, d.projects[t.ProjectID], t, nil
 }
 
 func (d *fakeDirectory) Management(_ context.Context, id, token string) (tenancy.ManagementKey, error) {
-	if d.err != nil {
-		return tenancy.ManagementKey{}, d.err
-	}
-	k, ok := d.mgmt[id+":"+token]
-	if !ok {
-		return k, tenancy.ErrBadCredentials
-	}
-	return k, nil
+	return lookup(d, d.mgmt, id+":"+token, tenancy.ErrBadCredentials)
 }
 
 func (d *fakeDirectory) Project(_ context.Context, id string) (tenancy.Project, error) {
-	if d.err != nil {
-		return tenancy.Project{}, d.err
-	}
-	p, ok := d.projects[id]
-	if !ok {
-		return p, tenancy.ErrProjectNotFound
-	}
-	return p, nil
+	return lookup(d, d.projects, id, tenancy.ErrProjectNotFound)
 }
 
 func (d *fakeDirectory) ClusterByName(_ context.Context, name string) (tenancy.Cluster, error) {
@@ -144,14 +132,7 @@ func (d *fakeDirectory) ClusterOrigins(context.Context, string) (tenancy.Origins
 }
 
 func (d *fakeDirectory) Plan(_ context.Context, name string) (tenancy.Plan, error) {
-	if d.err != nil {
-		return tenancy.Plan{}, d.err
-	}
-	p, ok := d.plans[name]
-	if !ok {
-		return p, tenancy.ErrPlanNotFound
-	}
-	return p, nil
+	return lookup(d, d.plans, name, tenancy.ErrPlanNotFound)
 }
 
 // A chain runs its steps in the order given, each once, and stops at the
