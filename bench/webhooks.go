@@ -19,6 +19,7 @@ import (
 
 	"github.com/tallyhq/tally/devstack"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // hookReceiver is a local webhook receiver that notes when each event arrived.
@@ -185,7 +186,7 @@ func webhooksBacklog(r *webhookResult, rcv *hookReceiver, stack *devstack.Stack,
 // workers' rate, not the writer's.
 func writeBacklog(ctx context.Context, stack *devstack.Stack, projectID string, n int) error {
 	pool := stack.Regional["api"].Pool()
-	events := stack.Regional["api"].Events()
+	hooks := stack.Regional["api"].Webhooks()
 	const writers, perTx = 8, 500
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
@@ -196,8 +197,8 @@ func writeBacklog(ctx context.Context, stack *devstack.Stack, projectID string, 
 			for i := w * perTx; i < n; i += writers * perTx {
 				err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
 					for j := i; j < i+perTx; j++ {
-						if err := events.Emit(ctx, tx, projectID, "customer.created", fmt.Sprintf("cust_bench%d", j),
-							map[string]any{"id": fmt.Sprintf("cust_bench%d", j), "object": "customer"}); err != nil {
+						if err := hooks.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: "customer.created", Entity: fmt.Sprintf("cust_bench%d", j),
+							Object: map[string]any{"id": fmt.Sprintf("cust_bench%d", j), "object": "customer"}}); err != nil {
 							return err
 						}
 					}

@@ -130,7 +130,7 @@ type App struct {
 	bulkhead *db.Bulkhead
 	cpu      *cpushare.Governor
 	usage    *usage.Counter
-	events   *webhooks.Service
+	notify   *webhooks.Service
 	loyalty  *loyalty.Service
 	earning  *earning.Service
 	bin      *bin.Bin
@@ -145,40 +145,40 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	cfg = a.cfg // with its defaults
 	a.platform()
-	pool, events := a.pool, a.events
+	pool, notify := a.pool, a.notify
 	e := a.newServer()
 	v1 := e.Group("/v1")
 	// A deleted customer takes their referral holdings and custom events.
-	cust := customers.NewService(pool, events, referrals.DropCustomer, customEvents.DropCustomer)
-	ord := orders.NewService(pool, events, cust, cfg.Clock, a.tasks.Wake)
+	cust := customers.NewService(pool, notify, referrals.DropCustomer, customEvents.DropCustomer)
+	ord := orders.NewService(pool, notify, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
 	// The campaigns' rows, whose kinds (loyalty programs, vouchers,
 	// promotions, referral programs) are built on them.
-	camps := campaigns.NewService(pool, events, cfg.Clock)
-	a.loyalty = loyalty.NewService(pool, events, camps, cust, ord, cfg.Clock)
+	camps := campaigns.NewService(pool, notify, cfg.Clock)
+	a.loyalty = loyalty.NewService(pool, notify, camps, cust, ord, cfg.Clock)
 	// The loyalty program, and the packages built on it.
 	loyalty.Register(v1, a.loyalty)
-	a.earning = earning.NewService(pool, events, a.loyalty, a.tasks, a.resolver, cfg.Clock)
+	a.earning = earning.NewService(pool, notify, a.loyalty, a.tasks, a.resolver, cfg.Clock)
 	earning.Register(v1, a.earning)
-	red := redemptions.NewService(a.loyalty, pool, events, ord, cfg.Clock)
+	red := redemptions.NewService(a.loyalty, pool, notify, ord, cfg.Clock)
 	redemptions.Register(v1, red)
-	vs := vouchers.NewService(pool, events, camps, cfg.Clock, publications.PublishCounts, referrals.RecordReferrer(cfg.Clock))
+	vs := vouchers.NewService(pool, notify, camps, cfg.Clock, publications.PublishCounts, referrals.RecordReferrer(cfg.Clock))
 	vouchers.Register(v1, vs, a.loyalty)
 	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
 	bulk.New(pool, vs, cfg.Clock).Register(v1, a.tasks, a.tasks.Wake)
-	pubs := publications.NewService(pool, events, cust, vs, a.loyalty, cfg.Clock)
+	pubs := publications.NewService(pool, notify, cust, vs, a.loyalty, cfg.Clock)
 	publications.Register(v1, pubs)
 	rules := validation.NewService(pool, cfg.Clock)
 	validation.Register(v1, rules)
 	promos := promotions.NewService(pool, camps, rules, cfg.Clock)
 	// Referral programs: their campaigns, the holders of their codes, and
 	// referees converted by custom event or by redemption.
-	refs := referrals.NewService(pool, events, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
+	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
 	referrals.Register(v1, refs)
 	customers.Register(v1, cust, refs)
 	// The promotion engine (stacked validation, redemption), the promotion
 	// tiers it applies without codes, and qualifications, which it judges.
-	eng := engine.New(engine.Deps{Pool: pool, Events: events, Vouchers: vs, Rules: rules, Customers: cust,
+	eng := engine.New(engine.Deps{Pool: pool, Notify: notify, Vouchers: vs, Rules: rules, Customers: cust,
 		Orders: ord, Redemptions: red, Clock: cfg.Clock, StackingRules: a.resolver.StackingRules, Tiers: promos,
 		Referrals: refs})
 	engine.Register(v1, eng)
@@ -194,8 +194,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		"REFERRAL_PROGRAM": referrals.NewKind(refs, discounts),
 	}), campaigns.Counters{Stacked: eng, Publications: pubs})
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
-	rewards.Register(v1, rewards.NewService(pool, events, cfg.Clock, red))
-	prods := products.NewService(pool, events, a.tasks, cfg.Clock)
+	rewards.Register(v1, rewards.NewService(pool, notify, cfg.Clock, red))
+	prods := products.NewService(pool, notify, a.tasks, cfg.Clock)
 	products.Register(v1, prods)
 	// The bin, and how what it holds leaves it for good: a deleted
 	// campaign's vouchers (of any type) go in CAMPAIGN.VOUCHERS_DELETE, at
@@ -203,7 +203,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention, bin.Removers{"campaign": camps.RemoveBinned,
 		"voucher": vs.RemoveBinned, "product": prods.RemoveBinnedProduct, "sku": prods.RemoveBinnedSKU})
 	bin.Register(v1, a.bin)
-	customEvents.Register(v1, customEvents.NewService(customEvents.Deps{Pool: pool, Webhooks: events, Customers: cust,
+	customEvents.Register(v1, customEvents.NewService(customEvents.Deps{Pool: pool, Notify: notify, Customers: cust,
 		Loyalty: a.loyalty, Earning: a.earning, Schemas: a.resolver, Referrals: refs, Tasks: a.tasks, Clock: cfg.Clock}))
 	a.exports = a.newExports(a.loyalty)
 	exports.Register(v1, a.exports)
@@ -311,8 +311,8 @@ func (a *App) Exports() *exports.Service { return a.exports }
 // are registered (apiversion.Transform).
 func (a *App) Versions() *apiversion.Registry { return a.versions }
 
-// Events records webhook events in a writer's transaction.
-func (a *App) Events() *webhooks.Service { return a.events }
+// Webhooks raises webhook notices in a writer's transaction.
+func (a *App) Webhooks() *webhooks.Service { return a.notify }
 
 // Tasks is the registry of background work; domains add their handlers.
 func (a *App) Tasks() *async.Registry { return a.tasks }

@@ -117,7 +117,7 @@ func (a *App) platform() {
 		Fix: "migrate it (`tally migrate --regional-url`, the pod's migrate init container) first"})
 	a.bulkhead = db.NewBulkhead(cfg.BulkheadWait)
 	a.cpu = cpushare.New(cfg.CPUShare)
-	a.events = webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
+	a.notify = webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
 	a.worker = async.NewWorker(a.pool, a.tasks, cfg.Worker)
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(a.worker.Collectors()...)
@@ -161,7 +161,7 @@ func (a *App) newServer() *echo.Echo {
 // objects of the owners that give their sources.
 func (a *App) newExports(loy *loyalty.Service) *exports.Service {
 	cfg := a.cfg
-	return exports.NewService(a.pool, a.events, loy, a.tasks, cfg.Clock,
+	return exports.NewService(a.pool, a.notify, loy, a.tasks, cfg.Clock,
 		dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious), exports.Options{
 			PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes},
 		slices.Concat(orders.ExportSources(), products.ExportSources(), publications.ExportSources(),

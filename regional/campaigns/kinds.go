@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Kind is what the package that owns a campaign type adds to the model
@@ -151,7 +152,8 @@ func (r *Registry) generationDone(ctx context.Context, projectID, campaignID str
 		} else if err != nil {
 			return err
 		}
-		return r.svc.events.Emit(ctx, tx, projectID, EventGenerationCompleted, c.ID, c.ViewOf())
+		return r.svc.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventGenerationCompleted, Entity: c.ID,
+			Object: c.ViewOf()})
 	})
 }
 

@@ -15,11 +15,12 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/bin"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
-// Events records webhook events in the writer's transaction.
-type Events interface {
-	Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error
+// Notifier raises webhook notices in the writer's transaction.
+type Notifier interface {
+	Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error
 }
 
 // Service holds the writes every campaign type shares: creating a row,
@@ -28,21 +29,21 @@ type Events interface {
 // (loyalty, vouchers, promotions, referrals) are built on it.
 type Service struct {
 	pool   *db.Pool
-	events Events
+	notify Notifier
 	clock  *clock.Clock
 }
 
 // NewService returns the campaigns' service.
-func NewService(pool *db.Pool, events Events, clk *clock.Clock) *Service {
-	return &Service{pool: pool, events: events, clock: clk}
+func NewService(pool *db.Pool, notify Notifier, clk *clock.Clock) *Service {
+	return &Service{pool: pool, notify: notify, clock: clk}
 }
 
 // Now is the service's time: the platform clock, which tests move.
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
-// Emit raises a campaign's webhook event (EventCreated, …) in tx.
-func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, event, id string, object any) error {
-	return s.events.Emit(ctx, tx, projectID, event, id, object)
+// Emit raises a campaign's webhook notice (EventCreated, …) in tx.
+func (s *Service) Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error {
+	return s.notify.Emit(ctx, tx, n)
 }
 
 // NotFound is the 404 of a campaign named idOrName.
@@ -87,7 +88,7 @@ func Change[V any](ctx context.Context, s *Service, projectID, idOrName, event s
 		if err := update(ctx, tx, projectID, c); err != nil {
 			return err
 		}
-		return s.events.Emit(ctx, tx, projectID, event, c.ID, c.ViewOf())
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: event, Entity: c.ID, Object: c.ViewOf()})
 	})
 	return c, err
 }
@@ -137,7 +138,7 @@ func (s *Service) Remove(ctx context.Context, projectID, idOrName string, force 
 				return err
 			}
 		}
-		return s.events.Emit(ctx, tx, projectID, EventDeleted, c.ID, c.ViewOf())
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventDeleted, Entity: c.ID, Object: c.ViewOf()})
 	})
 	return actionID, err
 }

@@ -14,19 +14,20 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/customers")
 
-// Events records webhook events in the writer's transaction.
-type Events interface {
-	Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error
+// Notifier raises webhook notices in the writer's transaction.
+type Notifier interface {
+	Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error
 }
 
 // Service holds the customer rules.
 type Service struct {
 	pool     *db.Pool
-	events   Events
+	notify   Notifier
 	now      func() time.Time
 	onDelete []Dependent
 }
@@ -38,8 +39,8 @@ type Dependent func(ctx context.Context, tx pgx.Tx, projectID, customerID string
 
 // NewService returns the customer service over a regional database; a
 // customer's deletion runs each of dependents, in order.
-func NewService(pool *db.Pool, events Events, dependents ...Dependent) *Service {
-	return &Service{pool: pool, events: events, onDelete: dependents,
+func NewService(pool *db.Pool, notify Notifier, dependents ...Dependent) *Service {
+	return &Service{pool: pool, notify: notify, onDelete: dependents,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
@@ -105,7 +106,8 @@ func (s *Service) UpsertIn(ctx context.Context, tx pgx.Tx, projectID string, p *
 		if err := insert(ctx, tx, projectID, c); err != nil {
 			return Customer{}, false, err
 		}
-		return c, true, s.events.Emit(ctx, tx, projectID, "customer.created", c.ID, c.View())
+		return c, true, s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: "customer.created", Entity: c.ID,
+			Object: c.View()})
 	default:
 		return Customer{}, false, err
 	}
@@ -132,7 +134,7 @@ func (s *Service) applyUpdate(ctx context.Context, tx pgx.Tx, projectID string, 
 	if err := update(ctx, tx, projectID, *c); err != nil {
 		return err
 	}
-	return s.events.Emit(ctx, tx, projectID, "customer.updated", c.ID, c.View())
+	return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: "customer.updated", Entity: c.ID, Object: c.View()})
 }
 
 // Get returns a customer by id or source_id.
@@ -182,7 +184,7 @@ func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) erro
 				return err
 			}
 		}
-		return s.events.Emit(ctx, tx, projectID, "customer.deleted", c.ID, c.View())
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: "customer.deleted", Entity: c.ID, Object: c.View()})
 	})
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/tiers"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Webhook events of pending points.
@@ -132,8 +133,8 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, 'PENDING')`, t.ProjectID, p.ID, p.VoucherID, p.CampaignID,
 					p.CustomerID, p.OrderID, p.Points, p.ActivatesAt, details, now)
 				l.Pending(&card.Card, pts)
-				if err := s.events.Queue(ctx, w, t.ProjectID, EventPendingAdded, p.ID,
-					map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
+				if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: t.ProjectID, Type: EventPendingAdded, Entity: p.ID,
+					Object: map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}}); err != nil {
 					return err
 				}
 				continue
@@ -225,8 +226,8 @@ func (s *Service) activate(ctx context.Context, tx pgx.Tx, projectID string, car
 	if err := l.Record(ctx, tr, &card.Card, card.Campaign); err != nil {
 		return loyalty.Balance{}, err
 	}
-	if err := s.events.Queue(ctx, w, projectID, EventPendingActivated, p.ID,
-		map[string]any{"pending_points": p, "voucher": card.View(card.Campaign), "transaction": tr}); err != nil {
+	if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventPendingActivated, Entity: p.ID,
+		Object: map[string]any{"pending_points": p, "voucher": card.View(card.Campaign), "transaction": tr}}); err != nil {
 		return loyalty.Balance{}, err
 	}
 	return bal, tx.SendBatch(ctx, l.Done()).Close()
@@ -245,8 +246,8 @@ func (s *Service) Cancel(ctx context.Context, ref loyalty.CardRef, pendingID str
 		w.Queue(`UPDATE loyalty_pending_points SET status = 'CANCELED', updated_at = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, now)
 		l := s.prog.LedgerWrite(projectID, w, now)
 		l.Pending(&card.Card, -p.Points)
-		if err := s.events.Queue(ctx, w, projectID, EventPendingCanceled, p.ID,
-			map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
+		if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventPendingCanceled, Entity: p.ID,
+			Object: map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}}); err != nil {
 			return err
 		}
 		return tx.SendBatch(ctx, l.Done()).Close()
@@ -276,8 +277,8 @@ func (s *Service) AdjustPending(ctx context.Context, ref loyalty.CardRef, pendin
 		w.Queue(`UPDATE loyalty_pending_points SET points = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, p.ID, p.Points, now)
 		l := s.prog.LedgerWrite(projectID, w, now)
 		l.Pending(&card.Card, *points)
-		if err := s.events.Queue(ctx, w, projectID, EventPendingUpdated, p.ID,
-			map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}); err != nil {
+		if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventPendingUpdated, Entity: p.ID,
+			Object: map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}}); err != nil {
 			return err
 		}
 		out = map[string]any{"points": *points, "total": p.Points, "object": "balance", "operation_type": "MANUAL",

@@ -19,7 +19,7 @@ import (
 // paid orders and keeps pending points.
 type Service struct {
 	pool    *db.Pool
-	events  loyalty.Events
+	notify  loyalty.Notifier
 	prog    *loyalty.Service
 	clock   *clock.Clock
 	schemas Schemas
@@ -32,9 +32,9 @@ func (s *Service) Now() time.Time { return s.clock.Now() }
 // kind takes it as its loyalty.Earning), and registers the accrual of paid
 // orders in reg. schemas may be nil: then custom event rules are refused as
 // unavailable.
-func NewService(pool *db.Pool, events loyalty.Events, prog *loyalty.Service, reg *async.Registry, schemas Schemas,
+func NewService(pool *db.Pool, notify loyalty.Notifier, prog *loyalty.Service, reg *async.Registry, schemas Schemas,
 	clk *clock.Clock) *Service {
-	s := &Service{pool: pool, events: events, prog: prog, clock: clk, schemas: schemas}
+	s := &Service{pool: pool, notify: notify, prog: prog, clock: clk, schemas: schemas}
 	// An accrual locks its customer's cards, in card id order.
 	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
 		var task orders.PaidTask

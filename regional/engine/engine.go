@@ -34,7 +34,7 @@ const (
 // Deps are the services the engine reads and writes through.
 type Deps struct {
 	Pool        *db.Pool
-	Events      loyalty.Events
+	Notify      loyalty.Notifier
 	Vouchers    *vouchers.Service
 	Rules       *validation.Service
 	Customers   *customers.Service
@@ -73,7 +73,7 @@ type Referrals interface {
 // New returns the engine.
 func New(d Deps) *Engine {
 	return &Engine{Deps: d, pool: d.Pool, rules: d.Rules, tiers: d.Tiers, referrals: d.Referrals,
-		stacked: stacked.New(stacked.Deps{Pool: d.Pool, Events: d.Events, Vouchers: d.Vouchers, Redemptions: d.Redemptions,
+		stacked: stacked.New(stacked.Deps{Pool: d.Pool, Notify: d.Notify, Vouchers: d.Vouchers, Redemptions: d.Redemptions,
 			Clock: d.Clock})}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Redeem is POST /v1/redemptions: the redeemables validated as Validate
@@ -220,18 +221,19 @@ func (e *Engine) storeFailure(ctx context.Context, tx pgx.Tx, projectID string, 
 	if err := stacked.QueueInsert(b, projectID, append([]stacked.Redemption{parent}, kids...)); err != nil {
 		return err
 	}
-	if err := e.queueEvents(ctx, b, projectID, EventRedemptionFailed, kids); err != nil {
+	if err := e.queueNotices(ctx, b, projectID, EventRedemptionFailed, kids); err != nil {
 		return err
 	}
 	return tx.SendBatch(ctx, b).Close()
 }
 
-func (e *Engine) queueEvents(ctx context.Context, b *pgx.Batch, projectID, event string, rs []stacked.Redemption) error {
-	if e.Events == nil {
+func (e *Engine) queueNotices(ctx context.Context, b *pgx.Batch, projectID, event string, rs []stacked.Redemption) error {
+	if e.Notify == nil {
 		return nil
 	}
 	for _, x := range rs {
-		if err := e.Events.Queue(ctx, b, projectID, event, x.ID, map[string]any{"redemption": x.View}); err != nil {
+		if err := e.Notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: event, Entity: x.ID,
+			Object: map[string]any{"redemption": x.View}}); err != nil {
 			return err
 		}
 	}
@@ -313,7 +315,7 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	if err := stacked.QueueInsert(b, projectID, append([]stacked.Redemption{parent}, kids...)); err != nil {
 		return nil, false, err
 	}
-	if err := e.queueEvents(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
+	if err := e.queueNotices(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
 		return nil, false, err
 	}
 	// Last: each updates its reward's row and holds its lock to the

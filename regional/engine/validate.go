@@ -10,6 +10,7 @@ import (
 	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/engine/calc"
+	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -145,13 +146,13 @@ func (e *Engine) Validate(ctx context.Context, projectID string, r Request) (_ m
 	if sess != nil && o.valid {
 		out["session"] = sess
 	}
-	return out, e.validationEvents(ctx, projectID, o, cust)
+	return out, e.validationNotices(ctx, projectID, o, cust)
 }
 
-// validationEvents raises voucher.validation.succeeded or .failed for each
+// validationNotices raises voucher.validation.succeeded or .failed for each
 // voucher validated.
-func (e *Engine) validationEvents(ctx context.Context, projectID string, o *outcome, cust *customers.Customer) error {
-	if e.Events == nil {
+func (e *Engine) validationNotices(ctx context.Context, projectID string, o *outcome, cust *customers.Customer) error {
+	if e.Notify == nil {
 		return nil
 	}
 	for i, c := range o.cs {
@@ -172,7 +173,7 @@ func (e *Engine) validationEvents(ctx context.Context, projectID string, o *outc
 		if cust != nil && cust.ID != "" {
 			obj["customer"] = cust.View()
 		}
-		if err := e.Events.Emit(ctx, e.pool, projectID, ev, id, obj); err != nil {
+		if err := e.Notify.Emit(ctx, e.pool, webhooks.Notice{Project: projectID, Type: ev, Entity: id, Object: obj}); err != nil {
 			return err
 		}
 	}

@@ -36,13 +36,13 @@ import (
 // KindAccrue is the task that earns for a stored event.
 const KindAccrue = "events.accrue"
 
-// EventCustom is the webhook event of a custom event.
+// EventCustom is the webhook event type of a custom event's notice.
 const EventCustom = "customer.custom_event"
 
 // Service stores custom events.
 type Service struct {
 	pool      *db.Pool
-	hooks     *webhooks.Service
+	notify    Notifier
 	customers *customers.Service
 	loyalty   *loyalty.Service
 	earning   *earning.Service
@@ -77,10 +77,16 @@ type Schemas interface {
 	EventSchemas(ctx context.Context, projectID string) ([]tenancy.EventSchema, error)
 }
 
+// Notifier raises the webhook notice of a stored event (EventCustom) in
+// the writer's batched transaction (regional/webhooks).
+type Notifier interface {
+	Queue(ctx context.Context, b *pgx.Batch, n webhooks.Notice) error
+}
+
 // Deps are what the service reads and writes through.
 type Deps struct {
 	Pool      *db.Pool
-	Webhooks  *webhooks.Service
+	Notify    Notifier
 	Customers *customers.Service
 	Loyalty   *loyalty.Service
 	Earning   *earning.Service
@@ -92,7 +98,7 @@ type Deps struct {
 
 // NewService makes the service and registers its tasks.
 func NewService(d Deps) *Service {
-	s := &Service{pool: d.Pool, hooks: d.Webhooks, customers: d.Customers, loyalty: d.Loyalty, earning: d.Earning,
+	s := &Service{pool: d.Pool, notify: d.Notify, customers: d.Customers, loyalty: d.Loyalty, earning: d.Earning,
 		schemas: d.Schemas, referrals: d.Referrals, tasks: d.Tasks, clock: d.Clock}
 	// An accrual locks its customer's cards in card id order, or the one
 	// card loyalty.code named. The tasks of a batch, which share a
@@ -409,7 +415,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 	if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindAccrue, Payload: acc}); err != nil {
 		return nil, err
 	}
-	if err := s.hooks.Queue(ctx, b, projectID, EventCustom, cust.ID, data); err != nil {
+	if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventCustom, Entity: cust.ID, Object: data}); err != nil {
 		return nil, err
 	}
 	return answer, tx.SendBatch(ctx, b).Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 type jobParams struct {
@@ -135,7 +136,7 @@ func (s *Service) finish(ctx context.Context, projectID, id, run string, parts [
 			projectID, id, run); err != nil {
 			return err
 		}
-		return s.events.Emit(ctx, tx, projectID, event, id, map[string]any{"export": v})
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: event, Entity: id, Object: map[string]any{"export": v}})
 	})
 }
 

@@ -71,10 +71,16 @@ type Options struct {
 	Concurrent int
 }
 
+// Notifier raises an export's webhook notices (export.completed or .failed) in the
+// writer's transaction (regional/webhooks).
+type Notifier interface {
+	Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error
+}
+
 // Service runs exports.
 type Service struct {
 	pool    *db.Pool
-	events  *webhooks.Service
+	notify  Notifier
 	loyalty *loyalty.Service
 	clock   *clock.Clock
 	tokens  dltoken.Keys
@@ -86,7 +92,7 @@ type Service struct {
 // NewService makes the service and registers the export job. The objects
 // exports does not read itself are the sources their owners give: one of
 // each exportable object (objectNames) is needed, and any other is refused.
-func NewService(pool *db.Pool, events *webhooks.Service, loy *loyalty.Service, tasks *async.Registry, clk *clock.Clock,
+func NewService(pool *db.Pool, notify Notifier, loy *loyalty.Service, tasks *async.Registry, clk *clock.Clock,
 	tokens dltoken.Keys, o Options, sources ...source.Source) *Service {
 	if o.PartRows <= 0 {
 		o.PartRows = 1_000_000
@@ -103,7 +109,7 @@ func NewService(pool *db.Pool, events *webhooks.Service, loy *loyalty.Service, t
 	if o.Concurrent <= 0 {
 		o.Concurrent = 2
 	}
-	s := &Service{pool: pool, events: events, loyalty: loy, clock: clk, tokens: tokens, opt: o,
+	s := &Service{pool: pool, notify: notify, loyalty: loy, clock: clk, tokens: tokens, opt: o,
 		slots: make(chan struct{}, o.Concurrent), objects: maps.Clone(builtins)}
 	for _, src := range sources {
 		if _, dup := s.objects[src.Name]; dup || !slices.Contains(strings.Split(objectNames, ", "), src.Name) {

@@ -20,6 +20,7 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty/expiry"
 	"github.com/tallyhq/tally/regional/vouchercodes"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // CreateRequest is the body of POST /v1/loyalties.
@@ -120,7 +121,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 			}
 			actionID = &act.ID
 		}
-		return s.camps.Emit(ctx, tx, projectID, campaigns.EventCreated, c.ID, c.View())
+		return s.camps.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: campaigns.EventCreated, Entity: c.ID, Object: c.View()})
 	})
 	if err != nil {
 		return CampaignView{}, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/regional/webhooks"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
@@ -103,8 +104,8 @@ func (s *Service) expireCard(ctx context.Context, projectID, cardID string, toda
 			return nil, err
 		}
 		done = 1
-		return l.Done(), s.events.Queue(ctx, w, projectID, EventPointsExpired, card.ID,
-			map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": t})
+		return l.Done(), s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventPointsExpired, Entity: card.ID,
+			Object: map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": t}})
 	})
 	return done, err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/tiers"
+	"github.com/tallyhq/tally/regional/webhooks"
 
 	"github.com/jackc/pgx/v5"
 
@@ -144,8 +145,8 @@ func (s *Service) UpdateBalance(ctx context.Context, ref CardRef, r BalanceReque
 			return nil, err
 		}
 		if pts > 0 {
-			if err := s.events.Queue(ctx, w, projectID, EventPointsAdded, card.ID,
-				map[string]any{"voucher": card.View(camp), "balance": out, "transaction": t}); err != nil {
+			if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventPointsAdded, Entity: card.ID,
+				Object: map[string]any{"voucher": card.View(camp), "balance": out, "transaction": t}}); err != nil {
 				return nil, err
 			}
 		}
@@ -197,8 +198,8 @@ func (s *Service) missingCard(ctx context.Context, ref CardRef) error {
 // when the entry moved the card between its campaign's tiers.
 func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t Transaction, card Card, camp Campaign) error {
 	queueTransaction(b, projectID, t)
-	if err := s.events.Queue(ctx, b, projectID, EventTransactionCreated, t.ID,
-		map[string]any{"transaction": t, "voucher": card.View(camp)}); err != nil {
+	if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventTransactionCreated, Entity: t.ID,
+		Object: map[string]any{"transaction": t, "voucher": card.View(camp)}}); err != nil {
 		return err
 	}
 	return s.queueTierShift(ctx, b, projectID, card, camp, card.Balance-t.Delta)
@@ -217,7 +218,7 @@ func (s *Service) queueTierShift(ctx context.Context, b *pgx.Batch, projectID st
 		if previous != nil {
 			o["previous_loyalty_tier"] = previous.View()
 		}
-		return s.events.Queue(ctx, b, projectID, event, card.ID, o)
+		return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: event, Entity: card.ID, Object: o})
 	})
 }
 
@@ -482,8 +483,8 @@ func (l *LedgerWrite) Credit(ctx context.Context, card *LockedCard, typ string, 
 	if err := l.Record(ctx, t, &card.Card, card.Campaign); err != nil {
 		return t, bal, err
 	}
-	return t, bal, l.s.events.Queue(ctx, l.b, l.projectID, EventPointsAdded, card.ID,
-		map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": t})
+	return t, bal, l.s.notify.Queue(ctx, l.b, webhooks.Notice{Project: l.projectID, Type: EventPointsAdded, Entity: card.ID,
+		Object: map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": t}})
 }
 
 // Done queues the figures of every card the write touched and returns the batch.

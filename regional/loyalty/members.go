@@ -17,6 +17,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // MemberRequest is the body of POST /v1/loyalties/{campaignId}/members.
@@ -148,7 +149,8 @@ func (s *Service) join(ctx context.Context, tx pgx.Tx, projectID string, camp Ca
 		projectID, card.ID, custID, meta, now); err != nil {
 		return Card{}, err
 	}
-	return card, s.events.Emit(ctx, tx, projectID, EventVoucherPublished, card.ID, card.View(camp))
+	return card, s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventVoucherPublished, Entity: card.ID,
+		Object: card.View(camp)})
 }
 
 // GetMember returns the card ref names.

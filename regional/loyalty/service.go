@@ -15,21 +15,22 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/loyalty")
 
-// Events records webhook events in the writer's transaction.
-type Events interface {
-	Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error
+// Notifier raises webhook notices in the writer's transaction.
+type Notifier interface {
+	Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error
 	// Queue is Emit for a transaction sent in batches (db.InPipe).
-	Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error
+	Queue(ctx context.Context, b *pgx.Batch, n webhooks.Notice) error
 }
 
 // Service holds the rules of loyalty programs and the points ledger.
 type Service struct {
 	pool      *db.Pool
-	events    Events
+	notify    Notifier
 	customers *customers.Service
 	orders    *orders.Service
 	attrs     attrsCache
@@ -41,8 +42,8 @@ type Service struct {
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
 // NewService returns the loyalty service; camps writes its programs' rows.
-func NewService(pool *db.Pool, events Events, camps *campaigns.Service, cust *customers.Service, ord *orders.Service, clk *clock.Clock) *Service {
-	return &Service{pool: pool, events: events, camps: camps, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
+func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, cust *customers.Service, ord *orders.Service, clk *clock.Clock) *Service {
+	return &Service{pool: pool, notify: notify, camps: camps, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
 }
 
 func notFoundCard(id string) error { return apierr.NotFound("voucher", id) }

@@ -26,15 +26,15 @@ import (
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/orders")
 
-// Events records webhook events in a writer's transaction.
-type Events interface {
-	QueueID(ctx context.Context, b *pgx.Batch, projectID, id, eventType, entityID string, object any) error
+// Notifier raises webhook notices in a writer's transaction.
+type Notifier interface {
+	Queue(ctx context.Context, b *pgx.Batch, n webhooks.Notice) error
 }
 
 // Service holds the rules of orders.
 type Service struct {
 	pool      *db.Pool
-	events    Events
+	notify    Notifier
 	customers *customers.Service
 	clock     *clock.Clock
 	wake      func()
@@ -43,8 +43,8 @@ type Service struct {
 // NewService returns the order service; clk is the platform clock, and
 // wake (when not nil) tells this instance's outbox worker that an order.paid
 // task was committed.
-func NewService(pool *db.Pool, events Events, cust *customers.Service, clk *clock.Clock, wake func()) *Service {
-	return &Service{pool: pool, events: events, customers: cust, clock: clk, wake: wake}
+func NewService(pool *db.Pool, notify Notifier, cust *customers.Service, clk *clock.Clock, wake func()) *Service {
+	return &Service{pool: pool, notify: notify, customers: cust, clock: clk, wake: wake}
 }
 
 const columns = `id, source_id, status, amount, initial_amount, discount_amount, items, metadata, customer_id, referrer_id,
@@ -393,7 +393,8 @@ func (s *Service) customer(ctx context.Context, tx pgx.Tx, projectID string, o *
 // when the order has a customer, the task that earns loyalty points.
 func (s *Service) paid(ctx context.Context, b *pgx.Batch, projectID string, o Order, now time.Time) error {
 	evID := ids.New("evt_")
-	if err := s.events.QueueID(ctx, b, projectID, evID, EventPaid, o.ID, map[string]any{"order": o.View()}); err != nil {
+	if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, ID: evID, Type: EventPaid, Entity: o.ID,
+		Object: map[string]any{"order": o.View()}}); err != nil {
 		return err
 	}
 	if o.CustomerID == nil {

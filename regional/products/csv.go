@@ -16,6 +16,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // csvSpec is what an imported file's columns mean: the standard ones, of
@@ -324,10 +325,10 @@ func (s *Service) importProducts(ctx context.Context, tx pgx.Tx, projectID strin
 	for _, p := range renamed {
 		b.Queue(`UPDATE products SET name = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, p.ID, p.Name, p.UpdatedAt)
 	}
-	if err := s.queueEvents(ctx, b, projectID, ProductCreated, news); err != nil {
+	if err := s.queueNotices(ctx, b, projectID, ProductCreated, news); err != nil {
 		return err
 	}
-	if err := s.queueEvents(ctx, b, projectID, ProductUpdated, renamed); err != nil {
+	if err := s.queueNotices(ctx, b, projectID, ProductUpdated, renamed); err != nil {
 		return err
 	}
 	return tx.SendBatch(ctx, b).Close()
@@ -462,7 +463,8 @@ func (s *Service) importSKUs(ctx context.Context, tx pgx.Tx, projectID string, h
 			old.UpdatedAt = &now
 			b.Queue(`UPDATE skus SET sku = $3, price = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
 				projectID, old.ID, old.SKU, old.Price, old.UpdatedAt)
-			if err := s.events.Queue(ctx, b, projectID, SKUUpdated, old.ID, old.View()); err != nil {
+			if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: SKUUpdated, Entity: old.ID,
+				Object: old.View()}); err != nil {
 				return err
 			}
 		} else {
@@ -470,7 +472,8 @@ func (s *Service) importSKUs(ctx context.Context, tx pgx.Tx, projectID string, h
 			if err := queueInsertSKU(b, projectID, k); err != nil {
 				return err
 			}
-			if err := s.events.Queue(ctx, b, projectID, SKUCreated, k.ID, k.View()); err != nil {
+			if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: SKUCreated, Entity: k.ID,
+				Object: k.View()}); err != nil {
 				return err
 			}
 		}

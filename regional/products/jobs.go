@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // The product jobs of the interface's background-task table.
@@ -332,10 +333,10 @@ func (s *Service) upsertBySourceID(ctx context.Context, tx pgx.Tx, projectID str
 		}
 		b.Queue(updateProductSQL, args...)
 	}
-	if err := s.queueEvents(ctx, b, projectID, ProductCreated, news); err != nil {
+	if err := s.queueNotices(ctx, b, projectID, ProductCreated, news); err != nil {
 		return err
 	}
-	if err := s.queueEvents(ctx, b, projectID, ProductUpdated, olds); err != nil {
+	if err := s.queueNotices(ctx, b, projectID, ProductUpdated, olds); err != nil {
 		return err
 	}
 	return tx.SendBatch(ctx, b).Close()
@@ -365,10 +366,10 @@ func queueInsertProducts(b *pgx.Batch, projectID string, ps []Product) error {
 	return nil
 }
 
-// queueEvents queues an event of type typ for each product.
-func (s *Service) queueEvents(ctx context.Context, b *pgx.Batch, projectID, typ string, ps []Product) error {
+// queueNotices queues an event of type typ for each product.
+func (s *Service) queueNotices(ctx context.Context, b *pgx.Batch, projectID, typ string, ps []Product) error {
 	for _, p := range ps {
-		if err := s.events.Queue(ctx, b, projectID, typ, p.ID, p.View(nil, 0)); err != nil {
+		if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: typ, Entity: p.ID, Object: p.View(nil, 0)}); err != nil {
 			return err
 		}
 	}

@@ -16,13 +16,14 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/bin"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/products")
 
-// Events records webhook events in the writer's transaction.
-type Events interface {
-	Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error
+// Notifier raises webhook notices in the writer's transaction.
+type Notifier interface {
+	Queue(ctx context.Context, b *pgx.Batch, n webhooks.Notice) error
 	Listens(ctx context.Context, projectID, eventType string) bool
 }
 
@@ -39,7 +40,7 @@ const (
 // Service holds the product catalogue's rules.
 type Service struct {
 	pool   *db.Pool
-	events Events
+	notify Notifier
 	clock  *clock.Clock
 	wake   func()
 }
@@ -47,8 +48,8 @@ type Service struct {
 // NewService returns the product service; it registers its jobs on reg.
 // How its resources leave the bin for good is RemoveBinnedProduct and
 // RemoveBinnedSKU, the bin's Removers.
-func NewService(pool *db.Pool, events Events, reg *async.Registry, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, events: events, clock: clk, wake: reg.Wake}
+func NewService(pool *db.Pool, notify Notifier, reg *async.Registry, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, notify: notify, clock: clk, wake: reg.Wake}
 	reg.HandleJob(JobBulkUpdate, s.bulkUpdateJob)
 	reg.HandleJob(JobMetadataUpdate, s.metadataUpdateJob)
 	reg.HandleJob(JobImportProducts, s.importProductsJob)
@@ -127,7 +128,9 @@ func (s *Service) CreateProduct(ctx context.Context, projectID string, patch Pat
 			return err
 		}
 		v = p.View(nil, 0)
-		return s.emit(ctx, tx, func(b *pgx.Batch) error { return s.events.Queue(ctx, b, projectID, ProductCreated, p.ID, v) })
+		return s.emit(ctx, tx, func(b *pgx.Batch) error {
+			return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: ProductCreated, Entity: p.ID, Object: v})
+		})
 	})
 	return v, duplicateProduct(err)
 }
@@ -178,7 +181,9 @@ func (s *Service) UpdateProduct(ctx context.Context, projectID, ref string, patc
 		if v, err = s.view(ctx, tx, projectID, p); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, func(b *pgx.Batch) error { return s.events.Queue(ctx, b, projectID, ProductUpdated, p.ID, v) })
+		return s.emit(ctx, tx, func(b *pgx.Batch) error {
+			return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: ProductUpdated, Entity: p.ID, Object: v})
+		})
 	})
 	return v, duplicateProduct(err)
 }
@@ -204,7 +209,7 @@ func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, forc
 	ctx, span := tracer.Start(ctx, "products.DeleteProduct")
 	defer telemetry.End(span, &err)
 	// The SKUs are read back only for their events, when someone gets them.
-	returning := s.events.Listens(ctx, projectID, SKUDeleted)
+	returning := s.notify.Listens(ctx, projectID, SKUDeleted)
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		p, err := s.product(ctx, tx, projectID, ref, true)
 		if err != nil {
@@ -231,11 +236,13 @@ func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, forc
 		if err != nil {
 			return err
 		}
-		if err := s.events.Queue(ctx, b, projectID, ProductDeleted, p.ID, p.View(nil, 0)); err != nil {
+		if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: ProductDeleted, Entity: p.ID,
+			Object: p.View(nil, 0)}); err != nil {
 			return err
 		}
 		for _, k := range skus {
-			if err := s.events.Queue(ctx, b, projectID, SKUDeleted, k.ID, k.View()); err != nil {
+			if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: SKUDeleted, Entity: k.ID,
+				Object: k.View()}); err != nil {
 				return err
 			}
 		}
@@ -290,7 +297,9 @@ func (s *Service) CreateSKU(ctx context.Context, projectID, productRef string, p
 			return err
 		}
 		v = k.View()
-		return s.emit(ctx, tx, func(b *pgx.Batch) error { return s.events.Queue(ctx, b, projectID, SKUCreated, k.ID, v) })
+		return s.emit(ctx, tx, func(b *pgx.Batch) error {
+			return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: SKUCreated, Entity: k.ID, Object: v})
+		})
 	})
 	return v, duplicateSKU(err)
 }
@@ -340,7 +349,9 @@ func (s *Service) UpdateSKU(ctx context.Context, projectID, productRef, ref stri
 			return err
 		}
 		v = k.View()
-		return s.emit(ctx, tx, func(b *pgx.Batch) error { return s.events.Queue(ctx, b, projectID, SKUUpdated, k.ID, v) })
+		return s.emit(ctx, tx, func(b *pgx.Batch) error {
+			return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: SKUUpdated, Entity: k.ID, Object: v})
+		})
 	})
 	return v, duplicateSKU(err)
 }
@@ -365,7 +376,8 @@ func (s *Service) DeleteSKU(ctx context.Context, projectID, productRef, ref stri
 			}
 			bin.Put(b, projectID, []bin.Entry{e})
 		}
-		if err := s.events.Queue(ctx, b, projectID, SKUDeleted, k.ID, k.View()); err != nil {
+		if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: SKUDeleted, Entity: k.ID,
+			Object: k.View()}); err != nil {
 			return err
 		}
 		return tx.SendBatch(ctx, b).Close()

@@ -20,6 +20,7 @@ import (
 	"github.com/tallyhq/tally/regional/engine/stacked"
 	"github.com/tallyhq/tally/regional/qualifications"
 	"github.com/tallyhq/tally/regional/validation"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Service is the promotion tiers' and stacks' service.
@@ -193,7 +194,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json
 		if tiers, err = s.addTiers(ctx, tx, projectID, c.ID, r.Promotion.Tiers); err != nil {
 			return err
 		}
-		return s.camps.Emit(ctx, tx, projectID, campaigns.EventCreated, c.ID, c.ViewOf())
+		return s.camps.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: campaigns.EventCreated, Entity: c.ID, Object: c.ViewOf()})
 	})
 	if err != nil {
 		return nil, err

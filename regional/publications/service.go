@@ -21,19 +21,20 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/publications")
 
-// Events records webhook events in the caller's transaction.
-type Events interface {
-	Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error
+// Notifier raises webhook notices in the caller's transaction.
+type Notifier interface {
+	Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error
 }
 
 // Service holds the rules of publications.
 type Service struct {
 	pool      *db.Pool
-	events    Events
+	notify    Notifier
 	customers *customers.Service
 	vouchers  *vouchers.Service
 	loyalty   *loyalty.Service
@@ -43,8 +44,8 @@ type Service struct {
 // NewService returns the publication service. Vouchers of discount, gift
 // and referral campaigns are given through vs; a loyalty program's card
 // through loy, as its members join (loyalty.Service.JoinIn).
-func NewService(pool *db.Pool, events Events, cust *customers.Service, vs *vouchers.Service, loy *loyalty.Service, clk *clock.Clock) *Service {
-	return &Service{pool: pool, events: events, customers: cust, vouchers: vs, loyalty: loy, clock: clk}
+func NewService(pool *db.Pool, notify Notifier, cust *customers.Service, vs *vouchers.Service, loy *loyalty.Service, clk *clock.Clock) *Service {
+	return &Service{pool: pool, notify: notify, customers: cust, vouchers: vs, loyalty: loy, clock: clk}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -283,13 +284,15 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 	if camp != nil {
 		event["campaign"] = simpleCampaign(camp.ID, camp.Name, camp.CampaignType, camp.Attrs.Type, camp.Attrs.Voucher.IsReferralCode)
 	}
-	if err := s.events.Emit(ctx, tx, projectID, EventSucceeded, pub.ID, view); err != nil {
+	if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventSucceeded, Entity: pub.ID, Object: view}); err != nil {
 		return View{}, nil, err
 	}
-	if err := s.events.Emit(ctx, tx, projectID, vouchers.EventVoucherPublished, v.ID, event); err != nil {
+	if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: vouchers.EventVoucherPublished, Entity: v.ID,
+		Object: event}); err != nil {
 		return View{}, nil, err
 	}
-	return view, nil, s.events.Emit(ctx, tx, projectID, EventCustomerSucceeded, cust.ID, event)
+	return view, nil, s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventCustomerSucceeded, Entity: cust.ID,
+		Object: event})
 }
 
 // checkExpiration refuses an expiration_date that is not in the future.
@@ -349,19 +352,19 @@ func (s *Service) createMany(ctx context.Context, tx pgx.Tx, projectID string, c
 	if err != nil {
 		return View{}, nil, err
 	}
-	if err := s.events.Emit(ctx, tx, projectID, EventSucceeded, pub.ID, view); err != nil {
+	if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventSucceeded, Entity: pub.ID, Object: view}); err != nil {
 		return View{}, nil, err
 	}
 	for _, v := range vs {
 		vv := v.View()
 		vv.Publish.Count = counts[v.ID]
-		if err := s.events.Emit(ctx, tx, projectID, vouchers.EventVoucherPublished, v.ID,
-			map[string]any{"customer": cust.Simple(), "publication": view, "voucher": vv, "campaign": simple}); err != nil {
+		if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: vouchers.EventVoucherPublished, Entity: v.ID,
+			Object: map[string]any{"customer": cust.Simple(), "publication": view, "voucher": vv, "campaign": simple}}); err != nil {
 			return View{}, nil, err
 		}
 	}
-	return view, nil, s.events.Emit(ctx, tx, projectID, EventCustomerSucceeded, cust.ID,
-		map[string]any{"customer": cust.Simple(), "publication": view, "campaign": simple})
+	return view, nil, s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventCustomerSucceeded, Entity: cust.ID,
+		Object: map[string]any{"customer": cust.Simple(), "publication": view, "campaign": simple}})
 }
 
 // createCard gives cust a card of the loyalty program campaignID as its
@@ -411,11 +414,11 @@ func (s *Service) createCard(ctx context.Context, tx pgx.Tx, projectID, campaign
 	}
 	view := pub.view(&cust)
 	view.Voucher = card.View(camp)
-	if err := s.events.Emit(ctx, tx, projectID, EventSucceeded, pub.ID, view); err != nil {
+	if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventSucceeded, Entity: pub.ID, Object: view}); err != nil {
 		return View{}, nil, err
 	}
-	return view, nil, s.events.Emit(ctx, tx, projectID, EventCustomerSucceeded, cust.ID,
-		map[string]any{"customer": cust.Simple(), "publication": view, "voucher": view.Voucher, "campaign": simple(camp)})
+	return view, nil, s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventCustomerSucceeded, Entity: cust.ID,
+		Object: map[string]any{"customer": cust.Simple(), "publication": view, "voucher": view.Voucher, "campaign": simple(camp)}})
 }
 
 // fail records a refused publication and its events; the transaction
@@ -431,11 +434,11 @@ func (s *Service) fail(ctx context.Context, tx pgx.Tx, projectID string, pub Pub
 		return View{}, nil, err
 	}
 	view := pub.view(&cust)
-	if err := s.events.Emit(ctx, tx, projectID, EventFailed, pub.ID, view); err != nil {
+	if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventFailed, Entity: pub.ID, Object: view}); err != nil {
 		return View{}, nil, err
 	}
-	if err := s.events.Emit(ctx, tx, projectID, EventCustomerFailed, cust.ID,
-		map[string]any{"customer": cust.Simple(), "campaign": campaign, "publication": view}); err != nil {
+	if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventCustomerFailed, Entity: cust.ID,
+		Object: map[string]any{"customer": cust.Simple(), "campaign": campaign, "publication": view}}); err != nil {
 		return View{}, nil, err
 	}
 	return View{}, apierr.New(http.StatusBadRequest, code, "Couldn't find any voucher suitable for publication", msg), nil

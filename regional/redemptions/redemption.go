@@ -42,15 +42,15 @@ var tracer = otel.Tracer("github.com/tallyhq/tally/regional/redemptions")
 type Service struct {
 	prog   *loyalty.Service
 	pool   *db.Pool
-	events loyalty.Events
+	notify loyalty.Notifier
 	orders *orders.Service
 	clock  *clock.Clock
 }
 
 // NewService returns the reward assignments and redemptions of the
 // loyalty program prog.
-func NewService(prog *loyalty.Service, pool *db.Pool, events loyalty.Events, ord *orders.Service, clk *clock.Clock) *Service {
-	return &Service{prog: prog, pool: pool, events: events, orders: ord, clock: clk}
+func NewService(prog *loyalty.Service, pool *db.Pool, notify loyalty.Notifier, ord *orders.Service, clk *clock.Clock) *Service {
+	return &Service{prog: prog, pool: pool, notify: notify, orders: ord, clock: clk}
 }
 
 // Now is the service's time: the platform clock, which tests move.
@@ -228,7 +228,8 @@ func (s *Service) Redeem(ctx context.Context, ref loyalty.CardRef, r RedeemReque
 		if err := record(ctx, l, &card, loyalty.PointsRedemption, -pts, nil, details, now); err != nil {
 			return nil, err
 		}
-		if err := s.events.Queue(ctx, wr, projectID, EventRedemptionSucceeded, id, map[string]any{"redemption": view}); err != nil {
+		if err := s.notify.Queue(ctx, wr, webhooks.Notice{Project: projectID, Type: EventRedemptionSucceeded, Entity: id,
+			Object: map[string]any{"redemption": view}}); err != nil {
 			return nil, err
 		}
 		l.Done()
@@ -479,7 +480,8 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		}
 		w.Queue(`INSERT INTO redemption_rollbacks (project_id, id, redemption_id, view, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			projectID, rbID, id, v, now)
-		return l.Done(), s.events.Queue(ctx, w, projectID, EventRollbackSucceeded, rbID, map[string]any{"redemption_rollback": out})
+		return l.Done(), s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventRollbackSucceeded, Entity: rbID,
+			Object: map[string]any{"redemption_rollback": out}})
 	})
 	if db.Constraint(err) == "redemption_rollbacks_once" {
 		return nil, alreadyRolledBack(id)

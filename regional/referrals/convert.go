@@ -20,6 +20,7 @@ import (
 	"github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Via is what converts a referee: a custom event, or a redemption of the
@@ -182,8 +183,9 @@ func (s *Service) Convert(ctx context.Context, tx pgx.Tx, projectID, code, refer
 	if conv.Referee.ID == "" || conv.Referrer.ID == "" {
 		return nil, apierr.NotFound("customer", refereeID)
 	}
-	if err := s.events.Emit(ctx, tx, projectID, EventReferred, refereeID, via.cause(map[string]any{"customer": conv.Referee.Simple(),
-		"referrer": conv.Referrer.Simple(), "campaign": simpleCampaign(c), "voucher": simpleVoucher(v)})); err != nil {
+	if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventReferred, Entity: refereeID,
+		Object: via.cause(map[string]any{"customer": conv.Referee.Simple(),
+			"referrer": conv.Referrer.Simple(), "campaign": simpleCampaign(c), "voucher": simpleVoucher(v)})}); err != nil {
 		return nil, err
 	}
 	if p.RefereeReward != nil {
@@ -230,18 +232,18 @@ func (s *Service) reward(ctx context.Context, tx pgx.Tx, projectID string, conv 
 		}
 		_ = json.Unmarshal(t.Details, &d)
 		view := v.View()
-		if err := s.events.Emit(ctx, tx, projectID, vouchers.EventGiftBalanceAdded, v.ID,
-			map[string]any{"voucher": view, "balance": d.Balance, "transaction": t}); err != nil {
+		if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: vouchers.EventGiftBalanceAdded, Entity: v.ID,
+			Object: map[string]any{"voucher": view, "balance": d.Balance, "transaction": t}}); err != nil {
 			return err
 		}
 		if claimed {
-			if err := s.events.Emit(ctx, tx, projectID, loyalty.EventVoucherPublished, v.ID,
-				map[string]any{"customer": to.Simple(), "voucher": view}); err != nil {
+			if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: loyalty.EventVoucherPublished, Entity: v.ID,
+				Object: map[string]any{"customer": to.Simple(), "voucher": view}}); err != nil {
 				return err
 			}
 		}
 		ev["voucher"], ev["balance"] = view, map[string]any{"amount": rw.Amount}
-		return s.events.Emit(ctx, tx, projectID, EventRewarded, to.ID, ev)
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventRewarded, Entity: to.ID, Object: ev})
 	}
 	card, _, err := s.loyalty.JoinIn(ctx, tx, projectID, rw.RelatedObjectParent.ID, to.ID)
 	if err != nil {
@@ -262,12 +264,13 @@ func (s *Service) reward(ctx context.Context, tx pgx.Tx, projectID string, conv 
 	}
 	view := lc.View(lc.Campaign)
 	ev["voucher"], ev["balance"] = view, map[string]any{"points": rw.Amount}
-	if err := s.events.Emit(ctx, tx, projectID, EventRewarded, to.ID, ev); err != nil {
+	if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventRewarded, Entity: to.ID, Object: ev}); err != nil {
 		return err
 	}
-	return s.events.Emit(ctx, tx, projectID, EventRewardedPoints, to.ID, map[string]any{"customer": to.Simple(), "holder": to.Simple(),
-		"voucher": view, "campaign": map[string]any{"id": lc.Campaign.ID, "name": lc.Campaign.Name, "campaign_type": lc.Campaign.CampaignType,
-			"object": "campaign"}, "balance": bal, "event": via.Object})
+	return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventRewardedPoints, Entity: to.ID,
+		Object: map[string]any{"customer": to.Simple(), "holder": to.Simple(),
+			"voucher": view, "campaign": map[string]any{"id": lc.Campaign.ID, "name": lc.Campaign.Name, "campaign_type": lc.Campaign.CampaignType,
+				"object": "campaign"}, "balance": bal, "event": via.Object}})
 }
 
 // ConvertEvent converts the referee of a custom event (POST /v1/events

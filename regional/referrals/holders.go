@@ -22,6 +22,7 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 const holderColumns = `id, voucher_id, campaign_id, customer_id, holder_role, metadata, created_at`
@@ -186,8 +187,9 @@ func (s *Service) AddHolders(ctx context.Context, projectID, campaignKey, member
 				out = append(out, h.View())
 				continue
 			}
-			if err := s.events.Emit(ctx, tx, projectID, EventHolderAssigned, cust.ID, map[string]any{"holder": h.View(),
-				"voucher": simpleVoucher(v), "campaign": simpleCampaign(c), "customer": cust.Simple()}); err != nil {
+			if err := s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventHolderAssigned, Entity: cust.ID,
+				Object: map[string]any{"holder": h.View(),
+					"voucher": simpleVoucher(v), "campaign": simpleCampaign(c), "customer": cust.Simple()}}); err != nil {
 				return err
 			}
 			out = append(out, h.View())
@@ -220,8 +222,9 @@ func (s *Service) RemoveHolder(ctx context.Context, projectID, campaignKey, memb
 		if _, err := tx.Exec(ctx, `DELETE FROM referral_holders WHERE project_id = $1 AND id = $2`, projectID, h.ID); err != nil {
 			return err
 		}
-		return s.events.Emit(ctx, tx, projectID, EventHolderUnassigned, h.CustomerID, map[string]any{"holder": h.View(),
-			"voucher": simpleVoucher(v), "campaign": simpleCampaign(c), "customer": map[string]any{"id": h.CustomerID, "object": "customer"}})
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventHolderUnassigned, Entity: h.CustomerID,
+			Object: map[string]any{"holder": h.View(),
+				"voucher": simpleVoucher(v), "campaign": simpleCampaign(c), "customer": map[string]any{"id": h.CustomerID, "object": "customer"}}})
 	})
 }
 

@@ -19,14 +19,15 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/referrals")
 
-// Events records webhook events in the caller's transaction.
-type Events interface {
-	Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error
+// Notifier raises webhook notices in the caller's transaction.
+type Notifier interface {
+	Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error
 }
 
 // Schemas returns a project's custom event schemas (the directory's,
@@ -37,7 +38,7 @@ type Schemas func(ctx context.Context, projectID string) ([]tenancy.EventSchema,
 // Service runs referral programs.
 type Service struct {
 	pool      *db.Pool
-	events    Events
+	notify    Notifier
 	customers *customers.Service
 	loyalty   *loyalty.Service
 	vouchers  *vouchers.Service
@@ -52,9 +53,9 @@ type Service struct {
 // app.go: a customer's answer reads their referrals summary from Summary
 // (customers.Referrals), and a deleted customer's holdings and referrals go
 // with them (DropCustomer, a customers.Dependent).
-func NewService(pool *db.Pool, events Events, camps *campaigns.Service, cust *customers.Service, loy *loyalty.Service, vs *vouchers.Service,
+func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, cust *customers.Service, loy *loyalty.Service, vs *vouchers.Service,
 	schemas Schemas, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, events: events, camps: camps, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, clock: clk}
+	s := &Service{pool: pool, notify: notify, camps: camps, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, clock: clk}
 	return s
 }
 
@@ -250,7 +251,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json
 	}
 	// The program's tiers are announced after campaign.created.
 	return s.vouchers.CreateCampaign(ctx, projectID, r.CampaignRequest, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
-		return s.tierEvents(ctx, tx, projectID, c, nil, p.ReferralTiers)
+		return s.tierNotices(ctx, tx, projectID, c, nil, p.ReferralTiers)
 	})
 }
 
@@ -293,7 +294,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, id string, raw 
 			if c.Attrs.ReferralProgram, err = json.Marshal(p); err != nil {
 				return err
 			}
-			return s.tierEvents(ctx, tx, projectID, *c, old.ReferralTiers, p.ReferralTiers)
+			return s.tierNotices(ctx, tx, projectID, *c, old.ReferralTiers, p.ReferralTiers)
 		})
 	if err != nil {
 		return nil, err
@@ -301,11 +302,11 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, id string, raw 
 	return c.ViewOf(), nil
 }
 
-// tierEvents raises campaign.referral_tier.created, .updated and .deleted
+// tierNotices raises campaign.referral_tier.created, .updated and .deleted
 // for the referrer tiers a program's change adds, changes or removes (by
 // tier id), in the change's transaction.
-func (s *Service) tierEvents(ctx context.Context, tx pgx.Tx, projectID string, c vouchers.Campaign, before, after []Tier) error {
-	if s.events == nil {
+func (s *Service) tierNotices(ctx context.Context, tx pgx.Tx, projectID string, c vouchers.Campaign, before, after []Tier) error {
+	if s.notify == nil {
 		return nil
 	}
 	was := map[string]Tier{}
@@ -313,7 +314,8 @@ func (s *Service) tierEvents(ctx context.Context, tx pgx.Tx, projectID string, c
 		was[t.ID] = t
 	}
 	emit := func(event string, t Tier) error {
-		return s.events.Emit(ctx, tx, projectID, event, t.ID, map[string]any{"referral_tier": t.simple(c.ID), "campaign": simpleCampaign(c)})
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: event, Entity: t.ID,
+			Object: map[string]any{"referral_tier": t.simple(c.ID), "campaign": simpleCampaign(c)}})
 	}
 	for _, t := range after {
 		old, ok := was[t.ID]

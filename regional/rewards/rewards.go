@@ -25,6 +25,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Reward types served.
@@ -160,22 +161,22 @@ func Get(ctx context.Context, q db.Querier, projectID, id string) (Reward, error
 	return w, err
 }
 
-// Events records webhook events in a writer's transaction.
-type Events interface {
-	Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error
+// Notifier raises webhook notices in a writer's transaction.
+type Notifier interface {
+	Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error
 }
 
 // Service holds the rules of rewards.
 type Service struct {
 	pool        *db.Pool
-	events      Events
+	notify      Notifier
 	clock       *clock.Clock
 	assignments Assignments
 }
 
 // NewService returns the reward service.
-func NewService(pool *db.Pool, events Events, clk *clock.Clock, as Assignments) *Service {
-	return &Service{pool: pool, events: events, clock: clk, assignments: as}
+func NewService(pool *db.Pool, notify Notifier, clk *clock.Clock, as Assignments) *Service {
+	return &Service{pool: pool, notify: notify, clock: clk, assignments: as}
 }
 
 // Assignments is what rewards ask of the package that owns the assignments
@@ -305,7 +306,8 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request) (View
 			VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, w.ID, w.Name, w.Type, attrs, w.Stock, w.CreatedAt); err != nil {
 			return err
 		}
-		return s.events.Emit(ctx, tx, projectID, EventCreated, w.ID, map[string]any{"reward": w.View()})
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventCreated, Entity: w.ID,
+			Object: map[string]any{"reward": w.View()}})
 	})
 	return w.View(), err
 }
@@ -376,7 +378,8 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 			return err
 		}
 		out = w
-		return s.events.Emit(ctx, tx, projectID, EventUpdated, w.ID, map[string]any{"reward": w.View()})
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventUpdated, Entity: w.ID,
+			Object: map[string]any{"reward": w.View()}})
 	})
 	return out.View(), err
 }
@@ -395,7 +398,8 @@ func (s *Service) Delete(ctx context.Context, projectID, id string) error {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
-		return s.events.Emit(ctx, tx, projectID, EventDeleted, id, map[string]any{"reward": w.View()})
+		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventDeleted, Entity: id,
+			Object: map[string]any{"reward": w.View()}})
 	})
 }
 

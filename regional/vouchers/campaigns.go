@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/campaigns"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 const maxVouchers = 1_000_000
@@ -142,7 +143,8 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 			}
 			actionID = &act.ID
 		}
-		if err := s.camps.Emit(ctx, tx, projectID, campaigns.EventCreated, c.ID, c.ViewOf()); err != nil {
+		if err := s.camps.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: campaigns.EventCreated, Entity: c.ID,
+			Object: c.ViewOf()}); err != nil {
 			return err
 		}
 		if after != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Webhook events of gift cards, as the reference names them.
@@ -23,9 +24,9 @@ const (
 	EventGiftTransactionCreated = "voucher.gift.transaction.created"
 )
 
-// Events records webhook events in the writer's transaction.
-type Events interface {
-	Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error
+// Notifier raises webhook notices in the writer's transaction.
+type Notifier interface {
+	Queue(ctx context.Context, b *pgx.Batch, n webhooks.Notice) error
 }
 
 // BalanceRequest is the body of POST /v1/vouchers/{code}/balance: amount in
@@ -147,15 +148,15 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, code string, r B
 			return nil, err
 		}
 		loyalty.QueueEntry(w, projectID, t)
-		if s.events != nil {
+		if s.notify != nil {
 			view := v.View()
-			if err := s.events.Queue(ctx, w, projectID, EventGiftTransactionCreated, t.ID,
-				map[string]any{"transaction": t, "voucher": view}); err != nil {
+			if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventGiftTransactionCreated, Entity: t.ID,
+				Object: map[string]any{"transaction": t, "voucher": view}}); err != nil {
 				return nil, err
 			}
 			if amt > 0 {
-				if err := s.events.Queue(ctx, w, projectID, EventGiftBalanceAdded, v.ID,
-					map[string]any{"voucher": view, "balance": out, "transaction": t}); err != nil {
+				if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventGiftBalanceAdded, Entity: v.ID,
+					Object: map[string]any{"voucher": view, "balance": out, "transaction": t}}); err != nil {
 					return nil, err
 				}
 			}

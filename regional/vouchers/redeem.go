@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // What the validation and redemption engine (regional/engine) reads and
@@ -71,9 +72,9 @@ func (s *Service) QueueCredits(ctx context.Context, b *pgx.Batch, projectID stri
 		return t, err
 	}
 	loyalty.QueueEntry(b, projectID, t)
-	if s.events != nil {
-		if err := s.events.Queue(ctx, b, projectID, EventGiftTransactionCreated, t.ID,
-			map[string]any{"transaction": t, "voucher": v.View()}); err != nil {
+	if s.notify != nil {
+		if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventGiftTransactionCreated, Entity: t.ID,
+			Object: map[string]any{"transaction": t, "voucher": v.View()}}); err != nil {
 			return t, err
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchercodes"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/vouchers")
@@ -33,7 +34,7 @@ var tracer = otel.Tracer("github.com/tallyhq/tally/regional/vouchers")
 type Service struct {
 	pool          *db.Pool
 	clock         *clock.Clock
-	events        Events             // nil: none (tests of the package alone)
+	notify        Notifier           // nil: none (tests of the package alone)
 	camps         *campaigns.Service // the campaigns' rows and their events
 	onGiven       Hold               // nil: none
 	publishCounts PublishCounts
@@ -79,9 +80,9 @@ func (s *Service) viewOf(ctx context.Context, projectID string, v Voucher) (View
 // camps writes its campaigns' rows, publishCounts gives voucher reads their
 // publish.count (nil: 0), hold runs when a voucher is given to a customer
 // (nil: nothing).
-func NewService(pool *db.Pool, events Events, camps *campaigns.Service, clk *clock.Clock,
+func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, clk *clock.Clock,
 	publishCounts PublishCounts, hold Hold) *Service {
-	return &Service{pool: pool, events: events, camps: camps, clock: clk, publishCounts: publishCounts, onGiven: hold}
+	return &Service{pool: pool, notify: notify, camps: camps, clock: clk, publishCounts: publishCounts, onGiven: hold}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -383,8 +384,9 @@ const (
 
 // queueEvent adds a voucher's webhook event to b and sends b in tx.
 func (s *Service) queueEvent(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID, event string, v Voucher) error {
-	if s.events != nil {
-		if err := s.events.Queue(ctx, b, projectID, event, v.ID, map[string]any{"voucher": v.View()}); err != nil {
+	if s.notify != nil {
+		if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: event, Entity: v.ID,
+			Object: map[string]any{"voucher": v.View()}}); err != nil {
 			return err
 		}
 	}

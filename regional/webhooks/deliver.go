@@ -43,7 +43,7 @@ type Options struct {
 	BackoffBase time.Duration
 }
 
-// Service fans events out to webhooks and delivers them.
+// Service fans notices out to webhooks and delivers them.
 type Service struct {
 	dir    Directory
 	client *http.Client
@@ -90,8 +90,8 @@ func guard(allowPrivate bool) func(network, address string, c syscall.RawConn) e
 	}
 }
 
-// fanOut creates one delivery per active webhook subscribed to the event,
-// in the transaction that finishes the event task: exactly once.
+// fanOut creates one delivery per active webhook subscribed to the notice,
+// in the transaction that finishes its fan-out task: exactly once.
 func (s *Service) fanOut(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	var ev eventTask
 	if err := json.Unmarshal(t.Payload, &ev); err != nil {
@@ -124,7 +124,7 @@ func (s *Service) queueDeliveries(ctx context.Context, b *pgx.Batch, projectID s
 	return nil
 }
 
-// deliver POSTs one event to one webhook.
+// deliver POSTs one notice to one webhook.
 func (s *Service) deliver(ctx context.Context, t async.Task) async.Outcome {
 	var d deliveryTask
 	if err := json.Unmarshal(t.Payload, &d); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 func alreadyRolledBack(id string) error {
@@ -37,7 +38,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r redempti
 	var out map[string]any
 	var refused *Redemption // a redemption whose rollback is refused
 	defer func() {
-		if refused != nil && err != nil && s.Events != nil {
+		if refused != nil && err != nil && s.Notify != nil {
 			err = errors.Join(err, s.rollbackFailed(ctx, projectID, *refused, r, err))
 		}
 	}()
@@ -127,7 +128,8 @@ func (s *Service) rollbackFailed(ctx context.Context, projectID string, x Redemp
 	rb := ids.New("rr_")
 	v := rollbackView(rb, x, r, s.now(), 0)
 	v["result"], v["status"], v["failure_code"], v["failure_message"] = "FAILURE", "FAILED", ae.Key, ae.Details
-	return s.Events.Emit(ctx, s.Pool, projectID, EventRollbackFailed, rb, map[string]any{"redemption_rollback": v})
+	return s.Notify.Emit(ctx, s.Pool, webhooks.Notice{Project: projectID, Type: EventRollbackFailed, Entity: rb,
+		Object: map[string]any{"redemption_rollback": v}})
 }
 
 // byCode orders redemptions by the code of what they redeemed, the order
@@ -187,8 +189,9 @@ func (s *Service) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID s
 		}
 	}
 	markRolledBack(b, projectID, t.ID)
-	if s.Events != nil {
-		if err := s.Events.Queue(ctx, b, projectID, EventRollbackSucceeded, rb, map[string]any{"redemption_rollback": v}); err != nil {
+	if s.Notify != nil {
+		if err := s.Notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventRollbackSucceeded, Entity: rb,
+			Object: map[string]any{"redemption_rollback": v}}); err != nil {
 			return nil, "", err
 		}
 	}

@@ -26,7 +26,7 @@ const (
 // through.
 type Deps struct {
 	Pool        *db.Pool
-	Events      loyalty.Events
+	Notify      loyalty.Notifier
 	Vouchers    *vouchers.Service
 	Redemptions *redemptions.Service // loyalty reward redemptions, listed and read beside these
 	Clock       *clock.Clock

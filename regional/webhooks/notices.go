@@ -23,7 +23,8 @@ const (
 	KindDeliver = "webhook.deliver"
 )
 
-// Event is a webhook event in the payload of webhook version 2024-01-01.
+// Event is a notice's payload in webhook version 2024-01-01, named as the
+// interface names it: an event.
 type Event struct {
 	ID        string      `json:"id"`
 	ProjectID string      `json:"project_id"`
@@ -34,7 +35,7 @@ type Event struct {
 	Event     EventRecord `json:"event"`
 }
 
-// EventData holds the object the event is about.
+// EventData holds the object the notice is about.
 type EventData struct {
 	Object any `json:"object"`
 }
@@ -51,7 +52,7 @@ type APIKey struct {
 	AppID string `json:"app_id"`
 }
 
-// EventRecord describes the event itself.
+// EventRecord describes the notice itself (the payload's "event").
 type EventRecord struct {
 	ID        string     `json:"id"`
 	Type      string     `json:"type"`
@@ -61,16 +62,30 @@ type EventRecord struct {
 	CreatedAt jsonx.Time `json:"created_at"`
 }
 
-// Emit records an event in tx, the transaction of the write that caused it;
-// its webhooks are sent once that transaction commits. entityID is the
-// object the event is about (a customer id, say); object is its rendering.
+// Notice is what a write tells its project's webhooks: the project, the
+// event type webhooks subscribe to ("customer.created"), the object it is
+// about (a customer's id, say) and that object's rendering. The three ids
+// travel as one value so that no call can give them in the wrong order.
+type Notice struct {
+	Project string
+	Type    string
+	Entity  string
+	Object  any
+	// ID is the payload's id when the caller made it, so that what it
+	// records elsewhere (an order's paid event, say) names the same one;
+	// empty, Queue makes one.
+	ID string
+}
+
+// Emit records the notice n in tx, the transaction of the write that raised
+// it; its webhooks are sent once that transaction commits.
 //
 // The deliveries are written right here, one per active webhook subscribed
-// now (the directory read is cached), so an event costs no task of its own.
+// now (the directory read is cached), so a notice costs no task of its own.
 // When the directory cannot be read, a fan-out task does it later instead.
-func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, eventType, entityID string, object any) error {
+func (s *Service) Emit(ctx context.Context, tx db.Querier, n Notice) error {
 	b := &pgx.Batch{}
-	if err := s.Queue(ctx, b, projectID, eventType, entityID, object); err != nil {
+	if err := s.Queue(ctx, b, n); err != nil {
 		return err
 	}
 	if b.Len() == 0 {
@@ -79,45 +94,43 @@ func (s *Service) Emit(ctx context.Context, tx db.Querier, projectID, eventType,
 	return tx.SendBatch(ctx, b).Close()
 }
 
-// Listens reports whether an event of eventType would be sent anywhere, so
-// that a writer can skip rendering many events nobody receives. When the
-// directory cannot be read it answers true: the events are queued and the
+// Listens reports whether a notice of eventType would be sent anywhere, so
+// that a writer can skip rendering many notices nobody receives. When the
+// directory cannot be read it answers true: the notices are queued and the
 // fan-out task decides later.
 func (s *Service) Listens(ctx context.Context, projectID, eventType string) bool {
 	hooks, err := s.dir.Webhooks(ctx, projectID)
 	return err != nil || slices.ContainsFunc(hooks, func(h tenancy.Webhook) bool { return h.Active && h.Subscribed(eventType) })
 }
 
-// Queue is Emit for a transaction sent in batches (db.InPipe): the event's
+// Queue is Emit for a transaction sent in batches (db.InPipe): the notice's
 // rows are queued on b, which the caller sends in its transaction.
-func (s *Service) Queue(ctx context.Context, b *pgx.Batch, projectID, eventType, entityID string, object any) error {
-	return s.QueueID(ctx, b, projectID, ids.New("evt_"), eventType, entityID, object)
-}
-
-// QueueID is Queue for an event whose id the caller made, so that what it
-// records elsewhere (an accrual's event, say) names the same event.
-func (s *Service) QueueID(ctx context.Context, b *pgx.Batch, projectID, id, eventType, entityID string, object any) error {
-	if !s.Listens(ctx, projectID, eventType) {
+func (s *Service) Queue(ctx context.Context, b *pgx.Batch, n Notice) error {
+	if !s.Listens(ctx, n.Project, n.Type) {
 		return nil // nobody listens: not even the body is made
 	}
-	hooks, dirErr := s.dir.Webhooks(ctx, projectID)
+	id := n.ID
+	if id == "" {
+		id = ids.New("evt_")
+	}
+	hooks, dirErr := s.dir.Webhooks(ctx, n.Project)
 	now := jsonx.Time{Time: time.Now().UTC()}
 	src := SourceOf(ctx)
-	ev := Event{ID: id, ProjectID: projectID, CreatedAt: now, Type: eventType, Data: EventData{Object: object}, Source: src,
-		Event: EventRecord{ID: id, Type: eventType, GroupID: telemetry.RequestID(ctx), EntityID: entityID, Category: "EFFECT", CreatedAt: now}}
+	ev := Event{ID: id, ProjectID: n.Project, CreatedAt: now, Type: n.Type, Data: EventData{Object: n.Object}, Source: src,
+		Event: EventRecord{ID: id, Type: n.Type, GroupID: telemetry.RequestID(ctx), EntityID: n.Entity, Category: "EFFECT", CreatedAt: now}}
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
-	et := eventTask{ID: id, Type: eventType, Body: string(body)}
+	et := eventTask{ID: id, Type: n.Type, Body: string(body)}
 	if dirErr != nil {
-		_, err = async.Queue(ctx, b, projectID, async.NewTask{Kind: KindEvent, Payload: et})
+		_, err = async.Queue(ctx, b, n.Project, async.NewTask{Kind: KindEvent, Payload: et})
 		return err
 	}
-	return s.queueDeliveries(ctx, b, projectID, et, hooks)
+	return s.queueDeliveries(ctx, b, n.Project, et, hooks)
 }
 
-// SourceOf is the event source object of a request: the channel it came
+// SourceOf is the payload's source object of a request: the channel it came
 // by and the key it used.
 func SourceOf(ctx context.Context) Source {
 	src := Source{Channel: "API"}
@@ -131,7 +144,7 @@ func SourceOf(ctx context.Context) Source {
 }
 
 // eventTask is the fan-out task's payload: the body is kept as the exact
-// bytes every delivery of the event sends and signs.
+// bytes every delivery of the notice sends and signs.
 type eventTask struct {
 	ID   string `json:"id"`
 	Type string `json:"type"`
