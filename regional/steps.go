@@ -106,7 +106,7 @@ func open(ctx context.Context, cfg Config) (*App, error) {
 // platform builds what every domain runs on: the directory's resolver, the
 // identities already seen, usage, the schema check, each project's share of
 // the connections and the CPU, the task registry and its worker, and the
-// webhook events.
+// webhook notices.
 func (a *App) platform() {
 	cfg := a.cfg
 	a.seen = identity.NewSeen(200_000)

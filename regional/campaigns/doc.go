@@ -3,7 +3,7 @@
 // rows: the rows and the attributes every type shares (model.go), every
 // statement on those tables and the fragments other owners join a
 // campaign with (store.go), the update rules and writes every type shares
-// and their webhook events (service.go), the checks of a campaign's
+// and their webhook notices (service.go), the checks of a campaign's
 // validity windows (validity.go), and /v1/campaigns (http.go), which lists
 // campaigns of every type at once and serves the rest through a registry
 // of kinds (kinds.go).

@@ -17,7 +17,7 @@ var Types = []string{"PROMOTION", "GIFT_VOUCHERS", "REFERRAL_PROGRAM", "DISCOUNT
 
 const typesList = "PROMOTION, GIFT_VOUCHERS, REFERRAL_PROGRAM, DISCOUNT_COUPONS or LOYALTY_PROGRAM"
 
-// Webhook events of every campaign type.
+// Webhook event types of every campaign type.
 const (
 	EventCreated  = "campaign.created"
 	EventUpdated  = "campaign.updated"

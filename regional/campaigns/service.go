@@ -25,7 +25,7 @@ type Notifier interface {
 
 // Service holds the writes every campaign type shares: creating a row,
 // the common properties of an update, enabling and disabling, deletion to
-// the bin or for good, and the webhook events of each. The kinds
+// the bin or for good, and the webhook notices of each. The kinds
 // (loyalty, vouchers, promotions, referrals) are built on it.
 type Service struct {
 	pool   *db.Pool
@@ -65,7 +65,7 @@ func Insert[V any](ctx context.Context, tx db.Querier, projectID string, c *Camp
 
 // Change changes a live campaign of one of types (any when none) under its
 // row lock: change edits it, and the campaign is written back with
-// updated_at now and the webhook event raised in the same transaction.
+// updated_at now and the webhook notice raised in the same transaction.
 func Change[V any](ctx context.Context, s *Service, projectID, idOrName, event string, types []string,
 	change func(tx pgx.Tx, c *Campaign[V]) error) (Campaign[V], error) {
 	var c Campaign[V]

@@ -9,7 +9,7 @@
 // it as its loyalty.Earning (regional/app.go): points reach a card only
 // through the program's card lock (LockCard, QueueLockCard) and its ledger
 // write (LedgerWrite), so an accrual, an activation and a pending entry
-// move the card's figures, buckets, tiers and webhook events exactly as any
+// move the card's figures, buckets, tiers and webhook notices exactly as any
 // other change does. The program asks earning for a campaign's rule ids (a
 // tier maps only those) and to drop its rows when a campaign and its cards
 // are deleted.

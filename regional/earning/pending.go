@@ -25,7 +25,7 @@ import (
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
-// Webhook events of pending points.
+// Webhook event types of pending points.
 const (
 	EventPendingAdded     = "voucher.loyalty_card.pending_points.added"
 	EventPendingActivated = "voucher.loyalty_card.pending_points.activated"
@@ -157,7 +157,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 // credit writes an accrual of pts to a locked card by rule r, at now: the
 // points with the rule's expiry (or the program's), the POINTS_ACCRUAL entry
 // whose details are the balance, details and the holder's tier, and its
-// webhook event, all queued on the ledger write l and its batch w.
+// webhook notice, all queued on the ledger write l and its batch w.
 func (s *Service) credit(ctx context.Context, w *pgx.Batch, l *loyalty.LedgerWrite, projectID string, card *loyalty.LockedCard,
 	r EarningRule, pts int64, now time.Time, sourceID *string, details map[string]any, holder *tiers.Tier) error {
 	exp := card.Campaign.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(now)

@@ -16,7 +16,7 @@
 // Validation stops there. Redemption does the same under the vouchers' row
 // locks in one transaction and writes every effect (redemption counts,
 // gift credits through the ledger, the parent redemption and one child per
-// redeemable, the webhook events) or, when one redeemable fails, none: the
+// redeemable, the webhook notices) or, when one redeemable fails, none: the
 // attempt is stored as FAILURE redemptions instead, with the reason.
 //
 // Qualifications (regional/qualifications) find their own candidates and

@@ -23,7 +23,7 @@ import (
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/engine")
 
-// Webhook events of the engine, as the reference names them.
+// Webhook event types of the engine, as the reference names them.
 const (
 	EventRedemptionSucceeded = "redemption.succeeded"
 	EventRedemptionFailed    = "redemption.failed"

@@ -26,7 +26,7 @@ import (
 // does, under their vouchers' row locks, and applied all together in one
 // transaction (redemption counts, gift credits through the ledger, the
 // order with its discounts, a parent redemption and one child per
-// redeemable, the events) or not at all: when one fails, the attempt is
+// redeemable, the notices) or not at all: when one fails, the attempt is
 // stored as FAILURE redemptions with the reason and the answer is 400.
 func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "engine.Redeem")
@@ -242,7 +242,7 @@ func (e *Engine) queueNotices(ctx context.Context, b *pgx.Batch, projectID, even
 
 // storeSuccess applies an outcome every redeemable of which applies: the
 // order (with its discounts), the vouchers' counts and credits, the
-// session's end, the redemptions and their events. paid says the order
+// session's end, the redemptions and their notices. paid says the order
 // became PAID.
 func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, r *Request, o *outcome,
 	cust *customers.Customer, key string, now time.Time) (map[string]any, bool, error) {

@@ -36,7 +36,7 @@ import (
 // KindAccrue is the task that earns for a stored event.
 const KindAccrue = "events.accrue"
 
-// EventCustom is the webhook event type of a custom event's notice.
+// EventCustom is the webhook event type of a stored custom event's notice.
 const EventCustom = "customer.custom_event"
 
 // Service stores custom events.
@@ -335,7 +335,7 @@ func (s *Service) replay(ctx context.Context, q db.Querier, projectID, key, hash
 }
 
 // store writes the event, the customer's activity, the accrual task and
-// the webhook event in tx.
+// the webhook notice in tx.
 func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Request, sc tenancy.EventSchema, key, hash string) (json.RawMessage, error) {
 	cust, err := s.customerOf(ctx, tx, projectID, r.Customer)
 	if err != nil {

@@ -101,7 +101,7 @@ func failureMessage(err error) string {
 }
 
 // finish marks the export DONE with its parts, or ERROR, and raises its
-// webhook event, in one transaction.
+// webhook notice, in one transaction.
 func (s *Service) finish(ctx context.Context, projectID, id, run string, parts []Part, failure *Failure) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		status, event := Done, EventCompleted

@@ -42,7 +42,7 @@ const (
 // ActionType is the async action an export runs as.
 const ActionType = "EXPORT.CSV"
 
-// Webhook events of exports (the reference service has none; receivers
+// Webhook event types of exports (the reference service has none; receivers
 // ignore types they do not know).
 const (
 	EventCompleted = "export.completed"

@@ -3,7 +3,7 @@
 // LOYALTY_PROGRAM campaigns.Kind, whose campaign row regional/campaigns
 // owns) and the points ledger every balance change goes through (ledger.go:
 // balance changes, transfers, the card lock, the one write path LedgerWrite
-// and the tier events it raises; store.go: the card figures, point buckets
+// and the tier notices it raises; store.go: the card figures, point buckets
 // and the transaction record; expiration.go: points expiring, on the dates
 // the expiration rules of regional/loyalty/expiry give). It owns the
 // loyalty_cards, loyalty_point_buckets and loyalty_transactions tables.
@@ -14,7 +14,7 @@
 // ranges the card lock reads with every card).
 //
 // A card's points change only with the card's row locked (LockCard): the
-// figures, the ledger row, the buckets, tier shifts and webhook events of a
+// figures, the ledger row, the buckets, tier shifts and webhook notices of a
 // change are written together in the same transaction, read committed,
 // after the lock (see internal/db.InTxReadCommitted).
 package loyalty

@@ -21,7 +21,7 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 )
 
-// EventPointsExpired is the webhook event of points expiring.
+// EventPointsExpired is the webhook event type of points expiring.
 const EventPointsExpired = "voucher.loyalty_card.points_expired"
 
 // Run expires due points every interval until ctx ends.

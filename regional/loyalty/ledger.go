@@ -194,7 +194,7 @@ func (s *Service) missingCard(ctx context.Context, ref CardRef) error {
 	return notFoundCard(ref.Member)
 }
 
-// record queues a ledger entry and its webhook event, and the tier events
+// record queues a ledger entry and its webhook notice, and the tier notices
 // when the entry moved the card between its campaign's tiers.
 func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t Transaction, card Card, camp Campaign) error {
 	queueTransaction(b, projectID, t)
@@ -205,7 +205,7 @@ func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t 
 	return s.queueTierShift(ctx, b, projectID, card, camp, card.Balance-t.Delta)
 }
 
-// queueTierShift queues the tier events (tiers.Shift) of a card whose
+// queueTierShift queues the tier notices (tiers.Shift) of a card whose
 // balance went from before to its present one.
 func (s *Service) queueTierShift(ctx context.Context, b *pgx.Batch, projectID string, card Card, camp Campaign, before int64) error {
 	holder := ""
@@ -398,7 +398,7 @@ const (
 
 // LedgerWrite is the one write path of points: every change of a locked
 // card's points in a transaction goes through it. It queues the bucket
-// writes and the ledger entries (with their webhook and tier events) onto
+// writes and the ledger entries (with their webhook and tier notices) onto
 // the transaction's batch as it goes, keeps each card's figures and next
 // expiration in step, and queues each touched card's figures once at the
 // end (Done).
@@ -462,14 +462,14 @@ func (l *LedgerWrite) Pending(c *Card, delta int64) {
 	l.touch(c)
 }
 
-// Record queues ledger entry t of c with its webhook and tier events.
+// Record queues ledger entry t of c with its webhook and tier notices.
 func (l *LedgerWrite) Record(ctx context.Context, t Transaction, c *Card, camp Campaign) error {
 	return l.s.record(ctx, l.b, l.projectID, t, *c, camp)
 }
 
 // Credit adds pts to card as an automatic entry of type typ (an accrual,
 // a referral's reward) whose points expire at exp, with details besides
-// its balance; the entry, its webhook and tier events and points_added are
+// its balance; the entry, its webhook and tier notices and points_added are
 // queued. It answers the entry and the card's balance after it.
 func (l *LedgerWrite) Credit(ctx context.Context, card *LockedCard, typ string, pts int64, exp *time.Time, sourceID *string,
 	details map[string]any) (Transaction, Balance, error) {

@@ -25,7 +25,7 @@ const (
 	PointsTransferOut       = "POINTS_TRANSFER_OUT"
 )
 
-// Webhook events of the ledger.
+// Webhook event types of the ledger.
 const (
 	EventTransactionCreated = "voucher.loyalty_card.transaction.created"
 	EventPointsAdded        = "voucher.loyalty_card.points_added"

@@ -35,7 +35,7 @@ type Service struct {
 	orders    *orders.Service
 	attrs     attrsCache
 	clock     *clock.Clock
-	camps     *campaigns.Service // the programs' rows and their events
+	camps     *campaigns.Service // the programs' rows and their notices
 }
 
 // Now is the service's time: the platform clock, which tests move.

@@ -1,5 +1,5 @@
 // Package orders keeps a project's orders. An order that becomes PAID
-// raises customer.order.paid: a webhook event and, in the same
+// raises customer.order.paid: a webhook notice and, in the same
 // transaction, a task for the loyalty programs to earn points on it.
 package orders
 
@@ -127,6 +127,6 @@ type PaidTask struct {
 // KindPaid is that task's kind.
 const KindPaid = "order.paid"
 
-// EventPaid is the webhook event of an order becoming PAID, and the
+// EventPaid is the webhook event type of an order becoming PAID, and the
 // event.type of the accruals and pending points it leads to.
 const EventPaid = "customer.order.paid"

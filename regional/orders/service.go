@@ -389,7 +389,7 @@ func (s *Service) customer(ctx context.Context, tx pgx.Tx, projectID string, o *
 	return nil
 }
 
-// paid queues what an order becoming PAID raises: the webhook event and,
+// paid queues what an order becoming PAID raises: the webhook notice and,
 // when the order has a customer, the task that earns loyalty points.
 func (s *Service) paid(ctx context.Context, b *pgx.Batch, projectID string, o Order, now time.Time) error {
 	evID := ids.New("evt_")

@@ -366,7 +366,7 @@ func queueInsertProducts(b *pgx.Batch, projectID string, ps []Product) error {
 	return nil
 }
 
-// queueNotices queues an event of type typ for each product.
+// queueNotices queues a notice of type typ for each product.
 func (s *Service) queueNotices(ctx context.Context, b *pgx.Batch, projectID, typ string, ps []Product) error {
 	for _, p := range ps {
 		if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: typ, Entity: p.ID, Object: p.View(nil, 0)}); err != nil {

@@ -59,7 +59,7 @@ func NewService(pool *db.Pool, notify Notifier, reg *async.Registry, clk *clock.
 
 func (s *Service) now() time.Time { return s.clock.Now() }
 
-// emit sends the events queued by fn in tx.
+// emit sends the notices queued by fn in tx.
 func (s *Service) emit(ctx context.Context, tx pgx.Tx, fn func(b *pgx.Batch) error) error {
 	b := &pgx.Batch{}
 	if err := fn(b); err != nil {
@@ -208,7 +208,7 @@ func (s *Service) ListProducts(ctx context.Context, projectID string, lq ListQue
 func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, force bool) (err error) {
 	ctx, span := tracer.Start(ctx, "products.DeleteProduct")
 	defer telemetry.End(span, &err)
-	// The SKUs are read back only for their events, when someone gets them.
+	// The SKUs are read back only for their notices, when someone gets them.
 	returning := s.notify.Listens(ctx, projectID, SKUDeleted)
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		p, err := s.product(ctx, tx, projectID, ref, true)
@@ -218,7 +218,7 @@ func (s *Service) DeleteProduct(ctx context.Context, projectID, ref string, forc
 		b := &pgx.Batch{}
 		var skus []SKU
 		if force {
-			// The live SKUs, read back for their events; removeProduct
+			// The live SKUs, read back for their notices; removeProduct
 			// takes those in the bin.
 			sql := `DELETE FROM skus WHERE project_id = $1 AND product_id = $2`
 			if returning {

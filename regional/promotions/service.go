@@ -26,7 +26,7 @@ import (
 // Service is the promotion tiers' and stacks' service.
 type Service struct {
 	pool  *db.Pool
-	camps *campaigns.Service // the campaigns' rows and their events
+	camps *campaigns.Service // the campaigns' rows and their notices
 	rules *validation.Service
 	clock *clock.Clock
 }

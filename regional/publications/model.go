@@ -3,7 +3,7 @@
 // and lists what was given (GET /v1/publications). It owns the
 // publications table; the voucher's holder is set through regional/vouchers
 // and the customer upserted through regional/customers, all in one
-// transaction with the publication's webhook events. Handlers answer the
+// transaction with the publication's webhook notices. Handlers answer the
 // publication of the newest API version; requests of versions before
 // v2017-04-20 get the bare voucher through internal/apiversion.
 package publications
@@ -24,7 +24,7 @@ const (
 	Failure = "FAILURE"
 )
 
-// Webhook events of publications, as the reference names them.
+// Webhook event types of publications, as the reference names them.
 const (
 	EventSucceeded         = "publication.succeeded"
 	EventFailed            = "publication.failed"

@@ -421,7 +421,7 @@ func (s *Service) createCard(ctx context.Context, tx pgx.Tx, projectID, campaign
 		Object: map[string]any{"customer": cust.Simple(), "publication": view, "voucher": view.Voucher, "campaign": simple(camp)}})
 }
 
-// fail records a refused publication and its events; the transaction
+// fail records a refused publication and its notices; the transaction
 // commits (the customer upserted stays), and the request answers 400.
 func (s *Service) fail(ctx context.Context, tx pgx.Tx, projectID string, pub Publication, cust customers.Customer, campaign map[string]any,
 	msg string) (View, error, error) {

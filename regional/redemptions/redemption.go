@@ -30,7 +30,7 @@ import (
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
-// Webhook events of redemptions.
+// Webhook event types of redemptions.
 const (
 	EventRedemptionSucceeded = "redemption.succeeded"
 	EventRollbackSucceeded   = "redemption.rollback.succeeded"

@@ -162,7 +162,7 @@ func rewardRef(w rewards.Reward, assignmentID string, tier *tiers.Tier) map[stri
 // QueuePay queues the card, read locked with its buckets, paying pts for
 // its reward as redemption id (a stacked redemption's child): the points
 // taken from its buckets, soonest-expiring first, and the POINTS_REDEMPTION
-// entry with its events (order, when not nil, is the entry's order). The
+// entry with its notices (order, when not nil, is the entry's order). The
 // caller queues the reward's stock (QueueStock) last. It answers what the
 // rollback needs.
 func (s *Service) QueuePay(ctx context.Context, b *pgx.Batch, projectID string, p *CardPayment, pts int64, id string,
@@ -296,7 +296,7 @@ func giveBack(ctx context.Context, l *loyalty.LedgerWrite, card *loyalty.LockedC
 
 // record queues a redemption's or a rollback's entry of delta points on
 // card (already moved by l) of type typ, its details with the balance
-// after it, and its events.
+// after it, and its notices.
 func record(ctx context.Context, l *loyalty.LedgerWrite, card *loyalty.LockedCard, typ string, delta int64, reason *string,
 	details map[string]any, now time.Time) error {
 	bal := card.BalanceAfter(delta)

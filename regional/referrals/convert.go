@@ -47,7 +47,7 @@ func (v Via) details() map[string]any {
 		"event_schema": map[string]any{"id": v.SchemaID, "name": v.SchemaName}}
 }
 
-// cause names v in a webhook event: custom_event or redemption.
+// cause names v in a webhook notice: custom_event or redemption.
 func (v Via) cause(ev map[string]any) map[string]any {
 	ev[map[bool]string{true: "redemption", false: "custom_event"}[v.Kind == ViaRedemption]] = v.Object
 	return ev

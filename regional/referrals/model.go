@@ -33,7 +33,7 @@ const (
 	Referee  = "REFEREE"
 )
 
-// Webhook events, as the reference names them.
+// Webhook event types, as the reference names them.
 const (
 	EventReferred         = "customer.referred"
 	EventRewarded         = "customer.rewarded"

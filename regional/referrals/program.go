@@ -42,7 +42,7 @@ type Service struct {
 	customers *customers.Service
 	loyalty   *loyalty.Service
 	vouchers  *vouchers.Service
-	camps     *campaigns.Service // the programs' rows and their events
+	camps     *campaigns.Service // the programs' rows and their notices
 	schemas   Schemas
 	clock     *clock.Clock
 }

@@ -34,7 +34,7 @@ const (
 	Coin     = "COIN"
 )
 
-// Webhook events of rewards.
+// Webhook event types of rewards.
 const (
 	EventCreated = "reward.created"
 	EventUpdated = "reward.updated"

@@ -5,7 +5,7 @@
 //
 // The model (tiers.go) is a leaf the others build on: the loyalty program
 // reads a campaign's tiers with every locked card in one column (Column,
-// Parse) and raises the tier events when a balance crosses a range (Shift);
+// Parse) and raises the tier notices when a balance crosses a range (Shift);
 // earning maps a rule's points (RuleMapping) and redemptions a reward's
 // price (RewardMapping) for the holder's tier. The endpoints (service.go)
 // ask the program for campaigns and cards (Program), and earning and

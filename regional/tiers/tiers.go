@@ -127,7 +127,7 @@ func Of(tiers []Tier, balance int64) *Tier {
 	return nil
 }
 
-// Webhook events of tiers: a card's holder enters or leaves a tier as its
+// Webhook event types of tiers: a card's holder enters or leaves a tier as its
 // balance crosses the tiers' point ranges.
 const (
 	EventJoined     = "customer.loyalty.tier.joined"
@@ -136,7 +136,7 @@ const (
 	EventDowngraded = "customer.loyalty.tier.downgraded"
 )
 
-// Shift gives emit the tier events of a balance that went from before to
+// Shift gives emit the tier notices of a balance that went from before to
 // after: the tier it left, the one it joined and, from one tier to
 // another, the upgrade or downgrade (with the tier left as previous); none
 // when the balance stayed in one tier, or in none.

@@ -18,7 +18,7 @@ import (
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
-// Webhook events of gift cards, as the reference names them.
+// Webhook event types of gift cards, as the reference names them.
 const (
 	EventGiftBalanceAdded       = "voucher.gift.balance_added"
 	EventGiftTransactionCreated = "voucher.gift.transaction.created"
@@ -91,7 +91,7 @@ const maxCredits = 100_000_000_000
 
 // UpdateBalance adds credits to a gift card or removes them, writing
 // CREDITS_ADDITION or CREDITS_REMOVAL with the card's new figures and the
-// webhook events in one transaction.
+// webhook notices in one transaction.
 func (s *Service) UpdateBalance(ctx context.Context, projectID, code string, r BalanceRequest) (_ Balance, err error) {
 	ctx, span := tracer.Start(ctx, "vouchers.UpdateBalance")
 	defer telemetry.End(span, &err)
@@ -103,7 +103,7 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, code string, r B
 	// As the points ledger: READ COMMITTED under the voucher's row lock, so
 	// writers of one card queue on the lock and each reads what the one
 	// before it wrote; the locking read goes with BEGIN and the writes (the
-	// figures, the entry, the events) with COMMIT.
+	// figures, the entry, the notices) with COMMIT.
 	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 		var v Voucher
 		var found bool

@@ -35,7 +35,7 @@ type Service struct {
 	pool          *db.Pool
 	clock         *clock.Clock
 	notify        Notifier           // nil: none (tests of the package alone)
-	camps         *campaigns.Service // the campaigns' rows and their events
+	camps         *campaigns.Service // the campaigns' rows and their notices
 	onGiven       Hold               // nil: none
 	publishCounts PublishCounts
 }
@@ -76,7 +76,7 @@ func (s *Service) viewOf(ctx context.Context, projectID string, v Voucher) (View
 }
 
 // NewService returns the voucher service (RemoveBinned is its bin
-// Remover); events are the webhook events of vouchers and gift balances,
+// Remover); notify raises the webhook notices of vouchers and gift balances,
 // camps writes its campaigns' rows, publishCounts gives voucher reads their
 // publish.count (nil: 0), hold runs when a voucher is given to a customer
 // (nil: nothing).
@@ -330,7 +330,7 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 				return err
 			}
 		}
-		return s.queueEvent(ctx, tx, b, projectID, EventVoucherCreated, v)
+		return s.queueNotice(ctx, tx, b, projectID, EventVoucherCreated, v)
 	})
 	if err != nil {
 		return View{}, err
@@ -371,7 +371,7 @@ func (cc categoryCache) resolve(ctx context.Context, tx pgx.Tx, projectID string
 	return nil
 }
 
-// Webhook events of vouchers, as the reference names them.
+// Webhook event types of vouchers, as the reference names them.
 const (
 	EventVoucherCreated  = "voucher.created"
 	EventVoucherUpdated  = "voucher.updated"
@@ -382,8 +382,8 @@ const (
 	EventVoucherPublished = loyalty.EventVoucherPublished
 )
 
-// queueEvent adds a voucher's webhook event to b and sends b in tx.
-func (s *Service) queueEvent(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID, event string, v Voucher) error {
+// queueNotice adds a voucher's webhook notice to b and sends b in tx.
+func (s *Service) queueNotice(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID, event string, v Voucher) error {
 	if s.notify != nil {
 		if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: event, Entity: v.ID,
 			Object: map[string]any{"voucher": v.View()}}); err != nil {
@@ -441,7 +441,7 @@ func (s *Service) Update(ctx context.Context, projectID, code string, r Request)
 		if err := updateVoucher(ctx, tx, projectID, v); err != nil {
 			return err
 		}
-		return s.queueEvent(ctx, tx, &pgx.Batch{}, projectID, EventVoucherUpdated, v)
+		return s.queueNotice(ctx, tx, &pgx.Batch{}, projectID, EventVoucherUpdated, v)
 	})
 	if err != nil {
 		return View{}, err
@@ -462,7 +462,7 @@ func (s *Service) SetActive(ctx context.Context, projectID, code string, active 
 		if err := updateVoucher(ctx, tx, projectID, v); err != nil {
 			return err
 		}
-		return s.queueEvent(ctx, tx, &pgx.Batch{}, projectID, map[bool]string{true: EventVoucherEnabled, false: EventVoucherDisabled}[active], v)
+		return s.queueNotice(ctx, tx, &pgx.Batch{}, projectID, map[bool]string{true: EventVoucherEnabled, false: EventVoucherDisabled}[active], v)
 	})
 	if err != nil {
 		return View{}, err
@@ -478,7 +478,7 @@ func (s *Service) Delete(ctx context.Context, projectID, code string, force bool
 		if err != nil {
 			return err
 		}
-		if err := s.queueEvent(ctx, tx, &pgx.Batch{}, projectID, EventVoucherDeleted, v); err != nil {
+		if err := s.queueNotice(ctx, tx, &pgx.Batch{}, projectID, EventVoucherDeleted, v); err != nil {
 			return err
 		}
 		if force {

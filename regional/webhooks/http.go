@@ -19,7 +19,7 @@ type Attempt struct {
 	At         jsonx.Time `json:"at"`
 }
 
-// Delivery is an event's delivery to one webhook, with its attempts.
+// Delivery is a notice's delivery to one webhook, with its attempts.
 type Delivery struct {
 	ID             string      `json:"id"`
 	WebhookID      string      `json:"webhook_id"`

@@ -16,7 +16,7 @@ import (
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/engine/stacked")
 
-// Webhook events of rollbacks, as the reference names them.
+// Webhook event types of rollbacks, as the reference names them.
 const (
 	EventRollbackSucceeded = "redemption.rollback.succeeded"
 	EventRollbackFailed    = "redemption.rollback.failed"
