@@ -24,6 +24,7 @@ import (
 	"github.com/tallyhq/tally/internal/pglocal"
 	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -180,9 +181,9 @@ func run(t *testing.T, ctx context.Context, prog string, args []string) {
 	}
 }
 
-type noEvents struct{}
+type noNotices struct{}
 
-func (noEvents) Emit(context.Context, db.Querier, string, string, string, any) error { return nil }
+func (noNotices) Emit(context.Context, db.Querier, webhooks.Notice) error { return nil }
 
 func customerService(t *testing.T, url string) *customers.Service {
 	t.Helper()
@@ -191,7 +192,7 @@ func customerService(t *testing.T, url string) *customers.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return customers.NewService(pool, noEvents{})
+	return customers.NewService(pool, noNotices{})
 }
 
 func upsert(t *testing.T, ctx context.Context, svc *customers.Service, project, body string) {
