@@ -252,3 +252,17 @@ func (h handler) summary(c echo.Context) error {
 func Discounts(st Stacked) map[string]any {
 	return map[string]any{"discounted_amount": st.Discounted, "rolledback_discounted_amount": st.RolledBackDiscount}
 }
+
+// ItemRef names a row that belongs to a campaign (an earning rule, a reward
+// assignment, a tier, a stack, a referral code's holder…) the way a
+// request's path does: …/{campaignId}/…/{id}, in a project; Campaign is
+// the campaign's id or name.
+type ItemRef struct {
+	Project, Campaign, ID string
+}
+
+// ItemRefOf is the ItemRef a request's path names, its item in param (""
+// for a path that names none yet: a create).
+func ItemRefOf(c echo.Context, param string) ItemRef {
+	return ItemRef{Project: httpx.ProjectID(c), Campaign: c.Param("campaignId"), ID: c.Param(param)}
+}

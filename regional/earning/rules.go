@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/loyalty/expiry"
 	"github.com/tallyhq/tally/regional/tiers"
@@ -387,16 +388,17 @@ func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string,
 var ruleRows = loyalty.NewCampaignPart("earning_rules", ruleColumns, "earning_rule", scanRule)
 
 // GetRule reads a rule of a campaign.
-func (s *Service) GetRule(ctx context.Context, projectID, campaignID, ruleID string) (RuleView, error) {
-	r, err := ruleRows.Get(ctx, s.prog, s.pool, projectID, campaignID, ruleID, false)
+func (s *Service) GetRule(ctx context.Context, ref campaigns.ItemRef) (RuleView, error) {
+	r, err := ruleRows.Get(ctx, s.prog, s.pool, ref, false)
 	return r.View(), err
 }
 
 // UpdateRule changes a rule (PUT, and enable/disable with only active).
-func (s *Service) UpdateRule(ctx context.Context, projectID, campaignID, ruleID string, q RuleRequest) (RuleView, error) {
+func (s *Service) UpdateRule(ctx context.Context, ref campaigns.ItemRef, q RuleRequest) (RuleView, error) {
+	projectID := ref.Project
 	var out EarningRule
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		r, err := ruleRows.Get(ctx, s.prog, tx, projectID, campaignID, ruleID, true)
+		r, err := ruleRows.Get(ctx, s.prog, tx, ref, true)
 		if err != nil {
 			return err
 		}
@@ -418,13 +420,13 @@ func (s *Service) UpdateRule(ctx context.Context, projectID, campaignID, ruleID 
 }
 
 // DeleteRule removes a rule.
-func (s *Service) DeleteRule(ctx context.Context, projectID, campaignID, ruleID string) error {
+func (s *Service) DeleteRule(ctx context.Context, ref campaigns.ItemRef) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		r, err := ruleRows.Get(ctx, s.prog, tx, projectID, campaignID, ruleID, true)
+		r, err := ruleRows.Get(ctx, s.prog, tx, ref, true)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM earning_rules WHERE project_id = $1 AND id = $2`, projectID, r.ID)
+		_, err = tx.Exec(ctx, `DELETE FROM earning_rules WHERE project_id = $1 AND id = $2`, ref.Project, r.ID)
 		return err
 	})
 }
@@ -493,17 +495,17 @@ func (h handler) listRules(c echo.Context) error {
 }
 
 func (h handler) getRule(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.GetRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId")))
+	return httpx.Reply(c)(h.svc.GetRule(c.Request().Context(), campaigns.ItemRefOf(c, "ruleId")))
 }
 
 func (h handler) updateRule(c echo.Context) error {
 	return httpx.WithBody(c, func(q RuleRequest) (any, error) {
-		return h.svc.UpdateRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"), q)
+		return h.svc.UpdateRule(c.Request().Context(), campaigns.ItemRefOf(c, "ruleId"), q)
 	})
 }
 
 func (h handler) deleteRule(c echo.Context) error {
-	if err := h.svc.DeleteRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId")); err != nil {
+	if err := h.svc.DeleteRule(c.Request().Context(), campaigns.ItemRefOf(c, "ruleId")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -511,7 +513,7 @@ func (h handler) deleteRule(c echo.Context) error {
 
 func (h handler) toggleRule(active bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		v, err := h.svc.UpdateRule(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("ruleId"),
+		v, err := h.svc.UpdateRule(c.Request().Context(), campaigns.ItemRefOf(c, "ruleId"),
 			RuleRequest{Active: &active})
 		if err != nil {
 			return err

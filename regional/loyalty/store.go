@@ -28,18 +28,18 @@ type CampaignPart[T any] struct {
 	scan                     func(pgx.Row) (T, error)
 }
 
-// Get reads a row of a live campaign (by id or name), locked when lock is
-// set; a row of another or no campaign is the resource's 404.
-func (p CampaignPart[T]) Get(ctx context.Context, s *Service, q db.Querier, projectID, campaignID, id string, lock bool) (T, error) {
+// Get reads the row ref names, of a live campaign (by id or name), locked
+// when lock is set; a row of another or no campaign is the resource's 404.
+func (p CampaignPart[T]) Get(ctx context.Context, s *Service, q db.Querier, ref campaigns.ItemRef, lock bool) (T, error) {
 	var zero T
-	camp, err := s.Campaign(ctx, q, projectID, campaignID)
+	camp, err := s.Campaign(ctx, q, ref.Project, ref.Campaign)
 	if err != nil {
 		return zero, err
 	}
 	v, err := p.scan(q.QueryRow(ctx, `SELECT `+p.columns+` FROM `+p.table+` WHERE project_id = $1 AND id = $2 AND campaign_id = $3`+
-		db.ForUpdate(lock), projectID, id, camp.ID))
+		db.ForUpdate(lock), ref.Project, ref.ID, camp.ID))
 	if errors.Is(err, db.ErrNotFound) {
-		return zero, apierr.NotFound(p.resource, id)
+		return zero, apierr.NotFound(p.resource, ref.ID)
 	}
 	return v, err
 }

@@ -97,7 +97,7 @@ func (h Handler) createSKU(c echo.Context) error {
 
 func (h Handler) updateSKU(c echo.Context) error {
 	return httpx.WithBody(c, func(p Patch) (any, error) {
-		return h.svc.UpdateSKU(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), c.Param("skuId"), p)
+		return h.svc.UpdateSKU(c.Request().Context(), skuRefOf(c), p)
 	})
 }
 
@@ -106,7 +106,7 @@ func (h Handler) deleteSKU(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.svc.DeleteSKU(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), c.Param("skuId"), f); err != nil {
+	if err := h.svc.DeleteSKU(c.Request().Context(), skuRefOf(c), f); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -129,4 +129,9 @@ func (h Handler) listSKUs(c echo.Context) error {
 	}
 	page, more, next := listq.PageOf(rows, lq.Limit, func(s SKU) string { return s.ID }, SKU.View)
 	return c.JSON(http.StatusOK, listq.List[SKUView]{DataRef: "skus", Data: page, Total: &total, More: more, Next: next})
+}
+
+// skuRefOf is the SKU a request's path names: /products/{productId}/skus/{skuId}.
+func skuRefOf(c echo.Context) SKURef {
+	return SKURef{Project: httpx.ProjectID(c), Product: c.Param("productId"), SKU: c.Param("skuId")}
 }

@@ -304,31 +304,39 @@ func (s *Service) CreateSKU(ctx context.Context, projectID, productRef string, p
 	return v, duplicateSKU(err)
 }
 
-// sku finds a live SKU; with productRef, only among that product's.
-func (s *Service) sku(ctx context.Context, q db.Querier, projectID, productRef, ref string, lock bool) (SKU, error) {
+// SKURef names a SKU the way a request's path does: in a project, by SKU
+// (its id or source_id) and, when the path names one, Product (an id or
+// source_id), the product it must belong to.
+type SKURef struct {
+	Project, Product, SKU string
+}
+
+// sku finds the live SKU ref names.
+func (s *Service) sku(ctx context.Context, q db.Querier, ref SKURef, lock bool) (SKU, error) {
 	var productID string
-	if productRef != "" {
-		p, err := s.product(ctx, q, projectID, productRef, false)
+	if ref.Product != "" {
+		p, err := s.product(ctx, q, ref.Project, ref.Product, false)
 		if err != nil {
 			return SKU{}, err
 		}
 		productID = p.ID
 	}
-	k, err := getSKU(ctx, q, projectID, ref, lock)
+	k, err := getSKU(ctx, q, ref.Project, ref.SKU, lock)
 	if errors.Is(err, db.ErrNotFound) || (err == nil && productID != "" && k.ProductID != productID) {
-		return SKU{}, apierr.NotFound("sku", ref)
+		return SKU{}, apierr.NotFound("sku", ref.SKU)
 	}
 	return k, err
 }
 
 // GetSKU returns a live SKU by id or source_id.
 func (s *Service) GetSKU(ctx context.Context, projectID, ref string) (SKUView, error) {
-	k, err := s.sku(ctx, s.pool, projectID, "", ref, false)
+	k, err := s.sku(ctx, s.pool, SKURef{Project: projectID, SKU: ref}, false)
 	return k.View(), err
 }
 
 // UpdateSKU changes the properties the patch names.
-func (s *Service) UpdateSKU(ctx context.Context, projectID, productRef, ref string, patch Patch) (_ SKUView, err error) {
+func (s *Service) UpdateSKU(ctx context.Context, ref SKURef, patch Patch) (_ SKUView, err error) {
+	projectID := ref.Project
 	ctx, span := tracer.Start(ctx, "products.UpdateSKU")
 	defer telemetry.End(span, &err)
 	if err := patch.ApplySKU(&SKU{}); err != nil {
@@ -336,7 +344,7 @@ func (s *Service) UpdateSKU(ctx context.Context, projectID, productRef, ref stri
 	}
 	var v SKUView
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		k, err := s.sku(ctx, tx, projectID, productRef, ref, true)
+		k, err := s.sku(ctx, tx, ref, true)
 		if err != nil {
 			return err
 		}
@@ -357,11 +365,12 @@ func (s *Service) UpdateSKU(ctx context.Context, projectID, productRef, ref stri
 }
 
 // DeleteSKU deletes one SKU of a product: into the bin, or with force for good.
-func (s *Service) DeleteSKU(ctx context.Context, projectID, productRef, ref string, force bool) (err error) {
+func (s *Service) DeleteSKU(ctx context.Context, ref SKURef, force bool) (err error) {
 	ctx, span := tracer.Start(ctx, "products.DeleteSKU")
 	defer telemetry.End(span, &err)
+	projectID := ref.Project
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		k, err := s.sku(ctx, tx, projectID, productRef, ref, true)
+		k, err := s.sku(ctx, tx, ref, true)
 		if err != nil {
 			return err
 		}

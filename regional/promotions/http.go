@@ -8,6 +8,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 // Register mounts the promotion endpoints on the /v1 group.
@@ -42,19 +43,19 @@ func Register(g *echo.Group, s *Service) {
 	g.GET("/promotions/:campaignId/stacks", s.listStacks)
 	g.POST("/promotions/:campaignId/stacks", func(c echo.Context) error {
 		return httpx.WithBody(c, func(r StackRequest) (any, error) {
-			return s.writeStack(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), "", r)
+			return s.writeStack(c.Request().Context(), campaigns.ItemRefOf(c, ""), r)
 		})
 	})
 	g.GET("/promotions/:campaignId/stacks/:stackId", func(c echo.Context) error {
-		return httpx.Reply(c)(s.getStack(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("stackId")))
+		return httpx.Reply(c)(s.getStack(c.Request().Context(), campaigns.ItemRefOf(c, "stackId")))
 	})
 	g.PUT("/promotions/:campaignId/stacks/:stackId", func(c echo.Context) error {
 		return httpx.WithBody(c, func(r StackRequest) (any, error) {
-			return s.writeStack(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("stackId"), r)
+			return s.writeStack(c.Request().Context(), campaigns.ItemRefOf(c, "stackId"), r)
 		})
 	})
 	g.DELETE("/promotions/:campaignId/stacks/:stackId", func(c echo.Context) error {
-		if err := s.deleteStack(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("stackId")); err != nil {
+		if err := s.deleteStack(c.Request().Context(), campaigns.ItemRefOf(c, "stackId")); err != nil {
 			return err
 		}
 		return c.NoContent(http.StatusNoContent)

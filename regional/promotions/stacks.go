@@ -58,22 +58,23 @@ func scanStack(r pgx.Row) (map[string]any, error) {
 
 const stackColumns = `id, campaign_id, name, attrs, created_at, updated_at`
 
-func (s *Service) getStack(ctx context.Context, projectID, campaignID, id string) (map[string]any, error) {
-	c, err := promotion(ctx, s.pool, projectID, campaignID, false)
+func (s *Service) getStack(ctx context.Context, ref campaigns.ItemRef) (map[string]any, error) {
+	c, err := promotion(ctx, s.pool, ref.Project, ref.Campaign, false)
 	if err != nil {
 		return nil, err
 	}
 	v, err := scanStack(s.pool.QueryRow(ctx, `SELECT `+stackColumns+` FROM promotion_stacks WHERE project_id = $1 AND campaign_id = $2 AND id = $3`,
-		projectID, c.ID, id))
+		ref.Project, c.ID, ref.ID))
 	if errors.Is(err, db.ErrNotFound) {
-		return nil, apierr.NotFound("promotion_stack", id)
+		return nil, apierr.NotFound("promotion_stack", ref.ID)
 	}
 	return v, err
 }
 
-// writeStack creates (id "") or replaces a stack of a campaign's tiers:
+// writeStack creates (ref.ID "") or replaces a stack of a campaign's tiers:
 // every tier named must be the campaign's.
-func (s *Service) writeStack(ctx context.Context, projectID, campaignID, id string, r StackRequest) (map[string]any, error) {
+func (s *Service) writeStack(ctx context.Context, ref campaigns.ItemRef, r StackRequest) (map[string]any, error) {
+	projectID, id := ref.Project, ref.ID
 	if r.Name == nil || strings.TrimSpace(*r.Name) == "" || len(*r.Name) > 200 {
 		return nil, apierr.InvalidPayload("name is required: 1 to 200 characters")
 	}
@@ -86,7 +87,7 @@ func (s *Service) writeStack(ctx context.Context, projectID, campaignID, id stri
 	}
 	var out map[string]any
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		c, err := promotion(ctx, tx, projectID, campaignID, false)
+		c, err := promotion(ctx, tx, projectID, ref.Campaign, false)
 		if err != nil {
 			return err
 		}
@@ -120,11 +121,11 @@ func (s *Service) writeStack(ctx context.Context, projectID, campaignID, id stri
 }
 
 // deleteStack deletes a stack of a campaign.
-func (s *Service) deleteStack(ctx context.Context, projectID, campaignID, id string) error {
-	if _, err := s.getStack(ctx, projectID, campaignID, id); err != nil {
+func (s *Service) deleteStack(ctx context.Context, ref campaigns.ItemRef) error {
+	if _, err := s.getStack(ctx, ref); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `DELETE FROM promotion_stacks WHERE project_id = $1 AND id = $2`, projectID, id)
+	_, err := s.pool.Exec(ctx, `DELETE FROM promotion_stacks WHERE project_id = $1 AND id = $2`, ref.Project, ref.ID)
 	return err
 }
 

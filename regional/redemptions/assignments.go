@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/rewards"
 )
@@ -158,10 +159,11 @@ func (s *Service) CreateAssignments(ctx context.Context, projectID, campaignID s
 var assignmentRows = loyalty.NewCampaignPart("reward_assignments", assignmentColumns, "reward_assignment", scanAssignment)
 
 // UpdateAssignment changes an assignment's price.
-func (s *Service) UpdateAssignment(ctx context.Context, projectID, campaignID, id string, r AssignmentRequest) (AssignmentView, error) {
+func (s *Service) UpdateAssignment(ctx context.Context, ref campaigns.ItemRef, r AssignmentRequest) (AssignmentView, error) {
+	projectID := ref.Project
 	var out Assignment
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		a, err := assignmentRows.Get(ctx, s.prog, tx, projectID, campaignID, id, true)
+		a, err := assignmentRows.Get(ctx, s.prog, tx, ref, true)
 		if err != nil {
 			return err
 		}
@@ -183,13 +185,13 @@ func (s *Service) UpdateAssignment(ctx context.Context, projectID, campaignID, i
 }
 
 // DeleteAssignment withdraws a reward from a campaign.
-func (s *Service) DeleteAssignment(ctx context.Context, projectID, campaignID, id string) error {
+func (s *Service) DeleteAssignment(ctx context.Context, ref campaigns.ItemRef) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		a, err := assignmentRows.Get(ctx, s.prog, tx, projectID, campaignID, id, true)
+		a, err := assignmentRows.Get(ctx, s.prog, tx, ref, true)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM reward_assignments WHERE project_id = $1 AND id = $2`, projectID, a.ID)
+		_, err = tx.Exec(ctx, `DELETE FROM reward_assignments WHERE project_id = $1 AND id = $2`, ref.Project, a.ID)
 		return err
 	})
 }
@@ -267,7 +269,7 @@ func (h Handler) listAssignments(c echo.Context) error {
 }
 
 func (h Handler) getAssignment(c echo.Context) error {
-	a, err := assignmentRows.Get(c.Request().Context(), h.svc.prog, h.svc.pool, httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), false)
+	a, err := assignmentRows.Get(c.Request().Context(), h.svc.prog, h.svc.pool, campaigns.ItemRefOf(c, "assignmentId"), false)
 	if err != nil {
 		return err
 	}
@@ -276,12 +278,12 @@ func (h Handler) getAssignment(c echo.Context) error {
 
 func (h Handler) updateAssignment(c echo.Context) error {
 	return httpx.WithBody(c, func(r AssignmentRequest) (any, error) {
-		return h.svc.UpdateAssignment(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId"), r)
+		return h.svc.UpdateAssignment(c.Request().Context(), campaigns.ItemRefOf(c, "assignmentId"), r)
 	})
 }
 
 func (h Handler) deleteAssignment(c echo.Context) error {
-	if err := h.svc.DeleteAssignment(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("assignmentId")); err != nil {
+	if err := h.svc.DeleteAssignment(c.Request().Context(), campaigns.ItemRefOf(c, "assignmentId")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

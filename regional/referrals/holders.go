@@ -67,10 +67,11 @@ func RecordReferrer(clk *clock.Clock) vouchers.Hold {
 	}
 }
 
-// member finds the referral code memberID names (its code or id), of
-// campaign campaignKey (id or name) when given: 404 otherwise, and for a
-// voucher that is not a referral code.
-func (s *Service) member(ctx context.Context, q db.Querier, projectID, campaignKey, memberID string) (vouchers.Voucher, vouchers.Campaign, error) {
+// member finds the referral code ref names (ref.ID, its code or id), of
+// the program ref.Campaign (id or name) when given: 404 otherwise, and for
+// a voucher that is not a referral code.
+func (s *Service) member(ctx context.Context, q db.Querier, ref campaigns.ItemRef) (vouchers.Voucher, vouchers.Campaign, error) {
+	projectID, campaignKey, memberID := ref.Project, ref.Campaign, ref.ID
 	v, c, _, err := s.referralCode(ctx, q, projectID, memberID)
 	var ae *apierr.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
@@ -95,8 +96,9 @@ var holderFields = map[string]filters.Field{
 
 // ListHolders returns a page of a referral code's holders, in id order
 // (creation order) or its reverse, and their total.
-func (s *Service) ListHolders(ctx context.Context, projectID, campaignKey, memberID string, lq listq.Query, f filters.Filter) ([]HolderView, int, bool, string, error) {
-	v, _, err := s.member(ctx, s.pool, projectID, campaignKey, memberID)
+func (s *Service) ListHolders(ctx context.Context, ref campaigns.ItemRef, lq listq.Query, f filters.Filter) ([]HolderView, int, bool, string, error) {
+	projectID := ref.Project
+	v, _, err := s.member(ctx, s.pool, ref)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
@@ -133,7 +135,8 @@ type AddRequest struct {
 // AddHolders makes customers (upserted from the request, all or none)
 // referees of a referral code and answers their holdings; a customer who
 // holds the code already keeps their holding.
-func (s *Service) AddHolders(ctx context.Context, projectID, campaignKey, memberID string, r AddRequest) ([]HolderView, error) {
+func (s *Service) AddHolders(ctx context.Context, ref campaigns.ItemRef, r AddRequest) ([]HolderView, error) {
+	projectID := ref.Project
 	if len(r.Holders) == 0 || len(r.Holders) > maxHolders {
 		return nil, apierr.InvalidPayload(fmt.Sprintf("holders is a list of 1 to %d customers: {id} or {source_id, …}", maxHolders))
 	}
@@ -156,7 +159,7 @@ func (s *Service) AddHolders(ctx context.Context, projectID, campaignKey, member
 	var out []HolderView
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		out = nil
-		v, c, err := s.member(ctx, tx, projectID, campaignKey, memberID)
+		v, c, err := s.member(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
@@ -201,9 +204,10 @@ func (s *Service) AddHolders(ctx context.Context, projectID, campaignKey, member
 
 // RemoveHolder takes a referee off a referral code; its referrer stays
 // (400), and a holder of another code is 404.
-func (s *Service) RemoveHolder(ctx context.Context, projectID, campaignKey, memberID, holderID string) error {
+func (s *Service) RemoveHolder(ctx context.Context, ref campaigns.ItemRef, holderID string) error {
+	projectID := ref.Project
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		v, c, err := s.member(ctx, tx, projectID, campaignKey, memberID)
+		v, c, err := s.member(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
@@ -251,7 +255,7 @@ func (h handler) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	hs, total, more, next, err := h.svc.ListHolders(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), lq, f)
+	hs, total, more, next, err := h.svc.ListHolders(c.Request().Context(), campaigns.ItemRefOf(c, "memberId"), lq, f)
 	if err != nil {
 		return err
 	}
@@ -260,13 +264,13 @@ func (h handler) list(c echo.Context) error {
 
 func (h handler) add(c echo.Context) error {
 	return httpx.WithBody(c, func(r AddRequest) (any, error) {
-		hs, err := h.svc.AddHolders(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"), r)
+		hs, err := h.svc.AddHolders(c.Request().Context(), campaigns.ItemRefOf(c, "memberId"), r)
 		return map[string]any{"holders": hs}, err
 	})
 }
 
 func (h handler) remove(c echo.Context) error {
-	if err := h.svc.RemoveHolder(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("memberId"),
+	if err := h.svc.RemoveHolder(c.Request().Context(), campaigns.ItemRefOf(c, "memberId"),
 		c.Param("holderId")); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 // Program is what tiers ask of the loyalty program they shape
@@ -194,16 +195,16 @@ func (s *Service) ListTiers(ctx context.Context, projectID, campaignID, order st
 	return out, total, nil
 }
 
-// GetTier returns a tier of a campaign.
-func (s *Service) GetTier(ctx context.Context, projectID, campaignID, tierID string) (TierView, error) {
-	campID, err := s.prog.CampaignID(ctx, s.pool, projectID, campaignID)
+// GetTier returns the tier ref names.
+func (s *Service) GetTier(ctx context.Context, ref campaigns.ItemRef) (TierView, error) {
+	campID, err := s.prog.CampaignID(ctx, s.pool, ref.Project, ref.Campaign)
 	if err != nil {
 		return TierView{}, err
 	}
 	t, err := scanTier(s.pool.QueryRow(ctx, `SELECT `+tierColumns+` FROM loyalty_tiers WHERE project_id = $1 AND id = $2
-		AND campaign_id = $3`, projectID, tierID, campID))
+		AND campaign_id = $3`, ref.Project, ref.ID, campID))
 	if errors.Is(err, db.ErrNotFound) {
-		return TierView{}, apierr.NotFound("loyalty_tier", tierID)
+		return TierView{}, apierr.NotFound("loyalty_tier", ref.ID)
 	}
 	return t.View(), err
 }
@@ -258,7 +259,7 @@ func (h handler) listTiers(c echo.Context) error {
 }
 
 func (h handler) getTier(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.GetTier(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("tierId")))
+	return httpx.Reply(c)(h.svc.GetTier(c.Request().Context(), campaigns.ItemRefOf(c, "tierId")))
 }
 
 func (h handler) memberTiers(c echo.Context) error {
