@@ -34,6 +34,7 @@ import (
 	customEvents "github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/exports"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/loyalty/program"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/promotions"
@@ -187,7 +188,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// /v1/campaigns serves every type through its kind.
 	discounts := vouchers.NewKind(vs, "DISCOUNT_COUPONS")
 	campaigns.Register(v1, campaigns.NewRegistry(camps, a.tasks, map[string]campaigns.Kind{
-		"LOYALTY_PROGRAM":  loyalty.NewKind(a.loyalty, red, a.earning),
+		"LOYALTY_PROGRAM":  program.NewKind(a.loyalty, red, a.earning),
 		"DISCOUNT_COUPONS": discounts,
 		"GIFT_VOUCHERS":    vouchers.NewKind(vs, "GIFT_VOUCHERS"),
 		"PROMOTION":        promotions.NewKind(promos),

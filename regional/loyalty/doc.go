@@ -1,7 +1,7 @@
 // Package loyalty is the loyalty program: its cards (campaigns.go: a
-// program's creation and card template; members.go; kind.go, the
-// LOYALTY_PROGRAM campaigns.Kind, whose campaign row regional/campaigns
-// owns) and the points ledger every balance change goes through (ledger.go:
+// program's creation and card template; members.go; kind.go, what the
+// LOYALTY_PROGRAM campaigns.Kind of regional/loyalty/program asks of the
+// cards; the campaign row is regional/campaigns') and the points ledger every balance change goes through (ledger.go:
 // balance changes, transfers, the card lock, the one write path LedgerWrite
 // and the tier notices it raises; store.go: the card figures, point buckets
 // and the transaction record; expiration.go: points expiring, on the dates
