@@ -1,12 +1,23 @@
 // Package listq parses the query parameters shared by list endpoints and
-// shapes keyset pages: `limit` (1 to 100), `order`, and the
-// `starting_after_id` cursor answered by `has_more` and `more_starting_after`.
-// Lists are never paged with OFFSET.
+// shapes their pages: `limit` (1 to 100), `order`, the `starting_after_id`
+// cursor answered by `has_more` and `more_starting_after`, and `page`, the
+// reference's numbered pages.
+//
+// Lists are never paged with an unbounded OFFSET. The cursor is a keyset
+// (the rows after the previous page's last, found through the index), so it
+// reads any depth at the cost of one page. A numbered page is an OFFSET,
+// which PostgreSQL and CockroachDB both serve by reading and dropping the
+// rows before it; it is allowed because `page` stops at the reference's
+// maximum (100, or 99 on some lists), so a page never skips more than
+// 99 × 100 rows, and past that the cursor reads further.
 package listq
 
 import (
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tallyhq/tally/internal/apierr"
 )
@@ -76,17 +87,30 @@ func All[T, V any](rows []T, view func(T) V) List[V] {
 	return List[V]{Data: data, Total: &total}
 }
 
-// FirstPageOnly refuses `page` past 1: lists whose reference pages by number
-// serve the first page that way and later ones by the cursor.
-func FirstPageOnly(q url.Values) error {
-	p := q.Get("page")
-	if p == "" || p == "1" {
-		return nil
+// MaxPage is the highest `page` of most of the reference's numbered lists
+// (its ParameterPage); vouchers, customers and redemptions stop at 99.
+const MaxPage = 100
+
+// PageNumber reads `page`: absent is 1, otherwise an integer from 1 to max.
+// Past max the answer says so and, where the list has the cursor
+// (cursor), that it reads further.
+func PageNumber(q url.Values, max int, cursor bool) (int, error) {
+	s := q.Get("page")
+	if s == "" {
+		return 1, nil
 	}
-	if n, err := strconv.Atoi(p); err != nil || n < 1 {
-		return apierr.InvalidQuery("page", "must be a positive integer")
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, apierr.InvalidQuery("page", "must be an integer from 1 to "+strconv.Itoa(max)+", got "+strconv.Quote(s))
 	}
-	return apierr.InvalidQuery("page", "pages past the first are not served; pass the more_starting_after value of the previous page as starting_after_id")
+	if n > max {
+		msg := "at most " + strconv.Itoa(max) + " (the reference's maximum), got " + s
+		if cursor {
+			msg += "; read further with starting_after_id, passing the more_starting_after of the previous page"
+		}
+		return 0, apierr.InvalidQuery("page", msg)
+	}
+	return n, nil
 }
 
 // Keyset is how an id-ordered page continues after its cursor: ids greater
@@ -96,4 +120,20 @@ func Keyset(desc bool) (cmp, dir string) {
 		return "<", "DESC"
 	}
 	return ">", "ASC"
+}
+
+// Unserved refuses the first of params that q gives (a deepObject one as
+// name[…] too): a filter the reference documents for a list and the list
+// does not apply is a 400 naming it, never ignored, since ignoring it would
+// answer rows the client did not select.
+func Unserved(q url.Values, params ...string) error {
+	keys := slices.Sorted(maps.Keys(q))
+	for _, p := range params {
+		for _, k := range keys {
+			if k == p || strings.HasPrefix(k, p+"[") {
+				return apierr.InvalidQuery(k, "this filter is not served on this list yet")
+			}
+		}
+	}
+	return nil
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+
+	"github.com/tallyhq/tally/internal/apierr"
 )
 
 // Spec is what one list accepts.
@@ -23,9 +26,17 @@ type Spec struct {
 	// NoOrder: the list has no `order` (the reference defines none); the
 	// parameter is ignored as unknown ones are.
 	NoOrder bool
-	// Pages accepts `page` as the reference lists that page by number do:
-	// the first page that way, later ones by the cursor.
+	// Pages accepts `page`, as the reference's lists that page by number
+	// do: page N is the rows at positions (N-1)×limit+1 to N×limit of the
+	// list's order at the time of the read (Query.Offset).
 	Pages bool
+	// MaxPage is the highest page, the reference's maximum for the list;
+	// 0 is MaxPage (100).
+	MaxPage int
+	// NoCursor: the list has no `starting_after_id` (its rows are few or
+	// not ordered by a key a cursor can name); the parameter is ignored as
+	// unknown ones are, and numbered pages are the way on.
+	NoCursor bool
 }
 
 // Query is a list request's paging and order, parsed once by Parse.
@@ -35,6 +46,40 @@ type Query struct {
 	Key   string // Order's column, without the sign
 	Desc  bool
 	After string // starting_after_id: the last id of the previous page
+	Page  int    // the numbered page asked for; 0 (none asked) and 1 are the first
+}
+
+// Offset is how many rows of the list's order come before the page: the
+// rows of the numbered pages before it. It is never more than
+// (MaxPage-1) × 100, since Parse refuses a page past the list's maximum.
+func (q Query) Offset() int {
+	if q.Page <= 1 {
+		return 0
+	}
+	return (q.Page - 1) * q.Limit
+}
+
+// OffsetSQL is the OFFSET clause of the page, after its LIMIT: "" on the
+// first page (whose statement stays what it was), else " OFFSET n" with n
+// the bounded integer Offset, written as a literal so that no caller's
+// placeholders move. OFFSET after LIMIT is in both dialects.
+func (q Query) OffsetSQL() string {
+	if n := q.Offset(); n > 0 {
+		return " OFFSET " + strconv.Itoa(n)
+	}
+	return ""
+}
+
+// Window applies the page's offset to rows a list ordered in memory (its
+// rows are few: a campaign's earning rules, a card's buckets): the page's
+// rows, at most limit, and whether more follow.
+func Window[T any](rows []T, q Query) (page []T, hasMore bool) {
+	off := min(q.Offset(), len(rows))
+	rows = rows[off:]
+	if len(rows) > q.Limit {
+		return rows[:q.Limit], true
+	}
+	return rows, false
 }
 
 // Parse reads limit, order, page and starting_after_id as s says; every
@@ -64,12 +109,23 @@ func Parse(q url.Values, s Spec) (Query, error) {
 	}
 	out.Desc = strings.HasPrefix(out.Order, "-")
 	out.Key = strings.TrimPrefix(out.Order, "-")
+	if !s.NoCursor {
+		out.After = q.Get("starting_after_id")
+	}
 	if s.Pages {
-		if err := FirstPageOnly(q); err != nil {
+		max := s.MaxPage
+		if max == 0 {
+			max = MaxPage
+		}
+		if q.Has("page") && out.After != "" {
+			// Two ways to say where the page starts: refused rather than
+			// one silently winning.
+			return out, apierr.InvalidQuery("page, starting_after_id", "give one of page and starting_after_id, not both")
+		}
+		if out.Page, err = PageNumber(q, max, !s.NoCursor); err != nil {
 			return out, err
 		}
 	}
-	out.After = q.Get("starting_after_id")
 	return out, nil
 }
 

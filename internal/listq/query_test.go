@@ -2,11 +2,13 @@ package listq_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/url"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/listq"
 )
 
@@ -15,20 +17,30 @@ func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		query string
 		want  listq.Query
-		fails string
+		fails string // the start of the 400's details
 	}{
-		{"", listq.Query{Limit: 10, Order: "-created_at", Key: "created_at", Desc: true}, ""},
-		{"limit=5&order=updated_at&starting_after_id=x&page=1", listq.Query{Limit: 5, Order: "updated_at", Key: "updated_at", After: "x"}, ""},
-		{"limit=0", listq.Query{}, "limit"},
-		{"limit=101", listq.Query{}, "limit"},
-		{"order=id", listq.Query{}, "order"},
-		{"page=2", listq.Query{}, "page"},
+		{"", listq.Query{Limit: 10, Order: "-created_at", Key: "created_at", Desc: true, Page: 1}, ""},
+		{"limit=5&order=updated_at&starting_after_id=x", listq.Query{Limit: 5, Order: "updated_at", Key: "updated_at", After: "x", Page: 1}, ""},
+		{"limit=5&page=3", listq.Query{Limit: 5, Order: "-created_at", Key: "created_at", Desc: true, Page: 3}, ""},
+		{"page=100", listq.Query{Limit: 10, Order: "-created_at", Key: "created_at", Desc: true, Page: 100}, ""},
+		{"limit=0", listq.Query{}, "limit:"},
+		{"limit=101", listq.Query{}, "limit:"},
+		{"order=id", listq.Query{}, "order:"},
+		{"page=0", listq.Query{}, "page: must be an integer from 1 to 100"},
+		{"page=-1", listq.Query{}, "page: must be"},
+		{"page=two", listq.Query{}, "page: must be"},
+		{"page=1e400", listq.Query{}, "page: must be"},
+		{"page=101", listq.Query{}, "page: at most 100 (the reference's maximum), got 101; read further with starting_after_id"},
+		// Two ways to say where the page starts, even the first.
+		{"page=2&starting_after_id=x", listq.Query{}, "page, starting_after_id:"},
+		{"page=1&starting_after_id=x", listq.Query{}, "page, starting_after_id:"},
 	} {
 		q, _ := url.ParseQuery(c.query)
 		got, err := listq.Parse(q, spec)
 		if c.fails != "" {
-			if err == nil {
-				t.Errorf("%q: no error, want one about %s", c.query, c.fails)
+			var e *apierr.Error
+			if !errors.As(err, &e) || e.Status != 400 || !strings.HasPrefix(e.Details, c.fails) {
+				t.Errorf("%q: %v, want a 400 starting %q", c.query, err, c.fails)
 			}
 			continue
 		}
@@ -37,8 +49,93 @@ func TestParse(t *testing.T) {
 		}
 	}
 	q, _ := url.ParseQuery("order=bogus&page=7")
-	if got, err := listq.Parse(q, listq.Spec{NoOrder: true, DefaultOrder: "-id"}); err != nil || !got.Desc || got.Key != "id" {
-		t.Errorf("NoOrder: %+v %v", got, err)
+	if got, err := listq.Parse(q, listq.Spec{NoOrder: true, DefaultOrder: "-id"}); err != nil || !got.Desc || got.Key != "id" || got.Page != 0 {
+		t.Errorf("NoOrder, no pages: %+v %v", got, err)
+	}
+}
+
+// A list's maximum page is the reference's: 99 on some lists, and past it
+// a list without the cursor does not point to one.
+func TestParseMaxPage(t *testing.T) {
+	for _, c := range []struct {
+		spec  listq.Spec
+		query string
+		fails string
+	}{
+		{listq.Spec{Pages: true, MaxPage: 99}, "page=99", ""},
+		{listq.Spec{Pages: true, MaxPage: 99}, "page=100", "page: at most 99 (the reference's maximum), got 100; read further"},
+		{listq.Spec{Pages: true, NoCursor: true}, "page=101", "page: at most 100 (the reference's maximum), got 101"},
+		// No cursor: starting_after_id is an unknown parameter, ignored.
+		{listq.Spec{Pages: true, NoCursor: true}, "page=2&starting_after_id=x", ""},
+	} {
+		q, _ := url.ParseQuery(c.query)
+		got, err := listq.Parse(q, c.spec)
+		if c.fails == "" {
+			if err != nil || got.After != "" {
+				t.Errorf("%+v %q: %+v %v", c.spec, c.query, got, err)
+			}
+			continue
+		}
+		var e *apierr.Error
+		if !errors.As(err, &e) || !strings.HasPrefix(e.Details, c.fails) || (c.spec.NoCursor && strings.Contains(e.Details, "starting_after_id")) {
+			t.Errorf("%+v %q: %v, want %q", c.spec, c.query, err, c.fails)
+		}
+	}
+}
+
+// Page N starts after the N-1 pages before it; the first page's statement
+// has no OFFSET, and the deepest is bounded by the maximum.
+func TestOffset(t *testing.T) {
+	for _, c := range []struct {
+		q   listq.Query
+		off int
+		sql string
+	}{
+		{listq.Query{Limit: 10}, 0, ""},
+		{listq.Query{Limit: 10, Page: 1}, 0, ""},
+		{listq.Query{Limit: 10, Page: 2}, 10, " OFFSET 10"},
+		{listq.Query{Limit: 100, Page: 100}, 9900, " OFFSET 9900"},
+	} {
+		if off, sql := c.q.Offset(), c.q.OffsetSQL(); off != c.off || sql != c.sql {
+			t.Errorf("%+v: %d %q, want %d %q", c.q, off, sql, c.off, c.sql)
+		}
+	}
+}
+
+func TestWindow(t *testing.T) {
+	rows := []int{1, 2, 3, 4, 5}
+	for _, c := range []struct {
+		q    listq.Query
+		want []int
+		more bool
+	}{
+		{listq.Query{Limit: 2}, []int{1, 2}, true},
+		{listq.Query{Limit: 2, Page: 2}, []int{3, 4}, true},
+		{listq.Query{Limit: 2, Page: 3}, []int{5}, false},
+		{listq.Query{Limit: 5}, []int{1, 2, 3, 4, 5}, false},
+		{listq.Query{Limit: 2, Page: 9}, []int{}, false}, // past the end: empty
+	} {
+		got, more := listq.Window(rows, c.q)
+		if !reflect.DeepEqual(got, c.want) || more != c.more {
+			t.Errorf("%+v: %v %v, want %v %v", c.q, got, more, c.want, c.more)
+		}
+	}
+}
+
+// A filter a list does not apply is refused by name, deepObject forms too.
+func TestUnserved(t *testing.T) {
+	for _, c := range []struct{ query, fails string }{
+		{"limit=5&page=2", ""},
+		{"code=X", "code:"},
+		{"created_at%5Bbefore%5D=2024-01-01T00:00:00Z", "created_at[before]:"},
+		{"created_atx=1", ""},
+	} {
+		q, _ := url.ParseQuery(c.query)
+		err := listq.Unserved(q, "code", "created_at")
+		var e *apierr.Error
+		if c.fails == "" && err != nil || c.fails != "" && (!errors.As(err, &e) || !strings.HasPrefix(e.Details, c.fails)) {
+			t.Errorf("%q: %v, want %q", c.query, err, c.fails)
+		}
 	}
 }
 

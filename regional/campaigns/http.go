@@ -85,6 +85,10 @@ func (h handler) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Areas and stores are not a notion here.
+	if err := listq.Unserved(q, "access_settings"); err != nil {
+		return err
+	}
 	f := Filter{Types: slices.Clone(Types)}
 	if typ := q.Get("campaign_type"); typ != "" {
 		if !slices.Contains(Types, typ) {

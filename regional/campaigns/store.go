@@ -279,7 +279,7 @@ func ListWhere[V any](ctx context.Context, q db.Querier, projectID string, f Fil
 	}
 	keyset, orderBy, args := lq.Keyset("campaigns", key, args)
 	cs, err := db.Collect(scan[V])(q.Query(ctx, `SELECT `+columns+`, `+vouchersCountOf("campaigns")+` FROM campaigns`+cond+keyset+
-		` ORDER BY `+orderBy+` LIMIT $2`, args...))
+		` ORDER BY `+orderBy+` LIMIT $2`+lq.OffsetSQL(), args...))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -97,7 +97,7 @@ func (h Handler) list(c echo.Context) error {
 }
 
 // listSpec is GET /v1/customers' paging.
-var listSpec = listq.Spec{Orders: []string{"-created_at", "created_at", "updated_at", "-updated_at", "source_id", "-source_id"}, Pages: true}
+var listSpec = listq.Spec{Orders: []string{"-created_at", "created_at", "updated_at", "-updated_at", "source_id", "-source_id"}, Pages: true, MaxPage: 99}
 
 func parseList(q url.Values) (ListQuery, error) {
 	var lq ListQuery

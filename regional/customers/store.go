@@ -126,7 +126,7 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 	}
 	cond, orderBy, args := lq.Keyset("customers", key, args)
 	sql := `SELECT ` + columns + ` FROM customers WHERE ` + strings.Join(where, " AND ") + cond +
-		` ORDER BY ` + orderBy + fmt.Sprintf(` LIMIT $%d`, len(args)+1)
+		` ORDER BY ` + orderBy + fmt.Sprintf(` LIMIT $%d`, len(args)+1) + lq.OffsetSQL()
 	args = append(args, lq.Limit+1)
 
 	out, err := db.Collect(scan)(q.Query(ctx, sql, args...))

@@ -454,11 +454,11 @@ func (s *Service) ListRules(ctx context.Context, projectID, campaignID string, l
 	if lq.Desc {
 		slices.Reverse(rs)
 	}
-	vs := []RuleView{}
-	for i, r := range rs {
-		if i == lq.Limit {
-			break
-		}
+	// The campaign's rules are read whole (a campaign has few), so the
+	// page is cut from them.
+	page, _ := listq.Window(rs, lq)
+	vs := make([]RuleView, 0, len(page))
+	for _, r := range page {
 		vs = append(vs, r.View())
 	}
 	return vs, len(rs), nil
@@ -482,7 +482,7 @@ func (h handler) createRules(c echo.Context) error {
 
 func (h handler) listRules(c echo.Context) error {
 	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"},
-		Pages: true})
+		Pages: true, NoCursor: true})
 	if err != nil {
 		return err
 	}
@@ -490,8 +490,8 @@ func (h handler) listRules(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// The first page only (no cursor): has_more says whether it is all.
-	return c.JSON(http.StatusOK, listq.List[RuleView]{Data: vs, Total: &total, More: total > len(vs)})
+	// Numbered pages only (no cursor): more follow this page's rows.
+	return c.JSON(http.StatusOK, listq.List[RuleView]{Data: vs, Total: &total, More: total > lq.Offset()+len(vs)})
 }
 
 func (h handler) getRule(c echo.Context) error {

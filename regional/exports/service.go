@@ -463,7 +463,7 @@ func (s *Service) List(ctx context.Context, projectID string, lq listq.Query) ([
 	cond, orderBy, args := lq.Keyset("exports", lq.Key, []any{projectID})
 	args = append(args, lq.Limit+1)
 	es, err := db.Collect(scanExport)(s.pool.Query(ctx, `SELECT `+exportColumns+` FROM exports WHERE project_id = $1`+cond+
-		` ORDER BY `+orderBy+fmt.Sprintf(` LIMIT $%d`, len(args)), args...))
+		` ORDER BY `+orderBy+fmt.Sprintf(` LIMIT $%d`, len(args))+lq.OffsetSQL(), args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}

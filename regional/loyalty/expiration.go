@@ -3,9 +3,7 @@ package loyalty
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/tallyhq/tally/internal/clock"
@@ -14,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
@@ -129,7 +126,7 @@ type bucketTotal struct {
 }
 
 // PointsExpiration lists a card's points that will expire, soonest first.
-func (s *Service) PointsExpiration(ctx context.Context, ref CardRef, limit int) ([]PointsBucket, int, error) {
+func (s *Service) PointsExpiration(ctx context.Context, ref CardRef, lq listq.Query) ([]PointsBucket, int, error) {
 	c, _, err := s.card(ctx, s.pool, ref, false)
 	if err != nil {
 		return nil, 0, err
@@ -140,8 +137,8 @@ func (s *Service) PointsExpiration(ctx context.Context, ref CardRef, limit int) 
 		return nil, 0, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, points, expires_on, created_at, updated_at FROM loyalty_point_buckets
-		WHERE project_id = $1 AND card_id = $2 AND expires_on IS NOT NULL AND points > 0 ORDER BY expires_on LIMIT $3`,
-		ref.Project, c.ID, limit)
+		WHERE project_id = $1 AND card_id = $2 AND expires_on IS NOT NULL AND points > 0 ORDER BY expires_on LIMIT $3`+lq.OffsetSQL(),
+		ref.Project, c.ID, lq.Limit)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -165,19 +162,15 @@ func registerExpiration(g *echo.Group, h Handler) {
 }
 
 func (h Handler) pointsExpiration(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{NoOrder: true, Pages: true})
-	if err != nil {
-		var e *apierr.Error
-		if errors.As(err, &e) && strings.HasPrefix(e.Details, "page") {
-			// A card has one bucket per date; pages past the first are
-			// not kept by cursor here.
-			e.Details = "page: pages past the first are not served; ask for up to 100 buckets with limit"
-		}
-		return err
-	}
-	bs, total, err := h.svc.PointsExpiration(c.Request().Context(), CardRefOf(c), lq.Limit)
+	// A card has one bucket per date, in date order: numbered pages only,
+	// no cursor.
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{NoOrder: true, Pages: true, NoCursor: true})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, listq.List[PointsBucket]{Data: bs, Total: &total, More: total > len(bs)})
+	bs, total, err := h.svc.PointsExpiration(c.Request().Context(), CardRefOf(c), lq)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, listq.List[PointsBucket]{Data: bs, Total: &total, More: total > lq.Offset()+len(bs)})
 }

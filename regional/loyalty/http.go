@@ -64,8 +64,8 @@ func (h Handler) deleteCampaign(c echo.Context) error {
 }
 
 // cardListSpec is the paging of the campaign and member lists, ordered by
-// creation, which is id order. Their reference also pages by number; only
-// the first page is served that way, later ones by the cursor.
+// creation, which is id order: by number as their reference pages them, and
+// by the cursor.
 var cardListSpec = listq.Spec{Orders: []string{"created_at", "-created_at", "id", "-id"}, Pages: true}
 
 func (h Handler) listCampaigns(c echo.Context) error {
@@ -89,6 +89,9 @@ func (h Handler) addMember(c echo.Context) error {
 func (h Handler) listMembers(c echo.Context) error {
 	lq, err := listq.Parse(c.QueryParams(), cardListSpec)
 	if err != nil {
+		return err
+	}
+	if err := listq.Unserved(c.QueryParams(), "customer", "created_at", "updated_at", "code", "ids"); err != nil {
 		return err
 	}
 	cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)

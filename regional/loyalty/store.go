@@ -392,7 +392,7 @@ func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, 
 	}
 	cond, orderBy, args := lq.Keyset("loyalty_cards", "id", []any{projectID, campaignID, lq.Limit + 1})
 	cs, err := db.Collect(scanCard)(q.Query(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
-		WHERE project_id = $1 AND campaign_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...))
+		WHERE project_id = $1 AND campaign_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`+lq.OffsetSQL(), args...))
 	return cs, total, err
 }
 

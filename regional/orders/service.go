@@ -427,7 +427,7 @@ func (s *Service) List(ctx context.Context, projectID string, lq listq.Query) ([
 	}
 	cond, orderBy, args := lq.Keyset("orders", key, []any{projectID, lq.Limit + 1})
 	os, err := db.Collect(scan)(s.pool.Query(ctx, `SELECT `+columns+` FROM orders WHERE project_id = $1`+cond+
-		` ORDER BY `+orderBy+` LIMIT $2`, args...))
+		` ORDER BY `+orderBy+` LIMIT $2`+lq.OffsetSQL(), args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}

@@ -81,6 +81,9 @@ func (h Handler) listProducts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := listq.Unserved(c.QueryParams(), "start_date", "end_date"); err != nil {
+		return err
+	}
 	rows, total, err := h.svc.ListProducts(c.Request().Context(), httpx.ProjectID(c), lq)
 	if err != nil {
 		return err
@@ -117,10 +120,15 @@ func (h Handler) getSKU(c echo.Context) error {
 }
 
 // listSKUs answers every SKU of the product as the reference does, a page
-// of at most 100 at a time: `limit` (default 100) and `starting_after_id`.
+// of at most 100 at a time: `limit` (default 100), `page`, `order` (by
+// creation or update) and `starting_after_id`.
 func (h Handler) listSKUs(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{DefaultLimit: 100, NoOrder: true})
+	lq, err := listq.Parse(c.QueryParams(), listq.Spec{DefaultLimit: 100, Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"},
+		Pages: true})
 	if err != nil {
+		return err
+	}
+	if err := listq.Unserved(c.QueryParams(), "start_date", "end_date"); err != nil {
 		return err
 	}
 	rows, total, err := h.svc.ListSKUs(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), lq)

@@ -99,7 +99,7 @@ func listProducts(ctx context.Context, q db.Querier, projectID string, lq ListQu
 	}
 	cond, orderBy, args := lq.Keyset("products", sortKeys[lq.Key], []any{projectID, lq.Limit + 1})
 	out, err := db.Collect(scanProduct)(q.Query(ctx, `SELECT `+productColumns+` FROM products
-		WHERE project_id = $1 AND bin_id IS NULL`+cond+` ORDER BY `+orderBy+` LIMIT $2`, args...))
+		WHERE project_id = $1 AND bin_id IS NULL`+cond+` ORDER BY `+orderBy+` LIMIT $2`+lq.OffsetSQL(), args...))
 	return out, total, err
 }
 
@@ -246,9 +246,9 @@ func listSKUs(ctx context.Context, q db.Querier, projectID, productID string, lq
 		projectID, productID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	cond, orderBy, args := lq.Keyset("skus", "id", []any{projectID, productID, lq.Limit + 1})
+	cond, orderBy, args := lq.Keyset("skus", sortKeys[lq.Key], []any{projectID, productID, lq.Limit + 1})
 	out, err := collectSKUs(q.Query(ctx, `SELECT `+skuColumns+` FROM skus
-		WHERE project_id = $1 AND product_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...))
+		WHERE project_id = $1 AND product_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`+lq.OffsetSQL(), args...))
 	return out, total, err
 }
 

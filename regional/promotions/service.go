@@ -369,7 +369,7 @@ func (s *Service) ListTiers(ctx context.Context, projectID, campaignID string, i
 	args = append(args, lq.Limit+1)
 	limit := "$" + strconv.Itoa(len(args))
 	keyset, orderBy, args := lq.Keyset("promotion_tiers", "hierarchy", args)
-	ts, err := db.Collect(scanTier)(s.pool.Query(ctx, `SELECT `+tierColumns+liveTiers+cond+keyset+` ORDER BY `+orderBy+` LIMIT `+limit, args...))
+	ts, err := db.Collect(scanTier)(s.pool.Query(ctx, `SELECT `+tierColumns+liveTiers+cond+keyset+` ORDER BY `+orderBy+` LIMIT `+limit+lq.OffsetSQL(), args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}

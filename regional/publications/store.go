@@ -169,7 +169,7 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery, now
 	limit := fmt.Sprintf("$%d", len(args))
 	kcond, orderBy, args := lq.Keyset("publications", orderKeys[lq.Key], args)
 	ps, err := db.Collect(scan)(q.Query(ctx, `SELECT `+columns+` FROM publications`+where+kcond+
-		` ORDER BY `+orderBy+` LIMIT `+limit, args...))
+		` ORDER BY `+orderBy+` LIMIT `+limit+lq.OffsetSQL(), args...))
 	return ps, total, err
 }
 

@@ -197,19 +197,25 @@ func (s *Service) DeleteAssignment(ctx context.Context, ref campaigns.ItemRef) e
 }
 
 // ListAssignments returns a page of a campaign's assignments.
-func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]AssignmentView, int, bool, string, error) {
+// With assignmentID, only that assignment (none if it is another campaign's).
+func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID, assignmentID string, lq listq.Query) ([]AssignmentView, int, bool, string, error) {
 	camp, err := s.prog.Campaign(ctx, s.pool, projectID, campaignID)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
+	where, args := ` WHERE project_id = $1 AND campaign_id = $2`, []any{projectID, camp.ID}
+	if assignmentID != "" {
+		where += ` AND id = $3`
+		args = append(args, assignmentID)
+	}
 	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reward_assignments WHERE project_id = $1 AND campaign_id = $2`,
-		projectID, camp.ID).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reward_assignments`+where, args...).Scan(&total); err != nil {
 		return nil, 0, false, "", err
 	}
-	cond, orderBy, args := lq.Keyset("reward_assignments", "id", []any{projectID, camp.ID, lq.Limit + 1})
-	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
-		WHERE project_id = $1 AND campaign_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`, args...))
+	args = append(args, lq.Limit+1)
+	limit := fmt.Sprintf("$%d", len(args))
+	cond, orderBy, args := lq.Keyset("reward_assignments", "id", args)
+	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments`+where+cond+` ORDER BY `+orderBy+` LIMIT `+limit+lq.OffsetSQL(), args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}
@@ -261,7 +267,7 @@ func (h Handler) listAssignments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	vs, total, more, next, err := h.svc.ListAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
+	vs, total, more, next, err := h.svc.ListAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.QueryParam("assignment_id"), lq)
 	if err != nil {
 		return err
 	}

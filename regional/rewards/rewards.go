@@ -421,8 +421,8 @@ func (s *Service) List(ctx context.Context, projectID, assignmentID string, lq l
 	}
 	cond, orderBy, args := lq.Keyset("rewards", "id", args)
 	args = append(args, lq.Limit+1)
-	ws, err := db.Collect(Scan)(s.pool.Query(ctx, fmt.Sprintf(`SELECT `+Columns+` FROM rewards w WHERE %s%s ORDER BY %s LIMIT $%d`,
-		where, cond, orderBy, len(args)), args...))
+	ws, err := db.Collect(Scan)(s.pool.Query(ctx, fmt.Sprintf(`SELECT `+Columns+` FROM rewards w WHERE %s%s ORDER BY %s LIMIT $%d%s`,
+		where, cond, orderBy, len(args), lq.OffsetSQL()), args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}

@@ -160,7 +160,8 @@ func rangeText(t Tier) string {
 }
 
 // ListTiers returns a campaign's tiers.
-func (s *Service) ListTiers(ctx context.Context, projectID, campaignID, order string, limit int) ([]TierView, int, error) {
+func (s *Service) ListTiers(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]TierView, int, error) {
+	order := lq.Order
 	campID, err := s.prog.CampaignID(ctx, s.pool, projectID, campaignID)
 	if err != nil {
 		return nil, 0, err
@@ -187,12 +188,14 @@ func (s *Service) ListTiers(ctx context.Context, projectID, campaignID, order st
 			return key(tiers[i]).Before(key(tiers[j]))
 		})
 	}
-	total := len(tiers)
-	out := make([]TierView, 0, min(limit, total))
-	for _, t := range tiers[:min(limit, total)] {
+	// A program's tiers are read whole (it has few), so the page is cut
+	// from them.
+	page, _ := listq.Window(tiers, lq)
+	out := make([]TierView, 0, len(page))
+	for _, t := range page {
 		out = append(out, t.View())
 	}
-	return out, total, nil
+	return out, len(tiers), nil
 }
 
 // GetTier returns the tier ref names.
@@ -246,16 +249,16 @@ func (h handler) createTiers(c echo.Context) error {
 
 func (h handler) listTiers(c echo.Context) error {
 	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"},
-		NaturalOrder: true, Pages: true})
+		NaturalOrder: true, Pages: true, NoCursor: true})
 	if err != nil {
 		return err
 	}
-	vs, total, err := h.svc.ListTiers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq.Order, lq.Limit)
+	vs, total, err := h.svc.ListTiers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
 	if err != nil {
 		return err
 	}
-	// The first page only (no cursor): has_more says whether it is all.
-	return c.JSON(http.StatusOK, listq.List[TierView]{Data: vs, Total: &total, More: total > len(vs)})
+	// Numbered pages only (no cursor): more follow this page's rows.
+	return c.JSON(http.StatusOK, listq.List[TierView]{Data: vs, Total: &total, More: total > lq.Offset()+len(vs)})
 }
 
 func (h handler) getTier(c echo.Context) error {

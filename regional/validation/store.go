@@ -119,7 +119,7 @@ func listRules(ctx context.Context, q db.Querier, projectID string, f ruleFilter
 	cond, orderBy, args := lq.Keyset("validation_rules", ruleSortKeys[lq.Key], args)
 	args = append(args, lq.Limit+1)
 	rs, err := db.Collect(scanRule)(q.Query(ctx, fmt.Sprintf(`SELECT `+ruleColumns+` FROM validation_rules
-		WHERE %s%s ORDER BY %s LIMIT $%d`, where, cond, orderBy, len(args)), args...))
+		WHERE %s%s ORDER BY %s LIMIT $%d%s`, where, cond, orderBy, len(args), lq.OffsetSQL()), args...))
 	return rs, total, err
 }
 
@@ -222,7 +222,7 @@ func listAssignments(ctx context.Context, q db.Querier, projectID string, f assi
 	cond, orderBy, args := lq.Keyset("validation_rule_assignments", "id", args)
 	args = append(args, lq.Limit+1)
 	as, err := db.Collect(scanAssignment)(q.Query(ctx, fmt.Sprintf(`SELECT `+assignmentColumns+` FROM validation_rule_assignments
-		WHERE %s%s ORDER BY %s LIMIT $%d`, where, cond, orderBy, len(args)), args...))
+		WHERE %s%s ORDER BY %s LIMIT $%d%s`, where, cond, orderBy, len(args), lq.OffsetSQL()), args...))
 	return as, total, err
 }
 

@@ -515,7 +515,7 @@ func ParseList(q url.Values) (ListQuery, error) {
 	var lq ListQuery
 	var err error
 	if lq.Query, err = listq.Parse(q, listq.Spec{DefaultLimit: 10, Orders: []string{"-created_at", "created_at",
-		"updated_at", "-updated_at", "code", "-code"}, Pages: true}); err != nil {
+		"updated_at", "-updated_at", "code", "-code"}, Pages: true, MaxPage: 99}); err != nil {
 		return lq, err
 	}
 	lq.CampaignID = firstOf(ptr(q.Get("campaign_id")), ptr(q.Get("campaign")))

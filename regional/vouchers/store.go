@@ -327,7 +327,7 @@ func listVouchers(ctx context.Context, q db.Querier, projectID string, lq ListQu
 		}
 	}
 	vs, err := db.Collect(scanVoucher)(q.Query(ctx, `SELECT `+voucherColumns+voucherFrom+where+kcond+
-		` ORDER BY `+orderBy+` LIMIT `+limit, args...))
+		` ORDER BY `+orderBy+` LIMIT `+limit+lq.OffsetSQL(), args...))
 	return vs, total, err
 }
 
