@@ -128,6 +128,18 @@ func TestFuzzEveryRoute(t *testing.T) {
 		send(r, path, body)
 	}
 
+	// Every list is asked for numbered pages: past its rows, the deepest
+	// the reference allows (the largest OFFSET), one past it, and with the
+	// cursor too.
+	for _, r := range routes {
+		if r.method != http.MethodGet {
+			continue
+		}
+		for _, q := range pageQueries {
+			send(r, fillPath(r.path, ids)+"?"+q, nil)
+		}
+	}
+
 	// Every list still reads, and the region still serves.
 	for _, r := range routes {
 		if r.method != http.MethodGet {
@@ -225,9 +237,13 @@ var badIDs = []string{"%00", "a%00b", "%ff", "%c0%ae", "%ed%a0%80", strings.Repe
 	"'%20OR%201=1--", "%25", "0", "-1", "null", "%7B%7D", "a%0Ab", "%F0%9F%98%80"}
 
 var badQueries = []string{"limit=-1", "limit=0", "limit=abc", "limit=1e400", "limit=99999999999999999999", "page=-5",
-	"page=1e400", "order=bogus", "order=-", "starting_after_id=%00", "starting_after_id=%ff", "starting_after=%c0%ae",
+	"page=1e400", "page=0", "page=2", "page=99&limit=100", "page=100&limit=100", "page=101", "page=2&starting_after_id=x",
+	"page=2&limit=1&order=-created_at", "order=bogus", "order=-", "starting_after_id=%00", "starting_after_id=%ff", "starting_after=%c0%ae",
 	"filters[x][conditions][$is]=%00", "filters[created_at][conditions][$after]=notadate", "campaign_id=%ff",
 	"customer=%00", "status=BOGUS", "limit=10&limit=20", "expand=%00", "created_at[before]=%ff", strings.Repeat("a=b&", 500)}
+
+var pageQueries = []string{"page=2", "page=2&limit=1", "page=99&limit=100", "page=100&limit=100", "page=101",
+	"page=2&starting_after_id=x"}
 
 // fuzzPath fills a route's parameters, one of them (sometimes) badly, and
 // (sometimes) adds a bad query.

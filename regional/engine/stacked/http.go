@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -13,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/redemptions"
 )
@@ -75,19 +75,15 @@ func (s *Service) rollback(whole bool) echo.HandlerFunc {
 // newest first, with the reference's page and filters.
 func (s *Service) list(c echo.Context) error {
 	q := c.QueryParams()
-	limit, page := 10, 1
-	for _, p := range []struct {
-		name   string
-		dst    *int
-		lo, hi int
-	}{{"limit", &limit, 1, 100}, {"page", &page, 1, 99}} {
-		if v := q.Get(p.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < p.lo || n > p.hi {
-				return apierr.InvalidQuery(p.name, "must be a whole number from "+strconv.Itoa(p.lo)+" to "+strconv.Itoa(p.hi))
-			}
-			*p.dst = n
-		}
+	// Two sources merged in memory: numbered pages only (up to the
+	// reference's 99), each source read up to the page's end.
+	limit, err := listq.Limit(q, 10)
+	if err != nil {
+		return err
+	}
+	page, err := listq.PageNumber(q, 99, false)
+	if err != nil {
+		return err
 	}
 	f := redemptions.ListFilter{Result: q.Get("result"), CustomerID: q.Get("customer"), Limit: page * limit}
 	switch f.Result {
@@ -118,7 +114,7 @@ func (s *Service) list(c echo.Context) error {
 	if name := q.Get("campaign"); name != "" {
 		k, err := campaigns.Get[json.RawMessage](ctx, s.Pool, projectID, name, false)
 		if errors.Is(err, db.ErrNotFound) {
-			return c.JSON(http.StatusOK, listOf(nil, 0))
+			return c.JSON(http.StatusOK, listOf(nil, 0, false))
 		}
 		if err != nil {
 			return err
@@ -156,14 +152,16 @@ func (s *Service) list(c echo.Context) error {
 	for _, r := range all[from:to] {
 		out = append(out, r.v)
 	}
-	return c.JSON(http.StatusOK, listOf(out, theirs+total))
+	// has_more as the other lists say it (the reference's envelope here has
+	// only total): rows of the filter follow this page's.
+	return c.JSON(http.StatusOK, listOf(out, theirs+total, theirs+total > to))
 }
 
-func listOf(rs []any, total int) map[string]any {
+func listOf(rs []any, total int, more bool) map[string]any {
 	if rs == nil {
 		rs = []any{}
 	}
-	return map[string]any{"object": "list", "data_ref": "redemptions", "redemptions": rs, "total": total}
+	return map[string]any{"object": "list", "data_ref": "redemptions", "redemptions": rs, "total": total, "has_more": more}
 }
 
 func parseWhen(v string) (time.Time, error) {
