@@ -37,7 +37,12 @@ func TestPointsExpireAfterTheirDate(t *testing.T) {
 	if b1 := data[1].(map[string]any); b1["expires_at"] != d20 || b1["bucket"].(map[string]any)["total_points"] != 50.0 {
 		t.Fatalf("second bucket: %v", b1)
 	}
-	a.Fails("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration?page=2", nil, 400, "invalid_query_params")
+	// Numbered pages, the reference's maximum 100.
+	if l := a.OK("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration?limit=1&page=2", nil); l["has_more"] != false ||
+		len(l["data"].([]any)) != 1 || l["data"].([]any)[0].(map[string]any)["expires_at"] != d20 {
+		t.Fatalf("page 2: %v", l)
+	}
+	a.Fails("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration?page=101", nil, 400, "invalid_query_params")
 
 	// Points dated D are good through D.
 	e.Clock.Advance(10 * 24 * time.Hour)
