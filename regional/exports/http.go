@@ -119,19 +119,14 @@ func (h handler) delete(c echo.Context) error {
 }
 
 func (h handler) list(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"-created_at", "created_at", "status", "-status"},
-		Pages: true})
-	if err != nil {
-		return err
-	}
-	if lq.Key == "created_at" {
-		lq.Key = "id" // ids are in creation order
-	}
-	vs, total, more, next, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[View]{DataRef: "exports", Data: vs, Total: &total, More: more, Next: next})
+	spec := listq.Spec{Orders: []string{"-created_at", "created_at", "status", "-status"}, Pages: true}
+	return httpx.WithList(c, spec, func(lq listq.Query) (any, error) {
+		if lq.Key == "created_at" {
+			lq.Key = "id" // ids are in creation order
+		}
+		vs, total, more, next, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq)
+		return listq.List[View]{DataRef: "exports", Data: vs, Total: &total, More: more, Next: next}, err
+	})
 }
 
 // download serves a part of a DONE export's file: Range for resumed

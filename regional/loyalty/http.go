@@ -69,15 +69,10 @@ func (h Handler) deleteCampaign(c echo.Context) error {
 var cardListSpec = listq.Spec{Orders: []string{"created_at", "-created_at", "id", "-id"}, Pages: true}
 
 func (h Handler) listCampaigns(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), cardListSpec)
-	if err != nil {
-		return err
-	}
-	cs, total, more, next, err := h.svc.ListCampaigns(c.Request().Context(), httpx.ProjectID(c), lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[CampaignView]{DataRef: "campaigns", Data: cs, Total: &total, More: more, Next: next})
+	return httpx.WithList(c, cardListSpec, func(lq listq.Query) (any, error) {
+		cs, total, more, next, err := h.svc.ListCampaigns(c.Request().Context(), httpx.ProjectID(c), lq)
+		return listq.List[CampaignView]{DataRef: "campaigns", Data: cs, Total: &total, More: more, Next: next}, err
+	})
 }
 
 func (h Handler) addMember(c echo.Context) error {
@@ -87,18 +82,13 @@ func (h Handler) addMember(c echo.Context) error {
 }
 
 func (h Handler) listMembers(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), cardListSpec)
-	if err != nil {
-		return err
-	}
-	if err := listq.Unserved(c.QueryParams(), "customer", "created_at", "updated_at", "code", "ids"); err != nil {
-		return err
-	}
-	cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[CardView]{DataRef: "vouchers", Data: cs, Total: &total, More: more, Next: next})
+	return httpx.WithList(c, cardListSpec, func(lq listq.Query) (any, error) {
+		if err := listq.Unserved(c.QueryParams(), "customer", "created_at", "updated_at", "code", "ids"); err != nil {
+			return nil, err
+		}
+		cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
+		return listq.List[CardView]{DataRef: "vouchers", Data: cs, Total: &total, More: more, Next: next}, err
+	})
 }
 
 // CardRefOf is the card a request's path names: …/{campaignId}/members/{memberId},

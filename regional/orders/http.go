@@ -1,8 +1,6 @@
 package orders
 
 import (
-	"net/http"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/httpx"
@@ -41,13 +39,8 @@ func (h Handler) get(c echo.Context) error {
 var listSpec = listq.Spec{Orders: []string{"-created_at", "created_at", "updated_at", "-updated_at"}, Pages: true}
 
 func (h Handler) list(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listSpec)
-	if err != nil {
-		return err
-	}
-	vs, total, more, next, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[View]{DataRef: "orders", Data: vs, Total: &total, More: more, Next: next})
+	return httpx.WithList(c, listSpec, func(lq listq.Query) (any, error) {
+		vs, total, more, next, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq)
+		return listq.List[View]{DataRef: "orders", Data: vs, Total: &total, More: more, Next: next}, err
+	})
 }

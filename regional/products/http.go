@@ -77,19 +77,18 @@ func (h Handler) deleteProduct(c echo.Context) error {
 }
 
 func (h Handler) listProducts(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"}, Pages: true})
-	if err != nil {
-		return err
-	}
-	if err := listq.Unserved(c.QueryParams(), "start_date", "end_date"); err != nil {
-		return err
-	}
-	rows, total, err := h.svc.ListProducts(c.Request().Context(), httpx.ProjectID(c), lq)
-	if err != nil {
-		return err
-	}
-	page, more, next := listq.Page(rows, lq.Limit, func(v View) string { return v.ID })
-	return c.JSON(http.StatusOK, listq.List[View]{DataRef: "products", Data: page, Total: &total, More: more, Next: next})
+	spec := listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"}, Pages: true}
+	return httpx.WithList(c, spec, func(lq listq.Query) (any, error) {
+		if err := listq.Unserved(c.QueryParams(), "start_date", "end_date"); err != nil {
+			return nil, err
+		}
+		rows, total, err := h.svc.ListProducts(c.Request().Context(), httpx.ProjectID(c), lq)
+		if err != nil {
+			return nil, err
+		}
+		page, more, next := listq.Page(rows, lq.Limit, func(v View) string { return v.ID })
+		return listq.List[View]{DataRef: "products", Data: page, Total: &total, More: more, Next: next}, nil
+	})
 }
 
 func (h Handler) createSKU(c echo.Context) error {
@@ -123,20 +122,18 @@ func (h Handler) getSKU(c echo.Context) error {
 // of at most 100 at a time: `limit` (default 100), `page`, `order` (by
 // creation or update) and `starting_after_id`.
 func (h Handler) listSKUs(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{DefaultLimit: 100, Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"},
-		Pages: true})
-	if err != nil {
-		return err
-	}
-	if err := listq.Unserved(c.QueryParams(), "start_date", "end_date"); err != nil {
-		return err
-	}
-	rows, total, err := h.svc.ListSKUs(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), lq)
-	if err != nil {
-		return err
-	}
-	page, more, next := listq.PageOf(rows, lq.Limit, func(s SKU) string { return s.ID }, SKU.View)
-	return c.JSON(http.StatusOK, listq.List[SKUView]{DataRef: "skus", Data: page, Total: &total, More: more, Next: next})
+	spec := listq.Spec{DefaultLimit: 100, Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"}, Pages: true}
+	return httpx.WithList(c, spec, func(lq listq.Query) (any, error) {
+		if err := listq.Unserved(c.QueryParams(), "start_date", "end_date"); err != nil {
+			return nil, err
+		}
+		rows, total, err := h.svc.ListSKUs(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), lq)
+		if err != nil {
+			return nil, err
+		}
+		page, more, next := listq.PageOf(rows, lq.Limit, func(s SKU) string { return s.ID }, SKU.View)
+		return listq.List[SKUView]{DataRef: "skus", Data: page, Total: &total, More: more, Next: next}, nil
+	})
 }
 
 // skuRefOf is the SKU a request's path names: /products/{productId}/skus/{skuId}.

@@ -263,15 +263,10 @@ func (h Handler) createAssignments(c echo.Context) error {
 }
 
 func (h Handler) listAssignments(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{NoOrder: true, Pages: true})
-	if err != nil {
-		return err
-	}
-	vs, total, more, next, err := h.svc.ListAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.QueryParam("assignment_id"), lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[AssignmentView]{Data: vs, Total: &total, More: more, Next: next})
+	return httpx.WithList(c, listq.Spec{NoOrder: true, Pages: true}, func(lq listq.Query) (any, error) {
+		vs, total, more, next, err := h.svc.ListAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.QueryParam("assignment_id"), lq)
+		return listq.List[AssignmentView]{Data: vs, Total: &total, More: more, Next: next}, err
+	})
 }
 
 func (h Handler) getAssignment(c echo.Context) error {

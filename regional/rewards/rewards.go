@@ -438,16 +438,10 @@ func Register(g *echo.Group, s *Service) {
 		})
 	})
 	g.GET("/rewards", func(c echo.Context) error {
-		q := c.QueryParams()
-		lq, err := listq.Parse(q, listq.Spec{NoOrder: true, Pages: true})
-		if err != nil {
-			return err
-		}
-		vs, total, more, next, err := s.List(c.Request().Context(), httpx.ProjectID(c), q.Get("assignment_id"), lq)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, listq.List[View]{Data: vs, Total: &total, More: more, Next: next})
+		return httpx.WithList(c, listq.Spec{NoOrder: true, Pages: true}, func(lq listq.Query) (any, error) {
+			vs, total, more, next, err := s.List(c.Request().Context(), httpx.ProjectID(c), c.QueryParam("assignment_id"), lq)
+			return listq.List[View]{Data: vs, Total: &total, More: more, Next: next}, err
+		})
 	})
 	g.GET("/rewards/:rewardId", func(c echo.Context) error {
 		w, err := Get(c.Request().Context(), s.pool, httpx.ProjectID(c), c.Param("rewardId"))

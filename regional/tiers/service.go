@@ -248,17 +248,12 @@ func (h handler) createTiers(c echo.Context) error {
 }
 
 func (h handler) listTiers(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"},
-		NaturalOrder: true, Pages: true, NoCursor: true})
-	if err != nil {
-		return err
-	}
-	vs, total, err := h.svc.ListTiers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
-	if err != nil {
-		return err
-	}
-	// Numbered pages only (no cursor): more follow this page's rows.
-	return c.JSON(http.StatusOK, listq.List[TierView]{Data: vs, Total: &total, More: total > lq.Offset()+len(vs)})
+	spec := listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"}, NaturalOrder: true, Pages: true, NoCursor: true}
+	return httpx.WithList(c, spec, func(lq listq.Query) (any, error) {
+		vs, total, err := h.svc.ListTiers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
+		// Numbered pages only (no cursor): more follow this page's rows.
+		return listq.List[TierView]{Data: vs, Total: &total, More: total > lq.Offset()+len(vs)}, err
+	})
 }
 
 func (h handler) getTier(c echo.Context) error {

@@ -56,23 +56,20 @@ func (h handler) delete(c echo.Context) error {
 // list pages as the reference does: limit, page (the first; later pages by
 // starting_after_id), order, start_date and end_date, with total.
 func (h handler) list(c echo.Context) error {
-	q := c.QueryParams()
-	lq, err := listq.Parse(q, listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at", "name", "-name"}, Pages: true})
-	if err != nil {
-		return err
-	}
-	var f ruleFilter
-	if f.start, err = dateParam(q, "start_date"); err != nil {
-		return err
-	}
-	if f.end, err = dateParam(q, "end_date"); err != nil {
-		return err
-	}
-	vs, total, more, next, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), f, lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[View]{Data: vs, Total: &total, More: more, Next: next})
+	spec := listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at", "name", "-name"}, Pages: true}
+	return httpx.WithList(c, spec, func(lq listq.Query) (any, error) {
+		q := c.QueryParams()
+		var f ruleFilter
+		var err error
+		if f.start, err = dateParam(q, "start_date"); err != nil {
+			return nil, err
+		}
+		if f.end, err = dateParam(q, "end_date"); err != nil {
+			return nil, err
+		}
+		vs, total, more, next, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), f, lq)
+		return listq.List[View]{Data: vs, Total: &total, More: more, Next: next}, err
+	})
 }
 
 func dateParam(q url.Values, name string) (*time.Time, error) {
@@ -129,14 +126,9 @@ func (h handler) assignments(c echo.Context) error {
 }
 
 func (h handler) listAssignments(c echo.Context, f assignmentFilter, mustExist bool) error {
-	lq, err := listq.Parse(c.QueryParams(), assignmentSpec)
-	if err != nil {
-		return err
-	}
-	lq.Key = "id" // creation order is id order
-	vs, total, more, next, err := h.svc.Assignments(c.Request().Context(), httpx.ProjectID(c), f, mustExist, lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[AssignmentView]{Data: vs, Total: &total, More: more, Next: next})
+	return httpx.WithList(c, assignmentSpec, func(lq listq.Query) (any, error) {
+		lq.Key = "id" // creation order is id order
+		vs, total, more, next, err := h.svc.Assignments(c.Request().Context(), httpx.ProjectID(c), f, mustExist, lq)
+		return listq.List[AssignmentView]{Data: vs, Total: &total, More: more, Next: next}, err
+	})
 }

@@ -1,11 +1,10 @@
 package webhooks
 
 import (
-	"net/http"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 )
@@ -37,15 +36,13 @@ type Delivery struct {
 // RegisterInternal mounts the operators' delivery listing on g (/internal/v1).
 func RegisterInternal(g *echo.Group, pool *db.Pool) {
 	g.GET("/projects/:projectId/webhooks/:webhookId/deliveries", func(c echo.Context) error {
-		lq, err := listq.Parse(c.QueryParams(), listq.Spec{DefaultLimit: 50, NoOrder: true})
-		if err != nil {
-			return err
-		}
-		ds, err := listDeliveries(c.Request().Context(), pool, c.Param("projectId"), c.Param("webhookId"), lq)
-		if err != nil {
-			return err
-		}
-		page, more, next := listq.Page(ds, lq.Limit, func(d Delivery) string { return d.ID })
-		return c.JSON(http.StatusOK, listq.List[Delivery]{Data: page, More: more, Next: next})
+		return httpx.WithList(c, listq.Spec{DefaultLimit: 50, NoOrder: true}, func(lq listq.Query) (any, error) {
+			ds, err := listDeliveries(c.Request().Context(), pool, c.Param("projectId"), c.Param("webhookId"), lq)
+			if err != nil {
+				return nil, err
+			}
+			page, more, next := listq.Page(ds, lq.Limit, func(d Delivery) string { return d.ID })
+			return listq.List[Delivery]{Data: page, More: more, Next: next}, nil
+		})
 	})
 }
