@@ -167,28 +167,10 @@ func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, 
 	}
 	evRef := map[string]any{"id": ev.ID, "type": ev.Type}
 	schemaRef := map[string]any{"id": ev.SchemaID, "name": ev.SchemaName}
-	for _, key := range keys {
-		var card loyalty.LockedCard
-		b := &pgx.Batch{}
-		s.prog.QueueLockCard(b, projectID, "", key, &card)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		rules := byCampaign[card.CampaignID]
-		if !card.Found || len(rules) == 0 {
-			continue
-		}
-		w := &pgx.Batch{}
-		l := s.prog.LedgerWrite(projectID, w, now)
+	return s.eachLockedCard(ctx, tx, projectID, keys, now, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
-		for _, r := range rules {
-			if !r.live(at) || !r.inTier(holder) {
-				continue
-			}
-			pts := r.Attrs.Loyalty.pointsFor(ev.Metadata)
-			if m, ok := holder.RuleMapping(r.ID); ok {
-				pts = m.Apply(pts)
-			}
+		for _, r := range byCampaign[card.CampaignID] {
+			pts := r.earns(at, holder, func(p RulePoints) int64 { return p.pointsFor(ev.Metadata) })
 			if pts <= 0 {
 				continue
 			}
@@ -201,17 +183,11 @@ func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, 
 				continue // earned by an earlier run
 			}
 			ruleRef := map[string]any{"id": r.ID, "source": map[string]any{"banner": r.Attrs.Banner}}
-			if err := s.credit(ctx, w, l, projectID, &card, r, pts, now, nil,
+			if err := s.credit(ctx, w, l, projectID, card, r, pts, now, nil,
 				map[string]any{"custom_event": evRef, "event_schema": schemaRef, "earning_rule": ruleRef}, holder); err != nil {
 				return err
 			}
 		}
-		if w.Len() == 0 {
-			continue
-		}
-		if err := tx.SendBatch(ctx, l.Done()).Close(); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }

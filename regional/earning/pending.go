@@ -81,35 +81,18 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	now := s.Now()
 	event := map[string]any{"id": task.EventID, "type": orders.EventPaid}
 	orderRef := map[string]any{"id": o.ID, "source_id": o.SourceID}
-	for _, id := range cardIDs {
-		var card loyalty.LockedCard
-		b := &pgx.Batch{}
-		s.prog.QueueLockCard(b, t.ProjectID, "", id, &card)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		if !card.Found {
-			continue
-		}
+	return s.eachLockedCard(ctx, tx, t.ProjectID, cardIDs, now, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
 		rules, err := rulesOf(ctx, tx, t.ProjectID, card.CampaignID, "order.paid")
 		if err != nil {
 			return err
 		}
-		w := &pgx.Batch{}
-		l := s.prog.LedgerWrite(t.ProjectID, w, now)
 		// The holder's tier when the order was paid, before its accruals: a
 		// rule scoped to a tier earns only in it, and the tier may map its
 		// points. An order's own points do not move it to another tier's
 		// terms.
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		for _, r := range rules {
-			if !r.live(now) || !r.inTier(holder) {
-				continue
-			}
-			pts := r.Attrs.Loyalty.points(o.Amount, o.TotalAmount())
-			if m, ok := holder.RuleMapping(r.ID); ok {
-				pts = m.Apply(pts)
-			}
+			pts := r.earns(now, holder, func(p RulePoints) int64 { return p.points(o.Amount, o.TotalAmount()) })
 			if pts <= 0 {
 				continue
 			}
@@ -139,10 +122,35 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 				}
 				continue
 			}
-			if err := s.credit(ctx, w, l, t.ProjectID, &card, r, pts, now, o.SourceID,
+			if err := s.credit(ctx, w, l, t.ProjectID, card, r, pts, now, o.SourceID,
 				map[string]any{"order": orderRef, "event": event, "earning_rule": ruleRef}, holder); err != nil {
 				return err
 			}
+		}
+		return nil
+	})
+}
+
+// eachLockedCard locks the cards keys name (codes or ids) one at a time, in
+// tx and in the order given, and runs fn on each found with a ledger write
+// at now on a batch of its own, sent when fn queued anything: the accruals
+// of an order and of a custom event alike.
+func (s *Service) eachLockedCard(ctx context.Context, tx pgx.Tx, projectID string, keys []string, now time.Time,
+	fn func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error) error {
+	for _, key := range keys {
+		var card loyalty.LockedCard
+		b := &pgx.Batch{}
+		s.prog.QueueLockCard(b, projectID, "", key, &card)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if !card.Found {
+			continue
+		}
+		w := &pgx.Batch{}
+		l := s.prog.LedgerWrite(projectID, w, now)
+		if err := fn(&card, w, l); err != nil {
+			return err
 		}
 		if w.Len() == 0 {
 			continue
@@ -373,15 +381,10 @@ func registerPending(g *echo.Group, h handler) {
 }
 
 func (h handler) listPending(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{})
-	if err != nil {
-		return err
-	}
-	ps, more, next, err := h.svc.ListPending(c.Request().Context(), loyalty.CardRefOf(c), lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[Pending]{Data: ps, More: more, Next: next})
+	return httpx.WithList(c, listq.Spec{}, func(lq listq.Query) (any, error) {
+		ps, more, next, err := h.svc.ListPending(c.Request().Context(), loyalty.CardRefOf(c), lq)
+		return listq.List[Pending]{Data: ps, More: more, Next: next}, err
+	})
 }
 
 func (h handler) activatePending(c echo.Context) error {

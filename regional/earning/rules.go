@@ -115,6 +115,21 @@ func (r EarningRule) live(t time.Time) bool {
 		(r.Attrs.ExpirationDate == nil || t.Before(*r.Attrs.ExpirationDate))
 }
 
+// earns is what the rule gives a holder in tier holder (nil: none) at t:
+// the points of its own terms (asked of points only then) mapped by the
+// tier where it maps the rule, or none where the rule is not live at t or
+// is scoped to another tier. Orders and custom events earn by it alike.
+func (r EarningRule) earns(t time.Time, holder *tiers.Tier, points func(RulePoints) int64) int64 {
+	if !r.live(t) || !r.inTier(holder) {
+		return 0
+	}
+	pts := points(r.Attrs.Loyalty)
+	if m, ok := holder.RuleMapping(r.ID); ok {
+		pts = m.Apply(pts)
+	}
+	return pts
+}
+
 // inTier says whether the rule earns for a holder in tier t (nil: none).
 func (r EarningRule) inTier(t *tiers.Tier) bool {
 	scope := r.Attrs.LoyaltyTier
@@ -481,17 +496,12 @@ func (h handler) createRules(c echo.Context) error {
 }
 
 func (h handler) listRules(c echo.Context) error {
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"},
-		Pages: true, NoCursor: true})
-	if err != nil {
-		return err
-	}
-	vs, total, err := h.svc.ListRules(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
-	if err != nil {
-		return err
-	}
-	// Numbered pages only (no cursor): more follow this page's rows.
-	return c.JSON(http.StatusOK, listq.List[RuleView]{Data: vs, Total: &total, More: total > lq.Offset()+len(vs)})
+	spec := listq.Spec{Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at"}, Pages: true, NoCursor: true}
+	return httpx.WithList(c, spec, func(lq listq.Query) (any, error) {
+		vs, total, err := h.svc.ListRules(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
+		// Numbered pages only (no cursor): more follow this page's rows.
+		return listq.List[RuleView]{Data: vs, Total: &total, More: total > lq.Offset()+len(vs)}, err
+	})
 }
 
 func (h handler) getRule(c echo.Context) error {
