@@ -42,16 +42,11 @@ type Customer struct {
 
 // View is the reference shape of a customer (CustomerWithSummaryLoyaltyReferrals).
 type View struct {
-	ID             string         `json:"id"`
-	SourceID       *string        `json:"source_id"`
-	Name           *string        `json:"name"`
-	Description    *string        `json:"description"`
-	Email          *string        `json:"email"`
-	Phone          *string        `json:"phone"`
-	Birthday       *string        `json:"birthday"`
-	Birthdate      *string        `json:"birthdate"`
-	Address        *Address       `json:"address"`
-	Metadata       map[string]any `json:"metadata"`
+	ID       string  `json:"id"`
+	SourceID *string `json:"source_id"`
+	// The properties are the customer's Attrs as stored, in the same
+	// order (Metadata never null).
+	Attrs
 	Summary        any            `json:"summary"`
 	Loyalty        any            `json:"loyalty"`
 	Referrals      any            `json:"referrals"`
@@ -64,14 +59,12 @@ type View struct {
 
 // View renders c.
 func (c Customer) View() View {
-	md := c.Attrs.Metadata
-	if md == nil {
-		md = map[string]any{}
+	a := c.Attrs
+	if a.Metadata == nil {
+		a.Metadata = map[string]any{}
 	}
 	return View{
-		ID: c.ID, SourceID: c.SourceID, Name: c.Attrs.Name, Description: c.Attrs.Description, Email: c.Attrs.Email,
-		Phone: c.Attrs.Phone, Birthday: c.Attrs.Birthday, Birthdate: c.Attrs.Birthdate, Address: c.Attrs.Address,
-		Metadata: md, SystemMetadata: map[string]any{}, CreatedAt: jsonx.Time{Time: c.CreatedAt},
+		ID: c.ID, SourceID: c.SourceID, Attrs: a, SystemMetadata: map[string]any{}, CreatedAt: jsonx.Time{Time: c.CreatedAt},
 		UpdatedAt: jsonx.Ptr(c.UpdatedAt), Object: "customer",
 	}
 }
