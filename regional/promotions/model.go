@@ -122,42 +122,49 @@ func (r TierRequest) apply(t *Tier, creating bool) error {
 
 // TierView is the reference's PromotionTier.
 type TierView struct {
-	ID                        string          `json:"id"`
-	CreatedAt                 jsonx.Time      `json:"created_at"`
-	UpdatedAt                 *jsonx.Time     `json:"updated_at"`
-	Name                      string          `json:"name"`
-	Banner                    *string         `json:"banner,omitempty"`
-	Action                    TierAction      `json:"action"`
-	Metadata                  map[string]any  `json:"metadata"`
-	Hierarchy                 int64           `json:"hierarchy"`
-	PromotionID               string          `json:"promotion_id"`
-	Campaign                  CampaignRef     `json:"campaign"`
-	CampaignID                string          `json:"campaign_id"`
-	Active                    bool            `json:"active"`
-	StartDate                 *jsonx.Time     `json:"start_date,omitempty"`
-	ExpirationDate            *jsonx.Time     `json:"expiration_date,omitempty"`
-	ValidityTimeframe         json.RawMessage `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek         json.RawMessage `json:"validity_day_of_week,omitempty"`
-	ValidityHours             json.RawMessage `json:"validity_hours,omitempty"`
-	Summary                   Summary         `json:"summary"`
-	Object                    string          `json:"object"`
-	ValidationRuleAssignments AssignmentList  `json:"validation_rule_assignments"`
-	CategoryID                *string         `json:"category_id,omitempty"`
-	Categories                []any           `json:"categories"`
+	ID          string         `json:"id"`
+	CreatedAt   jsonx.Time     `json:"created_at"`
+	UpdatedAt   *jsonx.Time    `json:"updated_at"`
+	Name        string         `json:"name"`
+	Banner      *string        `json:"banner,omitempty"`
+	Action      TierAction     `json:"action"`
+	Metadata    map[string]any `json:"metadata"`
+	Hierarchy   int64          `json:"hierarchy"`
+	PromotionID string         `json:"promotion_id"`
+	Campaign    CampaignRef    `json:"campaign"`
+	CampaignID  string         `json:"campaign_id"`
+	Active      bool           `json:"active"`
+	WindowView
+	Summary                   Summary        `json:"summary"`
+	Object                    string         `json:"object"`
+	ValidationRuleAssignments AssignmentList `json:"validation_rule_assignments"`
+	CategoryID                *string        `json:"category_id,omitempty"`
+	Categories                []any          `json:"categories"`
 	assignments               []validation.AssignmentView
 }
 
 // CampaignRef is the tier's campaign as its view shows it.
 type CampaignRef struct {
-	ID                string          `json:"id"`
+	ID string `json:"id"`
+	WindowView
+	Active     bool    `json:"active"`
+	CategoryID *string `json:"category_id,omitempty"`
+	Object     string  `json:"object"`
+}
+
+// WindowView is the dates and validity a tier's view shows of the tier and
+// of its campaign alike, each left out when it has none.
+type WindowView struct {
 	StartDate         *jsonx.Time     `json:"start_date,omitempty"`
 	ExpirationDate    *jsonx.Time     `json:"expiration_date,omitempty"`
 	ValidityTimeframe json.RawMessage `json:"validity_timeframe,omitempty"`
 	ValidityDayOfWeek json.RawMessage `json:"validity_day_of_week,omitempty"`
 	ValidityHours     json.RawMessage `json:"validity_hours,omitempty"`
-	Active            bool            `json:"active"`
-	CategoryID        *string         `json:"category_id,omitempty"`
-	Object            string          `json:"object"`
+}
+
+func windowView(start, expiration *time.Time, timeframe, dayOfWeek, hours json.RawMessage) WindowView {
+	return WindowView{StartDate: jsonx.Ptr(start), ExpirationDate: jsonx.Ptr(expiration),
+		ValidityTimeframe: timeframe, ValidityDayOfWeek: dayOfWeek, ValidityHours: hours}
 }
 
 // Summary are a tier's redemptions and their orders.
@@ -191,11 +198,10 @@ func (t Tier) view(k campaigns.Window, as []validation.AssignmentView, s Summary
 	}
 	return TierView{ID: t.ID, CreatedAt: jsonx.Time{Time: t.CreatedAt}, UpdatedAt: jsonx.Ptr(t.UpdatedAt), Name: t.Name,
 		Banner: a.Banner, Action: TierAction{Discount: a.Discount}, Metadata: meta, Hierarchy: t.Hierarchy, PromotionID: t.CampaignID,
-		Campaign: CampaignRef{ID: k.ID, StartDate: jsonx.Ptr(k.StartDate), ExpirationDate: jsonx.Ptr(k.ExpirationDate),
-			ValidityTimeframe: k.ValidityTimeframe, ValidityDayOfWeek: k.ValidityDayOfWeek, ValidityHours: k.ValidityHours,
-			Active: k.Active, Object: "campaign"},
-		CampaignID: t.CampaignID, Active: t.Active, StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate),
-		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
-		Summary: s, Object: "promotion_tier", CategoryID: a.CategoryID, Categories: []any{},
+		Campaign: CampaignRef{ID: k.ID, Active: k.Active, Object: "campaign",
+			WindowView: windowView(k.StartDate, k.ExpirationDate, k.ValidityTimeframe, k.ValidityDayOfWeek, k.ValidityHours)},
+		CampaignID: t.CampaignID, Active: t.Active,
+		WindowView: windowView(a.StartDate, a.ExpirationDate, a.ValidityTimeframe, a.ValidityDayOfWeek, a.ValidityHours),
+		Summary:    s, Object: "promotion_tier", CategoryID: a.CategoryID, Categories: []any{},
 		ValidationRuleAssignments: AssignmentList{Object: "list", DataRef: "data", Data: as, Total: len(as)}, assignments: as}
 }
