@@ -55,7 +55,7 @@ func TestDeprecatedValidateAnswersAsTheStackedValidation(t *testing.T) {
 		t.Fatalf("a disabled code: %v", v)
 	}
 
-	for _, c := range []struct{ query, key string }{
+	refusesQueries(t, a, "/client/v1/validate?", "code=LEG-10", []badQuery{
 		{"amount=1000", "missing_code"},
 		{"code=LEG-10&tracking_id=web-1&customer[source_id]=web-2", "ambiguous_tracking_id"},
 		{"code=LEG-10&customer[name]=Ann", "missing_customer"},
@@ -64,13 +64,24 @@ func TestDeprecatedValidateAnswersAsTheStackedValidation(t *testing.T) {
 		{"code=LEG-10&amount=lots", "invalid_payload"},
 		{"code=LEG-10&amount=NaN", "invalid_payload"},
 		{"code=LEG-10&item[0][price]=Infinity&item[0][quantity]=1", "invalid_payload"},
-	} {
-		r := client(a, shop, "GET", "/client/v1/validate?"+c.query, nil)
+	})
+}
+
+// badQuery is a query a legacy GET refuses, with the key of its 400.
+type badQuery struct{ query, key string }
+
+// refusesQueries checks that the client GET path (ending in "?") answers
+// each bad query with 400 and its key, and that it refuses the server's
+// keys even with a good query.
+func refusesQueries(t *testing.T, a stacktest.API, path, good string, bad []badQuery) {
+	t.Helper()
+	for _, c := range bad {
+		r := client(a, shop, "GET", path+c.query, nil)
 		if r.Status != 400 || r.JSON(t)["key"] != c.key {
 			t.Errorf("%s: %d %s, want 400 %s", c.query, r.Status, r.Body, c.key)
 		}
 	}
-	if r := a.Do("GET", "/client/v1/validate?code=LEG-10", nil); r.Status != 401 && r.Status != 403 {
+	if r := a.Do("GET", path+good, nil); r.Status != 401 && r.Status != 403 {
 		t.Fatalf("server keys on the client API: %d %s", r.Status, r.Body)
 	}
 }
@@ -204,17 +215,9 @@ func TestDeprecatedPromotionsValidation(t *testing.T) {
 	if id, _ := v["tracking_id"].(string); len(v["promotions"].([]any)) != 0 || !strings.HasPrefix(id, "track_") {
 		t.Fatalf("nothing applies: %v", v)
 	}
-	for _, c := range []struct{ query, key string }{
+	refusesQueries(t, a, "/client/v1/promotions/validation?", "amount=1000", []badQuery{
 		{"amount=lots", "invalid_payload"},
 		{"item[0[quantity]=1", "invalid_query_params"},
 		{"tracking_id=web-1&customer[source_id]=web-2", "ambiguous_tracking_id"},
-	} {
-		r := client(a, shop, "GET", "/client/v1/promotions/validation?"+c.query, nil)
-		if r.Status != 400 || r.JSON(t)["key"] != c.key {
-			t.Errorf("%s: %d %s, want 400 %s", c.query, r.Status, r.Body, c.key)
-		}
-	}
-	if r := a.Do("GET", "/client/v1/promotions/validation?amount=1000", nil); r.Status != 401 && r.Status != 403 {
-		t.Fatalf("server keys on the client API: %d %s", r.Status, r.Body)
-	}
+	})
 }

@@ -1,30 +1,12 @@
 package products_test
 
 import (
-	"bytes"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 )
-
-// upload posts a CSV file as the form field `file`, as the SDKs do.
-func upload(a stacktest.API, path, csv string) stacktest.Resp {
-	a.T.Helper()
-	var body bytes.Buffer
-	w := multipart.NewWriter(&body)
-	f, err := w.CreateFormFile("file", "import.csv")
-	if err != nil {
-		a.T.Fatal(err)
-	}
-	f.Write([]byte(csv))
-	w.Close()
-	h := a.P.Header()
-	h.Set("Content-Type", w.FormDataContentType())
-	return a.E.Do(a.T, "POST", stacktest.URL(a.P.Cluster, path), h, body.Bytes())
-}
 
 // failedRows maps each failed row's line to its reason.
 func failedRows(t *testing.T, result map[string]any) map[int]string {
@@ -52,7 +34,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 		"Renamed,old-1,,,,\n" + // 7: renames the existing product
 		"Glove,,50,,ftp://x,\n" + // 8: not an http URL
 		"Coat,,5000,,,\n" // 9: good, without source_id
-	r := upload(a, "/v1/products/importCSV", csv)
+	r := a.UploadCSV("/v1/products/importCSV", csv)
 	if r.Status != 200 {
 		t.Fatalf("import: %d %s", r.Status, r.Body)
 	}
@@ -93,7 +75,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 		"hat-1,Hat L,,1,,,\n" + // 5: no source_id
 		"hat-1,Hat M,hat-m,1,,{bad,\n" + // 6: attributes not JSON
 		"hat-1,Hat XL,hat-xl,1,euro,,\n" // 7: bad currency
-	r = upload(a, "/v1/skus/importCSV", skus)
+	r = a.UploadCSV("/v1/skus/importCSV", skus)
 	if r.Status != 200 {
 		t.Fatalf("import skus: %d %s", r.Status, r.Body)
 	}
@@ -113,7 +95,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 	}
 
 	// A second import of a SKU updates its sku and price; another product cannot take it.
-	r = upload(a, "/v1/skus/importCSV", "product_id,sku,source_id,price\nhat-1,Hat Small,hat-s,1399\n"+existing+",Stolen,hat-s,1\n")
+	r = a.UploadCSV("/v1/skus/importCSV", "product_id,sku,source_id,price\nhat-1,Hat Small,hat-s,1399\n"+existing+",Stolen,hat-s,1\n")
 	res = a.WaitAction(r.JSON(t)["async_action_id"].(string))["result"].(map[string]any)
 	if res["done_count"] != 1.0 || !strings.Contains(failedRows(t, res)[3], "already on line 2") {
 		t.Fatalf("second sku import: %v", res)
@@ -121,7 +103,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 	if k := a.OK("GET", "/v1/skus/hat-s", nil); k["sku"] != "Hat Small" || k["price"] != 1399.0 {
 		t.Fatalf("updated sku: %v", k)
 	}
-	r = upload(a, "/v1/skus/importCSV", "product_id,source_id\n"+existing+",hat-s\n")
+	r = a.UploadCSV("/v1/skus/importCSV", "product_id,source_id\n"+existing+",hat-s\n")
 	res = a.WaitAction(r.JSON(t)["async_action_id"].(string))["result"].(map[string]any)
 	if !strings.Contains(failedRows(t, res)[2], "is a SKU of product") {
 		t.Fatalf("sku moved between products: %v", res)
@@ -135,7 +117,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 		{"/v1/products/importCSV", "name,name\nx,y\n", "twice"},
 		{"/v1/products/importCSV", "", "header"},
 	} {
-		r := upload(a, c.path, c.csv)
+		r := a.UploadCSV(c.path, c.csv)
 		if m := r.JSON(t); r.Status != 400 || !strings.Contains(m["details"].(string), c.want) {
 			t.Errorf("%q: %d %s", c.csv, r.Status, r.Body)
 		}

@@ -1,9 +1,7 @@
 package bulk_test
 
 import (
-	"bytes"
 	"fmt"
-	"mime/multipart"
 	"testing"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
@@ -11,21 +9,6 @@ import (
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
-
-func upload(a stacktest.API, path, csv string) stacktest.Resp {
-	a.T.Helper()
-	var body bytes.Buffer
-	w := multipart.NewWriter(&body)
-	f, err := w.CreateFormFile("file", "vouchers.csv")
-	if err != nil {
-		a.T.Fatal(err)
-	}
-	f.Write([]byte(csv))
-	w.Close()
-	h := a.P.Header()
-	h.Set("Content-Type", w.FormDataContentType())
-	return a.E.Do(a.T, "POST", stacktest.URL(a.P.Cluster, path), h, body.Bytes())
-}
 
 func started(a stacktest.API, r stacktest.Resp) map[string]any {
 	a.T.Helper()
@@ -77,7 +60,7 @@ func TestVoucherImportsJSONAndCSV(t *testing.T) {
 		"CSV-2,PERCENT,12.5,,,false,,south\n" +
 		"CSV-3,BOGUS,1,,,,,\n" +
 		"TAKEN,AMOUNT,1,,,,,\n"
-	res = started(a, upload(a, "/v1/vouchers/importCSV", csv))
+	res = started(a, a.UploadCSV("/v1/vouchers/importCSV", csv))
 	if res["done_count"] != 2.0 || res["failed_count"] != 2.0 {
 		t.Fatalf("csv import: %v", res)
 	}
@@ -90,7 +73,7 @@ func TestVoucherImportsJSONAndCSV(t *testing.T) {
 		t.Fatalf("csv voucher 2: %v", c2)
 	}
 	for _, bad := range []string{"", "Discount Type,Value\nAMOUNT,1\n", "Code,Code\nA,B\n", "Code\n", "Code,\"unclosed\nx,\"y\n"} {
-		if r := upload(a, "/v1/vouchers/importCSV", bad); r.Status != 400 {
+		if r := a.UploadCSV("/v1/vouchers/importCSV", bad); r.Status != 400 {
 			t.Fatalf("bad csv %q: %d %s", bad, r.Status, r.Body)
 		}
 	}
@@ -112,7 +95,7 @@ func TestCampaignImportsAndMetadataJobs(t *testing.T) {
 	if res["done_count"] != 2.0 || failures(res)[3] != "G-3" {
 		t.Fatalf("campaign import: %v", res)
 	}
-	res = started(a, upload(a, "/v1/campaigns/Imported/importCSV", "code,tier\nG-4,gold\nG-5,silver\n"))
+	res = started(a, a.UploadCSV("/v1/campaigns/Imported/importCSV", "code,tier\nG-4,gold\nG-5,silver\n"))
 	if res["done_count"] != 2.0 {
 		t.Fatalf("campaign csv import: %v", res)
 	}
