@@ -56,22 +56,16 @@ type Campaign[V any] struct {
 // Attrs are a campaign's properties kept as a document, of any type: V is
 // its voucher template.
 type Attrs[V any] struct {
-	Description                     *string         `json:"description"`
-	Type                            string          `json:"type"`              // AUTO_UPDATE or STATIC
-	Voucher                         V               `json:"voucher,omitempty"` // none for PROMOTION campaigns
-	AutoJoin                        bool            `json:"auto_join"`
-	JoinOnce                        bool            `json:"join_once"`
-	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
-	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
-	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
-	StartDate                       *time.Time      `json:"start_date"`
-	ExpirationDate                  *time.Time      `json:"expiration_date"`
-	Active                          bool            `json:"active"`
-	Metadata                        map[string]any  `json:"metadata"`
-	Category                        *string         `json:"category"`
-	CategoryID                      *string         `json:"category_id"`
+	Description *string `json:"description"`
+	Type        string  `json:"type"`              // AUTO_UPDATE or STATIC
+	Voucher     V       `json:"voucher,omitempty"` // none for PROMOTION campaigns
+	Terms
+	StartDate      *time.Time     `json:"start_date"`
+	ExpirationDate *time.Time     `json:"expiration_date"`
+	Active         bool           `json:"active"`
+	Metadata       map[string]any `json:"metadata"`
+	Category       *string        `json:"category"`
+	CategoryID     *string        `json:"category_id"`
 	// Cat is the category CategoryID names, as the categories table has it
 	// now (read with the campaign, or resolved by SetCategory): the view's
 	// categories. Not stored: the document keeps only the name and id.
@@ -82,40 +76,47 @@ type Attrs[V any] struct {
 	Promotion       json.RawMessage `json:"promotion,omitempty"`
 }
 
+// Terms are how customers join a campaign and when its vouchers may be
+// used, stored in its attrs document and shown in its view as they are:
+// both embed them, at the same place.
+type Terms struct {
+	AutoJoin                        bool            `json:"auto_join"`
+	JoinOnce                        bool            `json:"join_once"`
+	UseVoucherMetadataSchema        bool            `json:"use_voucher_metadata_schema"`
+	ValidityTimeframe               json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek               json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours                   json.RawMessage `json:"validity_hours,omitempty"`
+	ActivityDurationAfterPublishing *string         `json:"activity_duration_after_publishing"`
+}
+
 // View is the reference shape of a campaign, of any type: V is its
 // voucher template (a loyalty card's, a discount or gift voucher's).
 type View[V any] struct {
-	ID                              string            `json:"id"`
-	Name                            string            `json:"name"`
-	Description                     *string           `json:"description"`
-	CampaignType                    string            `json:"campaign_type"`
-	Type                            string            `json:"type"`
-	Voucher                         V                 `json:"voucher,omitempty"` // none for PROMOTION campaigns
-	AutoJoin                        bool              `json:"auto_join"`
-	JoinOnce                        bool              `json:"join_once"`
-	UseVoucherMetadataSchema        bool              `json:"use_voucher_metadata_schema"`
-	ValidityTimeframe               json.RawMessage   `json:"validity_timeframe,omitempty"`
-	ValidityDayOfWeek               json.RawMessage   `json:"validity_day_of_week,omitempty"`
-	ValidityHours                   json.RawMessage   `json:"validity_hours,omitempty"`
-	ActivityDurationAfterPublishing *string           `json:"activity_duration_after_publishing"`
-	VouchersCount                   int64             `json:"vouchers_count"`
-	StartDate                       *jsonx.Time       `json:"start_date"`
-	ExpirationDate                  *jsonx.Time       `json:"expiration_date"`
-	Active                          bool              `json:"active"`
-	Metadata                        map[string]any    `json:"metadata"`
-	CreatedAt                       jsonx.Time        `json:"created_at"`
-	UpdatedAt                       *jsonx.Time       `json:"updated_at"`
-	Category                        *string           `json:"category"`
-	CategoryID                      *string           `json:"category_id"`
-	Categories                      []categories.View `json:"categories"`
-	CreationStatus                  string            `json:"creation_status"`
-	VouchersGenerationStatus        string            `json:"vouchers_generation_status"`
-	ReferralProgram                 json.RawMessage   `json:"referral_program,omitempty"`
-	Promotion                       json.RawMessage   `json:"promotion,omitempty"`
-	Readonly                        bool              `json:"readonly"`
-	Protected                       bool              `json:"protected"`
-	Object                          string            `json:"object"`
-	AsyncActionID                   *string           `json:"async_action_id,omitempty"`
+	ID           string  `json:"id"`
+	Name         string  `json:"name"`
+	Description  *string `json:"description"`
+	CampaignType string  `json:"campaign_type"`
+	Type         string  `json:"type"`
+	Voucher      V       `json:"voucher,omitempty"` // none for PROMOTION campaigns
+	Terms
+	VouchersCount            int64             `json:"vouchers_count"`
+	StartDate                *jsonx.Time       `json:"start_date"`
+	ExpirationDate           *jsonx.Time       `json:"expiration_date"`
+	Active                   bool              `json:"active"`
+	Metadata                 map[string]any    `json:"metadata"`
+	CreatedAt                jsonx.Time        `json:"created_at"`
+	UpdatedAt                *jsonx.Time       `json:"updated_at"`
+	Category                 *string           `json:"category"`
+	CategoryID               *string           `json:"category_id"`
+	Categories               []categories.View `json:"categories"`
+	CreationStatus           string            `json:"creation_status"`
+	VouchersGenerationStatus string            `json:"vouchers_generation_status"`
+	ReferralProgram          json.RawMessage   `json:"referral_program,omitempty"`
+	Promotion                json.RawMessage   `json:"promotion,omitempty"`
+	Readonly                 bool              `json:"readonly"`
+	Protected                bool              `json:"protected"`
+	Object                   string            `json:"object"`
+	AsyncActionID            *string           `json:"async_action_id,omitempty"`
 }
 
 // ViewOf renders the campaign.
@@ -126,9 +127,7 @@ func (c Campaign[V]) ViewOf() View[V] {
 		meta = map[string]any{}
 	}
 	return View[V]{ID: c.ID, Name: c.Name, Description: a.Description, CampaignType: c.CampaignType, Type: a.Type,
-		Voucher: a.Voucher, AutoJoin: a.AutoJoin, JoinOnce: a.JoinOnce, UseVoucherMetadataSchema: a.UseVoucherMetadataSchema,
-		ValidityTimeframe: a.ValidityTimeframe, ValidityDayOfWeek: a.ValidityDayOfWeek, ValidityHours: a.ValidityHours,
-		ActivityDurationAfterPublishing: a.ActivityDurationAfterPublishing, VouchersCount: c.VouchersCount,
+		Voucher: a.Voucher, Terms: a.Terms, VouchersCount: c.VouchersCount,
 		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Active: a.Active, Metadata: meta,
 		CreatedAt: jsonx.Time{Time: c.CreatedAt}, UpdatedAt: jsonx.Ptr(c.UpdatedAt), Category: a.Category,
 		CategoryID: a.CategoryID, Categories: a.categories(), CreationStatus: "DONE", VouchersGenerationStatus: c.GenerationStatus,
