@@ -50,15 +50,7 @@ func one(name, conds string, extra ...string) string {
 
 func TestRulesAgainstOrdersAndCustomers(t *testing.T) {
 	noCustomer := func(in *Input) { in.Customer = nil }
-	rows := []struct {
-		name    string
-		rules   string
-		ruleMsg string // the rule's error.message
-		change  func(*Input)
-		valid   bool
-		msg     string // the verdict's message
-		cond    string // the condition blamed
-	}{
+	rows := []evalRow{
 		// Order volume.
 		{name: "amount more than, met", rules: one("order.amount", `{"$more_than":[5000]}`), valid: true},
 		{name: "amount more than, missed: the rule's message", rules: one("order.amount", `{"$more_than":[5500]}`),
@@ -204,35 +196,7 @@ func TestRulesAgainstOrdersAndCustomers(t *testing.T) {
 	if len(rows) < 30 {
 		t.Fatalf("only %d rows", len(rows))
 	}
-	for _, r := range rows {
-		t.Run(r.name, func(t *testing.T) {
-			var errDoc json.RawMessage
-			if r.ruleMsg != "" {
-				errDoc = json.RawMessage(`{"message":"` + r.ruleMsg + `"}`)
-			}
-			p, err := Compile(json.RawMessage(r.rules), errDoc, nil)
-			if err != nil {
-				t.Fatalf("compile: %v", err)
-			}
-			in := baseInput()
-			if r.change != nil {
-				r.change(&in)
-			}
-			v := p.Run("val_1", &in)
-			if v.Valid != r.valid {
-				t.Fatalf("valid = %v, want %v (%+v)", v.Valid, r.valid, v.Error)
-			}
-			if r.valid {
-				if v.Error != nil {
-					t.Fatalf("a valid verdict with an error: %+v", v.Error)
-				}
-				return
-			}
-			if v.Error == nil || v.Error.RuleID != "val_1" || v.Error.Message != r.msg || v.Error.Condition != r.cond {
-				t.Fatalf("error = %+v, want message %q condition %q", v.Error, r.msg, r.cond)
-			}
-		})
-	}
+	runRows(t, rows)
 }
 
 func TestApplicableTo(t *testing.T) {
