@@ -22,3 +22,14 @@ func (a API) UploadCSV(path, csv string) Resp {
 	h.Set("Content-Type", w.FormDataContentType())
 	return a.E.Do(a.T, "POST", URL(a.P.Cluster, path), h, body.Bytes())
 }
+
+// FailedRows maps each row an import's result lists as failed to its field
+// named field (the reason; a voucher import's code).
+func FailedRows(result map[string]any, field string) map[int]string {
+	out := map[int]string{}
+	for _, f := range result["failed"].([]any) {
+		m := f.(map[string]any)
+		out[int(m["row"].(float64))] = m[field].(string)
+	}
+	return out
+}

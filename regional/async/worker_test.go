@@ -15,8 +15,8 @@ import (
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/dbtest"
-	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/regionaltest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -25,27 +25,15 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 // effects table that test handlers write to.
 func database(t *testing.T) string {
 	t.Helper()
-	url := dbtest.Shared(t, "api").NewDatabase(t)
-	ctx := context.Background()
-	if err := db.Migrate(ctx, url, regional.Migrations, regional.MigrationsDir); err != nil {
-		t.Fatal(err)
-	}
+	url := regionaltest.Database(t)
 	p := open(t, url)
-	if _, err := p.Exec(ctx, `CREATE TABLE effects (task_id TEXT NOT NULL, n INT NOT NULL)`); err != nil {
+	if _, err := p.Exec(context.Background(), `CREATE TABLE effects (task_id TEXT NOT NULL, n INT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
 	return url
 }
 
-func open(t *testing.T, url string) *db.Pool {
-	t.Helper()
-	p, err := db.Open(context.Background(), url, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
+func open(t *testing.T, url string) *db.Pool { return regionaltest.Open(t, url) }
 
 func enqueue(t *testing.T, p *db.Pool, kind string, n int) {
 	t.Helper()

@@ -22,8 +22,8 @@ import (
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
-	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/regional/bin"
+	"github.com/tallyhq/tally/regional/regionaltest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -44,18 +44,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	url, err := dbtest.Shared(t, "api").NewMigratedDatabase(ctx, "regional", func(ctx context.Context, u string) error {
-		return db.Migrate(ctx, u, regional.Migrations, regional.MigrationsDir)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := db.Open(ctx, url, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := regionaltest.Open(t, regionaltest.Database(t))
 	f := &fixture{t: t, pool: pool, clock: &clock.Clock{}}
 	record := func(_ context.Context, _ pgx.Tx, _ string, e bin.Entry) error {
 		f.mu.Lock()

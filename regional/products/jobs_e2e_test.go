@@ -8,17 +8,6 @@ import (
 	"github.com/tallyhq/tally/devstack/stacktest"
 )
 
-// failedRows maps each failed row's line to its reason.
-func failedRows(t *testing.T, result map[string]any) map[int]string {
-	t.Helper()
-	out := map[int]string{}
-	for _, f := range result["failed"].([]any) {
-		m := f.(map[string]any)
-		out[int(m["row"].(float64))] = m["reason"].(string)
-	}
-	return out
-}
-
 func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
@@ -46,7 +35,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 	if res["done_count"] != 3.0 || res["failed_count"] != 5.0 {
 		t.Fatalf("result: %v", res)
 	}
-	failed := failedRows(t, res)
+	failed := stacktest.FailedRows(res, "reason")
 	for line, want := range map[int]string{3: "name is required", 4: "smallest currency unit", 5: "already on line 2",
 		6: "3 fields, the header 6", 8: "image_url"} {
 		if !strings.Contains(failed[line], want) {
@@ -83,7 +72,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 	if res["done_count"] != 2.0 || res["failed_count"] != 4.0 {
 		t.Fatalf("sku result: %v", res)
 	}
-	failed = failedRows(t, res)
+	failed = stacktest.FailedRows(res, "reason")
 	for line, want := range map[int]string{4: `product "nope" is not found`, 5: "source_id is required", 6: "attributes", 7: "currency"} {
 		if !strings.Contains(failed[line], want) {
 			t.Errorf("sku line %d: reason %q does not say %q", line, failed[line], want)
@@ -97,7 +86,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 	// A second import of a SKU updates its sku and price; another product cannot take it.
 	r = a.UploadCSV("/v1/skus/importCSV", "product_id,sku,source_id,price\nhat-1,Hat Small,hat-s,1399\n"+existing+",Stolen,hat-s,1\n")
 	res = a.WaitAction(r.JSON(t)["async_action_id"].(string))["result"].(map[string]any)
-	if res["done_count"] != 1.0 || !strings.Contains(failedRows(t, res)[3], "already on line 2") {
+	if res["done_count"] != 1.0 || !strings.Contains(stacktest.FailedRows(res, "reason")[3], "already on line 2") {
 		t.Fatalf("second sku import: %v", res)
 	}
 	if k := a.OK("GET", "/v1/skus/hat-s", nil); k["sku"] != "Hat Small" || k["price"] != 1399.0 {
@@ -105,7 +94,7 @@ func TestCSVImportsKeepGoodRowsAndReportBadOnes(t *testing.T) {
 	}
 	r = a.UploadCSV("/v1/skus/importCSV", "product_id,source_id\n"+existing+",hat-s\n")
 	res = a.WaitAction(r.JSON(t)["async_action_id"].(string))["result"].(map[string]any)
-	if !strings.Contains(failedRows(t, res)[2], "is a SKU of product") {
+	if !strings.Contains(stacktest.FailedRows(res, "reason")[2], "is a SKU of product") {
 		t.Fatalf("sku moved between products: %v", res)
 	}
 

@@ -9,10 +9,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/identity"
-	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/regional/regionaltest"
 	"github.com/tallyhq/tally/regional/usage"
 )
 
@@ -29,35 +28,14 @@ func call(t *testing.T, c *usage.Counter) {
 	}
 }
 
-// migrated is a new regional database, migrated, for one test.
-func migrated(t *testing.T) string {
-	t.Helper()
-	url := dbtest.Shared(t, "api").NewDatabase(t)
-	if err := db.Migrate(context.Background(), url, regional.Migrations, regional.MigrationsDir); err != nil {
-		t.Fatal(err)
-	}
-	return url
-}
-
-// open is a pool on url, closed with the test.
-func open(t *testing.T, url string) *db.Pool {
-	t.Helper()
-	pool, err := db.Open(context.Background(), url, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 // A flush that finds nothing to add still returns only once the flush
 // before it, which took the counts and is writing them, has committed: the
 // usage endpoint flushes before it reads, and read nothing when the
 // ticker's flush was mid-write.
 func TestAFlushWaitsForTheFlushInProgress(t *testing.T) {
 	ctx := context.Background()
-	url := migrated(t)
-	pool := open(t, url)
+	url := regionaltest.Database(t)
+	pool := regionaltest.Open(t, url)
 	c := usage.NewCounter(pool, slog.Default())
 	calls := func() int64 {
 		var n int64
@@ -108,9 +86,9 @@ func TestAFlushWaitsForTheFlushInProgress(t *testing.T) {
 // in the database, so its counts are dropped rather than kept for later.
 func TestAFlushWhoseCommitAnswerIsLostCountsOnce(t *testing.T) {
 	ctx := context.Background()
-	url := migrated(t)
+	url := regionaltest.Database(t)
 	cut := dbtest.NewCommitCutter(t, url)
-	pool := open(t, cut.URL)
+	pool := regionaltest.Open(t, cut.URL)
 	c := usage.NewCounter(pool, slog.Default())
 	for range 3 {
 		call(t, c)
@@ -130,8 +108,8 @@ func TestAFlushWhoseCommitAnswerIsLostCountsOnce(t *testing.T) {
 // later flush.
 func TestAFailedFlushIsAddedLater(t *testing.T) {
 	ctx := context.Background()
-	url := migrated(t)
-	pool := open(t, url)
+	url := regionaltest.Database(t)
+	pool := regionaltest.Open(t, url)
 	c := usage.NewCounter(pool, slog.Default())
 	call(t, c)
 	call(t, c)

@@ -18,15 +18,6 @@ func started(a stacktest.API, r stacktest.Resp) map[string]any {
 	return a.WaitAction(r.JSON(a.T)["async_action_id"].(string))["result"].(map[string]any)
 }
 
-func failures(res map[string]any) map[int]string {
-	out := map[int]string{}
-	for _, f := range res["failed"].([]any) {
-		m := f.(map[string]any)
-		out[int(m["row"].(float64))] = m["code"].(string)
-	}
-	return out
-}
-
 // Imports keep the good rows and report the bad ones: a code taken by
 // another voucher, a code twice in the input, a bad discount.
 func TestVoucherImportsJSONAndCSV(t *testing.T) {
@@ -44,7 +35,7 @@ func TestVoucherImportsJSONAndCSV(t *testing.T) {
 	if res["done_count"] != 2.0 || res["failed_count"] != 3.0 {
 		t.Fatalf("json import: %v", res)
 	}
-	if f := failures(res); f[2] != "TAKEN" || f[3] != "IMP-1" || f[4] != "IMP-BAD" {
+	if f := stacktest.FailedRows(res, "code"); f[2] != "TAKEN" || f[3] != "IMP-1" || f[4] != "IMP-BAD" {
 		t.Fatalf("failures: %v", res["failed"])
 	}
 	v := a.OK("GET", "/v1/vouchers/IMP-1", nil)
@@ -92,7 +83,7 @@ func TestCampaignImportsAndMetadataJobs(t *testing.T) {
 	id := camp["id"].(string)
 	res := started(a, a.Do("POST", "/v1/campaigns/"+id+"/import", []any{map[string]any{"code": "G-1", "metadata": map[string]any{"n": 1}},
 		map[string]any{"code": "G-2"}, map[string]any{"code": "G-3", "type": "DISCOUNT_VOUCHER"}}))
-	if res["done_count"] != 2.0 || failures(res)[3] != "G-3" {
+	if res["done_count"] != 2.0 || stacktest.FailedRows(res, "code")[3] != "G-3" {
 		t.Fatalf("campaign import: %v", res)
 	}
 	res = started(a, a.UploadCSV("/v1/campaigns/Imported/importCSV", "code,tier\nG-4,gold\nG-5,silver\n"))
