@@ -147,12 +147,19 @@ func (a Attrs[V]) categories() []categories.View {
 type Window struct {
 	ID, Name, CampaignType string
 	CategoryID             string // "" for none
-	Active                 bool
-	StartDate              *time.Time
-	ExpirationDate         *time.Time
-	ValidityTimeframe      json.RawMessage
-	ValidityDayOfWeek      json.RawMessage
-	ValidityHours          json.RawMessage
+	Validity
+}
+
+// Validity is when a campaign, a voucher or a promotion tier may be used:
+// active, between its start and expiration dates, and within its validity
+// timeframe, days of the week and hours. The engine's Window checks it.
+type Validity struct {
+	Active            bool
+	StartDate         *time.Time
+	ExpirationDate    *time.Time
+	ValidityTimeframe json.RawMessage
+	ValidityDayOfWeek json.RawMessage
+	ValidityHours     json.RawMessage
 }
 
 // CommonUpdate are the properties of PUT /v1/campaigns/{campaignId} (and PUT

@@ -125,9 +125,7 @@ func (c *Candidate) wantsCampaign() string {
 // the request names a stored customer), or nil.
 func (e *Engine) check(c *Candidate, cust *customers.Customer, held map[string]int64, now time.Time) *Refusal {
 	if k := c.campaign; k != nil {
-		w := Window{Active: k.Active, StartDate: k.StartDate, ExpirationDate: k.ExpirationDate,
-			ValidityTimeframe: k.ValidityTimeframe, ValidityDayOfWeek: k.ValidityDayOfWeek, ValidityHours: k.ValidityHours}
-		if r := w.check(now, "campaign", k.Name); r != nil {
+		if r := Window(k.Validity).check(now, "campaign", k.Name); r != nil {
 			return r
 		}
 	}

@@ -6,19 +6,13 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
-// Window is when a voucher, a promotion tier or a campaign may be used:
-// active, between its start and expiration dates, and within its validity
-// timeframe, days of the week and hours (all in UTC).
-type Window struct {
-	Active            bool
-	StartDate         *time.Time
-	ExpirationDate    *time.Time
-	ValidityTimeframe json.RawMessage
-	ValidityDayOfWeek json.RawMessage
-	ValidityHours     json.RawMessage
-}
+// Window is when a voucher, a promotion tier or a campaign may be used
+// (campaigns.Validity, all in UTC), with its check.
+type Window campaigns.Validity
 
 // Refusal is why a redeemable is inapplicable: the reference's error
 // object, and the failure_code a FAILURE redemption records.
