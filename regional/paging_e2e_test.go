@@ -218,13 +218,33 @@ func TestListFiltersWorkOrAreRefused(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
 	program := a.Campaign("Program", nil)["id"].(string)
-	a.Member(program, "m")
+	var cards []map[string]any
+	for _, m := range []string{"m1", "m2", "m3"} {
+		cards = append(cards, a.Member(program, m))
+	}
+	members := "/v1/loyalties/" + program + "/members?"
+	for _, c := range []struct {
+		query string
+		want  []map[string]any
+	}{
+		{"code=" + cards[1]["code"].(string), cards[1:2]},
+		{"customer=" + cards[2]["holder_id"].(string), cards[2:]},
+		{"ids=" + cards[0]["id"].(string) + "&ids=" + cards[2]["id"].(string), []map[string]any{cards[0], cards[2]}},
+		{"created_at%5Bbefore%5D=2024-01-01T00:00:00Z", nil},
+		{"created_at%5Bafter%5D=2024-01-01&updated_at%5Bafter%5D=2024-01-01T00:00:00Z", cards},
+	} {
+		got, _, total := ids(t, a.OK("GET", members+c.query, nil))
+		var want []string
+		for _, w := range c.want {
+			want = append(want, w["id"].(string))
+		}
+		if !slices.Equal(got, want) || total != len(want) {
+			t.Errorf("members?%s: %v (total %d), want %v", c.query, got, total, want)
+		}
+	}
+	a.Fails("GET", members+"created_at%5Bbefore%5D=yesterday", nil, 400, "invalid_query_params")
 	p := a.OK("POST", "/v1/products", map[string]any{"name": "P"})["id"].(string)
 	for _, c := range []struct{ path, param string }{
-		{"/v1/loyalties/" + program + "/members?code=X", "code"},
-		{"/v1/loyalties/" + program + "/members?customer=cust_x", "customer"},
-		{"/v1/loyalties/" + program + "/members?created_at%5Bbefore%5D=2024-01-01T00:00:00Z", "created_at[before]"},
-		{"/v1/loyalties/" + program + "/members?ids=x", "ids"},
 		{"/v1/products?start_date=2024-01-01T00:00:00Z", "start_date"},
 		{"/v1/products/" + p + "/skus?end_date=2024-01-01T00:00:00Z", "end_date"},
 		{"/v1/campaigns?access_settings%5Bfilter%5D%5Bareas_ids%5D=a", "access_settings[filter][areas_ids]"},

@@ -3,6 +3,7 @@ package loyalty
 import (
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -83,10 +84,11 @@ func (h Handler) addMember(c echo.Context) error {
 
 func (h Handler) listMembers(c echo.Context) error {
 	return httpx.WithList(c, cardListSpec, func(lq listq.Query) (any, error) {
-		if err := listq.Unserved(c.QueryParams(), "customer", "created_at", "updated_at", "code", "ids"); err != nil {
+		f, err := parseMemberFilter(c.QueryParams())
+		if err != nil {
 			return nil, err
 		}
-		cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), lq)
+		cs, total, more, next, err := h.svc.ListMembers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), f, lq)
 		return listq.List[CardView]{DataRef: "vouchers", Data: cs, Total: &total, More: more, Next: next}, err
 	})
 }
@@ -147,4 +149,26 @@ func (h Handler) transactions(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, listq.List[Transaction]{Data: ts, More: more, Next: next})
+}
+
+// parseMemberFilter reads the members list's filters, as the vouchers list
+// reads the same ones.
+func parseMemberFilter(q url.Values) (MemberFilter, error) {
+	f := MemberFilter{Customer: q.Get("customer"), Code: q.Get("code"), IDs: append(q["ids"], q["ids[]"]...)}
+	for _, t := range []struct {
+		param string
+		dst   **time.Time
+	}{{"created_at[after]", &f.CreatedAfter}, {"created_at[before]", &f.CreatedBefore},
+		{"updated_at[after]", &f.UpdatedAfter}, {"updated_at[before]", &f.UpdatedBefore}} {
+		if s := q.Get(t.param); s != "" {
+			v, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				if v, err = time.Parse(time.DateOnly, s); err != nil {
+					return f, apierr.InvalidQuery(t.param, "must be a date-time (RFC 3339) or a date")
+				}
+			}
+			*t.dst = &v
+		}
+	}
+	return f, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -180,13 +181,23 @@ func QueueCardsByID(b *pgx.Batch, projectID string, ids []string, into func(Card
 		projectID, ids)
 }
 
+// MemberFilter narrows a campaign's members as the reference's list does:
+// by holder (a customer id), code, ids, and creation and update times
+// (exclusive bounds, as the vouchers list's).
+type MemberFilter struct {
+	Customer, Code              string
+	IDs                         []string
+	CreatedAfter, CreatedBefore *time.Time
+	UpdatedAfter, UpdatedBefore *time.Time
+}
+
 // ListMembers returns a page of a campaign's cards.
-func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string, lq listq.Query) ([]CardView, int, bool, string, error) {
+func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string, f MemberFilter, lq listq.Query) ([]CardView, int, bool, string, error) {
 	camp, err := s.Campaign(ctx, s.pool, projectID, campaignID)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	cs, total, err := listCards(ctx, s.pool, projectID, camp.ID, lq)
+	cs, total, err := listCards(ctx, s.pool, projectID, camp.ID, f, lq)
 	if err != nil {
 		return nil, 0, false, "", err
 	}

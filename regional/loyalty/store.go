@@ -384,15 +384,39 @@ func pageOfTransactions(ctx context.Context, q db.Querier, tq TxQuery, where str
 	})
 }
 
-func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, lq listq.Query) ([]Card, int, error) {
+func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, f MemberFilter, lq listq.Query) ([]Card, int, error) {
+	where, args := ` WHERE project_id = $1 AND campaign_id = $2`, []any{projectID, campaignID}
+	add := func(sql string, v any) {
+		args = append(args, v)
+		where += fmt.Sprintf(" AND "+sql, len(args))
+	}
+	if f.Customer != "" {
+		add("holder_id = $%d", f.Customer)
+	}
+	if f.Code != "" {
+		add("code = $%d", f.Code)
+	}
+	if len(f.IDs) > 0 {
+		add("id = ANY($%d::TEXT[])", f.IDs)
+	}
+	for _, t := range []struct {
+		sql string
+		v   *time.Time
+	}{{"created_at > $%d", f.CreatedAfter}, {"created_at < $%d", f.CreatedBefore},
+		{"COALESCE(updated_at, created_at) > $%d", f.UpdatedAfter}, {"COALESCE(updated_at, created_at) < $%d", f.UpdatedBefore}} {
+		if t.v != nil {
+			add(t.sql, *t.v)
+		}
+	}
 	var total int
-	if err := q.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`,
-		projectID, campaignID).Scan(&total); err != nil {
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards`+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	cond, orderBy, args := lq.Keyset("loyalty_cards", "id", []any{projectID, campaignID, lq.Limit + 1})
-	cs, err := db.Collect(scanCard)(q.Query(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
-		WHERE project_id = $1 AND campaign_id = $2`+cond+` ORDER BY `+orderBy+` LIMIT $3`+lq.OffsetSQL(), args...))
+	args = append(args, lq.Limit+1)
+	limit := fmt.Sprintf("$%d", len(args))
+	cond, orderBy, args := lq.Keyset("loyalty_cards", "id", args)
+	cs, err := db.Collect(scanCard)(q.Query(ctx, `SELECT `+cardColumns+` FROM loyalty_cards`+where+cond+
+		` ORDER BY `+orderBy+` LIMIT `+limit+lq.OffsetSQL(), args...))
 	return cs, total, err
 }
 
