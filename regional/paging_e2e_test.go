@@ -86,7 +86,15 @@ func seedPagedLists(t *testing.T, a stacktest.API) []pagedList {
 		promoTiers = append(promoTiers, map[string]any{"name": fmt.Sprintf("Promo %d", i), "banner": "!",
 			"action": map[string]any{"discount": map[string]any{"type": "PERCENT", "percent_off": 5 + i}}})
 	}
-	a.OK("POST", "/v1/campaigns", map[string]any{"name": "Promo", "campaign_type": "PROMOTION", "promotion": map[string]any{"tiers": promoTiers}})
+	promo := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Promo", "campaign_type": "PROMOTION", "promotion": map[string]any{"tiers": promoTiers}})
+	var tierIDs []any
+	for _, t := range promo["promotion"].(map[string]any)["tiers"].([]any) {
+		tierIDs = append(tierIDs, t.(map[string]any)["id"])
+	}
+	for i := range 5 {
+		a.OK("POST", "/v1/promotions/"+promo["id"].(string)+"/stacks", map[string]any{"name": fmt.Sprintf("Stack %d", i),
+			"tiers": map[string]any{"ids": tierIDs[:2], "hierarchy_mode": "MANUAL"}})
+	}
 	for i := range 5 {
 		a.OK("POST", "/v1/exports", map[string]any{"exported_object": "customer"})
 		a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": vouchers[i]}},
@@ -112,6 +120,8 @@ func seedPagedLists(t *testing.T, a stacktest.API) []pagedList {
 		{"/v1/validation-rules/" + rule + "/assignments", 100, true},
 		{"/v1/validation-rules-assignments?rule=" + rule, 100, true},
 		{"/v1/promotions/tiers", 100, true},
+		{"/v1/promotions/stacks", 100, true},
+		{"/v1/promotions/stacks?order=-name&created_at%5Bafter%5D=2024-01-01", 100, true},
 		{"/v1/exports", 100, true},
 	}
 }

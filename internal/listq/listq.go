@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
 )
@@ -136,4 +137,27 @@ func Unserved(q url.Values, params ...string) error {
 		}
 	}
 	return nil
+}
+
+// Between reads a deepObject time range, name[after] and name[before]
+// (each a date-time, RFC 3339, or a date), as the reference's
+// created_at and updated_at filters give it; absent bounds are nil.
+func Between(q url.Values, name string) (after, before *time.Time, err error) {
+	for _, b := range []struct {
+		param string
+		dst   **time.Time
+	}{{name + "[after]", &after}, {name + "[before]", &before}} {
+		s := q.Get(b.param)
+		if s == "" {
+			continue
+		}
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			if v, err = time.Parse(time.DateOnly, s); err != nil {
+				return nil, nil, apierr.InvalidQuery(b.param, "must be a date-time (RFC 3339) or a date, got "+strconv.Quote(s))
+			}
+		}
+		*b.dst = &v
+	}
+	return after, before, nil
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/listq"
@@ -193,5 +194,22 @@ func TestAListDoesNotEscapeHTML(t *testing.T) {
 	}
 	if b, want := buf.String(), `"name":"<Tom & Jerry>"`; !strings.Contains(b, want) {
 		t.Fatalf("%s: want %s", b, want)
+	}
+}
+
+func TestBetween(t *testing.T) {
+	q, _ := url.ParseQuery("created_at%5Bafter%5D=2024-01-31&created_at%5Bbefore%5D=2024-02-01T12:00:00Z")
+	after, before, err := listq.Between(q, "created_at")
+	if err != nil || after == nil || before == nil || after.Format(time.RFC3339) != "2024-01-31T00:00:00Z" ||
+		before.Format(time.RFC3339) != "2024-02-01T12:00:00Z" {
+		t.Fatalf("%v %v %v", after, before, err)
+	}
+	if after, before, err := listq.Between(q, "updated_at"); after != nil || before != nil || err != nil {
+		t.Fatalf("absent: %v %v %v", after, before, err)
+	}
+	q, _ = url.ParseQuery("updated_at%5Bbefore%5D=yesterday")
+	var e *apierr.Error
+	if _, _, err := listq.Between(q, "updated_at"); !errors.As(err, &e) || !strings.HasPrefix(e.Details, "updated_at[before]:") {
+		t.Fatalf("bad date: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package loyalty
 import (
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -155,20 +154,10 @@ func (h Handler) transactions(c echo.Context) error {
 // reads the same ones.
 func parseMemberFilter(q url.Values) (MemberFilter, error) {
 	f := MemberFilter{Customer: q.Get("customer"), Code: q.Get("code"), IDs: append(q["ids"], q["ids[]"]...)}
-	for _, t := range []struct {
-		param string
-		dst   **time.Time
-	}{{"created_at[after]", &f.CreatedAfter}, {"created_at[before]", &f.CreatedBefore},
-		{"updated_at[after]", &f.UpdatedAfter}, {"updated_at[before]", &f.UpdatedBefore}} {
-		if s := q.Get(t.param); s != "" {
-			v, err := time.Parse(time.RFC3339, s)
-			if err != nil {
-				if v, err = time.Parse(time.DateOnly, s); err != nil {
-					return f, apierr.InvalidQuery(t.param, "must be a date-time (RFC 3339) or a date")
-				}
-			}
-			*t.dst = &v
-		}
+	var err error
+	if f.CreatedAfter, f.CreatedBefore, err = listq.Between(q, "created_at"); err != nil {
+		return f, err
 	}
-	return f, nil
+	f.UpdatedAfter, f.UpdatedBefore, err = listq.Between(q, "updated_at")
+	return f, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/campaigns"
 )
 
@@ -129,17 +131,48 @@ func (s *Service) deleteStack(ctx context.Context, ref campaigns.ItemRef) error 
 	return err
 }
 
-// ListStacks lists the stacks of live campaigns, of campaignKey's (id or
-// name) when given, at most 100.
-func (s *Service) ListStacks(ctx context.Context, projectID, campaignKey string) ([]map[string]any, error) {
-	cond, args := "", []any{projectID}
+// StackFilter bounds the stacks listed by their creation and update times
+// (exclusive).
+type StackFilter struct {
+	CreatedAfter, CreatedBefore, UpdatedAfter, UpdatedBefore *time.Time
+}
+
+var stackSortKeys = map[string]string{"created_at": "id", "updated_at": "COALESCE(updated_at, created_at)", "name": "name"}
+
+// ListStacks returns a page of the stacks of live campaigns, of
+// campaignKey's (id or name) when given, their number, and whether more
+// follow (and the cursor to them).
+func (s *Service) ListStacks(ctx context.Context, projectID, campaignKey string, f StackFilter, lq listq.Query) ([]map[string]any, int, bool, string, error) {
+	where, args := ` WHERE project_id = $1 AND campaign_id IN `+campaigns.LiveIDs, []any{projectID}
 	if campaignKey != "" {
 		k, err := promotion(ctx, s.pool, projectID, campaignKey, false)
 		if err != nil {
-			return nil, err
+			return nil, 0, false, "", err
 		}
-		cond, args = " AND campaign_id = $2", append(args, k.ID)
+		where, args = where+" AND campaign_id = $2", append(args, k.ID)
 	}
-	return db.Collect(scanStack)(s.pool.Query(ctx, `SELECT `+stackColumns+` FROM promotion_stacks WHERE project_id = $1`+cond+
-		` AND campaign_id IN `+campaigns.LiveIDs+` ORDER BY id LIMIT 100`, args...))
+	for _, t := range []struct {
+		sql string
+		v   *time.Time
+	}{{"created_at > $%d", f.CreatedAfter}, {"created_at < $%d", f.CreatedBefore},
+		{"COALESCE(updated_at, created_at) > $%d", f.UpdatedAfter}, {"COALESCE(updated_at, created_at) < $%d", f.UpdatedBefore}} {
+		if t.v != nil {
+			args = append(args, *t.v)
+			where += fmt.Sprintf(" AND "+t.sql, len(args))
+		}
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM promotion_stacks`+where, args...).Scan(&total); err != nil {
+		return nil, 0, false, "", err
+	}
+	args = append(args, lq.Limit+1)
+	limit := fmt.Sprintf("$%d", len(args))
+	cond, orderBy, args := lq.Keyset("promotion_stacks", stackSortKeys[lq.Key], args)
+	rows, err := db.Collect(scanStack)(s.pool.Query(ctx, `SELECT `+stackColumns+` FROM promotion_stacks`+where+cond+
+		` ORDER BY `+orderBy+` LIMIT `+limit+lq.OffsetSQL(), args...))
+	if err != nil {
+		return nil, 0, false, "", err
+	}
+	page, more, next := listq.Page(rows, lq.Limit, func(v map[string]any) string { return v["id"].(string) })
+	return page, total, more, next, nil
 }
