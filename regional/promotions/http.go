@@ -88,22 +88,17 @@ func (s *Service) listTiers(c echo.Context) error {
 // and updated_at bounds); without limit, up to 100 (a page held them all
 // before it paged).
 func (s *Service) listStacks(c echo.Context) error {
-	q := c.QueryParams()
-	lq, err := listq.Parse(q, listq.Spec{DefaultLimit: 100, Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at",
-		"name", "-name"}, Pages: true})
-	if err != nil {
-		return err
-	}
-	var f StackFilter
-	if f.CreatedAfter, f.CreatedBefore, err = listq.Between(q, "created_at"); err != nil {
-		return err
-	}
-	if f.UpdatedAfter, f.UpdatedBefore, err = listq.Between(q, "updated_at"); err != nil {
-		return err
-	}
-	vs, total, more, next, err := s.ListStacks(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), f, lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[map[string]any]{DataRef: "data", Data: vs, Total: &total, More: more, Next: next})
+	spec := listq.Spec{DefaultLimit: 100, Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at", "name", "-name"}, Pages: true}
+	return httpx.WithList(c, spec, func(lq listq.Query) (any, error) {
+		var f StackFilter
+		var err error
+		if f.CreatedAfter, f.CreatedBefore, err = listq.Between(c.QueryParams(), "created_at"); err != nil {
+			return nil, err
+		}
+		if f.UpdatedAfter, f.UpdatedBefore, err = listq.Between(c.QueryParams(), "updated_at"); err != nil {
+			return nil, err
+		}
+		vs, total, more, next, err := s.ListStacks(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), f, lq)
+		return listq.List[map[string]any]{DataRef: "data", Data: vs, Total: &total, More: more, Next: next}, err
+	})
 }
