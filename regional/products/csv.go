@@ -227,7 +227,7 @@ type importChunk func(ctx context.Context, tx pgx.Tx, projectID string, h csvHea
 
 // runImport reads the job's file as spec says and imports its rows a chunk
 // per transaction, from the last checkpoint on.
-func (s *Service) runImport(ctx context.Context, job *async.Job, spec csvSpec, chunk importChunk) (any, error) {
+func (s *Service) runImport(ctx context.Context, job *async.Job, spec csvSpec, write importChunk) (any, error) {
 	in, err := job.Input(ctx)
 	if err != nil {
 		return nil, err
@@ -241,13 +241,13 @@ func (s *Service) runImport(ctx context.Context, job *async.Job, spec csvSpec, c
 	if _, err := job.Resume(ctx, &st); err != nil {
 		return nil, err
 	}
-	err = s.runChunks(ctx, job, &st, len(rows), func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
-		return chunk(ctx, tx, job.ProjectID, h, rows[from:to], st)
+	err = async.RunChunks(ctx, job, &st, len(rows), chunk, func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
+		return write(ctx, tx, job.ProjectID, h, rows[from:to], st)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return st.result(spec.what), nil
+	return importResult(st, spec.what), nil
 }
 
 func productRow(h csvHeader, r csvRow) (Product, error) {
@@ -283,7 +283,7 @@ func (s *Service) importProducts(ctx context.Context, tx pgx.Tx, projectID strin
 	for i, r := range rows {
 		p, err := productRow(h, r)
 		if err != nil {
-			st.fail(failure{Row: r.line, SourceID: nilIfEmpty(h.get(r, "source_id")), Reason: reason(err)})
+			st.Fail(failure{Row: r.line, SourceID: nilIfEmpty(h.get(r, "source_id")), Reason: reason(err)})
 			continue
 		}
 		ps[i], ok[i] = p, true
@@ -401,7 +401,7 @@ func (s *Service) importSKUs(ctx context.Context, tx pgx.Tx, projectID string, h
 	for _, r := range rows {
 		k, product, err := skuRow(h, r)
 		if err != nil {
-			st.fail(failure{Row: r.line, SourceID: nilIfEmpty(h.get(r, "source_id")), Reason: reason(err)})
+			st.Fail(failure{Row: r.line, SourceID: nilIfEmpty(h.get(r, "source_id")), Reason: reason(err)})
 			continue
 		}
 		items = append(items, item{r, k, product})
@@ -443,14 +443,14 @@ func (s *Service) importSKUs(ctx context.Context, tx pgx.Tx, projectID string, h
 	for _, it := range items {
 		productID, ok := products[it.product]
 		if !ok {
-			st.fail(failure{Row: it.row.line, SourceID: it.sku.SourceID,
+			st.Fail(failure{Row: it.row.line, SourceID: it.sku.SourceID,
 				Reason: fmt.Sprintf("product %q is not found: give the id or source_id of a product imported or created before", it.product)})
 			continue
 		}
 		k := it.sku
 		if old, found := bySource[*k.SourceID]; found {
 			if old.ProductID != productID {
-				st.fail(failure{Row: it.row.line, SourceID: k.SourceID,
+				st.Fail(failure{Row: it.row.line, SourceID: k.SourceID,
 					Reason: fmt.Sprintf("source_id %q is a SKU of product %s already", *k.SourceID, old.ProductID)})
 				continue
 			}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -39,10 +38,6 @@ var LargeBodies = []string{"/v1/products/bulk/async", "/v1/products/metadata/asy
 // chunk is how many items a job writes per transaction (and checkpoint).
 const chunk = 5000
 
-// maxReported is how many failed items a job's result lists; failed_count
-// counts them all.
-const maxReported = 1000
-
 // failure is a failed item as a job's result shows it. Row is the line of
 // the CSV file (the header is line 1); for a bulk update, the item's index.
 type failure struct {
@@ -52,28 +47,13 @@ type failure struct {
 }
 
 // progress is a job's checkpoint: the items committed so far and what
-// they left.
-type progress struct {
-	Next        int       `json:"next"` // the first item not yet committed
-	DoneCount   int       `json:"done_count"`
-	FailedCount int       `json:"failed_count"`
-	Failed      []failure `json:"failed"`
-}
+// they left (async's chunked jobs).
+type progress = async.Chunked[failure]
 
-func (p *progress) fail(f failure) {
-	p.FailedCount++
-	if len(p.Failed) < maxReported {
-		p.Failed = append(p.Failed, f)
-	}
-}
-
-// result is the async action's result for the imports (the reference's
-// AsyncActionResultProductsImportCSV).
-func (p progress) result(what string) map[string]any {
-	failed := p.Failed
-	if failed == nil {
-		failed = []failure{}
-	}
+// importResult is the async action's result for the imports (the
+// reference's AsyncActionResultProductsImportCSV).
+func importResult(p progress, what string) map[string]any {
+	failed := p.Listed()
 	msg := fmt.Sprintf("%d %s imported, %d failed.", p.DoneCount, what, p.FailedCount)
 	if p.FailedCount > len(failed) {
 		msg += fmt.Sprintf(" The first %d failures are listed.", len(failed))
@@ -83,38 +63,12 @@ func (p progress) result(what string) map[string]any {
 
 // bulkResult is the async action's result for the bulk updates (the
 // reference's AsyncActionsVoucherCustomerProductBulkUpdateResult).
-func (p progress) bulkResult() map[string]any {
+func bulkResult(p progress) map[string]any {
 	errs := make([]map[string]any, len(p.Failed))
 	for i, f := range p.Failed {
 		errs[i] = map[string]any{"key": "invalid_payload", "message": "Invalid payload", "details": f.Reason, "source_id": f.SourceID}
 	}
 	return map[string]any{"done_count": p.DoneCount, "failed_count": p.FailedCount, "errors": errs}
-}
-
-// runChunks runs items [from, n) in chunks, each in one transaction that
-// also records the checkpoint, so a job run again goes on after the last
-// committed chunk.
-func (s *Service) runChunks(ctx context.Context, job *async.Job, st *progress, n int,
-	do func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error) error {
-	for st.Next < n {
-		from, to := st.Next, min(n, st.Next+chunk)
-		// Each try starts from st, which changes only once a try commits.
-		var next progress
-		err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-			next = *st
-			next.Failed = slices.Clone(st.Failed)
-			if err := do(ctx, tx, &next, from, to); err != nil {
-				return err
-			}
-			next.Next = to
-			return job.Checkpoint(ctx, tx, next, to*100/n)
-		})
-		if err != nil {
-			return err
-		}
-		*st = next
-	}
-	return nil
 }
 
 // startJob records the async action with its input and answers its id
@@ -230,7 +184,7 @@ func (s *Service) bulkUpdateJob(ctx context.Context, job *async.Job) (any, error
 	if _, err := job.Resume(ctx, &st); err != nil {
 		return nil, err
 	}
-	err = s.runChunks(ctx, job, &st, len(items), func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
+	err = async.RunChunks(ctx, job, &st, len(items), chunk, func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
 		return s.upsertBySourceID(ctx, tx, job.ProjectID, st, items[from:to], from, func(p *Product, it Patch) error {
 			return it.ApplyProduct(p)
 		})
@@ -238,7 +192,7 @@ func (s *Service) bulkUpdateJob(ctx context.Context, job *async.Job) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return st.bulkResult(), nil
+	return bulkResult(st), nil
 }
 
 // metadataUpdateJob is PRODUCTS.METADATA_UPDATE: every named product gets
@@ -261,7 +215,7 @@ func (s *Service) metadataUpdateJob(ctx context.Context, job *async.Job) (any, e
 	if _, err := job.Resume(ctx, &st); err != nil {
 		return nil, err
 	}
-	err = s.runChunks(ctx, job, &st, len(items), func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
+	err = async.RunChunks(ctx, job, &st, len(items), chunk, func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
 		return s.upsertBySourceID(ctx, tx, job.ProjectID, st, items[from:to], from, func(p *Product, _ Patch) error {
 			if p.Metadata == nil {
 				p.Metadata = map[string]any{}
@@ -275,7 +229,7 @@ func (s *Service) metadataUpdateJob(ctx context.Context, job *async.Job) (any, e
 	if err != nil {
 		return nil, err
 	}
-	return st.bulkResult(), nil
+	return bulkResult(st), nil
 }
 
 // upsertBySourceID applies apply to the live product of each item's
@@ -308,7 +262,7 @@ func (s *Service) upsertBySourceID(ctx context.Context, tx pgx.Tx, projectID str
 			updated[srcs[i]] = true
 		}
 		if err := apply(p, it); err != nil {
-			st.fail(failure{Row: offset + i, SourceID: &srcs[i], Reason: apierr.From(err).Details})
+			st.Fail(failure{Row: offset + i, SourceID: &srcs[i], Reason: apierr.From(err).Details})
 			continue
 		}
 		st.DoneCount++

@@ -180,7 +180,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 				}
 			}
 			if err != nil {
-				next.fail(i+1, code, err.Error())
+				next.Fail(importFailure{Row: i + 1, Code: code, Reason: err.Error()})
 				continue
 			}
 			seen[code] = i
@@ -192,7 +192,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 		}
 		for k, v := range vs {
 			if !made[v.ID] {
-				next.fail(rows[k], v.Code, "the code is taken by another voucher or loyalty card of the project")
+				next.Fail(importFailure{Row: rows[k], Code: v.Code, Reason: "the code is taken by another voucher or loyalty card of the project"})
 			}
 		}
 		next.DoneCount += len(made)
@@ -204,10 +204,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	failed := st.Failed
-	if failed == nil {
-		failed = []importFailure{}
-	}
+	failed := st.Listed()
 	return map[string]any{"message": fmt.Sprintf("%d vouchers imported, %d failed.", st.DoneCount, st.FailedCount),
 		"done_count": st.DoneCount, "failed_count": st.FailedCount, "failed": failed}, nil
 }

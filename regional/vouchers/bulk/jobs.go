@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,19 +60,8 @@ type importFailure struct {
 	Reason string `json:"reason"`
 }
 
-type importState struct {
-	Next        int             `json:"next"`
-	DoneCount   int             `json:"done_count"`
-	FailedCount int             `json:"failed_count"`
-	Failed      []importFailure `json:"failed"`
-}
-
-func (st *importState) fail(row int, code, reason string) {
-	st.FailedCount++
-	if len(st.Failed) < 1000 {
-		st.Failed = append(st.Failed, importFailure{Row: row, Code: code, Reason: reason})
-	}
-}
+// importState is a job's checkpoint (async's chunked jobs).
+type importState = async.Chunked[importFailure]
 
 // Service runs the voucher jobs.
 type Service struct {
@@ -169,22 +157,8 @@ func (s *Service) runJob(ctx context.Context, job *async.Job,
 	if _, err := job.Resume(ctx, &st); err != nil {
 		return st, err
 	}
-	for st.Next < len(in.Items) {
-		from, to := st.Next, min(len(in.Items), st.Next+importChunk)
-		var next importState
-		err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-			next = st
-			next.Failed = slices.Clone(st.Failed)
-			if err := do(tx, &in, &next, from, to); err != nil {
-				return err
-			}
-			next.Next = to
-			return job.Checkpoint(ctx, tx, next, to*100/len(in.Items))
-		})
-		if err != nil {
-			return st, err
-		}
-		st = next
-	}
-	return st, nil
+	err = async.RunChunks(ctx, job, &st, len(in.Items), importChunk, func(_ context.Context, tx pgx.Tx, next *importState, from, to int) error {
+		return do(tx, &in, next, from, to)
+	})
+	return st, err
 }

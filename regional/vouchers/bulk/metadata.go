@@ -73,7 +73,7 @@ func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) 
 			}
 			v, err := vouchers.Locked(ctx, tx, job.ProjectID, it.Code)
 			if err != nil {
-				next.fail(i+1, it.Code, "no voucher has this code")
+				next.Fail(importFailure{Row: i + 1, Code: it.Code, Reason: "no voucher has this code"})
 				continue
 			}
 			if v.Attrs.Metadata == nil {

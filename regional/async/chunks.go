@@ -1,0 +1,158 @@
+package async
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/db"
+)
+
+// The jobs that write many items (imports, bulk updates) write them in
+// chunks, one transaction a chunk that ends with the job's checkpoint, so a
+// job run again after its worker died goes on after the last committed
+// chunk; items that fail are counted and the first MaxReported of them
+// listed in the result. The products, vouchers and customers jobs share
+// this, each with its own failure record (F).
+
+// MaxReported is how many failures a chunked job's checkpoint (and result)
+// lists; FailedCount counts them all.
+const MaxReported = 1000
+
+// Chunked is a chunked job's checkpoint: the items committed so far (Next,
+// the first item not yet committed) and what they left.
+type Chunked[F any] struct {
+	Next        int `json:"next"`
+	DoneCount   int `json:"done_count"`
+	FailedCount int `json:"failed_count"`
+	Failed      []F `json:"failed"`
+}
+
+// Fail counts a failed item, listing it while fewer than MaxReported are.
+func (c *Chunked[F]) Fail(f F) {
+	c.FailedCount++
+	if len(c.Failed) < MaxReported {
+		c.Failed = append(c.Failed, f)
+	}
+}
+
+// Listed is Failed, never nil: a result shows [] when nothing failed.
+func (c *Chunked[F]) Listed() []F {
+	if c.Failed == nil {
+		return []F{}
+	}
+	return c.Failed
+}
+
+// CommitChunk runs do in one transaction on a copy of st, then records the
+// copy, with Next set to next, as the job's checkpoint at pct percent; st
+// takes the copy only once it commits, so a transaction tried again starts
+// from what the last commit left.
+func CommitChunk[F any](ctx context.Context, job *Job, st *Chunked[F], next, pct int,
+	do func(ctx context.Context, tx pgx.Tx, st *Chunked[F]) error) error {
+	var out Chunked[F]
+	err := db.InTx(ctx, job.w.pool, func(tx pgx.Tx) error {
+		out = *st
+		out.Failed = slices.Clone(st.Failed)
+		if err := do(ctx, tx, &out); err != nil {
+			return err
+		}
+		out.Next = next
+		return job.Checkpoint(ctx, tx, out, pct)
+	})
+	if err != nil {
+		return err
+	}
+	*st = out
+	return nil
+}
+
+// RunChunks runs items [st.Next, n) in chunks of size, each committed with
+// CommitChunk.
+func RunChunks[F any](ctx context.Context, job *Job, st *Chunked[F], n, size int,
+	do func(ctx context.Context, tx pgx.Tx, st *Chunked[F], from, to int) error) error {
+	for st.Next < n {
+		from, to := st.Next, min(n, st.Next+size)
+		if err := CommitChunk(ctx, job, st, to, to*100/n, func(ctx context.Context, tx pgx.Tx, st *Chunked[F]) error {
+			return do(ctx, tx, st, from, to)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrInputTooLarge is an input longer than StoreInput's limit.
+var ErrInputTooLarge = errors.New("async: the input is longer than its limit")
+
+// StartJobFrom is StartJobWithInput for an input read from r (an uploaded
+// file as it arrives): it is stored part by part as it is read, never held
+// whole, and is ErrInputTooLarge past limit bytes. n is its length.
+func StartJobFrom(ctx context.Context, tx db.Querier, projectID, actionType string, params any, r io.Reader, limit int64) (
+	a Action, n int64, err error) {
+	if a, err = StartJob(ctx, tx, projectID, actionType, params); err != nil {
+		return Action{}, 0, err
+	}
+	buf := make([]byte, inputPart)
+	for part := 0; ; part++ {
+		k, err := io.ReadFull(r, buf)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return Action{}, n, err
+		}
+		if k == 0 && part > 0 {
+			return a, n, nil
+		}
+		if n += int64(k); n > limit {
+			return Action{}, n, ErrInputTooLarge
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO async_inputs (project_id, action_id, part, data) VALUES ($1, $2, $3, $4)`,
+			projectID, a.ID, part, buf[:k]); err != nil {
+			return Action{}, n, err
+		}
+		if k < len(buf) {
+			return a, n, nil
+		}
+	}
+}
+
+// InputReader reads the job's input a stored part at a time (a file is
+// never held whole); size is its length in bytes.
+func (j *Job) InputReader(ctx context.Context) (r io.Reader, size int64, err error) {
+	var parts int
+	if err := j.w.pool.QueryRow(ctx, `SELECT count(*), COALESCE(sum(length(data)), 0) FROM async_inputs
+		WHERE project_id = $1 AND action_id = $2`, j.ProjectID, j.ActionID).Scan(&parts, &size); err != nil {
+		return nil, 0, err
+	}
+	if parts == 0 {
+		return nil, 0, errors.New("async: the job's input is gone")
+	}
+	return bufio.NewReaderSize(&partReader{ctx: ctx, j: j, parts: parts}, 64<<10), size, nil
+}
+
+type partReader struct {
+	ctx   context.Context
+	j     *Job
+	parts int
+	next  int
+	cur   []byte
+}
+
+func (p *partReader) Read(b []byte) (int, error) {
+	for len(p.cur) == 0 {
+		if p.next == p.parts {
+			return 0, io.EOF
+		}
+		if err := p.j.w.pool.QueryRow(p.ctx, `SELECT data FROM async_inputs WHERE project_id = $1 AND action_id = $2 AND part = $3`,
+			p.j.ProjectID, p.j.ActionID, p.next).Scan(&p.cur); err != nil {
+			return 0, err
+		}
+		p.next++
+	}
+	n := copy(b, p.cur)
+	p.cur = p.cur[n:]
+	return n, nil
+}
