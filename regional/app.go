@@ -151,6 +151,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	v1 := e.Group("/v1")
 	// A deleted customer takes their referral holdings and custom events.
 	cust := customers.NewService(pool, notify, referrals.DropCustomer, customEvents.DropCustomer)
+	cust.HandleJobs(a.tasks)
 	ord := orders.NewService(pool, notify, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
 	// The campaigns' rows, whose kinds (loyalty programs, vouchers,

@@ -185,6 +185,8 @@ type noNotices struct{}
 
 func (noNotices) Emit(context.Context, db.Querier, webhooks.Notice) error { return nil }
 
+func (noNotices) Queue(context.Context, *pgx.Batch, webhooks.Notice) error { return nil }
+
 func customerService(t *testing.T, url string) *customers.Service {
 	t.Helper()
 	pool, err := db.Open(context.Background(), url, db.Options{Name: "restore-test"})

@@ -35,6 +35,9 @@ func Register(g *echo.Group, svc *Service, refs Referrals) {
 	g.GET("/customers/:customerId", h.get)
 	g.PUT("/customers/:customerId", h.update)
 	g.DELETE("/customers/:customerId", h.delete)
+	g.POST("/customers/importCSV", h.importCSV)
+	g.POST("/customers/bulk/async", h.bulk(JobBulkUpdate))
+	g.POST("/customers/metadata/async", h.bulk(JobMetadataUpdate))
 }
 
 func (h Handler) create(c echo.Context) error {

@@ -3,6 +3,7 @@ package customers
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -75,6 +76,9 @@ type Patch struct {
 	ID       *string
 	SourceID *string
 	fields   map[string]json.RawMessage
+	// mergeMetadata adds the patch's metadata keys to the customer's
+	// (MergeMetadata), where a request's metadata replaces them.
+	mergeMetadata bool
 }
 
 // UnmarshalJSON keeps which properties the request named.
@@ -134,6 +138,10 @@ func (p *Patch) Apply(a *Attrs) error {
 		var md map[string]any
 		if err := json.Unmarshal(raw, &md); err != nil {
 			return apierr.InvalidPayload("Property metadata must be an object or null.")
+		}
+		if p.mergeMetadata && a.Metadata != nil {
+			maps.Copy(a.Metadata, md)
+			md = a.Metadata
 		}
 		a.Metadata = md
 	}

@@ -19,9 +19,11 @@ import (
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/customers")
 
-// Notifier raises webhook notices in the writer's transaction.
+// Notifier raises webhook notices in the writer's transaction (Queue: in
+// a batch of it, as many writes send theirs).
 type Notifier interface {
 	Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error
+	Queue(ctx context.Context, b *pgx.Batch, n webhooks.Notice) error
 }
 
 // Service holds the customer rules.
@@ -30,6 +32,7 @@ type Service struct {
 	notify   Notifier
 	now      func() time.Time
 	onDelete []Dependent
+	wake     func() // starts the worker on a new job (HandleJobs)
 }
 
 // Dependent removes what a package keeps of a customer (the custom events

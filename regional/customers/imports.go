@@ -1,0 +1,464 @@
+package customers
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/regional/async"
+)
+
+// The customer jobs of the interface's background-task table: a CSV import
+// (upsert by source_id) and the two bulk updates. Each answers 202 with its
+// async action; the job writes through UpsertMany (a single write's checks
+// and notices) in async's chunks, so a run again after a crash goes on
+// after the last committed chunk.
+const (
+	JobImportCSV      = "CUSTOMERS.IMPORT_CSV"
+	JobBulkUpdate     = "CUSTOMERS.BULK_UPDATE"
+	JobMetadataUpdate = "CUSTOMERS.METADATA_UPDATE"
+)
+
+// MaxInput is the largest file or body a customer job takes, as the
+// reference says (and the async inputs of the other jobs).
+const MaxInput = 10 << 20
+
+// LargeBodies are the customer jobs' paths, whose bodies may be MaxInput long.
+var LargeBodies = []string{"/v1/customers/importCSV", "/v1/customers/bulk/async", "/v1/customers/metadata/async"}
+
+// importChunk is how many rows (or items) a job writes a transaction.
+const importChunk = 2000
+
+// failure is a row or item that was not written. Row is the reference's:
+// 1 for the first data row (of a bulk update, the item's index + 1); Line
+// is the file's line where the row starts (the header is line 1).
+type failure struct {
+	Row      int     `json:"row"`
+	Line     int     `json:"line,omitempty"`
+	SourceID *string `json:"source_id,omitempty"`
+	Reason   string  `json:"reason"`
+}
+
+type progress = async.Chunked[failure]
+
+// HandleJobs registers the customer jobs with reg, which Register's import
+// routes start.
+func (s *Service) HandleJobs(reg *async.Registry) {
+	s.wake = reg.Wake
+	reg.HandleJob(JobImportCSV, s.importJob)
+	reg.HandleJob(JobBulkUpdate, s.bulkJob(JobBulkUpdate))
+	reg.HandleJob(JobMetadataUpdate, s.bulkJob(JobMetadataUpdate))
+}
+
+// csvColumns are the CSV file's standard columns (any case, spaces or
+// underscores), as the reference's API page and its template name them,
+// each as the customer property it sets; a column metadata.<key> sets that
+// metadata key, and any other column is refused with the file.
+var csvColumns = map[string]string{"id": "id", "source_id": "source_id", "name": "name", "email": "email", "phone": "phone",
+	"birthdate": "birthdate", "birthday": "birthday", "description": "description",
+	"address_line_1": "address.line_1", "address_line_2": "address.line_2",
+	"address_postal_code": "address.postal_code", "postal_code": "address.postal_code",
+	"address_city": "address.city", "city": "address.city", "address_state": "address.state", "state": "address.state",
+	"address_country": "address.country", "country": "address.country"}
+
+// csvHeader is what each position of the file's rows sets: a property
+// (csvColumns' values) or metadata.<key>.
+type csvHeader []string
+
+// readHeader reads and checks the file's first line.
+func readHeader(r *csv.Reader) (csvHeader, error) {
+	rec, err := r.Read()
+	if err != nil {
+		return nil, apierr.InvalidPayload("The file must be CSV with a header line first (Source_id,Name,Email,… and metadata.<key> columns).")
+	}
+	h := make(csvHeader, len(rec))
+	seen := map[string]string{}
+	for i, col := range rec {
+		if !utf8.ValidString(col) || strings.ContainsRune(col, 0) {
+			return nil, apierr.InvalidPayload("The file is not CSV text: its header is not UTF-8.")
+		}
+		name := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(col)), " ", "_")
+		prop, ok := csvColumns[name]
+		if key, meta := strings.CutPrefix(strings.TrimSpace(col), "metadata."); !ok && meta {
+			if key == "" || strings.ContainsFunc(key, func(r rune) bool { return r == ' ' || r == '\t' }) {
+				return nil, apierr.InvalidPayload(fmt.Sprintf("Header column %d (%q) names no metadata key.", i+1, col))
+			}
+			prop, ok = "metadata."+key, true
+		}
+		if !ok {
+			return nil, apierr.InvalidPayload(fmt.Sprintf("Header column %d (%q) is unknown: the columns are Id, Source_id, Name, Email, "+
+				"Phone, Birthdate, Description, Address_line_1, Address_line_2, Address_Postal_Code (or Postal_Code), Address_City (City), "+
+				"Address_State (State), Address_Country (Country), and metadata.<key> for a metadata key.", i+1, col))
+		}
+		if prev, twice := seen[prop]; twice {
+			return nil, apierr.InvalidPayload(fmt.Sprintf("Header columns %q and %q both set %s.", prev, col, prop))
+		}
+		seen[prop], h[i] = col, prop
+	}
+	return h, nil
+}
+
+func newCSVReader(r io.Reader) *csv.Reader {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1 // a row of the wrong width is that row's failure, not the file's
+	return cr
+}
+
+// patch is a row as the write it asks for: the properties of the file's
+// columns (an empty cell clears one), the metadata replaced whole by the
+// metadata columns', as the reference overwrites an imported customer.
+func (h csvHeader) patch(rec []string) (*Patch, error) {
+	if len(rec) != len(h) {
+		return nil, fmt.Errorf("the row has %d fields, the header %d", len(rec), len(h))
+	}
+	body := map[string]any{}
+	var addr, meta map[string]any
+	for i, prop := range h {
+		v := strings.TrimSpace(rec[i])
+		var val any
+		if v != "" {
+			val = v
+		}
+		switch {
+		case strings.HasPrefix(prop, "metadata."):
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			if v != "" {
+				meta[strings.TrimPrefix(prop, "metadata.")] = v
+			}
+		case strings.HasPrefix(prop, "address."):
+			if addr == nil {
+				addr = map[string]any{}
+			}
+			addr[strings.TrimPrefix(prop, "address.")] = val
+		case (prop == "id" || prop == "source_id") && v == "":
+		default:
+			body[prop] = val
+		}
+	}
+	if addr != nil {
+		body["address"] = addr
+	}
+	if meta != nil {
+		body["metadata"] = meta
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	var p Patch
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	// Checked as a single write checks it, so a bad row fails alone.
+	if _, err := applied(Attrs{}, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// importCSV streams the `file` field of a multipart body into the job's
+// input, checking its header first: the file is never held whole.
+func (h Handler) importCSV(c echo.Context) error {
+	ctype, params, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	if err != nil || ctype != "multipart/form-data" || params["boundary"] == "" {
+		return apierr.InvalidPayload("Send the CSV file as the multipart/form-data field named file.")
+	}
+	mr, err := c.Request().MultipartReader()
+	if err != nil {
+		return apierr.InvalidPayload("Send the CSV file as the multipart/form-data field named file.")
+	}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return apierr.InvalidPayload("The multipart/form-data body has no field named file: send the CSV file in it.")
+		}
+		if err != nil {
+			return tooLarge(err, apierr.InvalidPayload("The multipart/form-data body does not read: "+err.Error()))
+		}
+		if part.FormName() != "file" {
+			continue
+		}
+		br := bufio.NewReaderSize(part, 64<<10)
+		if bom, _ := br.Peek(3); string(bom) == "\xef\xbb\xbf" {
+			br.Discard(3)
+		}
+		head, _ := br.Peek(64 << 10)
+		if _, err := readHeader(newCSVReader(strings.NewReader(string(head)))); err != nil {
+			return err
+		}
+		return h.svc.startJob(c, JobImportCSV, func(ctx context.Context, tx pgx.Tx) (async.Action, error) {
+			a, _, err := async.StartJobFrom(ctx, tx, httpx.ProjectID(c), JobImportCSV, nil, br, MaxInput)
+			return a, err
+		})
+	}
+}
+
+// tooLarge is 413 when err is the body's limit, else other.
+func tooLarge(err error, other error) error {
+	var mbe *http.MaxBytesError
+	if errors.Is(err, async.ErrInputTooLarge) || errors.As(err, &mbe) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+		return apierr.New(http.StatusRequestEntityTooLarge, "payload_too_large", "Payload too large",
+			"A customer import or bulk update takes at most 10 MB.")
+	}
+	return other
+}
+
+// startJob records the job's action and input (start, in one transaction)
+// and answers 202 with its id.
+func (s *Service) startJob(c echo.Context, jobType string, start func(ctx context.Context, tx pgx.Tx) (async.Action, error)) error {
+	ctx := c.Request().Context()
+	var act async.Action
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		act, err = start(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return tooLarge(err, err)
+	}
+	if s.wake != nil {
+		s.wake()
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"async_action_id": act.ID})
+}
+
+// importJob is CUSTOMERS.IMPORT_CSV: the file read as a stream from the
+// last checkpoint's row on, importChunk rows a transaction.
+func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
+	in, size, err := job.InputReader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := newCSVReader(in)
+	h, err := readHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	var st progress
+	if _, err := job.Resume(ctx, &st); err != nil {
+		return nil, err
+	}
+	type row struct {
+		n, line int
+		src     *string
+		patch   *Patch
+		bad     string
+	}
+	// read is the next data row (n counts them from 1), nil at the end.
+	n := 0
+	read := func() (*row, error) {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		n++
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			return &row{n: n, line: pe.StartLine, bad: "the line is not valid CSV: " + pe.Err.Error()}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		line, _ := r.FieldPos(0)
+		rw := &row{n: n, line: line}
+		for i, prop := range h {
+			if prop == "source_id" && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
+				src := strings.TrimSpace(rec[i])
+				rw.src = &src
+			}
+		}
+		if rw.patch, err = h.patch(rec); err != nil {
+			rw.bad = Refusal(err)
+		}
+		return rw, nil
+	}
+	for n < st.Next {
+		if rw, err := read(); err != nil || rw == nil {
+			return nil, fmt.Errorf("customers: the import's input ends before its checkpoint (row %d): %v", st.Next, err)
+		}
+	}
+	for {
+		var rows []*row
+		for len(rows) < importChunk {
+			rw, err := read()
+			if err != nil {
+				return nil, err
+			}
+			if rw == nil {
+				break
+			}
+			rows = append(rows, rw)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		pct := int(r.InputOffset() * 100 / max(size, 1))
+		err := async.CommitChunk(ctx, job, &st, n, pct, func(ctx context.Context, tx pgx.Tx, st *progress) error {
+			var ps []*Patch
+			var of []*row
+			for _, rw := range rows {
+				if rw.bad != "" {
+					st.Fail(failure{Row: rw.n, Line: rw.line, SourceID: rw.src, Reason: rw.bad})
+					continue
+				}
+				ps, of = append(ps, rw.patch), append(of, rw)
+			}
+			errs, err := s.UpsertMany(ctx, tx, job.ProjectID, ps)
+			if err != nil {
+				return err
+			}
+			for i, e := range errs {
+				if e != nil {
+					st.Fail(failure{Row: of[i].n, Line: of[i].line, SourceID: of[i].src, Reason: Refusal(e)})
+					continue
+				}
+				st.DoneCount++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	msg := fmt.Sprintf("%d customer(s) imported successfully, %d failed.", st.DoneCount, st.FailedCount)
+	if st.FailedCount > len(st.Failed) {
+		msg += fmt.Sprintf(" The first %d failures are listed.", len(st.Failed))
+	}
+	return map[string]any{"message": msg, "done_count": st.DoneCount, "failed_count": st.FailedCount, "failed": st.Listed()}, nil
+}
+
+// readBody reads a bulk update's JSON body, at most MaxInput.
+func readBody(c echo.Context) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxInput+1))
+	if err != nil {
+		return nil, tooLarge(err, err)
+	}
+	if len(b) > MaxInput {
+		return nil, tooLarge(async.ErrInputTooLarge, nil)
+	}
+	return b, nil
+}
+
+// bulkPatches reads the input of CUSTOMERS.BULK_UPDATE (an array of
+// customer bodies, each with its source_id) or CUSTOMERS.METADATA_UPDATE
+// ({source_ids, metadata}) as the patches it writes; a body that does not
+// read is the request's 400, naming the item.
+func bulkPatches(jobType string, b []byte) ([]*Patch, error) {
+	if jobType == JobMetadataUpdate {
+		var body struct {
+			SourceIDs []string       `json:"source_ids"`
+			Metadata  map[string]any `json:"metadata"`
+		}
+		if err := json.Unmarshal(b, &body); err != nil {
+			return nil, apierr.InvalidPayload("The body must be an object: source_ids (an array of customer source ids) and metadata (an object).")
+		}
+		if len(body.SourceIDs) == 0 || body.Metadata == nil {
+			return nil, apierr.InvalidPayload("Properties source_ids (at least one customer's source_id) and metadata (an object) are required.")
+		}
+		ps := make([]*Patch, len(body.SourceIDs))
+		for i, src := range body.SourceIDs {
+			if strings.TrimSpace(src) == "" {
+				return nil, apierr.InvalidPayload(fmt.Sprintf("source_ids[%d] is empty.", i))
+			}
+			ps[i] = MergeMetadata(src, body.Metadata)
+			if _, err := applied(Attrs{}, ps[i]); err != nil {
+				return nil, err
+			}
+		}
+		return ps, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(b, &items); err != nil || len(items) == 0 {
+		return nil, apierr.InvalidPayload("The body must be a JSON array of customer objects, each with its source_id.")
+	}
+	ps := make([]*Patch, len(items))
+	for i, raw := range items {
+		var p Patch
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, apierr.InvalidPayload(fmt.Sprintf("Item %d is not a customer object: %s", i, Refusal(err)))
+		}
+		if p.SourceID == nil || strings.TrimSpace(*p.SourceID) == "" {
+			return nil, apierr.InvalidPayload(fmt.Sprintf("Item %d: property source_id is required: the customer to update or create.", i))
+		}
+		// An id in the item would name another customer than its source_id.
+		p.ID = nil
+		if _, err := applied(Attrs{}, &p); err != nil {
+			return nil, apierr.InvalidPayload(fmt.Sprintf("Item %d: %s", i, Refusal(err)))
+		}
+		ps[i] = &p
+	}
+	return ps, nil
+}
+
+func (h Handler) bulk(jobType string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		b, err := readBody(c)
+		if err != nil {
+			return err
+		}
+		if _, err := bulkPatches(jobType, b); err != nil {
+			return err
+		}
+		return h.svc.startJob(c, jobType, func(ctx context.Context, tx pgx.Tx) (async.Action, error) {
+			return async.StartJobWithInput(ctx, tx, httpx.ProjectID(c), jobType, nil, b)
+		})
+	}
+}
+
+// bulkJob is CUSTOMERS.BULK_UPDATE and CUSTOMERS.METADATA_UPDATE: each
+// item upserts the customer with its source_id; the result is the
+// reference's bulk update result.
+func (s *Service) bulkJob(jobType string) async.JobFunc {
+	return func(ctx context.Context, job *async.Job) (any, error) {
+		in, err := job.Input(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := bulkPatches(jobType, in)
+		if err != nil {
+			return nil, err
+		}
+		var st progress
+		if _, err := job.Resume(ctx, &st); err != nil {
+			return nil, err
+		}
+		err = async.RunChunks(ctx, job, &st, len(ps), importChunk, func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
+			errs, err := s.UpsertMany(ctx, tx, job.ProjectID, ps[from:to])
+			if err != nil {
+				return err
+			}
+			for i, e := range errs {
+				if e != nil {
+					st.Fail(failure{Row: from + i + 1, SourceID: ps[from+i].SourceID, Reason: Refusal(e)})
+					continue
+				}
+				st.DoneCount++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		errs := make([]map[string]any, len(st.Failed))
+		for i, f := range st.Failed {
+			errs[i] = map[string]any{"key": "invalid_payload", "message": "Invalid payload", "details": f.Reason, "source_id": f.SourceID}
+		}
+		return map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}, nil
+	}
+}

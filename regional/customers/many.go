@@ -1,0 +1,201 @@
+package customers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/regional/webhooks"
+)
+
+// MergeMetadata is the patch of POST /v1/customers/metadata/async: the
+// customer with sourceID gets the keys of md, keeping the others it has.
+func MergeMetadata(sourceID string, md map[string]any) *Patch {
+	raw, _ := json.Marshal(md)
+	return &Patch{SourceID: &sourceID, fields: map[string]json.RawMessage{"metadata": raw}, mergeMetadata: true}
+}
+
+// UpsertMany is UpsertIn for the many patches of an import's or a bulk
+// update's chunk, in tx: each names its customer by id or source_id (none:
+// a new customer), which it updates or, when there is none, creates, with
+// the checks and the notices of a single write, in a few round trips.
+// errs[i] is why patch i was refused (nil: written, or nothing to write);
+// a later patch of the same customer applies on top of an earlier one.
+func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, ps []*Patch) (errs []error, err error) {
+	var idsOf, srcs []string
+	for _, p := range ps {
+		switch {
+		case p.ID != nil:
+			idsOf = append(idsOf, *p.ID)
+		case p.SourceID != nil:
+			srcs = append(srcs, *p.SourceID)
+		}
+	}
+	// Locked in id order, as every writer of many customers locks them.
+	found, err := db.Collect(scan)(tx.Query(ctx, `SELECT `+columns+` FROM customers
+		WHERE project_id = $1 AND (id = ANY($2) OR source_id = ANY($3)) ORDER BY id FOR UPDATE`, projectID, idsOf, srcs))
+	if err != nil {
+		return nil, err
+	}
+	byID, bySource := map[string]*Customer{}, map[string]*Customer{}
+	for i := range found {
+		c := &found[i]
+		byID[c.ID] = c
+		if c.SourceID != nil {
+			bySource[*c.SourceID] = c
+		}
+	}
+	errs = make([]error, len(ps))
+	var created, updated []*Customer
+	touched := map[string]bool{}
+	now := s.now()
+	for i, p := range ps {
+		var c *Customer
+		switch {
+		case p.ID != nil:
+			if c = byID[*p.ID]; c == nil {
+				errs[i] = apierr.NotFound("customer", *p.ID)
+				continue
+			}
+		case p.SourceID != nil:
+			c = bySource[*p.SourceID]
+		}
+		if c == nil {
+			c = &Customer{ID: ids.New("cust_"), SourceID: p.SourceID, CreatedAt: now}
+			attrs, err := applied(c.Attrs, p)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			c.Attrs = attrs
+			byID[c.ID] = c
+			if c.SourceID != nil {
+				bySource[*c.SourceID] = c
+			}
+			created, touched[c.ID] = append(created, c), true
+			continue
+		}
+		if same, err := p.Leaves(*c); err != nil {
+			errs[i] = err
+			continue
+		} else if same {
+			continue
+		}
+		if p.SourceID != nil && (c.SourceID == nil || *c.SourceID != *p.SourceID) {
+			// Renaming by id onto another customer's source_id would break
+			// the one-customer-a-source_id rule.
+			if other := bySource[*p.SourceID]; other != nil && other != c {
+				errs[i] = apierr.Duplicate("customer", "Another customer already has this source_id.")
+				continue
+			}
+		}
+		attrs, err := applied(c.Attrs, p)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		c.Attrs = attrs
+		if p.SourceID != nil && (c.SourceID == nil || *c.SourceID != *p.SourceID) {
+			if c.SourceID != nil {
+				delete(bySource, *c.SourceID)
+			}
+			src := *p.SourceID
+			c.SourceID, bySource[src] = &src, c
+		}
+		if !touched[c.ID] {
+			c.UpdatedAt = &now
+			updated, touched[c.ID] = append(updated, c), true
+		}
+	}
+	b := &pgx.Batch{}
+	if err := queueInsertMany(b, projectID, created); err != nil {
+		return nil, err
+	}
+	if err := queueUpdateMany(b, projectID, updated); err != nil {
+		return nil, err
+	}
+	for _, w := range []struct {
+		typ string
+		cs  []*Customer
+	}{{"customer.created", created}, {"customer.updated", updated}} {
+		for _, c := range w.cs {
+			if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: w.typ, Entity: c.ID, Object: c.View()}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return errs, tx.SendBatch(ctx, b).Close()
+}
+
+// applied is a with the patch applied, a left as it is (Apply stops at the
+// first bad property, having set those before it).
+func applied(a Attrs, p *Patch) (Attrs, error) {
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return a, err
+	}
+	var out Attrs
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return a, err
+	}
+	if err := p.Apply(&out); err != nil {
+		return a, err
+	}
+	return out, nil
+}
+
+// Refusal is an error as a failed item's reason: an API error's details.
+func Refusal(err error) string {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		if e.Details != "" {
+			return e.Details
+		}
+		return e.Message
+	}
+	return err.Error()
+}
+
+func queueInsertMany(b *pgx.Batch, projectID string, cs []*Customer) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	id, src, name, email, attrs := make([]string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]string, len(cs))
+	at := make([]any, len(cs))
+	for i, c := range cs {
+		a, err := json.Marshal(c.Attrs)
+		if err != nil {
+			return err
+		}
+		id[i], src[i], name[i], email[i], attrs[i], at[i] = c.ID, c.SourceID, c.Attrs.Name, c.Attrs.Email, string(a), c.CreatedAt
+	}
+	b.Queue(`INSERT INTO customers (project_id, id, source_id, name, email, attrs, created_at)
+		SELECT $1, v.id, v.src, v.name, v.email, v.attrs::JSONB, v.at
+		FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TIMESTAMPTZ[]) AS v(id, src, name, email, attrs, at)`,
+		projectID, id, src, name, email, attrs, at)
+	return nil
+}
+
+func queueUpdateMany(b *pgx.Batch, projectID string, cs []*Customer) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	id, src, name, email, attrs := make([]string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]string, len(cs))
+	at := make([]any, len(cs))
+	for i, c := range cs {
+		a, err := json.Marshal(c.Attrs)
+		if err != nil {
+			return err
+		}
+		id[i], src[i], name[i], email[i], attrs[i], at[i] = c.ID, c.SourceID, c.Attrs.Name, c.Attrs.Email, string(a), *c.UpdatedAt
+	}
+	b.Queue(`UPDATE customers AS c SET source_id = v.src, name = v.name, email = v.email, attrs = v.attrs::JSONB, updated_at = v.at
+		FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TIMESTAMPTZ[]) AS v(id, src, name, email, attrs, at)
+		WHERE c.project_id = $1 AND c.id = v.id`, projectID, id, src, name, email, attrs, at)
+	return nil
+}
