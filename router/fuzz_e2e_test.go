@@ -92,9 +92,12 @@ func TestFuzzEveryRoute(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	failures := 0
 	statuses := map[int]int{}
-	send := func(r fuzzRoute, path string, body []byte) {
+	send := func(r fuzzRoute, path string, body []byte, ctype string) {
 		t.Helper()
 		header := headerFor(r)
+		if ctype != "" {
+			header.Set("Content-Type", ctype)
+		}
 		// One request in eight names an API version: known, unknown or garbage.
 		if rng.IntN(8) == 0 {
 			header.Set("X-Voucherify-API-Version", []string{"v2017-04-05", "v2017-04-20", "v2018-08-01", "v2099-01-01", "",
@@ -125,7 +128,19 @@ func TestFuzzEveryRoute(t *testing.T) {
 		if r.method == http.MethodPost || r.method == http.MethodPut || r.method == http.MethodPatch {
 			body = fuzzBody(rng)
 		}
-		send(r, path, body)
+		send(r, path, body, "")
+	}
+	// The file imports (customers', products', vouchers') take multipart
+	// bodies, which the JSON bodies above never reach past: each also gets
+	// files that are not CSV, bad headers, bad rows and broken multipart.
+	for _, r := range routes {
+		if !strings.HasSuffix(r.path, "/importCSV") {
+			continue
+		}
+		for i := 0; i < 12; i++ {
+			body, ctype := fuzzMultipart(rng)
+			send(r, fuzzPath(rng, r.path, ids), body, ctype)
+		}
 	}
 
 	// Every list is asked for numbered pages: past its rows, the deepest
@@ -136,7 +151,7 @@ func TestFuzzEveryRoute(t *testing.T) {
 			continue
 		}
 		for _, q := range pageQueries {
-			send(r, fillPath(r.path, ids)+"?"+q, nil)
+			send(r, fillPath(r.path, ids)+"?"+q, nil, "")
 		}
 	}
 
@@ -171,7 +186,7 @@ func fuzzDo(t *testing.T, e *stacktest.Env, method, url string, header http.Head
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
-	if body != nil {
+	if body != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	start := time.Now()
@@ -273,7 +288,7 @@ var fieldNames = []string{"name", "source_id", "metadata", "points", "type", "st
 	"product_id", "sku", "referrer_id", "customer_id", "order", "url", "events", "region", "kind", "api_host",
 	"upstream_url", "plan", "limits", "description", "email", "phone", "address", "birthdate", "points_from",
 	"validity_timeframe", "validity_day_of_week", "validity_hours", "custom_event", "source", "earning_rules",
-	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency"}
+	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency", "source_ids", "codes"}
 
 var weird = []string{`null`, `-1`, `0`, `1.5`, `1e308`, `1e400`, `-1e400`, `123456789012345678901234567890`, `""`,
 	`"a\u0000b"`, `"\ud800"`, "\"\xff\xfe\"", "\"\xc0\xae\"", `"BOGUS"`, `"2026-13-45T99:99:99Z"`, `true`, `[]`, `{}`,
@@ -297,6 +312,33 @@ func fuzzBody(rng *rand.Rand) []byte {
 	default:
 		return []byte(fuzzObject(rng))
 	}
+}
+
+// fuzzMultipart is an imported file's body: a multipart form whose file
+// is no CSV, a bad header, bad rows, or is missing, or a broken form; and
+// its Content-Type.
+func fuzzMultipart(rng *rand.Rand) ([]byte, string) {
+	headers := []string{"Source_id,Name,Email", "name,source_id,price", "code,value", "product_id,source_id", "", "\xff\xfe",
+		"Source_id,Source_id", "metadata.,x", "\"unclosed,a", strings.Repeat("c,", 3000) + "c", "Source_id,metadata.a b"}
+	rows := []string{"a,b,c", "\"x\",\"y", "\x00,\x00,\x00", "a\"b,c,d", strings.Repeat("x", 70_000), "1,2", ",,,,,,,,,", "s,n,e@x,1990-13-45"}
+	var file strings.Builder
+	file.WriteString(headers[rng.IntN(len(headers))] + "\n")
+	for n := rng.IntN(6); n > 0; n-- {
+		file.WriteString(rows[rng.IntN(len(rows))] + "\n")
+	}
+	const boundary = "fuzzboundary"
+	field := []string{"file", "file", "file", "other"}[rng.IntN(4)]
+	body := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + field + "\"; filename=\"f.csv\"\r\n\r\n" +
+		file.String() + "\r\n--" + boundary + "--\r\n"
+	switch rng.IntN(6) {
+	case 0: // cut short
+		body = body[:rng.IntN(len(body))]
+	case 1: // a boundary the header does not announce
+		return []byte(body), "multipart/form-data; boundary=other"
+	case 2:
+		return []byte(body), "multipart/form-data"
+	}
+	return []byte(body), "multipart/form-data; boundary=" + boundary
 }
 
 func fuzzObject(rng *rand.Rand) string {
