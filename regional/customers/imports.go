@@ -199,6 +199,9 @@ func (h Handler) importCSV(c echo.Context) error {
 			br.Discard(3)
 		}
 		head, _ := br.Peek(64 << 10)
+		if len(head) == 64<<10 && !strings.ContainsRune(string(head), '\n') {
+			return apierr.InvalidPayload("The file's header line is longer than 64 KB.")
+		}
 		if _, err := readHeader(newCSVReader(strings.NewReader(string(head)))); err != nil {
 			return err
 		}
