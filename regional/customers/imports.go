@@ -66,8 +66,10 @@ func (s *Service) HandleJobs(reg *async.Registry) {
 
 // csvColumns are the CSV file's standard columns (any case, spaces or
 // underscores), as the reference's API page and its template name them,
-// each as the customer property it sets; a column metadata.<key> sets that
-// metadata key, and any other column is refused with the file.
+// each as the customer property it sets. As in the reference, any other
+// column is a metadata key, named as the header writes it; a column
+// metadata.<key> (Tally's addition) sets key, for a key that would
+// otherwise read as a standard column.
 var csvColumns = map[string]string{"id": "id", "source_id": "source_id", "name": "name", "email": "email", "phone": "phone",
 	"birthdate": "birthdate", "birthday": "birthday", "description": "description",
 	"address_line_1": "address.line_1", "address_line_2": "address.line_2",
@@ -76,14 +78,14 @@ var csvColumns = map[string]string{"id": "id", "source_id": "source_id", "name":
 	"address_country": "address.country", "country": "address.country"}
 
 // csvHeader is what each position of the file's rows sets: a property
-// (csvColumns' values) or metadata.<key>.
+// (csvColumns' values) or metadata.<key>, a metadata key.
 type csvHeader []string
 
 // readHeader reads and checks the file's first line.
 func readHeader(r *csv.Reader) (csvHeader, error) {
 	rec, err := r.Read()
 	if err != nil {
-		return nil, apierr.InvalidPayload("The file must be CSV with a header line first (Source_id,Name,Email,… and metadata.<key> columns).")
+		return nil, apierr.InvalidPayload("The file must be CSV with a header line first (Source_id,Name,Email,…; any other column is a metadata key).")
 	}
 	h := make(csvHeader, len(rec))
 	seen := map[string]string{}
@@ -100,9 +102,11 @@ func readHeader(r *csv.Reader) (csvHeader, error) {
 			prop, ok = "metadata."+key, true
 		}
 		if !ok {
-			return nil, apierr.InvalidPayload(fmt.Sprintf("Header column %d (%q) is unknown: the columns are Id, Source_id, Name, Email, "+
-				"Phone, Birthdate, Description, Address_line_1, Address_line_2, Address_Postal_Code (or Postal_Code), Address_City (City), "+
-				"Address_State (State), Address_Country (Country), and metadata.<key> for a metadata key.", i+1, col))
+			key := strings.TrimSpace(col)
+			if key == "" {
+				return nil, apierr.InvalidPayload(fmt.Sprintf("Header column %d is empty: name each column (a standard one, or a metadata key).", i+1))
+			}
+			prop = "metadata." + key
 		}
 		if prev, twice := seen[prop]; twice {
 			return nil, apierr.InvalidPayload(fmt.Sprintf("Header columns %q and %q both set %s.", prev, col, prop))
@@ -118,9 +122,11 @@ func newCSVReader(r io.Reader) *csv.Reader {
 	return cr
 }
 
-// patch is a row as the write it asks for: the properties of the file's
-// columns (an empty cell clears one), the metadata replaced whole by the
-// metadata columns', as the reference overwrites an imported customer.
+// patch is a row as the write it asks for. As the reference, it overwrites
+// a known customer whole: the properties of the file's columns (an empty
+// cell clears one), every other property cleared, and the metadata
+// replaced by the metadata columns'. A metadata cell true, false or null
+// is that JSON value, any other a string (typed metadata is the schemas').
 func (h csvHeader) patch(rec []string) (*Patch, error) {
 	if len(rec) != len(h) {
 		return nil, fmt.Errorf("the row has %d fields, the header %d", len(rec), len(h))
@@ -139,7 +145,7 @@ func (h csvHeader) patch(rec []string) (*Patch, error) {
 				meta = map[string]any{}
 			}
 			if v != "" {
-				meta[strings.TrimPrefix(prop, "metadata.")] = v
+				meta[strings.TrimPrefix(prop, "metadata.")] = metadataValue(v)
 			}
 		case strings.HasPrefix(prop, "address."):
 			if addr == nil {
@@ -151,12 +157,30 @@ func (h csvHeader) patch(rec []string) (*Patch, error) {
 			body[prop] = val
 		}
 	}
+	for _, p := range []string{"name", "email", "phone", "description"} {
+		if _, given := body[p]; !given {
+			body[p] = nil
+		}
+	}
+	if _, given := body["birthday"]; !given {
+		if _, given := body["birthdate"]; !given {
+			body["birthdate"] = nil
+		}
+	}
 	if addr != nil {
+		for _, f := range []string{"line_1", "line_2", "postal_code", "city", "state", "country"} {
+			if _, given := addr[f]; !given {
+				addr[f] = nil
+			}
+		}
 		body["address"] = addr
+	} else {
+		body["address"] = nil
 	}
-	if meta != nil {
-		body["metadata"] = meta
+	if meta == nil {
+		meta = map[string]any{}
 	}
+	body["metadata"] = meta
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -464,4 +488,18 @@ func (s *Service) bulkJob(jobType string) async.JobFunc {
 		}
 		return map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}, nil
 	}
+}
+
+// metadataValue is a metadata cell's value: true, false and null as in
+// JSON, any other text as it is.
+func metadataValue(v string) any {
+	switch v {
+	case "true":
+		return true
+	case "false":
+		return false
+	case "null":
+		return nil
+	}
+	return v
 }
