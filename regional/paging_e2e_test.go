@@ -173,7 +173,7 @@ func TestEveryListPagesAsTheReferenceSays(t *testing.T) {
 						page, got, more, n, want, len(all) > 2*page, total, all)
 				}
 			}
-			e := a.Fails("GET", query(l.path, fmt.Sprintf("page=%d", l.max+1)), nil, 400, "invalid_query_params")
+			e := a.Fails("GET", query(l.path, fmt.Sprintf("page=%d", l.max+1)), nil, 400, "page_over_limit")
 			if d, _ := e["details"].(string); !strings.HasPrefix(d, fmt.Sprintf("page: at most %d", l.max)) {
 				t.Fatalf("page %d: %v", l.max+1, e)
 			}

@@ -109,7 +109,10 @@ func PageNumber(q url.Values, max int, cursor bool) (int, error) {
 		if cursor {
 			msg += "; read further with starting_after_id, passing the more_starting_after of the previous page"
 		}
-		return 0, apierr.InvalidQuery("page", msg)
+		// The reference's key for a page over its cap (interface-notes h6).
+		e := apierr.InvalidQuery("page", msg)
+		e.Key, e.Message = "page_over_limit", "Page over limit"
+		return 0, e
 	}
 	return n, nil
 }

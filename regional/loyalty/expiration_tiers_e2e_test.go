@@ -42,7 +42,7 @@ func TestPointsExpireAfterTheirDate(t *testing.T) {
 		len(l["data"].([]any)) != 1 || l["data"].([]any)[0].(map[string]any)["expires_at"] != d20 {
 		t.Fatalf("page 2: %v", l)
 	}
-	a.Fails("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration?page=101", nil, 400, "invalid_query_params")
+	a.Fails("GET", "/v1/loyalties/"+campID+"/members/"+code+"/points-expiration?page=101", nil, 400, "page_over_limit")
 
 	// Points dated D are good through D.
 	e.Clock.Advance(10 * 24 * time.Hour)

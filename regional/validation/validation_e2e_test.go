@@ -113,7 +113,7 @@ func TestValidationRulesCRUD(t *testing.T) {
 	if l := a.OK("GET", "/v1/validation-rules?start_date=2999-01-01T00:00:00Z", nil); l["total"] != 0.0 {
 		t.Fatalf("start_date: %v", l)
 	}
-	a.Fails("GET", "/v1/validation-rules?page=101", nil, 400, "invalid_query_params")
+	a.Fails("GET", "/v1/validation-rules?page=101", nil, 400, "page_over_limit")
 	a.Fails("GET", "/v1/validation-rules?order=bogus", nil, 400, "invalid_query_params")
 	a.Fails("GET", "/v1/validation-rules?end_date=yesterday", nil, 400, "invalid_query_params")
 
