@@ -340,3 +340,40 @@ func New[V any](r CreateRequest, campaignType string, now time.Time) (Campaign[V
 	}
 	return c, nil
 }
+
+// VoucherFilter narrows a list of a campaign's vouchers or of a program's
+// members (loyalty cards) as the reference's lists do: by holder (a
+// customer id), code, ids, and creation and update times (exclusive
+// bounds).
+type VoucherFilter struct {
+	Customer, Code              string
+	IDs                         []string
+	CreatedAfter, CreatedBefore *time.Time
+	UpdatedAfter, UpdatedBefore *time.Time
+}
+
+// Where adds f's conditions through add (a condition with one %d for its
+// placeholder, and its value), on the columns of the table alias prefix
+// names ("" or "v."): a card's and a voucher's are named alike, so both
+// lists read these filters through this one place.
+func (f VoucherFilter) Where(prefix string, add func(sql string, v any)) {
+	if f.Customer != "" {
+		add(prefix+"holder_id = $%d", f.Customer)
+	}
+	if f.Code != "" {
+		add(prefix+"code = $%d", f.Code)
+	}
+	if len(f.IDs) > 0 {
+		add(prefix+"id = ANY($%d::TEXT[])", f.IDs)
+	}
+	updated := "COALESCE(" + prefix + "updated_at, " + prefix + "created_at)"
+	for _, t := range []struct {
+		sql string
+		v   *time.Time
+	}{{prefix + "created_at > $%d", f.CreatedAfter}, {prefix + "created_at < $%d", f.CreatedBefore},
+		{updated + " > $%d", f.UpdatedAfter}, {updated + " < $%d", f.UpdatedBefore}} {
+		if t.v != nil {
+			add(t.sql, *t.v)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/tallyhq/tally/internal/codes"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -182,14 +181,9 @@ func QueueCardsByID(b *pgx.Batch, projectID string, ids []string, into func(Card
 }
 
 // MemberFilter narrows a campaign's members as the reference's list does:
-// by holder (a customer id), code, ids, and creation and update times
-// (exclusive bounds, as the vouchers list's).
-type MemberFilter struct {
-	Customer, Code              string
-	IDs                         []string
-	CreatedAfter, CreatedBefore *time.Time
-	UpdatedAfter, UpdatedBefore *time.Time
-}
+// by holder, code, ids, and creation and update times (campaigns.VoucherFilter,
+// which the vouchers list reads too).
+type MemberFilter = campaigns.VoucherFilter
 
 // ListMembers returns a page of a campaign's cards.
 func (s *Service) ListMembers(ctx context.Context, projectID, campaignID string, f MemberFilter, lq listq.Query) ([]CardView, int, bool, string, error) {

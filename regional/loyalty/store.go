@@ -390,24 +390,7 @@ func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, 
 		args = append(args, v)
 		where += fmt.Sprintf(" AND "+sql, len(args))
 	}
-	if f.Customer != "" {
-		add("holder_id = $%d", f.Customer)
-	}
-	if f.Code != "" {
-		add("code = $%d", f.Code)
-	}
-	if len(f.IDs) > 0 {
-		add("id = ANY($%d::TEXT[])", f.IDs)
-	}
-	for _, t := range []struct {
-		sql string
-		v   *time.Time
-	}{{"created_at > $%d", f.CreatedAfter}, {"created_at < $%d", f.CreatedBefore},
-		{"COALESCE(updated_at, created_at) > $%d", f.UpdatedAfter}, {"COALESCE(updated_at, created_at) < $%d", f.UpdatedBefore}} {
-		if t.v != nil {
-			add(t.sql, *t.v)
-		}
-	}
+	f.Where("", add)
 	var total int
 	if err := q.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards`+where, args...).Scan(&total); err != nil {
 		return nil, 0, err

@@ -251,10 +251,8 @@ var listFields = map[string]filters.Field{
 type ListQuery struct {
 	listq.Query
 	CampaignID                       string
-	Category, Customer, Code         string
-	IDs                              []string
-	CreatedAfter, CreatedBefore      *time.Time
-	UpdatedAfter, UpdatedBefore      *time.Time
+	Category                         string
+	campaigns.VoucherFilter          // holder, code, ids, creation and update bounds, as a program's members
 	Filter                           filters.Filter
 	campaignName                     string
 	campaignByName, campaignResolved bool
@@ -273,24 +271,7 @@ func listVouchers(ctx context.Context, q db.Querier, projectID string, lq ListQu
 	if lq.Category != "" {
 		add(categoryName+" = $%d", lq.Category)
 	}
-	if lq.Customer != "" {
-		add("v.holder_id = $%d", lq.Customer)
-	}
-	if lq.Code != "" {
-		add("v.code = $%d", lq.Code)
-	}
-	if len(lq.IDs) > 0 {
-		add("v.id = ANY($%d::TEXT[])", lq.IDs)
-	}
-	for _, t := range []struct {
-		sql string
-		v   *time.Time
-	}{{"v.created_at > $%d", lq.CreatedAfter}, {"v.created_at < $%d", lq.CreatedBefore},
-		{"COALESCE(v.updated_at, v.created_at) > $%d", lq.UpdatedAfter}, {"COALESCE(v.updated_at, v.created_at) < $%d", lq.UpdatedBefore}} {
-		if t.v != nil {
-			add(t.sql, *t.v)
-		}
-	}
+	lq.VoucherFilter.Where("v.", add)
 	if !lq.Filter.Empty() {
 		var f string
 		f, args = lq.Filter.SQL(listFields, args, now)
