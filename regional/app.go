@@ -48,6 +48,7 @@ import (
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
 	"github.com/tallyhq/tally/regional/vouchers/bulk"
+	"github.com/tallyhq/tally/regional/wallet"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -178,6 +179,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
 	referrals.Register(v1, refs)
 	customers.Register(v1, cust, refs)
+	// A customer's wallet: the vouchers, cards and referral codes they
+	// hold, each kind read from its owner.
+	wallet.Register(v1, wallet.New(cust, cfg.Clock, vs.Holdings, a.loyalty.Holdings, refs.Holdings))
 	// The promotion engine (stacked validation, redemption), the promotion
 	// tiers it applies without codes, and qualifications, which it judges.
 	eng := engine.New(engine.Deps{Pool: pool, Notify: notify, Vouchers: vs, Rules: rules, Customers: cust,

@@ -66,7 +66,8 @@ type Voucher struct {
 	HolderID     *string
 	CreatedAt    time.Time
 	UpdatedAt    *time.Time
-	Referral     bool // a code of a referral program (joined when read)
+	Referral     bool    // a code of a referral program (joined when read)
+	campaignType *string // its campaign's type (joined when read)
 }
 
 // View is the reference's Voucher shape.

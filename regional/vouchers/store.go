@@ -40,6 +40,7 @@ func scanRow(r pgx.Row, v *Voucher) ([]byte, error) {
 		return nil, err
 	}
 	v.Cat = cat.Get()
+	v.campaignType = campaignType
 	v.Referral = campaignType != nil && *campaignType == "REFERRAL_PROGRAM"
 	return attrs, nil
 }
