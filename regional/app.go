@@ -33,6 +33,7 @@ import (
 	"github.com/tallyhq/tally/regional/engine"
 	customEvents "github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/exports"
+	"github.com/tallyhq/tally/regional/locations"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/loyalty/program"
 	"github.com/tallyhq/tally/regional/orders"
@@ -171,7 +172,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	bulk.New(pool, vs, cfg.Clock).Register(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, notify, cust, vs, a.loyalty, cfg.Clock)
 	publications.Register(v1, pubs)
-	rules := validation.NewService(pool, cfg.Clock)
+	locs := locations.NewService(pool, cfg.Clock)
+	locations.Register(v1, locs)
+	rules := validation.NewService(pool, cfg.Clock, locs)
 	validation.Register(v1, rules)
 	promos := promotions.NewService(pool, camps, rules, cfg.Clock)
 	// Referral programs: their campaigns, the holders of their codes, and

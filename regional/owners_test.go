@@ -38,6 +38,7 @@ var owners = map[string]string{
 	"stacked_rollbacks":           "engine/stacked",
 	"custom_events":               "events",
 	"customer_activities":         "events",
+	"locations":                   "locations",
 	"exports":                     "exports",
 	"export_chunks":               "exports",
 	"loyalty_cards":               "loyalty",

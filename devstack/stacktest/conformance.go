@@ -60,6 +60,8 @@ var knownDefects = []struct{ op, field, why string }{
 	{`^/v1/publications`, `/channel`, "the publication answer's channel enum lists only API, while its own description and the request take a channel of the caller's"},
 	{`^(/client)?/v1/(validations|redemptions)`, `/redeemables/*/result`, "the RedeemableResult oneOf: its five branches (voucher, gift card, loyalty card, promotion tier, stack) require nothing, so every result matches all of them"},
 	{`^(/client)?/v1/(validations|redemptions)`, `/redeemables/*/status`, "the validated redeemable's oneOf (APPLICABLE, INAPPLICABLE, SKIPPED): when the RedeemableResult ambiguity above fails every branch, the other branches' status enums are reported too"},
+	{`^/v1/locations`, `/shape`, "PolygonCoordinates types a polygon's positions as integers and one level short (interface-notes h9.6), so no GeoJSON polygon matches either branch of the shape oneOf"},
+	{`^/v1/locations$`, `/data/*/shape`, "the shape oneOf's integer coordinates, as above, in a list"},
 	{`^/v1/publications$`, `/publications/*`, "the list item oneOf: a publication with one voucher matches both ListPublicationsItemValidSingleVoucher and ListPublicationsItemValidMultipleVouchers, which requires nothing"},
 }
 

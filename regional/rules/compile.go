@@ -30,6 +30,7 @@ type Program struct {
 	counts     bool   // it reads redemption counts (redemption.count.*)
 	message    string // the rule's error.message
 	applicable *applicability
+	locations  []string // the locations $in_location conditions name, each once
 }
 
 // group is one level of conditions and the logic over them.
@@ -44,9 +45,10 @@ type cond struct {
 	spec    name
 	prop    string
 	tests   []test
-	refs    []ref  // order.items.any/every/none: the products, SKUs, collections
-	empty   bool   // conditions: {}: the condition holds
-	sub     *group // nested rules, nil without
+	refs    []ref    // order.items.any/every/none: the products, SKUs, collections
+	locs    []string // $in_location: the locations the value must lie in one of
+	empty   bool     // conditions: {}: the condition holds
+	sub     *group   // nested rules, nil without
 	message string
 	// customer: the condition reads the customer (customer.*), which
 	// qualifications' scopes tell apart from everything else.
@@ -66,7 +68,8 @@ type ref struct {
 // compiler carries a rule's compilation state.
 type compiler struct {
 	count, values int
-	redemptions   bool // a condition reads redemption counts
+	redemptions   bool     // a condition reads redemption counts
+	locations     []string // the locations $in_location conditions name
 }
 
 // bad is the 400 naming where a rule is wrong.
@@ -89,7 +92,7 @@ func Compile(rules, errDoc, applicableTo json.RawMessage) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{root: root, counts: c.redemptions}
+	p := &Program{root: root, counts: c.redemptions, locations: uniq(c.locations)}
 	if p.message, err = message("error", errDoc); err != nil {
 		return nil, err
 	}
@@ -338,4 +341,17 @@ func lookupName(path, nm string, prop *string) (name, string, error) {
 	}
 	return name{}, "", bad(path+".name", "unknown rule name %q; the names served are %s (metadata names also as name.<key>)",
 		nm, strings.Join(Names(), ", "))
+}
+
+// uniq is ss without repeats, in first-seen order.
+func uniq(ss []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -1,6 +1,10 @@
 package rules
 
-import "time"
+import (
+	"time"
+
+	"github.com/tallyhq/tally/internal/geo"
+)
 
 // scope is where a condition reads from: the input and, inside
 // order.items.any/every/none, the one item and the lines matching the same
@@ -37,6 +41,10 @@ func (p *Program) Run(ruleID string, in *Input) Verdict {
 	}
 	return v
 }
+
+// Locations are the ids of the locations p's $in_location conditions name,
+// whose shapes the caller gives in Input.Locations.
+func (p *Program) Locations() []string { return p.locations }
 
 // ReadsCounts says whether p reads redemption counts (redemption.count.*),
 // at any depth: only then need the caller count them.
@@ -88,7 +96,8 @@ func (c *cond) eval(s *scope) (bool, *cond) {
 	case c.spec.kind == kItems:
 		ok, inner = c.items(s)
 	default:
-		ok = c.holds(c.spec.read(s, c.prop))
+		v := c.spec.read(s, c.prop)
+		ok = c.holds(v) && c.within(s, v)
 		if ok && c.sub != nil {
 			ok, inner = c.sub.eval(s)
 		}
@@ -217,4 +226,34 @@ func (r ref) matches(it *Item) bool {
 		return has(it.CollectionIDs, r.id)
 	}
 	return product() || sku()
+}
+
+// within applies $in_location: the value (a geopoint, or a list of them of
+// which one must do) lies in one of c's locations. Without a value, or with
+// one that is not a geopoint, it holds for nothing; a location the caller
+// did not give (deleted) holds nothing.
+func (c *cond) within(s *scope, v any) bool {
+	if len(c.locs) == 0 {
+		return true
+	}
+	points := []any{v}
+	if l, ok := v.([]any); ok {
+		points = l
+	}
+	for _, pv := range points {
+		str, ok := pv.(string)
+		if !ok {
+			continue
+		}
+		pt, err := geo.ParsePoint(str)
+		if err != nil {
+			continue
+		}
+		for _, id := range c.locs {
+			if sh := s.in.Locations[id]; sh != nil && sh.Contains(pt) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -107,7 +107,7 @@ var samples = map[kind]map[string]string{
 	kAny: {"$is": `["a", 1.5, true]`, "$is_not": `[false]`, "$in": `[1]`, "$not_in": `["a"]`, "$more_than": `[1.5]`,
 		"$more_than_equal": `[-2]`, "$less_than": `[0]`, "$less_than_equal": `[3]`, "$contains": `["a"]`, "$not_contain": `["a"]`,
 		"$starts_with": `["a"]`, "$ends_with": `["a"]`, "$is_unknown": `[]`, "$has_value": `[]`, "$after": `["2026-01-01"]`,
-		"$before": `["2026-01-01T10:00:00+02:00"]`},
+		"$before": `["2026-01-01T10:00:00+02:00"]`, "$in_location": `["loc_1", "loc_2"]`},
 	kSet:   {"$is": `["seg"]`, "$is_not": `["seg"]`, "$in": `["seg"]`, "$not_in": `["seg"]`, "$is_unknown": `[]`, "$has_value": `[]`},
 	kItems: {"$is": `[{"object":"product","id":"prod_1"}]`, "$in": `[{"source_id":"shirt"},{"object":"products_collection","id":"pc_1"}]`},
 	kTime:  {"$after": `["2026-01-01"]`, "$before": `["2026-01-01T00:00:00Z"]`},

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/geo"
 )
 
 // Input is what a rule is evaluated against: the order, the customer, the
@@ -26,6 +27,10 @@ type Input struct {
 	Metadata map[string]any
 	// Scope is which conditions are read; the others hold.
 	Scope Scope
+	// Locations are the shapes of the locations the rules' $in_location
+	// conditions name (Program.Locations), by id; one left out holds no
+	// point.
+	Locations map[string]geo.Shape
 }
 
 // Scope is which of a rule's conditions an evaluation reads

@@ -15,6 +15,7 @@ var ops = map[string]string{
 	"$less_than": "$less_than", "$less_than_equal": "$less_than_equal", "$less_than_or_equal": "$less_than_equal",
 	"$contains": "$contains", "$not_contain": "$not_contain", "$starts_with": "$starts_with", "$ends_with": "$ends_with",
 	"$is_unknown": "$is_unknown", "$has_value": "$has_value", "$after": "$after", "$before": "$before",
+	"$in_location": "$in_location",
 }
 
 // opsOf are the conditions each kind takes.
@@ -24,7 +25,8 @@ var opsOf = map[kind][]string{
 	kString: {"$is", "$is_not", "$in", "$not_in", "$contains", "$not_contain", "$starts_with", "$ends_with",
 		"$is_unknown", "$has_value"},
 	kAny: {"$is", "$is_not", "$in", "$not_in", "$more_than", "$more_than_equal", "$less_than", "$less_than_equal",
-		"$contains", "$not_contain", "$starts_with", "$ends_with", "$is_unknown", "$has_value", "$after", "$before"},
+		"$contains", "$not_contain", "$starts_with", "$ends_with", "$is_unknown", "$has_value", "$after", "$before",
+		"$in_location"},
 	kSet:   {"$is", "$is_not", "$in", "$not_in", "$is_unknown", "$has_value"},
 	kItems: {"$is", "$in"},
 	kTime:  {"$after", "$before"},
@@ -54,6 +56,8 @@ func (c *compiler) op(cd *cond, path, nm, op string, raw json.RawMessage) error 
 		t, err = moment(path, canon, vals)
 	case "$contains", "$not_contain", "$starts_with", "$ends_with":
 		t, err = textMatch(path, canon, vals)
+	case "$in_location":
+		return c.inLocation(cd, path, vals)
 	default:
 		t, err = c.equality(cd, path, canon, vals)
 	}
@@ -255,4 +259,23 @@ func anyOf[T any](list []T, f func(T) bool) bool {
 		}
 	}
 	return false
+}
+
+// inLocation is $in_location: the value, a geopoint ("geo:<lat>,<lng>"),
+// lies in one of the named locations (loc_…). The locations' shapes are
+// not the rule's: they are read when it runs (Input.Locations), so the
+// condition keeps their ids.
+func (c *compiler) inLocation(cd *cond, path string, vals []any) error {
+	if len(vals) == 0 {
+		return bad(path, "takes the ids of one or more locations")
+	}
+	for i, v := range vals {
+		id, ok := v.(string)
+		if !ok || strings.TrimSpace(id) == "" {
+			return bad(fmt.Sprintf("%s[%d]", path, i), "must be a location id (loc_…)")
+		}
+		cd.locs = append(cd.locs, id)
+		c.locations = append(c.locations, id)
+	}
+	return nil
 }

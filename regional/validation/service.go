@@ -11,6 +11,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/geo"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/rules"
@@ -28,6 +29,13 @@ type Service struct {
 	// a new version and is compiled again when next evaluated.
 	cache      *lru.Cache[string, compiled]
 	recompiles atomic.Int64
+	locations  Locations
+}
+
+// Locations gives the shapes of a project's locations that exist among
+// ids ($in_location conditions name them; regional/locations).
+type Locations interface {
+	Shapes(ctx context.Context, projectID string, ids []string) (map[string]geo.Shape, error)
 }
 
 type compiled struct {
@@ -35,13 +43,14 @@ type compiled struct {
 	prog    *rules.Program
 }
 
-// NewService returns the validation rule service.
-func NewService(pool *db.Pool, clk *clock.Clock) *Service {
+// NewService returns the validation rule service; locs gives the shapes
+// $in_location conditions test against.
+func NewService(pool *db.Pool, clk *clock.Clock, locs Locations) *Service {
 	c, err := lru.New[string, compiled](CacheSize)
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
-	return &Service{pool: pool, clock: clk, cache: c}
+	return &Service{pool: pool, clock: clk, cache: c, locations: locs}
 }
 
 func cacheKey(projectID, id string) string { return projectID + "/" + id }
@@ -200,11 +209,27 @@ func (s *Service) EvaluateAllIn(ctx context.Context, q db.Querier, projectID str
 	if err != nil {
 		return nil, err
 	}
+	if in.Locations, err = s.shapes(ctx, projectID, progs); err != nil {
+		return nil, err
+	}
 	out := make([]rules.Verdict, len(ruleIDs))
 	for i, id := range ruleIDs {
 		out[i] = progs[i].Run(id, &in)
 	}
 	return out, nil
+}
+
+// shapes reads the shapes of the locations progs name, in one call: none
+// when they name none.
+func (s *Service) shapes(ctx context.Context, projectID string, progs []*rules.Program) (map[string]geo.Shape, error) {
+	var ids []string
+	for _, p := range progs {
+		ids = append(ids, p.Locations()...)
+	}
+	if len(ids) == 0 || s.locations == nil {
+		return nil, nil
+	}
+	return s.locations.Shapes(ctx, projectID, ids)
 }
 
 // programs returns the compiled rules of ids, compiling those whose stored
@@ -259,28 +284,36 @@ func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, 
 func (s *Service) Recompiles() int64 { return s.recompiles.Load() }
 
 // Prepared are compiled rules read with one version check, to run against
-// many inputs (a request's many redeemables).
-type Prepared map[string]*rules.Program
+// many inputs (a request's many redeemables), and the shapes of the
+// locations they name.
+type Prepared struct {
+	progs map[string]*rules.Program
+	locs  map[string]geo.Shape
+}
 
 // Prepare compiles (or takes from the cache) the rules of ids, reading
 // their versions once through q.
 func (s *Service) Prepare(ctx context.Context, q db.Querier, projectID string, ids []string) (Prepared, error) {
 	progs, err := s.programs(ctx, q, projectID, ids)
 	if err != nil {
-		return nil, err
+		return Prepared{}, err
 	}
-	p := make(Prepared, len(ids))
+	p := Prepared{progs: make(map[string]*rules.Program, len(ids))}
 	for i, id := range ids {
-		p[id] = progs[i]
+		p.progs[id] = progs[i]
+	}
+	if p.locs, err = s.shapes(ctx, projectID, progs); err != nil {
+		return Prepared{}, err
 	}
 	return p, nil
 }
 
 // Run evaluates prepared rules ids (each must have been prepared) against in.
 func (p Prepared) Run(ids []string, in rules.Input) []rules.Verdict {
+	in.Locations = p.locs
 	out := make([]rules.Verdict, len(ids))
 	for i, id := range ids {
-		out[i] = p[id].Run(id, &in)
+		out[i] = p.progs[id].Run(id, &in)
 	}
 	return out
 }
@@ -289,7 +322,7 @@ func (p Prepared) Run(ids []string, in rules.Input) []rules.Verdict {
 // counts (redemption.count.*): only then need they be counted.
 func (p Prepared) ReadsCounts(ids []string) bool {
 	for _, id := range ids {
-		if r := p[id]; r != nil && r.ReadsCounts() {
+		if r := p.progs[id]; r != nil && r.ReadsCounts() {
 			return true
 		}
 	}
@@ -301,7 +334,7 @@ func (p Prepared) ReadsCounts(ids []string) bool {
 // matches: qualifications' PRODUCTS scenarios.
 func (p Prepared) NamesItemOf(ids []string, o *rules.Order) bool {
 	for _, id := range ids {
-		if pr := p[id]; pr != nil && pr.NamesItemOf(o) {
+		if pr := p.progs[id]; pr != nil && pr.NamesItemOf(o) {
 			return true
 		}
 	}

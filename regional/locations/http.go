@@ -1,0 +1,140 @@
+package locations
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/filters"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+type handler struct{ svc *Service }
+
+// Register mounts /v1/locations on g (the /v1 group).
+func Register(g *echo.Group, svc *Service) {
+	h := handler{svc}
+	g.GET("/locations", h.list)
+	g.GET("/locations/:locationId", h.get)
+	g.POST("/locations", h.create)
+	g.PUT("/locations/:locationId", h.update)
+	g.DELETE("/locations/:locationId", h.delete)
+}
+
+func (h handler) create(c echo.Context) error {
+	return httpx.WithBody(c, func(r Request) (any, error) {
+		return h.svc.Create(c.Request().Context(), httpx.ProjectID(c), r)
+	})
+}
+
+func (h handler) get(c echo.Context) error {
+	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("locationId")))
+}
+
+func (h handler) update(c echo.Context) error {
+	return httpx.WithBody(c, func(r Request) (any, error) {
+		return h.svc.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("locationId"), r)
+	})
+}
+
+func (h handler) delete(c echo.Context) error {
+	if err := h.svc.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("locationId")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// listSpec: the reference's list has limit, order, filters and end_date
+// and no page; the starting_after_id cursor is Tally's way past a page.
+var listSpec = listq.Spec{Orders: []string{"-created_at", "created_at", "-updated_at", "updated_at"}}
+
+var listFields = map[string]filters.Field{
+	"name":       {Kind: filters.String, Column: "name"},
+	"created_at": {Kind: filters.DateTime, Column: "created_at"},
+	"updated_at": {Kind: filters.DateTime, Column: "updated_at"},
+}
+
+// orderKeys are the expressions the orders sort by; a location never
+// updated sorts by its creation among updated ones.
+var orderKeys = map[string]string{"created_at": "created_at", "updated_at": "COALESCE(updated_at, created_at)"}
+
+// ListQuery is a parsed GET /v1/locations.
+type ListQuery struct {
+	listq.Query
+	Filter filters.Filter
+	End    *time.Time // end_date: only locations created before it
+}
+
+// ParseList reads GET /v1/locations' query.
+func ParseList(q url.Values) (ListQuery, error) {
+	var lq ListQuery
+	var err error
+	if lq.Query, err = listq.Parse(q, listSpec); err != nil {
+		return lq, err
+	}
+	if s := q.Get("end_date"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return lq, apierr.InvalidQuery("end_date", "must be an ISO 8601 date-time, got "+strconv.Quote(s))
+		}
+		lq.End = &t
+	}
+	lq.Filter, err = filters.Parse(q, listFields)
+	return lq, err
+}
+
+func (h handler) list(c echo.Context) error {
+	lq, err := ParseList(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	page, total, more, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq)
+	if err != nil {
+		return err
+	}
+	views := make([]View, len(page))
+	for i, l := range page {
+		views[i] = l.View()
+	}
+	next := ""
+	if more {
+		next = page[len(page)-1].ID
+	}
+	return c.JSON(http.StatusOK, listq.List[View]{Data: views, Total: &total, More: more, Next: next})
+}
+
+// List reads a page of the project's locations and how many match.
+func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]Location, int, bool, error) {
+	args := []any{projectID}
+	where := ` WHERE project_id = $1`
+	if lq.End != nil {
+		args = append(args, *lq.End)
+		where += fmt.Sprintf(" AND created_at < $%d", len(args))
+	}
+	if !lq.Filter.Empty() {
+		var cond string
+		cond, args = lq.Filter.SQL(listFields, args, s.now())
+		where += " AND " + cond
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM locations`+where, args...).Scan(&total); err != nil {
+		return nil, 0, false, err
+	}
+	cond, orderBy, args := lq.Keyset("locations", orderKeys[lq.Key], args)
+	args = append(args, lq.Limit+1)
+	rows, err := db.Collect(scan)(s.pool.Query(ctx, `SELECT `+columns+` FROM locations`+where+cond+
+		fmt.Sprintf(" ORDER BY %s LIMIT $%d", orderBy, len(args)), args...))
+	if err != nil {
+		return nil, 0, false, err
+	}
+	page, more, _ := listq.Page(rows, lq.Limit, func(l Location) string { return l.ID })
+	return page, total, more, nil
+}
