@@ -1,0 +1,82 @@
+package targeting
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/internal/apierr"
+)
+
+type rec struct {
+	name string
+	born time.Time
+	meta map[string]any
+}
+
+var schema = Schema[rec]{
+	Fields: map[string]Field[rec]{
+		"name":       {Kind: String, SQL: "name", Get: func(r rec) any { return r.name }},
+		"created_at": {Kind: DateTime, SQL: "created_at", Get: func(r rec) any { return r.born }},
+	},
+	MetadataSQL: "meta",
+	Metadata:    func(r rec) map[string]any { return r.meta },
+}
+
+// A filter that names a path or an operator the schema does not have, or
+// gives an operator a value it cannot take, is refused with a 400 whose
+// details name where.
+func TestParseRefusesNamingWhere(t *testing.T) {
+	for _, tc := range []struct{ filter, where string }{
+		{`{"nickname": {"conditions": {"$is": ["a"]}}}`, "filter.nickname: unknown path"},
+		{`{"name": {"conditions": {"$is_similar": ["a"]}}}`, "filter.name.conditions.$is_similar: unknown operator"},
+		{`{"name": {"conditions": {"$more_than": [1]}}}`, "filter.name.conditions.$more_than: unknown operator"},
+		{`{"created_at": {"conditions": {"$contains": ["2"]}}}`, "filter.created_at.conditions.$contains: unknown operator"},
+		{`{"metadata.n": {"conditions": {"$more_than": ["many"]}}}`, "filter.metadata.n.conditions.$more_than: must be a number"},
+		{`{"metadata.d": {"conditions": {"$after": ["yesterday"]}}}`, "filter.metadata.d.conditions.$after: must be a date"},
+		{`{"created_at": {"conditions": {"$is_days_ago": [-1]}}}`, "filter.created_at.conditions.$is_days_ago: must be a number of days"},
+		{`{"name": {"conditions": {"$count_more": [1]}}}`, "filter.name.conditions.$count_more: this operator is not served"},
+		{`{"name": {"conditions": {"$is": []}}}`, "filter.name.conditions.$is: needs a value"},
+		{`{"name": {"$is": ["a"]}}`, "filter.name: must be an object such as"},
+		{`{"junction": "xor"}`, "filter.junction: must be and or or"},
+		{`[1]`, "filter: must be an object"},
+		{`null`, "filter: must be an object"},
+		{`{"metadata.": {"conditions": {"$is": ["a"]}}}`, "filter.metadata.: unknown path"},
+	} {
+		_, err := Parse(json.RawMessage(tc.filter), schema, "filter")
+		var ae *apierr.Error
+		if !errors.As(err, &ae) || ae.Status != 400 || !strings.HasPrefix(ae.Details, tc.where) {
+			t.Errorf("%s: %v, want 400 naming %q", tc.filter, err, tc.where)
+		}
+	}
+}
+
+// The junction is and/or in either case; a filter without conditions
+// matches everything.
+func TestJunctionsAndEmptyFilters(t *testing.T) {
+	now := time.Now()
+	r := rec{name: "Ann", born: now.Add(-48 * time.Hour), meta: map[string]any{"tier": "gold"}}
+	for _, tc := range []struct {
+		filter string
+		want   bool
+	}{
+		{`{}`, true},
+		{`{"junction": "AND"}`, true},
+		{`{"junction": "AND", "name": {"conditions": {"$is": ["Ann"]}}, "metadata.tier": {"conditions": {"$is": ["silver"]}}}`, false},
+		{`{"junction": "OR", "name": {"conditions": {"$is": ["Ann"]}}, "metadata.tier": {"conditions": {"$is": ["silver"]}}}`, true},
+		{`{"junction": "or", "name": {"conditions": {"$is": "Bob"}}, "metadata.tier": {"conditions": {"$is": "gold"}}}`, true},
+		{`{"created_at": {"conditions": {"$more_than_ago": [1], "$less_than_ago": [3]}}}`, true},
+		{`{"created_at": {"conditions": {"$is_days_ago": [2]}}}`, true},
+		{`{"metadata.tier": {"conditions": {"$is_unknown": []}}}`, false},
+	} {
+		f, err := Parse(json.RawMessage(tc.filter), schema, "filter")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.filter, err)
+		}
+		if got := f.Match(r, now, schema); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.filter, got, tc.want)
+		}
+	}
+}
