@@ -44,6 +44,7 @@ import (
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/referrals"
 	"github.com/tallyhq/tally/regional/rewards"
+	"github.com/tallyhq/tally/regional/segments"
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/validation"
@@ -152,7 +153,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	e := a.newServer()
 	v1 := e.Group("/v1")
 	// A deleted customer takes their referral holdings and custom events.
-	cust := customers.NewService(pool, notify, referrals.DropCustomer, customEvents.DropCustomer)
+	// Segments follow every customer write (in the asynchronous phase).
+	segs := segments.NewService(pool, notify, a.tasks, cfg.Clock)
+	segments.Register(v1, segs)
+	cust := customers.NewService(pool, notify, segs, referrals.DropCustomer, customEvents.DropCustomer)
 	cust.HandleJobs(a.tasks)
 	ord := orders.NewService(pool, notify, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
@@ -181,7 +185,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// referees converted by custom event or by redemption.
 	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
 	referrals.Register(v1, refs)
-	customers.Register(v1, cust, refs)
+	customers.Register(v1, cust, refs, segs)
 	// A customer's wallet: the vouchers, cards and referral codes they
 	// hold, each kind read from its owner.
 	wallet.Register(v1, wallet.New(cust, cfg.Clock, vs.Holdings, a.loyalty.Holdings, refs.Holdings))
@@ -189,7 +193,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// tiers it applies without codes, and qualifications, which it judges.
 	eng := engine.New(engine.Deps{Pool: pool, Notify: notify, Vouchers: vs, Rules: rules, Customers: cust,
 		Orders: ord, Redemptions: red, Clock: cfg.Clock, StackingRules: a.resolver.StackingRules, Tiers: promos,
-		Referrals: refs})
+		Referrals: refs, Segments: segs})
 	engine.Register(v1, eng)
 	qualifications.Register(v1, qualifications.New(eng, promos))
 	promotions.Register(v1, promos)

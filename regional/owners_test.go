@@ -59,6 +59,8 @@ var owners = map[string]string{
 	"referral_referrers":          "referrals",
 	"referral_holders":            "referrals",
 	"rewards":                     "rewards",
+	"segments":                    "segments",
+	"segment_members":             "segments",
 	"loyalty_tiers":               "tiers",
 	"api_usage":                   "usage",
 	"usage_flushes":               "usage",

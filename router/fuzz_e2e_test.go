@@ -143,6 +143,12 @@ func TestFuzzEveryRoute(t *testing.T) {
 		}
 	}
 
+	// A segment's filter is a language of its own: it gets filters of known
+	// and unknown paths and operators with weird values.
+	for i := 0; i < 60; i++ {
+		send(fuzzRoute{http.MethodPost, "/v1/segments", false}, "/v1/segments", fuzzFilter(rng), "")
+	}
+
 	// Every list is asked for numbered pages: past its rows, the deepest
 	// the reference allows (the largest OFFSET), one past it, and with the
 	// cursor too.
@@ -232,6 +238,10 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	if rid, ok := red["id"].(string); ok {
 		ids["redemptionId"] = rid
 	}
+	// A filter segment (its routes' :segmentId, the customers list's
+	// segment_id), and the filters its creation's fuzzed bodies vary.
+	ids["segmentId"] = a.OK("POST", "/v1/segments", map[string]any{"name": "Fuzz", "type": "auto-update",
+		"filter": map[string]any{"metadata.tier": map[string]any{"conditions": map[string]any{"$is": []any{"gold"}}}}})["id"].(string)
 	return ids
 }
 
@@ -257,7 +267,7 @@ var badQueries = []string{"limit=-1", "limit=0", "limit=abc", "limit=1e400", "li
 	"page=1e400", "page=0", "page=2", "page=99&limit=100", "page=100&limit=100", "page=101", "page=2&starting_after_id=x",
 	"page=2&limit=1&order=-created_at", "order=bogus", "order=-", "starting_after_id=%00", "starting_after_id=%ff", "starting_after=%c0%ae",
 	"filters[x][conditions][$is]=%00", "filters[created_at][conditions][$after]=notadate", "campaign_id=%ff",
-	"customer=%00", "status=BOGUS", "limit=10&limit=20", "expand=%00", "created_at[before]=%ff", strings.Repeat("a=b&", 500)}
+	"customer=%00", "segment_id=%00", "segment_id=seg_none", "filters[type][conditions][$in][0]=static", "ids=%ff", "status=BOGUS", "limit=10&limit=20", "expand=%00", "created_at[before]=%ff", strings.Repeat("a=b&", 500)}
 
 var pageQueries = []string{"page=2", "page=2&limit=1", "page=99&limit=100", "page=100&limit=100", "page=101",
 	"page=2&starting_after_id=x"}
@@ -290,7 +300,8 @@ var fieldNames = []string{"name", "source_id", "metadata", "points", "type", "st
 	"product_id", "sku", "referrer_id", "customer_id", "order", "url", "events", "region", "kind", "api_host",
 	"upstream_url", "plan", "limits", "description", "email", "phone", "address", "birthdate", "points_from",
 	"validity_timeframe", "validity_day_of_week", "validity_hours", "custom_event", "source", "earning_rules",
-	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency", "source_ids", "codes", "shape"}
+	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency", "source_ids", "codes", "shape",
+	"filter", "customers", "junction", "conditions", "metadata.tier", "address.city", "birthdate", "created_at"}
 
 var weird = []string{`null`, `-1`, `0`, `1.5`, `1e308`, `1e400`, `-1e400`, `123456789012345678901234567890`, `""`,
 	`"a\u0000b"`, `"\ud800"`, "\"\xff\xfe\"", "\"\xc0\xae\"", `"BOGUS"`, `"2026-13-45T99:99:99Z"`, `true`, `[]`, `{}`,
@@ -362,4 +373,28 @@ func clipBody(b []byte) string {
 		return string(b[:300]) + "…"
 	}
 	return string(b)
+}
+
+var filterPaths = []string{"name", "email", "birthdate", "created_at", "updated_at", "address.city", "metadata.tier", "metadata.",
+	"metadata", "bogus", "", "events.x.count"}
+
+var filterOps = []string{"$is", "$in", "$not_in", "$contains", "$starts_with", "$more_than", "$less_than_equal", "$after",
+	"$before", "$is_days_ago", "$more_than_ago", "$less_than_future", "$has_value", "$is_unknown", "$count_more", "$bogus", ""}
+
+// fuzzFilter is a segment body whose filter mixes paths, operators and
+// values, known and not.
+func fuzzFilter(rng *rand.Rand) []byte {
+	f := map[string]any{}
+	for range rng.IntN(4) {
+		var v json.RawMessage = json.RawMessage(weird[rng.IntN(len(weird))])
+		if rng.IntN(2) == 0 {
+			v = json.RawMessage("[" + string(v) + "]")
+		}
+		f[filterPaths[rng.IntN(len(filterPaths))]] = map[string]any{"conditions": map[string]any{filterOps[rng.IntN(len(filterOps))]: v}}
+	}
+	if rng.IntN(3) == 0 {
+		f["junction"] = []any{"and", "OR", "xor", 1}[rng.IntN(4)]
+	}
+	b, _ := json.Marshal(map[string]any{"name": "f", "type": []any{"auto-update", "passive", "static", nil}[rng.IntN(4)], "filter": f})
+	return b
 }

@@ -24,12 +24,14 @@ type Referrals interface {
 type Handler struct {
 	svc  *Service
 	refs Referrals
+	segs MemberFilter
 }
 
 // Register mounts the endpoints on g (the /v1 group); a customer's answer
-// carries their referrals summary from refs (nil: none).
-func Register(g *echo.Group, svc *Service, refs Referrals) {
-	h := Handler{svc: svc, refs: refs}
+// carries their referrals summary from refs (nil: none), and the list's
+// segment_id keeps the members segs says (nil: segment_id is refused).
+func Register(g *echo.Group, svc *Service, refs Referrals, segs MemberFilter) {
+	h := Handler{svc: svc, refs: refs, segs: segs}
 	g.POST("/customers", h.create)
 	g.GET("/customers", h.list)
 	g.GET("/customers/:customerId", h.get)
@@ -91,6 +93,13 @@ func (h Handler) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if seg := c.QueryParam("segment_id"); seg != "" {
+		if h.segs == nil {
+			return apierr.InvalidQuery("segment_id", "segments are not available on this platform")
+		}
+		ctx, project := c.Request().Context(), httpx.ProjectID(c)
+		lq.InSegment = func(arg func(any) string) (string, error) { return h.segs.Members(ctx, project, seg, arg) }
+	}
 	rows, total, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq)
 	if err != nil {
 		return err
@@ -107,9 +116,6 @@ func parseList(q url.Values) (ListQuery, error) {
 	var err error
 	if lq.Query, err = listq.Parse(q, listSpec); err != nil {
 		return lq, err
-	}
-	if q.Get("segment_id") != "" {
-		return lq, apierr.InvalidQuery("segment_id", "segments are not available on this platform yet")
 	}
 	lq.Email, lq.Name, lq.City = q.Get("email"), q.Get("name"), q.Get("city")
 	for _, t := range []struct {

@@ -119,6 +119,15 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 	if err := queueUpdateMany(b, projectID, updated); err != nil {
 		return nil, err
 	}
+	if s.watch != nil && len(touched) > 0 {
+		changed := make([]string, 0, len(touched))
+		for _, c := range append(created, updated...) {
+			changed = append(changed, c.ID)
+		}
+		if err := s.watch.Changed(ctx, b, projectID, changed); err != nil {
+			return nil, err
+		}
+	}
 	for _, w := range []struct {
 		typ string
 		cs  []*Customer

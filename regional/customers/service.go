@@ -30,6 +30,7 @@ type Notifier interface {
 type Service struct {
 	pool     *db.Pool
 	notify   Notifier
+	watch    Watcher // nil: nobody follows customers' changes
 	now      func() time.Time
 	onDelete []Dependent
 	wake     func() // starts the worker on a new job (HandleJobs)
@@ -40,10 +41,11 @@ type Service struct {
 // customer.
 type Dependent func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error
 
-// NewService returns the customer service over a regional database; a
+// NewService returns the customer service over a regional database; watch
+// (nil: none) is told of every customer created, updated or deleted, and a
 // customer's deletion runs each of dependents, in order.
-func NewService(pool *db.Pool, notify Notifier, dependents ...Dependent) *Service {
-	return &Service{pool: pool, notify: notify, onDelete: dependents,
+func NewService(pool *db.Pool, notify Notifier, watch Watcher, dependents ...Dependent) *Service {
+	return &Service{pool: pool, notify: notify, watch: watch, onDelete: dependents,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
@@ -109,6 +111,9 @@ func (s *Service) UpsertIn(ctx context.Context, tx pgx.Tx, projectID string, p *
 		if err := insert(ctx, tx, projectID, c); err != nil {
 			return Customer{}, false, err
 		}
+		if err := s.changed(ctx, tx, projectID, c.ID); err != nil {
+			return Customer{}, false, err
+		}
 		return c, true, s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: "customer.created", Entity: c.ID,
 			Object: c.View()})
 	default:
@@ -135,6 +140,9 @@ func (s *Service) applyUpdate(ctx context.Context, tx pgx.Tx, projectID string, 
 	now := s.now()
 	c.UpdatedAt = &now
 	if err := update(ctx, tx, projectID, *c); err != nil {
+		return err
+	}
+	if err := s.changed(ctx, tx, projectID, c.ID); err != nil {
 		return err
 	}
 	return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: "customer.updated", Entity: c.ID, Object: c.View()})
@@ -182,6 +190,9 @@ func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) erro
 		if err := remove(ctx, tx, projectID, c.ID); err != nil {
 			return err
 		}
+		if err := s.changed(ctx, tx, projectID, c.ID); err != nil {
+			return err
+		}
 		for _, fn := range s.onDelete {
 			if err := fn(ctx, tx, projectID, c.ID); err != nil {
 				return err
@@ -220,4 +231,16 @@ func (p *Patch) Leaves(c Customer) (same bool, err error) {
 	}
 	b, err := json.Marshal(after)
 	return err == nil && bytes.Equal(a, b), err
+}
+
+// changed tells the watcher of customers written in tx.
+func (s *Service) changed(ctx context.Context, tx pgx.Tx, projectID string, ids ...string) error {
+	if s.watch == nil || len(ids) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	if err := s.watch.Changed(ctx, b, projectID, ids); err != nil {
+		return err
+	}
+	return tx.SendBatch(ctx, b).Close()
 }

@@ -81,6 +81,9 @@ type ListQuery struct {
 	Email          string
 	Name           string
 	City           string
+	// InSegment, when set, is the condition on the id column that keeps a
+	// segment's members, made with the list's arg (MemberFilter).
+	InSegment func(arg func(any) string) (string, error)
 }
 
 // sortKeys maps an order to its keyset expression. IDs are time-ordered, so
@@ -106,6 +109,13 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 	}
 	if lq.City != "" {
 		where = append(where, "attrs->'address'->>'city' = "+arg(lq.City))
+	}
+	if lq.InSegment != nil {
+		cond, err := lq.InSegment(arg)
+		if err != nil {
+			return nil, 0, err
+		}
+		where = append(where, cond)
 	}
 	for _, f := range []struct {
 		t  *time.Time

@@ -49,6 +49,16 @@ type Deps struct {
 	// Referrals convert the customers of referral codes' redemptions
 	// (regional/referrals); nil: they convert no one.
 	Referrals Referrals
+	// Segments are the segments a customer is in for validation rules'
+	// customer.segment (regional/segments); nil: none.
+	Segments Segments
+}
+
+// Segments says which segments a customer is in: the stored static
+// memberships and the filter segments evaluated on the customer as the
+// request gives it, in one query.
+type Segments interface {
+	Of(ctx context.Context, q db.Querier, projectID string, c customers.Customer) ([]string, error)
 }
 
 // Engine validates and redeems stacked redeemables.

@@ -237,6 +237,11 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 	if err != nil {
 		return err
 	}
+	if in.Customer != nil && e.Segments != nil && prepared.ReadsSegments(all) {
+		if in.Customer.Segments, err = e.Segments.Of(ctx, q, projectID, *cust); err != nil {
+			return err
+		}
+	}
 	// Counting redemptions reads the campaigns' history: only for rules
 	// that read it.
 	counts := func(*Candidate) rules.RedemptionCounts { return rules.RedemptionCounts{} }

@@ -28,6 +28,7 @@ const (
 type Program struct {
 	root       *group
 	counts     bool   // it reads redemption counts (redemption.count.*)
+	segments   bool   // it reads the customer's segments (customer.segment)
 	message    string // the rule's error.message
 	applicable *applicability
 	locations  []string // the locations $in_location conditions name, each once
@@ -70,6 +71,7 @@ type compiler struct {
 	count, values int
 	redemptions   bool     // a condition reads redemption counts
 	locations     []string // the locations $in_location conditions name
+	segments      bool     // a condition reads the customer's segments
 }
 
 // bad is the 400 naming where a rule is wrong.
@@ -92,7 +94,7 @@ func Compile(rules, errDoc, applicableTo json.RawMessage) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{root: root, counts: c.redemptions, locations: uniq(c.locations)}
+	p := &Program{root: root, counts: c.redemptions, locations: uniq(c.locations), segments: c.segments}
 	if p.message, err = message("error", errDoc); err != nil {
 		return nil, err
 	}
@@ -259,6 +261,7 @@ func (c *compiler) cond(path string, raw json.RawMessage, depth int, inItem bool
 	cd := &cond{path: strings.TrimPrefix(strings.ReplaceAll(path, ".rules.", "."), "rules."), spec: spec, prop: key,
 		customer: strings.HasPrefix(nm, "customer.")}
 	c.redemptions = c.redemptions || strings.HasPrefix(nm, "redemption.count.")
+	c.segments = c.segments || nm == "customer.segment"
 	if cd.message, err = message(path+".error", m["error"]); err != nil {
 		return nil, err
 	}

@@ -50,6 +50,10 @@ func (p *Program) Locations() []string { return p.locations }
 // at any depth: only then need the caller count them.
 func (p *Program) ReadsCounts() bool { return p.counts }
 
+// ReadsSegments says whether p reads the customer's segments, which the
+// caller then finds (a query and the project's segment filters).
+func (p *Program) ReadsSegments() bool { return p.segments }
+
 // NamesItemOf says whether p requires a product, SKU or collection
 // (order.items.any or every, at any depth) that a line of o matches:
 // qualifications' PRODUCTS scenarios.

@@ -329,6 +329,17 @@ func (p Prepared) ReadsCounts(ids []string) bool {
 	return false
 }
 
+// ReadsSegments says whether one of the prepared rules ids reads the
+// customer's segments (customer.segment).
+func (p Prepared) ReadsSegments(ids []string) bool {
+	for _, id := range ids {
+		if r := p.progs[id]; r != nil && r.ReadsSegments() {
+			return true
+		}
+	}
+	return false
+}
+
 // NamesItemOf says whether one of the prepared rules ids requires a
 // product, SKU or collection (order.items.any or every) that a line of o
 // matches: qualifications' PRODUCTS scenarios.

@@ -1,0 +1,2 @@
+DROP TABLE segment_members;
+DROP TABLE segments;
