@@ -28,6 +28,7 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/categories"
 	"github.com/tallyhq/tally/regional/clientapi"
+	"github.com/tallyhq/tally/regional/collections"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/earning"
 	"github.com/tallyhq/tally/regional/engine"
@@ -178,7 +179,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	publications.Register(v1, pubs)
 	locs := locations.NewService(pool, cfg.Clock)
 	locations.Register(v1, locs)
-	rules := validation.NewService(pool, cfg.Clock, locs)
+	colls := collections.NewService(pool, cfg.Clock)
+	collections.Register(v1, colls)
+	rules := validation.NewService(pool, cfg.Clock, locs, colls)
 	validation.Register(v1, rules)
 	promos := promotions.NewService(pool, camps, rules, cfg.Clock)
 	// Referral programs: their campaigns, the holders of their codes, and

@@ -39,6 +39,7 @@ var owners = map[string]string{
 	"custom_events":               "events",
 	"customer_activities":         "events",
 	"locations":                   "locations",
+	"product_collections":         "collections",
 	"exports":                     "exports",
 	"export_chunks":               "exports",
 	"loyalty_cards":               "loyalty",

@@ -100,7 +100,22 @@ func seedPagedLists(t *testing.T, a stacktest.API) []pagedList {
 		a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": vouchers[i]}},
 			"order": stacktest.Order([2]int{1000, 1})})
 	}
+	var coll string
+	for i := range 5 {
+		members := []any{map[string]any{"id": product, "object": "product"}}
+		if i == 0 {
+			for _, s := range a.OK("GET", "/v1/products/"+product+"/skus", nil)["skus"].([]any) {
+				members = append(members, map[string]any{"id": s.(map[string]any)["id"], "object": "sku"})
+			}
+		}
+		id := a.OK("POST", "/v1/product-collections", map[string]any{"name": fmt.Sprintf("Collection %d", i), "products": members})["id"].(string)
+		if coll == "" {
+			coll = id
+		}
+	}
 	return []pagedList{
+		{"/v1/product-collections", 100, false},
+		{"/v1/product-collections/" + coll + "/products", 100, false},
 		{"/v1/customers", 99, true},
 		{"/v1/vouchers", 99, true},
 		{"/v1/redemptions", 99, false},

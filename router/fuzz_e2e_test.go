@@ -232,6 +232,8 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	ids["assignmentId"] = as["id"].(string)
 	ids["locationId"] = a.OK("POST", "/v1/locations", map[string]any{"name": "Fuzz area", "shape": map[string]any{"type": "circle",
 		"distance": map[string]any{"center": "geo:52.2297,21.0122", "radius": "1 km"}}})["id"].(string)
+	ids["productCollectionId"] = a.OK("POST", "/v1/product-collections", map[string]any{"name": "Fuzz collection",
+		"products": []any{map[string]any{"id": ids["productId"], "object": "product"}}})["id"].(string)
 	// An export (its routes' :id), made before the redemption below.
 	ids["id"] = a.OK("POST", "/v1/loyalties/"+ids["campaignId"]+"/transactions/export", nil)["id"].(string)
 	red := a.OK("POST", "/v1/loyalties/members/"+ids["memberId"]+"/redemption", map[string]any{"reward": map[string]any{"id": ids["rewardId"]}})
@@ -301,7 +303,7 @@ var fieldNames = []string{"name", "source_id", "metadata", "points", "type", "st
 	"upstream_url", "plan", "limits", "description", "email", "phone", "address", "birthdate", "points_from",
 	"validity_timeframe", "validity_day_of_week", "validity_hours", "custom_event", "source", "earning_rules",
 	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency", "source_ids", "codes", "shape",
-	"filter", "customers", "junction", "conditions", "metadata.tier", "address.city", "birthdate", "created_at"}
+	"filter", "customers", "junction", "conditions", "metadata.tier", "address.city", "birthdate", "created_at", "products"}
 
 var weird = []string{`null`, `-1`, `0`, `1.5`, `1e308`, `1e400`, `-1e400`, `123456789012345678901234567890`, `""`,
 	`"a\u0000b"`, `"\ud800"`, "\"\xff\xfe\"", "\"\xc0\xae\"", `"BOGUS"`, `"2026-13-45T99:99:99Z"`, `true`, `[]`, `{}`,

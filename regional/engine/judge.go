@@ -233,7 +233,7 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 	if len(ruled) == 0 {
 		return nil
 	}
-	prepared, err := e.rules.Prepare(ctx, q, projectID, all)
+	prepared, err := e.rules.Prepare(ctx, q, projectID, all, in.Order)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,36 @@ func (p *Program) Run(ruleID string, in *Input) Verdict {
 // whose shapes the caller gives in Input.Locations.
 func (p *Program) Locations() []string { return p.locations }
 
+// Collections are the ids of the product collections p names (in
+// order.items conditions at any depth, and in applicable_to), each once:
+// the caller sets Item.CollectionIDs of the lines in them.
+func (p *Program) Collections() []string {
+	var out []string
+	add := func(rs []ref) {
+		for _, r := range rs {
+			if r.object == "products_collection" && r.id != "" {
+				out = append(out, r.id)
+			}
+		}
+	}
+	var walk func(g *group)
+	walk = func(g *group) {
+		if g == nil {
+			return
+		}
+		for _, c := range g.conds {
+			add(c.refs)
+			walk(c.sub)
+		}
+	}
+	walk(p.root)
+	if p.applicable != nil {
+		add(p.applicable.included)
+		add(p.applicable.excluded)
+	}
+	return uniq(out)
+}
+
 // ReadsCounts says whether p reads redemption counts (redemption.count.*),
 // at any depth: only then need the caller count them.
 func (p *Program) ReadsCounts() bool { return p.counts }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -205,5 +206,23 @@ func TestNamesItemOfNoLines(t *testing.T) {
 				t.Fatal("names an item of no lines")
 			}
 		})
+	}
+}
+
+// A program names the collections of its items conditions, at any depth,
+// and of its applicable_to, each once: those whose lines its caller marks.
+func TestProgramNamesItsCollections(t *testing.T) {
+	rules := one("order.amount", `{"$more_than":[0]}`, "", one("order.items.any",
+		`{"$in":[{"object":"products_collection","id":"pc_a"},{"object":"product","id":"prod_1"},{"object":"products_collection","id":"pc_b"}]}`))
+	p, err := Compile(json.RawMessage(rules), nil,
+		json.RawMessage(`{"included":[{"object":"products_collection","id":"pc_b"}],"excluded":[{"object":"products_collection","id":"pc_c"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(p.Collections()); got != "[pc_a pc_b pc_c]" {
+		t.Errorf("Collections() = %s, want [pc_a pc_b pc_c]", got)
+	}
+	if p, _ := Compile(json.RawMessage(one("order.amount", `{"$more_than":[0]}`)), nil, nil); len(p.Collections()) != 0 {
+		t.Errorf("a rule naming no collection names %v", p.Collections())
 	}
 }

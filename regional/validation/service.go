@@ -30,6 +30,14 @@ type Service struct {
 	cache      *lru.Cache[string, compiled]
 	recompiles atomic.Int64
 	locations  Locations
+	colls      Collections
+}
+
+// Collections marks which of an order's lines are in the product
+// collections ids (regional/collections): order.items conditions and
+// applicable_to entries that name a products_collection read the marks.
+type Collections interface {
+	Mark(ctx context.Context, q db.Querier, projectID string, ids []string, o *rules.Order) error
 }
 
 // Locations gives the shapes of a project's locations that exist among
@@ -44,13 +52,14 @@ type compiled struct {
 }
 
 // NewService returns the validation rule service; locs gives the shapes
-// $in_location conditions test against.
-func NewService(pool *db.Pool, clk *clock.Clock, locs Locations) *Service {
+// $in_location conditions test against, colls the product collections
+// rules name.
+func NewService(pool *db.Pool, clk *clock.Clock, locs Locations, colls Collections) *Service {
 	c, err := lru.New[string, compiled](CacheSize)
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
-	return &Service{pool: pool, clock: clk, cache: c, locations: locs}
+	return &Service{pool: pool, clock: clk, cache: c, locations: locs, colls: colls}
 }
 
 func cacheKey(projectID, id string) string { return projectID + "/" + id }
@@ -212,6 +221,9 @@ func (s *Service) EvaluateAllIn(ctx context.Context, q db.Querier, projectID str
 	if in.Locations, err = s.shapes(ctx, projectID, progs); err != nil {
 		return nil, err
 	}
+	if err := s.mark(ctx, q, projectID, progs, in.Order); err != nil {
+		return nil, err
+	}
 	out := make([]rules.Verdict, len(ruleIDs))
 	for i, id := range ruleIDs {
 		out[i] = progs[i].Run(id, &in)
@@ -291,9 +303,23 @@ type Prepared struct {
 	locs  map[string]geo.Shape
 }
 
+// mark sets the collections of o's lines that progs name, in one call:
+// none when they name none.
+func (s *Service) mark(ctx context.Context, q db.Querier, projectID string, progs []*rules.Program, o *rules.Order) error {
+	var ids []string
+	for _, p := range progs {
+		ids = append(ids, p.Collections()...)
+	}
+	if len(ids) == 0 || s.colls == nil {
+		return nil
+	}
+	return s.colls.Mark(ctx, q, projectID, ids, o)
+}
+
 // Prepare compiles (or takes from the cache) the rules of ids, reading
-// their versions once through q.
-func (s *Service) Prepare(ctx context.Context, q db.Querier, projectID string, ids []string) (Prepared, error) {
+// their versions once through q, and marks the lines of o (the order they
+// will be run against) with the product collections they name.
+func (s *Service) Prepare(ctx context.Context, q db.Querier, projectID string, ids []string, o *rules.Order) (Prepared, error) {
 	progs, err := s.programs(ctx, q, projectID, ids)
 	if err != nil {
 		return Prepared{}, err
@@ -303,6 +329,9 @@ func (s *Service) Prepare(ctx context.Context, q db.Querier, projectID string, i
 		p.progs[id] = progs[i]
 	}
 	if p.locs, err = s.shapes(ctx, projectID, progs); err != nil {
+		return Prepared{}, err
+	}
+	if err := s.mark(ctx, q, projectID, progs, o); err != nil {
 		return Prepared{}, err
 	}
 	return p, nil

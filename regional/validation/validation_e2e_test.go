@@ -220,7 +220,7 @@ func TestValidationRuleAssignments(t *testing.T) {
 	}
 
 	// RulesOf: what the engine asks of an object.
-	svc := validation.NewService(a.E.Stack.Regional["api"].Pool(), a.E.Clock, nil)
+	svc := validation.NewService(a.E.Stack.Regional["api"].Pool(), a.E.Clock, nil, nil)
 	ids, err := svc.RulesOf(context.Background(), a.P.ID, "camp_1")
 	if err != nil || len(ids) != 2 || ids[0] != rule2 || ids[1] != rule {
 		t.Fatalf("RulesOf camp_1: %v %v", ids, err)
@@ -264,7 +264,7 @@ func TestEvaluateSeesTheRulesNewVersion(t *testing.T) {
 	id := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "Over 50", "error": map[string]any{"message": "Spend more than 50."},
 		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []int{5000}}}, "logic": "1"}})["id"].(string)
 	// Another regional instance over the same database.
-	svc := validation.NewService(a.E.Stack.Regional["api"].Pool(), a.E.Clock, nil)
+	svc := validation.NewService(a.E.Stack.Regional["api"].Pool(), a.E.Clock, nil, nil)
 	amount := int64(6000)
 	in := rules.Input{Order: &rules.Order{Amount: &amount}}
 	for range 3 {

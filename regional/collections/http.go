@@ -1,0 +1,144 @@
+package collections
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/regional/products"
+)
+
+type handler struct{ svc *Service }
+
+// Register mounts /v1/product-collections on g (the /v1 group).
+func Register(g *echo.Group, svc *Service) {
+	h := handler{svc}
+	g.POST("/product-collections", h.create)
+	g.GET("/product-collections", h.list)
+	g.GET("/product-collections/:productCollectionId", h.get)
+	g.DELETE("/product-collections/:productCollectionId", h.delete)
+	g.GET("/product-collections/:productCollectionId/products", h.products)
+}
+
+func (h handler) create(c echo.Context) error {
+	return httpx.WithBody(c, func(r Request) (any, error) {
+		return h.svc.Create(c.Request().Context(), httpx.ProjectID(c), r)
+	})
+}
+
+func (h handler) get(c echo.Context) error {
+	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("productCollectionId")))
+}
+
+func (h handler) delete(c echo.Context) error {
+	if err := h.svc.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("productCollectionId")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// listSpec: the reference pages both lists by page and limit. Its order
+// enum is a copy of the vouchers list's; the orders a collection has
+// (created_at, updated_at, type) are served, the others (code, campaign,
+// category) refused by name.
+var listSpec = listq.Spec{Pages: true, NoCursor: true, DefaultOrder: "-created_at",
+	Orders: []string{"created_at", "-created_at", "updated_at", "-updated_at", "type", "-type"}}
+
+var orderKeys = map[string]string{"created_at": "created_at", "updated_at": "COALESCE(updated_at, created_at)", "type": "type"}
+
+func (h handler) list(c echo.Context) error {
+	lq, err := listq.Parse(c.QueryParams(), listSpec)
+	if err != nil {
+		return err
+	}
+	out, total, more, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, listq.List[View]{Data: out, Total: &total, More: more})
+}
+
+// List reads a page of the project's collections, whether more follow, and
+// how many it has.
+func (s *Service) List(ctx context.Context, projectID string, lq listq.Query) ([]View, int, bool, error) {
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM product_collections WHERE project_id = $1`, projectID).Scan(&total); err != nil {
+		return nil, 0, false, err
+	}
+	_, orderBy, args := lq.Keyset("product_collections", orderKeys[lq.Key], []any{projectID, lq.Limit + 1})
+	cs, err := db.Collect(scan)(s.pool.Query(ctx, `SELECT `+columns+` FROM product_collections WHERE project_id = $1
+		ORDER BY `+orderBy+` LIMIT $2`+lq.OffsetSQL(), args...))
+	if err != nil {
+		return nil, 0, false, err
+	}
+	page, more, _ := listq.PageOf(cs, lq.Limit, func(c Collection) string { return c.ID }, Collection.View)
+	return page, total, more, nil
+}
+
+// productsSpec: GET …/products pages by page and limit, and by the
+// reference's starting_after (a creation time).
+var productsSpec = listq.Spec{Pages: true, NoCursor: true, NoOrder: true}
+
+func parseAfter(q url.Values) (time.Time, error) {
+	s := q.Get("starting_after")
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return t, apierr.InvalidQuery("starting_after", "must be an ISO 8601 date-time, got "+strconv.Quote(s))
+	}
+	return t, nil
+}
+
+func (h handler) products(c echo.Context) error {
+	q := c.QueryParams()
+	lq, err := listq.Parse(q, productsSpec)
+	if err != nil {
+		return err
+	}
+	if o := q.Get("order"); o != "" {
+		// The reference's order enum is the vouchers list's; the products
+		// of a collection are listed oldest first.
+		return apierr.InvalidQuery("order", fmt.Sprintf("a collection's products are listed by creation, oldest first; got %q", o))
+	}
+	after, err := parseAfter(q)
+	if err != nil {
+		return err
+	}
+	data, total, err := h.svc.Products(c.Request().Context(), httpx.ProjectID(c), c.Param("productCollectionId"), after, lq)
+	if err != nil {
+		return err
+	}
+	more := lq.Offset()+len(data) < total
+	return c.JSON(http.StatusOK, listq.List[any]{Data: data, Total: &total, More: more})
+}
+
+// Products lists a page of a collection's products and SKUs.
+func (s *Service) Products(ctx context.Context, projectID, id string, after time.Time, lq listq.Query) ([]any, int, error) {
+	c, err := get(ctx, s.pool, projectID, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if c.Type == Static {
+		var ps, ss []string
+		for _, it := range c.Items {
+			if it.Object == "sku" {
+				ss = append(ss, it.ID)
+			} else {
+				ps = append(ps, it.ID)
+			}
+		}
+		return products.Members(ctx, s.pool, projectID, ps, ss, after, lq.Offset(), lq.Limit)
+	}
+	return c.filter.members(ctx, s.pool, projectID, after, lq.Offset(), lq.Limit)
+}

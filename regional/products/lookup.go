@@ -1,0 +1,162 @@
+package products
+
+import (
+	"context"
+	"time"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/jsonx"
+)
+
+// Found are live products and SKUs read by id or source_id, under both.
+type Found struct {
+	Products map[string]Product
+	SKUs     map[string]SKU
+}
+
+// Product is the product refs names (its id or source_id), if live.
+func (f Found) Product(ref string) (Product, bool) {
+	p, ok := f.Products[ref]
+	return p, ok && ref != ""
+}
+
+// SKU is the SKU ref names (its id or source_id), if live.
+func (f Found) SKU(ref string) (SKU, bool) {
+	s, ok := f.SKUs[ref]
+	return s, ok && ref != ""
+}
+
+// Lookup reads the project's live products whose id or source_id is among
+// productRefs, and SKUs among skuRefs with their products, in two queries
+// along the ids' and the source ids' indexes: what product collections
+// need of an order's lines, or of the items a static collection names.
+func Lookup(ctx context.Context, q db.Querier, projectID string, productRefs, skuRefs []string) (Found, error) {
+	f := Found{Products: map[string]Product{}, SKUs: map[string]SKU{}}
+	if len(skuRefs) > 0 {
+		skus, err := collectSKUs(q.Query(ctx, `SELECT `+skuColumns+` FROM skus
+			WHERE project_id = $1 AND (id = ANY($2::TEXT[]) OR source_id = ANY($2::TEXT[]))`, projectID, skuRefs))
+		if err != nil {
+			return f, err
+		}
+		for _, s := range skus {
+			f.SKUs[s.ID] = s
+			if s.SourceID != nil {
+				f.SKUs[*s.SourceID] = s
+			}
+			productRefs = append(productRefs, s.ProductID)
+		}
+	}
+	if len(productRefs) > 0 {
+		ps, err := db.Collect(scanProduct)(q.Query(ctx, `SELECT `+productColumns+` FROM products
+			WHERE project_id = $1 AND (id = ANY($2::TEXT[]) OR source_id = ANY($2::TEXT[])) AND bin_id IS NULL`, projectID, productRefs))
+		if err != nil {
+			return f, err
+		}
+		for _, p := range ps {
+			f.Products[p.ID] = p
+			if p.SourceID != nil {
+				f.Products[*p.SourceID] = p
+			}
+		}
+	}
+	return f, nil
+}
+
+// BareView is the reference's ProductWithoutSkus: a product listed among
+// a collection's products and SKUs.
+type BareView struct {
+	ID         string         `json:"id"`
+	SourceID   *string        `json:"source_id"`
+	Name       *string        `json:"name"`
+	Price      *int64         `json:"price"`
+	Attributes []string       `json:"attributes"`
+	Metadata   map[string]any `json:"metadata"`
+	ImageURL   *string        `json:"image_url"`
+	CreatedAt  jsonx.Time     `json:"created_at"`
+	UpdatedAt  *jsonx.Time    `json:"updated_at"`
+	Object     string         `json:"object"`
+}
+
+// Bare renders p without its SKUs.
+func (p Product) Bare() BareView {
+	return BareView{ID: p.ID, SourceID: p.SourceID, Name: p.Name, Price: p.Price, Attributes: orEmptyList(p.Attributes),
+		Metadata: orEmpty(p.Metadata), ImageURL: p.ImageURL, CreatedAt: jsonx.Time{Time: p.CreatedAt},
+		UpdatedAt: jsonx.Ptr(p.UpdatedAt), Object: "product"}
+}
+
+// WithProductView is the reference's SkuWithProduct.
+type WithProductView struct {
+	SKUView
+	Product BareView `json:"product"`
+}
+
+// WithProduct renders s with its product.
+func (s SKU) WithProduct(p Product) WithProductView {
+	return WithProductView{SKUView: s.View(), Product: p.Bare()}
+}
+
+func orEmptyList(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
+
+// Members lists a page of the project's live products and SKUs among
+// productIDs and skuIDs, oldest first, those created after after (zero:
+// all), offset rows on, with how many there are.
+func Members(ctx context.Context, q db.Querier, projectID string, productIDs, skuIDs []string, after time.Time, offset, limit int) ([]any, int, error) {
+	var total int
+	if err := q.QueryRow(ctx, `SELECT (SELECT count(*) FROM products WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND bin_id IS NULL AND created_at > $4)
+		+ (SELECT count(*) FROM skus WHERE project_id = $1 AND id = ANY($3::TEXT[]) AND created_at > $4)`,
+		projectID, productIDs, skuIDs, after).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	type key struct {
+		sku bool
+		id  string
+	}
+	var keys []key
+	rows, err := q.Query(ctx, `SELECT FALSE, id, created_at FROM products
+			WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND bin_id IS NULL AND created_at > $4
+		UNION ALL SELECT TRUE, id, created_at FROM skus WHERE project_id = $1 AND id = ANY($3::TEXT[]) AND created_at > $4
+		ORDER BY 3, 2 LIMIT $5 OFFSET $6`, projectID, productIDs, skuIDs, after, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	for rows.Next() {
+		var k key
+		var at any
+		if err := rows.Scan(&k.sku, &k.id, &at); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	var ps, ss []string
+	for _, k := range keys {
+		if k.sku {
+			ss = append(ss, k.id)
+		} else {
+			ps = append(ps, k.id)
+		}
+	}
+	f, err := Lookup(ctx, q, projectID, ps, ss)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]any, 0, len(keys))
+	for _, k := range keys {
+		if k.sku {
+			if s, ok := f.SKUs[k.id]; ok { // else deleted between the two reads
+				out = append(out, s.WithProduct(f.Products[s.ProductID]))
+			}
+		} else if p, ok := f.Products[k.id]; ok {
+			out = append(out, p.Bare())
+		}
+	}
+	return out, total, nil
+}
