@@ -32,6 +32,7 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/earning"
 	"github.com/tallyhq/tally/regional/engine"
+	"github.com/tallyhq/tally/regional/engine/stacked"
 	customEvents "github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/exports"
 	"github.com/tallyhq/tally/regional/locations"
@@ -153,11 +154,16 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	pool, notify := a.pool, a.notify
 	e := a.newServer()
 	v1 := e.Group("/v1")
-	// A deleted customer takes their referral holdings and custom events.
 	// Segments follow every customer write (in the asynchronous phase).
 	segs := segments.NewService(pool, notify, a.tasks, cfg.Clock)
 	segments.Register(v1, segs)
-	cust := customers.NewService(pool, notify, segs, referrals.DropCustomer, customEvents.DropCustomer)
+	// A deleted customer takes their referral holdings and custom events;
+	// a permanently deleted one is erased from every table that holds
+	// their personal data, each by its owner (docs/architecture.md,
+	// Permanent deletion).
+	cust := customers.NewService(pool, notify, segs, customers.Erasers{customEvents.EraseCustomer, segments.EraseCustomer,
+		orders.EraseCustomer, publications.EraseCustomer, redemptions.EraseCustomer, stacked.EraseCustomer, exports.EraseCustomer,
+		async.EraseCustomer}, referrals.DropCustomer, customEvents.DropCustomer)
 	cust.HandleJobs(a.tasks)
 	ord := orders.NewService(pool, notify, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)

@@ -29,6 +29,7 @@ var owners = map[string]string{
 	"campaign_voucher_counts":     "campaigns",
 	"categories":                  "categories",
 	"customers":                   "customers",
+	"customer_erasures":           "customers",
 	"earning_rules":               "earning",
 	"loyalty_accruals":            "earning",
 	"loyalty_pending_points":      "earning",

@@ -194,7 +194,7 @@ func customerService(t *testing.T, url string) *customers.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return customers.NewService(pool, noNotices{}, nil)
+	return customers.NewService(pool, noNotices{}, nil, nil)
 }
 
 func upsert(t *testing.T, ctx context.Context, svc *customers.Service, project, body string) {

@@ -37,6 +37,7 @@ func Register(g *echo.Group, svc *Service, refs Referrals, segs MemberFilter) {
 	g.GET("/customers/:customerId", h.get)
 	g.PUT("/customers/:customerId", h.update)
 	g.DELETE("/customers/:customerId", h.delete)
+	g.POST("/customers/:customerId/permanent-deletion", h.erase)
 	g.POST("/customers/importCSV", h.importCSV)
 	g.POST("/customers/bulk/async", h.bulk(JobBulkUpdate))
 	g.POST("/customers/metadata/async", h.bulk(JobMetadataUpdate))
@@ -52,6 +53,14 @@ func (h Handler) create(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, cust.View())
+}
+
+func (h Handler) erase(c echo.Context) error {
+	d, err := h.svc.Erase(c.Request().Context(), httpx.ProjectID(c), c.Param("customerId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, d)
 }
 
 func (h Handler) get(c echo.Context) error {

@@ -33,6 +33,7 @@ type Service struct {
 	watch    Watcher // nil: nobody follows customers' changes
 	now      func() time.Time
 	onDelete []Dependent
+	erasers  Erasers
 	wake     func() // starts the worker on a new job (HandleJobs)
 }
 
@@ -42,10 +43,11 @@ type Service struct {
 type Dependent func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error
 
 // NewService returns the customer service over a regional database; watch
-// (nil: none) is told of every customer created, updated or deleted, and a
-// customer's deletion runs each of dependents, in order.
-func NewService(pool *db.Pool, notify Notifier, watch Watcher, dependents ...Dependent) *Service {
-	return &Service{pool: pool, notify: notify, watch: watch, onDelete: dependents,
+// (nil: none) is told of every customer created, updated or deleted, a
+// customer's permanent deletion runs each of erasers, in order, and any
+// deletion then each of dependents.
+func NewService(pool *db.Pool, notify Notifier, watch Watcher, erasers Erasers, dependents ...Dependent) *Service {
+	return &Service{pool: pool, notify: notify, watch: watch, onDelete: dependents, erasers: erasers,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
@@ -81,7 +83,7 @@ func (s *Service) UpsertIn(ctx context.Context, tx pgx.Tx, projectID string, p *
 		case p.ID != nil:
 			c, err := get(ctx, tx, projectID, *p.ID, lock)
 			if errors.Is(err, db.ErrNotFound) {
-				return Customer{}, apierr.NotFound("customer", *p.ID)
+				return Customer{}, s.notFound(ctx, tx, projectID, *p.ID)
 			}
 			return c, err
 		case p.SourceID != nil:
@@ -125,7 +127,7 @@ func (s *Service) UpsertIn(ctx context.Context, tx pgx.Tx, projectID string, p *
 func (s *Service) GetIn(ctx context.Context, tx pgx.Tx, projectID, idOrSource string) (Customer, error) {
 	c, err := get(ctx, tx, projectID, idOrSource, false)
 	if errors.Is(err, db.ErrNotFound) {
-		return Customer{}, apierr.NotFound("customer", idOrSource)
+		return Customer{}, s.notFound(ctx, tx, projectID, idOrSource)
 	}
 	return c, err
 }
@@ -152,7 +154,7 @@ func (s *Service) applyUpdate(ctx context.Context, tx pgx.Tx, projectID string, 
 func (s *Service) Get(ctx context.Context, projectID, idOrSource string) (Customer, error) {
 	c, err := get(ctx, s.pool, projectID, idOrSource, false)
 	if errors.Is(err, db.ErrNotFound) {
-		return Customer{}, apierr.NotFound("customer", idOrSource)
+		return Customer{}, s.notFound(ctx, s.pool, projectID, idOrSource)
 	}
 	return c, db.Classify(err)
 }
@@ -164,7 +166,7 @@ func (s *Service) Update(ctx context.Context, projectID, idOrSource string, p *P
 		var err error
 		c, err = get(ctx, tx, projectID, idOrSource, true)
 		if errors.Is(err, db.ErrNotFound) {
-			return apierr.NotFound("customer", idOrSource)
+			return s.notFound(ctx, tx, projectID, idOrSource)
 		}
 		if err != nil {
 			return err
@@ -182,7 +184,7 @@ func (s *Service) Delete(ctx context.Context, projectID, idOrSource string) erro
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		c, err := get(ctx, tx, projectID, idOrSource, true)
 		if errors.Is(err, db.ErrNotFound) {
-			return apierr.NotFound("customer", idOrSource)
+			return s.notFound(ctx, tx, projectID, idOrSource)
 		}
 		if err != nil {
 			return err

@@ -52,3 +52,13 @@ func (s *Service) Holdings(ctx context.Context, projectID string, q wallet.Query
 	})(s.pool.Query(ctx, `SELECT `+cardColumnsC+`, `+campaignColumnsK+from+filter+page, pageArgs...))
 	return held, total, err
 }
+
+// HeldCards are the ids of the cards customerID holds, in any program:
+// what another owner's rows name a customer's cards by (reward
+// redemptions, for a customer's erasure).
+func HeldCards(ctx context.Context, q db.Querier, projectID, customerID string) ([]string, error) {
+	return db.Collect(func(r pgx.Row) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	})(q.Query(ctx, `SELECT id FROM loyalty_cards WHERE project_id = $1 AND holder_id = $2`, projectID, customerID))
+}

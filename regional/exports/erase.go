@@ -1,0 +1,90 @@
+package exports
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/regional/erasure"
+)
+
+// ErasedCode is the error code of an export whose file held a customer
+// permanently deleted since.
+const ErasedCode = "customer_erased"
+
+// EraseCustomer is the erasure.Eraser of exports: the file of every
+// finished export is searched for the customer's personal values, and a
+// file that holds one is deleted, its export turned ERROR with an error
+// that says why (a new export is made without the customer). Files are
+// read a chunk at a time, each searched with the end of the one before
+// (a value across two chunks is found too).
+func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject, _ *erasure.Counts) error {
+	type file struct{ id, run string }
+	rows, err := tx.Query(ctx, `SELECT id, run_id FROM exports WHERE project_id = $1 AND status = $2 AND run_id IS NOT NULL`,
+		projectID, Done)
+	if err != nil {
+		return err
+	}
+	var files []file
+	var f file
+	if _, err := pgx.ForEachRow(rows, []any{&f.id, &f.run}, func() error { files = append(files, f); return nil }); err != nil {
+		return err
+	}
+	overlap := 0
+	for _, v := range s.Values {
+		overlap = max(overlap, len(v))
+	}
+	for _, f := range files {
+		held, err := fileHolds(ctx, tx, projectID, f.id, f.run, s, overlap)
+		if err != nil {
+			return err
+		}
+		if !held {
+			continue
+		}
+		failure, err := json.Marshal(Failure{Code: ErasedCode, Message: fmt.Sprintf(
+			"The file held personal data of customer %s, permanently deleted; it was removed. Export again for a file without them.",
+			s.CustomerID)})
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2`, projectID, f.id)
+		b.Queue(`UPDATE exports SET status = $3, parts = NULL, error = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
+			projectID, f.id, Error, failure, time.Now().UTC().Truncate(time.Millisecond))
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileHolds says whether run's file of export id holds one of s's values.
+func fileHolds(ctx context.Context, tx pgx.Tx, projectID, id, run string, s erasure.Subject, overlap int) (bool, error) {
+	rows, err := tx.Query(ctx, `SELECT part, data FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id = $3
+		ORDER BY part, offset_bytes`, projectID, id, run)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	var tail []byte
+	last := -1
+	for rows.Next() {
+		var part int
+		var data []byte
+		if err := rows.Scan(&part, &data); err != nil {
+			return false, err
+		}
+		if part != last {
+			tail, last = nil, part
+		}
+		if s.InFile(append(tail, data...)) {
+			return true, nil
+		}
+		tail = append([]byte(nil), data[max(0, len(data)-overlap):]...)
+	}
+	return false, rows.Err()
+}
