@@ -224,6 +224,9 @@ func (c cond[T]) where(arg func(any) string, now time.Time, s Schema[T]) string 
 		text = "(" + s.MetadataSQL + "->>" + k + ")"
 	} else {
 		text = "(" + c.field.SQL + ")"
+		if c.field.Kind == Number && textOps[c.op] {
+			text = "(" + c.field.SQL + ")::TEXT" // the number as Match writes it
+		}
 	}
 	if c.op == "$has_value" {
 		if typ != "" {
@@ -273,6 +276,9 @@ func (c cond[T]) where(arg func(any) string, now time.Time, s Schema[T]) string 
 		return guard + "(" + strings.Join(alts, " OR ") + ")"
 	case numberOps[c.op]:
 		ops := map[string]string{"$more_than": ">", "$less_than": "<", "$more_than_equal": ">=", "$less_than_equal": "<="}
+		if typ == "" { // a Number path
+			return text + "::DECIMAL " + ops[c.op] + " " + arg(c.texts[0]) + "::DECIMAL"
+		}
 		return "CASE WHEN " + typ + " = 'number' THEN " + text + "::DECIMAL END " + ops[c.op] + " " + arg(c.texts[0]) + "::DECIMAL"
 	}
 	// a date: the day the text starts with, compared as YYYY-MM-DD text

@@ -37,6 +37,9 @@ const (
 	Date
 	// DateTime paths are timestamps (created_at): the date operators.
 	DateTime
+	// Number paths are numbers (a product's price): the number operators,
+	// and the text ones on the number as JSON writes it.
+	Number
 	// any is a metadata value: text, number and date operators, each
 	// applying to the values of its type.
 	anyKind
@@ -44,7 +47,7 @@ const (
 
 // Field is a fixed path of a schema: its kind, its SQL expression over the
 // records' table (TEXT for String and Date, TIMESTAMPTZ for DateTime) and
-// its value in a record (nil, string or time.Time).
+// its value in a record (nil, string, float64 or time.Time).
 type Field[T any] struct {
 	Kind Kind
 	SQL  string
@@ -99,6 +102,9 @@ func opsOf(k Kind) map[string]bool {
 		add(dateOps)
 	case DateTime:
 		add(dateOps)
+	case Number:
+		add(textOps)
+		add(numberOps)
 	case anyKind:
 		add(textOps)
 		add(numberOps)

@@ -1,8 +1,10 @@
 package collections_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"testing"
 
@@ -75,7 +77,11 @@ func TestStaticCollectionsCreateListDelete(t *testing.T) {
 		{"name": "x", "products": []any{map[string]any{"id": ids["blue"], "object": "sku", "product_id": ids["hat"]}}},
 		{"name": "x", "products": []any{map[string]any{"id": ids["hat"], "object": "product"}, map[string]any{"id": ids["hat"], "object": "product"}}},
 		{"name": "x", "type": "STATIC", "filter": map[string]any{"junction": "and"}},
-		{"name": "x", "type": "AUTO_UPDATE"}} {
+		{"name": "x", "type": "AUTO_UPDATE"},
+		{"name": "x", "type": "AUTO_UPDATE", "filter": map[string]any{"colour": map[string]any{"conditions": map[string]any{"$is": []any{"red"}}}}},
+		{"name": "x", "type": "AUTO_UPDATE", "filter": map[string]any{"price": map[string]any{"conditions": map[string]any{"$more_than": []any{"cheap"}}}}},
+		{"name": "x", "type": "AUTO_UPDATE", "filter": map[string]any{"price": map[string]any{"conditions": map[string]any{"$after": []any{"2024-01-01"}}}}},
+		{"name": "x", "type": "AUTO_UPDATE", "products": []any{}, "filter": map[string]any{"junction": "and"}}} {
 		a.Fails("POST", "/v1/product-collections", b, http.StatusBadRequest, "invalid_payload")
 	}
 	a.Fails("POST", "/v1/product-collections", map[string]any{"name": "x", "products": []any{map[string]any{"id": "prod_nope", "object": "product"}}},
@@ -148,5 +154,75 @@ func TestCollectionInApplicableToAndItemsRules(t *testing.T) {
 	a.Do("DELETE", "/v1/product-collections/"+coll, nil)
 	if r = validate(line("product_id", ids["hat"], 1000)); r["valid"] != false {
 		t.Fatalf("after the collection's deletion: %v", r)
+	}
+}
+
+// An AUTO_UPDATE collection holds the products, and the SKUs, its filter
+// holds: the same whether listed (its products, an SQL condition over the
+// catalogue) or met in an order (a rule's applicable_to, the filter read
+// in Go on the lines' products and SKUs), for every kind of path.
+func TestDynamicCollectionsListWhatValidationHolds(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	ids := catalogue(a) // shirt 2000 summer (SKUs red, blue at 2100), hat 1500 winter, mug 800
+	ids["lamp"] = a.OK("POST", "/v1/products", map[string]any{"name": "Lamp", "source_id": "lamp",
+		"metadata": map[string]any{"season": "Summer", "weight": 2.5, "since": "2024-05-01"}})["id"].(string) // no price
+	ids["green"] = a.OK("POST", "/v1/products/"+ids["shirt"]+"/skus", map[string]any{"sku": "green", "source_id": "shirt-green",
+		"price": 900, "metadata": map[string]any{"season": "summer"}})["id"].(string)
+	names := map[string]string{}
+	for k, v := range ids {
+		names[v] = k
+	}
+	lines := []any{}
+	for _, k := range []string{"shirt", "hat", "mug", "lamp"} {
+		lines = append(lines, map[string]any{"product_id": ids[k], "price": 1000, "quantity": 1})
+	}
+	for _, k := range []string{"red", "blue", "green"} {
+		lines = append(lines, map[string]any{"sku_id": ids[k], "price": 1000, "quantity": 1})
+	}
+	lineName := []string{"shirt", "hat", "mug", "lamp", "red", "blue", "green"}
+	for i, tc := range []struct {
+		filter string
+		want   string
+	}{
+		{`{"junction": "and", "price": {"conditions": {"$more_than": [1000]}}}`, "blue hat red shirt"},
+		{`{"price": {"conditions": {"$less_than_equal": [900]}}}`, "green mug"},
+		{`{"price": {"conditions": {"$is": [2100]}}}`, "blue red"},
+		{`{"price": {"conditions": {"$is_unknown": []}}}`, "lamp"},
+		{`{"metadata.season": {"conditions": {"$is": ["summer"]}}}`, "green shirt"},
+		{`{"metadata.season": {"conditions": {"$is_not": ["summer"]}}}`, "blue hat lamp mug red"},
+		{`{"junction": "or", "name": {"conditions": {"$starts_with": ["h", "L"]}}, "metadata.weight": {"conditions": {"$more_than": [2]}}}`, "hat lamp"},
+		{`{"source_id": {"conditions": {"$contains": ["shirt"]}}}`, "blue green red shirt"},
+		{`{"metadata.since": {"conditions": {"$before": ["2025-01-01"]}}, "created_at": {"conditions": {"$less_than_ago": [1]}}}`, "lamp"},
+	} {
+		coll := a.OK("POST", "/v1/product-collections", map[string]any{"type": "AUTO_UPDATE", "name": fmt.Sprintf("Dynamic %d", i),
+			"filter": json.RawMessage(tc.filter)})
+		if coll["type"] != "AUTO_UPDATE" || coll["filter"] == nil || coll["products"] != nil {
+			t.Fatalf("created: %v", coll)
+		}
+		var listed []string
+		for _, x := range a.OK("GET", "/v1/product-collections/"+coll["id"].(string)+"/products?limit=100", nil)["data"].([]any) {
+			listed = append(listed, names[x.(map[string]any)["id"].(string)])
+		}
+		sort.Strings(listed)
+		code := fmt.Sprintf("DYN-%d", i)
+		v := a.Voucher(code, map[string]any{"discount": map[string]any{"type": "PERCENT", "percent_off": 50, "effect": "APPLY_TO_ITEMS"}})
+		rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": code, "type": "advanced",
+			"applicable_to": map[string]any{"included": []any{map[string]any{"object": "products_collection", "id": coll["id"], "effect": "APPLY_TO_EVERY"}}}})
+		a.OK("POST", "/v1/validation-rules/"+rule["id"].(string)+"/assignments", map[string]any{"related_object_type": "voucher", "related_object_id": v["id"]})
+		r := a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code}},
+			"order": map[string]any{"items": lines}})
+		var held []string
+		if items, ok := r["order"].(map[string]any)["items"].([]any); ok {
+			for j, it := range items {
+				if stacktest.Num(it.(map[string]any)["discount_amount"]) > 0 {
+					held = append(held, lineName[j])
+				}
+			}
+		}
+		sort.Strings(held)
+		if strings.Join(listed, " ") != tc.want || strings.Join(held, " ") != tc.want {
+			t.Errorf("%s: listed %v, held in an order %v; want %s", tc.filter, listed, held, tc.want)
+		}
 	}
 }

@@ -138,7 +138,7 @@ func (s *Service) Products(ctx context.Context, projectID, id string, after time
 				ps = append(ps, it.ID)
 			}
 		}
-		return products.Members(ctx, s.pool, projectID, ps, ss, after, lq.Offset(), lq.Limit)
+		return products.Members(ctx, s.pool, projectID, products.Selection{ProductIDs: ps, SKUIDs: ss}, after, lq.Offset(), lq.Limit)
 	}
-	return c.filter.members(ctx, s.pool, projectID, after, lq.Offset(), lq.Limit)
+	return c.filter.members(ctx, s.pool, projectID, s.clock.Now(), after, lq.Offset(), lq.Limit)
 }

@@ -3,6 +3,7 @@ package collections
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/products"
@@ -67,12 +68,13 @@ func (s *Service) Mark(ctx context.Context, q db.Querier, projectID string, ids 
 	if err != nil {
 		return err
 	}
+	now := s.clock.Now()
 	for i := range o.Items {
 		it := &o.Items[i]
 		line := lineOf(it, f)
 		it.CollectionIDs = it.CollectionIDs[:0:0]
 		for _, c := range cs {
-			if c.holds(line) {
+			if c.holds(line, now) {
 				it.CollectionIDs = append(it.CollectionIDs, c.ID)
 			}
 		}
@@ -128,7 +130,7 @@ func lineOf(it *rules.Item, f products.Found) line {
 // holds a SKU line when the SKU matches its filter (a SKU must match
 // itself, as the reference's collections read) and a product line when
 // the product does.
-func (c *Collection) holds(l line) bool {
+func (c *Collection) holds(l line, now time.Time) bool {
 	if c.Type == Static {
 		return slices.ContainsFunc(c.Items, func(it Item) bool {
 			if it.Object == "sku" {
@@ -138,10 +140,10 @@ func (c *Collection) holds(l line) bool {
 		})
 	}
 	switch {
-	case l.sku != nil && l.product != nil:
-		return c.filter.matchSKU(*l.sku, *l.product)
+	case l.sku != nil:
+		return c.filter.matchSKU(*l.sku, now)
 	case l.product != nil:
-		return c.filter.matchProduct(*l.product)
+		return c.filter.matchProduct(*l.product, now)
 	}
 	return false
 }

@@ -2,6 +2,7 @@ package products
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
@@ -102,14 +103,38 @@ func orEmptyList(ss []string) []string {
 	return ss
 }
 
-// Members lists a page of the project's live products and SKUs among
-// productIDs and skuIDs, oldest first, those created after after (zero:
-// all), offset rows on, with how many there are.
-func Members(ctx context.Context, q db.Querier, projectID string, productIDs, skuIDs []string, after time.Time, offset, limit int) ([]any, int, error) {
+// Selection is which products and SKUs Members lists: those of the ids
+// given, or those Where holds (an SQL condition over the products table,
+// or the skus table with sku, its values given to arg).
+type Selection struct {
+	ProductIDs, SKUIDs []string
+	Where              func(sku bool, arg func(any) string) string
+}
+
+// Members lists a page of the project's live products and SKUs sel holds,
+// oldest first, those created after after (zero: all), offset rows on,
+// with how many there are.
+func Members(ctx context.Context, q db.Querier, projectID string, sel Selection, after time.Time, offset, limit int) ([]any, int, error) {
+	args := []any{projectID, after}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	var pc, sc string
+	if sel.Where != nil {
+		pc, sc = sel.Where(false, arg), sel.Where(true, arg)
+	} else {
+		pc, sc = "id = ANY("+arg(sel.ProductIDs)+"::TEXT[])", "id = ANY("+arg(sel.SKUIDs)+"::TEXT[])"
+	}
+	from := `SELECT FALSE AS sku, id, created_at FROM products WHERE project_id = $1 AND bin_id IS NULL AND created_at > $2 AND ` + pc + `
+		UNION ALL SELECT TRUE, id, created_at FROM skus WHERE project_id = $1 AND created_at > $2 AND ` + sc
 	var total int
-	if err := q.QueryRow(ctx, `SELECT (SELECT count(*) FROM products WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND bin_id IS NULL AND created_at > $4)
-		+ (SELECT count(*) FROM skus WHERE project_id = $1 AND id = ANY($3::TEXT[]) AND created_at > $4)`,
-		projectID, productIDs, skuIDs, after).Scan(&total); err != nil {
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM (`+from+`) AS m`, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	n := len(args)
+	rows, err := q.Query(ctx, from+fmt.Sprintf(` ORDER BY 3, 2 LIMIT $%d OFFSET $%d`, n+1, n+2), append(args, limit, offset)...)
+	if err != nil {
 		return nil, 0, err
 	}
 	type key struct {
@@ -117,13 +142,6 @@ func Members(ctx context.Context, q db.Querier, projectID string, productIDs, sk
 		id  string
 	}
 	var keys []key
-	rows, err := q.Query(ctx, `SELECT FALSE, id, created_at FROM products
-			WHERE project_id = $1 AND id = ANY($2::TEXT[]) AND bin_id IS NULL AND created_at > $4
-		UNION ALL SELECT TRUE, id, created_at FROM skus WHERE project_id = $1 AND id = ANY($3::TEXT[]) AND created_at > $4
-		ORDER BY 3, 2 LIMIT $5 OFFSET $6`, projectID, productIDs, skuIDs, after, limit, offset)
-	if err != nil {
-		return nil, 0, err
-	}
 	for rows.Next() {
 		var k key
 		var at any
