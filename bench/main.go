@@ -39,11 +39,12 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, vouchers, engine, exports, events, cors, outbox, noisy, ring, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, targeting, vouchers, engine, exports, events, cors, outbox, noisy, ring, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, or the point additions (with -only)")
 	flag.IntVar(&customersRows, "customers-rows", 1_000_000, "customers the customers section imports (fewer to try it on a shared machine)")
+	flag.IntVar(&segmentCustomers, "segment-customers", 1_000_000, "customers the targeting section's segment is evaluated over (fewer to try it on a shared machine)")
 	hammer := flag.String("hammer", "", "internal: run the noisy neighbour's clients (ROUTER,APPID,TOKEN,CARD) until interrupted")
 	flag.Parse()
 	if *hammer != "" {
@@ -218,6 +219,10 @@ func (b *benchRun) sections() []section {
 		{"customers", func(string) (string, error) {
 			cr, err := benchCustomers(stack, p, servers[1])
 			return customersReport(cr), err
+		}},
+		{"targeting", func(string) (string, error) {
+			tr, err := benchTargeting(stack, p, servers[1], d)
+			return targetingReport(tr), err
 		}},
 		{"vouchers", func(string) (string, error) {
 			vr, err := benchVouchers(stack, p, servers[1])
