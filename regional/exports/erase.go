@@ -18,10 +18,14 @@ const ErasedCode = "customer_erased"
 // EraseCustomer is the erasure.Eraser of exports: the file of every
 // finished export is searched for the customer's personal values, and a
 // file that holds one is deleted, its export turned ERROR with an error
-// that says why (a new export is made without the customer). Files are
+// that says why (a new export is made without the customer); an export
+// being made of objects that may hold them is stopped (stopRunning). Files are
 // read a chunk at a time, each searched with the end of the one before
 // (a value across two chunks is found too).
 func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject, _ *erasure.Counts) error {
+	if err := stopRunning(ctx, tx, projectID, s); err != nil {
+		return err
+	}
 	type file struct{ id, run string }
 	rows, err := tx.Query(ctx, `SELECT id, run_id FROM exports WHERE project_id = $1 AND status = $2 AND run_id IS NOT NULL`,
 		projectID, Done)
@@ -60,6 +64,27 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 		}
 	}
 	return nil
+}
+
+// personalObjects are the exported objects whose files may hold a
+// customer's personal values.
+var personalObjects = []string{"customer", "order", "publication", "redemption", "voucher"}
+
+// stopRunning turns ERROR the exports of personalObjects being made while
+// the customer is erased: their rows may have been read before the
+// erasure. Their run is no longer named, so the job finds itself
+// superseded and drops what it wrote; nothing it made is ever served. An
+// export still SCHEDULED reads after the erasure and is left to run.
+func stopRunning(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject) error {
+	failure, err := json.Marshal(Failure{Code: ErasedCode, Message: fmt.Sprintf(
+		"The file was being made when customer %s was permanently deleted and could hold them. Export again.", s.CustomerID)})
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE exports SET status = $2, run_id = NULL, parts = NULL, error = $3, updated_at = $4
+		WHERE project_id = $1 AND status = $5 AND exported_object = ANY($6::TEXT[])`,
+		projectID, Error, failure, time.Now().UTC().Truncate(time.Millisecond), InProgress, personalObjects)
+	return err
 }
 
 // fileHolds says whether run's file of export id holds one of s's values.
