@@ -12,6 +12,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/segments"
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -32,9 +33,12 @@ type customEventRef struct {
 // rule names the schema of its event by custom_event.schema_id, and a
 // proportional rule counts a number property of it.
 func (s *Service) checkCustomEvent(ctx context.Context, projectID string, r EarningRule, where string) error {
-	if r.Event == "order.paid" {
+	if r.Event == "order.paid" || r.Event == SegmentEntered {
 		if present(r.Attrs.CustomEventRaw) {
-			return apierr.InvalidPayload(where + "custom_event goes with custom event rules, not order.paid")
+			return apierr.InvalidPayload(where + "custom_event goes with custom event rules, not " + r.Event)
+		}
+		if r.Event == SegmentEntered {
+			return segments.CheckAutoUpdate(ctx, s.pool, projectID, r.Attrs.Segment.ID)
 		}
 		return nil
 	}
@@ -100,10 +104,16 @@ func (r RulePoints) pointsFor(meta map[string]any) int64 {
 	if r.Type == "FIXED" && r.Points != nil {
 		return *r.Points
 	}
-	if r.CalculationType != "CUSTOM_EVENT_METADATA" || r.CustomEvent == nil || r.CustomEvent.Metadata == nil {
+	by := r.CustomEvent
+	if r.CalculationType == "CUSTOMER_METADATA" {
+		by = r.Customer
+	} else if r.CalculationType != "CUSTOM_EVENT_METADATA" {
 		return 0
 	}
-	m := r.CustomEvent.Metadata
+	if by == nil || by.Metadata == nil {
+		return 0
+	}
+	m := by.Metadata
 	var text string
 	switch x := meta[m.Property].(type) {
 	case json.Number:

@@ -40,6 +40,7 @@ type EarningRule struct {
 type RuleAttrs struct {
 	Loyalty         RulePoints      `json:"loyalty"`
 	CustomEventRaw  json.RawMessage `json:"custom_event,omitempty"`
+	Segment         *IDRef          `json:"segment,omitempty"` // of a customer.segment.entered rule
 	LoyaltyTier     *IDRef          `json:"loyalty_tier,omitempty"`
 	PendingPoints   *PendingPeriod  `json:"pending_points,omitempty"`
 	Banner          *string         `json:"banner,omitempty"`
@@ -58,6 +59,10 @@ type RulePoints struct {
 	// CustomEvent is the proportional rule of a custom event: points for
 	// every so much of a numeric metadata property.
 	CustomEvent *RuleEventMetadata `json:"custom_event,omitempty"`
+	// Customer is the proportional rule of a segment entry
+	// (CUSTOMER_METADATA): points for every so much of a numeric
+	// property of the customer's metadata.
+	Customer *RuleEventMetadata `json:"customer,omitempty"`
 }
 
 // RuleEventMetadata is {metadata: {every, points, property}}.
@@ -189,6 +194,9 @@ func (r EarningRule) View() RuleView {
 	if v.CustomEvent == nil {
 		v.CustomEvent = json.RawMessage("null")
 	}
+	if a.Segment != nil {
+		v.Segment = a.Segment
+	}
 	if v.Metadata == nil {
 		v.Metadata = map[string]any{}
 	}
@@ -230,8 +238,8 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 			return bad("event cannot be changed; create a new rule")
 		}
 		switch ev := *q.Event; {
-		case ev == "order.paid":
-		case ev == "customer.segment.entered" || strings.HasPrefix(ev, "customer.loyalty.tier."):
+		case ev == "order.paid" || ev == SegmentEntered:
+		case strings.HasPrefix(ev, "customer.loyalty.tier."):
 			return bad("event " + ev + " is not available on this platform yet: use order.paid or a custom event")
 		case ev == "" || len(ev) > 300 || strings.ContainsRune(ev, 0):
 			return bad("event must be order.paid or a custom event name of 1 to 300 characters")
@@ -241,7 +249,16 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 		return bad("event is required: order.paid or a custom event name")
 	}
 	if present(q.Segment) {
-		return bad("segment is for customer.segment.entered, which is not available yet")
+		var ref IDRef
+		if r.Event != SegmentEntered {
+			return bad("segment goes with customer.segment.entered rules")
+		}
+		if json.Unmarshal(q.Segment, &ref) != nil || ref.ID == "" {
+			return bad("segment must be {id}, the id of an auto-update segment")
+		}
+		r.Attrs.Segment = &ref
+	} else if create && r.Event == SegmentEntered {
+		return bad("segment.id is required: the auto-update segment whose entering customers earn")
 	}
 	if q.Loyalty != nil {
 		l := *q.Loyalty
@@ -250,8 +267,20 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 			if l.Points == nil || *l.Points <= 0 || *l.Points > 1_000_000_000 {
 				return bad("loyalty.points must be a positive number of points for a FIXED rule")
 			}
-			l.CalculationType, l.Order, l.CustomEvent = "", nil, nil
+			l.CalculationType, l.Order, l.CustomEvent, l.Customer = "", nil, nil, nil
 		case "PROPORTIONAL":
+			if r.Event == SegmentEntered {
+				m := l.Customer
+				if l.CalculationType != "CUSTOMER_METADATA" || m == nil || m.Metadata == nil {
+					return bad("a PROPORTIONAL customer.segment.entered rule has calculation_type CUSTOMER_METADATA with customer.metadata {every, points, property}")
+				}
+				if e := m.Metadata; !positive(e.Every) || e.Points <= 0 || e.Points > 1_000_000_000 || e.Property == "" || len(e.Property) > 100 {
+					return bad("loyalty.customer.metadata needs a positive every and points and the name of a number property")
+				}
+				l.Points, l.Order, l.CustomEvent = nil, nil, nil
+				break
+			}
+			l.Customer = nil
 			if r.Event != "order.paid" {
 				m := l.CustomEvent
 				if l.CalculationType != "CUSTOM_EVENT_METADATA" || m == nil || m.Metadata == nil {

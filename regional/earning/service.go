@@ -13,6 +13,7 @@ import (
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/segments"
 )
 
 // Service holds the earning rules of loyalty programs, accrues points for
@@ -41,6 +42,13 @@ func NewService(pool *db.Pool, notify loyalty.Notifier, prog *loyalty.Service, r
 		_ = json.Unmarshal(t.Payload, &task)
 		return task.CustomerID
 	}})
+	// A segment entry's accrual locks its customer's cards likewise.
+	reg.HandleTx(segments.KindEntered, s.accrueSegment, async.Policy{MaxAttempts: 50, ReadCommitted: true,
+		LockOrder: func(t async.Task) string {
+			var e segments.EnteredTask
+			_ = json.Unmarshal(t.Payload, &e)
+			return e.CustomerID
+		}})
 	return s
 }
 

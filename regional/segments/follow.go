@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/webhooks"
@@ -25,6 +27,24 @@ const JobSync = "SEGMENT.SYNC"
 // syncChunk is how many customers a chunk of JobSync reads: one INSERT …
 // SELECT over that range of ids per transaction.
 const syncChunk = 10000
+
+// KindEntered is queued for every customer that enters an auto-update
+// segment, in the transaction that records the entry: what loyalty
+// programs' earning rules on customer.segment.entered earn by
+// (regional/earning handles it).
+const KindEntered = "segments.entered"
+
+// EnteredTask is a customer's entry into an auto-update segment: its id
+// (what an accrual is made once for), when, and the customer's metadata
+// then (what a PROPORTIONAL rule counts).
+type EnteredTask struct {
+	ID         string         `json:"id"`
+	CustomerID string         `json:"customer_id"`
+	SegmentID  string         `json:"segment_id"`
+	Segment    string         `json:"segment_name"`
+	Metadata   map[string]any `json:"metadata"`
+	At         time.Time      `json:"at"`
+}
 
 // Webhook event types of membership (auto-update segments only).
 const (
@@ -108,8 +128,16 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 				continue
 			}
 			var cust any = map[string]any{"id": ch.customer, "object": "customer"} // deleted
-			if c, ok := custs[ch.customer]; ok {
+			c, ok := custs[ch.customer]
+			if ok {
 				cust = c.View()
+			}
+			if ok && w.typ == Entered {
+				if _, err := async.Queue(ctx, b, t.ProjectID, async.NewTask{Kind: KindEntered, Payload: EnteredTask{
+					ID: ids.New("sge_"), CustomerID: c.ID, SegmentID: seg.ID, Segment: seg.Name, Metadata: c.Attrs.Metadata, At: now,
+				}}); err != nil {
+					return err
+				}
 			}
 			if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: t.ProjectID, Type: w.typ, Entity: ch.customer,
 				Object: map[string]any{"customer": cust, "segment": seg.simple()}}); err != nil {

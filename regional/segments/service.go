@@ -321,3 +321,20 @@ func (s *Service) OfCustomer(ctx context.Context, projectID, idOrSource string) 
 	}
 	return out, nil
 }
+
+// CheckAutoUpdate is nil when id names an auto-update segment of the
+// project, else the 4xx that says why: what an earning rule on
+// customer.segment.entered must name.
+func CheckAutoUpdate(ctx context.Context, q db.Querier, projectID, id string) error {
+	seg, err := get(ctx, q, projectID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return apierr.NotFound("segment", id)
+	}
+	if err != nil {
+		return err
+	}
+	if seg.Type != AutoUpdate {
+		return apierr.InvalidPayload(fmt.Sprintf("segment.id: %s is a %s segment; customer.segment.entered rules need an auto-update one.", id, seg.Type))
+	}
+	return nil
+}
