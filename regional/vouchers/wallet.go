@@ -1,10 +1,13 @@
 package vouchers
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/wallet"
 )
 
@@ -59,6 +62,8 @@ func (s *Service) Redeemables(ctx context.Context, projectID string, ids []strin
 }
 
 // redeemables renders vs (publish counts included) with their statuses.
+// Their campaigns (live: the sources read no voucher of a deleted one)
+// are read once each; a page names a few.
 func (s *Service) redeemables(ctx context.Context, projectID string, vs []Voucher, now time.Time) ([]wallet.Redeemable, error) {
 	views := make([]View, len(vs))
 	for i, v := range vs {
@@ -67,9 +72,30 @@ func (s *Service) redeemables(ctx context.Context, projectID string, vs []Vouche
 	if err := s.counted(ctx, projectID, views); err != nil {
 		return nil, err
 	}
+	// A voucher is usable when its campaign is too: the campaign's active
+	// flag, and its dates where the voucher has none of its own.
+	camps := map[string]campaigns.Campaign[json.RawMessage]{}
+	for _, v := range vs {
+		if v.CampaignID == nil {
+			continue
+		}
+		if _, ok := camps[*v.CampaignID]; !ok {
+			c, err := campaigns.Get[json.RawMessage](ctx, s.pool, projectID, *v.CampaignID, false)
+			if err != nil {
+				return nil, err
+			}
+			camps[*v.CampaignID] = c
+		}
+	}
 	out := make([]wallet.Redeemable, len(vs))
 	for i, v := range vs {
-		out[i] = wallet.Redeemable{Type: "voucher", Voucher: views[i], Status: v.state().Status(now)}
+		st := v.state()
+		if v.CampaignID != nil {
+			a := camps[*v.CampaignID].Attrs
+			st.Active = st.Active && a.Active
+			st.Start, st.Expiration = cmp.Or(st.Start, a.StartDate), cmp.Or(st.Expiration, a.ExpirationDate)
+		}
+		out[i] = wallet.Redeemable{Type: "voucher", Voucher: views[i], Status: st.Status(now)}
 	}
 	return out, nil
 }

@@ -53,6 +53,12 @@ func TestWalletListsEveryKindHeldWithItsStatus(t *testing.T) {
 	a.OK("POST", "/v1/vouchers/OFF/disable", nil)
 	a.OK("POST", "/v1/redemptions", map[string]any{"customer": map[string]any{"id": ann},
 		"redeemables": []any{map[string]any{"object": "voucher", "id": "ONCE"}}, "order": stacktest.Order([2]int{1000, 1})})
+	// A voucher of a campaign that is disabled is DISABLED, whatever its own flag.
+	a.OK("POST", "/v1/campaigns", map[string]any{"name": "Paused", "campaign_type": "DISCOUNT_COUPONS", "type": "AUTO_UPDATE",
+		"vouchers_count": 0, "voucher": map[string]any{"type": "DISCOUNT_VOUCHER",
+			"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "code_config": map[string]any{"pattern": "PAUSED-#####"}}})
+	paused := publish(map[string]any{"campaign": "Paused"})["code"].(string)
+	a.OK("POST", "/v1/campaigns/Paused/disable", nil)
 	for code, amount := range map[string]int{"GIFT": 500, "EMPTY": 0} {
 		a.Voucher(code, map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": amount}})
 		publish(map[string]any{"voucher": code})
@@ -77,6 +83,7 @@ func TestWalletListsEveryKindHeldWithItsStatus(t *testing.T) {
 		"OFF": {"OWNER", "", "DISCOUNT_VOUCHER", "DISABLED"}, "LATER": {"OWNER", "", "DISCOUNT_VOUCHER", "NOT_ACTIVE_YET"},
 		"EXPIRES": {"OWNER", "", "DISCOUNT_VOUCHER", "EXPIRED"}, "GIFT": {"OWNER", "", "GIFT_VOUCHER", "ACTIVE"},
 		"EMPTY": {"OWNER", "", "GIFT_VOUCHER", "NO_BALANCE"},
+		paused:  {"OWNER", "DISCOUNT_COUPONS", "DISCOUNT_VOUCHER", "DISABLED"},
 		rich:    {"OWNER", "LOYALTY_PROGRAM", "LOYALTY_CARD", "ACTIVE"}, poor: {"OWNER", "LOYALTY_PROGRAM", "LOYALTY_CARD", "NO_BALANCE"},
 		mine: {"REFERRER", "REFERRAL_PROGRAM", "DISCOUNT_VOUCHER", "ACTIVE"}, bobs: {"REFEREE", "REFERRAL_PROGRAM", "DISCOUNT_VOUCHER", "ACTIVE"},
 	}
