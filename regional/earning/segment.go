@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/segments"
 	"github.com/tallyhq/tally/regional/tiers"
@@ -45,6 +46,14 @@ func (s *Service) accrueSegment(ctx context.Context, tx pgx.Tx, t async.Task) er
 	if len(byCampaign) == 0 {
 		return nil
 	}
+	// The customer's metadata as the accrual runs (moments after the
+	// entry): what a PROPORTIONAL rule counts. A customer deleted since
+	// earns nothing.
+	found, err := customers.Many(ctx, tx, t.ProjectID, []string{e.CustomerID})
+	if err != nil || len(found) == 0 {
+		return err
+	}
+	meta := found[0].Attrs.Metadata
 	keys, err := s.prog.CardsOf(ctx, tx, t.ProjectID, e.CustomerID)
 	if err != nil {
 		return err
@@ -55,7 +64,7 @@ func (s *Service) accrueSegment(ctx context.Context, tx pgx.Tx, t async.Task) er
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		for _, r := range byCampaign[card.CampaignID] {
 			// Only a customer who entered while the rule was live earns.
-			pts := r.earns(e.At, holder, func(p RulePoints) int64 { return p.pointsFor(e.Metadata) })
+			pts := r.earns(e.At, holder, func(p RulePoints) int64 { return p.pointsFor(meta) })
 			if pts <= 0 {
 				continue
 			}

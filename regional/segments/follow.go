@@ -35,15 +35,15 @@ const syncChunk = 10000
 const KindEntered = "segments.entered"
 
 // EnteredTask is a customer's entry into an auto-update segment: its id
-// (what an accrual is made once for), when, and the customer's metadata
-// then (what a PROPORTIONAL rule counts).
+// (what an accrual is made once for) and when. It holds ids only, no
+// personal data, which a permanent deletion would have to find in the
+// outbox.
 type EnteredTask struct {
-	ID         string         `json:"id"`
-	CustomerID string         `json:"customer_id"`
-	SegmentID  string         `json:"segment_id"`
-	Segment    string         `json:"segment_name"`
-	Metadata   map[string]any `json:"metadata"`
-	At         time.Time      `json:"at"`
+	ID         string    `json:"id"`
+	CustomerID string    `json:"customer_id"`
+	SegmentID  string    `json:"segment_id"`
+	Segment    string    `json:"segment_name"`
+	At         time.Time `json:"at"`
 }
 
 // Webhook event types of membership (auto-update segments only).
@@ -134,7 +134,7 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			}
 			if ok && w.typ == Entered {
 				if _, err := async.Queue(ctx, b, t.ProjectID, async.NewTask{Kind: KindEntered, Payload: EnteredTask{
-					ID: ids.New("sge_"), CustomerID: c.ID, SegmentID: seg.ID, Segment: seg.Name, Metadata: c.Attrs.Metadata, At: now,
+					ID: ids.New("sge_"), CustomerID: c.ID, SegmentID: seg.ID, Segment: seg.Name, At: now,
 				}}); err != nil {
 					return err
 				}
