@@ -25,8 +25,9 @@ const KindCustomers = "segments.customers"
 const JobSync = "SEGMENT.SYNC"
 
 // syncChunk is how many customers a chunk of JobSync reads: one INSERT …
-// SELECT over that range of ids per transaction.
-const syncChunk = 10000
+// SELECT over that range of ids per transaction (the tests make it small,
+// so that every first evaluation they run takes several chunks).
+var syncChunk = 10000
 
 // KindEntered is queued for every customer that enters an auto-update
 // segment, in the transaction that records the entry: what loyalty

@@ -212,3 +212,46 @@ func TestSegmentRefusals(t *testing.T) {
 	}
 	a.OK("POST", "/v1/segments", map[string]any{"name": "static ones are not counted", "type": "static", "customers": []any{}})
 }
+
+// Customers written in bulk (the bulk update and the metadata update, as
+// async actions) join and leave segments as single writes do, with their
+// notices; a filter segment made over existing customers finds them all by
+// its first evaluation, in several chunks (export_test.go).
+func TestBulkWritesMoveCustomersBetweenSegments(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("customer.segment.entered", "customer.segment.left")
+	gold := a.OK("POST", "/v1/segments", map[string]any{"name": "Gold", "type": "auto-update",
+		"filter": map[string]any{"metadata.tier": map[string]any{"conditions": map[string]any{"$is": []any{"gold"}}}}})["id"].(string)
+	var bulk []any
+	var sources []any
+	for i := range 30 {
+		tier := "silver"
+		if i%3 == 0 {
+			tier = "gold"
+		}
+		src := "c-" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+		bulk = append(bulk, map[string]any{"source_id": src, "metadata": map[string]any{"tier": tier}})
+		sources = append(sources, src)
+	}
+	wait := func(r stacktest.Resp) {
+		if r.Status != 202 {
+			t.Fatalf("start: %d %s", r.Status, r.Body)
+		}
+		a.WaitAction(r.JSON(t)["async_action_id"].(string))
+	}
+	wait(a.Do("POST", "/v1/customers/bulk/async", bulk))
+	stacktest.Eventually(t, 10*time.Second, "10 gold members", func() bool { return len(members(a, gold)) == 10 })
+	hooks.Wait(t, "customer.segment.entered", 10)
+	// Every one of them gold now, by the metadata update: 20 more enter.
+	wait(a.Do("POST", "/v1/customers/metadata/async", map[string]any{"source_ids": sources, "metadata": map[string]any{"tier": "gold"}}))
+	stacktest.Eventually(t, 10*time.Second, "30 gold members", func() bool { return len(members(a, gold)) == 30 })
+	hooks.Wait(t, "customer.segment.entered", 30)
+	// A segment made now finds the 30 by its first evaluation.
+	later := a.OK("POST", "/v1/segments", map[string]any{"name": "Gold too", "type": "passive",
+		"filter": map[string]any{"metadata.tier": map[string]any{"conditions": map[string]any{"$in": []any{"gold", "platinum"}}}}})["id"].(string)
+	stacktest.Eventually(t, 10*time.Second, "the first evaluation", func() bool { return len(members(a, later)) == 30 })
+	if n := hooks.Count("customer.segment.left"); n != 0 {
+		t.Fatalf("%d left notices, want none", n)
+	}
+}
