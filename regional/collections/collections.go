@@ -28,6 +28,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/products"
 )
@@ -303,4 +304,41 @@ func (s *Service) Delete(ctx context.Context, projectID, id string) error {
 	}
 	s.cache.Remove(projectID + "/" + id)
 	return nil
+}
+
+// List reads a page of the project's collections, whether more follow, and
+// how many it has.
+func (s *Service) List(ctx context.Context, projectID string, lq listq.Query) ([]View, int, bool, error) {
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM product_collections WHERE project_id = $1`, projectID).Scan(&total); err != nil {
+		return nil, 0, false, err
+	}
+	_, orderBy, args := lq.Keyset("product_collections", orderKeys[lq.Key], []any{projectID, lq.Limit + 1})
+	cs, err := db.Collect(scan)(s.pool.Query(ctx, `SELECT `+columns+` FROM product_collections WHERE project_id = $1
+		ORDER BY `+orderBy+` LIMIT $2`+lq.OffsetSQL(), args...))
+	if err != nil {
+		return nil, 0, false, err
+	}
+	page, more, _ := listq.PageOf(cs, lq.Limit, func(c Collection) string { return c.ID }, Collection.View)
+	return page, total, more, nil
+}
+
+// Products lists a page of a collection's products and SKUs.
+func (s *Service) Products(ctx context.Context, projectID, id string, after time.Time, lq listq.Query) ([]any, int, error) {
+	c, err := get(ctx, s.pool, projectID, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if c.Type == Static {
+		var ps, ss []string
+		for _, it := range c.Items {
+			if it.Object == "sku" {
+				ss = append(ss, it.ID)
+			} else {
+				ps = append(ps, it.ID)
+			}
+		}
+		return products.Members(ctx, s.pool, projectID, products.Selection{ProductIDs: ps, SKUIDs: ss}, after, lq.Offset(), lq.Limit)
+	}
+	return c.filter.members(ctx, s.pool, projectID, s.clock.Now(), after, lq.Offset(), lq.Limit)
 }

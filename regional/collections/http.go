@@ -1,7 +1,6 @@
 package collections
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,10 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
-	"github.com/tallyhq/tally/regional/products"
 )
 
 type handler struct{ svc *Service }
@@ -67,23 +64,6 @@ func (h handler) list(c echo.Context) error {
 	return c.JSON(http.StatusOK, listq.List[View]{Data: out, Total: &total, More: more})
 }
 
-// List reads a page of the project's collections, whether more follow, and
-// how many it has.
-func (s *Service) List(ctx context.Context, projectID string, lq listq.Query) ([]View, int, bool, error) {
-	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM product_collections WHERE project_id = $1`, projectID).Scan(&total); err != nil {
-		return nil, 0, false, err
-	}
-	_, orderBy, args := lq.Keyset("product_collections", orderKeys[lq.Key], []any{projectID, lq.Limit + 1})
-	cs, err := db.Collect(scan)(s.pool.Query(ctx, `SELECT `+columns+` FROM product_collections WHERE project_id = $1
-		ORDER BY `+orderBy+` LIMIT $2`+lq.OffsetSQL(), args...))
-	if err != nil {
-		return nil, 0, false, err
-	}
-	page, more, _ := listq.PageOf(cs, lq.Limit, func(c Collection) string { return c.ID }, Collection.View)
-	return page, total, more, nil
-}
-
 // productsSpec: GET …/products pages by page and limit, and by the
 // reference's starting_after (a creation time).
 var productsSpec = listq.Spec{Pages: true, NoCursor: true, NoOrder: true}
@@ -121,24 +101,4 @@ func (h handler) products(c echo.Context) error {
 	}
 	more := lq.Offset()+len(data) < total
 	return c.JSON(http.StatusOK, listq.List[any]{Data: data, Total: &total, More: more})
-}
-
-// Products lists a page of a collection's products and SKUs.
-func (s *Service) Products(ctx context.Context, projectID, id string, after time.Time, lq listq.Query) ([]any, int, error) {
-	c, err := get(ctx, s.pool, projectID, id)
-	if err != nil {
-		return nil, 0, err
-	}
-	if c.Type == Static {
-		var ps, ss []string
-		for _, it := range c.Items {
-			if it.Object == "sku" {
-				ss = append(ss, it.ID)
-			} else {
-				ps = append(ps, it.ID)
-			}
-		}
-		return products.Members(ctx, s.pool, projectID, products.Selection{ProductIDs: ps, SKUIDs: ss}, after, lq.Offset(), lq.Limit)
-	}
-	return c.filter.members(ctx, s.pool, projectID, s.clock.Now(), after, lq.Offset(), lq.Limit)
 }

@@ -1,8 +1,6 @@
 package locations
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
@@ -109,32 +106,4 @@ func (h handler) list(c echo.Context) error {
 		next = page[len(page)-1].ID
 	}
 	return c.JSON(http.StatusOK, listq.List[View]{Data: views, Total: &total, More: more, Next: next})
-}
-
-// List reads a page of the project's locations and how many match.
-func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]Location, int, bool, error) {
-	args := []any{projectID}
-	where := ` WHERE project_id = $1`
-	if lq.End != nil {
-		args = append(args, *lq.End)
-		where += fmt.Sprintf(" AND created_at < $%d", len(args))
-	}
-	if !lq.Filter.Empty() {
-		var cond string
-		cond, args = lq.Filter.SQL(listFields, args, s.now())
-		where += " AND " + cond
-	}
-	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM locations`+where, args...).Scan(&total); err != nil {
-		return nil, 0, false, err
-	}
-	cond, orderBy, args := lq.Keyset("locations", orderKeys[lq.Key], args)
-	args = append(args, lq.Limit+1)
-	rows, err := db.Collect(scan)(s.pool.Query(ctx, `SELECT `+columns+` FROM locations`+where+cond+
-		fmt.Sprintf(" ORDER BY %s LIMIT $%d", orderBy, len(args)), args...))
-	if err != nil {
-		return nil, 0, false, err
-	}
-	page, more, _ := listq.Page(rows, lq.Limit, func(l Location) string { return l.ID })
-	return page, total, more, nil
 }

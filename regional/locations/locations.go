@@ -27,6 +27,7 @@ import (
 	"github.com/tallyhq/tally/internal/geo"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
 )
 
@@ -267,4 +268,32 @@ func (s *Service) Shapes(ctx context.Context, projectID string, ids []string) (m
 		}
 	}
 	return out, nil
+}
+
+// List reads a page of the project's locations and how many match.
+func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]Location, int, bool, error) {
+	args := []any{projectID}
+	where := ` WHERE project_id = $1`
+	if lq.End != nil {
+		args = append(args, *lq.End)
+		where += fmt.Sprintf(" AND created_at < $%d", len(args))
+	}
+	if !lq.Filter.Empty() {
+		var cond string
+		cond, args = lq.Filter.SQL(listFields, args, s.now())
+		where += " AND " + cond
+	}
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM locations`+where, args...).Scan(&total); err != nil {
+		return nil, 0, false, err
+	}
+	cond, orderBy, args := lq.Keyset("locations", orderKeys[lq.Key], args)
+	args = append(args, lq.Limit+1)
+	rows, err := db.Collect(scan)(s.pool.Query(ctx, `SELECT `+columns+` FROM locations`+where+cond+
+		fmt.Sprintf(" ORDER BY %s LIMIT $%d", orderBy, len(args)), args...))
+	if err != nil {
+		return nil, 0, false, err
+	}
+	page, more, _ := listq.Page(rows, lq.Limit, func(l Location) string { return l.ID })
+	return page, total, more, nil
 }
