@@ -221,8 +221,9 @@ func eventSchemaExists(name string) error {
 		"update that one (PUT …/custom-event-schemas/{id}) or choose another name.", name))
 }
 
-// eventSchemaProject checks the path's project is live: 404 project.
-func (h handler) eventSchemaProject(c echo.Context) (tenancy.Project, error) {
+// liveProject is the path's project if it is live, else 404 project (for
+// every handler of a project's schemas and rules).
+func (h handler) liveProject(c echo.Context) (tenancy.Project, error) {
 	id := c.Param("projectId")
 	p, err := tenancy.GetProject(c.Request().Context(), h.pool, id)
 	if err != nil {
@@ -232,7 +233,7 @@ func (h handler) eventSchemaProject(c echo.Context) (tenancy.Project, error) {
 }
 
 func (h handler) createEventSchema(c echo.Context) error {
-	p, err := h.eventSchemaProject(c)
+	p, err := h.liveProject(c)
 	if err != nil {
 		return err
 	}
@@ -267,7 +268,7 @@ func (h handler) createEventSchema(c echo.Context) error {
 }
 
 func (h handler) listEventSchemas(c echo.Context) error {
-	p, err := h.eventSchemaProject(c)
+	p, err := h.liveProject(c)
 	if err != nil {
 		return err
 	}
@@ -279,7 +280,7 @@ func (h handler) listEventSchemas(c echo.Context) error {
 }
 
 func (h handler) getEventSchema(c echo.Context) error {
-	p, err := h.eventSchemaProject(c)
+	p, err := h.liveProject(c)
 	if err != nil {
 		return err
 	}
@@ -292,7 +293,7 @@ func (h handler) getEventSchema(c echo.Context) error {
 }
 
 func (h handler) updateEventSchema(c echo.Context) error {
-	p, err := h.eventSchemaProject(c)
+	p, err := h.liveProject(c)
 	if err != nil {
 		return err
 	}
@@ -331,7 +332,7 @@ func (h handler) updateEventSchema(c echo.Context) error {
 }
 
 func (h handler) deleteEventSchema(c echo.Context) error {
-	p, err := h.eventSchemaProject(c)
+	p, err := h.liveProject(c)
 	if err != nil {
 		return err
 	}

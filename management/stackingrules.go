@@ -36,7 +36,7 @@ type stackingRulesView struct {
 func defaultRulesID(projectID string) string { return "stack_rules_default_" + projectID }
 
 func (h handler) stackingRules(c echo.Context) (tenancy.Project, tenancy.StoredStackingRules, bool, error) {
-	p, err := h.eventSchemaProject(c)
+	p, err := h.liveProject(c)
 	if err != nil {
 		return p, tenancy.StoredStackingRules{}, false, err
 	}

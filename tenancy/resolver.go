@@ -41,10 +41,11 @@ type Resolver struct {
 	keys     *expirable.LRU[string, AppKey]
 	projects *expirable.LRU[string, Project]
 	mgmt     *expirable.LRU[string, ManagementKey]
-	webhooks *expirable.LRU[string, []Webhook]     // by project id
-	schemas  *expirable.LRU[string, []EventSchema] // by project id
-	stacking *expirable.LRU[string, StackingRules] // by project id
-	origins  *expirable.LRU[string, Origins]       // by cluster: its projects' trusted domains
+	webhooks *expirable.LRU[string, []Webhook]        // by project id
+	schemas  *expirable.LRU[string, []EventSchema]    // by project id
+	metas    *expirable.LRU[string, []MetadataSchema] // by project id
+	stacking *expirable.LRU[string, StackingRules]    // by project id
+	origins  *expirable.LRU[string, Origins]          // by cluster: its projects' trusted domains
 	plans    *expirable.LRU[string, Plan]
 	tokens   *expirable.LRU[string, Token]    // by hash, for at most a minute
 	negative *expirable.LRU[string, struct{}] // "k:"+app id, "m:"+management id, "h:"+host
@@ -88,6 +89,7 @@ func NewResolver(pool *db.Pool, o ResolverOptions) *Resolver {
 		mgmt:     expirable.NewLRU[string, ManagementKey](1000, nil, o.TTL),
 		webhooks: expirable.NewLRU[string, []Webhook](o.Size, nil, o.TTL),
 		schemas:  expirable.NewLRU[string, []EventSchema](o.Size, nil, o.TTL),
+		metas:    expirable.NewLRU[string, []MetadataSchema](o.Size, nil, o.TTL),
 		stacking: expirable.NewLRU[string, StackingRules](o.Size, nil, o.TTL),
 		origins:  expirable.NewLRU[string, Origins](1000, nil, o.TTL),
 		plans:    expirable.NewLRU[string, Plan](1000, nil, o.TTL),
@@ -237,6 +239,15 @@ func (r *Resolver) EventSchemas(ctx context.Context, projectID string) ([]EventS
 	})
 }
 
+// MetadataSchemas returns a project's metadata schemas, oldest first,
+// cached and shared as EventSchemas are: a change is seen with the next
+// Watch poll.
+func (r *Resolver) MetadataSchemas(ctx context.Context, projectID string) ([]MetadataSchema, error) {
+	return cached(ctx, r, r.metas, "ms:", projectID, nil, false, func(ctx context.Context) ([]MetadataSchema, error) {
+		return ListMetadataSchemas(ctx, r.pool, projectID)
+	})
+}
+
 // StackingRules returns a project's stacking rules, its own or the
 // defaults; a change is seen here with the next Watch poll.
 func (r *Resolver) StackingRules(ctx context.Context, projectID string) (StackingRules, error) {
@@ -292,6 +303,8 @@ func (r *Resolver) Invalidate(c Change) {
 		r.webhooks.Remove(c.Key)
 	case ChangeEventSchemas:
 		r.schemas.Remove(c.Key)
+	case ChangeMetadataSchemas:
+		r.metas.Remove(c.Key)
 	case ChangeStackingRules:
 		r.stacking.Remove(c.Key)
 	case ChangePlan:
