@@ -38,6 +38,7 @@ import (
 	"github.com/tallyhq/tally/regional/locations"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/loyalty/program"
+	"github.com/tallyhq/tally/regional/metaschemas"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/promotions"
@@ -154,6 +155,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	pool, notify := a.pool, a.notify
 	e := a.newServer()
 	v1 := e.Group("/v1")
+	// Every write of a resource's metadata is checked against the
+	// project's metadata schema for it, read from the directory's cache.
+	meta := metaschemas.New(a.resolver)
+	metaschemas.Register(v1, meta)
 	// Segments follow every customer write (in the asynchronous phase).
 	segs := segments.NewService(pool, notify, a.tasks, cfg.Clock)
 	segments.Register(v1, segs)
@@ -161,27 +166,27 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// a permanently deleted one is erased from every table that holds
 	// their personal data, each by its owner (docs/architecture.md,
 	// Permanent deletion).
-	cust := customers.NewService(pool, notify, segs, customers.Erasers{customEvents.EraseCustomer, segments.EraseCustomer,
+	cust := customers.NewService(pool, notify, meta, segs, customers.Erasers{customEvents.EraseCustomer, segments.EraseCustomer,
 		orders.EraseCustomer, publications.EraseCustomer, redemptions.EraseCustomer, stacked.EraseCustomer, exports.EraseCustomer,
 		async.EraseCustomer}, referrals.DropCustomer, customEvents.DropCustomer)
 	cust.HandleJobs(a.tasks)
-	ord := orders.NewService(pool, notify, cust, cfg.Clock, a.tasks.Wake)
+	ord := orders.NewService(pool, notify, meta, cust, cfg.Clock, a.tasks.Wake)
 	orders.Register(v1, ord)
 	// The campaigns' rows, whose kinds (loyalty programs, vouchers,
 	// promotions, referral programs) are built on them.
-	camps := campaigns.NewService(pool, notify, cfg.Clock)
+	camps := campaigns.NewService(pool, notify, meta, cfg.Clock)
 	a.loyalty = loyalty.NewService(pool, notify, camps, cust, ord, cfg.Clock)
 	// The loyalty program, and the packages built on it.
 	loyalty.Register(v1, a.loyalty)
-	a.earning = earning.NewService(pool, notify, a.loyalty, a.tasks, a.resolver, cfg.Clock)
+	a.earning = earning.NewService(pool, notify, a.loyalty, a.tasks, a.resolver, meta, cfg.Clock)
 	earning.Register(v1, a.earning)
-	red := redemptions.NewService(a.loyalty, pool, notify, ord, cfg.Clock)
+	red := redemptions.NewService(a.loyalty, pool, notify, ord, meta, cfg.Clock)
 	redemptions.Register(v1, red)
-	vs := vouchers.NewService(pool, notify, camps, cfg.Clock, publications.PublishCounts, referrals.RecordReferrer(cfg.Clock))
+	vs := vouchers.NewService(pool, notify, meta, camps, cfg.Clock, publications.PublishCounts, referrals.RecordReferrer(cfg.Clock))
 	vouchers.Register(v1, vs, a.loyalty)
 	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
 	bulk.New(pool, vs, cfg.Clock).Register(v1, a.tasks, a.tasks.Wake)
-	pubs := publications.NewService(pool, notify, cust, vs, a.loyalty, cfg.Clock)
+	pubs := publications.NewService(pool, notify, cust, vs, a.loyalty, meta, cfg.Clock)
 	publications.Register(v1, pubs)
 	locs := locations.NewService(pool, cfg.Clock)
 	locations.Register(v1, locs)
@@ -189,7 +194,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	collections.Register(v1, colls)
 	rules := validation.NewService(pool, cfg.Clock, locs, colls)
 	validation.Register(v1, rules)
-	promos := promotions.NewService(pool, camps, rules, cfg.Clock)
+	promos := promotions.NewService(pool, camps, rules, meta, cfg.Clock)
 	// Referral programs: their campaigns, the holders of their codes, and
 	// referees converted by custom event or by redemption.
 	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
@@ -215,9 +220,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		"PROMOTION":        promotions.NewKind(promos),
 		"REFERRAL_PROGRAM": referrals.NewKind(refs, discounts),
 	}), campaigns.Counters{Stacked: eng, Publications: pubs})
-	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs))
-	rewards.Register(v1, rewards.NewService(pool, notify, cfg.Clock, red))
-	prods := products.NewService(pool, notify, a.tasks, cfg.Clock)
+	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs, meta))
+	rewards.Register(v1, rewards.NewService(pool, notify, cfg.Clock, red, meta))
+	prods := products.NewService(pool, notify, meta, a.tasks, cfg.Clock)
 	products.Register(v1, prods)
 	// The bin, and how what it holds leaves it for good: a deleted
 	// campaign's vouchers (of any type) go in CAMPAIGN.VOUCHERS_DELETE, at

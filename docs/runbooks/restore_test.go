@@ -187,6 +187,11 @@ func (noNotices) Emit(context.Context, db.Querier, webhooks.Notice) error { retu
 
 func (noNotices) Queue(context.Context, *pgx.Batch, webhooks.Notice) error { return nil }
 
+// noSchemas takes any metadata: the restore test's project has no schemas.
+type noSchemas struct{}
+
+func (noSchemas) CheckMetadata(context.Context, string, string, map[string]any) error { return nil }
+
 func customerService(t *testing.T, url string) *customers.Service {
 	t.Helper()
 	pool, err := db.Open(context.Background(), url, db.Options{Name: "restore-test"})
@@ -194,7 +199,7 @@ func customerService(t *testing.T, url string) *customers.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return customers.NewService(pool, noNotices{}, nil, nil)
+	return customers.NewService(pool, noNotices{}, noSchemas{}, nil, nil)
 }
 
 func upsert(t *testing.T, ctx context.Context, svc *customers.Service, project, body string) {

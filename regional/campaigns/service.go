@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,12 +31,21 @@ type Notifier interface {
 type Service struct {
 	pool   *db.Pool
 	notify Notifier
+	meta   MetadataSchemas
 	clock  *clock.Clock
 }
 
-// NewService returns the campaigns' service.
-func NewService(pool *db.Pool, notify Notifier, clk *clock.Clock) *Service {
-	return &Service{pool: pool, notify: notify, clock: clk}
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
+}
+
+// NewService returns the campaigns' service; meta checks every campaign's
+// metadata, of whatever kind, as Insert and Change write it.
+func NewService(pool *db.Pool, notify Notifier, meta MetadataSchemas, clk *clock.Clock) *Service {
+	return &Service{pool: pool, notify: notify, meta: meta, clock: clk}
 }
 
 // Now is the service's time: the platform clock, which tests move.
@@ -51,8 +61,11 @@ func NotFound(idOrName string) error { return apierr.NotFound("campaign", idOrNa
 
 // Insert writes the new campaign c in tx, its category the one category
 // or categoryID names (SetCategory); a name already taken is the
-// campaign's 409.
-func Insert[V any](ctx context.Context, tx db.Querier, projectID string, c *Campaign[V], category, categoryID *string) error {
+// campaign's 409, metadata the project's campaign schema refuses a 400.
+func Insert[V any](ctx context.Context, s *Service, tx db.Querier, projectID string, c *Campaign[V], category, categoryID *string) error {
+	if err := s.meta.CheckMetadata(ctx, projectID, "campaign", c.Attrs.Metadata); err != nil {
+		return err
+	}
 	if err := SetCategory(ctx, tx, projectID, &c.Attrs, category, categoryID, c.CreatedAt); err != nil {
 		return err
 	}
@@ -77,8 +90,16 @@ func Change[V any](ctx context.Context, s *Service, projectID, idOrName, event s
 			return err
 		}
 		name, id := c.Attrs.Category, c.Attrs.CategoryID
+		before := c.Attrs.Metadata
 		if err := change(tx, &c); err != nil {
 			return err
+		}
+		// An update that sends metadata replaces it whole: checked when
+		// it changed.
+		if !reflect.DeepEqual(before, c.Attrs.Metadata) {
+			if err := s.meta.CheckMetadata(ctx, projectID, "campaign", c.Attrs.Metadata); err != nil {
+				return err
+			}
 		}
 		now := s.Now().UTC()
 		if err := setChangedCategory(ctx, tx, projectID, &c.Attrs, name, id, now); err != nil {

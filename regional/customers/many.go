@@ -68,6 +68,9 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 		if c == nil {
 			c = &Customer{ID: ids.New("cust_"), SourceID: p.SourceID, CreatedAt: now}
 			attrs, err := applied(c.Attrs, p)
+			if err == nil {
+				err = s.checkMetadata(ctx, projectID, p, attrs, true)
+			}
 			if err != nil {
 				errs[i] = err
 				continue
@@ -95,6 +98,9 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 			}
 		}
 		attrs, err := applied(c.Attrs, p)
+		if err == nil {
+			err = s.checkMetadata(ctx, projectID, p, attrs, false)
+		}
 		if err != nil {
 			errs[i] = err
 			continue

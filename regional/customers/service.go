@@ -26,10 +26,18 @@ type Notifier interface {
 	Queue(ctx context.Context, b *pgx.Batch, n webhooks.Notice) error
 }
 
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
+}
+
 // Service holds the customer rules.
 type Service struct {
 	pool     *db.Pool
 	notify   Notifier
+	meta     MetadataSchemas
 	watch    Watcher // nil: nobody follows customers' changes
 	now      func() time.Time
 	onDelete []Dependent
@@ -42,12 +50,12 @@ type Service struct {
 // customer.
 type Dependent func(ctx context.Context, tx pgx.Tx, projectID, customerID string) error
 
-// NewService returns the customer service over a regional database; watch
-// (nil: none) is told of every customer created, updated or deleted, a
+// NewService returns the customer service over a regional database; meta
+// checks the metadata of every write, watch (nil: none) is told of every customer created, updated or deleted, a
 // customer's permanent deletion runs each of erasers, in order, and any
 // deletion then each of dependents.
-func NewService(pool *db.Pool, notify Notifier, watch Watcher, erasers Erasers, dependents ...Dependent) *Service {
-	return &Service{pool: pool, notify: notify, watch: watch, onDelete: dependents, erasers: erasers,
+func NewService(pool *db.Pool, notify Notifier, meta MetadataSchemas, watch Watcher, erasers Erasers, dependents ...Dependent) *Service {
+	return &Service{pool: pool, notify: notify, meta: meta, watch: watch, onDelete: dependents, erasers: erasers,
 		now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
 }
 
@@ -110,6 +118,9 @@ func (s *Service) UpsertIn(ctx context.Context, tx pgx.Tx, projectID string, p *
 		if err := p.Apply(&c.Attrs); err != nil {
 			return Customer{}, false, err
 		}
+		if err := s.checkMetadata(ctx, projectID, p, c.Attrs, true); err != nil {
+			return Customer{}, false, err
+		}
 		if err := insert(ctx, tx, projectID, c); err != nil {
 			return Customer{}, false, err
 		}
@@ -132,8 +143,21 @@ func (s *Service) GetIn(ctx context.Context, tx pgx.Tx, projectID, idOrSource st
 	return c, err
 }
 
+// checkMetadata checks the metadata a patch leaves: a new customer's
+// always (its required keys), an existing one's when the patch sends
+// metadata (the merged result).
+func (s *Service) checkMetadata(ctx context.Context, projectID string, p *Patch, a Attrs, create bool) error {
+	if _, sent := p.fields["metadata"]; !create && !sent {
+		return nil
+	}
+	return s.meta.CheckMetadata(ctx, projectID, "customer", a.Metadata)
+}
+
 func (s *Service) applyUpdate(ctx context.Context, tx pgx.Tx, projectID string, c *Customer, p *Patch) error {
 	if err := p.Apply(&c.Attrs); err != nil {
+		return err
+	}
+	if err := s.checkMetadata(ctx, projectID, p, c.Attrs, false); err != nil {
 		return err
 	}
 	if p.SourceID != nil {

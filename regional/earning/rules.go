@@ -412,6 +412,9 @@ func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string,
 			if err := applyRule(&r, q, true, fmt.Sprintf("[%d].", i)); err != nil {
 				return err
 			}
+			if err := s.meta.CheckMetadata(ctx, projectID, "earning_rule", r.Attrs.Metadata); err != nil {
+				return err
+			}
 			if err := s.checkCustomEvent(ctx, projectID, r, fmt.Sprintf("[%d].", i)); err != nil {
 				return err
 			}
@@ -448,6 +451,11 @@ func (s *Service) UpdateRule(ctx context.Context, ref campaigns.ItemRef, q RuleR
 		}
 		if err := applyRule(&r, q, false, ""); err != nil {
 			return err
+		}
+		if q.Metadata != nil { // replaced whole when sent
+			if err := s.meta.CheckMetadata(ctx, projectID, "earning_rule", r.Attrs.Metadata); err != nil {
+				return err
+			}
 		}
 		if err := s.checkCustomEvent(ctx, projectID, r, ""); err != nil {
 			return err

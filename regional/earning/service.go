@@ -24,6 +24,14 @@ type Service struct {
 	prog    *loyalty.Service
 	clock   *clock.Clock
 	schemas Schemas
+	meta    MetadataSchemas
+}
+
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
 }
 
 // Now is the service's time: the platform clock, which tests move.
@@ -34,8 +42,8 @@ func (s *Service) Now() time.Time { return s.clock.Now() }
 // orders in reg. schemas may be nil: then custom event rules are refused as
 // unavailable.
 func NewService(pool *db.Pool, notify loyalty.Notifier, prog *loyalty.Service, reg *async.Registry, schemas Schemas,
-	clk *clock.Clock) *Service {
-	s := &Service{pool: pool, notify: notify, prog: prog, clock: clk, schemas: schemas}
+	meta MetadataSchemas, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, notify: notify, prog: prog, clock: clk, schemas: schemas, meta: meta}
 	// An accrual locks its customer's cards, in card id order.
 	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
 		var task orders.PaidTask

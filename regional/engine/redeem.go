@@ -35,6 +35,9 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 	if err != nil {
 		return nil, err
 	}
+	if err := e.Redemptions.CheckMetadata(ctx, projectID, r.Metadata); err != nil {
+		return nil, err
+	}
 	var out map[string]any
 	var refused error
 	paid := false

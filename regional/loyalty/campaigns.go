@@ -107,7 +107,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Create
 		if count > 1 {
 			c.GenerationStatus = "IN_PROGRESS"
 		}
-		if err := campaigns.Insert(ctx, tx, projectID, &c.Campaign, r.Category, r.CategoryID); err != nil {
+		if err := campaigns.Insert(ctx, s.camps, tx, projectID, &c.Campaign, r.Category, r.CategoryID); err != nil {
 			return err
 		}
 		if count == 1 {

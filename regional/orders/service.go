@@ -31,10 +31,18 @@ type Notifier interface {
 	Queue(ctx context.Context, b *pgx.Batch, n webhooks.Notice) error
 }
 
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
+}
+
 // Service holds the rules of orders.
 type Service struct {
 	pool      *db.Pool
 	notify    Notifier
+	meta      MetadataSchemas
 	customers *customers.Service
 	clock     *clock.Clock
 	wake      func()
@@ -43,8 +51,8 @@ type Service struct {
 // NewService returns the order service; clk is the platform clock, and
 // wake (when not nil) tells this instance's outbox worker that an order.paid
 // task was committed.
-func NewService(pool *db.Pool, notify Notifier, cust *customers.Service, clk *clock.Clock, wake func()) *Service {
-	return &Service{pool: pool, notify: notify, customers: cust, clock: clk, wake: wake}
+func NewService(pool *db.Pool, notify Notifier, meta MetadataSchemas, cust *customers.Service, clk *clock.Clock, wake func()) *Service {
+	return &Service{pool: pool, notify: notify, meta: meta, customers: cust, clock: clk, wake: wake}
 }
 
 const columns = `id, source_id, status, amount, initial_amount, discount_amount, items, metadata, customer_id, referrer_id,
@@ -313,6 +321,9 @@ func (s *Service) writeIn(ctx context.Context, tx pgx.Tx, projectID, target stri
 	if err := apply(&o, r); err != nil {
 		return Order{}, false, err
 	}
+	if err := s.checkMetadata(ctx, projectID, o, r, insert); err != nil {
+		return Order{}, false, err
+	}
 	if err := s.customer(ctx, tx, projectID, &o, r); err != nil {
 		return Order{}, false, err
 	}
@@ -333,6 +344,31 @@ func (s *Service) writeIn(ctx context.Context, tx pgx.Tx, projectID, target stri
 		return Order{}, false, err
 	}
 	return o, paid, tx.SendBatch(ctx, b).Close()
+}
+
+// checkMetadata checks the metadata a write leaves: a new order's (its
+// required keys) or a sent one (an order's metadata is replaced whole),
+// and each sent item's, as order_item (items are replaced whole too).
+func (s *Service) checkMetadata(ctx context.Context, projectID string, o Order, r Request, insert bool) error {
+	if insert || r.Metadata != nil {
+		if err := s.meta.CheckMetadata(ctx, projectID, "order", o.Metadata); err != nil {
+			return err
+		}
+	}
+	if r.Items == nil {
+		return nil
+	}
+	for i, it := range o.Items {
+		md, _ := it["metadata"].(map[string]any)
+		if err := s.meta.CheckMetadata(ctx, projectID, "order_item", md); err != nil {
+			var e *apierr.Error
+			if errors.As(err, &e) {
+				e.Details = fmt.Sprintf("items[%d]: %s", i, e.Details)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // find returns the order a write is about, or a new one.

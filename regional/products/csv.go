@@ -307,14 +307,20 @@ func (s *Service) importProducts(ctx context.Context, tx pgx.Tx, projectID strin
 		if !ok[i] {
 			continue
 		}
-		st.DoneCount++
 		if p.SourceID != nil {
 			if old, found := existing[*p.SourceID]; found {
+				st.DoneCount++
 				old.Name, old.UpdatedAt = p.Name, &now
 				renamed = append(renamed, old)
 				continue
 			}
 		}
+		// A new product's metadata (a known one keeps its own).
+		if err := s.meta.CheckMetadata(ctx, projectID, "product", p.Metadata); err != nil {
+			st.Fail(failure{Row: rows[i].line, SourceID: p.SourceID, Reason: reason(err)})
+			continue
+		}
+		st.DoneCount++
 		p.ID, p.CreatedAt = ids.New("prod_"), now
 		news = append(news, p)
 	}
@@ -468,6 +474,10 @@ func (s *Service) importSKUs(ctx context.Context, tx pgx.Tx, projectID string, h
 				return err
 			}
 		} else {
+			if err := s.meta.CheckMetadata(ctx, projectID, "sku", k.Metadata); err != nil {
+				st.Fail(failure{Row: it.row.line, SourceID: k.SourceID, Reason: reason(err)})
+				continue
+			}
 			k.ID, k.ProductID, k.CreatedAt = ids.New("sku_"), productID, now
 			if err := queueInsertSKU(b, projectID, k); err != nil {
 				return err

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -251,19 +253,31 @@ func (s *Service) upsertBySourceID(ctx context.Context, tx pgx.Tx, projectID str
 	now := s.now()
 	created, updated := map[string]bool{}, map[string]bool{}
 	for i, it := range items {
-		p, ok := bySource[srcs[i]]
-		if !ok {
+		p, known := bySource[srcs[i]]
+		if !known {
 			src := srcs[i]
 			p = &Product{ID: ids.New("prod_"), SourceID: &src, CreatedAt: now}
-			bySource[src] = p
-			created[src] = true
+		}
+		// Applied to a copy, so a refused item leaves its product as it was.
+		next := *p
+		next.Metadata = maps.Clone(p.Metadata)
+		err := apply(&next, it)
+		// A new product's metadata is checked (its required keys), a known
+		// one's when the item changes it.
+		if err == nil && (!known || !reflect.DeepEqual(next.Metadata, p.Metadata)) {
+			err = s.meta.CheckMetadata(ctx, projectID, "product", next.Metadata)
+		}
+		if err != nil {
+			st.Fail(failure{Row: offset + i, SourceID: &srcs[i], Reason: apierr.From(err).Details})
+			continue
+		}
+		*p = next
+		if !known {
+			bySource[srcs[i]] = p
+			created[srcs[i]] = true
 		} else if !created[srcs[i]] {
 			p.UpdatedAt = &now
 			updated[srcs[i]] = true
-		}
-		if err := apply(p, it); err != nil {
-			st.Fail(failure{Row: offset + i, SourceID: &srcs[i], Reason: apierr.From(err).Details})
-			continue
 		}
 		st.DoneCount++
 	}

@@ -37,10 +37,21 @@ const (
 	SKUDeleted     = "sku.deleted"
 )
 
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key. Products are
+// checked against the product schema; a SKU against one for "sku" when
+// the project defines it (Tally's addition: the reference defines no SKU
+// schema, and a product's required keys need not fit its variants).
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
+}
+
 // Service holds the product catalogue's rules.
 type Service struct {
 	pool   *db.Pool
 	notify Notifier
+	meta   MetadataSchemas
 	clock  *clock.Clock
 	wake   func()
 }
@@ -48,8 +59,8 @@ type Service struct {
 // NewService returns the product service; it registers its jobs on reg.
 // How its resources leave the bin for good is RemoveBinnedProduct and
 // RemoveBinnedSKU, the bin's Removers.
-func NewService(pool *db.Pool, notify Notifier, reg *async.Registry, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, notify: notify, clock: clk, wake: reg.Wake}
+func NewService(pool *db.Pool, notify Notifier, meta MetadataSchemas, reg *async.Registry, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, notify: notify, meta: meta, clock: clk, wake: reg.Wake}
 	reg.HandleJob(JobBulkUpdate, s.bulkUpdateJob)
 	reg.HandleJob(JobMetadataUpdate, s.metadataUpdateJob)
 	reg.HandleJob(JobImportProducts, s.importProductsJob)
@@ -58,6 +69,16 @@ func NewService(pool *db.Pool, notify Notifier, reg *async.Registry, clk *clock.
 }
 
 func (s *Service) now() time.Time { return s.clock.Now() }
+
+// checkMetadata checks the metadata md a write of resource leaves: a new
+// one's always (its required keys), an existing one's when the patch
+// sends metadata (the merged result).
+func (s *Service) checkMetadata(ctx context.Context, projectID, resource string, patch Patch, md map[string]any, create bool) error {
+	if _, sent := patch["metadata"]; !create && !sent {
+		return nil
+	}
+	return s.meta.CheckMetadata(ctx, projectID, resource, md)
+}
 
 // emit sends the notices queued by fn in tx.
 func (s *Service) emit(ctx context.Context, tx pgx.Tx, fn func(b *pgx.Batch) error) error {
@@ -122,6 +143,9 @@ func (s *Service) CreateProduct(ctx context.Context, projectID string, patch Pat
 	if err := patch.ApplyProduct(&p); err != nil {
 		return View{}, err
 	}
+	if err := s.checkMetadata(ctx, projectID, "product", patch, p.Metadata, true); err != nil {
+		return View{}, err
+	}
 	var v View
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := insertProduct(ctx, tx, projectID, p); err != nil {
@@ -171,6 +195,9 @@ func (s *Service) UpdateProduct(ctx context.Context, projectID, ref string, patc
 			return err
 		}
 		if err := patch.ApplyProduct(&p); err != nil {
+			return err
+		}
+		if err := s.checkMetadata(ctx, projectID, "product", patch, p.Metadata, false); err != nil {
 			return err
 		}
 		now := s.now()
@@ -285,6 +312,9 @@ func (s *Service) CreateSKU(ctx context.Context, projectID, productRef string, p
 	if err := patch.ApplySKU(&k); err != nil {
 		return SKUView{}, err
 	}
+	if err := s.checkMetadata(ctx, projectID, "sku", patch, k.Metadata, true); err != nil {
+		return SKUView{}, err
+	}
 	var v SKUView
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The product's row lock keeps it out of the bin until this commits.
@@ -349,6 +379,9 @@ func (s *Service) UpdateSKU(ctx context.Context, ref SKURef, patch Patch) (_ SKU
 			return err
 		}
 		if err := patch.ApplySKU(&k); err != nil {
+			return err
+		}
+		if err := s.checkMetadata(ctx, projectID, "sku", patch, k.Metadata, false); err != nil {
 			return err
 		}
 		now := s.now()

@@ -28,12 +28,20 @@ type Service struct {
 	pool  *db.Pool
 	camps *campaigns.Service // the campaigns' rows and their notices
 	rules *validation.Service
+	meta  MetadataSchemas
 	clock *clock.Clock
 }
 
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
+}
+
 // NewService returns the service.
-func NewService(pool *db.Pool, camps *campaigns.Service, rules *validation.Service, clk *clock.Clock) *Service {
-	return &Service{pool: pool, camps: camps, rules: rules, clock: clk}
+func NewService(pool *db.Pool, camps *campaigns.Service, rules *validation.Service, meta MetadataSchemas, clk *clock.Clock) *Service {
+	return &Service{pool: pool, camps: camps, rules: rules, meta: meta, clock: clk}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -135,6 +143,9 @@ func (s *Service) addTiers(ctx context.Context, tx pgx.Tx, projectID, campaignID
 		if err := r.apply(&t, true); err != nil {
 			return nil, err
 		}
+		if err := s.meta.CheckMetadata(ctx, projectID, "promotion_tier", t.Attrs.Metadata); err != nil {
+			return nil, err
+		}
 		if r.Hierarchy == nil {
 			last++
 			t.Hierarchy = last
@@ -187,7 +198,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json
 	}
 	var tiers []Tier
 	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := campaigns.Insert(ctx, tx, projectID, &c, r.Category, r.CategoryID); err != nil {
+		if err := campaigns.Insert(ctx, s.camps, tx, projectID, &c, r.Category, r.CategoryID); err != nil {
 			return err
 		}
 		var err error
@@ -322,6 +333,11 @@ func (s *Service) UpdateTier(ctx context.Context, projectID, id string, r TierRe
 		}
 		if err := r.apply(&t, false); err != nil {
 			return err
+		}
+		if present(r.Metadata) { // replaced whole when sent
+			if err := s.meta.CheckMetadata(ctx, projectID, "promotion_tier", t.Attrs.Metadata); err != nil {
+				return err
+			}
 		}
 		now := s.now()
 		t.UpdatedAt = &now

@@ -38,14 +38,23 @@ type Service struct {
 	customers *customers.Service
 	vouchers  *vouchers.Service
 	loyalty   *loyalty.Service
+	meta      MetadataSchemas
 	clock     *clock.Clock
+}
+
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
 }
 
 // NewService returns the publication service. Vouchers of discount, gift
 // and referral campaigns are given through vs; a loyalty program's card
 // through loy, as its members join (loyalty.Service.JoinIn).
-func NewService(pool *db.Pool, notify Notifier, cust *customers.Service, vs *vouchers.Service, loy *loyalty.Service, clk *clock.Clock) *Service {
-	return &Service{pool: pool, notify: notify, customers: cust, vouchers: vs, loyalty: loy, clock: clk}
+func NewService(pool *db.Pool, notify Notifier, cust *customers.Service, vs *vouchers.Service, loy *loyalty.Service,
+	meta MetadataSchemas, clk *clock.Clock) *Service {
+	return &Service{pool: pool, notify: notify, customers: cust, vouchers: vs, loyalty: loy, meta: meta, clock: clk}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -157,6 +166,9 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request) (_ Vi
 	defer telemetry.End(span, &err)
 	p, err := r.check()
 	if err != nil {
+		return View{}, err
+	}
+	if err := s.meta.CheckMetadata(ctx, projectID, "publication", p.metadata); err != nil {
 		return View{}, err
 	}
 	var out View

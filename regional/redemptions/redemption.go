@@ -44,13 +44,29 @@ type Service struct {
 	pool   *db.Pool
 	notify loyalty.Notifier
 	orders *orders.Service
+	meta   MetadataSchemas
 	clock  *clock.Clock
+}
+
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
+}
+
+// CheckMetadata checks a redemption's (or rollback's) metadata against the
+// project's redemption schema: these, and the stacked redemptions and
+// rollbacks of regional/engine, are each a new redemption's.
+func (s *Service) CheckMetadata(ctx context.Context, projectID string, md map[string]any) error {
+	return s.meta.CheckMetadata(ctx, projectID, "redemption", md)
 }
 
 // NewService returns the reward assignments and redemptions of the
 // loyalty program prog.
-func NewService(prog *loyalty.Service, pool *db.Pool, notify loyalty.Notifier, ord *orders.Service, clk *clock.Clock) *Service {
-	return &Service{prog: prog, pool: pool, notify: notify, orders: ord, clock: clk}
+func NewService(prog *loyalty.Service, pool *db.Pool, notify loyalty.Notifier, ord *orders.Service, meta MetadataSchemas,
+	clk *clock.Clock) *Service {
+	return &Service{prog: prog, pool: pool, notify: notify, orders: ord, meta: meta, clock: clk}
 }
 
 // Now is the service's time: the platform clock, which tests move.
@@ -168,6 +184,9 @@ func (s *Service) Redeem(ctx context.Context, ref loyalty.CardRef, r RedeemReque
 	ctx, span := tracer.Start(ctx, "loyalty.Redeem")
 	defer telemetry.End(span, &err)
 	projectID := ref.Project
+	if err := s.CheckMetadata(ctx, projectID, r.Metadata); err != nil {
+		return nil, err
+	}
 	if r.Reward == nil || strings.TrimSpace(r.Reward.ID) == "" {
 		return nil, apierr.InvalidPayload("reward.id is required: the reward to pay for with points")
 	}
@@ -380,6 +399,9 @@ type RollbackRequest struct {
 func (s *Service) Rollback(ctx context.Context, projectID, id string, r RollbackRequest) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "loyalty.Rollback")
 	defer telemetry.End(span, &err)
+	if err := s.CheckMetadata(ctx, projectID, r.Metadata); err != nil {
+		return nil, err
+	}
 	if err := loyalty.CheckText("reason", r.Reason); err != nil {
 		return nil, err
 	}

@@ -172,11 +172,19 @@ type Service struct {
 	notify      Notifier
 	clock       *clock.Clock
 	assignments Assignments
+	meta        MetadataSchemas
+}
+
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
 }
 
 // NewService returns the reward service.
-func NewService(pool *db.Pool, notify Notifier, clk *clock.Clock, as Assignments) *Service {
-	return &Service{pool: pool, notify: notify, clock: clk, assignments: as}
+func NewService(pool *db.Pool, notify Notifier, clk *clock.Clock, as Assignments, meta MetadataSchemas) *Service {
+	return &Service{pool: pool, notify: notify, clock: clk, assignments: as, meta: meta}
 }
 
 // Assignments is what rewards ask of the package that owns the assignments
@@ -297,6 +305,9 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request) (View
 	if r.Attributes != nil {
 		w.Attrs.Attributes = *r.Attributes
 	}
+	if err := s.meta.CheckMetadata(ctx, projectID, "reward", w.Attrs.Metadata); err != nil {
+		return View{}, err
+	}
 	attrs, err := json.Marshal(w.Attrs)
 	if err != nil {
 		return View{}, err
@@ -364,8 +375,11 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 				w.Attrs.Attributes.Description = r.Attributes.Description
 			}
 		}
-		if r.Metadata != nil {
+		if r.Metadata != nil { // replaced whole when sent
 			w.Attrs.Metadata = r.Metadata
+			if err := s.meta.CheckMetadata(ctx, projectID, "reward", w.Attrs.Metadata); err != nil {
+				return err
+			}
 		}
 		now := s.clock.Now()
 		w.UpdatedAt = &now

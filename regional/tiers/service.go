@@ -42,12 +42,20 @@ type Service struct {
 	clock          *clock.Clock
 	prog           Program
 	rules, rewards Terms
+	meta           MetadataSchemas
+}
+
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
 }
 
 // NewService returns the tiers of prog's campaigns, whose mappings may
 // name the rules and rewards the Terms give.
-func NewService(pool *db.Pool, clk *clock.Clock, prog Program, rules, rewards Terms) *Service {
-	return &Service{pool: pool, clock: clk, prog: prog, rules: rules, rewards: rewards}
+func NewService(pool *db.Pool, clk *clock.Clock, prog Program, rules, rewards Terms, meta MetadataSchemas) *Service {
+	return &Service{pool: pool, clock: clk, prog: prog, rules: rules, rewards: rewards, meta: meta}
 }
 
 // Now is the service's time: the platform clock, which tests move.
@@ -127,6 +135,9 @@ func (s *Service) CreateTiers(ctx context.Context, projectID, campaignID string,
 			}
 			t := Tier{ID: ids.New("ltr_"), CampaignID: campID, Name: *r.Name, From: *r.Points.From, To: r.Points.To,
 				Attrs: TierAttrs{EarningRules: r.EarningRules, Rewards: r.Rewards, Metadata: r.Metadata}, CreatedAt: now}
+			if err := s.meta.CheckMetadata(ctx, projectID, "loyalty_tier", t.Attrs.Metadata); err != nil {
+				return err
+			}
 			for _, o := range tiers {
 				if overlap(o, t) {
 					return apierr.InvalidPayload(fmt.Sprintf("%s.points overlaps the range of tier %s (%s)", at, o.Name, rangeText(o)))

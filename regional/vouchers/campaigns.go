@@ -128,7 +128,7 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 		if c.VouchersCount > 1 {
 			c.GenerationStatus = "IN_PROGRESS"
 		}
-		if err := campaigns.Insert(ctx, tx, projectID, &c, r.Category, r.CategoryID); err != nil {
+		if err := campaigns.Insert(ctx, s.camps, tx, projectID, &c, r.Category, r.CategoryID); err != nil {
 			return err
 		}
 		if c.VouchersCount >= 1 {

@@ -38,6 +38,20 @@ type Service struct {
 	camps         *campaigns.Service // the campaigns' rows and their notices
 	onGiven       Hold               // nil: none
 	publishCounts PublishCounts
+	meta          MetadataSchemas
+}
+
+// MetadataSchemas checks the metadata a write leaves against the
+// project's schema for its resource (metaschemas.Checker): 400
+// metadata_validation_failed naming every failing key.
+type MetadataSchemas interface {
+	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
+}
+
+// CheckMetadata checks a voucher's metadata against the project's voucher
+// schema, for the voucher jobs (imports, bulk and metadata updates).
+func (s *Service) CheckMetadata(ctx context.Context, projectID string, md map[string]any) error {
+	return s.meta.CheckMetadata(ctx, projectID, "voucher", md)
 }
 
 // Hold runs in the transaction that gives a voucher to a customer (a
@@ -80,9 +94,9 @@ func (s *Service) viewOf(ctx context.Context, projectID string, v Voucher) (View
 // camps writes its campaigns' rows, publishCounts gives voucher reads their
 // publish.count (nil: 0), hold runs when a voucher is given to a customer
 // (nil: nothing).
-func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, clk *clock.Clock,
+func NewService(pool *db.Pool, notify Notifier, meta MetadataSchemas, camps *campaigns.Service, clk *clock.Clock,
 	publishCounts PublishCounts, hold Hold) *Service {
-	return &Service{pool: pool, notify: notify, camps: camps, clock: clk, publishCounts: publishCounts, onGiven: hold}
+	return &Service{pool: pool, notify: notify, meta: meta, camps: camps, clock: clk, publishCounts: publishCounts, onGiven: hold}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -284,6 +298,9 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 		if err := r.apply(&v, true); err != nil {
 			return err
 		}
+		if err := s.CheckMetadata(ctx, projectID, v.Attrs.Metadata); err != nil {
+			return err
+		}
 		if camp != nil && v.Type != camp.Attrs.Voucher.Type {
 			return apierr.InvalidPayload("type must be the campaign's voucher type, " + camp.Attrs.Voucher.Type)
 		}
@@ -430,6 +447,12 @@ func (s *Service) Update(ctx context.Context, projectID, code string, r Request)
 		}
 		if err := r.apply(&v, false); err != nil {
 			return err
+		}
+		// A voucher's metadata is replaced whole when sent.
+		if present(r.Metadata) {
+			if err := s.CheckMetadata(ctx, projectID, v.Attrs.Metadata); err != nil {
+				return err
+			}
 		}
 		now := s.now()
 		if r.Category != nil || r.CategoryID != nil {

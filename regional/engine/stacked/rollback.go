@@ -35,6 +35,9 @@ func alreadyRolledBack(id string) error {
 func (s *Service) Rollback(ctx context.Context, projectID, id string, r redemptions.RollbackRequest, whole bool) (_ map[string]any, err error) {
 	ctx, span := tracer.Start(ctx, "stacked.Rollback")
 	defer telemetry.End(span, &err)
+	if err := s.Redemptions.CheckMetadata(ctx, projectID, r.Metadata); err != nil {
+		return nil, err
+	}
 	var out map[string]any
 	var refused *Redemption // a redemption whose rollback is refused
 	defer func() {

@@ -175,6 +175,11 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 			v, err := importVoucher(in.Items[i], camp, now)
 			code := v.Code
 			if err == nil {
+				if err = s.vouchers.CheckMetadata(ctx, job.ProjectID, v.Attrs.Metadata); err != nil {
+					err = errors.New(apierr.From(err).Details)
+				}
+			}
+			if err == nil {
 				if first, ok := seen[code]; ok && first != i {
 					err = fmt.Errorf("the code is on row %d already", first+1)
 				}

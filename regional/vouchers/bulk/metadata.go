@@ -55,6 +55,8 @@ func (s *Service) startMetadata(jobType string) echo.HandlerFunc {
 	}
 }
 
+const notFoundReason = "no voucher has this code"
+
 // metadataJob sets the metadata properties given on each voucher named,
 // chunk by chunk under the vouchers' row locks; a code that names no
 // voucher is reported.
@@ -73,7 +75,7 @@ func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) 
 			}
 			v, err := vouchers.Locked(ctx, tx, job.ProjectID, it.Code)
 			if err != nil {
-				next.Fail(importFailure{Row: i + 1, Code: it.Code, Reason: "no voucher has this code"})
+				next.Fail(importFailure{Row: i + 1, Code: it.Code, Reason: notFoundReason})
 				continue
 			}
 			if v.Attrs.Metadata == nil {
@@ -81,6 +83,11 @@ func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) 
 			}
 			for k, val := range it.Metadata {
 				v.Attrs.Metadata[k] = val
+			}
+			// The merged result, as a single update's.
+			if err := s.vouchers.CheckMetadata(ctx, job.ProjectID, v.Attrs.Metadata); err != nil {
+				next.Fail(importFailure{Row: i + 1, Code: it.Code, Reason: apierr.From(err).Details})
+				continue
 			}
 			if err := vouchers.QueueAttrs(b, job.ProjectID, v, now); err != nil {
 				return err
@@ -95,6 +102,9 @@ func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) 
 	errs := make([]map[string]any, len(st.Failed))
 	for i, f := range st.Failed {
 		errs[i] = map[string]any{"key": "not_found", "message": "Resource not found", "details": f.Reason, "code": f.Code}
+		if f.Reason != notFoundReason {
+			errs[i]["key"], errs[i]["message"] = "metadata_validation_failed", "Metadata validation failed"
+		}
 	}
 	return map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}, nil
 }
