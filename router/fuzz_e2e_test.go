@@ -64,6 +64,22 @@ func TestFuzzEveryRoute(t *testing.T) {
 	// The management routes work on a project of their own: one of them
 	// deletes it.
 	ids["projectId"] = e.CreateProject(t, "api").ID
+	// A metadata schema of each project: the management routes' own, and
+	// the application's customer schema, so fuzzed metadata meets it.
+	for _, p := range []string{ids["projectId"], a.P.ID} {
+		r := e.Do(t, "POST", "http://api.localhost/management/v1/projects/"+p+"/metadata-schemas", e.MgmtHeader(),
+			map[string]any{"related_object": "customer", "properties": map[string]any{
+				"tier":   map[string]any{"type": "string", "eq": []any{"gold", "silver"}, "max_length": 10},
+				"visits": map[string]any{"type": "number", "array": true, "gte": 0},
+				"home":   map[string]any{"type": "object", "object_type": "address"}}})
+		if r.Status != 200 {
+			t.Fatalf("metadata schema: %d %s", r.Status, r.Body)
+		}
+		if p == ids["projectId"] {
+			ids["metadataSchemaId"] = r.JSON(t)["id"].(string)
+		}
+	}
+	ids["resource"] = "customer"
 
 	var routes []fuzzRoute
 	add := func(h http.Handler, mgmt bool) {
@@ -303,7 +319,8 @@ var fieldNames = []string{"name", "source_id", "metadata", "points", "type", "st
 	"upstream_url", "plan", "limits", "description", "email", "phone", "address", "birthdate", "points_from",
 	"validity_timeframe", "validity_day_of_week", "validity_hours", "custom_event", "source", "earning_rules",
 	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency", "source_ids", "codes", "shape",
-	"filter", "customers", "junction", "conditions", "metadata.tier", "address.city", "birthdate", "created_at", "products"}
+	"filter", "customers", "junction", "conditions", "metadata.tier", "address.city", "birthdate", "created_at", "products",
+	"related_object", "properties", "allow_defined_only"}
 
 var weird = []string{`null`, `-1`, `0`, `1.5`, `1e308`, `1e400`, `-1e400`, `123456789012345678901234567890`, `""`,
 	`"a\u0000b"`, `"\ud800"`, "\"\xff\xfe\"", "\"\xc0\xae\"", `"BOGUS"`, `"2026-13-45T99:99:99Z"`, `true`, `[]`, `{}`,
