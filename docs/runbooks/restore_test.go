@@ -192,6 +192,10 @@ type noSchemas struct{}
 
 func (noSchemas) CheckMetadata(context.Context, string, string, map[string]any) error { return nil }
 
+func (noSchemas) Cells(context.Context, string, string) (func(string, string) any, error) {
+	return func(_, v string) any { return v }, nil
+}
+
 func customerService(t *testing.T, url string) *customers.Service {
 	t.Helper()
 	pool, err := db.Open(context.Background(), url, db.Options{Name: "restore-test"})

@@ -125,9 +125,9 @@ func newCSVReader(r io.Reader) *csv.Reader {
 // patch is a row as the write it asks for. As the reference, it overwrites
 // a known customer whole: the properties of the file's columns (an empty
 // cell clears one), every other property cleared, and the metadata
-// replaced by the metadata columns'. A metadata cell true, false or null
-// is that JSON value, any other a string (typed metadata is the schemas').
-func (h csvHeader) patch(rec []string) (*Patch, error) {
+// replaced by the metadata columns'. A metadata cell reads as cell says:
+// typed by the project's customer schema (metaschemas.Checker.Cells).
+func (h csvHeader) patch(rec []string, cell func(key, v string) any) (*Patch, error) {
 	if len(rec) != len(h) {
 		return nil, fmt.Errorf("the row has %d fields, the header %d", len(rec), len(h))
 	}
@@ -145,7 +145,8 @@ func (h csvHeader) patch(rec []string) (*Patch, error) {
 				meta = map[string]any{}
 			}
 			if v != "" {
-				meta[strings.TrimPrefix(prop, "metadata.")] = metadataValue(v)
+				key := strings.TrimPrefix(prop, "metadata.")
+				meta[key] = cell(key, v)
 			}
 		case strings.HasPrefix(prop, "address."):
 			if addr == nil {
@@ -277,6 +278,10 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	cell, err := s.meta.Cells(ctx, job.ProjectID, "customer")
+	if err != nil {
+		return nil, err
+	}
 	var st progress
 	if _, err := job.Resume(ctx, &st); err != nil {
 		return nil, err
@@ -310,7 +315,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 				rw.src = &src
 			}
 		}
-		if rw.patch, err = h.patch(rec); err != nil {
+		if rw.patch, err = h.patch(rec, cell); err != nil {
 			rw.bad = Refusal(err)
 		}
 		return rw, nil
@@ -488,18 +493,4 @@ func (s *Service) bulkJob(jobType string) async.JobFunc {
 		}
 		return map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}, nil
 	}
-}
-
-// metadataValue is a metadata cell's value: true, false and null as in
-// JSON, any other text as it is.
-func metadataValue(v string) any {
-	switch v {
-	case "true":
-		return true
-	case "false":
-		return false
-	case "null":
-		return nil
-	}
-	return v
 }

@@ -31,6 +31,9 @@ type Notifier interface {
 // metadata_validation_failed naming every failing key.
 type MetadataSchemas interface {
 	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
+	// Cells is how an import's metadata cells read, typed by the schema
+	// (metaschemas.Checker.Cells).
+	Cells(ctx context.Context, projectID, resource string) (func(key, cell string) any, error)
 }
 
 // Service holds the customer rules.

@@ -2,7 +2,10 @@ package metaschemas
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/tallyhq/tally/internal/apierr"
@@ -62,4 +65,69 @@ func find(all []tenancy.MetadataSchema, resource string) *tenancy.MetadataSchema
 		}
 	}
 	return nil
+}
+
+// Cells returns how an import's text cell of a key of resource's metadata
+// reads, by the project's schema read once for the import: a number, a
+// boolean, an object as JSON, an array as a comma list of its items, any
+// other definition's as the text. A key the schema does not define, and a
+// cell its definition cannot read, is true, false or null as in JSON, else
+// the text, which the check then refuses if the schema does.
+func (c *Checker) Cells(ctx context.Context, projectID, resource string) (func(key, cell string) any, error) {
+	all, err := c.src.MetadataSchemas(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	s := find(all, resource)
+	return func(key, cell string) any {
+		if s != nil {
+			if d, ok := s.Properties[key]; ok && !d.Deleted {
+				return typedCell(d, cell)
+			}
+		}
+		return untypedCell(cell)
+	}, nil
+}
+
+func untypedCell(v string) any {
+	switch v {
+	case "true":
+		return true
+	case "false":
+		return false
+	case "null":
+		return nil
+	}
+	return v
+}
+
+func typedCell(d tenancy.MetaDefinition, v string) any {
+	if d.Array {
+		parts := strings.Split(v, ",")
+		out := make([]any, len(parts))
+		one := d
+		one.Array = false
+		for i, p := range parts {
+			out[i] = typedCell(one, strings.TrimSpace(p))
+		}
+		return out
+	}
+	switch d.Type {
+	case tenancy.MetaNumber:
+		if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return f
+		}
+	case tenancy.MetaBoolean:
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+	case tenancy.MetaObject:
+		var o map[string]any
+		if json.Unmarshal([]byte(v), &o) == nil && o != nil {
+			return o
+		}
+	default:
+		return v // text kept as text, "true" included
+	}
+	return untypedCell(v)
 }

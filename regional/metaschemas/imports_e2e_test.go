@@ -22,7 +22,8 @@ func TestImportsAndBulkJobsReportRefusedItems(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
 	tier := map[string]any{"tier": map[string]any{"type": "string", "eq": []any{"gold", "silver"}}}
-	a.MetadataSchema("customer", tier)
+	a.MetadataSchema("customer", map[string]any{"tier": tier["tier"], "shoe": map[string]any{"type": "number"},
+		"tags": map[string]any{"type": "string", "array": true}, "note": map[string]any{"type": "string"}})
 	a.MetadataSchema("product", tier)
 	a.MetadataSchema("voucher", tier)
 	const why = "tier: must be equal to one of gold,silver (actual value is 'bronze')"
@@ -33,11 +34,17 @@ func TestImportsAndBulkJobsReportRefusedItems(t *testing.T) {
 		}
 	}
 
-	// Customers: the CSV import (row 2 refused), the metadata job.
-	res := done(a, a.UploadCSV("/v1/customers/importCSV", "Source_id,Name,tier\nann,Ann,gold\nbob,Bob,bronze\ncat,Cat,silver\n"))
-	counts("customers import", res, 2, 1)
-	if f := stacktest.FailedRows(res, "reason"); f[2] != why {
+	// Customers: the CSV import (rows 2 and 4 refused; cells typed by the
+	// schema: a number, a comma list, text kept as text), the metadata job.
+	res := done(a, a.UploadCSV("/v1/customers/importCSV", "Source_id,Name,tier,shoe,tags,note\n"+
+		"ann,Ann,gold,42,\"a, b\",true\nbob,Bob,bronze,41,,\ncat,Cat,silver,40,,\ndan,Dan,gold,big,,\n"))
+	counts("customers import", res, 2, 2)
+	if f := stacktest.FailedRows(res, "reason"); f[2] != why || f[4] != "shoe: must be a number" {
 		t.Fatalf("customers import failures: %v", res["failed"])
+	}
+	if m := a.OK("GET", "/v1/customers/ann", nil)["metadata"].(map[string]any); m["shoe"] != 42.0 || m["note"] != "true" ||
+		len(m["tags"].([]any)) != 2 || m["tags"].([]any)[1] != "b" {
+		t.Fatalf("imported metadata: %v", m)
 	}
 	a.Fails("GET", "/v1/customers/bob", nil, 404, "not_found")
 	res = done(a, a.Do("POST", "/v1/customers/metadata/async", map[string]any{"source_ids": []string{"ann", "cat"},
