@@ -24,6 +24,7 @@ import (
 	"github.com/tallyhq/tally/internal/pglocal"
 	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/metaschemas"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
@@ -187,15 +188,6 @@ func (noNotices) Emit(context.Context, db.Querier, webhooks.Notice) error { retu
 
 func (noNotices) Queue(context.Context, *pgx.Batch, webhooks.Notice) error { return nil }
 
-// noSchemas takes any metadata: the restore test's project has no schemas.
-type noSchemas struct{}
-
-func (noSchemas) CheckMetadata(context.Context, string, string, map[string]any) error { return nil }
-
-func (noSchemas) Cells(context.Context, string, string) (func(string, string) any, error) {
-	return func(_, v string) any { return v }, nil
-}
-
 func customerService(t *testing.T, url string) *customers.Service {
 	t.Helper()
 	pool, err := db.Open(context.Background(), url, db.Options{Name: "restore-test"})
@@ -203,7 +195,7 @@ func customerService(t *testing.T, url string) *customers.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return customers.NewService(pool, noNotices{}, noSchemas{}, nil, nil)
+	return customers.NewService(pool, noNotices{}, (*metaschemas.Checker)(nil), nil, nil)
 }
 
 func upsert(t *testing.T, ctx context.Context, svc *customers.Service, project, body string) {

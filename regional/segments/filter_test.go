@@ -13,6 +13,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/targeting"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/metaschemas"
 	"github.com/tallyhq/tally/regional/regionaltest"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
@@ -29,7 +30,7 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := regionaltest.Open(t, regionaltest.Database(t))
-	svc := customers.NewService(pool, noNotices{}, nil, nil)
+	svc := customers.NewService(pool, noNotices{}, (*metaschemas.Checker)(nil), nil, nil)
 	now := time.Now().UTC()
 	day := func(n int) string { return now.AddDate(0, 0, n).Format(time.DateOnly) }
 	bodies := []string{
