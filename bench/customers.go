@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ const customerFileMB = 9.5
 // (source_id, name, email, birthdate, city, one metadata column), from the
 // first upload until every async action is DONE; the reference is COPY of
 // the same rows into the same table.
-func benchCustomers(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglocal.Server) (customersResult, error) {
+func benchCustomers(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglocal.Server, profile string) (customersResult, error) {
 	r := customersResult{rows: customersRows}
 	ctx := context.Background()
 	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
@@ -63,6 +64,14 @@ func benchCustomers(stack *devstack.Stack, p devstack.ProjectCredentials, srv *p
 		r.mb += float64(f.Len()) / 1e6
 	}
 	fmt.Fprintf(os.Stderr, "bench: importing %d customers from %d CSV files, %.1f MB\n", r.rows, r.files, r.mb)
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return r, err
+		}
+		defer f.Close()
+		_ = pprof.StartCPUProfile(f)
+	}
 	start := time.Now()
 	var actions []string
 	for _, f := range files {
@@ -82,6 +91,9 @@ func benchCustomers(stack *devstack.Stack, p devstack.ProjectCredentials, srv *p
 		r.importFailed += int(res["failed_count"].(float64))
 	}
 	r.importSecs = time.Since(start).Seconds()
+	if profile != "" {
+		pprof.StopCPUProfile()
+	}
 	fmt.Fprintf(os.Stderr, "bench: %d customers imported (%d failed) in %.2f s\n", r.imported, r.importFailed, r.importSecs)
 
 	start = time.Now()

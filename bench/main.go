@@ -42,7 +42,7 @@ func main() {
 	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, targeting, vouchers, engine, exports, events, cors, outbox, noisy, ring, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, or the point additions (with -only)")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions or the customer import (with -only)")
 	flag.IntVar(&customersRows, "customers-rows", 1_000_000, "customers the customers section imports (fewer to try it on a shared machine)")
 	flag.IntVar(&segmentCustomers, "segment-customers", 1_000_000, "customers the targeting section's segment is evaluated over (fewer to try it on a shared machine)")
 	hammer := flag.String("hammer", "", "internal: run the noisy neighbour's clients (ROUTER,APPID,TOKEN,CARD) until interrupted")
@@ -216,8 +216,8 @@ func (b *benchRun) sections() []section {
 			pr, err := benchProducts(stack, p, servers[1])
 			return productsReport(pr), err
 		}},
-		{"customers", func(string) (string, error) {
-			cr, err := benchCustomers(stack, p, servers[1])
+		{"customers", func(profile string) (string, error) {
+			cr, err := benchCustomers(stack, p, servers[1], profile)
 			return customersReport(cr), err
 		}},
 		{"targeting", func(string) (string, error) {

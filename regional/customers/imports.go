@@ -19,6 +19,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/runtimex"
 	"github.com/tallyhq/tally/regional/async"
 )
 
@@ -131,70 +132,52 @@ func (h csvHeader) patch(rec []string, cell func(key, v string) any) (*Patch, er
 	if len(rec) != len(h) {
 		return nil, fmt.Errorf("the row has %d fields, the header %d", len(rec), len(h))
 	}
-	body := map[string]any{}
-	var addr, meta map[string]any
+	var a Attrs
+	var id, src *string
+	var addr *Address
+	strs := map[string]**string{"name": &a.Name, "description": &a.Description, "email": &a.Email, "phone": &a.Phone,
+		"birthday": &a.Birthday, "birthdate": &a.Birthdate}
+	lines := map[string]**string{}
 	for i, prop := range h {
 		v := strings.TrimSpace(rec[i])
-		var val any
+		var val *string
 		if v != "" {
-			val = v
+			val = &v
 		}
 		switch {
 		case strings.HasPrefix(prop, "metadata."):
-			if meta == nil {
-				meta = map[string]any{}
+			if a.Metadata == nil {
+				a.Metadata = map[string]any{}
 			}
 			if v != "" {
 				key := strings.TrimPrefix(prop, "metadata.")
-				meta[key] = cell(key, v)
+				a.Metadata[key] = cell(key, v)
 			}
 		case strings.HasPrefix(prop, "address."):
 			if addr == nil {
-				addr = map[string]any{}
+				addr = &Address{}
+				lines = map[string]**string{"city": &addr.City, "state": &addr.State, "line_1": &addr.Line1, "line_2": &addr.Line2,
+					"country": &addr.Country, "postal_code": &addr.PostalCode}
 			}
-			addr[strings.TrimPrefix(prop, "address.")] = val
-		case (prop == "id" || prop == "source_id") && v == "":
+			if dst := lines[strings.TrimPrefix(prop, "address.")]; dst != nil {
+				*dst = val
+			}
+		case prop == "id":
+			id = val
+		case prop == "source_id":
+			src = val
 		default:
-			body[prop] = val
-		}
-	}
-	for _, p := range []string{"name", "email", "phone", "description"} {
-		if _, given := body[p]; !given {
-			body[p] = nil
-		}
-	}
-	if _, given := body["birthday"]; !given {
-		if _, given := body["birthdate"]; !given {
-			body["birthdate"] = nil
-		}
-	}
-	if addr != nil {
-		for _, f := range []string{"line_1", "line_2", "postal_code", "city", "state", "country"} {
-			if _, given := addr[f]; !given {
-				addr[f] = nil
+			if dst := strs[prop]; dst != nil {
+				*dst = val
 			}
 		}
-		body["address"] = addr
-	} else {
-		body["address"] = nil
 	}
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	body["metadata"] = meta
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	var p Patch
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, err
+	a.Address = addr
+	if a.Metadata == nil {
+		a.Metadata = map[string]any{}
 	}
 	// Checked as a single write checks it, so a bad row fails alone.
-	if _, err := applied(Attrs{}, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return WholePatch(id, src, a)
 }
 
 // importCSV streams the `file` field of a multipart body into the job's
@@ -325,23 +308,51 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 			return nil, fmt.Errorf("customers: the import's input ends before its checkpoint (row %d): %v", st.Next, err)
 		}
 	}
-	for {
-		var rows []*row
-		for len(rows) < importChunk {
-			rw, err := read()
-			if err != nil {
-				return nil, err
+	// The next chunk is read and parsed while this one is written: the
+	// file's parsing (CPU here) and the chunk's transaction (mostly the
+	// database's) overlap. One chunk ahead at most.
+	type chunk struct {
+		rows   []*row
+		n, pct int
+		err    error
+	}
+	ahead := make(chan chunk, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(ahead)
+		for {
+			var c chunk
+			c.err = runtimex.Call(func() error {
+				for len(c.rows) < importChunk {
+					rw, err := read()
+					if err != nil || rw == nil {
+						return err
+					}
+					c.rows = append(c.rows, rw)
+				}
+				return nil
+			})
+			c.n, c.pct = n, int(r.InputOffset()*100/max(size, 1))
+			select {
+			case ahead <- c:
+			case <-stop:
+				return
 			}
-			if rw == nil {
-				break
+			if c.err != nil || len(c.rows) < importChunk {
+				return
 			}
-			rows = append(rows, rw)
 		}
-		if len(rows) == 0 {
+	}()
+	for c := range ahead {
+		if c.err != nil {
+			return nil, c.err
+		}
+		if len(c.rows) == 0 {
 			break
 		}
-		pct := int(r.InputOffset() * 100 / max(size, 1))
-		err := async.CommitChunk(ctx, job, &st, n, pct, func(ctx context.Context, tx pgx.Tx, st *progress) error {
+		rows := c.rows
+		err := async.CommitChunk(ctx, job, &st, c.n, c.pct, func(ctx context.Context, tx pgx.Tx, st *progress) error {
 			var ps []*Patch
 			var of []*row
 			for _, rw := range rows {

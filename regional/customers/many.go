@@ -150,6 +150,9 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 // applied is a with the patch applied, a left as it is (Apply stops at the
 // first bad property, having set those before it).
 func applied(a Attrs, p *Patch) (Attrs, error) {
+	if p.whole != nil {
+		return p.whole.clone(), nil
+	}
 	raw, err := json.Marshal(a)
 	if err != nil {
 		return a, err

@@ -150,7 +150,7 @@ func (s *Service) GetIn(ctx context.Context, tx pgx.Tx, projectID, idOrSource st
 // always (its required keys), an existing one's when the patch sends
 // metadata (the merged result).
 func (s *Service) checkMetadata(ctx context.Context, projectID string, p *Patch, a Attrs, create bool) error {
-	if _, sent := p.fields["metadata"]; !create && !sent {
+	if !create && !p.sets("metadata") {
 		return nil
 	}
 	return s.meta.CheckMetadata(ctx, projectID, "customer", a.Metadata)

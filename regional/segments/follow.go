@@ -85,6 +85,15 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		}
 		byID[seg.ID] = c
 	}
+	have, err := membersOf(ctx, tx, t.ProjectID, p.Customers)
+	if err != nil {
+		return err
+	}
+	if len(segs) == 0 && len(have) == 0 {
+		// No filter to evaluate, no membership to end: an import into a
+		// project without filter segments reads none of its customers.
+		return nil
+	}
 	found, err := customers.Many(ctx, tx, t.ProjectID, p.Customers)
 	if err != nil {
 		return err
@@ -92,10 +101,6 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	custs := map[string]customers.Customer{}
 	for _, c := range found {
 		custs[c.ID] = c
-	}
-	have, err := membersOf(ctx, tx, t.ProjectID, p.Customers)
-	if err != nil {
-		return err
 	}
 	now := s.clock.Now()
 	var entered, left []change
