@@ -146,6 +146,11 @@ func TestCollectionInApplicableToAndItemsRules(t *testing.T) {
 	if r = validate(line("sku_id", ids["red"], 2100)); r["valid"] != true || stacktest.Num(r["order"].(map[string]any)["items_discount_amount"]) != 1050 {
 		t.Fatalf("a SKU of the shirt: %v", r)
 	}
+	// Lines named by product id only: the collection's list alone decides.
+	if r = validate(line("product_id", ids["hat"], 1000), line("product_id", ids["mug"], 800)); r["valid"] != true ||
+		stacktest.Num(r["order"].(map[string]any)["items_discount_amount"]) != 500 {
+		t.Fatalf("the hat by id: %v", r)
+	}
 	// Only a mug: no line in the collection.
 	if r = validate(line("product_id", ids["mug"], 800)); r["valid"] != false {
 		t.Fatalf("only a mug: %v", r)

@@ -64,9 +64,11 @@ func (s *Service) Mark(ctx context.Context, q db.Querier, projectID string, ids 
 		ps = appendSome(ps, it.ProductID, it.ProductSourceID)
 		ss = appendSome(ss, it.SKUID, it.SKUSourceID)
 	}
-	f, err := products.Lookup(ctx, q, projectID, ps, ss)
-	if err != nil {
-		return err
+	var f products.Found
+	if needsCatalogue(cs, o) {
+		if f, err = products.Lookup(ctx, q, projectID, ps, ss); err != nil {
+			return err
+		}
 	}
 	now := s.clock.Now()
 	for i := range o.Items {
@@ -144,6 +146,24 @@ func (c *Collection) holds(l line, now time.Time) bool {
 		return c.filter.matchSKU(*l.sku, now)
 	case l.product != nil:
 		return c.filter.matchProduct(*l.product, now)
+	}
+	return false
+}
+
+// needsCatalogue says whether marking o's lines for cs reads the lines'
+// products: a dynamic collection's filter reads them, and a line named by
+// a source id or a SKU is resolved through them. Static collections of
+// lines named by product id are their lists alone: no read.
+func needsCatalogue(cs []*Collection, o *rules.Order) bool {
+	for _, c := range cs {
+		if c.Type != Static {
+			return true
+		}
+	}
+	for _, it := range o.Items {
+		if it.SKUID != "" || it.SKUSourceID != "" || it.ProductID == "" {
+			return true
+		}
 	}
 	return false
 }
