@@ -51,6 +51,13 @@ func NewService(pool *db.Pool, notify Notifier, meta MetadataSchemas, clk *clock
 // Now is the service's time: the platform clock, which tests move.
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
+// CheckMetadata checks md, the metadata a write of resource leaves, against
+// the project's schema of it: for the kinds' rows the campaigns do not
+// own but hold the checker for (a loyalty card's, a voucher's).
+func (s *Service) CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error {
+	return s.meta.CheckMetadata(ctx, projectID, resource, md)
+}
+
 // Emit raises a campaign's webhook notice (EventCreated, …) in tx.
 func (s *Service) Emit(ctx context.Context, tx db.Querier, n webhooks.Notice) error {
 	return s.notify.Emit(ctx, tx, n)

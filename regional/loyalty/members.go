@@ -38,6 +38,12 @@ func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r
 	if len(r.Customer) == 0 || string(r.Customer) == "null" {
 		return CardView{}, apierr.InvalidPayload("customer is required: a customer id, or an object with id, source_id or the customer's data")
 	}
+	// A card is a voucher: the metadata it is given is the voucher's.
+	if r.Metadata != nil {
+		if err := s.camps.CheckMetadata(ctx, projectID, "voucher", r.Metadata); err != nil {
+			return CardView{}, err
+		}
+	}
 	var custRef string
 	var patch *customers.Patch
 	if err := json.Unmarshal(r.Customer, &custRef); err != nil {

@@ -86,6 +86,8 @@ func TestMetadataRefusedOnEveryResource(t *testing.T) {
 		{"voucher", "POST", "/v1/vouchers/NEW-1", map[string]any{"type": "DISCOUNT_VOUCHER", "metadata": md,
 			"discount": map[string]any{"type": "PERCENT", "percent_off": 5}}, ""},
 		{"voucher update", "PUT", "/v1/vouchers/PUB-1", map[string]any{"metadata": md}, ""},
+		{"voucher (a loyalty card)", "POST", "/v1/loyalties/" + loyaltyID + "/members", map[string]any{
+			"customer": map[string]any{"source_id": "dan"}, "metadata": md}, ""},
 	} {
 		want := c.detail
 		if want == "" {
