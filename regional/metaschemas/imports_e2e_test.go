@@ -24,7 +24,7 @@ func TestImportsAndBulkJobsReportRefusedItems(t *testing.T) {
 	tier := map[string]any{"tier": map[string]any{"type": "string", "eq": []any{"gold", "silver"}}}
 	a.MetadataSchema("customer", map[string]any{"tier": tier["tier"], "shoe": map[string]any{"type": "number"},
 		"tags": map[string]any{"type": "string", "array": true}, "note": map[string]any{"type": "string"}})
-	a.MetadataSchema("product", tier)
+	a.MetadataSchema("product", map[string]any{"tier": tier["tier"], "weight": map[string]any{"type": "number"}})
 	a.MetadataSchema("voucher", tier)
 	const why = "tier: must be equal to one of gold,silver (actual value is 'bronze')"
 	counts := func(what string, res map[string]any, ok, failed float64) {
@@ -55,10 +55,14 @@ func TestImportsAndBulkJobsReportRefusedItems(t *testing.T) {
 	}
 
 	// Products: the CSV import, the bulk and metadata jobs.
-	res = done(a, a.UploadCSV("/v1/products/importCSV", "name,source_id,tier\nHat,hat,gold\nCap,cap,bronze\n"))
+	// Its cells are typed by the product schema: weight a number.
+	res = done(a, a.UploadCSV("/v1/products/importCSV", "name,source_id,tier,weight\nHat,hat,gold,0.5\nCap,cap,bronze,1\n"))
 	counts("products import", res, 1, 1)
 	if f := stacktest.FailedRows(res, "reason"); f[3] != why {
 		t.Fatalf("products import failures: %v", res["failed"])
+	}
+	if m := a.OK("GET", "/v1/products/hat", nil)["metadata"].(map[string]any); m["weight"] != 0.5 {
+		t.Fatalf("imported product metadata: %v", m)
 	}
 	res = done(a, a.Do("POST", "/v1/products/bulk/async", []map[string]any{
 		{"source_id": "hat", "metadata": map[string]any{"tier": "bronze"}},

@@ -23,14 +23,15 @@ import (
 // which some are required; every other column is a metadata key.
 type csvSpec struct {
 	what     string
+	resource string // the metadata schema its rows' metadata answers to
 	standard []string
 	required []string
 }
 
 var (
-	productCSV = csvSpec{what: "products", standard: []string{"name", "source_id", "price", "attributes", "image_url"},
+	productCSV = csvSpec{what: "products", resource: "product", standard: []string{"name", "source_id", "price", "attributes", "image_url"},
 		required: []string{"name"}}
-	skuCSV = csvSpec{what: "SKUs", standard: []string{"product_id", "sku", "source_id", "price", "currency", "image_url", "attributes"},
+	skuCSV = csvSpec{what: "SKUs", resource: "sku", standard: []string{"product_id", "sku", "source_id", "price", "currency", "image_url", "attributes"},
 		required: []string{"product_id", "source_id"}}
 )
 
@@ -38,6 +39,9 @@ var (
 type csvHeader struct {
 	index map[string]int // standard column → its position
 	meta  []string       // metadata key of each position, "" for standard columns
+	// cell is a metadata cell's value, typed by the project's schema of
+	// the rows' resource (a number, a boolean…); nil keeps cells as text.
+	cell func(key, v string) any
 }
 
 func newReader(b []byte) *csv.Reader {
@@ -181,6 +185,9 @@ func (h csvHeader) common(r csvRow) (price *int64, img *string, meta map[string]
 				return nil, nil, nil, err
 			}
 			meta[key] = r.fields[i]
+			if h.cell != nil {
+				meta[key] = h.cell(key, r.fields[i])
+			}
 		}
 	}
 	return price, img, meta, nil
@@ -234,6 +241,9 @@ func (s *Service) runImport(ctx context.Context, job *async.Job, spec csvSpec, w
 	}
 	h, rows, err := spec.rows(in)
 	if err != nil {
+		return nil, err
+	}
+	if h.cell, err = s.meta.Cells(ctx, job.ProjectID, spec.resource); err != nil {
 		return nil, err
 	}
 	duplicates(h, rows)

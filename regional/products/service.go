@@ -45,6 +45,8 @@ const (
 // schema, and a product's required keys need not fit its variants).
 type MetadataSchemas interface {
 	CheckMetadata(ctx context.Context, projectID, resource string, md map[string]any) error
+	// Cells types an import's metadata cells of resource by its schema.
+	Cells(ctx context.Context, projectID, resource string) (func(key, cell string) any, error)
 }
 
 // Service holds the product catalogue's rules.
