@@ -82,6 +82,20 @@ func (s *Service) Create(ctx context.Context, projectID string, b Body) (View, e
 	return r.View(), nil
 }
 
+// CreateIn stores a new rule in the caller's transaction (a campaign made
+// from a template takes a copy of the template's rules with it); the
+// rule is compiled again on its first evaluation.
+func (s *Service) CreateIn(ctx context.Context, tx pgx.Tx, projectID string, b Body) (View, error) {
+	r := Rule{ID: ids.New("val_"), Version: 1, CreatedAt: s.clock.Now()}
+	if err := b.apply(&r, true); err != nil {
+		return View{}, err
+	}
+	if _, err := rules.Compile(r.Rules, r.Error, r.ApplicableTo); err != nil {
+		return View{}, err
+	}
+	return r.View(), insertRule(ctx, tx, projectID, r)
+}
+
 // Get reads a rule.
 func (s *Service) Get(ctx context.Context, projectID, id string) (View, error) {
 	r, err := getRule(ctx, s.pool, projectID, id, false)
