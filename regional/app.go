@@ -48,6 +48,7 @@ import (
 	"github.com/tallyhq/tally/regional/referrals"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/segments"
+	"github.com/tallyhq/tally/regional/templates"
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/validation"
@@ -195,6 +196,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	rules := validation.NewService(pool, cfg.Clock, locs, colls)
 	validation.Register(v1, rules)
 	promos := promotions.NewService(pool, camps, rules, meta, cfg.Clock)
+	templates.Register(v1, templates.NewService(pool, cfg.Clock, vs, promos, rules))
 	// Referral programs: their campaigns, the holders of their codes, and
 	// referees converted by custom event or by redemption.
 	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)

@@ -41,6 +41,7 @@ var owners = map[string]string{
 	"customer_activities":         "events",
 	"locations":                   "locations",
 	"product_collections":         "collections",
+	"campaign_templates":          "templates",
 	"exports":                     "exports",
 	"export_chunks":               "exports",
 	"loyalty_cards":               "loyalty",

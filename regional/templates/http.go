@@ -1,0 +1,88 @@
+package templates
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/listq"
+)
+
+type handler struct{ svc *Service }
+
+// Register mounts /v1/templates/campaigns on g (the /v1 group).
+func Register(g *echo.Group, svc *Service) {
+	h := handler{svc}
+	g.GET("/templates/campaigns", h.list)
+	g.POST("/templates/campaigns", h.create)
+	g.GET("/templates/campaigns/:campaignTemplateId", h.get)
+	g.PUT("/templates/campaigns/:campaignTemplateId", h.update)
+	g.DELETE("/templates/campaigns/:campaignTemplateId", h.delete)
+	g.POST("/templates/campaigns/:campaignTemplateId/campaign-setup", h.campaignSetup)
+	g.POST("/templates/campaigns/:campaignTemplateId/tier-setup", h.tierSetup)
+}
+
+// listSpec: the reference pages templates by starting_after_id, ordered
+// by id.
+var listSpec = listq.Spec{}
+
+func (h handler) list(c echo.Context) error {
+	q := c.QueryParams()
+	lq, err := listq.Parse(q, listSpec)
+	if err != nil {
+		return err
+	}
+	if err := listq.Unserved(q, "filters"); err != nil {
+		return err
+	}
+	withTotal := false
+	if s := q.Get("include_total"); s != "" {
+		if withTotal, err = strconv.ParseBool(s); err != nil {
+			return apierr.InvalidQuery("include_total", "must be true or false, got "+strconv.Quote(s))
+		}
+	}
+	out, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq, withTotal)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h handler) create(c echo.Context) error {
+	return httpx.WithBody(c, func(r CreateRequest) (any, error) {
+		return h.svc.Create(c.Request().Context(), httpx.ProjectID(c), r)
+	})
+}
+
+func (h handler) get(c echo.Context) error {
+	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignTemplateId")))
+}
+
+func (h handler) update(c echo.Context) error {
+	return httpx.WithBody(c, func(r UpdateRequest) (any, error) {
+		return h.svc.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignTemplateId"), r)
+	})
+}
+
+func (h handler) delete(c echo.Context) error {
+	if err := h.svc.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignTemplateId")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (h handler) campaignSetup(c echo.Context) error {
+	return httpx.WithBody(c, func(r map[string]json.RawMessage) (any, error) {
+		return h.svc.CampaignSetup(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignTemplateId"), r)
+	})
+}
+
+func (h handler) tierSetup(c echo.Context) error {
+	return httpx.WithBody(c, func(r map[string]json.RawMessage) (any, error) {
+		return h.svc.TierSetup(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignTemplateId"), r)
+	})
+}
