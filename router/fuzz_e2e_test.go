@@ -260,6 +260,12 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	// segment_id), and the filters its creation's fuzzed bodies vary.
 	ids["segmentId"] = a.OK("POST", "/v1/segments", map[string]any{"name": "Fuzz", "type": "auto-update",
 		"filter": map[string]any{"metadata.tier": map[string]any{"conditions": map[string]any{"$is": []any{"gold"}}}}})["id"].(string)
+	// A campaign template (its routes' :campaignTemplateId), of a discount
+	// campaign, so setups made from it are fuzzed past the template's read.
+	a.OK("POST", "/v1/campaigns", map[string]any{"name": "Fuzz codes", "campaign_type": "DISCOUNT_COUPONS",
+		"voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "PERCENT", "percent_off": 5}}})
+	ids["campaignTemplateId"] = a.OK("POST", "/v1/templates/campaigns", map[string]any{"name": "Fuzz template",
+		"campaign_id": "Fuzz codes"})["id"].(string)
 	return ids
 }
 
@@ -320,7 +326,7 @@ var fieldNames = []string{"name", "source_id", "metadata", "points", "type", "st
 	"validity_timeframe", "validity_day_of_week", "validity_hours", "custom_event", "source", "earning_rules",
 	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency", "source_ids", "codes", "shape",
 	"filter", "customers", "junction", "conditions", "metadata.tier", "address.city", "birthdate", "created_at", "products",
-	"related_object", "properties", "allow_defined_only"}
+	"related_object", "properties", "allow_defined_only", "campaign_id", "promotion_tier_id"}
 
 var weird = []string{`null`, `-1`, `0`, `1.5`, `1e308`, `1e400`, `-1e400`, `123456789012345678901234567890`, `""`,
 	`"a\u0000b"`, `"\ud800"`, "\"\xff\xfe\"", "\"\xc0\xae\"", `"BOGUS"`, `"2026-13-45T99:99:99Z"`, `true`, `[]`, `{}`,
