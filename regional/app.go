@@ -199,7 +199,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	templates.Register(v1, templates.NewService(pool, cfg.Clock, vs, promos, rules))
 	// Referral programs: their campaigns, the holders of their codes, and
 	// referees converted by custom event or by redemption.
-	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, cfg.Clock)
+	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, segs, cfg.Clock)
 	referrals.Register(v1, refs)
 	customers.Register(v1, cust, refs, segs)
 	// A customer's wallet: the vouchers, cards and referral codes they

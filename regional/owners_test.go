@@ -60,6 +60,7 @@ var owners = map[string]string{
 	"reward_assignments":          "redemptions",
 	"referrals":                   "referrals",
 	"referral_referrers":          "referrals",
+	"referral_tier_referees":      "referrals",
 	"referral_holders":            "referrals",
 	"rewards":                     "rewards",
 	"segments":                    "segments",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -193,8 +194,28 @@ func (s *Service) Convert(ctx context.Context, tx pgx.Tx, projectID, code, refer
 			return nil, err
 		}
 	}
+	var in []string // the referee's segments, read once if a tier requires one
 	for i := range p.ReferralTiers {
-		if t := &p.ReferralTiers[i]; t.due(conv.Referees) {
+		t := &p.ReferralTiers[i]
+		n := conv.Referees
+		if t.Parameters.Segment != nil {
+			if in == nil {
+				if in, err = s.segments.Of(ctx, tx, projectID, conv.Referee); err != nil {
+					return nil, err
+				}
+				in = append(in, "") // read, even when in none
+			}
+			if !slices.Contains(in, t.Parameters.Segment.ID) {
+				continue // a referee outside the segment does not count towards the tier
+			}
+			if err := tx.QueryRow(ctx, `INSERT INTO referral_tier_referees (project_id, campaign_id, referrer_id, tier_id, referees)
+				VALUES ($1, $2, $3, $4, 1) ON CONFLICT (project_id, campaign_id, referrer_id, tier_id)
+				DO UPDATE SET referees = referral_tier_referees.referees + 1 RETURNING referees`,
+				projectID, c.ID, *v.HolderID, t.ID).Scan(&n); err != nil {
+				return nil, err
+			}
+		}
+		if t.due(n) {
 			if err := s.reward(ctx, tx, projectID, conv, conv.Referrer, t.Parameters.Reward, t, via, now); err != nil {
 				return nil, err
 			}

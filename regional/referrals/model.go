@@ -88,9 +88,19 @@ type TierParameters struct {
 	Type     string `json:"type"`
 	Referees int64  `json:"referees"`
 	Reward   Reward `json:"reward"`
+	// Segment, when set, is the segment a referee must be in when they
+	// convert to count towards the tier (interface-notes (b): tiers
+	// "optionally requiring a segment").
+	Segment *SegmentRef `json:"segment,omitempty"`
 }
 
-// due reports whether the tier rewards the referrer's n-th referee.
+// SegmentRef names a customer segment.
+type SegmentRef struct {
+	ID string `json:"id"`
+}
+
+// due reports whether the tier rewards the referrer's n-th referee (of
+// those it counts).
 func (t Tier) due(n int64) bool {
 	return t.Parameters.Type == EachReferee || n%t.Parameters.Referees == 0
 }

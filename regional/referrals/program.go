@@ -44,7 +44,16 @@ type Service struct {
 	vouchers  *vouchers.Service
 	camps     *campaigns.Service // the programs' rows and their notices
 	schemas   Schemas
+	segments  Segments
 	clock     *clock.Clock
+}
+
+// Segments are the project's customer segments a referral tier may
+// require (regional/segments): whether one exists, and which a customer is
+// in, as validation rules read it (stored and live).
+type Segments interface {
+	Exists(ctx context.Context, projectID, id string) error
+	Of(ctx context.Context, q db.Querier, projectID string, c customers.Customer) ([]string, error)
 }
 
 // NewService returns the referral service (a referral code published to a
@@ -54,8 +63,9 @@ type Service struct {
 // (customers.Referrals), and a deleted customer's holdings and referrals go
 // with them (DropCustomer, a customers.Dependent).
 func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, cust *customers.Service, loy *loyalty.Service, vs *vouchers.Service,
-	schemas Schemas, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, notify: notify, camps: camps, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, clock: clk}
+	schemas Schemas, segs Segments, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, notify: notify, camps: camps, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, segments: segs,
+		clock: clk}
 	return s
 }
 
@@ -98,6 +108,9 @@ type programInput struct {
 			Type     *string      `json:"type"`
 			Referees *int64       `json:"referees"`
 			Reward   *rewardInput `json:"reward"`
+			Segment  *struct {
+				ID *string `json:"id"`
+			} `json:"segment"`
 		} `json:"parameters"`
 	} `json:"referral_tiers"`
 }
@@ -174,6 +187,15 @@ func (s *Service) checkProgram(ctx context.Context, q db.Querier, projectID stri
 			return Program{}, err
 		}
 		tier.Parameters.Reward = rw
+		if sg := tp.Segment; sg != nil {
+			if sg.ID == nil || *sg.ID == "" {
+				return Program{}, apierr.InvalidPayload(at + ".parameters.segment.id is required: the segment a referee must be in to count")
+			}
+			if err := s.segments.Exists(ctx, projectID, *sg.ID); err != nil {
+				return Program{}, err
+			}
+			tier.Parameters.Segment = &SegmentRef{ID: *sg.ID}
+		}
 		p.ReferralTiers = append(p.ReferralTiers, tier)
 	}
 	return p, nil

@@ -534,3 +534,48 @@ func TestReferralCampaignLifecycle(t *testing.T) {
 		t.Fatalf("listed after deletion: %v", l)
 	}
 }
+
+// A referral tier that requires a segment counts only the referees in it
+// when they convert (the segment read as validation rules read it: the
+// customer's stored data through the filter), towards its own count: every
+// second VIP referee rewards the referrer, whoever else converted between.
+func TestReferralTierRequiringASegmentCountsOnlyItsReferees(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	points := a.Campaign("Points", map[string]any{"type": "AUTO_UPDATE"})
+	vip := a.OK("POST", "/v1/segments", map[string]any{"name": "VIP", "type": "auto-update",
+		"filter": map[string]any{"junction": "and", "metadata.vip": map[string]any{"conditions": map[string]any{"$is": []any{"yes"}}}}})
+	tier := func(seg any) map[string]any {
+		return map[string]any{"conversion_event_type": "redemption", "referral_tiers": []any{map[string]any{"parameters": map[string]any{
+			"type": "EVERY_N_REFEREES", "referees": 2, "segment": seg,
+			"reward": map[string]any{"related_object_parent": map[string]any{"id": points["id"]}, "type": "LOYALTY_CARD", "amount": 700}}}}}
+	}
+	body := func(name string, rp map[string]any) map[string]any {
+		return map[string]any{"name": name, "campaign_type": "REFERRAL_PROGRAM", "type": "AUTO_UPDATE", "vouchers_count": 1,
+			"voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 100},
+				"code_config": map[string]any{"pattern": "VIP-#####"}}, "referral_program": rp}
+	}
+	a.Fails("POST", "/v1/campaigns", body("Bad", tier(map[string]any{"id": "seg_nope"})), 404, "not_found")
+	a.Fails("POST", "/v1/campaigns", body("Bad", tier(map[string]any{})), 400, "invalid_payload")
+	c := a.OK("POST", "/v1/campaigns", body("VIPs", tier(map[string]any{"id": vip["id"]})))
+	if s := c["referral_program"].(map[string]any)["referral_tiers"].([]any)[0].(map[string]any)["parameters"].(map[string]any)["segment"]; s == nil ||
+		s.(map[string]any)["id"] != vip["id"] {
+		t.Fatalf("the tier's segment reads back: %v", c["referral_program"])
+	}
+	pub := a.OK("POST", "/v1/publications", map[string]any{"campaign": "VIPs", "customer": map[string]any{"source_id": "ann"}})
+	code := pub["voucher"].(map[string]any)["code"].(string)
+	redeem := func(who, isVIP string) {
+		t.Helper()
+		a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code}},
+			"customer": map[string]any{"source_id": who, "metadata": map[string]any{"vip": isVIP}}, "order": map[string]any{"amount": 5000}})
+	}
+	for _, step := range []struct {
+		who, vip string
+		ann      int64 // ann's points after
+	}{{"bob", "yes", 0}, {"cid", "no", 0}, {"dee", "no", 0}, {"eve", "yes", 700}, {"fay", "yes", 700}, {"gus", "no", 700}, {"hal", "yes", 1400}} {
+		redeem(step.who, step.vip)
+		if got := balanceIn(a, "ann", points["id"].(string)); got != step.ann {
+			t.Fatalf("after %s (vip %s): ann has %d points, want %d", step.who, step.vip, got, step.ann)
+		}
+	}
+}

@@ -197,6 +197,12 @@ func (s *Service) List(ctx context.Context, projectID string, lq listQuery) ([]V
 	return out, total, more, nil
 }
 
+// Exists answers nil when the project has segment id, else its 404.
+func (s *Service) Exists(ctx context.Context, projectID, id string) error {
+	_, err := s.Get(ctx, projectID, id)
+	return err
+}
+
 // Delete removes a segment and its members; those of a large segment are
 // deleted a batch a transaction first, so no transaction holds a million.
 func (s *Service) Delete(ctx context.Context, projectID, id string) error {

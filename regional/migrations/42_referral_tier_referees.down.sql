@@ -1,0 +1,1 @@
+DROP TABLE referral_tier_referees;
