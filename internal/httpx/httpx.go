@@ -70,6 +70,7 @@ func New(cfg Config) *echo.Echo {
 		}}))
 	e.Use(otelecho.Middleware(cfg.Service))
 	e.Use(RefuseAmbiguousFraming())
+	e.Use(WholePath())
 	e.Use(CheckText())
 	limit := cfg.BodyLimit
 	if limit == "" {
