@@ -73,6 +73,8 @@ type View struct {
 	VouchersID     []string       `json:"vouchers_id"`
 	Vouchers       *[]string      `json:"vouchers,omitempty"`
 	Voucher        any            `json:"voucher,omitempty"`
+	// again: an earlier publication answered again (join_once, source_id).
+	again bool
 }
 
 // ListVoucher is the simplified voucher of a list's publication.

@@ -307,6 +307,27 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 		Object: event})
 }
 
+// PublishIn publishes a voucher of campaignID (a card, for a loyalty
+// program) to customerID in tx as POST /v1/publications does, for a
+// CAMPAIGN reward a member buys with points (regional/redemptions): a
+// refused publication is the error, which rolls the redemption back with
+// it. fresh is false when the publication is an earlier one answered again
+// (a join_once campaign the customer joined before).
+func (s *Service) PublishIn(ctx context.Context, tx pgx.Tx, projectID, campaignID, customerID string) (v View, fresh bool, err error) {
+	cust, _ := json.Marshal(customerID)
+	camp, _ := json.Marshal(campaignID)
+	r := Request{Customer: cust, Campaign: camp}
+	p, err := r.check()
+	if err != nil {
+		return View{}, false, err
+	}
+	v, refused, err := s.create(ctx, tx, projectID, r, p)
+	if err == nil {
+		err = refused
+	}
+	return v, err == nil && !v.again, err
+}
+
 // checkExpiration refuses an expiration_date that is not in the future.
 func (s *Service) checkExpiration(r Request) error {
 	if r.ExpirationDate != nil && !r.ExpirationDate.After(s.now()) {
@@ -458,6 +479,12 @@ func (s *Service) fail(ctx context.Context, tx pgx.Tx, projectID string, pub Pub
 
 // again answers an earlier publication (join_once, or its source_id).
 func (s *Service) again(ctx context.Context, tx pgx.Tx, projectID string, prev Publication, cust customers.Customer) (View, error, error) {
+	v, refused, err := s.answerAgain(ctx, tx, projectID, prev, cust)
+	v.again = true
+	return v, refused, err
+}
+
+func (s *Service) answerAgain(ctx context.Context, tx pgx.Tx, projectID string, prev Publication, cust customers.Customer) (View, error, error) {
 	if prev.Result != Success {
 		return prev.view(&cust), nil, nil
 	}

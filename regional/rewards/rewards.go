@@ -1,6 +1,8 @@
 // Package rewards keeps a project's rewards: what a loyalty card's points
 // buy. A MATERIAL reward is a product (and SKU) handed over; a COIN reward
-// pays for an order with points at an exchange ratio. Loyalty programs
+// pays for an order with points at an exchange ratio; a CAMPAIGN reward
+// gives from another campaign (a discount voucher, gift card credits or
+// another program's points; regional/redemptions gives them). Loyalty programs
 // price rewards in their assignments (package loyalty).
 package rewards
 
@@ -9,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -30,8 +31,9 @@ import (
 
 // Reward types served.
 const (
-	Material = "MATERIAL"
-	Coin     = "COIN"
+	Material     = "MATERIAL"
+	Coin         = "COIN"
+	CampaignType = "CAMPAIGN"
 )
 
 // Webhook event types of rewards.
@@ -55,8 +57,9 @@ type CoinRatio struct {
 
 // Parameters say what a reward is: one of its members is set.
 type Parameters struct {
-	Product *Product   `json:"product,omitempty"`
-	Coin    *CoinRatio `json:"coin,omitempty"`
+	Campaign *CampaignReward `json:"campaign,omitempty"`
+	Product  *Product        `json:"product,omitempty"`
+	Coin     *CoinRatio      `json:"coin,omitempty"`
 }
 
 // Attributes describe a reward to people.
@@ -205,45 +208,6 @@ type Request struct {
 	Metadata   map[string]any  `json:"metadata"`
 }
 
-type requestParams struct {
-	Campaign json.RawMessage `json:"campaign"`
-	Product  *Product        `json:"product"`
-	Coin     *CoinRatio      `json:"coin"`
-}
-
-func (p *requestParams) check() (string, Parameters, error) {
-	set := 0
-	for _, ok := range []bool{len(p.Campaign) > 0 && string(p.Campaign) != "null", p.Product != nil, p.Coin != nil} {
-		if ok {
-			set++
-		}
-	}
-	if set != 1 {
-		return "", Parameters{}, apierr.InvalidPayload("parameters must hold exactly one of product (a MATERIAL reward) or coin (a COIN reward)")
-	}
-	switch {
-	case p.Product != nil:
-		if strings.TrimSpace(p.Product.ID) == "" || len(p.Product.ID) > 300 {
-			return "", Parameters{}, apierr.InvalidPayload("parameters.product.id is required: the product handed over")
-		}
-		if p.Product.SKUID != nil && (*p.Product.SKUID == "" || len(*p.Product.SKUID) > 300) {
-			return "", Parameters{}, apierr.InvalidPayload("parameters.product.sku_id must be a SKU id when given")
-		}
-		return Material, Parameters{Product: p.Product}, nil
-	case p.Coin != nil:
-		c := p.Coin
-		if c.PointsRatio < 1 || c.PointsRatio > 1_000_000_000 {
-			return "", Parameters{}, apierr.InvalidPayload("parameters.coin.points_ratio must be a whole number of points from 1 to 1000000000")
-		}
-		if !(c.ExchangeRatio > 0) || c.ExchangeRatio > 1e9 || math.IsInf(c.ExchangeRatio, 0) {
-			return "", Parameters{}, apierr.InvalidPayload("parameters.coin.exchange_ratio must be a positive amount of the currency")
-		}
-		return Coin, Parameters{Coin: c}, nil
-	}
-	return "", Parameters{}, apierr.New(http.StatusBadRequest, "feature_not_available", "Feature not available",
-		"CAMPAIGN rewards (a voucher, gift card credits or loyalty points of another campaign) are not served yet; use a MATERIAL (parameters.product) or COIN (parameters.coin) reward")
-}
-
 func checkName(n *string) error {
 	if n == nil || strings.TrimSpace(*n) == "" || utf8.RuneCountInString(*n) > 200 {
 		return apierr.InvalidPayload("name is required: 1 to 200 characters")
@@ -284,9 +248,9 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request) (View
 		return View{}, err
 	}
 	if r.Parameters == nil {
-		return View{}, apierr.InvalidPayload("parameters is required: product for a MATERIAL reward, coin for a COIN reward")
+		return View{}, apierr.InvalidPayload("parameters is required: campaign for a CAMPAIGN reward, product for a MATERIAL reward, coin for a COIN reward")
 	}
-	typ, params, err := r.Parameters.check()
+	typ, params, err := r.Parameters.check(campaignTypes(ctx, s.pool, projectID))
 	if err != nil {
 		return View{}, err
 	}
@@ -342,7 +306,7 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 			w.Name = *r.Name
 		}
 		if r.Parameters != nil {
-			typ, params, err := r.Parameters.check()
+			typ, params, err := r.Parameters.check(campaignTypes(ctx, tx, projectID))
 			if err != nil {
 				return err
 			}

@@ -36,8 +36,8 @@ func TestRewardsThroughTheRouter(t *testing.T) {
 			{"no parameters", map[string]any{"name": "X"}, "invalid_payload"},
 			{"two kinds at once", map[string]any{"name": "X", "parameters": map[string]any{"product": map[string]any{"id": "p"},
 				"coin": map[string]any{"exchange_ratio": 1, "points_ratio": 10}}}, "invalid_payload"},
-			{"a campaign reward", map[string]any{"name": "X", "parameters": map[string]any{"campaign": map[string]any{"id": "camp_1"}}},
-				"feature_not_available"},
+			{"a campaign reward naming no campaign", map[string]any{"name": "X", "parameters": map[string]any{"campaign": map[string]any{}}},
+				"invalid_payload"},
 			{"a zero exchange ratio", map[string]any{"name": "X", "parameters": coin(0, 10)}, "invalid_payload"},
 			{"a negative stock", map[string]any{"name": "X", "stock": -1, "parameters": product("p")}, "invalid_payload"},
 			{"a COIN reward with stock", map[string]any{"name": "X", "stock": 5, "parameters": coin(1, 10)}, "invalid_payload"},
@@ -176,4 +176,23 @@ func TestRewardsThroughTheRouter(t *testing.T) {
 			t.Fatalf("other project's list: %v", l)
 		}
 	})
+}
+
+// The official Python SDK sends a COIN reward's ratios as strings, as the
+// reference's request schema types them; they read back as numbers.
+func TestACoinRewardTakesItsRatiosAsStrings(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	w := a.OK("POST", "/v1/rewards", map[string]any{"name": "Pay with points (SDK)", "parameters": map[string]any{
+		"coin": map[string]any{"exchange_ratio": "0.5", "points_ratio": "20"}}})
+	if c := w["parameters"].(map[string]any)["coin"].(map[string]any); c["exchange_ratio"] != 0.5 || c["points_ratio"] != 20.0 {
+		t.Fatalf("coin reward from strings: %v", w)
+	}
+	u := a.OK("PUT", "/v1/rewards/"+w["id"].(string), map[string]any{"parameters": map[string]any{
+		"coin": map[string]any{"exchange_ratio": "2", "points_ratio": "5"}}})
+	if c := u["parameters"].(map[string]any)["coin"].(map[string]any); c["exchange_ratio"] != 2.0 || c["points_ratio"] != 5.0 {
+		t.Fatalf("coin reward updated from strings: %v", u)
+	}
+	a.Fails("POST", "/v1/rewards", map[string]any{"name": "X", "parameters": map[string]any{
+		"coin": map[string]any{"exchange_ratio": "one", "points_ratio": "20"}}}, 400, "invalid_payload")
 }

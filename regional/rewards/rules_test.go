@@ -3,7 +3,6 @@ package rewards
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"strings"
 	"testing"
 
@@ -21,45 +20,78 @@ func refusal(t *testing.T, err error, key, want string) {
 	}
 }
 
-// A reward is of the kind its parameters name, exactly one of them.
+// A reward is of the kind its parameters name, exactly one of them; a
+// COIN reward's ratios are numbers or strings holding them (the
+// reference's request schema and the official SDKs send strings), a
+// CAMPAIGN reward's kind is its campaign's type.
 func TestParametersMakeTheRewardsKind(t *testing.T) {
-	product := &Product{ID: "prod_1"}
-	coin := &CoinRatio{ExchangeRatio: 1, PointsRatio: 10}
+	camps := map[string]string{"camp_d": DiscountCoupons, "camp_g": GiftVouchers, "camp_l": LoyaltyProgram, "camp_p": "PROMOTION"}
+	lookup := func(id string) (string, string, error) {
+		if typ, ok := camps[id]; ok {
+			return id, typ, nil
+		}
+		return "", "", apierr.NotFound("campaign", id)
+	}
 	for _, c := range []struct {
 		name    string
-		p       requestParams
+		p       string
 		typ     string // "" when refused
 		key     string
 		details string
 	}{
-		{"a product is MATERIAL", requestParams{Product: product}, Material, "", ""},
-		{"a product with its SKU", requestParams{Product: &Product{ID: "prod_1", SKUID: sp("sku_1")}}, Material, "", ""},
-		{"a coin ratio is COIN", requestParams{Coin: coin}, Coin, "", ""},
-		{"a fractional exchange ratio", requestParams{Coin: &CoinRatio{ExchangeRatio: 0.25, PointsRatio: 1}}, Coin, "", ""},
-		{"the largest points ratio", requestParams{Coin: &CoinRatio{ExchangeRatio: 1e9, PointsRatio: 1_000_000_000}}, Coin, "", ""},
-		{"none", requestParams{}, "", "invalid_payload", "exactly one of"},
-		{"a null campaign is none", requestParams{Campaign: json.RawMessage("null")}, "", "invalid_payload", "exactly one of"},
-		{"product and coin", requestParams{Product: product, Coin: coin}, "", "invalid_payload", "exactly one of"},
-		{"a campaign reward is not served", requestParams{Campaign: json.RawMessage(`{"id":"camp_1"}`)}, "", "feature_not_available", "CAMPAIGN rewards"},
-		{"a campaign and a product", requestParams{Campaign: json.RawMessage(`{"id":"camp_1"}`), Product: product}, "", "invalid_payload", "exactly one of"},
-		{"a blank product id", requestParams{Product: &Product{ID: "  "}}, "", "invalid_payload", "parameters.product.id"},
-		{"a product id over 300", requestParams{Product: &Product{ID: strings.Repeat("p", 301)}}, "", "invalid_payload", "parameters.product.id"},
-		{"an empty SKU id", requestParams{Product: &Product{ID: "prod_1", SKUID: sp("")}}, "", "invalid_payload", "parameters.product.sku_id"},
-		{"no points in the ratio", requestParams{Coin: &CoinRatio{ExchangeRatio: 1}}, "", "invalid_payload", "points_ratio"},
-		{"too many points in the ratio", requestParams{Coin: &CoinRatio{ExchangeRatio: 1, PointsRatio: 1_000_000_001}}, "", "invalid_payload", "points_ratio"},
-		{"a zero exchange ratio", requestParams{Coin: &CoinRatio{PointsRatio: 10}}, "", "invalid_payload", "exchange_ratio"},
-		{"a negative exchange ratio", requestParams{Coin: &CoinRatio{ExchangeRatio: -1, PointsRatio: 10}}, "", "invalid_payload", "exchange_ratio"},
-		{"a NaN exchange ratio", requestParams{Coin: &CoinRatio{ExchangeRatio: math.NaN(), PointsRatio: 10}}, "", "invalid_payload", "exchange_ratio"},
-		{"an infinite exchange ratio", requestParams{Coin: &CoinRatio{ExchangeRatio: math.Inf(1), PointsRatio: 10}}, "", "invalid_payload", "exchange_ratio"},
-		{"an exchange ratio over 1e9", requestParams{Coin: &CoinRatio{ExchangeRatio: 1e9 + 1, PointsRatio: 10}}, "", "invalid_payload", "exchange_ratio"},
+		{"a product is MATERIAL", `{"product":{"id":"prod_1"}}`, Material, "", ""},
+		{"a product with its SKU", `{"product":{"id":"prod_1","sku_id":"sku_1"}}`, Material, "", ""},
+		{"a coin ratio is COIN", `{"coin":{"exchange_ratio":1,"points_ratio":10}}`, Coin, "", ""},
+		{"a coin ratio in strings", `{"coin":{"exchange_ratio":"0.5","points_ratio":"10"}}`, Coin, "", ""},
+		{"a fractional exchange ratio", `{"coin":{"exchange_ratio":0.25,"points_ratio":1}}`, Coin, "", ""},
+		{"the largest points ratio", `{"coin":{"exchange_ratio":1e9,"points_ratio":1000000000}}`, Coin, "", ""},
+		{"a discount campaign", `{"campaign":{"id":"camp_d"}}`, CampaignType, "", ""},
+		{"a gift campaign with credits", `{"campaign":{"id":"camp_g","balance":500}}`, CampaignType, "", ""},
+		{"a loyalty program with points as a string", `{"campaign":{"id":"camp_l","balance":"25"}}`, CampaignType, "", ""},
+		{"none", `{}`, "", "invalid_payload", "exactly one of"},
+		{"a null campaign is none", `{"campaign":null}`, "", "invalid_payload", "exactly one of"},
+		{"product and coin", `{"product":{"id":"p"},"coin":{"exchange_ratio":1,"points_ratio":10}}`, "", "invalid_payload", "exactly one of"},
+		{"a campaign and a product", `{"campaign":{"id":"camp_d"},"product":{"id":"p"}}`, "", "invalid_payload", "exactly one of"},
+		{"a campaign without id", `{"campaign":{}}`, "", "invalid_payload", "parameters.campaign.id"},
+		{"an unknown campaign", `{"campaign":{"id":"camp_x"}}`, "", "not_found", ""},
+		{"a promotion campaign", `{"campaign":{"id":"camp_p"}}`, "", "invalid_payload", "DISCOUNT_COUPONS, GIFT_VOUCHERS or LOYALTY_PROGRAM"},
+		{"a discount with a balance", `{"campaign":{"id":"camp_d","balance":5}}`, "", "invalid_payload", "parameters.campaign.balance"},
+		{"a gift campaign without credits", `{"campaign":{"id":"camp_g"}}`, "", "invalid_payload", "parameters.campaign.balance"},
+		{"a loyalty program with 0 points", `{"campaign":{"id":"camp_l","balance":0}}`, "", "invalid_payload", "parameters.campaign.balance"},
+		{"a blank product id", `{"product":{"id":"  "}}`, "", "invalid_payload", "parameters.product.id"},
+		{"a product id over 300", `{"product":{"id":"` + strings.Repeat("p", 301) + `"}}`, "", "invalid_payload", "parameters.product.id"},
+		{"an empty SKU id", `{"product":{"id":"prod_1","sku_id":""}}`, "", "invalid_payload", "parameters.product.sku_id"},
+		{"no points in the ratio", `{"coin":{"exchange_ratio":1}}`, "", "invalid_payload", "points_ratio"},
+		{"a fractional points ratio", `{"coin":{"exchange_ratio":1,"points_ratio":"1.5"}}`, "", "invalid_payload", "points_ratio"},
+		{"too many points in the ratio", `{"coin":{"exchange_ratio":1,"points_ratio":1000000001}}`, "", "invalid_payload", "points_ratio"},
+		{"a zero exchange ratio", `{"coin":{"points_ratio":10}}`, "", "invalid_payload", "exchange_ratio"},
+		{"a negative exchange ratio", `{"coin":{"exchange_ratio":-1,"points_ratio":10}}`, "", "invalid_payload", "exchange_ratio"},
+		{"an infinite exchange ratio", `{"coin":{"exchange_ratio":"1e400","points_ratio":10}}`, "", "invalid_payload", "exchange_ratio"},
+		{"an exchange ratio over 1e9", `{"coin":{"exchange_ratio":1000000001,"points_ratio":10}}`, "", "invalid_payload", "exchange_ratio"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			typ, params, err := c.p.check()
+			var p requestParams
+			if err := json.Unmarshal([]byte(c.p), &p); err != nil {
+				t.Fatal(err)
+			}
+			typ, params, err := p.check(lookup)
 			if c.typ == "" {
+				if c.key == "not_found" {
+					if e := (*apierr.Error)(nil); !errors.As(err, &e) || e.Status != 404 {
+						t.Fatalf("%v, want a 404", err)
+					}
+					return
+				}
 				refusal(t, err, c.key, c.details)
 				return
 			}
-			if err != nil || typ != c.typ || (params.Product == nil) == (params.Coin == nil) {
+			n := 0
+			for _, ok := range []bool{params.Product != nil, params.Coin != nil, params.Campaign != nil} {
+				if ok {
+					n++
+				}
+			}
+			if err != nil || typ != c.typ || n != 1 {
 				t.Fatalf("%s %+v %v, want %s with one parameter", typ, params, err, c.typ)
 			}
 		})

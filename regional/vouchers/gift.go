@@ -118,52 +118,70 @@ func (s *Service) UpdateBalance(ctx context.Context, projectID, code string, r B
 		if v.Type != Gift || v.Attrs.Gift == nil {
 			return nil, apierr.InvalidPayload(fmt.Sprintf("voucher %s is a %s: only a GIFT_VOUCHER has a balance of credits", code, v.Type))
 		}
-		now := s.now()
-		g := v.Attrs.Gift
-		t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: v.ID, SourceID: r.SourceID, Reason: r.Reason,
-			Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, Delta: amt}
-		if v.CampaignID != nil {
-			t.CampaignID = *v.CampaignID
-		}
-		if amt > 0 {
-			if g.Balance+amt > maxCredits {
-				return nil, apierr.InvalidPayload(fmt.Sprintf("amount: %d would take the balance of %s from %d past %d, the most a gift card holds",
-					amt, v.Code, g.Balance, int64(maxCredits)))
-			}
-			g.Amount += amt
-			t.Type = loyalty.CreditsAddition
-		} else {
-			if g.Balance < -amt {
-				return nil, GiftAmountExceeded(v, -amt)
-			}
-			g.SubtractedAmount -= amt
-			t.Type = loyalty.CreditsRemoval
-		}
-		g.Balance += amt
-		v.UpdatedAt = &now
-		out = balanceAfter(v, amt)
-		t.Details, _ = json.Marshal(map[string]any{"balance": out})
 		w := &pgx.Batch{}
-		if err := QueueAttrs(w, projectID, v, now); err != nil {
+		var err error
+		out, _, err = s.queueCredit(ctx, w, projectID, &v, amt, r.SourceID, r.Reason, nil)
+		if err != nil {
 			return nil, err
-		}
-		loyalty.QueueEntry(w, projectID, t)
-		if s.notify != nil {
-			view := v.View()
-			if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventGiftTransactionCreated, Entity: t.ID,
-				Object: map[string]any{"transaction": t, "voucher": view}}); err != nil {
-				return nil, err
-			}
-			if amt > 0 {
-				if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventGiftBalanceAdded, Entity: v.ID,
-					Object: map[string]any{"voucher": view, "balance": out, "transaction": t}}); err != nil {
-					return nil, err
-				}
-			}
 		}
 		return w, nil
 	})
 	return out, err
+}
+
+// queueCredit queues onto w the change of gift card v's credits by amt
+// (positive: CREDITS_ADDITION, negative: CREDITS_REMOVAL, refused past the
+// balance): its figures, the entry with details beside its balance, and
+// the notices. v is locked by the caller and changed in place.
+func (s *Service) queueCredit(ctx context.Context, w *pgx.Batch, projectID string, v *Voucher, amt int64, sourceID, reason *string,
+	details map[string]any) (Balance, loyalty.Transaction, error) {
+	now := s.now()
+	g := v.Attrs.Gift
+	t := loyalty.Transaction{ID: ids.New("vtx_"), VoucherID: v.ID, SourceID: sourceID, Reason: reason,
+		Source: ptr("API"), CreatedAt: jsonx.Time{Time: now}, Delta: amt}
+	if v.CampaignID != nil {
+		t.CampaignID = *v.CampaignID
+	}
+	if amt > 0 {
+		if g.Balance+amt > maxCredits {
+			return Balance{}, t, apierr.InvalidPayload(fmt.Sprintf("amount: %d would take the balance of %s from %d past %d, the most a gift card holds",
+				amt, v.Code, g.Balance, int64(maxCredits)))
+		}
+		g.Amount += amt
+		t.Type = loyalty.CreditsAddition
+	} else {
+		if g.Balance < -amt {
+			return Balance{}, t, GiftAmountExceeded(*v, -amt)
+		}
+		g.SubtractedAmount -= amt
+		t.Type = loyalty.CreditsRemoval
+	}
+	g.Balance += amt
+	v.UpdatedAt = &now
+	out := balanceAfter(*v, amt)
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["balance"] = out
+	t.Details, _ = json.Marshal(details)
+	if err := QueueAttrs(w, projectID, *v, now); err != nil {
+		return Balance{}, t, err
+	}
+	loyalty.QueueEntry(w, projectID, t)
+	if s.notify != nil {
+		view := v.View()
+		if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventGiftTransactionCreated, Entity: t.ID,
+			Object: map[string]any{"transaction": t, "voucher": view}}); err != nil {
+			return Balance{}, t, err
+		}
+		if amt > 0 {
+			if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventGiftBalanceAdded, Entity: v.ID,
+				Object: map[string]any{"voucher": view, "balance": out, "transaction": t}}); err != nil {
+				return Balance{}, t, err
+			}
+		}
+	}
+	return out, t, nil
 }
 
 // Transactions returns a page of a voucher's transactions (gift cards'
