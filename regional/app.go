@@ -181,14 +181,16 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	loyalty.Register(v1, a.loyalty)
 	a.earning = earning.NewService(pool, notify, a.loyalty, a.tasks, a.resolver, meta, cfg.Clock)
 	earning.Register(v1, a.earning)
-	red := redemptions.NewService(a.loyalty, pool, notify, ord, meta, cfg.Clock)
-	redemptions.Register(v1, red)
 	vs := vouchers.NewService(pool, notify, meta, camps, cfg.Clock, publications.PublishCounts, referrals.RecordReferrer(cfg.Clock))
 	vouchers.Register(v1, vs, a.loyalty)
 	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
 	bulk.New(pool, vs, cfg.Clock).Register(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, notify, cust, vs, a.loyalty, meta, cfg.Clock)
 	publications.Register(v1, pubs)
+	// Reward redemptions: a CAMPAIGN reward publishes and credits through
+	// pubs and vs in the redemption's transaction.
+	red := redemptions.NewService(a.loyalty, pool, notify, ord, meta, pubs, vs, cfg.Clock)
+	redemptions.Register(v1, red)
 	locs := locations.NewService(pool, cfg.Clock)
 	locations.Register(v1, locs)
 	colls := collections.NewService(pool, cfg.Clock)

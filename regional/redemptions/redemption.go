@@ -25,8 +25,10 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/publications"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/tiers"
+	"github.com/tallyhq/tally/regional/vouchers"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
@@ -40,12 +42,14 @@ var tracer = otel.Tracer("github.com/tallyhq/tally/regional/redemptions")
 
 // Service pays for rewards with loyalty points and rolls those payments back.
 type Service struct {
-	prog   *loyalty.Service
-	pool   *db.Pool
-	notify loyalty.Notifier
-	orders *orders.Service
-	meta   MetadataSchemas
-	clock  *clock.Clock
+	prog     *loyalty.Service
+	pool     *db.Pool
+	notify   loyalty.Notifier
+	orders   *orders.Service
+	pubs     *publications.Service
+	vouchers *vouchers.Service
+	meta     MetadataSchemas
+	clock    *clock.Clock
 }
 
 // MetadataSchemas checks the metadata a write leaves against the
@@ -63,10 +67,10 @@ func (s *Service) CheckMetadata(ctx context.Context, projectID string, md map[st
 }
 
 // NewService returns the reward assignments and redemptions of the
-// loyalty program prog.
+// loyalty program prog; CAMPAIGN rewards are given through pubs and vs.
 func NewService(prog *loyalty.Service, pool *db.Pool, notify loyalty.Notifier, ord *orders.Service, meta MetadataSchemas,
-	clk *clock.Clock) *Service {
-	return &Service{prog: prog, pool: pool, notify: notify, orders: ord, meta: meta, clock: clk}
+	pubs *publications.Service, vs *vouchers.Service, clk *clock.Clock) *Service {
+	return &Service{prog: prog, pool: pool, notify: notify, orders: ord, meta: meta, pubs: pubs, vouchers: vs, clock: clk}
 }
 
 // Now is the service's time: the platform clock, which tests move.
@@ -198,70 +202,117 @@ func (s *Service) Redeem(ctx context.Context, ref loyalty.CardRef, r RedeemReque
 		}
 		order = &o
 	}
-	src := webhooks.SourceOf(ctx)
-	var view map[string]any
+	in := redeeming{ref: ref, r: r, order: order, src: webhooks.SourceOf(ctx)}
+	// Two round trips at READ COMMITTED under the card's lock (LockCard's
+	// batch with BEGIN, the writes with COMMIT); a CAMPAIGN reward, which
+	// publishes and credits through other packages' statements, runs again
+	// as a transaction of its own (errNeedsTx).
 	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
-		var buckets []loyalty.Bucket
-		var rd redemptionReads
-		card, err := s.prog.LockCard(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, ref,
-			&buckets, rd.queue(ref.Project, r.Reward.ID, order))
-		if err != nil {
-			return nil, err
-		}
-		if !rd.hasReward {
-			return nil, apierr.NotFound("reward", r.Reward.ID)
-		}
-		if !rd.assigned {
-			return nil, apierr.New(http.StatusBadRequest, "reward_not_assigned", "Reward not assigned",
-				fmt.Sprintf("Reward %s is not offered by campaign %s.", rd.reward.ID, card.Campaign.Name))
-		}
-		w, camp := rd.reward, card.Campaign
-		holder := tiers.Of(camp.Tiers, card.Balance)
-		pts, amount, err := price(w, rd.assignment, holder, r.Reward.Points, order, rd.paidBefore)
-		if err != nil {
-			return nil, err
-		}
-		if w.Stock != nil && w.Redeemed >= *w.Stock {
-			return nil, outOfStock(w.ID)
-		}
-		if card.Balance < pts {
-			return nil, loyalty.PointsExceeded(card.Card, pts)
-		}
-		now := s.prog.Now()
-		wr := &pgx.Batch{}
-		l := s.prog.LedgerWrite(projectID, wr, now)
-		rest, err := l.Take(&card.Card, loyalty.Redeemed, pts, buckets)
-		if err != nil {
-			return nil, err
-		}
-		id := ids.New("r_")
-		details := map[string]any{"redemption": map[string]any{"id": id}, "reward": map[string]any{"id": w.ID, "name": w.Name}}
-		if order != nil {
-			details["order"] = map[string]any{"id": order.ID, "source_id": order.SourceID}
-		}
-		view = s.redemptionView(src, id, now, card, w, rd, pts, amount, order, r.Metadata)
-		taken := takings(buckets, rest)
-		if err := queueRedemption(wr, projectID, id, card.Card, w.ID, order, pts, taken, view, now); err != nil {
-			return nil, err
-		}
-		if err := record(ctx, l, &card, loyalty.PointsRedemption, -pts, nil, details, now); err != nil {
-			return nil, err
-		}
-		if err := s.notify.Queue(ctx, wr, webhooks.Notice{Project: projectID, Type: EventRedemptionSucceeded, Entity: id,
-			Object: map[string]any{"redemption": view}}); err != nil {
-			return nil, err
-		}
-		l.Done()
-		// Last before COMMIT: every redemption of the reward updates its
-		// row, and holds that row's lock from here to the commit.
-		// The reward's stock refuses it when others took the last units.
-		rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
-		return wr, nil
+		return s.redeemIn(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, nil, &in)
 	})
+	if errors.Is(err, errNeedsTx) {
+		err = db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+			wr, err := s.redeemIn(ctx, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() }, tx, &in)
+			if err != nil {
+				return err
+			}
+			return tx.SendBatch(ctx, wr).Close()
+		})
+	}
 	if rewards.IsOutOfStock(err) {
 		return nil, outOfStock(r.Reward.ID)
 	}
-	return view, err
+	return in.view, err
+}
+
+// redeeming is a redemption being made: what it was asked, and its answer.
+type redeeming struct {
+	ref   loyalty.CardRef
+	r     RedeemRequest
+	order *orders.View
+	src   webhooks.Source
+	view  map[string]any
+}
+
+// errNeedsTx says a redemption in a pipe reached a CAMPAIGN reward, which
+// is given in a transaction (tx) of its own.
+var errNeedsTx = errors.New("redemptions: a CAMPAIGN reward is given in a transaction")
+
+// redeemIn locks the card with send and answers the redemption's writes:
+// the points taken, the entry, the redemption row and its notice, and,
+// for a CAMPAIGN reward (tx not nil), what it gives.
+func (s *Service) redeemIn(ctx context.Context, send func(*pgx.Batch) error, tx pgx.Tx, in *redeeming) (*pgx.Batch, error) {
+	ref, r, order, projectID := in.ref, in.r, in.order, in.ref.Project
+	var buckets []loyalty.Bucket
+	var rd redemptionReads
+	card, err := s.prog.LockCard(ctx, send, ref, &buckets, rd.queue(ref.Project, r.Reward.ID, order))
+	if err != nil {
+		return nil, err
+	}
+	if !rd.hasReward {
+		return nil, apierr.NotFound("reward", r.Reward.ID)
+	}
+	if !rd.assigned {
+		return nil, apierr.New(http.StatusBadRequest, "reward_not_assigned", "Reward not assigned",
+			fmt.Sprintf("Reward %s is not offered by campaign %s.", rd.reward.ID, card.Campaign.Name))
+	}
+	w, camp := rd.reward, card.Campaign
+	holder := tiers.Of(camp.Tiers, card.Balance)
+	pts, amount, err := price(w, rd.assignment, holder, r.Reward.Points, order, rd.paidBefore)
+	if err != nil {
+		return nil, err
+	}
+	if w.Stock != nil && w.Redeemed >= *w.Stock {
+		return nil, outOfStock(w.ID)
+	}
+	if card.Balance < pts {
+		return nil, loyalty.PointsExceeded(card.Card, pts)
+	}
+	if w.Type == rewards.CampaignType && tx == nil {
+		return nil, errNeedsTx
+	}
+	now := s.prog.Now()
+	wr := &pgx.Batch{}
+	l := s.prog.LedgerWrite(projectID, wr, now)
+	rest, err := l.Take(&card.Card, loyalty.Redeemed, pts, buckets)
+	if err != nil {
+		return nil, err
+	}
+	id := ids.New("r_")
+	details := map[string]any{"redemption": map[string]any{"id": id}, "reward": map[string]any{"id": w.ID, "name": w.Name}}
+	if order != nil {
+		details["order"] = map[string]any{"id": order.ID, "source_id": order.SourceID}
+	}
+	var given any
+	var gave *issued
+	if w.Type == rewards.CampaignType {
+		g, is, err := s.give(ctx, tx, l, projectID, card, w, id, now)
+		if err != nil {
+			return nil, err
+		}
+		given, gave = g, &is
+	}
+	in.view = s.redemptionView(in.src, id, now, card, w, rd, pts, amount, order, r.Metadata)
+	if gave != nil {
+		in.view["reward"].(map[string]any)["voucher"] = given
+	}
+	taken := takings(buckets, rest)
+	if err := queueRedemption(wr, projectID, id, card.Card, w.ID, order, pts, taken, in.view, gave, now); err != nil {
+		return nil, err
+	}
+	if err := record(ctx, l, &card, loyalty.PointsRedemption, -pts, nil, details, now); err != nil {
+		return nil, err
+	}
+	if err := s.notify.Queue(ctx, wr, webhooks.Notice{Project: projectID, Type: EventRedemptionSucceeded, Entity: id,
+		Object: map[string]any{"redemption": in.view}}); err != nil {
+		return nil, err
+	}
+	l.Done()
+	// Last before COMMIT: every redemption of the reward updates its
+	// row, and holds that row's lock from here to the commit.
+	// The reward's stock refuses it when others took the last units.
+	rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
+	return wr, nil
 }
 
 // redemptionOrder is the order a redemption is for: the stored one it
@@ -305,7 +356,7 @@ func takings(before, rest []loyalty.Bucket) []taking {
 }
 
 func queueRedemption(b *pgx.Batch, projectID, id string, card loyalty.Card, rewardID string, order *orders.View, pts int64,
-	taken []taking, view map[string]any, now time.Time) error {
+	taken []taking, view map[string]any, gave *issued, now time.Time) error {
 	var orderID *string
 	if order != nil {
 		orderID = &order.ID
@@ -318,9 +369,15 @@ func queueRedemption(b *pgx.Batch, projectID, id string, card loyalty.Card, rewa
 	if err != nil {
 		return err
 	}
-	b.Queue(`INSERT INTO redemptions (project_id, id, card_id, campaign_id, reward_id, order_id, points, status, taken, view, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 'SUCCEEDED', $8, $9, $10)`, projectID, id, card.ID, card.CampaignID, rewardID, orderID,
-		pts, tk, v, now)
+	var is []byte // NULL but for a CAMPAIGN reward
+	if gave != nil {
+		if is, err = json.Marshal(gave); err != nil {
+			return err
+		}
+	}
+	b.Queue(`INSERT INTO redemptions (project_id, id, card_id, campaign_id, reward_id, order_id, points, status, taken, view, issued, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'SUCCEEDED', $8, $9, $10, $11)`, projectID, id, card.ID, card.CampaignID, rewardID, orderID,
+		pts, tk, v, is, now)
 	return nil
 }
 
@@ -383,137 +440,6 @@ func (s *Service) GetRedemption(ctx context.Context, projectID, id string) (map[
 			"rollbacks": []any{map[string]any{"id": *rbID, "date": jsonx.Time{Time: *rbAt}}}}
 	}
 	return v, nil
-}
-
-// RollbackRequest is the body (and query) of POST /v1/redemptions/{id}/rollback.
-type RollbackRequest struct {
-	Reason     *string        `json:"reason"`
-	TrackingID *string        `json:"tracking_id"`
-	Metadata   map[string]any `json:"metadata"`
-}
-
-// Rollback undoes a redemption: its points go back to the buckets they
-// came from (points whose date has passed meanwhile expire at the next
-// sweep), its unit back to the reward's stock, and POINTS_REFUND is
-// written. A redemption is rolled back once.
-func (s *Service) Rollback(ctx context.Context, projectID, id string, r RollbackRequest) (_ map[string]any, err error) {
-	ctx, span := tracer.Start(ctx, "loyalty.Rollback")
-	defer telemetry.End(span, &err)
-	if err := s.CheckMetadata(ctx, projectID, r.Metadata); err != nil {
-		return nil, err
-	}
-	if err := loyalty.CheckText("reason", r.Reason); err != nil {
-		return nil, err
-	}
-	var cardID, status string
-	err = s.pool.QueryRow(ctx, `SELECT card_id, status FROM redemptions WHERE project_id = $1 AND id = $2`, projectID, id).Scan(&cardID, &status)
-	if errors.Is(err, db.ErrNotFound) {
-		return nil, apierr.NotFound("redemption", id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if status != "SUCCEEDED" {
-		return nil, alreadyRolledBack(id)
-	}
-	src := webhooks.SourceOf(ctx)
-	var out map[string]any
-	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
-		var red struct {
-			found       bool
-			status      string
-			rewardID    string
-			orderID     *string
-			points      int64
-			taken, view []byte
-		}
-		// The card by id, and the redemption read after the card's lock: a
-		// rollback racing this one has committed or not started.
-		var card loyalty.LockedCard
-		b := &pgx.Batch{}
-		s.prog.QueueLockCard(b, projectID, "", cardID, &card)
-		b.Queue(`SELECT status, reward_id, order_id, points, taken, view FROM redemptions
-			WHERE project_id = $1 AND id = $2`, projectID, id).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				red.found = true
-				if err := rows.Scan(&red.status, &red.rewardID, &red.orderID, &red.points, &red.taken, &red.view); err != nil {
-					return err
-				}
-			}
-			return rows.Err()
-		})
-		if err := p.Send(ctx, b).Close(); err != nil {
-			return nil, err
-		}
-		if !card.Found {
-			return nil, apierr.New(http.StatusBadRequest, "voucher_not_found", "Voucher not found",
-				fmt.Sprintf("The card of redemption %s, %s, or its campaign, was deleted; its points cannot be returned.", id, cardID))
-		}
-		if !red.found {
-			return nil, apierr.NotFound("redemption", id)
-		}
-		if red.status != "SUCCEEDED" {
-			return nil, alreadyRolledBack(id)
-		}
-		var taken []taking
-		if err := json.Unmarshal(red.taken, &taken); err != nil {
-			return nil, err
-		}
-		var orig map[string]any
-		if err := json.Unmarshal(red.view, &orig); err != nil {
-			return nil, err
-		}
-		now := s.prog.Now()
-		w := &pgx.Batch{}
-		w.Queue(`UPDATE redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, id)
-		// The reward may have been deleted since.
-		rewards.QueueCountRedeemed(w, projectID, red.rewardID, -1)
-		// The points go back to the buckets they were taken from.
-		l := s.prog.LedgerWrite(projectID, w, now)
-		rbID := ids.New("rr_")
-		reward, _ := orig["reward"].(map[string]any)
-		rewardRef := map[string]any{"id": red.rewardID, "name": nil}
-		if reward != nil {
-			rewardRef["name"] = reward["name"]
-		}
-		details := map[string]any{"redemption": map[string]any{"id": id}, "rollback": map[string]any{"id": rbID}, "reward": rewardRef}
-		if ord, ok := orig["order"].(map[string]any); ok && red.orderID != nil {
-			details["order"] = map[string]any{"id": ord["id"], "source_id": ord["source_id"]}
-		}
-		if err := giveBack(ctx, l, &card, taken, red.points, r.Reason, details, now); err != nil {
-			return nil, err
-		}
-		meta := r.Metadata
-		if meta == nil {
-			meta = map[string]any{}
-		}
-		channel := map[string]any{"channel_type": "API", "channel_id": nil}
-		if src.APIKey != nil {
-			channel["channel_id"] = src.APIKey.AppID
-		}
-		out = map[string]any{"id": rbID, "object": "redemption_rollback", "date": jsonx.Time{Time: now},
-			"customer_id": orig["customer_id"], "tracking_id": orig["tracking_id"], "metadata": meta, "amount": orig["amount"],
-			"redemption": id, "reason": r.Reason, "result": "SUCCESS", "status": "SUCCEEDED", "order": orig["order"],
-			"channel": channel, "customer": orig["customer"], "related_object_type": "voucher", "related_object_id": card.ID,
-			"voucher": card.View(card.Campaign), "reward": orig["reward"], "loyalty_card": map[string]any{"points": red.points}}
-		v, err := json.Marshal(out)
-		if err != nil {
-			return nil, err
-		}
-		w.Queue(`INSERT INTO redemption_rollbacks (project_id, id, redemption_id, view, created_at) VALUES ($1, $2, $3, $4, $5)`,
-			projectID, rbID, id, v, now)
-		return l.Done(), s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventRollbackSucceeded, Entity: rbID,
-			Object: map[string]any{"redemption_rollback": out}})
-	})
-	if db.Constraint(err) == "redemption_rollbacks_once" {
-		return nil, alreadyRolledBack(id)
-	}
-	return out, err
-}
-
-func alreadyRolledBack(id string) error {
-	return apierr.New(http.StatusBadRequest, "already_rolled_back", "Already rolled back",
-		fmt.Sprintf("Redemption %s has already been rolled back.", id))
 }
 
 // Register mounts the redemption endpoints on g (the /v1 group).

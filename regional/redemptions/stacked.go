@@ -66,6 +66,11 @@ func (p *CardPayment) Check() error {
 			fmt.Sprintf("Reward %s is not offered by campaign %s.", w.ID, p.Card.Campaign.Name))
 	case w.Stock != nil && w.Redeemed >= *w.Stock:
 		return outOfStock(w.ID)
+	case w.Type == rewards.CampaignType:
+		// What it gives is published and credited in a transaction of
+		// its own (campaign.go), which a stacked redemption's is not.
+		return apierr.InvalidPayload(fmt.Sprintf("reward %s is a CAMPAIGN reward, which is redeemed alone: "+
+			"POST /v1/loyalties/members/{memberId}/redemption", w.ID))
 	}
 	if w.Type != rewards.Coin {
 		if p.Asked != nil {
