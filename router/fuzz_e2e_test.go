@@ -246,6 +246,15 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	as := a.OK("POST", "/v1/loyalties/"+ids["campaignId"]+"/rewards", []map[string]any{{"reward": ids["rewardId"],
 		"parameters": map[string]any{"loyalty": map[string]any{"points": 10}}}})
 	ids["assignmentId"] = as["id"].(string)
+	// A CAMPAIGN reward the card can buy (points in another program), so
+	// that the member's rewards and the reward routes read one of each kind.
+	other := a.OK("POST", "/v1/loyalties", map[string]any{"name": "Fuzz other", "vouchers_count": 0,
+		"voucher": map[string]any{"type": "LOYALTY_CARD", "loyalty_card": map[string]any{"points": 0}}})
+	cr := a.OK("POST", "/v1/rewards", map[string]any{"name": "Fuzz miles", "parameters": map[string]any{"campaign": map[string]any{
+		"id": other["id"], "balance": 5}}})
+	a.OK("POST", "/v1/rewards/"+cr["id"].(string)+"/assignments", map[string]any{"campaign": ids["campaignId"],
+		"parameters": map[string]any{"loyalty": map[string]any{"points": 10}}})
+	a.OK("POST", "/v1/loyalties/members/"+ids["memberId"]+"/redemption", map[string]any{"reward": map[string]any{"id": cr["id"]}})
 	ids["locationId"] = a.OK("POST", "/v1/locations", map[string]any{"name": "Fuzz area", "shape": map[string]any{"type": "circle",
 		"distance": map[string]any{"center": "geo:52.2297,21.0122", "radius": "1 km"}}})["id"].(string)
 	ids["productCollectionId"] = a.OK("POST", "/v1/product-collections", map[string]any{"name": "Fuzz collection",

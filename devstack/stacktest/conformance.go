@@ -35,6 +35,8 @@ var knownDefects = []struct{ op, field, why string }{
 	{`^/v1/loyalties/[^/]+/rewards`, `/reward/parameters`, "the reward parameters oneOf, inside an assignment"},
 	{`^/v1/loyalties/[^/]+/rewards`, `/data/*/reward/parameters`, "the reward parameters oneOf, inside an assignment"},
 	{`^/v1/rewards`, `/data/*/parameters`, "the reward parameters oneOf, in a list"},
+	{`^/v1/loyalties/[^/]+/reward-assignments/[^/]+/reward$`, `/parameters`, "the reward parameters oneOf, of an assignment's reward"},
+	{`^/v1/loyalties/(members|[^/]+/members)/[^/]+/rewards$`, `/data/*/reward/parameters`, "the reward parameters oneOf, in a member's rewards"},
 	{`^/v1/async-actions`, `/result`, "the async action result oneOf: every result shape matches several branches"},
 	{`^/v1/async-actions`, `/data/*/result`, "the async action result oneOf, in a list"},
 	{`/transfers$`, `/active`, "the transfer answer types the card's active flag as a string; everywhere else it is the boolean the service sends"},

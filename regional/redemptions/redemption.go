@@ -446,6 +446,8 @@ func (s *Service) GetRedemption(ctx context.Context, projectID, id string) (map[
 func Register(g *echo.Group, s *Service) {
 	h := Handler{s}
 	registerAssignments(g, h)
+	registerByReward(g, h)
+	registerMember(g, h)
 	g.POST("/loyalties/members/:memberId/redemption", h.redeem)
 	g.POST("/loyalties/:campaignId/members/:memberId/redemption", h.redeem)
 }

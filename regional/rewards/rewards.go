@@ -440,3 +440,13 @@ func Register(g *echo.Group, s *Service) {
 		return c.NoContent(http.StatusNoContent)
 	})
 }
+
+// ByIDs reads the rewards with ids in q, by id (those gone are absent).
+func ByIDs(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Reward, error) {
+	ws, err := db.Collect(Scan)(q.Query(ctx, `SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = ANY($2::TEXT[])`, projectID, ids))
+	out := make(map[string]Reward, len(ws))
+	for _, w := range ws {
+		out[w.ID] = w
+	}
+	return out, err
+}
