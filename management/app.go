@@ -72,6 +72,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	e := httpx.New(httpx.Config{Service: "tally-management", Log: cfg.Log, Metrics: cfg.Metrics, TrustRequestID: true})
 	e.Use(a.authenticate) // not on the group: see regional.New
 	e.Use(directoryDown)
+	e.Use(a.authorize) // after directoryDown: it reads the directory
 	g := e.Group("/management/v1")
 	h := handler{pool: pool, operator: operator}
 	g.POST("/projects", h.createProject)
@@ -105,6 +106,18 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	g.POST("/projects/:projectId/webhook-secret/rotate", h.rotateWebhookSecret)
 	g.GET("/projects/:projectId/webhooks/:webhookId/deliveries", h.listDeliveries)
 	g.GET("/projects/:projectId/usage", h.usage)
+	g.POST("/projects/users/invite", h.inviteUser)
+	g.POST("/projects/:projectId/users", h.assignUser)
+	g.GET("/projects/:projectId/users", h.listUsers)
+	g.GET("/projects/:projectId/users/:userId", h.getUser)
+	g.PUT("/projects/:projectId/users/:userId", h.updateUser)
+	g.DELETE("/projects/:projectId/users/:userId", h.unassignUser)
+	g.POST("/users/:userId/credentials", h.issueCredential)
+	g.GET("/projects/:projectId/branding", h.listBranding)
+	g.POST("/projects/:projectId/branding", h.createBranding)
+	g.GET("/projects/:projectId/branding/:brandingId", h.getBranding)
+	g.PUT("/projects/:projectId/branding/:brandingId", h.updateBranding)
+	g.DELETE("/projects/:projectId/branding/:brandingId", h.deleteBranding)
 	g.GET("/clusters/:name/outbox/parked", h.parked)
 	g.POST("/clusters/:name/outbox/:projectId/:taskId/requeue", h.requeue)
 	g.PUT("/projects/:projectId/api-version", h.setAPIVersion)
