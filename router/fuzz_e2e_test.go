@@ -80,6 +80,14 @@ func TestFuzzEveryRoute(t *testing.T) {
 		}
 	}
 	ids["resource"] = "customer"
+	// A project user of the management routes' project (their :userId),
+	// invited pending, so the credential route issues one once.
+	if r := e.Do(t, "POST", "http://api.localhost/management/v1/projects/users/invite", e.MgmtHeader(),
+		map[string]any{"email": "fuzz@example.com", "projects": map[string]any{ids["projectId"]: "VIEWER"}}); r.Status != 204 {
+		t.Fatalf("invite: %d %s", r.Status, r.Body)
+	}
+	r := e.Do(t, "GET", "http://api.localhost/management/v1/projects/"+ids["projectId"]+"/users", e.MgmtHeader(), nil)
+	ids["userId"] = r.JSON(t)["data"].([]any)[0].(map[string]any)["id"].(string)
 
 	var routes []fuzzRoute
 	add := func(h http.Handler, mgmt bool) {
@@ -335,7 +343,7 @@ var fieldNames = []string{"name", "source_id", "metadata", "points", "type", "st
 	"validity_timeframe", "validity_day_of_week", "validity_hours", "custom_event", "source", "earning_rules",
 	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency", "source_ids", "codes", "shape",
 	"filter", "customers", "junction", "conditions", "metadata.tier", "address.city", "birthdate", "created_at", "products",
-	"related_object", "properties", "allow_defined_only", "campaign_id", "promotion_tier_id"}
+	"related_object", "properties", "allow_defined_only", "campaign_id", "promotion_tier_id", "role", "login", "projects", "first_name", "brand", "contact"}
 
 var weird = []string{`null`, `-1`, `0`, `1.5`, `1e308`, `1e400`, `-1e400`, `123456789012345678901234567890`, `""`,
 	`"a\u0000b"`, `"\ud800"`, "\"\xff\xfe\"", "\"\xc0\xae\"", `"BOGUS"`, `"2026-13-45T99:99:99Z"`, `true`, `[]`, `{}`,
