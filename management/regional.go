@@ -85,6 +85,16 @@ func (h handler) usage(c echo.Context) error {
 	return h.askRegional(c, p.Cluster, "/internal/v1/projects/"+url.PathEscape(p.ID)+"/usage")
 }
 
+// listTemplates is GET /projects/{id}/templates/campaigns: the project's
+// campaign templates, kept in its cluster.
+func (h handler) listTemplates(c echo.Context) error {
+	p, err := h.liveProject(c)
+	if err != nil {
+		return err
+	}
+	return h.askRegional(c, p.Cluster, "/internal/v1/projects/"+url.PathEscape(p.ID)+"/templates/campaigns")
+}
+
 func (h handler) parked(c echo.Context) error {
 	return h.askRegional(c, c.Param("name"), "/internal/v1/outbox/parked")
 }

@@ -127,22 +127,25 @@ type App struct {
 	signer   *identity.Signer // the router's identities
 	operator *identity.Signer // management's operator calls
 	seen     *identity.Seen   // identities of writes already presented
-	versions *apiversion.Registry
-	tasks    *async.Registry
-	worker   *async.Worker
-	tenancy  *db.Pool
-	resolver *tenancy.Resolver
-	schema   *db.SchemaGate // the cluster's database against Migrations
-	server   *db.ServerGate // the cluster's database server against db.CheckServer
-	tserver  *db.ServerGate // the directory's
-	bulkhead *db.Bulkhead
-	cpu      *cpushare.Governor
-	usage    *usage.Counter
-	notify   *webhooks.Service
-	loyalty  *loyalty.Service
-	earning  *earning.Service
-	bin      *bin.Bin
-	exports  *exports.Service
+	// templates answers the management API's list of a project's
+	// campaign templates (serveInternal).
+	templates *templates.Service
+	versions  *apiversion.Registry
+	tasks     *async.Registry
+	worker    *async.Worker
+	tenancy   *db.Pool
+	resolver  *tenancy.Resolver
+	schema    *db.SchemaGate // the cluster's database against Migrations
+	server    *db.ServerGate // the cluster's database server against db.CheckServer
+	tserver   *db.ServerGate // the directory's
+	bulkhead  *db.Bulkhead
+	cpu       *cpushare.Governor
+	usage     *usage.Counter
+	notify    *webhooks.Service
+	loyalty   *loyalty.Service
+	earning   *earning.Service
+	bin       *bin.Bin
+	exports   *exports.Service
 }
 
 // New connects to the cluster's database and wires the application API.
@@ -198,7 +201,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	rules := validation.NewService(pool, cfg.Clock, locs, colls)
 	validation.Register(v1, rules)
 	promos := promotions.NewService(pool, camps, rules, meta, cfg.Clock)
-	templates.Register(v1, templates.NewService(pool, cfg.Clock, vs, promos, rules))
+	a.templates = templates.NewService(pool, cfg.Clock, vs, promos, rules)
+	templates.Register(v1, a.templates)
 	// Referral programs: their campaigns, the holders of their codes, and
 	// referees converted by custom event or by redemption.
 	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, segs, cfg.Clock)

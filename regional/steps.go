@@ -25,6 +25,7 @@ import (
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/products"
 	"github.com/tallyhq/tally/regional/publications"
+	"github.com/tallyhq/tally/regional/templates"
 	"github.com/tallyhq/tally/regional/usage"
 	"github.com/tallyhq/tally/regional/vouchers/bulk"
 	"github.com/tallyhq/tally/regional/webhooks"
@@ -169,10 +170,11 @@ func (a *App) newExports(loy *loyalty.Service) *exports.Service {
 }
 
 // serveInternal mounts management's operator calls on /internal/v1:
-// parked tasks, webhook deliveries, usage.
+// parked tasks, webhook deliveries, usage, campaign templates.
 func (a *App) serveInternal(e *echo.Echo) {
 	internal := e.Group("/internal/v1")
 	async.RegisterInternal(internal, a.pool)
 	webhooks.RegisterInternal(internal, a.pool)
 	a.usage.RegisterInternal(internal)
+	templates.RegisterInternal(internal, a.templates)
 }

@@ -30,7 +30,17 @@ func Register(g *echo.Group, svc *Service) {
 // by id.
 var listSpec = listq.Spec{}
 
-func (h handler) list(c echo.Context) error {
+// RegisterInternal mounts the management API's list of a project's
+// templates (GET /management/v1/projects/{id}/templates/campaigns) on g,
+// the /internal/v1 group: the same list, for the project in the path.
+func RegisterInternal(g *echo.Group, svc *Service) {
+	h := handler{svc}
+	g.GET("/projects/:projectId/templates/campaigns", func(c echo.Context) error { return h.listOf(c, c.Param("projectId")) })
+}
+
+func (h handler) list(c echo.Context) error { return h.listOf(c, httpx.ProjectID(c)) }
+
+func (h handler) listOf(c echo.Context, projectID string) error {
 	q := c.QueryParams()
 	lq, err := listq.Parse(q, listSpec)
 	if err != nil {
@@ -45,7 +55,7 @@ func (h handler) list(c echo.Context) error {
 			return apierr.InvalidQuery("include_total", "must be true or false, got "+strconv.Quote(s))
 		}
 	}
-	out, err := h.svc.List(c.Request().Context(), httpx.ProjectID(c), lq, withTotal)
+	out, err := h.svc.List(c.Request().Context(), projectID, lq, withTotal)
 	if err != nil {
 		return err
 	}
