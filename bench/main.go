@@ -39,7 +39,7 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, targeting, vouchers, engine, exports, events, cors, outbox, noisy, ring, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, targeting, vouchers, rewards, engine, exports, events, cors, outbox, noisy, ring, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions or the customer import (with -only)")
@@ -227,6 +227,10 @@ func (b *benchRun) sections() []section {
 		{"vouchers", func(string) (string, error) {
 			vr, err := benchVouchers(stack, p, servers[1])
 			return vouchersReport(vr), err
+		}},
+		{"rewards", func(string) (string, error) {
+			rr, err := benchRewards(stack, p, d)
+			return rewardsReport(rr), err
 		}},
 		{"engine", func(profile string) (string, error) {
 			er, err := benchEngine(stack, p, servers[1], d, profile)
