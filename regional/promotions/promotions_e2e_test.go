@@ -1,6 +1,7 @@
 package promotions_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -89,6 +90,22 @@ func TestPromotionTiers(t *testing.T) {
 	if g := a.OK("GET", "/v1/promotions/"+id+"/stacks/"+st["id"].(string), nil); g["name"] != "Renamed" {
 		t.Fatalf("stack read back: %v", g)
 	}
+	// A partial update keeps what it does not send: the reference's body
+	// requires nothing.
+	stackPath := "/v1/promotions/" + id + "/stacks/" + st["id"].(string)
+	if u := a.OK("PUT", stackPath, map[string]any{"name": "Only the name"}); u["name"] != "Only the name" ||
+		fmt.Sprint(u["tiers"].(map[string]any)["ids"]) != fmt.Sprint([]any{t1["id"]}) || u["updated_at"] == nil {
+		t.Fatalf("a name-only update: %v", u)
+	}
+	if u := a.OK("PUT", stackPath, map[string]any{"tiers": map[string]any{"ids": []any{t2["id"], t1["id"]}}}); u["name"] != "Only the name" ||
+		len(u["tiers"].(map[string]any)["ids"].([]any)) != 2 {
+		t.Fatalf("a tiers-only update: %v", u)
+	}
+	if g := a.OK("GET", stackPath, nil); g["name"] != "Only the name" || g["tiers"].(map[string]any)["ids"].([]any)[0] != t2["id"] {
+		t.Fatalf("read back after partial updates: %v", g)
+	}
+	a.Fails("PUT", stackPath, map[string]any{"name": ""}, 400, "invalid_payload")
+	a.Fails("PUT", stackPath, map[string]any{"tiers": map[string]any{"ids": []any{}}}, 400, "invalid_payload")
 	if l := a.OK("GET", "/v1/promotions/stacks", nil); stacktest.Num(l["total"]) != 1 {
 		t.Fatalf("stacks: %v", l)
 	}

@@ -73,18 +73,19 @@ func (s *Service) getStack(ctx context.Context, ref campaigns.ItemRef) (map[stri
 	return v, err
 }
 
-// writeStack creates (ref.ID "") or replaces a stack of a campaign's tiers:
-// every tier named must be the campaign's.
+// writeStack creates (ref.ID "") or updates a stack of a campaign's tiers:
+// every tier named must be the campaign's. An update is partial, as the
+// reference's body requires nothing: what it does not send is kept.
 func (s *Service) writeStack(ctx context.Context, ref campaigns.ItemRef, r StackRequest) (map[string]any, error) {
 	projectID, id := ref.Project, ref.ID
-	if r.Name == nil || strings.TrimSpace(*r.Name) == "" || len(*r.Name) > 200 {
+	if r.Name != nil && (strings.TrimSpace(*r.Name) == "" || len(*r.Name) > 200) || r.Name == nil && id == "" {
 		return nil, apierr.InvalidPayload("name is required: 1 to 200 characters")
 	}
-	if r.Tiers == nil || len(r.Tiers.IDs) == 0 || len(r.Tiers.IDs) > 30 {
+	newIDs := r.Tiers != nil && r.Tiers.IDs != nil
+	if newIDs && (len(r.Tiers.IDs) == 0 || len(r.Tiers.IDs) > 30) || !newIDs && id == "" {
 		return nil, apierr.InvalidPayload("tiers.ids is required: 1 to 30 of the campaign's promotion tiers")
 	}
-	a := stackAttrs{IDs: r.Tiers.IDs, HierarchyMode: "MANUAL", CategoryID: r.CategoryID}
-	if m := r.Tiers.HierarchyMode; m != nil && *m != "MANUAL" {
+	if r.Tiers != nil && r.Tiers.HierarchyMode != nil && *r.Tiers.HierarchyMode != "MANUAL" {
 		return nil, apierr.InvalidPayload("tiers.hierarchy_mode must be MANUAL")
 	}
 	var out map[string]any
@@ -93,30 +94,51 @@ func (s *Service) writeStack(ctx context.Context, ref campaigns.ItemRef, r Stack
 		if err != nil {
 			return err
 		}
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM promotion_tiers WHERE project_id = $1 AND campaign_id = $2 AND id = ANY($3::TEXT[])`,
-			projectID, c.ID, a.IDs).Scan(&n); err != nil {
-			return err
+		a := stackAttrs{HierarchyMode: "MANUAL"}
+		var name string
+		var created time.Time
+		if id != "" {
+			var raw []byte
+			err := tx.QueryRow(ctx, `SELECT name, attrs, created_at FROM promotion_stacks WHERE project_id = $1 AND campaign_id = $2 AND id = $3 FOR UPDATE`,
+				projectID, c.ID, id).Scan(&name, &raw, &created)
+			if errors.Is(err, db.ErrNotFound) {
+				return apierr.NotFound("promotion_stack", id)
+			} else if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return err
+			}
 		}
-		if n != len(a.IDs) {
-			return apierr.InvalidPayload("tiers.ids must name distinct promotion tiers of campaign " + c.ID)
+		if r.Name != nil {
+			name = *r.Name
+		}
+		if r.CategoryID != nil {
+			a.CategoryID = r.CategoryID
+		}
+		if newIDs {
+			a.IDs = r.Tiers.IDs
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM promotion_tiers WHERE project_id = $1 AND campaign_id = $2 AND id = ANY($3::TEXT[])`,
+				projectID, c.ID, a.IDs).Scan(&n); err != nil {
+				return err
+			}
+			if n != len(a.IDs) {
+				return apierr.InvalidPayload("tiers.ids must name distinct promotion tiers of campaign " + c.ID)
+			}
 		}
 		raw, _ := json.Marshal(a)
 		now := s.now()
 		if id == "" {
 			id = ids.New("stack_")
 			_, err = tx.Exec(ctx, `INSERT INTO promotion_stacks (project_id, `+stackColumns+`) VALUES ($1, $2, $3, $4, $5, $6, NULL)`,
-				projectID, id, c.ID, *r.Name, raw, now)
-			out = stackView(id, c.ID, *r.Name, a, now, nil)
+				projectID, id, c.ID, name, raw, now)
+			out = stackView(id, c.ID, name, a, now, nil)
 			return err
 		}
-		var created time.Time
-		err = tx.QueryRow(ctx, `UPDATE promotion_stacks SET name = $4, attrs = $5, updated_at = $6
-			WHERE project_id = $1 AND campaign_id = $2 AND id = $3 RETURNING created_at`, projectID, c.ID, id, *r.Name, raw, now).Scan(&created)
-		if errors.Is(err, db.ErrNotFound) {
-			return apierr.NotFound("promotion_stack", id)
-		}
-		out = stackView(id, c.ID, *r.Name, a, created, &now)
+		_, err = tx.Exec(ctx, `UPDATE promotion_stacks SET name = $4, attrs = $5, updated_at = $6
+			WHERE project_id = $1 AND campaign_id = $2 AND id = $3`, projectID, c.ID, id, name, raw, now)
+		out = stackView(id, c.ID, name, a, created, &now)
 		return err
 	})
 	return out, err
