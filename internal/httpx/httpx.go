@@ -172,6 +172,10 @@ func Bind(c echo.Context, v any) error {
 	return nil
 }
 
+// DecodeError is the 400 for a JSON value that did not decode into its Go
+// value, in Bind's words: for the items of an import, each decoded alone.
+func DecodeError(err error) error { return decodeError(err) }
+
 func decodeError(err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
@@ -185,10 +189,13 @@ func decodeError(err error) error {
 		return apierr.InvalidPayload(fmt.Sprintf("Malformed JSON at byte %d: %s.", syn.Offset, syn.Error()))
 	case errors.As(err, &typ):
 		field := typ.Field
+		// The body itself has the wrong type: say which type the route
+		// takes (an array for the bulk and import routes), where every
+		// route said "a JSON object" whatever it took.
 		if field == "" {
-			return apierr.InvalidPayload(fmt.Sprintf("Expected a JSON object, got %s.", typ.Value))
+			return apierr.InvalidPayload(fmt.Sprintf("Expected a JSON %s, got %s.", strings.TrimPrefix(strings.TrimPrefix(jsonType(typ.Type.Kind().String()), "an "), "a "), gotType(typ.Value)))
 		}
-		return apierr.InvalidPayload(fmt.Sprintf("Property %s must be %s, got %s.", field, jsonType(typ.Type.Kind().String()), typ.Value))
+		return apierr.InvalidPayload(fmt.Sprintf("Property %s must be %s, got %s.", field, jsonType(typ.Type.Kind().String()), gotType(typ.Value)))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return apierr.InvalidPayload("Malformed JSON: the body ends too early.")
 	}
@@ -197,6 +204,21 @@ func decodeError(err error) error {
 		return he
 	}
 	return apierr.InvalidPayload("Malformed JSON: " + err.Error())
+}
+
+// gotType names the JSON value encoding/json met ("object", "bool",
+// "number 1.5") with its article, as the messages read.
+func gotType(value string) string {
+	switch v, _, _ := strings.Cut(value, " "); v {
+	case "object", "array":
+		return "an " + v
+	case "bool":
+		return "a boolean"
+	case "string", "number":
+		return "a " + v
+	default:
+		return value
+	}
 }
 
 func jsonType(kind string) string {
@@ -253,4 +275,35 @@ func WithBody[R any](c echo.Context, fn func(r R) (any, error)) error {
 		return err
 	}
 	return Reply(c)(fn(r))
+}
+
+// ArrayError is the 400 for a body that should be a JSON array of items
+// (the bulk and import routes that read their body themselves): it says
+// what was expected and what came, as Bind's own message does.
+func ArrayError(body []byte, items string) error {
+	got := "an empty array"
+	switch t := bytes.TrimSpace(body); {
+	case len(t) == 0:
+		got = "an empty body"
+	case t[0] == '{':
+		got = "an object"
+	case t[0] == '"':
+		got = "a string"
+	case t[0] == 't' || t[0] == 'f':
+		got = "a boolean"
+	case t[0] == 'n':
+		got = "null"
+	case t[0] == '[':
+		if !json.Valid(t) {
+			return apierr.InvalidPayload("Malformed JSON: expected a JSON array of " + items + ".")
+		}
+		if len(bytes.TrimSpace(t[1:])) > 1 {
+			got = "an array holding something else"
+		}
+	case json.Valid(t):
+		got = "a number"
+	default:
+		return apierr.InvalidPayload("Malformed JSON: expected a JSON array of " + items + ".")
+	}
+	return apierr.InvalidPayload(fmt.Sprintf("Expected a JSON array of %s, got %s.", items, got))
 }

@@ -428,7 +428,7 @@ func bulkPatches(jobType string, b []byte) ([]*Patch, error) {
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(b, &items); err != nil || len(items) == 0 {
-		return nil, apierr.InvalidPayload("The body must be a JSON array of customer objects, each with its source_id.")
+		return nil, httpx.ArrayError(b, "customer objects, each with its source_id")
 	}
 	ps := make([]*Patch, len(items))
 	for i, raw := range items {

@@ -107,7 +107,7 @@ func readBody(c echo.Context) ([]byte, error) {
 func bulkItems(b []byte) ([]Patch, error) {
 	var items []Patch
 	if err := json.Unmarshal(b, &items); err != nil {
-		return nil, apierr.InvalidPayload("The body must be a JSON array of product objects, each with a source_id.")
+		return nil, httpx.ArrayError(b, "product objects, each with a source_id")
 	}
 	if len(items) == 0 {
 		return nil, apierr.InvalidPayload("The body must hold at least one product.")

@@ -246,6 +246,11 @@ func (h Handler) createAssignments(c echo.Context) error {
 			return apierr.InvalidPayload("the body is a list of assignments: [{\"reward\": …, \"parameters\": {\"loyalty\": {\"points\": …}}}]")
 		}
 	} else {
+		// One object is Tally's shorthand for a list of one; anything
+		// else is not what the reference's array route takes.
+		if !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+			return httpx.ArrayError(raw, "assignments")
+		}
 		var r AssignmentRequest
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return apierr.InvalidPayload("the body is an assignment: {\"reward\": …, \"parameters\": {\"loyalty\": {\"points\": …}}}")

@@ -43,7 +43,7 @@ func (s *Service) startImport(jobType string, csvFile bool) echo.HandlerFunc {
 		if csvFile {
 			in.Items, err = csvItems(b)
 		} else if err = json.Unmarshal(b, &in.Items); err != nil || len(in.Items) == 0 {
-			err = apierr.InvalidPayload("The body must be a JSON array of voucher objects, each with a code.")
+			err = httpx.ArrayError(b, "voucher objects, each with a code")
 		}
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/vouchers"
 )
@@ -28,7 +29,7 @@ func (s *Service) startMetadata(jobType string) echo.HandlerFunc {
 				Metadata map[string]any `json:"metadata"`
 			}
 			if json.Unmarshal(b, &items) != nil || len(items) == 0 {
-				return apierr.InvalidPayload("The body must be a JSON array of {code, metadata} objects.")
+				return httpx.ArrayError(b, "{code, metadata} objects")
 			}
 			for i, it := range items {
 				if it.Code == nil || *it.Code == "" || it.Metadata == nil {
