@@ -175,6 +175,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		async.EraseCustomer}, referrals.DropCustomer, customEvents.DropCustomer)
 	cust.HandleJobs(a.tasks)
 	ord := orders.NewService(pool, notify, meta, cust, cfg.Clock, a.tasks.Wake)
+	ord.HandleJobs(a.tasks)
 	orders.Register(v1, ord)
 	// The campaigns' rows, whose kinds (loyalty programs, vouchers,
 	// promotions, referral programs) are built on them.

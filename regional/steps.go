@@ -133,7 +133,7 @@ func (a *App) platform() {
 func (a *App) newServer() *echo.Echo {
 	// The product jobs take up to 10 MB (an imported file), as the router does.
 	e := httpx.New(httpx.Config{Service: "tally-regional", Log: a.cfg.Log, Metrics: a.cfg.Metrics, TrustRequestID: true,
-		LargeBodies:    slices.Concat(products.LargeBodies, bulk.LargeBodies, customers.LargeBodies, []string{customEvents.BulkPath}),
+		LargeBodies:    slices.Concat(products.LargeBodies, bulk.LargeBodies, customers.LargeBodies, orders.LargeBodies, []string{customEvents.BulkPath}),
 		LargeBodyLimit: "10M"})
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok\n") })
 	e.GET("/readyz", func(c echo.Context) error {

@@ -284,3 +284,30 @@ func ListActions(ctx context.Context, q db.Querier, projectID string, endDate *t
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Action, error) { return scanAction(r) })
 }
+
+// WaitTurn holds a job until no earlier job of its type in its project is
+// unfinished, so that the type's jobs run one at a time, in the order they
+// were made: the reference's rule for order imports ("extra imports are
+// scheduled to run in sequence"). An earlier job that has not moved for
+// stale (its checkpoint and progress write updated_at) is taken as stuck
+// and not waited for, so one parked job does not stop the project's later
+// ones for good.
+func (j *Job) WaitTurn(ctx context.Context, actionType string, poll, stale time.Duration) error {
+	for {
+		var earlier bool
+		if err := j.w.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM async_actions
+			WHERE project_id = $1 AND type = $2 AND status IN ('ENQUEUED', 'IN_PROGRESS') AND id < $3
+			AND COALESCE(updated_at, created_at) > now() - $4::INTERVAL)`,
+			j.ProjectID, actionType, j.ActionID, fmt.Sprintf("%d milliseconds", stale.Milliseconds())).Scan(&earlier); err != nil {
+			return err
+		}
+		if !earlier {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}

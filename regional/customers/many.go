@@ -27,6 +27,20 @@ func MergeMetadata(sourceID string, md map[string]any) *Patch {
 // errs[i] is why patch i was refused (nil: written, or nothing to write);
 // a later patch of the same customer applies on top of an earlier one.
 func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, ps []*Patch) (errs []error, err error) {
+	_, errs, err = s.upsertMany(ctx, tx, projectID, ps, true)
+	return errs, err
+}
+
+// ImportMany is UpsertMany for the customers of an order import, which
+// the reference writes without webhooks: no notices are raised, while
+// the watcher (segments) is told of every customer written, as for any
+// write. ids[i] is the customer patch i wrote ("" where errs[i] says why
+// not).
+func (s *Service) ImportMany(ctx context.Context, tx pgx.Tx, projectID string, ps []*Patch) (ids []string, errs []error, err error) {
+	return s.upsertMany(ctx, tx, projectID, ps, false)
+}
+
+func (s *Service) upsertMany(ctx context.Context, tx pgx.Tx, projectID string, ps []*Patch, notify bool) (idOf []string, errs []error, err error) {
 	var idsOf, srcs []string
 	for _, p := range ps {
 		switch {
@@ -40,7 +54,7 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 	found, err := db.Collect(scan)(tx.Query(ctx, `SELECT `+columns+` FROM customers
 		WHERE project_id = $1 AND (id = ANY($2) OR source_id = ANY($3)) ORDER BY id FOR UPDATE`, projectID, idsOf, srcs))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byID, bySource := map[string]*Customer{}, map[string]*Customer{}
 	for i := range found {
@@ -50,7 +64,7 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 			bySource[*c.SourceID] = c
 		}
 	}
-	errs = make([]error, len(ps))
+	errs, idOf = make([]error, len(ps)), make([]string, len(ps))
 	var created, updated []*Customer
 	touched := map[string]bool{}
 	now := s.now()
@@ -81,12 +95,14 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 				bySource[*c.SourceID] = c
 			}
 			created, touched[c.ID] = append(created, c), true
+			idOf[i] = c.ID
 			continue
 		}
 		if same, err := p.Leaves(*c); err != nil {
 			errs[i] = err
 			continue
 		} else if same {
+			idOf[i] = c.ID
 			continue
 		}
 		if p.SourceID != nil && (c.SourceID == nil || *c.SourceID != *p.SourceID) {
@@ -113,6 +129,7 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 			src := *p.SourceID
 			c.SourceID, bySource[src] = &src, c
 		}
+		idOf[i] = c.ID
 		if !touched[c.ID] {
 			c.UpdatedAt = &now
 			updated, touched[c.ID] = append(updated, c), true
@@ -120,10 +137,10 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 	}
 	b := &pgx.Batch{}
 	if err := queueInsertMany(b, projectID, created); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := queueUpdateMany(b, projectID, updated); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.watch != nil && len(touched) > 0 {
 		changed := make([]string, 0, len(touched))
@@ -131,20 +148,31 @@ func (s *Service) UpsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 			changed = append(changed, c.ID)
 		}
 		if err := s.watch.Changed(ctx, b, projectID, changed); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	if notify {
+		if err := s.queueNotices(ctx, b, projectID, created, updated); err != nil {
+			return nil, nil, err
+		}
+	}
+	return idOf, errs, tx.SendBatch(ctx, b).Close()
+}
+
+// queueNotices queues the customer.created and customer.updated notices of
+// a chunk's customers onto b.
+func (s *Service) queueNotices(ctx context.Context, b *pgx.Batch, projectID string, created, updated []*Customer) error {
 	for _, w := range []struct {
 		typ string
 		cs  []*Customer
 	}{{"customer.created", created}, {"customer.updated", updated}} {
 		for _, c := range w.cs {
 			if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: w.typ, Entity: c.ID, Object: c.View()}); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return errs, tx.SendBatch(ctx, b).Close()
+	return nil
 }
 
 // applied is a with the patch applied, a left as it is (Apply stops at the

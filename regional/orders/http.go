@@ -14,6 +14,7 @@ type Handler struct{ svc *Service }
 func Register(g *echo.Group, svc *Service) {
 	h := Handler{svc}
 	g.POST("/orders", h.create)
+	g.POST("/orders/import", h.importOrders)
 	g.GET("/orders", h.list)
 	g.GET("/orders/:orderId", h.get)
 	g.PUT("/orders/:orderId", h.update)

@@ -1,0 +1,1 @@
+DROP INDEX async_actions_unfinished;
