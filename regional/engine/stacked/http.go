@@ -23,6 +23,7 @@ import (
 // own ids and hands the rest over.
 func Register(g *echo.Group, s *Service) {
 	g.GET("/redemptions", s.list)
+	g.GET("/vouchers/:code/redemption", s.history)
 	g.GET("/redemptions/:redemptionId", s.get)
 	g.POST("/redemptions/:redemptionId/rollback", s.rollback(false))
 	g.POST("/redemptions/:redemptionId/rollbacks", s.rollback(true))
