@@ -241,7 +241,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	bin.Register(v1, a.bin)
 	customEvents.Register(v1, customEvents.NewService(customEvents.Deps{Pool: pool, Notify: notify, Customers: cust,
 		Loyalty: a.loyalty, Earning: a.earning, Schemas: a.resolver, Referrals: refs, Tasks: a.tasks, Clock: cfg.Clock}))
-	a.exports = a.newExports(a.loyalty)
+	a.exports = a.newExports(a.loyalty, vs)
 	exports.Register(v1, a.exports)
 	async.Register(v1, pool)
 	// The client-side API (/client/v1): the /v1 twins above, behind the

@@ -160,9 +160,9 @@ func (a *App) newServer() *echo.Echo {
 // newExports is the export service, its download links signed with the
 // identity secrets, which lists loyalty cards through loy and exports the
 // objects of the owners that give their sources.
-func (a *App) newExports(loy *loyalty.Service) *exports.Service {
+func (a *App) newExports(loy *loyalty.Service, gifts exports.Gifts) *exports.Service {
 	cfg := a.cfg
-	return exports.NewService(a.pool, a.notify, loy, a.tasks, cfg.Clock,
+	return exports.NewService(a.pool, a.notify, loy, gifts, a.tasks, cfg.Clock,
 		dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious), exports.Options{
 			PartRows: cfg.ExportPartRows, Retention: cfg.ExportRetention, DownloadURL: a.downloadURL, ChunkBytes: cfg.ExportChunkBytes},
 		slices.Concat(orders.ExportSources(), products.ExportSources(), publications.ExportSources(),

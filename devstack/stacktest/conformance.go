@@ -56,6 +56,7 @@ var knownDefects = []struct{ op, field, why string }{
 	{`^/v1/exports`, `/parameters/filters/created_at/conditions/$after`, "the export object types $after as an array of a oneOf whose branches overlap, the loyalty export's answer as one value: filters are echoed as they were sent"},
 	{`/export$`, `/parameters/filters/campaign_id/conditions/$in`, "the export filters type $in's values with maxLength 1 (maxItems meant): its own example has a campaign id there"},
 	{`^/v1/exports`, `/parameters/filters/campaign_id/conditions/$in`, "the export filters' $in maxLength, as above"},
+	{`/export$`, `/parameters/filters/voucher_id/conditions/$in`, "the export filters' $in maxLength, as for campaign_id: a card's export names its card there"},
 	{`^/v1/exports`, `/exports/*/parameters/filters/campaign_id/conditions/$in`, "the export filters' $in maxLength, in a list"},
 	{`^/v1/(vouchers|campaigns)`, `/discount`, "the Discount oneOf: a UNIT discount with effect ADD_MANY_ITEMS matches both DiscountUnit (whose effects include ADD_MANY_ITEMS) and DiscountUnitMultiple"},
 	{`^/v1/(vouchers|campaigns)`, `/vouchers/*/discount`, "the Discount oneOf, in a list"},

@@ -28,10 +28,10 @@ type handler struct{ svc *Service }
 func Register(g *echo.Group, svc *Service) {
 	h := handler{svc}
 	g.POST("/loyalties/:campaignId/transactions/export", h.campaignTransactions)
-	g.POST("/campaigns/:campaignId/transactions/export", h.campaignTransactions)
+	g.POST("/campaigns/:campaignId/transactions/export", h.anyCampaignTransactions)
 	g.POST("/loyalties/members/:memberId/transactions/export", h.cardTransactions)
 	g.POST("/loyalties/:campaignId/members/:memberId/transactions/export", h.cardTransactions)
-	g.POST("/vouchers/:memberId/transactions/export", h.cardTransactions)
+	g.POST("/vouchers/:memberId/transactions/export", h.anyCardTransactions)
 	g.POST("/loyalties/:campaignId/points-expiration/export", h.pointsExpiration)
 	g.POST("/orders/export", h.orders)
 	g.POST("/exports", h.create)
@@ -84,6 +84,35 @@ func (h handler) cardTransactions(c echo.Context) error {
 	return h.with(c, func(ctx context.Context, p string, r Request) (View, error) {
 		return h.svc.CardTransactions(ctx, loyalty.CardRef{Project: p, Campaign: c.Param("campaignId"), Member: c.Param("memberId")}, r)
 	})
+}
+
+// anyCampaignTransactions is a loyalty or gift campaign's export (the
+// campaigns' route serves both; the loyalties' route loyalty ones only).
+func (h handler) anyCampaignTransactions(c echo.Context) error {
+	return h.with(c, func(ctx context.Context, p string, r Request) (View, error) {
+		v, err := h.svc.CampaignTransactions(ctx, p, c.Param("campaignId"), r)
+		if notFound(err) {
+			return h.svc.GiftCampaignTransactions(ctx, p, c.Param("campaignId"), r)
+		}
+		return v, err
+	})
+}
+
+// anyCardTransactions is a loyalty card's or a gift card's export (the
+// vouchers' route serves both).
+func (h handler) anyCardTransactions(c echo.Context) error {
+	return h.with(c, func(ctx context.Context, p string, r Request) (View, error) {
+		v, err := h.svc.CardTransactions(ctx, loyalty.CardRef{Project: p, Member: c.Param("memberId")}, r)
+		if notFound(err) {
+			return h.svc.GiftCardTransactions(ctx, p, c.Param("memberId"), r)
+		}
+		return v, err
+	})
+}
+
+func notFound(err error) bool {
+	var e *apierr.Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
 }
 
 func (h handler) pointsExpiration(c echo.Context) error {

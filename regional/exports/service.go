@@ -82,6 +82,7 @@ type Service struct {
 	pool    *db.Pool
 	notify  Notifier
 	loyalty *loyalty.Service
+	gifts   Gifts
 	clock   *clock.Clock
 	tokens  dltoken.Keys
 	opt     Options
@@ -92,7 +93,7 @@ type Service struct {
 // NewService makes the service and registers the export job. The objects
 // exports does not read itself are the sources their owners give: one of
 // each exportable object (objectNames) is needed, and any other is refused.
-func NewService(pool *db.Pool, notify Notifier, loy *loyalty.Service, tasks *async.Registry, clk *clock.Clock,
+func NewService(pool *db.Pool, notify Notifier, loy *loyalty.Service, gifts Gifts, tasks *async.Registry, clk *clock.Clock,
 	tokens dltoken.Keys, o Options, sources ...source.Source) *Service {
 	if o.PartRows <= 0 {
 		o.PartRows = 1_000_000
@@ -109,7 +110,7 @@ func NewService(pool *db.Pool, notify Notifier, loy *loyalty.Service, tasks *asy
 	if o.Concurrent <= 0 {
 		o.Concurrent = 2
 	}
-	s := &Service{pool: pool, notify: notify, loyalty: loy, clock: clk, tokens: tokens, opt: o,
+	s := &Service{pool: pool, notify: notify, loyalty: loy, gifts: gifts, clock: clk, tokens: tokens, opt: o,
 		slots: make(chan struct{}, o.Concurrent), objects: maps.Clone(builtins)}
 	for _, src := range sources {
 		if _, dup := s.objects[src.Name]; dup || !slices.Contains(strings.Split(objectNames, ", "), src.Name) {
@@ -289,6 +290,36 @@ func (s *Service) Create(ctx context.Context, projectID, objectName string, r Re
 		return View{}, err
 	}
 	return s.view(ctx, projectID, e)
+}
+
+// Gifts names gift campaigns and gift cards (the vouchers package), whose
+// credits are in the ledger's table as loyalty points are, so that their
+// transactions export as a loyalty campaign's or card's do.
+type Gifts interface {
+	GiftCampaignID(ctx context.Context, projectID, idOrName string) (string, error)
+	GiftCardID(ctx context.Context, projectID, code string) (string, error)
+}
+
+// GiftCampaignTransactions schedules the export of a gift campaign's
+// transactions (POST /v1/campaigns/{id}/transactions/export, which a
+// loyalty campaign answers first).
+func (s *Service) GiftCampaignTransactions(ctx context.Context, projectID, campaignID string, r Request) (View, error) {
+	id, err := s.gifts.GiftCampaignID(ctx, projectID, campaignID)
+	if err != nil {
+		return View{}, err
+	}
+	return s.Create(ctx, projectID, VoucherTransactions, r, scope{campaignID: id})
+}
+
+// GiftCardTransactions schedules the export of a gift card's
+// transactions (POST /v1/vouchers/{code}/transactions/export, which a
+// loyalty card answers first).
+func (s *Service) GiftCardTransactions(ctx context.Context, projectID, code string, r Request) (View, error) {
+	id, err := s.gifts.GiftCardID(ctx, projectID, code)
+	if err != nil {
+		return View{}, err
+	}
+	return s.Create(ctx, projectID, VoucherTransactions, r, scope{cardID: id})
 }
 
 // CampaignTransactions schedules the export of a loyalty campaign's

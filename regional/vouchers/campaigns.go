@@ -349,3 +349,30 @@ func (u TemplateUpdate) Apply(t *Template) error {
 	}
 	return err
 }
+
+// GiftCampaignID is the id of the GIFT_VOUCHERS campaign idOrName names,
+// or its 404: the exports of a gift campaign's transactions (its cards'
+// credits are in the ledger's table, as loyalty points are).
+func (s *Service) GiftCampaignID(ctx context.Context, projectID, idOrName string) (string, error) {
+	c, err := s.campaign(ctx, s.pool, projectID, idOrName, false)
+	if err != nil {
+		return "", err
+	}
+	if c.CampaignType != "GIFT_VOUCHERS" {
+		return "", apierr.NotFound("campaign", idOrName)
+	}
+	return c.ID, nil
+}
+
+// GiftCardID is the id of the gift card code names (its code or id), or
+// its 404: the exports of a gift card's transactions.
+func (s *Service) GiftCardID(ctx context.Context, projectID, code string) (string, error) {
+	v, err := getVoucher(ctx, s.pool, projectID, code, false)
+	if err != nil {
+		return "", err
+	}
+	if v.Type != "GIFT_VOUCHER" {
+		return "", apierr.NotFound("voucher", code)
+	}
+	return v.ID, nil
+}
