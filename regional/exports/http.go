@@ -194,6 +194,11 @@ func (h handler) download(c echo.Context) error {
 	if part > len(e.Parts) {
 		return apierr.InvalidQuery("part", fmt.Sprintf("export %s has %d part(s)", e.ID, len(e.Parts)))
 	}
+	accept := c.Request().Header.Values(echo.HeaderAccept)
+	mt, ok := fileType(accept)
+	if !ok {
+		return notAcceptable(accept)
+	}
 	size := e.Parts[part-1].Bytes
 	name := e.ID + ".csv"
 	if len(e.Parts) > 1 {
@@ -201,12 +206,12 @@ func (h handler) download(c echo.Context) error {
 	}
 	w := c.Response()
 	hdr := w.Header()
-	hdr.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	hdr.Set(echo.HeaderContentType, mt+"; charset=utf-8")
 	hdr.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="%s"`, name))
 	etag := fmt.Sprintf(`"%s-%d-%d"`, e.ID, part, size)
 	hdr.Set("ETag", etag)
 	hdr.Set("Cache-Control", "private, no-store")
-	hdr.Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
+	hdr.Add(echo.HeaderVary, echo.HeaderAccept+", "+echo.HeaderAcceptEncoding)
 	r := &partReader{ctx: ctx, svc: h.svc, projectID: projectID, exportID: e.ID, run: *e.RunID, part: part - 1, size: size}
 	modified := e.CreatedAt
 	if e.UpdatedAt != nil {
