@@ -299,6 +299,12 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 		"voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "PERCENT", "percent_off": 5}}})
 	ids["campaignTemplateId"] = a.OK("POST", "/v1/templates/campaigns", map[string]any{"name": "Fuzz template",
 		"campaign_id": "Fuzz codes"})["id"].(string)
+	// A redeemed voucher (the routes' :code): its redemption history has
+	// an entry to read.
+	a.Voucher("FUZZ10", stacktest.PercentOff(10))
+	a.OK("POST", "/v1/redemptions", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": "FUZZ10"}},
+		"order": stacktest.Order([2]int{1000, 1})})
+	ids["code"] = "FUZZ10"
 	return ids
 }
 
