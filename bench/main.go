@@ -39,11 +39,12 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, targeting, vouchers, rewards, engine, exports, events, cors, outbox, noisy, ring, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, orders, targeting, vouchers, rewards, engine, exports, events, cors, outbox, noisy, ring, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions or the customer import (with -only)")
 	flag.IntVar(&customersRows, "customers-rows", 1_000_000, "customers the customers section imports (fewer to try it on a shared machine)")
+	flag.IntVar(&ordersRows, "orders-rows", 100_000, "orders the orders section imports (fewer to try it on a shared machine)")
 	flag.IntVar(&segmentCustomers, "segment-customers", 1_000_000, "customers the targeting section's segment is evaluated over (fewer to try it on a shared machine)")
 	hammer := flag.String("hammer", "", "internal: run the noisy neighbour's clients (ROUTER,APPID,TOKEN,CARD) until interrupted")
 	flag.Parse()
@@ -219,6 +220,10 @@ func (b *benchRun) sections() []section {
 		{"customers", func(profile string) (string, error) {
 			cr, err := benchCustomers(stack, p, servers[1], profile)
 			return customersReport(cr), err
+		}},
+		{"orders", func(string) (string, error) {
+			or, err := benchOrders(stack, p, servers[1])
+			return ordersReport(or), err
 		}},
 		{"targeting", func(string) (string, error) {
 			tr, err := benchTargeting(stack, p, servers[1], d)
