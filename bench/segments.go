@@ -23,6 +23,7 @@ var segmentCustomers int
 // segmentsResult is the segments' figures.
 type segmentsResult struct {
 	customers, members int
+	inProject          int // the project's customers the segment was evaluated over (the import section's too)
 	syncSecs, copySecs float64
 	updates            []float64 // ms from a customer's update until its segments say so
 }
@@ -80,6 +81,9 @@ func benchSegments(c client, srv *pglocal.Server, projectID string) (segmentsRes
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM segment_members WHERE project_id = $1 AND segment_id = $2`, projectID, id).Scan(&r.members); err != nil {
 		return r, err
 	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM customers WHERE project_id = $1`, projectID).Scan(&r.inProject); err != nil {
+		return r, err
+	}
 	fmt.Fprintf(os.Stderr, "bench: segments: %d members in %.2f s; single updates\n", r.members, r.syncSecs)
 	for i := 0; i < 200; i++ {
 		cust := fmt.Sprintf("seg-%07d", 10*i+1) // silver: not in it
@@ -115,21 +119,22 @@ func segmentsReport(r segmentsResult) string {
 		}
 		return xs[min(len(xs)-1, int(p*float64(len(xs))))]
 	}
-	fmt.Fprintf(&b, "\n- **Segments.** %d customers are put in the project by COPY (%.2f s, the reference), a tenth of them gold. An "+
+	fmt.Fprintf(&b, "\n- **Segments.** %d customers are put in the project by COPY (%.2f s, the reference), a tenth of them gold; "+
+		"the project then holds %d customers (with those the customers section imported, all gold in Oslo, when it ran). An "+
 		"auto-update segment (`metadata.tier` is gold and `address.city` is Oslo) is created and its `initial_sync_status` polled "+
 		"every 20 ms until DONE: the evaluation of its filter over every customer, in the asynchronous phase. Then %d customers "+
 		"are updated one after the other into it (`PUT /v1/customers/{id}`), each timed from the request until "+
-		"`GET /v1/customers/{id}/segments`, polled every 10 ms, lists the segment.\n\n", r.customers, r.copySecs, len(r.updates))
+		"`GET /v1/customers/{id}/segments`, polled every 10 ms, lists the segment.\n\n", r.customers, r.copySecs, r.inProject, len(r.updates))
 	fmt.Fprintf(&b, "| measure | Tally | reference |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| evaluate a filter segment over %d customers (%d members) until DONE | %.2f s | COPY of the customers %.2f s |\n",
-		r.customers, r.members, r.syncSecs, r.copySecs)
+	fmt.Fprintf(&b, "| evaluate a filter segment over the project's %d customers (%d members) until DONE | %.2f s | COPY of %d customers %.2f s |\n",
+		r.inProject, r.members, r.syncSecs, r.customers, r.copySecs)
 	fmt.Fprintf(&b, "| a customer's update seen in its segments, p50 / p99 | %.0f ms / %.0f ms | |\n", q(0.5), q(0.99))
 	v := "not measured: fewer customers (-segment-customers)"
 	if r.customers == 1_000_000 {
 		v = verdict(r.syncSecs <= 30)
 	}
 	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| auto-update segment of 1,000,000 customers evaluated | ≤ 30 s | %.2f s (%d customers) | %s |\n", r.syncSecs, r.customers, v)
+	fmt.Fprintf(&b, "| auto-update segment of 1,000,000 customers evaluated | ≤ 30 s | %.2f s (%d customers) | %s |\n", r.syncSecs, r.inProject, v)
 	fmt.Fprintf(&b, "| a single customer update reflected in its segments, p99 | ≤ 1 s | %.0f ms | %s |\n", q(0.99), verdict(len(xs) > 0 && q(0.99) <= 1000))
 	return b.String()
 }
