@@ -30,6 +30,12 @@ ALTER TABLE plans SET LOCALITY GLOBAL;
 -- Read by regional's webhook delivery and events in every region.
 ALTER TABLE webhooks SET LOCALITY GLOBAL;
 ALTER TABLE custom_event_schemas SET LOCALITY GLOBAL;
+-- Read by regional's metadata checks in every region, written by admins.
+ALTER TABLE metadata_schemas SET LOCALITY GLOBAL;
+-- Read on every management request of a project user, written rarely.
+ALTER TABLE users SET LOCALITY GLOBAL;
+ALTER TABLE project_users SET LOCALITY GLOBAL;
+ALTER TABLE project_brandings SET LOCALITY GLOBAL;
 ALTER TABLE stacking_rules SET LOCALITY GLOBAL;
 -- A project's rate windows are leased by the routers of its region about
 -- once a second: their rows live there.

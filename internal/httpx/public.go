@@ -126,10 +126,12 @@ func (l *perIPListener) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		if l.open[ip] >= l.max {
 			l.mu.Unlock()
-			c.Close()
+			// Counted before it is closed, so that whoever sees the close
+			// (a test, an operator's probe) also sees it counted.
 			if l.refused != nil {
 				l.refused.Inc()
 			}
+			c.Close()
 			continue
 		}
 		l.open[ip]++

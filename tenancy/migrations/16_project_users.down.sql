@@ -1,4 +1,3 @@
 DROP TABLE project_brandings;
-ALTER TABLE management_keys DROP COLUMN user_id;
 DROP TABLE project_users;
 DROP TABLE users;

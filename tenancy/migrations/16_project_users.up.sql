@@ -23,8 +23,6 @@ CREATE TABLE project_users (
 );
 CREATE INDEX project_users_user ON project_users (user_id, project_id);
 
-ALTER TABLE management_keys ADD COLUMN user_id TEXT NULL;
-
 -- A project's branding: one a project, as the reference shapes it; Tally
 -- sends no e-mail and only serves it back.
 CREATE TABLE project_brandings (

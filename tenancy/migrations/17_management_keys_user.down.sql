@@ -1,0 +1,1 @@
+ALTER TABLE management_keys DROP COLUMN user_id;
