@@ -2,6 +2,7 @@ package loyalty
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -117,6 +118,19 @@ func (s *Service) CardsHeldBy(ctx context.Context, q db.Querier, projectID, hold
 		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// HeldCardKey is the id and code of the card of campaignID that holderID
+// holds (their first), read without a lock ("" when they hold none): where
+// a transaction that locks it beside another card finds which to take
+// first (docs/architecture.md, Lock order).
+func HeldCardKey(ctx context.Context, q db.Querier, projectID, campaignID, holderID string) (id, code string, err error) {
+	err = q.QueryRow(ctx, `SELECT c.id, c.code FROM loyalty_cards c WHERE c.project_id = $1 AND c.campaign_id = $2 AND c.holder_id = $3
+		ORDER BY c.id LIMIT 1`, projectID, campaignID, holderID).Scan(&id, &code)
+	if errors.Is(err, db.ErrNotFound) {
+		return "", "", nil
+	}
+	return id, code, err
 }
 
 // CardCodesOfIDs maps each of names that is the id of a card, and the code

@@ -19,7 +19,7 @@ import (
 // published to them, credits on their gift card of a GIFT_VOUCHERS
 // campaign (published first if they hold none), or points on their card of
 // another LOYALTY_PROGRAM (joined first if they hold none). It is given in
-// the redemption's transaction, after the paying card's lock: the target's
+// the redemption's transaction, the two locked in code order (lockorder.go): the target's
 // CREDITS_ADDITION or POINTS_ADDITION (details.reward and
 // details.redemption) commits with the source's POINTS_REDEMPTION or not
 // at all, and a rollback takes back exactly what issued records.
@@ -93,9 +93,8 @@ func (s *Service) give(ctx context.Context, tx pgx.Tx, l *loyalty.LedgerWrite, p
 		if len(pub.VouchersID) != 1 {
 			return nil, issued{}, fmt.Errorf("redemptions: publication %s of program %s gave %d cards", pub.ID, c.ID, len(pub.VouchersID))
 		}
-		// The paying card is locked first, then this one; a reward giving
-		// the other way in a concurrent redemption may deadlock on the two,
-		// and the database's deadlock error retries the transaction.
+		// Locked already when its code sorts before the paying card's
+		// (lockBefore); locked here, after it, when it sorts after.
 		target, err := s.prog.LockCard(ctx, sendIn(ctx, tx), loyalty.CardRef{Project: projectID, Member: pub.VouchersID[0]}, nil)
 		if err != nil {
 			return nil, issued{}, err

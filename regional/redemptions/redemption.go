@@ -212,6 +212,15 @@ func (s *Service) Redeem(ctx context.Context, ref loyalty.CardRef, r RedeemReque
 	})
 	if errors.Is(err, errNeedsTx) {
 		err = db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+			if in.gives != nil && in.holder != "" {
+				t, err := heldTarget(ctx, tx, projectID, in.gives, in.holder)
+				if err != nil {
+					return err
+				}
+				if err := s.lockBefore(ctx, tx, projectID, t, in.payCode); err != nil {
+					return err
+				}
+			}
 			wr, err := s.redeemIn(ctx, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() }, tx, &in)
 			if err != nil {
 				return err
@@ -232,6 +241,11 @@ type redeeming struct {
 	order *orders.View
 	src   webhooks.Source
 	view  map[string]any
+	// What the pipe found before handing over to a transaction
+	// (errNeedsTx): the paying card's code, its holder and the reward's
+	// campaign, so that the transaction locks in code order (lockBefore).
+	payCode, holder string
+	gives           *rewards.CampaignReward
 }
 
 // errNeedsTx says a redemption in a pipe reached a CAMPAIGN reward, which
@@ -269,6 +283,10 @@ func (s *Service) redeemIn(ctx context.Context, send func(*pgx.Batch) error, tx 
 		return nil, loyalty.PointsExceeded(card.Card, pts)
 	}
 	if w.Type == rewards.CampaignType && tx == nil {
+		in.payCode, in.gives = card.Code, w.Attrs.Parameters.Campaign
+		if card.HolderID != nil {
+			in.holder = *card.HolderID
+		}
 		return nil, errNeedsTx
 	}
 	now := s.prog.Now()

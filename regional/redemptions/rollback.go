@@ -42,8 +42,8 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		return nil, err
 	}
 	var cardID, status string
-	var gave bool
-	err = s.pool.QueryRow(ctx, `SELECT card_id, status, issued IS NOT NULL FROM redemptions WHERE project_id = $1 AND id = $2`,
+	var gave []byte
+	err = s.pool.QueryRow(ctx, `SELECT card_id, status, issued FROM redemptions WHERE project_id = $1 AND id = $2`,
 		projectID, id).Scan(&cardID, &status, &gave)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, apierr.NotFound("redemption", id)
@@ -55,7 +55,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		return nil, alreadyRolledBack(id)
 	}
 	rb := rollingBack{projectID: projectID, id: id, cardID: cardID, r: r, src: webhooks.SourceOf(ctx)}
-	if !gave {
+	if gave == nil {
 		err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 			return s.rollbackIn(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, nil, &rb)
 		})
@@ -63,6 +63,9 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 		// A CAMPAIGN reward's gift is taken back through other packages'
 		// statements: a transaction of its own.
 		err = db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+			if err := s.lockGivenFirst(ctx, tx, projectID, cardID, gave); err != nil {
+				return err
+			}
 			w, err := s.rollbackIn(ctx, sendIn(ctx, tx), tx, &rb)
 			if err != nil {
 				return err

@@ -56,3 +56,17 @@ func (s *Service) DisableIn(ctx context.Context, tx pgx.Tx, projectID string, v 
 	}
 	return s.queueNotice(ctx, tx, &pgx.Batch{}, projectID, EventVoucherDisabled, v)
 }
+
+// HeldGiftCardKey is the id and code of the gift card HeldGiftCard would
+// lock, read without a lock ("" when holderID holds none): where a
+// transaction that locks it beside a loyalty card finds which to take
+// first (docs/architecture.md, Lock order).
+func HeldGiftCardKey(ctx context.Context, q db.Querier, projectID, campaignID, holderID string) (id, code string, err error) {
+	err = q.QueryRow(ctx, `SELECT v.id, v.code FROM vouchers v
+		WHERE v.project_id = $1 AND v.campaign_id = $2 AND v.holder_id = $3 AND v.bin_id IS NULL AND v.type = $4
+		ORDER BY v.id LIMIT 1`, projectID, campaignID, holderID, Gift).Scan(&id, &code)
+	if errors.Is(err, db.ErrNotFound) {
+		return "", "", nil
+	}
+	return id, code, err
+}
