@@ -36,6 +36,8 @@ func Register(g *echo.Group, svc *Service) {
 	g.GET("/loyalties/members/:memberId/transactions", h.transactions)
 	g.GET("/loyalties/:campaignId/members/:memberId/transactions", h.transactions)
 	g.GET("/loyalties/:campaignId/transactions", h.transactions)
+	g.GET("/loyalties/members/:memberId/activity", h.activity)
+	g.GET("/loyalties/:campaignId/members/:memberId/activity", h.activity)
 	registerExpiration(g, h)
 }
 
