@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
 )
@@ -30,6 +31,13 @@ func Register(g *echo.Group, svc *Service) {
 // by id.
 var listSpec = listq.Spec{}
 
+// listFields are the reference's template filters (ParameterFiltersListTemplates).
+var listFields = map[string]filters.Field{
+	"id":            {Kind: filters.String, Column: "id"},
+	"name":          {Kind: filters.String, Column: "name"},
+	"campaign_type": {Kind: filters.String, Column: "campaign_type"},
+}
+
 // RegisterInternal mounts the management API's list of a project's
 // templates (GET /management/v1/projects/{id}/templates/campaigns) on g,
 // the /internal/v1 group: the same list, for the project in the path.
@@ -46,7 +54,8 @@ func (h handler) listOf(c echo.Context, projectID string) error {
 	if err != nil {
 		return err
 	}
-	if err := listq.Unserved(q, "filters"); err != nil {
+	f, err := filters.Parse(q, listFields)
+	if err != nil {
 		return err
 	}
 	withTotal := false
@@ -55,7 +64,7 @@ func (h handler) listOf(c echo.Context, projectID string) error {
 			return apierr.InvalidQuery("include_total", "must be true or false, got "+strconv.Quote(s))
 		}
 	}
-	out, err := h.svc.List(c.Request().Context(), projectID, lq, withTotal)
+	out, err := h.svc.List(c.Request().Context(), projectID, lq, f, withTotal)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/campaigns"
@@ -167,9 +168,11 @@ func (s *Service) Delete(ctx context.Context, projectID, id string) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error { return remove(ctx, tx, projectID, id) })
 }
 
-// List answers a page of templates by id, and their count when asked.
-func (s *Service) List(ctx context.Context, projectID string, lq listq.Query, withTotal bool) (listq.List[View], error) {
-	ts, err := list(ctx, s.pool, projectID, lq)
+// List answers a page of the templates f lets through by id, and the
+// count of all the project's templates when asked (the reference's total
+// is "regardless of the applied filters").
+func (s *Service) List(ctx context.Context, projectID string, lq listq.Query, f filters.Filter, withTotal bool) (listq.List[View], error) {
+	ts, err := list(ctx, s.pool, projectID, lq, f, s.now())
 	if err != nil {
 		return listq.List[View]{}, err
 	}

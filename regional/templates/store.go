@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/filters"
 	"github.com/tallyhq/tally/internal/listq"
 )
 
@@ -65,9 +67,10 @@ func remove(ctx context.Context, q db.Querier, projectID, id string) error {
 	return err
 }
 
-// list reads a page by id (the reference's order id or -id) after the
-// cursor, limit+1 rows so the caller knows whether more follow.
-func list(ctx context.Context, q db.Querier, projectID string, lq listq.Query) ([]Template, error) {
+// list reads a page of the templates f lets through by id (the
+// reference's order id or -id) after the cursor, limit+1 rows so the
+// caller knows whether more follow.
+func list(ctx context.Context, q db.Querier, projectID string, lq listq.Query, f filters.Filter, now time.Time) ([]Template, error) {
 	op, dir := ">", "ASC"
 	if lq.Desc {
 		op, dir = "<", "DESC"
@@ -78,8 +81,9 @@ func list(ctx context.Context, q db.Querier, projectID string, lq listq.Query) (
 		args = append(args, lq.After)
 		where = " AND id " + op + " $3"
 	}
+	cond, args := f.SQL(listFields, args, now)
 	return db.Collect(scan)(q.Query(ctx, `SELECT `+columns+` FROM campaign_templates WHERE project_id = $1`+where+
-		` ORDER BY id `+dir+` LIMIT $2`, args...))
+		` AND `+cond+` ORDER BY id `+dir+` LIMIT $2`, args...))
 }
 
 func count(ctx context.Context, q db.Querier, projectID string) (int, error) {

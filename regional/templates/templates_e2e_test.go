@@ -3,6 +3,7 @@ package templates_test
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
@@ -203,7 +204,28 @@ func TestTemplateRefusalsAndLifecycle(t *testing.T) {
 	if len(rest["data"].([]any)) != 1 || rest["has_more"] != false {
 		t.Fatalf("second page: %v", rest)
 	}
-	a.Fails("GET", "/v1/templates/campaigns?filters[name][conditions][$is]=x", nil, 400, "invalid_query_params")
+	// The reference's filters (id, name, campaign_type); the total counts
+	// every template, "regardless of the applied filters".
+	for q, want := range map[string][]string{
+		"filters[name][conditions][$is]=Gift+b":                                                              {"Gift b"},
+		"filters[name][conditions][$starts_with]=Gift&order=-id":                                             {"Gift b", "Gift a"},
+		"filters[campaign_type][conditions][$is]=DISCOUNT_COUPONS":                                           {},
+		"filters[id][conditions][$in]=" + id + "&include_total=true":                                         {"Gift a"},
+		"filters[junction]=or&filters[name][conditions][$is]=Gift+a&filters[name][conditions][$ends_with]=b": {"Gift a", "Gift b"},
+	} {
+		l := a.OK("GET", "/v1/templates/campaigns?"+q, nil)
+		var got []string
+		for _, d := range l["data"].([]any) {
+			got = append(got, d.(map[string]any)["name"].(string))
+		}
+		if len(got) != len(want) || (len(want) > 0 && strings.Join(got, ",") != strings.Join(want, ",")) {
+			t.Fatalf("%s: %v, want %v", q, got, want)
+		}
+		if strings.Contains(q, "include_total") && stacktest.Num(l["total"]) != 2 {
+			t.Fatalf("%s: total %v", q, l["total"])
+		}
+	}
+	a.Fails("GET", "/v1/templates/campaigns?filters[voucher][conditions][$is]=x", nil, 400, "invalid_query_params")
 	if r := a.Do("DELETE", "/v1/templates/campaigns/"+id, nil); r.Status != 204 {
 		t.Fatalf("delete: %d", r.Status)
 	}
