@@ -107,6 +107,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	g.GET("/projects/:projectId/webhooks/:webhookId/deliveries", h.listDeliveries)
 	g.GET("/projects/:projectId/usage", h.usage)
 	g.GET("/projects/:projectId/templates/campaigns", h.listTemplates)
+	g.POST("/projects/:projectId/templates/campaigns/:campaignTemplateId/copy", h.copyTemplate)
 	g.POST("/projects/users/invite", h.inviteUser)
 	g.POST("/projects/:projectId/users", h.assignUser)
 	g.GET("/projects/:projectId/users", h.listUsers)

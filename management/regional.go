@@ -1,6 +1,7 @@
 package management
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -23,23 +24,47 @@ var regionalClient = &http.Client{Timeout: 10 * time.Second}
 
 // askRegional forwards the request to path on cluster and relays the answer.
 func (h handler) askRegional(c echo.Context, cluster, path string) error {
+	res, err := h.callRegional(c, cluster, c.Request().Method, path, c.Request().URL.RawQuery, nil)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); ct != "" {
+		c.Response().Header().Set("Content-Type", ct)
+	}
+	c.Response().WriteHeader(res.StatusCode)
+	_, err = io.Copy(c.Response(), res.Body)
+	return err
+}
+
+// callRegional sends method path?query with body (nil: none) to cluster's
+// regional service, signed as the management service, and answers its
+// response, whose body the caller closes.
+func (h handler) callRegional(c echo.Context, cluster, method, path, query string, body []byte) (*http.Response, error) {
 	ctx := c.Request().Context()
 	cl, err := tenancy.GetCluster(ctx, h.pool, cluster)
 	if errors.Is(err, tenancy.ErrUnknownCluster) {
-		return apierr.NotFound("cluster", cluster)
+		return nil, apierr.NotFound("cluster", cluster)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	u, err := url.Parse(cl.UpstreamURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	u.Path = singleSlash(u.Path, path)
-	u.RawQuery = c.Request().URL.RawQuery
-	req, err := http.NewRequestWithContext(ctx, c.Request().Method, u.String(), nil)
+	u.RawQuery = query
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set(identity.Header, h.operator.Sign(identity.Identity{Audience: identity.AudienceOperator, Cluster: cluster,
 		Method: req.Method, Path: req.URL.EscapedPath(), Query: req.URL.RawQuery, Kind: identity.KindManagement,
@@ -49,15 +74,9 @@ func (h handler) askRegional(c echo.Context, cluster, path string) error {
 	if err != nil {
 		e := apierr.Unavailable("The cluster " + cluster + " cannot be reached right now; try again shortly.")
 		e.Cause = err
-		return e
+		return nil, e
 	}
-	defer res.Body.Close()
-	if ct := res.Header.Get("Content-Type"); ct != "" {
-		c.Response().Header().Set("Content-Type", ct)
-	}
-	c.Response().WriteHeader(res.StatusCode)
-	_, err = io.Copy(c.Response(), res.Body)
-	return err
+	return res, nil
 }
 
 func singleSlash(a, b string) string {

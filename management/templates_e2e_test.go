@@ -1,6 +1,8 @@
 package management_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
@@ -34,4 +36,109 @@ func TestManagementListsCampaignTemplates(t *testing.T) {
 	if r := e.Do(t, "GET", base+"/projects/proj_none/templates/campaigns", h, nil); r.Status != 404 {
 		t.Fatalf("unknown project: %d %s", r.Status, r.Body)
 	}
+}
+
+// A template copied to a project of another cluster equals its source but
+// for its id, name and dates; a campaign made from the copy there equals
+// one made from the source, its validation rule copy included; and the
+// copy's refusals: unknown projects and templates, a bad body, a name the
+// destination has, and a project user whose role in the destination does
+// not write there.
+func TestManagementCopiesATemplateIntoAnotherClustersProject(t *testing.T) {
+	t.Parallel()
+	e := stacktest.Start(t, stacktest.Options{})
+	h := e.MgmtHeader()
+	src := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
+	dst := stacktest.API{T: t, E: e, P: e.CreateProject(t, "us1")}
+	rule := src.OK("POST", "/v1/validation-rules", map[string]any{"name": "big orders", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{5000}}}, "logic": "1"}})
+	camp := src.OK("POST", "/v1/campaigns", map[string]any{"name": "Winter", "campaign_type": "DISCOUNT_COUPONS", "type": "STATIC",
+		"metadata": map[string]any{"season": "winter"}, "validity_day_of_week": []any{5, 6},
+		"voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 500},
+			"code_config": map[string]any{"prefix": "WIN-", "length": 5}}})
+	src.OK("POST", "/v1/validation-rules/"+rule["id"].(string)+"/assignments", map[string]any{"related_object_type": "campaign",
+		"related_object_id": camp["id"]})
+	tpl := src.OK("POST", "/v1/templates/campaigns", map[string]any{"name": "Winter template", "description": "cold", "campaign_id": "Winter"})
+	copyURL := base + "/projects/" + src.P.ID + "/templates/campaigns/" + tpl["id"].(string) + "/copy"
+
+	r := e.Do(t, "POST", copyURL, h, map[string]any{"name": "Imported winter", "destination_project_id": dst.P.ID})
+	if r.Status != 200 {
+		t.Fatalf("copy: %d %s", r.Status, r.Body)
+	}
+	cp := r.JSON(t)
+	if cp["id"] == tpl["id"] || cp["name"] != "Imported winter" || cp["description"] != "cold" || cp["campaign_type"] != "DISCOUNT_COUPONS" ||
+		cp["object"] != "campaign_template" || cp["created_at"] == nil {
+		t.Fatalf("the copy: %v", cp)
+	}
+	if g := dst.OK("GET", "/v1/templates/campaigns/"+cp["id"].(string), nil); g["name"] != "Imported winter" {
+		t.Fatalf("the copy in its project: %v", g)
+	}
+	src.Fails("GET", "/v1/templates/campaigns/"+cp["id"].(string), nil, 404, "not_found")
+
+	// A campaign made from each equals the other but for ids, names and dates.
+	made := func(a stacktest.API, tplID, name string) (map[string]any, map[string]any) {
+		s := a.OK("POST", "/v1/templates/campaigns/"+tplID+"/campaign-setup", map[string]any{"name": name})
+		res := s["created_resources"].([]any)
+		if len(res) != 1 || res[0].(map[string]any)["object"] != "validation_rules" {
+			t.Fatalf("%s: created %v", name, res)
+		}
+		return s["campaign"].(map[string]any), a.OK("GET", "/v1/validation-rules/"+res[0].(map[string]any)["id"].(string), nil)
+	}
+	here, hereRule := made(src, tpl["id"].(string), "Winter again")
+	there, thereRule := made(dst, cp["id"].(string), "Winter abroad")
+	for _, k := range []string{"campaign_type", "type", "metadata", "validity_day_of_week", "voucher", "description"} {
+		hj, _ := json.Marshal(here[k])
+		tj, _ := json.Marshal(there[k])
+		if string(hj) != string(tj) {
+			t.Errorf("campaign %s: %s there, %s here", k, tj, hj)
+		}
+	}
+	hr, _ := json.Marshal(hereRule["rules"])
+	tr, _ := json.Marshal(thereRule["rules"])
+	if string(hr) != string(tr) || thereRule["name"] != "big orders (Winter abroad)" {
+		t.Fatalf("the rule copy there: %v, here %v", thereRule, hereRule)
+	}
+	// The campaign made there works there: a code of it validates for a
+	// big order and not for a small one.
+	code := dst.OK("POST", "/v1/campaigns/"+there["id"].(string)+"/vouchers", map[string]any{})["code"].(string)
+	ok := func(amount int) bool {
+		v := dst.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": code}},
+			"order": map[string]any{"amount": amount}})
+		return v["valid"] == true
+	}
+	if !ok(9000) || ok(1000) {
+		t.Fatalf("the code of the campaign made from the copy: valid for 9000 %v, for 1000 %v", ok(9000), ok(1000))
+	}
+
+	want := func(r stacktest.Resp, status int, what string) {
+		t.Helper()
+		if r.Status != status {
+			t.Fatalf("%s: %d %s, want %d", what, r.Status, r.Body, status)
+		}
+	}
+	want(e.Do(t, "POST", copyURL, h, map[string]any{"name": "Imported winter", "destination_project_id": dst.P.ID}), 409, "a name the destination has")
+	want(e.Do(t, "POST", copyURL, h, map[string]any{"name": "Winter template", "destination_project_id": src.P.ID}), 409, "the source's own name")
+	want(e.Do(t, "POST", copyURL, h, map[string]any{"name": "Winter twice", "destination_project_id": src.P.ID}), 200, "a copy in its own project")
+	want(e.Do(t, "POST", copyURL, h, map[string]any{"destination_project_id": dst.P.ID}), 400, "no name")
+	want(e.Do(t, "POST", copyURL, h, map[string]any{"name": "x"}), 400, "no destination")
+	want(e.Do(t, "POST", copyURL, h, []any{}), 400, "not an object")
+	want(e.Do(t, "POST", copyURL, h, map[string]any{"name": "x", "destination_project_id": "proj_none"}), 404, "an unknown destination")
+	want(e.Do(t, "POST", base+"/projects/proj_none/templates/campaigns/"+tpl["id"].(string)+"/copy", h,
+		map[string]any{"name": "x", "destination_project_id": dst.P.ID}), 404, "an unknown source project")
+	want(e.Do(t, "POST", base+"/projects/"+src.P.ID+"/templates/campaigns/camp_tpl_none/copy", h,
+		map[string]any{"name": "x", "destination_project_id": dst.P.ID}), 404, "an unknown template")
+	want(e.Do(t, "POST", base+"/projects/"+dst.P.ID+"/templates/campaigns/"+tpl["id"].(string)+"/copy", h,
+		map[string]any{"name": "x", "destination_project_id": src.P.ID}), 404, "another project's template")
+
+	// A project user who is ADMIN in the source copies only into a project
+	// where they are ADMIN too.
+	want(e.Do(t, "POST", base+"/projects/users/invite", h, map[string]any{"email": "cat@example.com",
+		"projects": map[string]any{src.P.ID: "ADMIN", dst.P.ID: "VIEWER"}}), 204, "invite")
+	l := e.Do(t, "GET", base+"/projects/"+src.P.ID+"/users", h, nil).JSON(t)["data"].([]any)
+	uid := l[0].(map[string]any)["id"].(string)
+	cr := e.Do(t, "POST", base+"/users/"+uid+"/credentials", h, nil).JSON(t)
+	uh := http.Header{"X-Management-Id": {cr["management_id"].(string)}, "X-Management-Token": {cr["management_token"].(string)}}
+	want(e.Do(t, "POST", copyURL, uh, map[string]any{"name": "By cat", "destination_project_id": dst.P.ID}), 403, "into a project cat views")
+	want(e.Do(t, "PUT", base+"/projects/"+dst.P.ID+"/users/"+uid, h, map[string]any{"role": "ADMIN"}), 200, "cat made ADMIN there")
+	want(e.Do(t, "POST", copyURL, uh, map[string]any{"name": "By cat", "destination_project_id": dst.P.ID}), 200, "into a project cat runs")
 }

@@ -38,12 +38,16 @@ var listFields = map[string]filters.Field{
 	"campaign_type": {Kind: filters.String, Column: "campaign_type"},
 }
 
-// RegisterInternal mounts the management API's list of a project's
-// templates (GET /management/v1/projects/{id}/templates/campaigns) on g,
-// the /internal/v1 group: the same list, for the project in the path.
+// RegisterInternal mounts on g, the /internal/v1 group, the management
+// API's list of a project's templates (GET
+// /management/v1/projects/{id}/templates/campaigns: the same list, for the
+// project in the path), and the two halves of its copy: a template's
+// export from its project and its import into the destination (copy.go).
 func RegisterInternal(g *echo.Group, svc *Service) {
 	h := handler{svc}
 	g.GET("/projects/:projectId/templates/campaigns", func(c echo.Context) error { return h.listOf(c, c.Param("projectId")) })
+	g.GET("/projects/:projectId/templates/campaigns/:campaignTemplateId/export", h.export)
+	g.POST("/projects/:projectId/templates/campaigns/import", h.importCopy)
 }
 
 func (h handler) list(c echo.Context) error { return h.listOf(c, httpx.ProjectID(c)) }
