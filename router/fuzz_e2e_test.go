@@ -183,6 +183,19 @@ func TestFuzzEveryRoute(t *testing.T) {
 		}
 	}
 
+	// A template's copy reaches two clusters' internal routes only past its
+	// body's checks: it gets a real template of the application's project
+	// and destinations known, unknown and mistyped, with weird names.
+	copyRoute := fuzzRoute{http.MethodPost, "/management/v1/projects/:projectId/templates/campaigns/:campaignTemplateId/copy", true}
+	for i := 0; i < 24; i++ {
+		dest := []string{`"` + a.P.ID + `"`, `"` + ids["projectId"] + `"`, `"proj_none"`, weird[rng.IntN(len(weird))]}[rng.IntN(4)]
+		body := `{"name":` + weird[rng.IntN(len(weird))] + `,"destination_project_id":` + dest + `,"description":` + weird[rng.IntN(len(weird))] + `}`
+		if rng.IntN(3) == 0 {
+			body = fmt.Sprintf(`{"name":"Fuzz copy %d","destination_project_id":%s}`, i, dest)
+		}
+		send(copyRoute, "/management/v1/projects/"+a.P.ID+"/templates/campaigns/"+ids["campaignTemplateId"]+"/copy", []byte(body), "")
+	}
+
 	// A segment's filter is a language of its own: it gets filters of known
 	// and unknown paths and operators with weird values.
 	for i := 0; i < 60; i++ {
