@@ -2,6 +2,7 @@ package management_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
@@ -53,6 +54,21 @@ func TestProjectUsersAndTheirCredentials(t *testing.T) {
 	}
 	want(e.Do(t, "POST", users(b), h, map[string]any{"id": "user_none", "role": "USER"}), 404, "assign an unknown user")
 	want(e.Do(t, "POST", users(b), h, map[string]any{"id": id}), 400, "assign without a role")
+	// A custom role ID names a role Tally cannot have (no API defines one):
+	// refused wherever a role is given, saying so, never read as another role.
+	for _, r := range []stacktest.Resp{
+		e.Do(t, "POST", users(b), h, map[string]any{"id": id, "role": "role_5f3e2a"}),
+		e.Do(t, "PUT", users(a)+"/"+id, h, map[string]any{"role": "role_5f3e2a"}),
+		e.Do(t, "POST", base+"/projects/users/invite", h, map[string]any{"email": "cus@example.com", "projects": map[string]any{a.ID: "role_5f3e2a"}}),
+	} {
+		want(r, 400, "a custom role ID")
+		if d, _ := r.JSON(t)["details"].(string); !strings.Contains(d, `"role_5f3e2a" is not a predefined role`) || !strings.Contains(d, "custom roles") {
+			t.Fatalf("a custom role ID's refusal: %s", r.Body)
+		}
+	}
+	if g := e.Do(t, "GET", users(a)+"/"+id, h, nil).JSON(t); g["role"] != "VIEWER" {
+		t.Fatalf("after a refused custom role: %v", g)
+	}
 
 	// Her credential, once.
 	cr := e.Do(t, "POST", base+"/users/"+id+"/credentials", h, nil)
