@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strings"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/rules"
@@ -156,35 +154,7 @@ func ruleOrder(o *orders.Request) *rules.Order {
 	if o.SourceID != nil {
 		out.SourceID = *o.SourceID
 	}
-	for _, it := range o.Items {
-		var li rules.Item
-		li.Quantity, li.Price = jsonx.Int(it["quantity"]), jsonx.Int(it["price"])
-		if a, ok := it["amount"]; ok && a != nil {
-			n := jsonx.Int(a)
-			li.Amount = &n
-		}
-		li.ProductID, li.SKUID = jsonx.String(it["product_id"]), jsonx.String(it["sku_id"])
-		if src := jsonx.String(it["source_id"]); src != "" {
-			if jsonx.String(it["related_object"]) == "sku" {
-				li.SKUSourceID = src
-			} else {
-				li.ProductSourceID = src
-			}
-		}
-		if p, ok := it["product"].(map[string]any); ok {
-			li.ProductID, li.ProductSourceID = cmp.Or(li.ProductID, jsonx.String(p["id"])), cmp.Or(li.ProductSourceID, jsonx.String(p["source_id"]))
-			if m, ok := p["metadata"].(map[string]any); ok {
-				li.Metadata = m
-			}
-		}
-		if s, ok := it["sku"].(map[string]any); ok {
-			li.SKUID, li.SKUSourceID = cmp.Or(li.SKUID, jsonx.String(s["id"])), cmp.Or(li.SKUSourceID, jsonx.String(s["source_id"]))
-			if m, ok := s["metadata"].(map[string]any); ok && li.Metadata == nil {
-				li.Metadata = m
-			}
-		}
-		out.Items = append(out.Items, li)
-	}
+	out.Items = rules.LinesOf(o.Items)
 	return out
 }
 
