@@ -394,3 +394,22 @@ func (p Prepared) NamesItemOf(ids []string, o *rules.Order) bool {
 	}
 	return false
 }
+
+// SetAssignmentIn makes ruleID the one rule assigned to the object of
+// objectType and objectID, in the caller's transaction q: an earning rule
+// names its validation rule by validation_rule_id, and the assignment the
+// reference lists beside it follows that name (ruleID "" drops it, as does
+// the object's deletion). A rule that does not exist is its 404.
+func (s *Service) SetAssignmentIn(ctx context.Context, q db.Querier, projectID, objectType, objectID, ruleID string) error {
+	if ruleID != "" {
+		if _, err := getRule(ctx, q, projectID, ruleID, false); err != nil {
+			return err
+		}
+	}
+	if _, err := q.Exec(ctx, `DELETE FROM validation_rule_assignments WHERE project_id = $1 AND related_object_type = $2
+		AND related_object_id = $3`, projectID, objectType, objectID); err != nil || ruleID == "" {
+		return err
+	}
+	a := Assignment{ID: ids.New("asgm_"), RuleID: ruleID, RelatedObjectType: objectType, RelatedObjectID: objectID, CreatedAt: s.clock.Now()}
+	return insertAssignment(ctx, q, projectID, a, false)
+}
