@@ -47,6 +47,7 @@ import (
 	"github.com/tallyhq/tally/regional/redemptions"
 	"github.com/tallyhq/tally/regional/referrals"
 	"github.com/tallyhq/tally/regional/rewards"
+	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/regional/segments"
 	"github.com/tallyhq/tally/regional/templates"
 	"github.com/tallyhq/tally/regional/tiers"
@@ -183,7 +184,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.loyalty = loyalty.NewService(pool, notify, camps, cust, ord, cfg.Clock)
 	// The loyalty program, and the packages built on it.
 	loyalty.Register(v1, a.loyalty)
-	a.earning = earning.NewService(pool, notify, a.loyalty, a.tasks, a.resolver, meta, cfg.Clock)
+	// Validation rules, which vouchers, promotion tiers and earning rules name.
+	locs := locations.NewService(pool, cfg.Clock)
+	locations.Register(v1, locs)
+	colls := collections.NewService(pool, cfg.Clock)
+	collections.Register(v1, colls)
+	rules := validation.NewService(pool, cfg.Clock, locs, colls)
+	validation.Register(v1, rules)
+	a.earning = earning.NewService(pool, notify, a.loyalty, a.tasks, a.resolver, meta, earningRules{rules, segs}, cfg.Clock)
 	earning.Register(v1, a.earning)
 	vs := vouchers.NewService(pool, notify, meta, camps, cfg.Clock, publications.PublishCounts, referrals.RecordReferrer(cfg.Clock))
 	vouchers.Register(v1, vs, a.loyalty)
@@ -195,12 +203,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// pubs and vs in the redemption's transaction.
 	red := redemptions.NewService(a.loyalty, pool, notify, ord, meta, pubs, vs, cfg.Clock)
 	redemptions.Register(v1, red)
-	locs := locations.NewService(pool, cfg.Clock)
-	locations.Register(v1, locs)
-	colls := collections.NewService(pool, cfg.Clock)
-	collections.Register(v1, colls)
-	rules := validation.NewService(pool, cfg.Clock, locs, colls)
-	validation.Register(v1, rules)
 	promos := promotions.NewService(pool, camps, rules, meta, cfg.Clock)
 	a.templates = templates.NewService(pool, cfg.Clock, vs, promos, rules)
 	templates.Register(v1, a.templates)
@@ -435,4 +437,27 @@ func schemaError(name string, err error) error {
 func (a *App) Close() {
 	a.pool.Close()
 	a.tenancy.Close()
+}
+
+// earningRules evaluates the validation rule an earning rule names
+// (earning.ValidationRules) on the event's context, the customer's
+// segments read only for a rule that reads them, as the engine does.
+type earningRules struct {
+	*validation.Service
+	segs *segments.Service
+}
+
+func (r earningRules) Passes(ctx context.Context, q db.Querier, projectID, ruleID string, in rules.Input,
+	cust *customers.Customer) (bool, error) {
+	ids := []string{ruleID}
+	p, err := r.Prepare(ctx, q, projectID, ids, in.Order)
+	if err != nil {
+		return false, err
+	}
+	if cust != nil && in.Customer != nil && p.ReadsSegments(ids) {
+		if in.Customer.Segments, err = r.segs.Of(ctx, q, projectID, *cust); err != nil {
+			return false, err
+		}
+	}
+	return p.Run(ids, in)[0].Valid, nil
 }

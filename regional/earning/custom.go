@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/regional/segments"
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/tenancy"
@@ -33,7 +35,7 @@ type customEventRef struct {
 // rule names the schema of its event by custom_event.schema_id, and a
 // proportional rule counts a number property of it.
 func (s *Service) checkCustomEvent(ctx context.Context, projectID string, r EarningRule, where string) error {
-	if r.Event == "order.paid" || r.Event == SegmentEntered {
+	if r.Event == "order.paid" || r.Event == SegmentEntered || isTierEvent(r.Event) {
 		if present(r.Attrs.CustomEventRaw) {
 			return apierr.InvalidPayload(where + "custom_event goes with custom event rules, not " + r.Event)
 		}
@@ -175,6 +177,10 @@ func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, 
 	if at.IsZero() {
 		at = now
 	}
+	pass := s.gate(ctx, tx, projectID, func() (rules.Input, *customers.Customer, error) {
+		c, err := customerOf(ctx, tx, projectID, ev.CustomerID)
+		return rules.Input{Customer: ruleCustomer(c), Event: &rules.Event{Type: ev.Type, Metadata: ev.Metadata}, Now: at}, c, err
+	})
 	evRef := map[string]any{"id": ev.ID, "type": ev.Type}
 	schemaRef := map[string]any{"id": ev.SchemaID, "name": ev.SchemaName}
 	return s.eachLockedCard(ctx, tx, projectID, keys, now, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
@@ -183,6 +189,13 @@ func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, 
 			pts := r.earns(at, holder, func(p RulePoints) int64 { return p.pointsFor(ev.Metadata) })
 			if pts <= 0 {
 				continue
+			}
+			ok, err := pass(r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // the event's context does not meet the rule's validation rule
 			}
 			tag, err := tx.Exec(ctx, `INSERT INTO custom_event_accruals (project_id, event_id, rule_id, card_id, created_at)
 				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, projectID, ev.ID, r.ID, card.ID, now)

@@ -19,8 +19,10 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
@@ -79,6 +81,20 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		return err
 	}
 	now := s.Now()
+	// A rule earns if the order was paid while it was live and inside its
+	// windows, however late its task runs.
+	at := task.CreatedAt.Time
+	if at.IsZero() {
+		at = now
+	}
+	pass := s.gate(ctx, tx, t.ProjectID, func() (rules.Input, *customers.Customer, error) {
+		c, err := customerOf(ctx, tx, t.ProjectID, task.CustomerID)
+		ro := &rules.Order{ID: o.ID, Amount: o.Amount, InitialAmount: o.InitialAmount, Items: rules.LinesOf(o.Items), Metadata: o.Metadata}
+		if o.SourceID != nil {
+			ro.SourceID = *o.SourceID
+		}
+		return rules.Input{Order: ro, Customer: ruleCustomer(c), Now: at}, c, err
+	})
 	event := map[string]any{"id": task.EventID, "type": orders.EventPaid}
 	orderRef := map[string]any{"id": o.ID, "source_id": o.SourceID}
 	return s.eachLockedCard(ctx, tx, t.ProjectID, cardIDs, now, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
@@ -92,9 +108,16 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		// terms.
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		for _, r := range rules {
-			pts := r.earns(now, holder, func(p RulePoints) int64 { return p.points(o.Amount, o.TotalAmount()) })
+			pts := r.earns(at, holder, func(p RulePoints) int64 { return p.points(o.Amount, o.TotalAmount()) })
 			if pts <= 0 {
 				continue
+			}
+			ok, err := pass(r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // the event's context does not meet the rule's validation rule
 			}
 			tag, err := tx.Exec(ctx, `INSERT INTO loyalty_accruals (project_id, order_id, rule_id, card_id, created_at)
 				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, t.ProjectID, o.ID, r.ID, card.ID, now)

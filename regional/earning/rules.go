@@ -48,6 +48,14 @@ type RuleAttrs struct {
 	ExpirationDate  *time.Time      `json:"expiration_date,omitempty"`
 	Metadata        map[string]any  `json:"metadata,omitempty"`
 	ExpirationRules *expiry.Rules   `json:"expiration_rules,omitempty"`
+	// ValidationRuleID is the validation rule the event's context must
+	// pass for the rule to earn.
+	ValidationRuleID *string `json:"validation_rule_id,omitempty"`
+	// The validity windows, kept as written (campaigns.CheckValidity) and
+	// read by campaigns.InWindow, as a voucher's are.
+	ValidityTimeframe json.RawMessage `json:"validity_timeframe,omitempty"`
+	ValidityDayOfWeek json.RawMessage `json:"validity_day_of_week,omitempty"`
+	ValidityHours     json.RawMessage `json:"validity_hours,omitempty"`
 }
 
 // RulePoints is how many points a rule gives.
@@ -114,10 +122,19 @@ func (r RulePoints) points(amount, total *int64) int64 {
 	return 0
 }
 
-// live says whether the rule applies at t.
+// live says whether the rule applies at t: active, within its dates and
+// inside its validity windows. A timeframe counts its intervals from the
+// start date, or from the rule's creation when it has none.
 func (r EarningRule) live(t time.Time) bool {
-	return r.Active && (r.Attrs.StartDate == nil || !t.Before(*r.Attrs.StartDate)) &&
-		(r.Attrs.ExpirationDate == nil || t.Before(*r.Attrs.ExpirationDate))
+	a := r.Attrs
+	if !r.Active || a.StartDate != nil && t.Before(*a.StartDate) || a.ExpirationDate != nil && !t.Before(*a.ExpirationDate) {
+		return false
+	}
+	from := r.CreatedAt
+	if a.StartDate != nil {
+		from = *a.StartDate
+	}
+	return campaigns.InWindow(a.ValidityTimeframe, a.ValidityDayOfWeek, a.ValidityHours, &from, t)
 }
 
 // earns is what the rule gives a holder in tier holder (nil: none) at t:
@@ -147,11 +164,16 @@ func (r EarningRule) inTier(t *tiers.Tier) bool {
 // anyTier is a rule's tier scope that names no tier, or any (__ANY__).
 func anyTier(ref *IDRef) bool { return ref == nil || ref.ID == "" || ref.ID == "__ANY__" }
 
-// checkTier is 404 for a rule's tier scope naming no tier of the project:
-// never another project's.
-func (s *Service) checkTier(ctx context.Context, q db.Querier, projectID string, ref *IDRef) error {
+// checkTier is 404 for a rule's tier scope naming no tier of the project
+// (never another project's) and, for a tier event, no tier of the rule's
+// own program, whose cards alone move through it.
+func (s *Service) checkTier(ctx context.Context, q db.Querier, projectID, campaignID string, r EarningRule) error {
+	ref := r.Attrs.LoyaltyTier
 	if anyTier(ref) {
 		return nil
+	}
+	if isTierEvent(r.Event) {
+		return tiers.CheckRefOf(ctx, q, projectID, campaignID, ref.ID)
 	}
 	return tiers.CheckRef(ctx, q, projectID, ref.ID)
 }
@@ -190,7 +212,16 @@ func (r EarningRule) View() RuleView {
 		Event: r.Event, CustomEvent: a.CustomEventRaw, LoyaltyTier: a.LoyaltyTier, PendingPoints: a.PendingPoints,
 		Source: map[string]any{"banner": a.Banner, "object_id": r.CampaignID, "object_type": "campaign"}, Object: "earning_rule",
 		StartDate: jsonx.Ptr(a.StartDate), ExpirationDate: jsonx.Ptr(a.ExpirationDate), Metadata: a.Metadata,
-		ExpirationRules: a.ExpirationRules, Active: r.Active}
+		ExpirationRules: a.ExpirationRules, ValidationRuleID: a.ValidationRuleID, Active: r.Active}
+	if present(a.ValidityTimeframe) {
+		v.ValidityTimeframe = a.ValidityTimeframe
+	}
+	if present(a.ValidityDayOfWeek) {
+		v.ValidityDayOfWeek = a.ValidityDayOfWeek
+	}
+	if present(a.ValidityHours) {
+		v.ValidityHours = a.ValidityHours
+	}
 	if v.CustomEvent == nil {
 		v.CustomEvent = json.RawMessage("null")
 	}
@@ -219,7 +250,7 @@ type RuleRequest struct {
 	ExpirationDate    *time.Time      `json:"expiration_date"`
 	Metadata          map[string]any  `json:"metadata"`
 	ExpirationRules   *expiry.Rules   `json:"expiration_rules"`
-	ValidationRuleID  *string         `json:"validation_rule_id"`
+	ValidationRuleID  json.RawMessage `json:"validation_rule_id"` // null drops the rule
 	ValidityTimeframe json.RawMessage `json:"validity_timeframe"`
 	ValidityDayOfWeek json.RawMessage `json:"validity_day_of_week"`
 	ValidityHours     json.RawMessage `json:"validity_hours"`
@@ -230,9 +261,6 @@ func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "
 // applyRule writes a request onto a rule, checking it.
 func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 	bad := func(msg string) error { return apierr.InvalidPayload(where + msg) }
-	if q.ValidationRuleID != nil || present(q.ValidityTimeframe) || present(q.ValidityDayOfWeek) || present(q.ValidityHours) {
-		return bad("validation rules and validity timeframes, days and hours are not available on this platform yet")
-	}
 	if q.Event != nil {
 		if !create && *q.Event != r.Event {
 			return bad("event cannot be changed; create a new rule")
@@ -240,7 +268,12 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 		switch ev := *q.Event; {
 		case ev == "order.paid" || ev == SegmentEntered:
 		case strings.HasPrefix(ev, "customer.loyalty.tier."):
-			return bad("event " + ev + " is not available on this platform yet: use order.paid or a custom event")
+			if slices.Contains(TierEvents, ev) {
+				return bad("event " + ev + " is not available on this platform yet: use order.paid or a custom event")
+			}
+			if !slices.Contains(TierEvents, ev) {
+				return bad("event " + ev + " is not a tier event: customer.loyalty.tier.joined, left, upgraded, downgraded or prolonged")
+			}
 		case ev == "" || len(ev) > 300 || strings.ContainsRune(ev, 0):
 			return bad("event must be order.paid or a custom event name of 1 to 300 characters")
 		}
@@ -269,6 +302,9 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 			}
 			l.CalculationType, l.Order, l.CustomEvent, l.Customer = "", nil, nil, nil
 		case "PROPORTIONAL":
+			if isTierEvent(r.Event) {
+				return bad("a " + r.Event + " rule gives FIXED points only: loyalty {type: FIXED, points}")
+			}
 			if r.Event == SegmentEntered {
 				m := l.Customer
 				if l.CalculationType != "CUSTOMER_METADATA" || m == nil || m.Metadata == nil {
@@ -319,6 +355,9 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 	if q.LoyaltyTier != nil {
 		r.Attrs.LoyaltyTier = q.LoyaltyTier
 	}
+	if isTierEvent(r.Event) && (r.Attrs.LoyaltyTier == nil || r.Attrs.LoyaltyTier.ID == "") {
+		return bad("loyalty_tier.id is required for a " + r.Event + " rule: the id of a tier of this program, or __ANY__")
+	}
 	if q.PendingPoints != nil {
 		p := q.PendingPoints
 		if r.Event != "order.paid" {
@@ -349,6 +388,9 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 	}
 	if q.Metadata != nil {
 		r.Attrs.Metadata = q.Metadata
+	}
+	if err := applyWindows(r, q, where); err != nil {
+		return err
 	}
 	if q.ExpirationRules != nil {
 		if err := expiry.Check(q.ExpirationRules); err != nil {
@@ -418,10 +460,13 @@ func (s *Service) CreateRules(ctx context.Context, projectID, campaignID string,
 			if err := s.checkCustomEvent(ctx, projectID, r, fmt.Sprintf("[%d].", i)); err != nil {
 				return err
 			}
-			if err := s.checkTier(ctx, tx, projectID, q.LoyaltyTier); err != nil {
+			if err := s.checkTier(ctx, tx, projectID, camp.ID, r); err != nil {
 				return err
 			}
 			if err := saveRule(ctx, tx, projectID, r, true); err != nil {
+				return err
+			}
+			if err := s.assignRule(ctx, tx, projectID, r); err != nil {
 				return err
 			}
 			out = append(out, r.View())
@@ -460,8 +505,15 @@ func (s *Service) UpdateRule(ctx context.Context, ref campaigns.ItemRef, q RuleR
 		if err := s.checkCustomEvent(ctx, projectID, r, ""); err != nil {
 			return err
 		}
-		if err := s.checkTier(ctx, tx, projectID, q.LoyaltyTier); err != nil {
-			return err
+		if q.LoyaltyTier != nil {
+			if err := s.checkTier(ctx, tx, projectID, r.CampaignID, r); err != nil {
+				return err
+			}
+		}
+		if len(q.ValidationRuleID) > 0 {
+			if err := s.assignRule(ctx, tx, projectID, r); err != nil {
+				return err
+			}
 		}
 		now := s.Now()
 		r.UpdatedAt = &now
@@ -478,8 +530,13 @@ func (s *Service) DeleteRule(ctx context.Context, ref campaigns.ItemRef) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM earning_rules WHERE project_id = $1 AND id = $2`, ref.Project, r.ID)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM earning_rules WHERE project_id = $1 AND id = $2`, ref.Project, r.ID); err != nil {
+			return err
+		}
+		if r.Attrs.ValidationRuleID == nil || s.rules == nil {
+			return nil
+		}
+		return s.rules.SetAssignmentIn(ctx, tx, ref.Project, "earning_rule", r.ID, "")
 	})
 }
 

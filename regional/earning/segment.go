@@ -10,6 +10,7 @@ import (
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/rules"
 	"github.com/tallyhq/tally/regional/segments"
 	"github.com/tallyhq/tally/regional/tiers"
 )
@@ -49,11 +50,14 @@ func (s *Service) accrueSegment(ctx context.Context, tx pgx.Tx, t async.Task) er
 	// The customer's metadata as the accrual runs (moments after the
 	// entry): what a PROPORTIONAL rule counts. A customer deleted since
 	// earns nothing.
-	found, err := customers.Many(ctx, tx, t.ProjectID, []string{e.CustomerID})
-	if err != nil || len(found) == 0 {
+	found, err := customerOf(ctx, tx, t.ProjectID, e.CustomerID)
+	if err != nil || found == nil {
 		return err
 	}
-	meta := found[0].Attrs.Metadata
+	meta := found.Attrs.Metadata
+	pass := s.gate(ctx, tx, t.ProjectID, func() (rules.Input, *customers.Customer, error) {
+		return rules.Input{Customer: ruleCustomer(found), Now: e.At}, found, nil
+	})
 	keys, err := s.prog.CardsOf(ctx, tx, t.ProjectID, e.CustomerID)
 	if err != nil {
 		return err
@@ -67,6 +71,13 @@ func (s *Service) accrueSegment(ctx context.Context, tx pgx.Tx, t async.Task) er
 			pts := r.earns(e.At, holder, func(p RulePoints) int64 { return p.pointsFor(meta) })
 			if pts <= 0 {
 				continue
+			}
+			ok, err := pass(r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // the event's context does not meet the rule's validation rule
 			}
 			tag, err := tx.Exec(ctx, `INSERT INTO custom_event_accruals (project_id, event_id, rule_id, card_id, created_at)
 				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, t.ProjectID, e.ID, r.ID, card.ID, now)

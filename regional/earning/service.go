@@ -25,6 +25,7 @@ type Service struct {
 	clock   *clock.Clock
 	schemas Schemas
 	meta    MetadataSchemas
+	rules   ValidationRules
 }
 
 // MetadataSchemas checks the metadata a write leaves against the
@@ -40,10 +41,10 @@ func (s *Service) Now() time.Time { return s.clock.Now() }
 // NewService returns the earning service, built on the program prog (whose
 // kind takes it as its loyalty.Earning), and registers the accrual of paid
 // orders in reg. schemas may be nil: then custom event rules are refused as
-// unavailable.
+// unavailable; so may vrules, and then rules naming a validation rule.
 func NewService(pool *db.Pool, notify loyalty.Notifier, prog *loyalty.Service, reg *async.Registry, schemas Schemas,
-	meta MetadataSchemas, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, notify: notify, prog: prog, clock: clk, schemas: schemas, meta: meta}
+	meta MetadataSchemas, vrules ValidationRules, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, notify: notify, prog: prog, clock: clk, schemas: schemas, meta: meta, rules: vrules}
 	// An accrual locks its customer's cards, in card id order.
 	reg.HandleTx(orders.KindPaid, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
 		var task orders.PaidTask

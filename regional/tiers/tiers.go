@@ -244,6 +244,18 @@ func CheckRef(ctx context.Context, q db.Querier, projectID, tierID string) error
 	return err
 }
 
+// CheckRefOf is CheckRef for a tier of one campaign: a tier event's rule
+// names a tier its own program's cards can move through.
+func CheckRefOf(ctx context.Context, q db.Querier, projectID, campaignID, tierID string) error {
+	var one int
+	err := q.QueryRow(ctx, `SELECT 1 FROM loyalty_tiers WHERE project_id = $1 AND campaign_id = $2 AND id = $3`,
+		projectID, campaignID, tierID).Scan(&one)
+	if errors.Is(err, db.ErrNotFound) {
+		return apierr.NotFound("loyalty_tier", tierID)
+	}
+	return err
+}
+
 // tiersOf reads a campaign's tiers by range.
 func tiersOf(ctx context.Context, q db.Querier, projectID, campaignID string) ([]Tier, error) {
 	rows, err := q.Query(ctx, `SELECT `+tierColumns+` FROM loyalty_tiers WHERE project_id = $1 AND campaign_id = $2
