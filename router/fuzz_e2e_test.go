@@ -274,8 +274,14 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	ids["rewardId"] = a.OK("POST", "/v1/rewards", map[string]any{"name": "Fuzz reward", "parameters": map[string]any{"product": map[string]any{"id": ids["productId"]}}})["id"].(string)
 	ids["orderId"] = a.OK("POST", "/v1/orders", map[string]any{"source_id": "fuzzo", "amount": 100, "customer": map[string]any{"source_id": "fuzz"}})["id"].(string)
 	var rules []map[string]any
+	// The earning rule names a validation rule and has every validity
+	// window, so that the routes read and rewrite them (issue 38).
+	ids["validationRuleId"] = a.OK("POST", "/v1/validation-rules", map[string]any{"name": "Fuzz rule",
+		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []int{50}}}, "logic": "1"}})["id"].(string)
 	if r := a.Do("POST", "/v1/loyalties/"+ids["campaignId"]+"/earning-rules", []map[string]any{{"event": "order.paid",
-		"loyalty": map[string]any{"type": "FIXED", "points": 1}}}); r.Status != 200 || json.Unmarshal(r.Body, &rules) != nil {
+		"loyalty": map[string]any{"type": "FIXED", "points": 1}, "validation_rule_id": ids["validationRuleId"],
+		"validity_timeframe": map[string]any{"interval": "P2D", "duration": "PT1H"}, "validity_day_of_week": []int{1, 3},
+		"validity_hours": map[string]any{"daily": []map[string]any{{"start_time": "10:00", "expiration_time": "12:00", "days_of_week": []int{1}}}}}}); r.Status != 200 || json.Unmarshal(r.Body, &rules) != nil {
 		t.Fatalf("rule: %d %s", r.Status, r.Body)
 	} else {
 		ids["ruleId"] = rules[0]["id"].(string)
@@ -378,7 +384,8 @@ var fieldNames = []string{"name", "source_id", "metadata", "points", "type", "st
 	"validity_timeframe", "validity_day_of_week", "validity_hours", "custom_event", "source", "earning_rules",
 	"rewards", "assignment", "quantity", "discount_amount", "initial_amount", "image_url", "currency", "source_ids", "codes", "shape",
 	"filter", "customers", "junction", "conditions", "metadata.tier", "address.city", "birthdate", "created_at", "products",
-	"related_object", "properties", "allow_defined_only", "campaign_id", "promotion_tier_id", "role", "login", "projects", "first_name", "brand", "contact"}
+	"related_object", "properties", "allow_defined_only", "campaign_id", "promotion_tier_id", "role", "login", "projects", "first_name", "brand", "contact",
+	"validation_rule_id", "daily", "interval", "duration", "start_time", "expiration_time", "days_of_week"}
 
 var weird = []string{`null`, `-1`, `0`, `1.5`, `1e308`, `1e400`, `-1e400`, `123456789012345678901234567890`, `""`,
 	`"a\u0000b"`, `"\ud800"`, "\"\xff\xfe\"", "\"\xc0\xae\"", `"BOGUS"`, `"2026-13-45T99:99:99Z"`, `true`, `[]`, `{}`,
