@@ -289,6 +289,14 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	as := a.OK("POST", "/v1/loyalties/"+ids["campaignId"]+"/rewards", []map[string]any{{"reward": ids["rewardId"],
 		"parameters": map[string]any{"loyalty": map[string]any{"points": 10}}}})
 	ids["assignmentId"] = as["id"].(string)
+	// A tier mapping the rule and the reward, so that its views read both.
+	var ts []map[string]any
+	if r := a.Do("POST", "/v1/loyalties/"+ids["campaignId"]+"/tiers", []map[string]any{{"name": "Fuzz tier", "points": map[string]any{"from": 0},
+		"earning_rules": map[string]any{ids["ruleId"]: map[string]any{"type": "MULTIPLY", "multiplier": 2}},
+		"rewards":       map[string]any{ids["rewardId"]: map[string]any{"type": "CUSTOM", "points": 3}}}}); r.Status != 200 || json.Unmarshal(r.Body, &ts) != nil {
+		t.Fatalf("tier: %d %s", r.Status, r.Body)
+	}
+	ids["tierId"] = ts[0]["id"].(string)
 	// A CAMPAIGN reward the card can buy (points in another program), so
 	// that the member's rewards and the reward routes read one of each kind.
 	other := a.OK("POST", "/v1/loyalties", map[string]any{"name": "Fuzz other", "vouchers_count": 0,

@@ -37,6 +37,7 @@ var knownDefects = []struct{ op, field, why string }{
 	{`^/v1/rewards`, `/data/*/parameters`, "the reward parameters oneOf, in a list"},
 	{`^/v1/loyalties/[^/]+/reward-assignments/[^/]+/reward$`, `/parameters`, "the reward parameters oneOf, of an assignment's reward"},
 	{`^/v1/loyalties/(members|[^/]+/members)/[^/]+/rewards$`, `/data/*/reward/parameters`, "the reward parameters oneOf, in a member's rewards"},
+	{`^/v1/loyalties/[^/]+/tiers/[^/]+/rewards$`, `/data/*/reward/parameters`, "the reward parameters oneOf, in a tier's rewards"},
 	{`^/v1/async-actions`, `/result`, "the async action result oneOf: every result shape matches several branches"},
 	{`^/v1/async-actions`, `/data/*/result`, "the async action result oneOf, in a list"},
 	{`/transfers$`, `/active`, "the transfer answer types the card's active flag as a string; everywhere else it is the boolean the service sends"},

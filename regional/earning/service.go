@@ -91,6 +91,7 @@ type handler struct{ svc *Service }
 func Register(g *echo.Group, svc *Service) {
 	h := handler{svc}
 	registerRules(g, h)
+	registerTierRules(g, h)
 	registerPending(g, h)
 }
 

@@ -466,6 +466,7 @@ func Register(g *echo.Group, s *Service) {
 	registerAssignments(g, h)
 	registerByReward(g, h)
 	registerMember(g, h)
+	registerTier(g, h)
 	g.POST("/loyalties/members/:memberId/redemption", h.redeem)
 	g.POST("/loyalties/:campaignId/members/:memberId/redemption", h.redeem)
 }

@@ -244,6 +244,18 @@ func CheckRef(ctx context.Context, q db.Querier, projectID, tierID string) error
 	return err
 }
 
+// Find reads tier tierID of campaignID (an id, already resolved), or
+// answers 404: the tier a tier's views (its earning rules, its rewards)
+// map their terms by.
+func Find(ctx context.Context, q db.Querier, projectID, campaignID, tierID string) (Tier, error) {
+	t, err := scanTier(q.QueryRow(ctx, `SELECT `+tierColumns+` FROM loyalty_tiers WHERE project_id = $1 AND campaign_id = $2 AND id = $3`,
+		projectID, campaignID, tierID))
+	if errors.Is(err, db.ErrNotFound) {
+		return Tier{}, apierr.NotFound("loyalty_tier", tierID)
+	}
+	return t, err
+}
+
 // CheckRefOf is CheckRef for a tier of one campaign: a tier event's rule
 // names a tier its own program's cards can move through.
 func CheckRefOf(ctx context.Context, q db.Querier, projectID, campaignID, tierID string) error {
