@@ -36,16 +36,7 @@ func (s *Service) MemberRewards(ctx context.Context, ref loyalty.CardRef, afford
 	if err != nil {
 		return nil, err
 	}
-	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
-		WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT $3`, ref.Project, camp.ID, maxMemberRewards))
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(as))
-	for i, a := range as {
-		ids[i] = a.RewardID
-	}
-	ws, err := rewards.ByIDs(ctx, s.pool, ref.Project, ids)
+	as, ws, err := s.offered(ctx, ref.Project, camp.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +53,23 @@ func (s *Service) MemberRewards(ctx context.Context, ref loyalty.CardRef, afford
 		out = append(out, MemberReward{Reward: w.View(), Assignment: a.View(), Object: "loyalty_reward"})
 	}
 	return out, nil
+}
+
+// offered are the assignments of campaignID, oldest first (at most
+// maxMemberRewards), and their rewards by id (an assignment whose reward
+// is gone has none).
+func (s *Service) offered(ctx context.Context, projectID, campaignID string) ([]Assignment, map[string]rewards.Reward, error) {
+	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
+		WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT $3`, projectID, campaignID, maxMemberRewards))
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := make([]string, len(as))
+	for i, a := range as {
+		ids[i] = a.RewardID
+	}
+	ws, err := rewards.ByIDs(ctx, s.pool, projectID, ids)
+	return as, ws, err
 }
 
 // affords says whether balance pays for reward w as assignment a prices it

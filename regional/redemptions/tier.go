@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/tiers"
@@ -34,16 +33,7 @@ func (s *Service) TierRewards(ctx context.Context, ref campaigns.ItemRef) ([]Tie
 	if err != nil {
 		return nil, err
 	}
-	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
-		WHERE project_id = $1 AND campaign_id = $2 ORDER BY id LIMIT $3`, ref.Project, camp.ID, maxMemberRewards))
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(as))
-	for i, a := range as {
-		ids[i] = a.RewardID
-	}
-	ws, err := rewards.ByIDs(ctx, s.pool, ref.Project, ids)
+	as, ws, err := s.offered(ctx, ref.Project, camp.ID)
 	if err != nil {
 		return nil, err
 	}
