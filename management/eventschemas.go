@@ -5,20 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/jsonx"
-	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -209,138 +205,56 @@ func checkEventName(name string) error {
 	return nil
 }
 
-func eventSchemaNotFound(err error, id string) error {
-	if errors.Is(err, tenancy.ErrEventSchemaNotFound) {
-		return apierr.NotFound(eventSchemaResource, id)
-	}
-	return err
-}
-
-func eventSchemaExists(name string) error {
-	return apierr.Duplicate(eventSchemaResource, fmt.Sprintf("The project already has a custom event schema named %q; "+
-		"update that one (PUT …/custom-event-schemas/{id}) or choose another name.", name))
-}
-
-// liveProject is the path's project if it is live, else 404 project (for
-// every handler of a project's schemas and rules).
-func (h handler) liveProject(c echo.Context) (tenancy.Project, error) {
-	id := c.Param("projectId")
-	p, err := tenancy.GetProject(c.Request().Context(), h.pool, id)
-	if err != nil {
-		return p, projectNotFound(err, id)
-	}
-	return p, nil
-}
+var eventSchemaRoutes = schemaRoutes[tenancy.EventSchema, eventSchemaView]{param: "schemaId", resource: eventSchemaResource,
+	notFound: tenancy.ErrEventSchemaNotFound, exists: tenancy.ErrEventSchemaExists, view: viewEventSchema,
+	create: tenancy.CreateEventSchema, table: tenancy.EventSchemas,
+	update: tenancy.UpdateEventSchema}
 
 func (h handler) createEventSchema(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	var in eventSchemaInput
-	if err := httpx.Bind(c, &in); err != nil {
-		return err
-	}
-	if in.Name == nil {
-		return checkEventName("")
-	}
-	if err := checkEventName(*in.Name); err != nil {
-		return err
-	}
-	sent, err := in.properties(true)
-	if err != nil {
-		return err
-	}
-	props, err := merge(nil, sent)
-	if err != nil {
-		return err
-	}
-	s := tenancy.EventSchema{ProjectID: p.ID, Name: *in.Name, Properties: props}
-	ctx := c.Request().Context()
-	err = db.InTx(ctx, h.pool, func(tx pgx.Tx) error { return tenancy.CreateEventSchema(ctx, tx, &s) })
-	if errors.Is(err, tenancy.ErrEventSchemaExists) {
-		return eventSchemaExists(s.Name)
-	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, viewEventSchema(s))
-}
-
-func (h handler) listEventSchemas(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	ss, err := tenancy.ListEventSchemas(c.Request().Context(), h.pool, p.ID)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.All(ss, viewEventSchema))
-}
-
-func (h handler) getEventSchema(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	id := c.Param("schemaId")
-	s, err := tenancy.GetEventSchema(c.Request().Context(), h.pool, p.ID, id)
-	if err != nil {
-		return eventSchemaNotFound(err, id)
-	}
-	return c.JSON(http.StatusOK, viewEventSchema(s))
+	return eventSchemaRoutes.createIn(h, c, func(projectID string) (tenancy.EventSchema, error) {
+		var in eventSchemaInput
+		if err := httpx.Bind(c, &in); err != nil {
+			return tenancy.EventSchema{}, err
+		}
+		if in.Name == nil {
+			return tenancy.EventSchema{}, checkEventName("")
+		}
+		if err := checkEventName(*in.Name); err != nil {
+			return tenancy.EventSchema{}, err
+		}
+		sent, err := in.properties(true)
+		if err != nil {
+			return tenancy.EventSchema{}, err
+		}
+		props, err := merge(nil, sent)
+		return tenancy.EventSchema{ProjectID: projectID, Name: *in.Name, Properties: props}, err
+	}, func(s tenancy.EventSchema) error {
+		return apierr.Duplicate(eventSchemaResource, fmt.Sprintf("The project already has a custom event schema named %q; "+
+			"update that one (PUT …/custom-event-schemas/{id}) or choose another name.", s.Name))
+	})
 }
 
 func (h handler) updateEventSchema(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	id := c.Param("schemaId")
-	var in eventSchemaInput
-	if err := httpx.Bind(c, &in); err != nil {
-		return err
-	}
-	sent, err := in.properties(false)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	var s tenancy.EventSchema
-	err = db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
-		var err error
-		if s, err = tenancy.GetEventSchema(ctx, tx, p.ID, id); err != nil {
-			return err
+	return eventSchemaRoutes.updateIn(h, c, func() (func(*tenancy.EventSchema) (bool, error), error) {
+		var in eventSchemaInput
+		if err := httpx.Bind(c, &in); err != nil {
+			return nil, err
 		}
-		if in.Name != nil && *in.Name != s.Name {
-			return apierr.InvalidPayload(fmt.Sprintf("Property name cannot change: this schema is %q. Create a schema "+
-				"of the new name and delete this one instead.", s.Name))
+		sent, err := in.properties(false)
+		if err != nil {
+			return nil, err
 		}
-		if sent == nil {
-			return nil // nothing to change
-		}
-		if s.Properties, err = merge(s.Properties, sent); err != nil {
-			return err
-		}
-		return tenancy.UpdateEventSchema(ctx, tx, &s)
+		return func(s *tenancy.EventSchema) (bool, error) {
+			if in.Name != nil && *in.Name != s.Name {
+				return false, apierr.InvalidPayload(fmt.Sprintf("Property name cannot change: this schema is %q. Create a schema "+
+					"of the new name and delete this one instead.", s.Name))
+			}
+			if sent == nil {
+				return false, nil // nothing to change
+			}
+			var err error
+			s.Properties, err = merge(s.Properties, sent)
+			return true, err
+		}, nil
 	})
-	if err != nil {
-		return eventSchemaNotFound(err, id)
-	}
-	return c.JSON(http.StatusOK, viewEventSchema(s))
-}
-
-func (h handler) deleteEventSchema(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	id := c.Param("schemaId")
-	ctx := c.Request().Context()
-	err = db.InTx(ctx, h.pool, func(tx pgx.Tx) error { return tenancy.DeleteEventSchema(ctx, tx, p.ID, id) })
-	if err != nil {
-		return eventSchemaNotFound(err, id)
-	}
-	return c.NoContent(http.StatusNoContent)
 }

@@ -2,22 +2,17 @@ package management
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/jsonx"
-	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -197,128 +192,63 @@ func definitionOf(resource, field string, in definitionInput) (tenancy.MetaDefin
 	return d, nil
 }
 
-func metaSchemaNotFound(err error, id string) error {
-	if errors.Is(err, tenancy.ErrMetadataSchemaNotFound) {
-		return apierr.NotFound(metaSchemaResource, id)
-	}
-	return err
-}
+var metaSchemaRoutes = schemaRoutes[tenancy.MetadataSchema, metaSchemaView]{param: "metadataSchemaId", resource: metaSchemaResource,
+	notFound: tenancy.ErrMetadataSchemaNotFound, exists: tenancy.ErrMetadataSchemaExists, view: viewMetaSchema,
+	create: tenancy.CreateMetadataSchema, table: tenancy.MetadataSchemas,
+	update: tenancy.UpdateMetadataSchema}
 
 func (h handler) createMetaSchema(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	var in metaSchemaInput
-	if err := httpx.Bind(c, &in); err != nil {
-		return err
-	}
-	if in.RelatedObject == nil {
-		return apierr.InvalidPayload("Property related_object is required: the resource whose metadata the schema " +
-			"defines (customer, product, …) or a custom nested object's name.")
-	}
-	if err := checkRelatedObject(*in.RelatedObject); err != nil {
-		return err
-	}
-	sent, err := in.definitions(true)
-	if err != nil {
-		return err
-	}
-	props, err := mergeDefinitions(*in.RelatedObject, nil, sent)
-	if err != nil {
-		return err
-	}
-	s := tenancy.MetadataSchema{ProjectID: p.ID, RelatedObject: *in.RelatedObject, Properties: props,
-		AllowDefinedOnly: in.AllowDefinedOnly != nil && *in.AllowDefinedOnly}
-	ctx := c.Request().Context()
-	err = db.InTx(ctx, h.pool, func(tx pgx.Tx) error { return tenancy.CreateMetadataSchema(ctx, tx, &s) })
-	if errors.Is(err, tenancy.ErrMetadataSchemaExists) {
+	return metaSchemaRoutes.createIn(h, c, func(projectID string) (tenancy.MetadataSchema, error) {
+		var in metaSchemaInput
+		if err := httpx.Bind(c, &in); err != nil {
+			return tenancy.MetadataSchema{}, err
+		}
+		if in.RelatedObject == nil {
+			return tenancy.MetadataSchema{}, apierr.InvalidPayload("Property related_object is required: the resource whose " +
+				"metadata the schema defines (customer, product, …) or a custom nested object's name.")
+		}
+		if err := checkRelatedObject(*in.RelatedObject); err != nil {
+			return tenancy.MetadataSchema{}, err
+		}
+		sent, err := in.definitions(true)
+		if err != nil {
+			return tenancy.MetadataSchema{}, err
+		}
+		props, err := mergeDefinitions(*in.RelatedObject, nil, sent)
+		return tenancy.MetadataSchema{ProjectID: projectID, RelatedObject: *in.RelatedObject, Properties: props,
+			AllowDefinedOnly: in.AllowDefinedOnly != nil && *in.AllowDefinedOnly}, err
+	}, func(s tenancy.MetadataSchema) error {
 		return apierr.Duplicate(metaSchemaResource, fmt.Sprintf("The project already has a metadata schema for %q; "+
 			"update that one (PUT …/metadata-schemas/{id}).", s.RelatedObject))
-	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, viewMetaSchema(s))
-}
-
-func (h handler) listMetaSchemas(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	ss, err := tenancy.ListMetadataSchemas(c.Request().Context(), h.pool, p.ID)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.All(ss, viewMetaSchema))
-}
-
-func (h handler) getMetaSchema(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	id := c.Param("metadataSchemaId")
-	s, err := tenancy.GetMetadataSchema(c.Request().Context(), h.pool, p.ID, id)
-	if err != nil {
-		return metaSchemaNotFound(err, id)
-	}
-	return c.JSON(http.StatusOK, viewMetaSchema(s))
+	})
 }
 
 func (h handler) updateMetaSchema(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	id := c.Param("metadataSchemaId")
-	var in metaSchemaInput
-	if err := httpx.Bind(c, &in); err != nil {
-		return err
-	}
-	sent, err := in.definitions(false)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	var s tenancy.MetadataSchema
-	err = db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
-		var err error
-		if s, err = tenancy.GetMetadataSchema(ctx, tx, p.ID, id); err != nil {
-			return err
+	return metaSchemaRoutes.updateIn(h, c, func() (func(*tenancy.MetadataSchema) (bool, error), error) {
+		var in metaSchemaInput
+		if err := httpx.Bind(c, &in); err != nil {
+			return nil, err
 		}
-		if in.RelatedObject != nil && *in.RelatedObject != s.RelatedObject {
-			return apierr.InvalidPayload(fmt.Sprintf("Property related_object cannot change: this schema is %q's.",
-				s.RelatedObject))
+		sent, err := in.definitions(false)
+		if err != nil {
+			return nil, err
 		}
-		if sent == nil && in.AllowDefinedOnly == nil {
-			return nil // nothing to change
-		}
-		if s.Properties, err = mergeDefinitions(s.RelatedObject, s.Properties, sent); err != nil {
-			return err
-		}
-		if in.AllowDefinedOnly != nil {
-			s.AllowDefinedOnly = *in.AllowDefinedOnly
-		}
-		return tenancy.UpdateMetadataSchema(ctx, tx, &s)
+		return func(s *tenancy.MetadataSchema) (bool, error) {
+			if in.RelatedObject != nil && *in.RelatedObject != s.RelatedObject {
+				return false, apierr.InvalidPayload(fmt.Sprintf("Property related_object cannot change: this schema is %q's.",
+					s.RelatedObject))
+			}
+			if sent == nil && in.AllowDefinedOnly == nil {
+				return false, nil // nothing to change
+			}
+			var err error
+			if s.Properties, err = mergeDefinitions(s.RelatedObject, s.Properties, sent); err != nil {
+				return false, err
+			}
+			if in.AllowDefinedOnly != nil {
+				s.AllowDefinedOnly = *in.AllowDefinedOnly
+			}
+			return true, nil
+		}, nil
 	})
-	if err != nil {
-		return metaSchemaNotFound(err, id)
-	}
-	return c.JSON(http.StatusOK, viewMetaSchema(s))
-}
-
-func (h handler) deleteMetaSchema(c echo.Context) error {
-	p, err := h.liveProject(c)
-	if err != nil {
-		return err
-	}
-	id := c.Param("metadataSchemaId")
-	ctx := c.Request().Context()
-	err = db.InTx(ctx, h.pool, func(tx pgx.Tx) error { return tenancy.DeleteMetadataSchema(ctx, tx, p.ID, id) })
-	if err != nil {
-		return metaSchemaNotFound(err, id)
-	}
-	return c.NoContent(http.StatusNoContent)
 }

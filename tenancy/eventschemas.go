@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/ids"
 )
 
 // ChangeEventSchemas is logged when a project's custom event schemas change
@@ -76,19 +74,17 @@ type EventSchema struct {
 
 const eventSchemaColumns = `project_id, id, name, properties, created_at, updated_at`
 
+// EventSchemas is the table of the projects' custom event schemas.
+var EventSchemas = SchemaTable[EventSchema]{table: "custom_event_schemas", columns: eventSchemaColumns, scan: scanEventSchema,
+	notFound: ErrEventSchemaNotFound, change: ChangeEventSchemas}
+
 func scanEventSchema(r pgx.Row) (EventSchema, error) {
 	var s EventSchema
 	var props []byte
 	if err := r.Scan(&s.ProjectID, &s.ID, &s.Name, &props, &s.CreatedAt, &s.UpdatedAt); err != nil {
 		return EventSchema{}, err
 	}
-	if err := json.Unmarshal(props, &s.Properties); err != nil {
-		return EventSchema{}, fmt.Errorf("tenancy: event schema %s properties: %w", s.ID, err)
-	}
-	if s.Properties == nil {
-		s.Properties = map[string]EventProperty{}
-	}
-	return s, nil
+	return s, scanProperties(props, &s.Properties, "event schema", s.ID)
 }
 
 func eventSchemaErr(err error) error {
@@ -101,15 +97,11 @@ func eventSchemaErr(err error) error {
 // CreateEventSchema stores a project's schema (its ID and creation time are
 // assigned): ErrEventSchemaExists when the name is taken in the project.
 func CreateEventSchema(ctx context.Context, q db.Querier, s *EventSchema) error {
-	if s.Properties == nil {
-		s.Properties = map[string]EventProperty{}
-	}
-	props, err := json.Marshal(s.Properties)
-	if err != nil {
+	var props []byte
+	var err error
+	if s.ID, s.CreatedAt, props, err = newSchema(&s.Properties); err != nil {
 		return err
 	}
-	s.ID = ids.New("ms_")
-	s.CreatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	s.UpdatedAt = nil
 	if _, err := q.Exec(ctx, `INSERT INTO custom_event_schemas (project_id, id, name, properties, created_at)
 		VALUES ($1, $2, $3, $4, $5)`, s.ProjectID, s.ID, s.Name, props, s.CreatedAt); err != nil {
@@ -118,44 +110,16 @@ func CreateEventSchema(ctx context.Context, q db.Querier, s *EventSchema) error 
 	return RecordChange(ctx, q, ChangeEventSchemas, s.ProjectID)
 }
 
-// GetEventSchema returns one of a project's schemas.
-func GetEventSchema(ctx context.Context, q db.Querier, projectID, id string) (EventSchema, error) {
-	s, err := scanEventSchema(q.QueryRow(ctx, `SELECT `+eventSchemaColumns+` FROM custom_event_schemas
-		WHERE project_id = $1 AND id = $2`, projectID, id))
-	if errors.Is(err, db.ErrNotFound) {
-		return EventSchema{}, ErrEventSchemaNotFound
-	}
-	return s, err
-}
-
-// ListEventSchemas returns a project's schemas, oldest first.
-func ListEventSchemas(ctx context.Context, q db.Querier, projectID string) ([]EventSchema, error) {
-	rows, err := q.Query(ctx, `SELECT `+eventSchemaColumns+` FROM custom_event_schemas WHERE project_id = $1 ORDER BY id`,
-		projectID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (EventSchema, error) { return scanEventSchema(r) })
-}
-
 // UpdateEventSchema writes a schema's properties (its name never changes).
 func UpdateEventSchema(ctx context.Context, q db.Querier, s *EventSchema) error {
 	props, err := json.Marshal(s.Properties)
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	if err := writeOne(ctx, q, ErrEventSchemaNotFound, Change{Kind: ChangeEventSchemas, Key: s.ProjectID},
-		`UPDATE custom_event_schemas SET properties = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`,
-		s.ProjectID, s.ID, props, now); err != nil {
+	now, err := EventSchemas.update(ctx, q, s.ProjectID, s.ID, `properties = $3, updated_at = $4`, props)
+	if err != nil {
 		return err
 	}
 	s.UpdatedAt = &now
 	return nil
-}
-
-// DeleteEventSchema removes a project's schema for good.
-func DeleteEventSchema(ctx context.Context, q db.Querier, projectID, id string) error {
-	return writeOne(ctx, q, ErrEventSchemaNotFound, Change{Kind: ChangeEventSchemas, Key: projectID},
-		`DELETE FROM custom_event_schemas WHERE project_id = $1 AND id = $2`, projectID, id)
 }

@@ -62,10 +62,10 @@ func TestEventSchemasStoreAndResolver(t *testing.T) {
 	}
 	other := tenancy.EventSchema{ProjectID: b.ID, Name: "review"}
 	must(tx(func(q pgx.Tx) error { return tenancy.CreateEventSchema(ctx, q, &other) }))
-	if _, err := tenancy.GetEventSchema(ctx, pool, b.ID, s.ID); !errors.Is(err, tenancy.ErrEventSchemaNotFound) {
+	if _, err := tenancy.EventSchemas.Get(ctx, pool, b.ID, s.ID); !errors.Is(err, tenancy.ErrEventSchemaNotFound) {
 		t.Fatalf("another project's schema: %v", err)
 	}
-	if err := tx(func(q pgx.Tx) error { return tenancy.DeleteEventSchema(ctx, q, b.ID, s.ID) }); !errors.Is(err, tenancy.ErrEventSchemaNotFound) {
+	if err := tx(func(q pgx.Tx) error { return tenancy.EventSchemas.Delete(ctx, q, b.ID, s.ID) }); !errors.Is(err, tenancy.ErrEventSchemaNotFound) {
 		t.Fatalf("deleting another project's schema: %v", err)
 	}
 
@@ -76,7 +76,7 @@ func TestEventSchemasStoreAndResolver(t *testing.T) {
 		got, _ := r.EventSchemas(ctx, a.ID)
 		return len(got) == 1 && got[0].Properties["stars"] == tenancy.EventProperty{Type: tenancy.PropString, Optional: true, Deleted: true}
 	})
-	must(tx(func(q pgx.Tx) error { return tenancy.DeleteEventSchema(ctx, q, a.ID, s.ID) }))
+	must(tx(func(q pgx.Tx) error { return tenancy.EventSchemas.Delete(ctx, q, a.ID, s.ID) }))
 	waitFor(t, func() bool { got, _ := r.EventSchemas(ctx, a.ID); return len(got) == 0 })
 	if got, err := r.EventSchemas(ctx, b.ID); err != nil || len(got) != 1 || got[0].ID != other.ID {
 		t.Fatalf("b's schemas: %v %v", got, err)

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/internal/ids"
 )
 
 // ChangeMetadataSchemas is logged when a project's metadata schemas change
@@ -88,33 +86,27 @@ type MetadataSchema struct {
 
 const metadataSchemaColumns = `project_id, id, related_object, properties, allow_defined_only, created_at, updated_at`
 
+// MetadataSchemas is the table of the projects' metadata schemas.
+var MetadataSchemas = SchemaTable[MetadataSchema]{table: "metadata_schemas", columns: metadataSchemaColumns, scan: scanMetadataSchema,
+	notFound: ErrMetadataSchemaNotFound, change: ChangeMetadataSchemas}
+
 func scanMetadataSchema(r pgx.Row) (MetadataSchema, error) {
 	var s MetadataSchema
 	var props []byte
 	if err := r.Scan(&s.ProjectID, &s.ID, &s.RelatedObject, &props, &s.AllowDefinedOnly, &s.CreatedAt, &s.UpdatedAt); err != nil {
 		return MetadataSchema{}, err
 	}
-	if err := json.Unmarshal(props, &s.Properties); err != nil {
-		return MetadataSchema{}, fmt.Errorf("tenancy: metadata schema %s properties: %w", s.ID, err)
-	}
-	if s.Properties == nil {
-		s.Properties = map[string]MetaDefinition{}
-	}
-	return s, nil
+	return s, scanProperties(props, &s.Properties, "metadata schema", s.ID)
 }
 
 // CreateMetadataSchema stores a project's schema (its ID and creation time
 // are assigned): ErrMetadataSchemaExists when the resource has one.
 func CreateMetadataSchema(ctx context.Context, q db.Querier, s *MetadataSchema) error {
-	if s.Properties == nil {
-		s.Properties = map[string]MetaDefinition{}
-	}
-	props, err := json.Marshal(s.Properties)
-	if err != nil {
+	var props []byte
+	var err error
+	if s.ID, s.CreatedAt, props, err = newSchema(&s.Properties); err != nil {
 		return err
 	}
-	s.ID = ids.New("ms_")
-	s.CreatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	s.UpdatedAt = nil
 	if _, err := q.Exec(ctx, `INSERT INTO metadata_schemas (project_id, id, related_object, properties, allow_defined_only,
 		created_at) VALUES ($1, $2, $3, $4, $5, $6)`, s.ProjectID, s.ID, s.RelatedObject, props, s.AllowDefinedOnly,
@@ -127,26 +119,6 @@ func CreateMetadataSchema(ctx context.Context, q db.Querier, s *MetadataSchema) 
 	return RecordChange(ctx, q, ChangeMetadataSchemas, s.ProjectID)
 }
 
-// GetMetadataSchema returns one of a project's schemas.
-func GetMetadataSchema(ctx context.Context, q db.Querier, projectID, id string) (MetadataSchema, error) {
-	s, err := scanMetadataSchema(q.QueryRow(ctx, `SELECT `+metadataSchemaColumns+` FROM metadata_schemas
-		WHERE project_id = $1 AND id = $2`, projectID, id))
-	if errors.Is(err, db.ErrNotFound) {
-		return MetadataSchema{}, ErrMetadataSchemaNotFound
-	}
-	return s, err
-}
-
-// ListMetadataSchemas returns a project's schemas, oldest first.
-func ListMetadataSchemas(ctx context.Context, q db.Querier, projectID string) ([]MetadataSchema, error) {
-	rows, err := q.Query(ctx, `SELECT `+metadataSchemaColumns+` FROM metadata_schemas WHERE project_id = $1 ORDER BY id`,
-		projectID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (MetadataSchema, error) { return scanMetadataSchema(r) })
-}
-
 // UpdateMetadataSchema writes a schema's definitions and allow_defined_only
 // (its resource never changes).
 func UpdateMetadataSchema(ctx context.Context, q db.Querier, s *MetadataSchema) error {
@@ -154,19 +126,11 @@ func UpdateMetadataSchema(ctx context.Context, q db.Querier, s *MetadataSchema) 
 	if err != nil {
 		return err
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	if err := writeOne(ctx, q, ErrMetadataSchemaNotFound, Change{Kind: ChangeMetadataSchemas, Key: s.ProjectID},
-		`UPDATE metadata_schemas SET properties = $3, allow_defined_only = $4, updated_at = $5
-		WHERE project_id = $1 AND id = $2`, s.ProjectID, s.ID, props, s.AllowDefinedOnly, now); err != nil {
+	now, err := MetadataSchemas.update(ctx, q, s.ProjectID, s.ID, `properties = $3, allow_defined_only = $4, updated_at = $5`,
+		props, s.AllowDefinedOnly)
+	if err != nil {
 		return err
 	}
 	s.UpdatedAt = &now
 	return nil
-}
-
-// DeleteMetadataSchema removes a project's schema; the metadata it
-// described stays as stored, unchecked from then on.
-func DeleteMetadataSchema(ctx context.Context, q db.Querier, projectID, id string) error {
-	return writeOne(ctx, q, ErrMetadataSchemaNotFound, Change{Kind: ChangeMetadataSchemas, Key: projectID},
-		`DELETE FROM metadata_schemas WHERE project_id = $1 AND id = $2`, projectID, id)
 }

@@ -235,7 +235,7 @@ func (r *Resolver) Webhooks(ctx context.Context, projectID string) ([]Webhook, e
 // or deleted schema is seen here with the next Watch poll.
 func (r *Resolver) EventSchemas(ctx context.Context, projectID string) ([]EventSchema, error) {
 	return cached(ctx, r, r.schemas, "es:", projectID, nil, false, func(ctx context.Context) ([]EventSchema, error) {
-		return ListEventSchemas(ctx, r.pool, projectID)
+		return EventSchemas.List(ctx, r.pool, projectID)
 	})
 }
 
@@ -244,7 +244,7 @@ func (r *Resolver) EventSchemas(ctx context.Context, projectID string) ([]EventS
 // Watch poll.
 func (r *Resolver) MetadataSchemas(ctx context.Context, projectID string) ([]MetadataSchema, error) {
 	return cached(ctx, r, r.metas, "ms:", projectID, nil, false, func(ctx context.Context) ([]MetadataSchema, error) {
-		return ListMetadataSchemas(ctx, r.pool, projectID)
+		return MetadataSchemas.List(ctx, r.pool, projectID)
 	})
 }
 
