@@ -35,6 +35,7 @@ test:
 	@$(MAKE) --no-print-directory check-fmt vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 5m -run '^($(TIMED_TESTS))$$' -v $(TIMED_PKGS)
+	$(GO) test -count=1 -timeout 5m -run '^TestOrderImport$$' ./regional/orders/
 	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m $(SERIALIZABLE_PKGS)
 	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/ ./internal/db/
 	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_CAMPAIGNS))$$' ./regional/campaigns/

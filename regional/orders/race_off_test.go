@@ -1,0 +1,5 @@
+//go:build !race
+
+package orders_test
+
+const raceOn = false
