@@ -195,24 +195,33 @@ func (s *Service) missingCard(ctx context.Context, ref CardRef) error {
 }
 
 // record queues a ledger entry and its webhook notice, and the tier notices
-// when the entry moved the card between its campaign's tiers.
-func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t Transaction, card Card, camp Campaign) error {
+// when the entry moved the card between its campaign's tiers, which it
+// answers.
+func (s *Service) record(ctx context.Context, b *pgx.Batch, projectID string, t Transaction, card Card, camp Campaign) ([]tierMove, error) {
 	queueTransaction(b, projectID, t)
 	if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventTransactionCreated, Entity: t.ID,
 		Object: map[string]any{"transaction": t, "voucher": card.View(camp)}}); err != nil {
-		return err
+		return nil, err
 	}
 	return s.queueTierShift(ctx, b, projectID, card, camp, card.Balance-t.Delta)
 }
 
+// tierMove is a tier notice: its event, tier and previous tier.
+type tierMove struct {
+	event          string
+	tier, previous *tiers.Tier
+}
+
 // queueTierShift queues the tier notices (tiers.Shift) of a card whose
-// balance went from before to its present one.
-func (s *Service) queueTierShift(ctx context.Context, b *pgx.Batch, projectID string, card Card, camp Campaign, before int64) error {
+// balance went from before to its present one, and answers them.
+func (s *Service) queueTierShift(ctx context.Context, b *pgx.Batch, projectID string, card Card, camp Campaign, before int64) ([]tierMove, error) {
 	holder := ""
 	if card.HolderID != nil {
 		holder = *card.HolderID
 	}
-	return tiers.Shift(camp.Tiers, before, card.Balance, func(event string, t, previous *tiers.Tier) error {
+	var moves []tierMove
+	err := tiers.Shift(camp.Tiers, before, card.Balance, func(event string, t, previous *tiers.Tier) error {
+		moves = append(moves, tierMove{event, t, previous})
 		o := map[string]any{"loyalty_tier": t.View(), "customer": map[string]any{"id": holder, "object": "customer"},
 			"campaign": map[string]any{"id": camp.ID, "name": camp.Name}, "voucher": card.View(camp)}
 		if previous != nil {
@@ -220,6 +229,7 @@ func (s *Service) queueTierShift(ctx context.Context, b *pgx.Batch, projectID st
 		}
 		return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: event, Entity: card.ID, Object: o})
 	})
+	return moves, err
 }
 
 // TransferRequest is one source card of a transfer.
@@ -408,6 +418,9 @@ type LedgerWrite struct {
 	now       time.Time
 	b         *pgx.Batch
 	touched   []*Card
+	// earningTiers is set while the points of tier events are written:
+	// the moves they cause earn nothing more (Record).
+	earningTiers bool
 }
 
 // LedgerWrite starts the writes of points of a transaction onto b.
@@ -462,9 +475,38 @@ func (l *LedgerWrite) Pending(c *Card, delta int64) {
 	l.touch(c)
 }
 
-// Record queues ledger entry t of c with its webhook and tier notices.
+// Record queues ledger entry t of c with its webhook and tier notices and,
+// when the entry moved c between tiers, the points the campaign's tier
+// event rules give for each move (TierEarning), on this write.
+//
+// Points a tier event gives may move the card again (a join's bonus that
+// reaches the next tier): that move raises its notices but earns nothing
+// more, so one change of points earns each tier event at most once and
+// never loops, however the tiers and rules are drawn.
 func (l *LedgerWrite) Record(ctx context.Context, t Transaction, c *Card, camp Campaign) error {
-	return l.s.record(ctx, l.b, l.projectID, t, *c, camp)
+	moves, err := l.s.record(ctx, l.b, l.projectID, t, *c, camp)
+	if err != nil || len(moves) == 0 || l.s.tierEarn == nil || camp.tierEarning == nil || l.earningTiers {
+		return err
+	}
+	l.earningTiers = true
+	defer func() { l.earningTiers = false }()
+	holder := tiers.Of(camp.Tiers, c.Balance)
+	for _, m := range moves {
+		accs, err := l.s.tierEarn.Earn(camp.tierEarning, m.event, m.tier, m.previous, holder, l.now)
+		if err != nil {
+			return err
+		}
+		for _, a := range accs {
+			exp := a.Expires
+			if a.ByProgram {
+				exp = camp.Attrs.Voucher.LoyaltyCard.ExpirationRules.Expiry(l.now)
+			}
+			if _, _, err := l.credit(ctx, c, camp, PointsAccrual, a.Points, exp, nil, a.Details); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Credit adds pts to card as an automatic entry of type typ (an accrual,
@@ -473,18 +515,23 @@ func (l *LedgerWrite) Record(ctx context.Context, t Transaction, c *Card, camp C
 // queued. It answers the entry and the card's balance after it.
 func (l *LedgerWrite) Credit(ctx context.Context, card *LockedCard, typ string, pts int64, exp *time.Time, sourceID *string,
 	details map[string]any) (Transaction, Balance, error) {
-	l.Add(&card.Card, Earned, pts, exp)
+	return l.credit(ctx, &card.Card, card.Campaign, typ, pts, exp, sourceID, details)
+}
+
+func (l *LedgerWrite) credit(ctx context.Context, card *Card, camp Campaign, typ string, pts int64, exp *time.Time, sourceID *string,
+	details map[string]any) (Transaction, Balance, error) {
+	l.Add(card, Earned, pts, exp)
 	bal := card.BalanceAfter(pts)
 	bal.OperationType = "AUTOMATIC"
 	t := Transaction{ID: ids.New("vtx_"), VoucherID: card.ID, CampaignID: card.CampaignID, SourceID: sourceID,
 		Source: ptr("API"), Type: typ, CreatedAt: jsonx.Time{Time: l.now}, Delta: pts}
 	details["balance"] = bal
 	t.Details, _ = json.Marshal(details)
-	if err := l.Record(ctx, t, &card.Card, card.Campaign); err != nil {
+	if err := l.Record(ctx, t, card, camp); err != nil {
 		return t, bal, err
 	}
 	return t, bal, l.s.notify.Queue(ctx, l.b, webhooks.Notice{Project: l.projectID, Type: EventPointsAdded, Entity: card.ID,
-		Object: map[string]any{"voucher": card.View(card.Campaign), "balance": bal, "transaction": t}})
+		Object: map[string]any{"voucher": card.View(camp), "balance": bal, "transaction": t}})
 }
 
 // Done queues the figures of every card the write touched and returns the batch.

@@ -57,6 +57,9 @@ type Campaign struct {
 	// Tiers, by range, are read with a locked card (and by Transfer): the
 	// balance changes that may move a holder between tiers.
 	Tiers []tiers.Tier
+	// tierEarning is what the campaign's tier events earn
+	// (TierEarning.Column), read with a locked card: nil for none.
+	tierEarning []byte
 }
 
 // CampaignView is the reference shape of a loyalty campaign.

@@ -66,9 +66,9 @@ func (s *Service) QueueLockCard(b *pgx.Batch, projectID, campaignID, key string,
 // with its live campaign, locked when lock is set, and, when buckets is
 // not nil, its buckets with points (soonest-expiring first).
 func (s *Service) QueueCard(b *pgx.Batch, projectID, key string, lock bool, dst *LockedCard, buckets *[]Bucket) {
-	sql := readCardSQL(key)
+	sql := readCardSQL(key, s.attrs.earnCol)
 	if lock {
-		sql = lockCardSQL(key)
+		sql = lockCardSQL(key, s.attrs.earnCol)
 	}
 	queueCard(b, s.attrs, sql, projectID, "", key, dst)
 	if buckets != nil {
@@ -101,7 +101,7 @@ func CardCodes(ctx context.Context, q db.Querier, projectID string, codes []stri
 // CardsHeldBy are the cards customer holderID holds in live campaigns,
 // with points to spend, newest first, at most limit (qualifications' wallet).
 func (s *Service) CardsHeldBy(ctx context.Context, q db.Querier, projectID, holderID string, limit int) ([]LockedCard, error) {
-	rows, err := q.Query(ctx, `SELECT `+cardColumnsC+`, `+campaignColumnsK+`, `+tiers.Column+`
+	rows, err := q.Query(ctx, `SELECT `+cardColumnsC+`, `+campaignColumnsK+`, `+tiers.Column+`, `+s.attrs.earnCol+`
 		FROM loyalty_cards c`+campaigns.JoinLive("k", "c")+`
 		WHERE c.project_id = $1 AND c.holder_id = $2 AND c.balance > 0 ORDER BY c.id DESC LIMIT $3`, projectID, holderID, limit)
 	if err != nil {

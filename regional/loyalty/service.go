@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/orders"
+	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
@@ -36,14 +37,47 @@ type Service struct {
 	attrs     attrsCache
 	clock     *clock.Clock
 	camps     *campaigns.Service // the programs' rows and their notices
+	tierEarn  TierEarning
+}
+
+// TierEarning is what a card earns when its holder moves between its
+// program's tiers (regional/earning's TierRules): the earning rules on
+// customer.loyalty.tier.* events. They are read with every locked card, so
+// that the points are written in the transaction that moved the card,
+// whatever moved it, through the one ledger write.
+type TierEarning interface {
+	// Column is an SQL column over the card's campaign (alias k) read with
+	// each locked card: what Earn is given.
+	Column() string
+	// Earn answers the accruals a tier event (tiers.Shift's event, tier
+	// and previous tier) earns at now on a card whose campaign's column
+	// read col, its holder now in holder (nil: none).
+	Earn(col []byte, event string, tier, previous, holder *tiers.Tier, now time.Time) ([]TierAccrual, error)
+}
+
+// TierAccrual is points a tier event earns, with their expiry (ByProgram:
+// the program's rules; else Expires, nil for never) and the details of
+// their ledger entry beside its balance.
+type TierAccrual struct {
+	Points    int64
+	ByProgram bool
+	Expires   *time.Time
+	Details   map[string]any
 }
 
 // Now is the service's time: the platform clock, which tests move.
 func (s *Service) Now() time.Time { return s.clock.Now() }
 
-// NewService returns the loyalty service; camps writes its programs' rows.
-func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, cust *customers.Service, ord *orders.Service, clk *clock.Clock) *Service {
-	return &Service{pool: pool, notify: notify, camps: camps, customers: cust, orders: ord, attrs: newAttrsCache(10_000), clock: clk}
+// NewService returns the loyalty service; camps writes its programs' rows;
+// tierEarn (nil: none) gives the points of tier events.
+func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, cust *customers.Service, ord *orders.Service,
+	tierEarn TierEarning, clk *clock.Clock) *Service {
+	col := `NULL::JSONB`
+	if tierEarn != nil {
+		col = tierEarn.Column()
+	}
+	return &Service{pool: pool, notify: notify, camps: camps, customers: cust, orders: ord, attrs: newAttrsCache(10_000, col),
+		clock: clk, tierEarn: tierEarn}
 }
 
 func notFoundCard(id string) error { return apierr.NotFound("voucher", id) }

@@ -128,15 +128,16 @@ func LeftJoinCard(alias, owner, idSQL string) string {
 }
 
 // lockCardSQL locks the card named by $2 (CardKeyed) and reads it with its
-// live campaign and the campaign's tiers (tiers.Column), which must be the
-// campaign with id or name $3 when $3 is not empty.
-func lockCardSQL(key string) string {
-	return readCardSQL(key) + ` FOR UPDATE OF c`
+// live campaign, the campaign's tiers (tiers.Column) and what its tier
+// events earn (earnCol), which must be the campaign with id or name $3 when
+// $3 is not empty.
+func lockCardSQL(key, earnCol string) string {
+	return readCardSQL(key, earnCol) + ` FOR UPDATE OF c`
 }
 
 // readCardSQL is lockCardSQL without the lock.
-func readCardSQL(key string) string {
-	return `SELECT ` + cardColumnsC + `, ` + campaignColumnsK + `, ` + tiers.Column + `
+func readCardSQL(key, earnCol string) string {
+	return `SELECT ` + cardColumnsC + `, ` + campaignColumnsK + `, ` + tiers.Column + `, ` + earnCol + `
 		FROM loyalty_cards c` + campaigns.JoinLive("k", "c") + `
 		WHERE c.project_id = $1 AND ` + CardKeyed(key) + ` AND ($3 = '' OR k.id = $3 OR k.name = $3)`
 }
@@ -151,8 +152,13 @@ type LockedCard struct {
 // attrsCache keeps campaigns' parsed attrs, reused for as long as the
 // stored bytes are the same: a busy card's every operation would otherwise
 // parse its campaign again. What it hands out is shared: read only.
+//
+// It also carries the column of tier earning (TierEarning.Column) that is
+// read with every card beside its campaign and tiers: both go wherever a
+// card is read.
 type attrsCache struct {
-	c *lru.Cache[string, parsedAttrs]
+	c       *lru.Cache[string, parsedAttrs]
+	earnCol string
 }
 
 type parsedAttrs struct {
@@ -160,12 +166,12 @@ type parsedAttrs struct {
 	attrs Attrs
 }
 
-func newAttrsCache(size int) attrsCache {
+func newAttrsCache(size int, earnCol string) attrsCache {
 	c, err := lru.New[string, parsedAttrs](size)
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
-	return attrsCache{c}
+	return attrsCache{c, earnCol}
 }
 
 // parse returns the attrs stored as raw for campaign id.
@@ -185,7 +191,7 @@ func (a attrsCache) parse(id string, raw []byte) (Attrs, error) {
 // a live campaign (campaignID, its id or name, when not empty) into dst, and
 // the campaign's tiers; dst.Found says whether there was one.
 func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key string, dst *LockedCard) {
-	queueCard(b, cache, lockCardSQL(key), projectID, campaignID, key, dst)
+	queueCard(b, cache, lockCardSQL(key, cache.earnCol), projectID, campaignID, key, dst)
 }
 
 func queueCard(b *pgx.Batch, cache attrsCache, sql, projectID, campaignID, key string, dst *LockedCard) {
@@ -203,7 +209,7 @@ func queueCard(b *pgx.Batch, cache attrsCache, sql, projectID, campaignID, key s
 func scanLocked(rows pgx.Rows, cache attrsCache, dst *LockedCard) error {
 	var meta, attrs, tierCol []byte
 	k := &dst.Campaign
-	dests := append(append(cardDests(&dst.Card, &meta), campaigns.Dests(&k.Campaign, &attrs)...), &tierCol)
+	dests := append(append(cardDests(&dst.Card, &meta), campaigns.Dests(&k.Campaign, &attrs)...), &tierCol, &k.tierEarning)
 	if err := rows.Scan(dests...); err != nil {
 		return err
 	}
