@@ -181,7 +181,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// The campaigns' rows, whose kinds (loyalty programs, vouchers,
 	// promotions, referral programs) are built on them.
 	camps := campaigns.NewService(pool, notify, meta, cfg.Clock)
-	a.loyalty = loyalty.NewService(pool, notify, camps, cust, ord, cfg.Clock)
+	a.loyalty = loyalty.NewService(pool, notify, camps, cust, ord, earning.TierMoves{}, cfg.Clock)
 	// The loyalty program, and the packages built on it.
 	loyalty.Register(v1, a.loyalty)
 	// Validation rules, which vouchers, promotion tiers and earning rules name.

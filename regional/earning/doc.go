@@ -16,4 +16,9 @@
 //
 // An accrual is idempotent: the loyalty_accruals row (order, rule, card) is
 // written first, and a second run of the task earns nothing.
+//
+// A rule earns only inside its validity windows and when the event's
+// context meets its validation rule (gate.go). Rules on tier events earn
+// inside the program's ledger write, which reads them with the card
+// (tiermoves.go: TierMoves, the program's loyalty.TierEarning).
 package earning

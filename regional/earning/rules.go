@@ -268,9 +268,6 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 		switch ev := *q.Event; {
 		case ev == "order.paid" || ev == SegmentEntered:
 		case strings.HasPrefix(ev, "customer.loyalty.tier."):
-			if slices.Contains(TierEvents, ev) {
-				return bad("event " + ev + " is not available on this platform yet: use order.paid or a custom event")
-			}
 			if !slices.Contains(TierEvents, ev) {
 				return bad("event " + ev + " is not a tier event: customer.loyalty.tier.joined, left, upgraded, downgraded or prolonged")
 			}
@@ -357,6 +354,11 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 	}
 	if isTierEvent(r.Event) && (r.Attrs.LoyaltyTier == nil || r.Attrs.LoyaltyTier.ID == "") {
 		return bad("loyalty_tier.id is required for a " + r.Event + " rule: the id of a tier of this program, or __ANY__")
+	}
+	if isTierEvent(r.Event) && present(q.ValidationRuleID) {
+		// Tier events earn inside the ledger write that moved the card,
+		// which reads nothing more than the card and its campaign.
+		return bad("validation_rule_id is not available on " + r.Event + " rules: tier events earn in the transaction that moves the card, where no validation rule is read")
 	}
 	if q.PendingPoints != nil {
 		p := q.PendingPoints

@@ -41,7 +41,7 @@ type Service struct {
 }
 
 // TierEarning is what a card earns when its holder moves between its
-// program's tiers (regional/earning's TierRules): the earning rules on
+// program's tiers (regional/earning's TierMoves): the earning rules on
 // customer.loyalty.tier.* events. They are read with every locked card, so
 // that the points are written in the transaction that moved the card,
 // whatever moved it, through the one ledger write.
