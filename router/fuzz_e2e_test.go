@@ -291,12 +291,23 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	ids["assignmentId"] = as["id"].(string)
 	// A tier mapping the rule and the reward, so that its views read both.
 	var ts []map[string]any
-	if r := a.Do("POST", "/v1/loyalties/"+ids["campaignId"]+"/tiers", []map[string]any{{"name": "Fuzz tier", "points": map[string]any{"from": 0},
+	if r := a.Do("POST", "/v1/loyalties/"+ids["campaignId"]+"/tiers", []map[string]any{{"name": "Fuzz tier", "points": map[string]any{"from": 0, "to": 1999},
 		"earning_rules": map[string]any{ids["ruleId"]: map[string]any{"type": "MULTIPLY", "multiplier": 2}},
 		"rewards":       map[string]any{ids["rewardId"]: map[string]any{"type": "CUSTOM", "points": 3}}}}); r.Status != 200 || json.Unmarshal(r.Body, &ts) != nil {
 		t.Fatalf("tier: %d %s", r.Status, r.Body)
 	}
 	ids["tierId"] = ts[0]["id"].(string)
+	// A tier above it and a rule on joining that, so that the fuzzed
+	// balance changes may move the card and earn through a tier event.
+	var top []map[string]any
+	if r := a.Do("POST", "/v1/loyalties/"+ids["campaignId"]+"/tiers", []map[string]any{{"name": "Fuzz top",
+		"points": map[string]any{"from": 2000}}}); r.Status != 200 || json.Unmarshal(r.Body, &top) != nil {
+		t.Fatalf("top tier: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("POST", "/v1/loyalties/"+ids["campaignId"]+"/earning-rules", []map[string]any{{"event": "customer.loyalty.tier.joined",
+		"loyalty": map[string]any{"type": "FIXED", "points": 5}, "loyalty_tier": map[string]any{"id": top[0]["id"]}}}); r.Status != 200 {
+		t.Fatalf("tier rule: %d %s", r.Status, r.Body)
+	}
 	// A CAMPAIGN reward the card can buy (points in another program), so
 	// that the member's rewards and the reward routes read one of each kind.
 	other := a.OK("POST", "/v1/loyalties", map[string]any{"name": "Fuzz other", "vouchers_count": 0,
