@@ -47,6 +47,7 @@ var owners = map[string]string{
 	"loyalty_cards":               "loyalty",
 	"loyalty_point_buckets":       "loyalty",
 	"loyalty_transactions":        "loyalty",
+	"loyalty_card_events":         "loyalty",
 	"orders":                      "orders",
 	"products":                    "products",
 	"skus":                        "products",

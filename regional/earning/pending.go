@@ -139,6 +139,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, 'PENDING')`, t.ProjectID, p.ID, p.VoucherID, p.CampaignID,
 					p.CustomerID, p.OrderID, p.Points, p.ActivatesAt, details, now)
 				l.Pending(&card.Card, pts)
+				l.Event(&card.Card, loyalty.EventPendingAddedActivity, map[string]any{"pending_points": p, "order": orderRef})
 				if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: t.ProjectID, Type: EventPendingAdded, Entity: p.ID,
 					Object: map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}}); err != nil {
 					return err
@@ -277,6 +278,7 @@ func (s *Service) Cancel(ctx context.Context, ref loyalty.CardRef, pendingID str
 		w.Queue(`UPDATE loyalty_pending_points SET status = 'CANCELED', updated_at = $3 WHERE project_id = $1 AND id = $2`, projectID, p.ID, now)
 		l := s.prog.LedgerWrite(projectID, w, now)
 		l.Pending(&card.Card, -p.Points)
+		l.Event(&card.Card, loyalty.EventPendingCanceledActivity, map[string]any{"pending_points": p})
 		if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventPendingCanceled, Entity: p.ID,
 			Object: map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}}); err != nil {
 			return err
@@ -308,6 +310,7 @@ func (s *Service) AdjustPending(ctx context.Context, ref loyalty.CardRef, pendin
 		w.Queue(`UPDATE loyalty_pending_points SET points = $3, updated_at = $4 WHERE project_id = $1 AND id = $2`, projectID, p.ID, p.Points, now)
 		l := s.prog.LedgerWrite(projectID, w, now)
 		l.Pending(&card.Card, *points)
+		l.Event(&card.Card, loyalty.EventPendingUpdatedActivity, map[string]any{"pending_points": p})
 		if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventPendingUpdated, Entity: p.ID,
 			Object: map[string]any{"pending_points": p, "voucher": card.View(card.Campaign)}}); err != nil {
 			return err

@@ -24,9 +24,13 @@ func TestMemberActivityFollowsEveryChangeOfTheCard(t *testing.T) {
 		{"event": "order.paid", "source": map[string]any{"banner": "Ten"}, "loyalty": map[string]any{"type": "FIXED", "points": 10}}}); r.Status != 200 {
 		t.Fatalf("rule: %d %s", r.Status, r.Body)
 	}
+	if r := a.Do("POST", "/v1/loyalties/"+campID+"/tiers", []map[string]any{{"name": "Silver", "points": map[string]any{"from": 100}}}); r.Status != 200 {
+		t.Fatalf("tier: %d %s", r.Status, r.Body)
+	}
 	path := "/v1/loyalties/members/" + code + "/activity"
-	if l := a.OK("GET", path, nil); l["object"] != "list" || l["data_ref"] != "data" || len(l["data"].([]any)) != 0 || l["has_more"] != false {
-		t.Fatalf("a new card's activity: %v", l)
+	if l := a.OK("GET", path, nil); l["object"] != "list" || l["data_ref"] != "data" || len(l["data"].([]any)) != 1 ||
+		l["data"].([]any)[0].(map[string]any)["type"] != "customer.publication.succeeded" || l["has_more"] != false {
+		t.Fatalf("a new card's activity is its publication: %v", l)
 	}
 
 	a.OK("POST", "/v1/orders", map[string]any{"source_id": "o-1", "status": "PAID", "amount": 1000, "customer": map[string]any{"source_id": "eve"}})
@@ -41,14 +45,39 @@ func TestMemberActivityFollowsEveryChangeOfTheCard(t *testing.T) {
 	red := a.OK("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mug["id"]}})
 	a.OK("POST", "/v1/redemptions/"+red["id"].(string)+"/rollback", nil)
 
+	// Pending points of a second program's rule: added, changed, cancelled.
+	if r := a.Do("POST", "/v1/loyalties/"+campID+"/earning-rules", []map[string]any{{"event": "order.paid", "source": map[string]any{"banner": "Later"},
+		"loyalty": map[string]any{"type": "FIXED", "points": 3}, "pending_points": map[string]any{"period_type": "DAY", "period_value": 5}}}); r.Status != 200 {
+		t.Fatalf("pending rule: %d %s", r.Status, r.Body)
+	}
+	a.OK("POST", "/v1/orders", map[string]any{"source_id": "o-2", "status": "PAID", "amount": 1000, "customer": map[string]any{"source_id": "eve"}})
+	var pendingID string
+	stacktest.Eventually(t, 10*time.Second, "the pending points", func() bool {
+		d := a.OK("GET", "/v1/loyalties/members/"+code+"/pending-points", nil)["data"].([]any)
+		if len(d) == 1 {
+			pendingID = d[0].(map[string]any)["id"].(string)
+		}
+		return len(d) == 1 && len(a.History(code)) == 8
+	})
+	a.OK("POST", "/v1/loyalties/members/"+code+"/pending-points/"+pendingID+"/balance", map[string]any{"points": 2})
+	if r := a.Do("POST", "/v1/loyalties/members/"+code+"/pending-points/"+pendingID+"/cancel", nil); r.Status != 204 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+
 	want := []string{ // newest first
+		"customer.voucher.loyalty_card.pending_points.canceled",
+		"customer.voucher.loyalty_card.pending_points.updated",
+		"customer.voucher.loyalty_card.pending_points.added",
+		"customer.rewarded.loyalty_points", // o-2's ten
 		"customer.reward_redemptions.rolledback",
 		"customer.reward_redemptions.created",
 		"customer.voucher.loyalty_card.points_transferred", // 7 in from fay
 		"customer.voucher.loyalty_card.points_transferred", // 20 out to fay
 		"customer.voucher.loyalty_card.points_added",       // -5
+		"customer.loyalty.tier.joined",                     // 210
 		"customer.voucher.loyalty_card.points_added",       // 200
 		"customer.rewarded.loyalty_points",
+		"customer.publication.succeeded",
 	}
 	all := a.OK("GET", path+"?limit=100", nil)
 	data := all["data"].([]any)
@@ -56,23 +85,48 @@ func TestMemberActivityFollowsEveryChangeOfTheCard(t *testing.T) {
 		t.Fatalf("activity: %d entries, want %d: %v", len(data), len(want), all)
 	}
 	txs := a.OK("GET", "/v1/loyalties/members/"+code+"/transactions?order=-id&limit=100", nil)["data"].([]any)
+	entry := 0 // the ledger entries, in the same order
 	for i, d := range data {
 		act := d.(map[string]any)
 		if act["type"] != want[i] {
 			t.Fatalf("entry %d is %v, want %s", i, act["type"], want[i])
 		}
 		inner := act["data"].(map[string]any)["data"].(map[string]any)
-		tx := inner["transaction"].(map[string]any)
-		if act["id"] != txs[i].(map[string]any)["id"] || tx["id"] != act["id"] || inner["voucher"].(map[string]any)["code"] != code ||
-			inner["campaign"].(map[string]any)["id"] != campID || inner["customer"].(map[string]any)["id"] == nil {
-			t.Fatalf("entry %d does not name its card's transaction %v: %v", i, txs[i], act)
+		if inner["voucher"].(map[string]any)["code"] != code || inner["campaign"].(map[string]any)["id"] != campID ||
+			inner["customer"].(map[string]any)["id"] == nil {
+			t.Fatalf("entry %d does not name its card: %v", i, act)
 		}
+		tx, isEntry := inner["transaction"].(map[string]any)
+		if !isEntry {
+			continue
+		}
+		if act["id"] != txs[entry].(map[string]any)["id"] || tx["id"] != act["id"] {
+			t.Fatalf("entry %d does not name its card's transaction %v: %v", i, txs[entry], act)
+		}
+		entry++
 	}
-	first := data[len(data)-1].(map[string]any)
+	if entry != len(txs) {
+		t.Fatalf("%d of the card's %d transactions are in its activity", entry, len(txs))
+	}
+	byType := func(typ string) map[string]any {
+		for _, d := range data {
+			if d.(map[string]any)["type"] == typ {
+				return d.(map[string]any)["data"].(map[string]any)["data"].(map[string]any)
+			}
+		}
+		return nil
+	}
+	if tier := byType("customer.loyalty.tier.joined")["loyalty_tier"].(map[string]any); tier["name"] != "Silver" {
+		t.Fatalf("the tier joined: %v", tier)
+	}
+	if p := byType("customer.voucher.loyalty_card.pending_points.updated")["pending_points"].(map[string]any); p["id"] != pendingID || p["points"] != 5.0 {
+		t.Fatalf("the pending points updated: %v", p)
+	}
+	first := data[len(data)-2].(map[string]any)
 	if src := first["data"].(map[string]any)["event_source"].(map[string]any)["channel"]; src != "INTERNAL" {
 		t.Fatalf("an accrual's source: %v", src)
 	}
-	if b := data[4].(map[string]any)["data"].(map[string]any)["data"].(map[string]any)["balance"].(map[string]any); b["balance"] != 205.0 {
+	if b := data[len(data)-5].(map[string]any)["data"].(map[string]any)["data"].(map[string]any)["balance"].(map[string]any); b["balance"] != 205.0 {
 		t.Fatalf("the removal's balance: %v", b)
 	}
 
@@ -119,7 +173,7 @@ func TestMemberActivityFollowsEveryChangeOfTheCard(t *testing.T) {
 	a.Fails("GET", "/v1/loyalties/"+otherID+"/members/"+code+"/activity", nil, 404, "not_found")
 	a.Fails("GET", "/v1/loyalties/members/LC-NOPE00/activity", nil, 404, "not_found")
 	a.Fails("GET", "/v1/loyalties/camp_nope/members/"+code+"/activity", nil, 404, "not_found")
-	for _, q := range []string{"limit=0", "limit=101", "order=id", "type=customer.rewarded", "page=2"} {
+	for _, q := range []string{"limit=0", "limit=101", "order=id", "type=customer.rewarded", "page=2", "starting_after_id=vtx_nope", "starting_after_id=evt_nope"} {
 		r := a.Do("GET", path+"?"+q, nil)
 		var e map[string]any
 		if r.Status != 400 || json.Unmarshal(r.Body, &e) != nil || e["key"] != "invalid_query_params" {

@@ -224,9 +224,16 @@ func (s *Service) queueTierShift(ctx context.Context, b *pgx.Batch, projectID st
 		moves = append(moves, tierMove{event, t, previous})
 		o := map[string]any{"loyalty_tier": t.View(), "customer": map[string]any{"id": holder, "object": "customer"},
 			"campaign": map[string]any{"id": camp.ID, "name": camp.Name}, "voucher": card.View(camp)}
+		act := map[string]any{"loyalty_tier": t.View()}
 		if previous != nil {
 			o["previous_loyalty_tier"] = previous.View()
+			act = map[string]any{"loyalty_tier_from": previous.View(), "loyalty_tier_to": t.View()}
 		}
+		at := s.Now()
+		if card.UpdatedAt != nil { // the write's instant (LedgerWrite.touch)
+			at = *card.UpdatedAt
+		}
+		queueCardEvent(b, projectID, card.ID, event, act, at)
 		return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: event, Entity: card.ID, Object: o})
 	})
 	return moves, err

@@ -155,6 +155,11 @@ func (s *Service) join(ctx context.Context, tx pgx.Tx, projectID string, camp Ca
 		projectID, card.ID, custID, meta, now); err != nil {
 		return Card{}, err
 	}
+	b := &pgx.Batch{}
+	queueCardEvent(b, projectID, card.ID, EventPublishedActivity, map[string]any{}, now)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return Card{}, err
+	}
 	return card, s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventVoucherPublished, Entity: card.ID,
 		Object: card.View(camp)})
 }

@@ -440,6 +440,7 @@ func dropCards(ctx context.Context, tx pgx.Tx, projectID, campaignID string, lim
 	}
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM loyalty_transactions WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, projectID, cardIDs)
+	b.Queue(`DELETE FROM loyalty_card_events WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, projectID, cardIDs)
 	b.Queue(`DELETE FROM loyalty_point_buckets WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, projectID, cardIDs)
 	if e != nil {
 		e.QueueDropOfCards(b, projectID, cardIDs)
