@@ -151,11 +151,10 @@ func (s *Service) join(ctx context.Context, tx pgx.Tx, projectID string, camp Ca
 		card.Metadata = metadata
 	}
 	meta, _ := json.Marshal(card.Metadata)
-	if _, err := tx.Exec(ctx, `UPDATE loyalty_cards SET holder_id = $3, metadata = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
-		projectID, card.ID, custID, meta, now); err != nil {
-		return Card{}, err
-	}
+	// The holder and the activity's publication in one round trip.
 	b := &pgx.Batch{}
+	b.Queue(`UPDATE loyalty_cards SET holder_id = $3, metadata = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
+		projectID, card.ID, custID, meta, now)
 	queueCardEvent(b, projectID, card.ID, EventPublishedActivity, map[string]any{}, now)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return Card{}, err
