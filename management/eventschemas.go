@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -98,15 +97,7 @@ func (in eventSchemaInput) properties(required bool) (map[string]json.RawMessage
 // replaced field by field (a field not sent keeps its value, deleted is
 // false unless sent, so sending a deleted property again restores it).
 func merge(current map[string]tenancy.EventProperty, sent map[string]json.RawMessage) (map[string]tenancy.EventProperty, error) {
-	out := make(map[string]tenancy.EventProperty, len(current)+len(sent))
-	for k, v := range current {
-		out[k] = v
-	}
-	names := make([]string, 0, len(sent))
-	for k := range sent {
-		names = append(names, k)
-	}
-	sort.Strings(names) // the same body names the same property first
+	out, names := mergeStart(current, sent)
 	for _, name := range names {
 		field := fmt.Sprintf("schema.properties[%q]", name)
 		if why := badPropertyName(name); why != "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -102,15 +101,7 @@ func (in metaSchemaInput) definitions(required bool) (map[string]json.RawMessage
 // replaces the stored one whole, except that its type never changes, and
 // {"deleted": true} alone marks a stored one deleted; unsent ones stay.
 func mergeDefinitions(resource string, current map[string]tenancy.MetaDefinition, sent map[string]json.RawMessage) (map[string]tenancy.MetaDefinition, error) {
-	out := make(map[string]tenancy.MetaDefinition, len(current)+len(sent))
-	for k, v := range current {
-		out[k] = v
-	}
-	names := make([]string, 0, len(sent))
-	for k := range sent {
-		names = append(names, k)
-	}
-	sort.Strings(names) // the same body names the same property first
+	out, names := mergeStart(current, sent)
 	for _, name := range names {
 		field := fmt.Sprintf("properties[%q]", name)
 		if why := badPropertyName(name); why != "" {

@@ -2,8 +2,11 @@ package management
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
@@ -145,4 +148,14 @@ func (h handler) liveProject(c echo.Context) (tenancy.Project, error) {
 		return p, projectNotFound(err, id)
 	}
 	return p, nil
+}
+
+// mergeStart begins a merge of a body's sent properties onto a schema's
+// current ones: a copy of current to change, and the sent names sorted, so
+// that the same body always meets the same property first (its first error
+// is the same one).
+func mergeStart[P any](current map[string]P, sent map[string]json.RawMessage) (map[string]P, []string) {
+	out := make(map[string]P, len(current)+len(sent))
+	maps.Copy(out, current)
+	return out, slices.Sorted(maps.Keys(sent))
 }
