@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tallyhq/tally/devstack"
@@ -81,14 +80,8 @@ func benchCustomers(stack *devstack.Stack, p devstack.ProjectCredentials, srv *p
 		}
 		actions = append(actions, id)
 	}
-	for _, id := range actions {
-		act, err := c.await(id, 10*time.Minute)
-		if err != nil {
-			return r, err
-		}
-		res := act["result"].(map[string]any)
-		r.imported += int(res["done_count"].(float64))
-		r.importFailed += int(res["failed_count"].(float64))
+	if r.imported, r.importFailed, err = c.awaitAll(actions); err != nil {
+		return r, err
 	}
 	r.importSecs = time.Since(start).Seconds()
 	if profile != "" {
@@ -96,20 +89,16 @@ func benchCustomers(stack *devstack.Stack, p devstack.ProjectCredentials, srv *p
 	}
 	fmt.Fprintf(os.Stderr, "bench: %d customers imported (%d failed) in %.2f s\n", r.imported, r.importFailed, r.importSecs)
 
-	start = time.Now()
-	rows := make([][]any, r.rows)
-	now := time.Now()
-	for i := range rows {
-		attrs, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("Customer %07d", i), "email": fmt.Sprintf("c%07d@example.com", i),
-			"birthdate": fmt.Sprintf("1990-01-%02d", i%28+1), "address": map[string]any{"city": "Oslo"}, "metadata": map[string]any{"tier": "gold"}})
-		rows[i] = []any{"proj_bench_copy", fmt.Sprintf("cust_copy%07d", i), fmt.Sprintf("cust-%07d", i), fmt.Sprintf("Customer %07d", i),
-			fmt.Sprintf("c%07d@example.com", i), attrs, now}
-	}
-	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"customers"},
-		[]string{"project_id", "id", "source_id", "name", "email", "attrs", "created_at"}, pgx.CopyFromRows(rows)); err != nil {
+	r.copySecs, err = copyTimed(ctx, pool, "customers", []string{"project_id", "id", "source_id", "name", "email", "attrs", "created_at"},
+		r.rows, func(i int, now time.Time) []any {
+			attrs, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("Customer %07d", i), "email": fmt.Sprintf("c%07d@example.com", i),
+				"birthdate": fmt.Sprintf("1990-01-%02d", i%28+1), "address": map[string]any{"city": "Oslo"}, "metadata": map[string]any{"tier": "gold"}})
+			return []any{"proj_bench_copy", fmt.Sprintf("cust_copy%07d", i), fmt.Sprintf("cust-%07d", i), fmt.Sprintf("Customer %07d", i),
+				fmt.Sprintf("c%07d@example.com", i), attrs, now}
+		})
+	if err != nil {
 		return r, err
 	}
-	r.copySecs = time.Since(start).Seconds()
 	return r, nil
 }
 

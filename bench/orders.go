@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tallyhq/tally/devstack"
@@ -67,14 +66,9 @@ func benchOrders(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglo
 		}
 		actions = append(actions, m["async_action_id"].(string))
 	}
-	for _, id := range actions {
-		act, err := c.await(id, 10*time.Minute)
-		if err != nil {
-			return r, err
-		}
-		res := act["result"].(map[string]any)
-		r.imported += int(res["done_count"].(float64))
-		r.importFailed += int(res["failed_count"].(float64))
+	var err error
+	if r.imported, r.importFailed, err = c.awaitAll(actions); err != nil {
+		return r, err
 	}
 	r.importSecs = time.Since(start).Seconds()
 	fmt.Fprintf(os.Stderr, "bench: %d orders imported (%d failed) in %.2f s\n", r.imported, r.importFailed, r.importSecs)
@@ -84,21 +78,17 @@ func benchOrders(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglo
 		return r, err
 	}
 	defer pool.Close()
-	start = time.Now()
-	rows := make([][]any, r.rows)
-	now := time.Now()
-	for i := range rows {
+	r.copySecs, err = copyTimed(ctx, pool, "orders", []string{"project_id", "id", "source_id", "status", "amount", "items", "metadata",
+		"created_at", "paid_at"}, r.rows, func(i int, now time.Time) []any {
 		o := order(i)
 		items, _ := json.Marshal([]any{map[string]any{"product_id": "prod_bench", "quantity": 1, "price": 1000 + i%100,
 			"amount": 1000 + i%100, "object": "order_item"}})
 		meta, _ := json.Marshal(o["metadata"])
-		rows[i] = []any{"proj_bench_copy", fmt.Sprintf("ord_copy%07d", i), o["source_id"], "PAID", int64(1000 + i%100), items, meta, now, now}
-	}
-	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"orders"},
-		[]string{"project_id", "id", "source_id", "status", "amount", "items", "metadata", "created_at", "paid_at"}, pgx.CopyFromRows(rows)); err != nil {
+		return []any{"proj_bench_copy", fmt.Sprintf("ord_copy%07d", i), o["source_id"], "PAID", int64(1000 + i%100), items, meta, now, now}
+	})
+	if err != nil {
 		return r, err
 	}
-	r.copySecs = time.Since(start).Seconds()
 	return r, nil
 }
 

@@ -56,6 +56,35 @@ func (c client) await(id string, limit time.Duration) (map[string]any, error) {
 }
 
 // awaitSeen is await telling seen each status the action is first found in.
+// awaitAll waits for every async action of ids in turn and sums their
+// results' done and failed counts (an import split over several requests).
+func (c client) awaitAll(ids []string) (done, failed int, err error) {
+	for _, id := range ids {
+		act, err := c.await(id, 10*time.Minute)
+		if err != nil {
+			return done, failed, err
+		}
+		res := act["result"].(map[string]any)
+		done += int(res["done_count"].(float64))
+		failed += int(res["failed_count"].(float64))
+	}
+	return done, failed, nil
+}
+
+// copyTimed COPYs n rows made by row (given the row's index and one time
+// for all) into table's cols, the reference an import is measured beside,
+// and answers how long making and copying them took.
+func copyTimed(ctx context.Context, pool *pgxpool.Pool, table string, cols []string, n int, row func(i int, now time.Time) []any) (float64, error) {
+	start := time.Now()
+	rows := make([][]any, n)
+	now := time.Now()
+	for i := range rows {
+		rows[i] = row(i, now)
+	}
+	_, err := pool.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
+	return time.Since(start).Seconds(), err
+}
+
 func (c client) awaitSeen(id string, limit time.Duration, seen func(status string)) (map[string]any, error) {
 	start := time.Now()
 	last := ""
@@ -138,19 +167,12 @@ func productsImport(ctx context.Context, r *productsResult, c client, pool *pgxp
 	res := act["result"].(map[string]any)
 	r.imported, r.importFailed = int(res["done_count"].(float64)), int(res["failed_count"].(float64))
 
-	start = time.Now()
-	rows := make([][]any, n)
-	now := time.Now()
-	for i := range rows {
-		rows[i] = []any{"proj_bench_copy", fmt.Sprintf("prod_copy%06d", i), fmt.Sprintf("imp-%06d", i), fmt.Sprintf("Product %06d", i),
+	r.copySecs, err = copyTimed(ctx, pool, "products", []string{"project_id", "id", "source_id", "name", "price", "attributes", "metadata",
+		"created_at"}, n, func(i int, now time.Time) []any {
+		return []any{"proj_bench_copy", fmt.Sprintf("prod_copy%06d", i), fmt.Sprintf("imp-%06d", i), fmt.Sprintf("Product %06d", i),
 			int64(100 + i%5000), `["size","color"]`, `{"color":"red"}`, now}
-	}
-	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"products"},
-		[]string{"project_id", "id", "source_id", "name", "price", "attributes", "metadata", "created_at"}, pgx.CopyFromRows(rows)); err != nil {
-		return err
-	}
-	r.copySecs = time.Since(start).Seconds()
-	return nil
+	})
+	return err
 }
 
 // productsWithSKUs makes the products to delete, through the API and for
