@@ -19,6 +19,10 @@ run: build
 TIMED_TESTS := TestANoisyNeighbourDoesNotSlowAnotherProject
 TIMED_PKGS := ./regional/engine/
 
+# The test processes of one go test share its database servers (see
+# internal/dbtest/pool.go): each package no longer starts and migrates its own.
+TESTPOOL := $(GO) run ./internal/dbtest/testpool --
+
 # CockroachDB runs a transaction that names no isolation SERIALIZABLE:
 # the concurrency-heavy tests (ledger races, stacked redemptions and their
 # rollbacks, exports, the outbox) once more with PostgreSQL's default the
@@ -33,12 +37,11 @@ SERIALIZABLE_CAMPAIGNS := TestVouchersCountIsExactUnderConcurrentWriters|TestAdd
 test:
 	@scripts/ensure-postgres.sh
 	@$(MAKE) --no-print-directory check-fmt vet
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(TESTPOOL) $(GO) test -race -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 5m -run '^($(TIMED_TESTS))$$' -v $(TIMED_PKGS)
 	$(GO) test -count=1 -timeout 5m -run '^TestOrderImport$$' ./regional/orders/
-	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m $(SERIALIZABLE_PKGS)
-	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/ ./internal/db/
-	$(SERIALIZABLE) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_CAMPAIGNS))$$' ./regional/campaigns/
+	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m $(SERIALIZABLE_PKGS)
+	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|$(SERIALIZABLE_CAMPAIGNS)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/ ./regional/campaigns/ ./internal/db/
 
 ## bench: the benchmark harness; writes docs/benchmarks.md
 bench: build

@@ -112,6 +112,10 @@ func Start(t testing.TB, o Options) *Env {
 	if err := g.Wait(); err != nil {
 		t.Fatalf("stacktest: databases: %v", err)
 	}
+	servers["tenancy"].DropAtEnd(t, tenancyURL)
+	for i := range regions {
+		servers[regions[i].Cluster].DropAtEnd(t, regions[i].DatabaseURL)
+	}
 	ctx := context.Background()
 	hooks := webhooks.Options{AllowPrivateTargets: true, BackoffBase: 200 * time.Millisecond, Timeout: 2 * time.Second}
 	if o.Webhooks != nil {

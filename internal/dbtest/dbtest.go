@@ -39,6 +39,7 @@ type Server struct {
 	tmplMu    sync.Mutex
 	templates map[string]*templateEntry // by kind, see NewMigratedDatabase
 	fileCopy  bool                      // copy templates file by file (PostgreSQL 15 and later)
+	pooled    bool                      // one of the run's pool (EnvPool), stopped by its owner
 }
 
 type templateEntry struct {
@@ -98,7 +99,13 @@ func sharedServer(name string) *sharedEntry {
 		shared[name] = e
 	}
 	mu.Unlock()
-	e.once.Do(func() { e.srv, e.err = start() })
+	e.once.Do(func() {
+		if pool := PoolDir(); pool != "" {
+			e.srv, e.err = fromPool(pool, name)
+			return
+		}
+		e.srv, e.err = start()
+	})
 	return e
 }
 
@@ -187,6 +194,7 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
+	s.DropAtEnd(t, u)
 	return u
 }
 
@@ -215,7 +223,13 @@ func (s *Server) NewMigratedDatabase(ctx context.Context, kind string, migrate f
 		s.templates[kind] = e
 	}
 	s.tmplMu.Unlock()
-	e.once.Do(func() { e.name, e.err = s.makeTemplate(ctx, kind, migrate) })
+	e.once.Do(func() {
+		if s.pooled {
+			e.name, e.err = s.pooledTemplate(ctx, kind, migrate)
+			return
+		}
+		e.name, e.err = s.makeTemplate(ctx, kind, migrate)
+	})
 	if e.err != nil {
 		return "", fmt.Errorf("template database %s: %w", kind, e.err)
 	}
@@ -304,8 +318,12 @@ func (s *Server) url(dbname string) string {
 	return s.pg.URL(dbname)
 }
 
-// Stop stops the server and removes its data; it is safe to call twice.
+// Stop stops the server and removes its data; it is safe to call twice. A
+// pool's server is left to the pool's owner.
 func (s *Server) Stop() {
+	if s.pooled {
+		return
+	}
 	s.once.Do(func() {
 		if s.crdb != nil {
 			s.crdb.Stop()
@@ -332,6 +350,9 @@ func (s *Server) Deadlocks(t testing.TB) int {
 	t.Helper()
 	if s.engine != "postgres" {
 		return 0
+	}
+	if s.pooled {
+		t.Fatal("dbtest: Deadlocks reads a private server's log (the pool's holds every package's)")
 	}
 	b, err := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
 	if err != nil {

@@ -83,14 +83,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{bin: bin, dataDir: filepath.Join(o.Dir, "data")}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return nil, errors.New("pglocal: running as root needs the 'postgres' OS user (Debian's postgresql package creates it)")
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	if s.cred, err = credential(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
@@ -164,6 +158,35 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// credential is the OS user servers run as: postgres when this process is
+// root, since initdb and postgres refuse root; nil otherwise.
+func credential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, errors.New("pglocal: running as root needs the 'postgres' OS user (Debian's postgresql package creates it)")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// Attach returns the server another process started in dir (Options.Dir)
+// and left running on port, so that it can be used and stopped from here.
+func Attach(dir string, port int) (*Server, error) {
+	bin, err := Find()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := credential()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Port: port, dataDir: filepath.Join(dir, "data"), bin: bin, cred: cred}, nil
 }
 
 // Template returns an initialised, never started data directory under dir

@@ -18,12 +18,14 @@ import (
 // template migrated once per server, see dbtest.NewMigratedDatabase).
 func Database(t testing.TB) string {
 	t.Helper()
-	url, err := dbtest.Shared(t, "api").NewMigratedDatabase(context.Background(), "regional", func(ctx context.Context, u string) error {
+	srv := dbtest.Shared(t, "api")
+	url, err := srv.NewMigratedDatabase(context.Background(), "regional", func(ctx context.Context, u string) error {
 		return db.Migrate(ctx, u, regional.Migrations, regional.MigrationsDir)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.DropAtEnd(t, url)
 	return url
 }
 
