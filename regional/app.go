@@ -174,7 +174,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	cust := customers.NewService(pool, notify, meta, segs, customers.Erasers{customEvents.EraseCustomer, segments.EraseCustomer,
 		orders.EraseCustomer, publications.EraseCustomer, redemptions.EraseCustomer, stacked.EraseCustomer, exports.EraseCustomer,
 		async.EraseCustomer}, referrals.DropCustomer, customEvents.DropCustomer)
-	cust.HandleJobs(a.tasks)
+	cust.HandleJobs(a.tasks, a.newReports())
 	ord := orders.NewService(pool, notify, meta, cust, cfg.Clock, a.tasks.Wake)
 	ord.HandleJobs(a.tasks)
 	orders.Register(v1, ord)

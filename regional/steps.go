@@ -169,6 +169,14 @@ func (a *App) newExports(loy *loyalty.Service, gifts exports.Gifts) *exports.Ser
 			customers.ExportSources(), loyalty.ExportSources())...)
 }
 
+// newReports is the writer of bulk jobs' reports, kept and served as
+// export files are, with their retention.
+func (a *App) newReports() *exports.Reports {
+	cfg := a.cfg
+	return exports.NewReports(a.pool, cfg.Clock, dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious),
+		exports.Options{Retention: cfg.ExportRetention, DownloadURL: a.downloadURL})
+}
+
 // serveInternal mounts management's operator calls on /internal/v1:
 // parked tasks, webhook deliveries, usage, campaign templates.
 func (a *App) serveInternal(e *echo.Echo) {

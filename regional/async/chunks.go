@@ -30,6 +30,9 @@ type Chunked[F any] struct {
 	DoneCount   int `json:"done_count"`
 	FailedCount int `json:"failed_count"`
 	Failed      []F `json:"failed"`
+	// ReportBytes is the size of the job's report so far, for a job that
+	// writes one (its next lines go after them).
+	ReportBytes int64 `json:"report_bytes,omitempty"`
 }
 
 // Fail counts a failed item, listing it while fewer than MaxReported are.

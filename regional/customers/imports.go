@@ -10,7 +10,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +21,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/runtimex"
 	"github.com/tallyhq/tally/regional/async"
 )
@@ -56,10 +59,17 @@ type failure struct {
 
 type progress = async.Chunked[failure]
 
+// Reports writes the report file of a bulk job (exports.Reports): the
+// outcome of each item, appended in the transaction that writes them.
+type Reports interface {
+	Append(ctx context.Context, tx pgx.Tx, projectID, actionID string, offset int64, header []string, records [][]string) (int64, error)
+	Finish(ctx context.Context, projectID, actionID string, rows, size int64) (urls []string, till *time.Time, err error)
+}
+
 // HandleJobs registers the customer jobs with reg, which Register's import
-// routes start.
-func (s *Service) HandleJobs(reg *async.Registry) {
-	s.wake = reg.Wake
+// routes start; reports holds the reports of CUSTOMERS.BULK_UPDATE.
+func (s *Service) HandleJobs(reg *async.Registry, reports Reports) {
+	s.wake, s.reports = reg.Wake, reports
 	reg.HandleJob(JobImportCSV, s.importJob)
 	reg.HandleJob(JobBulkUpdate, s.bulkJob(JobBulkUpdate))
 	reg.HandleJob(JobMetadataUpdate, s.bulkJob(JobMetadataUpdate))
@@ -481,19 +491,28 @@ func (s *Service) bulkJob(jobType string) async.JobFunc {
 		if _, err := job.Resume(ctx, &st); err != nil {
 			return nil, err
 		}
+		// Only the bulk update's result has reports in the reference.
+		report := jobType == JobBulkUpdate
 		err = async.RunChunks(ctx, job, &st, len(ps), importChunk, func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
 			errs, err := s.UpsertMany(ctx, tx, job.ProjectID, ps[from:to])
 			if err != nil {
 				return err
 			}
+			var lines [][]string
 			for i, e := range errs {
+				row := from + i + 1
 				if e != nil {
-					st.Fail(failure{Row: from + i + 1, SourceID: ps[from+i].SourceID, Reason: Refusal(e)})
+					st.Fail(failure{Row: row, SourceID: ps[from+i].SourceID, Reason: Refusal(e)})
+					lines = append(lines, reportLine(row, ps[from+i].SourceID, "FAILED", Refusal(e)))
 					continue
 				}
 				st.DoneCount++
+				lines = append(lines, reportLine(row, ps[from+i].SourceID, "SUCCESS", ""))
 			}
-			return nil
+			if report {
+				st.ReportBytes, err = s.reports.Append(ctx, tx, job.ProjectID, job.ActionID, st.ReportBytes, reportHeader, lines)
+			}
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -502,6 +521,27 @@ func (s *Service) bulkJob(jobType string) async.JobFunc {
 		for i, f := range st.Failed {
 			errs[i] = map[string]any{"key": "invalid_payload", "message": "Invalid payload", "details": f.Reason, "source_id": f.SourceID}
 		}
-		return map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}, nil
+		res := map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}
+		if report {
+			urls, till, err := s.reports.Finish(ctx, job.ProjectID, job.ActionID, int64(len(ps)), st.ReportBytes)
+			if err != nil {
+				return nil, err
+			}
+			res["reports"], res["reports_available_till"] = urls, jsonx.Ptr(till)
+		}
+		return res, nil
 	}
+}
+
+// reportHeader is the first line of a bulk update's report: each item's
+// row (its index + 1), source_id, outcome (SUCCESS or FAILED) and, for a
+// failure, why. The reference shows the report's link, not its columns.
+var reportHeader = []string{"row", "source_id", "status", "reason"}
+
+func reportLine(row int, sourceID *string, status, reason string) []string {
+	src := ""
+	if sourceID != nil {
+		src = *sourceID
+	}
+	return []string{strconv.Itoa(row), src, status, reason}
 }

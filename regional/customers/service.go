@@ -46,6 +46,7 @@ type Service struct {
 	onDelete []Dependent
 	erasers  Erasers
 	wake     func() // starts the worker on a new job (HandleJobs)
+	reports  Reports
 }
 
 // Dependent removes what a package keeps of a customer (the custom events

@@ -68,7 +68,7 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 
 // personalObjects are the exported objects whose files may hold a
 // customer's personal values.
-var personalObjects = []string{"customer", "order", "publication", "redemption", "voucher"}
+var personalObjects = []string{"customer", "order", "publication", "redemption", "voucher", ReportObject}
 
 // stopRunning turns ERROR the exports of personalObjects being made while
 // the customer is erased: their rows may have been read before the

@@ -482,18 +482,21 @@ func (s *Service) Get(ctx context.Context, projectID, id string) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
+	if e.Object == ReportObject {
+		return View{}, apierr.NotFound("export", id)
+	}
 	return s.view(ctx, projectID, e)
 }
 
 // List returns a page of the project's exports and their number.
 func (s *Service) List(ctx context.Context, projectID string, lq listq.Query) ([]View, int, bool, string, error) {
 	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM exports WHERE project_id = $1`, projectID).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM exports WHERE project_id = $1 AND exported_object <> $2`, projectID, ReportObject).Scan(&total); err != nil {
 		return nil, 0, false, "", err
 	}
-	cond, orderBy, args := lq.Keyset("exports", lq.Key, []any{projectID})
+	cond, orderBy, args := lq.Keyset("exports", lq.Key, []any{projectID, ReportObject})
 	args = append(args, lq.Limit+1)
-	es, err := db.Collect(scanExport)(s.pool.Query(ctx, `SELECT `+exportColumns+` FROM exports WHERE project_id = $1`+cond+
+	es, err := db.Collect(scanExport)(s.pool.Query(ctx, `SELECT `+exportColumns+` FROM exports WHERE project_id = $1 AND exported_object <> $2`+cond+
 		` ORDER BY `+orderBy+fmt.Sprintf(` LIMIT $%d`, len(args))+lq.OffsetSQL(), args...))
 	if err != nil {
 		return nil, 0, false, "", err
@@ -514,7 +517,8 @@ func (s *Service) List(ctx context.Context, projectID string, lq listq.Query) ([
 // finds its export gone and stops.
 func (s *Service) Delete(ctx context.Context, projectID, id string) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM exports WHERE project_id = $1 AND id = $2`, projectID, id)
+		tag, err := tx.Exec(ctx, `DELETE FROM exports WHERE project_id = $1 AND id = $2 AND exported_object <> $3`,
+			projectID, id, ReportObject)
 		if err != nil {
 			return err
 		}
