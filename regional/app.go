@@ -33,6 +33,7 @@ import (
 	"github.com/tallyhq/tally/regional/earning"
 	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/engine/stacked"
+	"github.com/tallyhq/tally/regional/erasure"
 	customEvents "github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/exports"
 	"github.com/tallyhq/tally/regional/locations"
@@ -171,9 +172,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// a permanently deleted one is erased from every table that holds
 	// their personal data, each by its owner (docs/architecture.md,
 	// Permanent deletion).
-	cust := customers.NewService(pool, notify, meta, segs, customers.Erasers{customEvents.EraseCustomer, segments.EraseCustomer,
-		orders.EraseCustomer, publications.EraseCustomer, redemptions.EraseCustomer, stacked.EraseCustomer, exports.EraseCustomer,
-		async.EraseCustomer}, referrals.DropCustomer, customEvents.DropCustomer)
+	cust := customers.NewService(pool, notify, meta, segs, customers.Erasers{
+		Now: []erasure.Eraser{customEvents.EraseCustomer, segments.EraseCustomer, orders.EraseCustomer, publications.EraseCustomer,
+			redemptions.EraseCustomer, stacked.EraseCustomer, exports.StopRunning},
+		Later: []erasure.Eraser{async.EraseCustomer, exports.EraseCustomer}}, referrals.DropCustomer, customEvents.DropCustomer)
 	cust.HandleJobs(a.tasks, a.newReports())
 	ord := orders.NewService(pool, notify, meta, cust, cfg.Clock, a.tasks.Wake)
 	ord.HandleJobs(a.tasks)

@@ -195,7 +195,7 @@ func customerService(t *testing.T, url string) *customers.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	return customers.NewService(pool, noNotices{}, (*metaschemas.Checker)(nil), nil, nil)
+	return customers.NewService(pool, noNotices{}, (*metaschemas.Checker)(nil), nil, customers.Erasers{})
 }
 
 func upsert(t *testing.T, ctx context.Context, svc *customers.Service, project, body string) {

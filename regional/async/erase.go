@@ -2,26 +2,147 @@ package async
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/erasure"
 )
 
-// EraseCustomer is the erasure.Eraser of the outbox and async actions:
-// webhook payloads waiting to be sent (and those sent, until the purge
-// takes them) and action results that copied the customer lose their
-// personal data, so nothing sent or read after the erasure carries it.
-// The rows are found by the customer's id or values in their text: a
-// scan of the project's outbox and actions, which the purge keeps short.
+// ErasureKind is the task that finishes a permanent deletion in the
+// asynchronous phase: the scans of what the project retains (outbox
+// payloads, async results, export files), whose cost grows with it, queued
+// in the deletion's transaction. Until it is done its row names the
+// subject, and every read of what it has still to erase goes through
+// Erasing: task payloads are redacted as they are claimed, async results
+// as they are read, and export files are held (exports).
+const ErasureKind = "customer.erasure"
+
+// erasingSQL reads the subjects of a project's unfinished erasures, from
+// the partial index outbox_erasing (migration 46), which holds only them:
+// a read asks it at the cost of an index probe, whatever the outbox holds.
+// A parked erasure stays here, so what it did not erase stays unread
+// until an operator requeues it.
+const erasingSQL = `SELECT project_id, payload FROM outbox WHERE project_id = ANY($1) AND kind = '` + ErasureKind + `'
+	AND status <> 'done'`
+
+// QueueErasure queues the erasure of s's retained copies in tx, the
+// permanent deletion's transaction.
+func QueueErasure(ctx context.Context, tx db.Querier, projectID string, s erasure.Subject) error {
+	_, err := Enqueue(ctx, tx, projectID, NewTask{Kind: ErasureKind, Payload: s, MaxAttempts: 100})
+	return err
+}
+
+// Erasing returns the subjects whose erasure is not finished in projectID.
+func Erasing(ctx context.Context, q db.Querier, projectID string) ([]erasure.Subject, error) {
+	by, err := erasing(ctx, q, []string{projectID})
+	return by[projectID], err
+}
+
+func erasing(ctx context.Context, q db.Querier, projects []string) (map[string][]erasure.Subject, error) {
+	rows, err := q.Query(ctx, erasingSQL, projects)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string][]erasure.Subject{}
+	var p string
+	var payload []byte
+	_, err = pgx.ForEachRow(rows, []any{&p, &payload}, func() error {
+		var s erasure.Subject
+		if err := json.Unmarshal(payload, &s); err != nil {
+			return fmt.Errorf("async: an erasure's subject: %w", err)
+		}
+		if s.CustomerID != "" { // a finished one's payload, blanked
+			by[p] = append(by[p], s)
+		}
+		return nil
+	})
+	return by, err
+}
+
+// redactAll returns doc without the data of any of subjects.
+func redactAll(doc []byte, subjects []erasure.Subject) ([]byte, error) {
+	for _, s := range subjects {
+		out, _, err := s.Redact(doc)
+		if err != nil {
+			return nil, err
+		}
+		doc = out
+	}
+	return doc, nil
+}
+
+// redactClaimed takes from the payloads of claimed tasks the data of the
+// subjects whose erasure has not reached them yet: a webhook delivery (or
+// any task) run meanwhile sends and uses what the erasure will leave.
+func redactClaimed(ctx context.Context, q db.Querier, ts []Task) error {
+	var projects []string
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if !seen[t.ProjectID] {
+			seen[t.ProjectID] = true
+			projects = append(projects, t.ProjectID)
+		}
+	}
+	if len(projects) == 0 {
+		return nil
+	}
+	by, err := erasing(ctx, q, projects)
+	if err != nil || len(by) == 0 {
+		return err
+	}
+	for i, t := range ts {
+		if subjects := by[t.ProjectID]; len(subjects) > 0 && t.Kind != ErasureKind {
+			if ts[i].Payload, err = redactAll(t.Payload, subjects); err != nil {
+				return fmt.Errorf("async: task %s: %w", t.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// redactActions is redactClaimed for the async results a read returns.
+func redactActions(ctx context.Context, q db.Querier, projectID string, as []Action) error {
+	subjects, err := Erasing(ctx, q, projectID)
+	if err != nil || len(subjects) == 0 {
+		return err
+	}
+	for i := range as {
+		if as[i].Result != nil {
+			if as[i].Result, err = redactAll(as[i].Result, subjects); err != nil {
+				return fmt.Errorf("async: action %s: %w", as[i].ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// EraseCustomer is the erasure.Eraser of the outbox and async actions, run
+// by the erasure task: webhook payloads waiting to be sent (and those
+// sent, until the purge takes them) and action results that copied the
+// customer lose their personal data. The rows are found by the customer's
+// id or values in their text: a scan of the project's outbox and actions,
+// which the purge keeps short. The erasure tasks' own rows are left: they
+// hold their subjects until they finish (ForgetErasure).
 func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject, _ *erasure.Counts) error {
 	cond, args := s.Mention("payload::TEXT", []any{projectID})
-	if _, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, payload FROM outbox WHERE project_id = $1 AND `+cond, args,
-		`UPDATE outbox SET payload = $3 WHERE project_id = $1 AND id = $2`); err != nil {
+	if _, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, payload FROM outbox WHERE project_id = $1 AND kind <> '`+
+		ErasureKind+`' AND `+cond, args, `UPDATE outbox SET payload = $3 WHERE project_id = $1 AND id = $2`); err != nil {
 		return err
 	}
 	cond, args = s.Mention("result::TEXT", []any{projectID})
 	_, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, result FROM async_actions WHERE project_id = $1 AND result IS NOT NULL AND `+cond,
 		args, `UPDATE async_actions SET result = $3 WHERE project_id = $1 AND id = $2`)
+	return err
+}
+
+// ForgetErasure blanks the erasure task t's subject in tx, the transaction
+// that finishes it: a finished task is kept until the purge, and its
+// subject's values must not be.
+func ForgetErasure(ctx context.Context, tx pgx.Tx, t Task) error {
+	_, err := tx.Exec(ctx, `UPDATE outbox SET payload = '{}' WHERE project_id = $1 AND id = $2 AND kind = $3`,
+		t.ProjectID, t.ID, ErasureKind)
 	return err
 }

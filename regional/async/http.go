@@ -39,7 +39,11 @@ func (h handler) get(c echo.Context) error {
 		}
 		return err
 	}
-	return c.JSON(http.StatusOK, a)
+	as := []Action{a}
+	if err := redactActions(c.Request().Context(), h.pool, httpx.ProjectID(c), as); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, as[0])
 }
 
 func (h handler) list(c echo.Context) error {
@@ -62,6 +66,9 @@ func (h handler) list(c echo.Context) error {
 		return err
 	}
 	page, more, next := listq.Page(rows, lq.Limit, func(a Action) string { return a.ID })
+	if err := redactActions(c.Request().Context(), h.pool, httpx.ProjectID(c), page); err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, listq.List[Action]{DataRef: "async_actions", Data: page, More: more, Next: next})
 }
 

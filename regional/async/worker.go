@@ -140,10 +140,17 @@ func (w *Worker) Run(ctx context.Context) {
 			err := db.Statement(ctx, func(ctx context.Context) error {
 				var err error
 				tasks, err = claim(ctx, w.pool, w.id, n, w.o.Lease)
+				if err == nil {
+					err = redactClaimed(ctx, w.pool, tasks)
+				}
 				return err
 			})
 			if err != nil && ctx.Err() == nil {
 				w.o.Log.Warn("outbox: claiming tasks", "err", err.Error())
+			}
+			if err != nil {
+				// Not run unredacted: claimed again once their leases lapse.
+				tasks = nil
 			}
 		}
 		var txTasks []Task

@@ -13,14 +13,22 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/erasure"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
 // Erasers are what every package that holds a customer's personal data
 // gives the permanent deletion: each erases its own tables (app.go lists
-// them).
-type Erasers []erasure.Eraser
+// them). Now are the bounded ones, which find the customer's rows by
+// their id through an index and run in the deletion's request; Later are
+// the scans of what the project retains (the outbox, async results,
+// export files), whose cost grows with it: they run in the erasure task
+// the deletion queues (async.ErasureKind), and until it is done the
+// owners read what it has still to erase through async.Erasing.
+type Erasers struct {
+	Now, Later []erasure.Eraser
+}
 
 // Deletion is the reference's permanent deletion object (its object name
 // spelled as the reference spells it).
@@ -74,8 +82,13 @@ func (s *Service) Erase(ctx context.Context, projectID, idOrSource string) (Dele
 		}
 		n := erasure.Counts{Customer: 1}
 		subj := c.subject()
-		for _, e := range s.erasers {
+		for _, e := range s.erasers.Now {
 			if err := e(ctx, tx, projectID, subj, &n); err != nil {
+				return err
+			}
+		}
+		if len(s.erasers.Later) > 0 {
+			if err := async.QueueErasure(ctx, tx, projectID, subj); err != nil {
 				return err
 			}
 		}
@@ -101,7 +114,30 @@ func (s *Service) Erase(ctx context.Context, projectID, idOrSource string) (Dele
 		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: "customer.deleted", Entity: c.ID,
 			Object: Customer{ID: c.ID, CreatedAt: c.CreatedAt}.View()})
 	})
+	if err == nil && s.wake != nil {
+		s.wake()
+	}
 	return d, err
+}
+
+// eraseLater is the erasure task: the Later erasers, then the task's own
+// copy of the subject, all in the transaction that finishes the task, so
+// reads held for it find everything erased when it is done.
+func (s *Service) eraseLater(ctx context.Context, tx pgx.Tx, t async.Task) error {
+	var subj erasure.Subject
+	if err := json.Unmarshal(t.Payload, &subj); err != nil {
+		return fmt.Errorf("customers: erasure task %s: %w", t.ID, err)
+	}
+	if subj.CustomerID == "" {
+		return nil // finished by an earlier try
+	}
+	var n erasure.Counts
+	for _, e := range s.erasers.Later {
+		if err := e(ctx, tx, t.ProjectID, subj, &n); err != nil {
+			return err
+		}
+	}
+	return async.ForgetErasure(ctx, tx, t)
 }
 
 // notFound is the 404 of a customer that key does not name: one that says

@@ -70,6 +70,9 @@ type Reports interface {
 // routes start; reports holds the reports of CUSTOMERS.BULK_UPDATE.
 func (s *Service) HandleJobs(reg *async.Registry, reports Reports) {
 	s.wake, s.reports = reg.Wake, reports
+	// A retry of an erasure task starts it again; it is parked only after
+	// many, and held reads wait for it meanwhile.
+	reg.HandleTx(async.ErasureKind, s.eraseLater, async.Policy{MaxAttempts: 100, BackoffCap: 5 * time.Minute})
 	reg.HandleJob(JobImportCSV, s.importJob)
 	reg.HandleJob(JobBulkUpdate, s.bulkJob(JobBulkUpdate))
 	reg.HandleJob(JobMetadataUpdate, s.bulkJob(JobMetadataUpdate))

@@ -20,8 +20,8 @@ import (
 // the personal values they had (name, email, phone, source_id, address
 // lines), which no stored document may keep.
 type Subject struct {
-	CustomerID string
-	Values     []string
+	CustomerID string   `json:"customer_id"`
+	Values     []string `json:"values"`
 }
 
 // Counts are the answer's data_json: how much was erased, by the

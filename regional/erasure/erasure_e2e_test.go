@@ -118,6 +118,9 @@ func TestPermanentDeletionLeavesNoPersonalFieldReadable(t *testing.T) {
 			}
 		}
 	}
+	// What the project retains (files, the outbox, async results) is
+	// erased by the deletion's task, soon after its answer.
+	stacktest.Eventually(t, 20*time.Second, "the erasure task done", func() bool { return erasing(t, a) == 0 })
 	// The files that held her are gone, and say why; the others stay.
 	for i, e := range exps {
 		x := a.OK("GET", "/v1/exports/"+e, nil)
@@ -197,6 +200,17 @@ func holding(t *testing.T, a stacktest.API, table, column, v string) int {
 	var n int
 	if err := a.E.Stack.Regional["api"].Pool().QueryRow(context.Background(),
 		`SELECT count(*) FROM `+table+` WHERE project_id = $1 AND strpos(`+column+`::TEXT, $2) > 0`, a.P.ID, v).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// erasing counts the project's erasure tasks not yet done.
+func erasing(t *testing.T, a stacktest.API) int {
+	t.Helper()
+	var n int
+	if err := a.E.Stack.Regional["api"].Pool().QueryRow(context.Background(), `SELECT count(*) FROM outbox
+		WHERE project_id = $1 AND kind = 'customer.erasure' AND status <> 'done'`, a.P.ID).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/erasure"
 )
 
@@ -15,15 +19,20 @@ import (
 // permanently deleted since.
 const ErasedCode = "customer_erased"
 
-// EraseCustomer is the erasure.Eraser of exports: the file of every
-// finished export is searched for the customer's personal values, and a
-// file that holds one is deleted, its export turned ERROR with an error
-// that says why (a new export is made without the customer); an export
-// being made of objects that may hold them is stopped (stopRunning). Files are
-// read a chunk at a time, each searched with the end of the one before
-// (a value across two chunks is found too).
-func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject, _ *erasure.Counts) error {
-	if err := stopRunning(ctx, tx, projectID, s); err != nil {
+// EraseCustomer is the erasure.Eraser of export files, run by the
+// erasure task (its cost is the size of what the project retains): the
+// file of every finished export is searched for the customer's personal
+// values, and a file that holds one is deleted, its export turned ERROR
+// with an error that says why (a new export is made without the
+// customer); an export being made of objects that may hold them is
+// stopped (StopRunning: one that started after the deletion's request,
+// whose own StopRunning it escaped, may have read the customer's copies
+// that the task has still to erase). Files are read a chunk at a time,
+// each searched with the end of the one before (a value across two
+// chunks is found too). Until it is done, their downloads are held
+// (held).
+func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject, n *erasure.Counts) error {
+	if err := StopRunning(ctx, tx, projectID, s, n); err != nil {
 		return err
 	}
 	type file struct{ id, run string }
@@ -70,12 +79,14 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 // customer's personal values.
 var personalObjects = []string{"customer", "order", "publication", "redemption", "voucher", ReportObject}
 
-// stopRunning turns ERROR the exports of personalObjects being made while
-// the customer is erased: their rows may have been read before the
-// erasure. Their run is no longer named, so the job finds itself
-// superseded and drops what it wrote; nothing it made is ever served. An
-// export still SCHEDULED reads after the erasure and is left to run.
-func stopRunning(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject) error {
+// StopRunning is the erasure.Eraser of exports being made, run in the
+// permanent deletion's request: it turns ERROR the exports of
+// personalObjects being made while the customer is erased, whose rows may
+// have been read before the erasure. Their run is no longer named, so the
+// job finds itself superseded and drops what it wrote; nothing it made is
+// ever served. An export still SCHEDULED reads after the erasure and is
+// left to run. It reads the few exports a project keeps, never a file.
+func StopRunning(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject, _ *erasure.Counts) error {
 	failure, err := json.Marshal(Failure{Code: ErasedCode, Message: fmt.Sprintf(
 		"The file was being made when customer %s was permanently deleted and could hold them. Export again.", s.CustomerID)})
 	if err != nil {
@@ -112,4 +123,21 @@ func fileHolds(ctx context.Context, tx pgx.Tx, projectID, id, run string, s eras
 		tail = append([]byte(nil), data[max(0, len(data)-overlap):]...)
 	}
 	return false, rows.Err()
+}
+
+// held is the answer to a download of an export of personalObjects while
+// a permanent deletion's erasure task has still to search the project's
+// files (async.Erasing): the file may hold the customer. Nil when no
+// erasure is pending, or when the export's objects hold no customer.
+func (s *Service) held(ctx context.Context, projectID string, e export) error {
+	if !slices.Contains(personalObjects, e.Object) {
+		return nil
+	}
+	pending, err := async.Erasing(ctx, s.pool, projectID)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	return &apierr.Error{Status: http.StatusConflict, Key: "export_held", Message: "Export held",
+		Details: fmt.Sprintf("A customer's permanent deletion is removing their data from this project's files; export %s "+
+			"may hold them and is held until that is done, in a few seconds. Download it again then.", e.ID)}
 }

@@ -191,6 +191,9 @@ func (h handler) download(c echo.Context) error {
 		return &apierr.Error{Status: http.StatusConflict, Key: "export_not_ready", Message: "Export not ready",
 			Details: fmt.Sprintf("Export %s is %s; its file can be downloaded once it is DONE.", e.ID, e.Status)}
 	}
+	if err := h.svc.held(ctx, projectID, e); err != nil {
+		return err
+	}
 	if part > len(e.Parts) {
 		return apierr.InvalidQuery("part", fmt.Sprintf("export %s has %d part(s)", e.ID, len(e.Parts)))
 	}

@@ -30,7 +30,7 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := regionaltest.Open(t, regionaltest.Database(t))
-	svc := customers.NewService(pool, noNotices{}, (*metaschemas.Checker)(nil), nil, nil)
+	svc := customers.NewService(pool, noNotices{}, (*metaschemas.Checker)(nil), nil, customers.Erasers{})
 	now := time.Now().UTC()
 	day := func(n int) string { return now.AddDate(0, 0, n).Format(time.DateOnly) }
 	bodies := []string{
