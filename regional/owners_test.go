@@ -64,6 +64,7 @@ var owners = map[string]string{
 	"referral_tier_referees":      "referrals",
 	"referral_holders":            "referrals",
 	"rewards":                     "rewards",
+	"reward_redemption_counts":    "rewards",
 	"segments":                    "segments",
 	"segment_members":             "segments",
 	"loyalty_tiers":               "tiers",

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +17,7 @@ import (
 	"github.com/tallyhq/tally/regional/engine/stacked"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/redemptions"
+	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/vouchers"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
@@ -272,7 +272,8 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	}
 	parent, kids := e.records(r, o, cust, orderView, now, "SUCCESS", "SUCCEEDED")
 	b := &pgx.Batch{}
-	var held, stock []string
+	var held []string
+	var stock []rewards.Count
 	k := -1
 	for i, c := range o.cs {
 		if o.status[i] != "APPLICABLE" {
@@ -293,7 +294,7 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 					return nil, false, err
 				}
 				kids[k].CardPayment = &taken
-				stock = append(stock, p.Reward.ID)
+				stock = append(stock, p.Reward.Count)
 			}
 			kids[k].View["voucher"] = p.Card.View(p.Card.Campaign) // as the redemption left it
 			continue
@@ -321,12 +322,11 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	if err := e.queueNotices(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
 		return nil, false, err
 	}
-	// Last: each updates its reward's row and holds its lock to the
-	// commit; rewards_in_stock refuses one past the stock.
-	sort.Strings(stock) // one order of row locks for every redemption
-	for _, id := range stock {
-		redemptions.QueueStock(b, projectID, id, +1)
-	}
+	// Last, in reward id order (one order of row locks for every
+	// redemption): a reward with a stock updates its row and holds its
+	// lock to the commit, rewards_in_stock refusing one past the stock;
+	// one without adds to a shard (rewards.Count).
+	redemptions.QueueStock(b, projectID, stock, +1)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, false, err
 	}

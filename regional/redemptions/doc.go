@@ -24,7 +24,7 @@
 // the holder in the same batch, prices the reward (price: an assignment's
 // points, mapped by the holder's tier, or for a COIN reward what the order
 // still owes), and writes the points through loyalty's LedgerWrite, with the
-// redemption row and the reward's counter (rewards.QueueCountRedeemed, whose
+// redemption row and the reward's count (rewards.Count, whose
 // refusal past the stock rewards.IsOutOfStock tells), in the same two round
 // trips. It owns the reward_assignments, redemptions and
 // redemption_rollbacks tables,

@@ -133,7 +133,7 @@ func (rd *redemptionReads) queue(projectID, rewardID string, order *orders.View)
 				return row.Scan(&rd.paidBefore)
 			})
 		}
-		rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { rd.reward, rd.hasReward = w, true })
+		rewards.QueueForRedemption(b, projectID, rewardID, true, func(w rewards.Reward) { rd.reward, rd.hasReward = w, true })
 		db.QueueEach(b, scanAssignment, func(a Assignment) { rd.assignment, rd.assigned = a, true },
 			`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
 				loyalty.CardColumnKeyed("campaign_id", key)+` AND reward_id = $3`, projectID, key, rewardID)
@@ -326,10 +326,10 @@ func (s *Service) redeemIn(ctx context.Context, send func(*pgx.Batch) error, tx 
 		return nil, err
 	}
 	l.Done()
-	// Last before COMMIT: every redemption of the reward updates its
-	// row, and holds that row's lock from here to the commit.
-	// The reward's stock refuses it when others took the last units.
-	rewards.QueueCountRedeemed(wr, projectID, w.ID, +1)
+	// Last before COMMIT: a reward with a stock updates its row, and
+	// holds that row's lock from here to the commit, its stock refusing
+	// it when others took the last units; one without adds to a shard.
+	w.Count.Queue(wr, projectID, +1)
 	return wr, nil
 }
 

@@ -41,10 +41,10 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 	if err := loyalty.CheckText("reason", r.Reason); err != nil {
 		return nil, err
 	}
-	var cardID, status string
+	var cardID, status, rewardID string
 	var gave []byte
-	err = s.pool.QueryRow(ctx, `SELECT card_id, status, issued FROM redemptions WHERE project_id = $1 AND id = $2`,
-		projectID, id).Scan(&cardID, &status, &gave)
+	err = s.pool.QueryRow(ctx, `SELECT card_id, status, issued, reward_id FROM redemptions WHERE project_id = $1 AND id = $2`,
+		projectID, id).Scan(&cardID, &status, &gave, &rewardID)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, apierr.NotFound("redemption", id)
 	}
@@ -54,7 +54,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 	if status != "SUCCEEDED" {
 		return nil, alreadyRolledBack(id)
 	}
-	rb := rollingBack{projectID: projectID, id: id, cardID: cardID, r: r, src: webhooks.SourceOf(ctx)}
+	rb := rollingBack{projectID: projectID, id: id, cardID: cardID, rewardID: rewardID, r: r, src: webhooks.SourceOf(ctx)}
 	if gave == nil {
 		err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 			return s.rollbackIn(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, nil, &rb)
@@ -84,6 +84,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r Rollback
 // and the answer.
 type rollingBack struct {
 	projectID, id, cardID string
+	rewardID              string // a redemption's reward never changes
 	r                     RollbackRequest
 	src                   webhooks.Source
 	out                   map[string]any
@@ -109,6 +110,8 @@ func (s *Service) rollbackIn(ctx context.Context, send func(*pgx.Batch) error, t
 	var card loyalty.LockedCard
 	b := &pgx.Batch{}
 	s.prog.QueueLockCard(b, projectID, "", cardID, &card)
+	var count rewards.Count
+	rewards.QueueCount(b, projectID, rb.rewardID, &count)
 	b.Queue(`SELECT status, reward_id, order_id, points, taken, view, issued FROM redemptions
 		WHERE project_id = $1 AND id = $2`, projectID, id).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -143,8 +146,6 @@ func (s *Service) rollbackIn(ctx context.Context, send func(*pgx.Batch) error, t
 	now := s.prog.Now()
 	w := &pgx.Batch{}
 	w.Queue(`UPDATE redemptions SET status = 'ROLLED_BACK' WHERE project_id = $1 AND id = $2`, projectID, id)
-	// The reward may have been deleted since.
-	rewards.QueueCountRedeemed(w, projectID, red.rewardID, -1)
 	// The points go back to the buckets they were taken from.
 	l := s.prog.LedgerWrite(projectID, w, now)
 	rbID := ids.New("rr_")
@@ -194,8 +195,14 @@ func (s *Service) rollbackIn(ctx context.Context, send func(*pgx.Batch) error, t
 	w.Queue(`INSERT INTO redemption_rollbacks (project_id, id, redemption_id, view, created_at) VALUES ($1, $2, $3, $4, $5)`,
 		projectID, rbID, id, v, now)
 	rb.out = out
-	return l.Done(), s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventRollbackSucceeded, Entity: rbID,
-		Object: map[string]any{"redemption_rollback": out}})
+	l.Done()
+	if err := s.notify.Queue(ctx, w, webhooks.Notice{Project: projectID, Type: EventRollbackSucceeded, Entity: rbID,
+		Object: map[string]any{"redemption_rollback": out}}); err != nil {
+		return nil, err
+	}
+	// Last, as a redemption counts: the reward may have been deleted since.
+	count.Queue(w, projectID, -1)
+	return w, nil
 }
 
 func alreadyRolledBack(id string) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,7 +46,7 @@ func (s *Service) QueueCardPayment(b *pgx.Batch, projectID, code, rewardID strin
 		buckets = &dst.Buckets
 	}
 	s.prog.QueueCard(b, projectID, code, lock, &dst.Card, buckets)
-	rewards.QueueForRedemption(b, projectID, rewardID, func(w rewards.Reward) { dst.Reward, dst.HasReward = w, true })
+	rewards.QueueForRedemption(b, projectID, rewardID, lock, func(w rewards.Reward) { dst.Reward, dst.HasReward = w, true })
 	db.QueueEach(b, scanAssignment, func(a Assignment) { dst.Assignment, dst.Assigned = a, true },
 		`SELECT `+assignmentColumns+` FROM reward_assignments WHERE project_id = $1 AND campaign_id = `+
 			loyalty.CardColumnKeyed("campaign_id", code)+` AND reward_id = $3`,
@@ -191,9 +192,14 @@ func (s *Service) QueuePay(ctx context.Context, b *pgx.Batch, projectID string, 
 }
 
 // QueueStock queues one more (or, delta -1, one less) standing redemption
-// of a reward; the reward's stock refuses one past it (IsOutOfStock).
-func QueueStock(b *pgx.Batch, projectID, rewardID string, delta int) {
-	rewards.QueueCountRedeemed(b, projectID, rewardID, delta)
+// of each reward counted by cs (a payment's Reward.Count, a refund's
+// Count), in reward id order, as every redemption and rollback writes
+// them; a reward's stock refuses one past it (IsOutOfStock).
+func QueueStock(b *pgx.Batch, projectID string, cs []rewards.Count, delta int) {
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].RewardID() < cs[j].RewardID() })
+	for _, c := range cs {
+		c.Queue(b, projectID, delta)
+	}
 }
 
 // IsOutOfStock says err is a reward's stock refusing one more redemption,
@@ -203,19 +209,21 @@ func IsOutOfStock(err error) bool { return rewards.IsOutOfStock(err) }
 // Refund gives back what a stacked redemption's card paid (k), as rollback
 // rbID of redemption id, in tx: the card is locked, its points go back to
 // the buckets they came from and POINTS_REFUND is recorded, queued onto
-// b. The caller queues the reward's unit back to its stock (QueueStock),
-// last and in reward id order, as a redemption does. It answers the card
-// as the rollback left it.
+// b. The caller queues the reward's unit back to its stock with the Count
+// answered (QueueStock), last and in reward id order, as a redemption
+// does. It answers the card as the rollback left it.
 func (s *Service) Refund(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, k CardTaking, id, rbID string,
-	reason *string, order map[string]any, now time.Time) (loyalty.CardView, error) {
+	reason *string, order map[string]any, now time.Time) (loyalty.CardView, rewards.Count, error) {
 	var card loyalty.LockedCard
+	var count rewards.Count
 	lb := &pgx.Batch{}
 	s.prog.QueueLockCard(lb, projectID, "", k.CardID, &card)
+	rewards.QueueCount(lb, projectID, k.RewardID, &count)
 	if err := tx.SendBatch(ctx, lb).Close(); err != nil {
-		return loyalty.CardView{}, err
+		return loyalty.CardView{}, count, err
 	}
 	if !card.Found {
-		return loyalty.CardView{}, apierr.New(http.StatusBadRequest, "voucher_not_found", "Voucher not found",
+		return loyalty.CardView{}, count, apierr.New(http.StatusBadRequest, "voucher_not_found", "Voucher not found",
 			fmt.Sprintf("The card of redemption %s, %s, or its campaign, was deleted; its points cannot be returned.", id, k.CardID))
 	}
 	l := s.prog.LedgerWrite(projectID, b, now)
@@ -225,10 +233,10 @@ func (s *Service) Refund(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID
 		details["order"] = order
 	}
 	if err := giveBack(ctx, l, &card, k.Taken, k.Points, reason, details, now); err != nil {
-		return loyalty.CardView{}, err
+		return loyalty.CardView{}, count, err
 	}
 	l.Done()
-	return card.View(card.Campaign), nil
+	return card.View(card.Campaign), count, nil
 }
 
 // PayingCards are the cards customer holderID holds (at most limit, with

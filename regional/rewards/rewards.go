@@ -85,6 +85,9 @@ type Reward struct {
 	Redeemed  int64
 	CreatedAt time.Time
 	UpdatedAt *time.Time
+	// Count is how a redemption that read the reward counts in its
+	// redeemed (QueueForRedemption with lock).
+	Count Count
 }
 
 // View is the reference shape of a reward.
@@ -113,28 +116,26 @@ func (r Reward) View() View {
 		Object: "reward"}
 }
 
-// Columns are the reward columns Scan reads, qualified by alias w. redeemed
-// counts the reward's standing redemptions (QueueCountRedeemed keeps it).
-const Columns = `w.id, w.name, w.type, w.attrs, w.stock, w.redeemed, w.created_at, w.updated_at`
+// Columns are the reward columns Scan reads, qualified by alias w. Its
+// redeemed counts the reward's standing redemptions: the row's count plus
+// its counter rows (count.go).
+const Columns = `w.id, w.name, w.type, w.attrs, w.stock, w.redeemed + ` + shardsOf + `, w.created_at, w.updated_at`
 
 // QueueForRedemption queues onto b the read of a reward as a redemption
-// needs it; into runs if it exists.
-func QueueForRedemption(b *pgx.Batch, projectID, id string, into func(Reward)) {
-	db.QueueEach(b, Scan, into, `SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, id)
-}
-
-// QueueCountRedeemed queues onto b a change of a reward's count of standing
-// redemptions by delta (+1 for a redemption, which the rewards_in_stock
-// check refuses past a stock, -1 for a rollback, never below 0). A reward
-// deleted since is left alone. The batch's error says IsOutOfStock when
-// the stock refused it.
-func QueueCountRedeemed(b *pgx.Batch, projectID, id string, delta int) {
-	b.Queue(`UPDATE rewards SET redeemed = redeemed + $3 WHERE project_id = $1 AND id = $2 AND redeemed + $3 >= 0`,
-		projectID, id, delta)
+// (lock set) or a validation needs it; into runs if it exists. A
+// redemption's read comes after the reward's Count is taken, so that the
+// reward it reads keeps the stock it had when its Count was chosen.
+func QueueForRedemption(b *pgx.Batch, projectID, id string, lock bool, into func(Reward)) {
+	var c Count
+	if lock {
+		QueueCount(b, projectID, id, &c)
+	}
+	db.QueueEach(b, Scan, func(w Reward) { w.Count = c; into(w) },
+		`SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2`, projectID, id)
 }
 
 // IsOutOfStock says err is a reward's stock refusing one more redemption
-// (QueueCountRedeemed past the stock).
+// (Count.Queue past the stock).
 func IsOutOfStock(err error) bool { return db.Constraint(err) == "rewards_in_stock" }
 
 // JoinCoinsInStock is the JOIN, as w (Columns' alias), of the COIN rewards
@@ -291,11 +292,19 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request) (View
 // attributes and metadata; what the request leaves out stays.
 func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (View, error) {
 	var out Reward
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		w, err := Scan(tx.QueryRow(ctx, `SELECT `+Columns+` FROM rewards w WHERE w.project_id = $1 AND w.id = $2 FOR UPDATE`, projectID, id))
+	// At READ COMMITTED, a lock-first write: the row is locked, which
+	// waits for the redemptions in flight that count in its shards
+	// (count.go), and then read, counts and all, as they committed.
+	err := db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
+		var locked bool
+		err := tx.QueryRow(ctx, `SELECT true FROM rewards WHERE project_id = $1 AND id = $2 FOR UPDATE`, projectID, id).Scan(&locked)
 		if errors.Is(err, db.ErrNotFound) {
 			return apierr.NotFound("reward", id)
 		}
+		if err != nil {
+			return err
+		}
+		w, err := Get(ctx, tx, projectID, id)
 		if err != nil {
 			return err
 		}
@@ -325,6 +334,13 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 			}
 			if st != nil && *st < w.Redeemed {
 				return apierr.InvalidPayload(fmt.Sprintf("stock cannot be below the %d units already redeemed", w.Redeemed))
+			}
+			if st != nil && w.Stock == nil {
+				// From here its buyers take the row's update, which
+				// the stock checks against the row's count (count.go).
+				if err := foldCounts(ctx, tx, projectID, w.ID); err != nil {
+					return err
+				}
 			}
 			w.Stock = st
 		}
@@ -372,6 +388,7 @@ func (s *Service) Delete(ctx context.Context, projectID, id string) error {
 		}
 		b := &pgx.Batch{}
 		s.assignments.QueueDropOfReward(b, projectID, id)
+		queueDropCounts(b, projectID, id)
 		b.Queue(`DELETE FROM rewards WHERE project_id = $1 AND id = $2`, projectID, id)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err

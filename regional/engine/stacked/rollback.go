@@ -17,6 +17,7 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/redemptions"
+	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/vouchers"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
@@ -74,7 +75,7 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r redempti
 		now := s.now()
 		b := &pgx.Batch{}
 		var views []any
-		var stock []string
+		var stock []rewards.Count
 		rolled := map[string]bool{}
 		// What the children hold (cards, vouchers) is locked in code order,
 		// as a redemption locks it, and the rewards' stock last, in id order.
@@ -86,16 +87,13 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r redempti
 			if err != nil {
 				return err
 			}
-			if reward != "" {
-				stock = append(stock, reward)
+			if reward != nil {
+				stock = append(stock, *reward)
 			}
 			rolled[t.ID] = true
 			views = append(views, v)
 		}
-		sort.Strings(stock)
-		for _, id := range stock {
-			redemptions.QueueStock(b, projectID, id, -1)
-		}
+		redemptions.QueueStock(b, projectID, stock, -1)
 		// The parent is rolled back when none of its children stands.
 		standing := false
 		for _, k := range kids {
@@ -152,10 +150,10 @@ func byCode(rs []Redemption) []Redemption {
 
 // undo queues rolling back one child redemption: its voucher's count and
 // credits, or its card's points, its status, and its rollback record,
-// answered; reward is the reward whose unit goes back to its stock (the
-// caller queues that last).
+// answered; reward counts the unit that goes back to its reward's stock
+// (the caller queues that last).
 func (s *Service) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, t Redemption, r redemptions.RollbackRequest,
-	now time.Time) (_ map[string]any, reward string, _ error) {
+	now time.Time) (_ map[string]any, reward *rewards.Count, _ error) {
 	rb := ids.New("rr_")
 	v := rollbackView(rb, t, r, now, t.Amount)
 	if k := t.CardPayment; k != nil {
@@ -166,25 +164,25 @@ func (s *Service) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID s
 				ref["source_id"] = o["source_id"]
 			}
 		}
-		card, err := s.Redemptions.Refund(ctx, tx, b, projectID, *k, t.ID, rb, r.Reason, ref, now)
+		card, count, err := s.Redemptions.Refund(ctx, tx, b, projectID, *k, t.ID, rb, r.Reason, ref, now)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
-		reward = k.RewardID
+		reward = &count
 		v["voucher"], v["reward"], v["loyalty_card"] = card, t.View["reward"], map[string]any{"points": k.Points}
 	} else if t.ObjectType == "voucher" && t.ObjectID != nil {
 		var f vouchers.Found
 		lb := &pgx.Batch{}
 		vouchers.QueueRead(lb, projectID, *t.ObjectID, true, &f)
 		if err := tx.SendBatch(ctx, lb).Close(); err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
 		if f.Found {
 			vouchers.QueueRedeemed(b, projectID, f.ID, -1, now)
 			f.Redeemed--
 			if t.GiftAmount > 0 && f.Attrs.Gift != nil {
 				if _, err := s.Vouchers.QueueCredits(ctx, b, projectID, &f.Voucher, t.GiftAmount, loyalty.CreditsRefund, &rb, now); err != nil {
-					return nil, "", err
+					return nil, nil, err
 				}
 				v["gift"] = map[string]any{"amount": t.GiftAmount}
 			}
@@ -195,7 +193,7 @@ func (s *Service) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID s
 	if s.Notify != nil {
 		if err := s.Notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventRollbackSucceeded, Entity: rb,
 			Object: map[string]any{"redemption_rollback": v}}); err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
 	}
 	return v, reward, queueRollback(b, projectID, rb, t.ID, t.ParentID, v, now)
