@@ -20,6 +20,9 @@ import (
 //	$more_than_future n    after n days from now; $less_than_future n: from now, before then
 //	$is_days_ago n         on the day n days ago; $is_days_in_future n: n days ahead
 //	$has_value             present (metadata: present and not null)
+//	$count n               a metadata array has n elements; $count_less, $count_more: fewer, more
+//	$in_location ids       a metadata geopoint, or one of an array of them, lies in one of the
+//	                       locations (places.go)
 //
 // A negative operator ($is_not, $not_in, $not_contain, $is_unknown) holds
 // exactly where its positive one does not, a missing value included. A
@@ -68,6 +71,13 @@ func (c cond[T]) match(r T, now time.Time, s Schema[T]) bool {
 	}
 	if c.op == "$has_value" {
 		return true
+	}
+	if c.op == inLocation {
+		return c.within(v)
+	}
+	if countOps[c.op] {
+		l, ok := v.([]any)
+		return ok && counted(c.op, len(l), c.count)
 	}
 	if t, ok := v.(time.Time); ok {
 		return c.matchTime(t, now)
@@ -234,6 +244,13 @@ func (c cond[T]) where(arg func(any) string, now time.Time, s Schema[T]) string 
 		}
 		return text + " IS NOT NULL"
 	}
+	if c.op == inLocation {
+		return c.whereIn(arg, typ, text)
+	}
+	if countOps[c.op] {
+		return "CASE WHEN " + typ + " = 'array' THEN jsonb_array_length" + value + " END " +
+			map[string]string{"$count": "=", "$count_less": "<", "$count_more": ">"}[c.op] + " " + arg(c.count)
+	}
 	if c.meta == "" && c.field.Kind == DateTime {
 		lo, hi, _ := c.timeRange(now)
 		var out []string
@@ -306,4 +323,15 @@ func (c cond[T]) where(arg func(any) string, now time.Time, s Schema[T]) string 
 		return guard + d + " = " + day(-c.days)
 	}
 	return guard + d + " = " + day(c.days) // $is_days_in_future
+}
+
+// counted compares an array's length n with a $count… condition's m.
+func counted(op string, n, m int) bool {
+	switch op {
+	case "$count_less":
+		return n < m
+	case "$count_more":
+		return n > m
+	}
+	return n == m
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/geo"
 )
 
 // Kind is the type of a path, which decides its operators.
@@ -70,13 +71,18 @@ var (
 	dateOps   = set("$after", "$before", "$more_than_ago", "$less_than_ago", "$more_than_future", "$less_than_future",
 		"$is_days_ago", "$is_days_in_future")
 	presence = set("$has_value", "$is_unknown")
+	// counts compare the number of elements of a metadata array.
+	countOps = set("$count", "$count_less", "$count_more")
 	// negative operators hold where their positive one does not, a
 	// missing value included.
 	negations = map[string]string{"$is_not": "$is", "$not_in": "$in", "$not_contain": "$contains", "$is_unknown": "$has_value"}
-	// known but not served: they count events or test places, which a
-	// customer row does not hold.
-	unserved = set("$count", "$count_less", "$count_more", "$in_location")
 )
+
+// inLocation is the operator of places: a metadata geopoint
+// ("geo:<lat>,<lng>", or an array of them of which one must do) lies in
+// one of the named locations (loc_…), whose shapes the caller binds
+// (Bind) when it evaluates the filter.
+const inLocation = "$in_location"
 
 func set(ks ...string) map[string]bool {
 	m := map[string]bool{}
@@ -109,6 +115,8 @@ func opsOf(k Kind) map[string]bool {
 		add(textOps)
 		add(numberOps)
 		add(dateOps)
+		add(countOps)
+		m[inLocation] = true
 	}
 	return m
 }
@@ -121,14 +129,16 @@ type Filter[T any] struct {
 }
 
 type cond[T any] struct {
-	path  string
-	field Field[T] // for a fixed path
-	meta  string   // the metadata key, for metadata.<key>
-	op    string
-	texts []string
-	nums  []float64
-	days  int
-	at    time.Time // $after / $before of a DateTime
+	shapes map[string]geo.Shape // $in_location: the bound locations' shapes (Bind)
+	path   string
+	field  Field[T] // for a fixed path
+	meta   string   // the metadata key, for metadata.<key>
+	op     string
+	texts  []string
+	nums   []float64
+	days   int
+	count  int       // $count…: the number of elements
+	at     time.Time // $after / $before of a DateTime
 }
 
 // Raw is the filter as it was given, to store and show.
@@ -171,6 +181,9 @@ func Parse[T any](raw json.RawMessage, s Schema[T], param string) (*Filter[T], e
 			c.meta = key
 		} else if fd, ok := s.Fields[path]; ok {
 			c.field, kind = fd, fd.Kind
+		} else if strings.HasPrefix(path, "events.") {
+			return nil, bad(where, "a customer's events are not counted on this platform: "+
+				"$count, $count_less and $count_more count the elements of a metadata array (metadata.<key>)")
 		} else {
 			return nil, bad(where, "unknown path; known: "+strings.Join(known(s), ", ")+", metadata.<key>")
 		}
@@ -187,9 +200,6 @@ func Parse[T any](raw json.RawMessage, s Schema[T], param string) (*Filter[T], e
 		sort.Strings(ops)
 		for _, op := range ops {
 			cw := where + ".conditions." + op
-			if unserved[op] {
-				return nil, bad(cw, "this operator is not served on this platform (it needs events or locations)")
-			}
 			if !opsOf(kind)[op] {
 				return nil, bad(cw, "unknown operator for this path; it takes "+strings.Join(sorted(opsOf(kind)), ", "))
 			}
@@ -220,6 +230,16 @@ func (c *cond[T]) values(raw json.RawMessage, kind Kind) error {
 	if len(vs) == 0 {
 		return fmt.Errorf("needs a value")
 	}
+	if c.op == inLocation {
+		for i, v := range vs {
+			id, ok := v.(string)
+			if !ok || strings.TrimSpace(id) == "" {
+				return fmt.Errorf("[%d] must be a location id (loc_…)", i)
+			}
+			c.texts = append(c.texts, id)
+		}
+		return nil
+	}
 	for _, v := range vs {
 		switch x := v.(type) {
 		case string:
@@ -239,6 +259,12 @@ func (c *cond[T]) values(raw json.RawMessage, kind Kind) error {
 			return fmt.Errorf("must be a number, got %q", c.texts[0])
 		}
 		c.nums = []float64{n}
+	case countOps[c.op]:
+		n, err := strconv.Atoi(c.texts[0])
+		if err != nil || n < 0 {
+			return fmt.Errorf("must be a count of elements (0 or more), got %q", c.texts[0])
+		}
+		c.count = n
 	case c.op == "$after" || c.op == "$before":
 		t, err := parseTime(c.texts[0])
 		if err != nil {

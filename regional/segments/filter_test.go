@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/geo"
 	"github.com/tallyhq/tally/internal/targeting"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/metaschemas"
@@ -43,6 +45,18 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 		`{"name": "Cy", "birthdate": "` + day(0) + `", "metadata": {"age": -4, "since": "` + day(0) + `"}}`,
 		`{"name": "Di", "birthdate": "` + day(7) + `", "metadata": {"age": 1000000, "since": "` + day(-30) + `", "tier": "Gold"}}`,
 		`{"source_id": "src-9", "address": {"city": null}, "metadata": {"vip": false}}`,
+		// geopoints for $in_location (the shapes below) and arrays for $count
+		`{"name": "In the triangle", "metadata": {"at": "geo:52.1,13.1", "tags": []}}`,
+		`{"name": "In the hole", "metadata": {"at": "geo:52.25,13.25", "tags": ["a", "b"]}}`,
+		`{"name": "Triangle box only", "metadata": {"at": "geo:52.9,13.9", "tags": ["a", "b", "c"]}}`,
+		`{"name": "In the circle", "metadata": {"at": "GEO: 48.86 , 2.36", "tags": "a"}}`,
+		`{"name": "Circle box only", "metadata": {"at": "geo:48.89,2.41"}}`,
+		`{"name": "In the circle, with an exponent", "metadata": {"at": "geo:4.886e1,2.36"}}`,
+		`{"name": "One of many in the triangle", "metadata": {"at": ["geo:0,0", "geo:52.1,13.1"]}}`,
+		`{"name": "Far away", "metadata": {"at": "geo:10,10"}}`,
+		`{"name": "Not a point", "metadata": {"at": "the station"}}`,
+		`{"name": "A number", "metadata": {"at": 52.1}}`,
+		`{"name": "Off the Earth", "metadata": {"at": "geo:95,13.5"}}`,
 	}
 	var ids []string
 	for i, b := range bodies {
@@ -113,12 +127,39 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 		`{"metadata.tags": {"conditions": {"$not_contain": ["a"]}}}`,
 		`{"metadata.missing": {"conditions": {"$is_unknown": []}}}`,
 		`{"junction": "or", "metadata.tier": {"conditions": {"$in": ["gold", "Gold"]}}, "name": {"conditions": {"$is": ["Cy"]}}}`,
+		`{"metadata.tags": {"conditions": {"$count": [0]}}}`,
+		`{"metadata.tags": {"conditions": {"$count": [1]}}}`,
+		`{"metadata.tags": {"conditions": {"$count_less": [3]}}}`,
+		`{"metadata.tags": {"conditions": {"$count_more": [1]}}}`,
+		`{"junction": "or", "metadata.tags": {"conditions": {"$count_more": [2]}}, "name": {"conditions": {"$is": ["Ann"]}}}`,
+		`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}}`,
+		`{"metadata.at": {"conditions": {"$in_location": ["loc_circle", "loc_gone"]}}}`,
+		`{"metadata.at": {"conditions": {"$in_location": ["loc_gone"]}}}`,
+		`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle", "loc_circle"]}}, "metadata.tags": {"conditions": {"$count_less": [3]}}}`,
+		`{"junction": "or", "metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}, "name": {"conditions": {"$is": ["Ann"]}}}`,
+	}
+	// The locations: a triangle with a triangular hole, whose box holds
+	// points outside it, and a circle of 5 km, whose box's corners are
+	// outside it; loc_gone is named but not there (deleted).
+	shapes := map[string]geo.Shape{
+		"loc_triangle": geo.Polygon{Outer: []geo.Point{pt(52, 13), pt(52, 14), pt(53, 13), pt(52, 13)},
+			Holes: [][]geo.Point{{pt(52.2, 13.2), pt(52.2, 13.4), pt(52.4, 13.2), pt(52.2, 13.2)}}},
+		"loc_circle": geo.Circle{Center: geo.Point{Lat: 48.85, Lng: 2.35}, Radius: 5000},
+	}
+	// What $in_location must hold, by name, whatever the two ways agree on.
+	want := map[string][]string{
+		`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}}`:           {"In the triangle", "One of many in the triangle"},
+		`{"metadata.at": {"conditions": {"$in_location": ["loc_circle", "loc_gone"]}}}`: {"In the circle", "In the circle, with an exponent"},
+		`{"metadata.at": {"conditions": {"$in_location": ["loc_gone"]}}}`:               nil,
+		`{"metadata.tags": {"conditions": {"$count_more": [1]}}}`:                       {"In the hole", "Triangle box only"},
+		`{"metadata.tags": {"conditions": {"$count": [0]}}}`:                            {"In the triangle"},
 	}
 	for _, raw := range filters {
 		f, err := targeting.Parse(json.RawMessage(raw), customers.Targets, "filter")
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
+		f = f.Bind(shapes)
 		var goIDs []string
 		for _, c := range all {
 			if f.Match(c, now, customers.Targets) {
@@ -138,13 +179,39 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
+		if !f.Exact() {
+			// The SQL is a prefilter by bounding boxes: it keeps every
+			// record Go holds, those in a box but outside its shape too,
+			// and the refinement by Go's match leaves exactly Go's.
+			for _, id := range goIDs {
+				if !slices.Contains(sqlIDs, id) {
+					t.Errorf("%s: the prefilter drops %v, which Go holds", raw, names(all, []string{id}))
+				}
+			}
+			alone := !strings.Contains(raw, "junction") && !strings.Contains(raw, "tags") // $in_location only
+			if alone && (strings.Contains(raw, "loc_triangle") && !slices.Contains(names(all, sqlIDs), "Triangle box only") ||
+				strings.Contains(raw, "loc_circle") && !slices.Contains(names(all, sqlIDs), "Circle box only")) {
+				t.Errorf("%s: the prefilter keeps %v, not the point in the box outside the shape", raw, names(all, sqlIDs))
+			}
+			if slices.Contains(names(all, sqlIDs), "Far away") {
+				t.Errorf("%s: the prefilter keeps a point outside every box", raw)
+			}
+			sqlIDs = slices.DeleteFunc(sqlIDs, func(id string) bool {
+				return !f.Match(all[slices.IndexFunc(all, func(c customers.Customer) bool { return c.ID == id })], now, customers.Targets)
+			})
+		}
 		slices.Sort(goIDs)
 		slices.Sort(sqlIDs)
 		if !slices.Equal(goIDs, sqlIDs) {
 			t.Errorf("%s: Go matches %d %v, SQL %d %v", raw, len(goIDs), names(all, goIDs), len(sqlIDs), names(all, sqlIDs))
 		}
+		if w, ok := want[raw]; ok && !slices.Equal(sorted(names(all, goIDs)...), sorted(w...)) {
+			t.Errorf("%s: holds %v, want %v", raw, names(all, goIDs), w)
+		}
 	}
 }
+
+func pt(lat, lng float64) geo.Point { return geo.Point{Lat: lat, Lng: lng} }
 
 func names(all []customers.Customer, ids []string) []string {
 	var out []string
