@@ -105,15 +105,25 @@ func orEmptyList(ss []string) []string {
 
 // Selection is which products and SKUs Members lists: those of the ids
 // given, or those Where holds (an SQL condition over the products table,
-// or the skus table with sku, its values given to arg).
+// or the skus table with sku, its values given to arg). Keep, when set,
+// refines what Where holds in Go: Where is then a prefilter (a product
+// collection's $in_location tests bounding boxes in SQL), and Keep is
+// given each product (sku nil) or SKU with its product.
 type Selection struct {
 	ProductIDs, SKUIDs []string
 	Where              func(sku bool, arg func(any) string) string
+	Keep               func(p Product, sku *SKU) bool
+}
+
+type memberKey struct {
+	sku bool
+	id  string
 }
 
 // Members lists a page of the project's live products and SKUs sel holds,
 // oldest first, those created after after (zero: all), offset rows on,
-// with how many there are.
+// with how many there are. With Keep, every row Where holds is read and
+// refined, and the page cut from what is kept.
 func Members(ctx context.Context, q db.Querier, projectID string, sel Selection, after time.Time, offset, limit int) ([]any, int, error) {
 	args := []any{projectID, after}
 	arg := func(v any) string {
@@ -128,32 +138,52 @@ func Members(ctx context.Context, q db.Querier, projectID string, sel Selection,
 	}
 	from := `SELECT FALSE AS sku, id, created_at FROM products WHERE project_id = $1 AND bin_id IS NULL AND created_at > $2 AND ` + pc + `
 		UNION ALL SELECT TRUE, id, created_at FROM skus WHERE project_id = $1 AND created_at > $2 AND ` + sc
+	if sel.Keep != nil {
+		keys, err := memberKeys(ctx, q, from+` ORDER BY 3, 2`, args)
+		if err != nil {
+			return nil, 0, err
+		}
+		out, err := membersOf(ctx, q, projectID, keys, sel.Keep)
+		if err != nil {
+			return nil, 0, err
+		}
+		lo, hi := min(offset, len(out)), min(offset+limit, len(out))
+		return out[lo:hi], len(out), nil
+	}
 	var total int
 	if err := q.QueryRow(ctx, `SELECT count(*) FROM (`+from+`) AS m`, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	n := len(args)
-	rows, err := q.Query(ctx, from+fmt.Sprintf(` ORDER BY 3, 2 LIMIT $%d OFFSET $%d`, n+1, n+2), append(args, limit, offset)...)
+	keys, err := memberKeys(ctx, q, from+fmt.Sprintf(` ORDER BY 3, 2 LIMIT $%d OFFSET $%d`, n+1, n+2), append(args, limit, offset))
 	if err != nil {
 		return nil, 0, err
 	}
-	type key struct {
-		sku bool
-		id  string
+	out, err := membersOf(ctx, q, projectID, keys, nil)
+	return out, total, err
+}
+
+func memberKeys(ctx context.Context, q db.Querier, sql string, args []any) ([]memberKey, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
 	}
-	var keys []key
+	var keys []memberKey
 	for rows.Next() {
-		var k key
+		var k memberKey
 		var at any
 		if err := rows.Scan(&k.sku, &k.id, &at); err != nil {
 			rows.Close()
-			return nil, 0, err
+			return nil, err
 		}
 		keys = append(keys, k)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
+	return keys, rows.Err()
+}
+
+// membersOf reads the products and SKUs of keys and renders them in order,
+// those keep holds (all, when nil).
+func membersOf(ctx context.Context, q db.Querier, projectID string, keys []memberKey, keep func(Product, *SKU) bool) ([]any, error) {
 	var ps, ss []string
 	for _, k := range keys {
 		if k.sku {
@@ -164,17 +194,18 @@ func Members(ctx context.Context, q db.Querier, projectID string, sel Selection,
 	}
 	f, err := Lookup(ctx, q, projectID, ps, ss)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	out := make([]any, 0, len(keys))
 	for _, k := range keys {
 		if k.sku {
-			if s, ok := f.SKUs[k.id]; ok { // else deleted between the two reads
+			s, ok := f.SKUs[k.id] // else deleted between the two reads
+			if ok && (keep == nil || keep(f.Products[s.ProductID], &s)) {
 				out = append(out, s.WithProduct(f.Products[s.ProductID]))
 			}
-		} else if p, ok := f.Products[k.id]; ok {
+		} else if p, ok := f.Products[k.id]; ok && (keep == nil || keep(p, nil)) {
 			out = append(out, p.Bare())
 		}
 	}
-	return out, total, nil
+	return out, nil
 }
