@@ -165,8 +165,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// project's metadata schema for it, read from the directory's cache.
 	meta := metaschemas.New(a.resolver)
 	metaschemas.Register(v1, meta)
+	// Locations, which segments', collections' and validation rules'
+	// $in_location conditions name.
+	locs := locations.NewService(pool, cfg.Clock)
+	locations.Register(v1, locs)
 	// Segments follow every customer write (in the asynchronous phase).
-	segs := segments.NewService(pool, notify, a.tasks, cfg.Clock)
+	segs := segments.NewService(pool, notify, locs, a.tasks, cfg.Clock)
 	segments.Register(v1, segs)
 	// A deleted customer takes their referral holdings and custom events;
 	// a permanently deleted one is erased from every table that holds
@@ -187,9 +191,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// The loyalty program, and the packages built on it.
 	loyalty.Register(v1, a.loyalty)
 	// Validation rules, which vouchers, promotion tiers and earning rules name.
-	locs := locations.NewService(pool, cfg.Clock)
-	locations.Register(v1, locs)
-	colls := collections.NewService(pool, cfg.Clock)
+	colls := collections.NewService(pool, locs, cfg.Clock)
 	collections.Register(v1, colls)
 	rules := validation.NewService(pool, cfg.Clock, locs, colls)
 	validation.Register(v1, rules)

@@ -29,6 +29,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
+	"github.com/tallyhq/tally/internal/targeting"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/products"
 )
@@ -108,17 +109,19 @@ type Request struct {
 
 // Service holds the rules of product collections.
 type Service struct {
-	pool  *db.Pool
-	clock *clock.Clock
-	cache *expirable.LRU[string, cached]
+	pool   *db.Pool
+	places targeting.Places // the shapes of the locations $in_location names
+	clock  *clock.Clock
+	cache  *expirable.LRU[string, cached]
 }
 
 // cached is a collection read, or none for one that does not exist.
 type cached struct{ c *Collection }
 
-// NewService returns the product collection service.
-func NewService(pool *db.Pool, clk *clock.Clock) *Service {
-	return &Service{pool: pool, clock: clk, cache: expirable.NewLRU[string, cached](10_000, nil, CacheTTL)}
+// NewService returns the product collection service; places gives the
+// shapes of the locations filters name.
+func NewService(pool *db.Pool, places targeting.Places, clk *clock.Clock) *Service {
+	return &Service{pool: pool, places: places, clock: clk, cache: expirable.NewLRU[string, cached](10_000, nil, CacheTTL)}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -340,5 +343,9 @@ func (s *Service) Products(ctx context.Context, projectID, id string, after time
 		}
 		return products.Members(ctx, s.pool, projectID, products.Selection{ProductIDs: ps, SKUIDs: ss}, after, lq.Offset(), lq.Limit)
 	}
-	return c.filter.members(ctx, s.pool, projectID, s.clock.Now(), after, lq.Offset(), lq.Limit)
+	f, err := c.filter.bound(ctx, s.places, projectID, c.filter.locations())
+	if err != nil {
+		return nil, 0, err
+	}
+	return f.members(ctx, s.pool, projectID, s.clock.Now(), after, lq.Offset(), lq.Limit)
 }

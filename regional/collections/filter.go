@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/geo"
 	"github.com/tallyhq/tally/internal/targeting"
 	"github.com/tallyhq/tally/regional/products"
 )
@@ -112,13 +113,49 @@ func (f *productFilter) matchSKU(s products.SKU, now time.Time) bool {
 	return f.skus.Match(s, now, skuSchema)
 }
 
+// locations are the ids of the locations the filter's $in_location
+// conditions name.
+func (f *productFilter) locations() []string { return f.products.Locations() }
+
+// bound is f with the shapes of ids (those of its locations, or more: a
+// request's collections read theirs in one call) from places; f itself,
+// shared by the collections' cache, is left as it is.
+func (f *productFilter) bound(ctx context.Context, places targeting.Places, projectID string, ids []string) (*productFilter, error) {
+	if len(f.locations()) == 0 {
+		return f, nil
+	}
+	shapes, err := places.Shapes(ctx, projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	return f.bind(shapes), nil
+}
+
+func (f *productFilter) bind(shapes map[string]geo.Shape) *productFilter {
+	if len(f.locations()) == 0 {
+		return f
+	}
+	return &productFilter{raw: f.raw, products: f.products.Bind(shapes), skus: f.skus.Bind(shapes)}
+}
+
 // members lists a page of the products and SKUs the filter holds at now,
-// the same the Go matches hold: one SQL condition per table.
+// the same the Go matches hold: one SQL condition per table, and for a
+// filter with $in_location (whose SQL is a bounding-box prefilter, see
+// targeting's places.go) the Go match of each row it keeps.
 func (f *productFilter) members(ctx context.Context, q db.Querier, projectID string, now, after time.Time, offset, limit int) ([]any, int, error) {
-	return products.Members(ctx, q, projectID, products.Selection{Where: func(sku bool, arg func(any) string) string {
+	sel := products.Selection{Where: func(sku bool, arg func(any) string) string {
 		if sku {
 			return f.skus.Where(arg, now, skuSchema)
 		}
 		return f.products.Where(arg, now, productSchema)
-	}}, after, offset, limit)
+	}}
+	if !f.products.Exact() {
+		sel.Keep = func(p products.Product, s *products.SKU) bool {
+			if s != nil {
+				return f.matchSKU(*s, now)
+			}
+			return f.matchProduct(p, now)
+		}
+	}
+	return products.Members(ctx, q, projectID, sel, after, offset, limit)
 }

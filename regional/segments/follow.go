@@ -77,13 +77,20 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	if err != nil {
 		return err
 	}
-	byID := map[string]compiled{}
+	cs := make([]compiled, 0, len(segs))
 	for _, seg := range segs {
 		c, err := compile(seg)
 		if err != nil {
 			return err
 		}
-		byID[seg.ID] = c
+		cs = append(cs, c)
+	}
+	if cs, err = s.bound(ctx, t.ProjectID, cs); err != nil {
+		return err
+	}
+	byID := map[string]compiled{}
+	for _, c := range cs {
+		byID[c.ID] = c
 	}
 	have, err := membersOf(ctx, tx, t.ProjectID, p.Customers)
 	if err != nil {
@@ -133,20 +140,11 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			if !ok || seg.Type != AutoUpdate {
 				continue
 			}
-			var cust any = map[string]any{"id": ch.customer, "object": "customer"} // deleted
-			c, ok := custs[ch.customer]
-			if ok {
-				cust = c.View()
+			var c *customers.Customer // nil: deleted
+			if found, ok := custs[ch.customer]; ok {
+				c = &found
 			}
-			if ok && w.typ == Entered {
-				if _, err := async.Queue(ctx, b, t.ProjectID, async.NewTask{Kind: KindEntered, Payload: EnteredTask{
-					ID: ids.New("sge_"), CustomerID: c.ID, SegmentID: seg.ID, Segment: seg.Name, At: now,
-				}}); err != nil {
-					return err
-				}
-			}
-			if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: t.ProjectID, Type: w.typ, Entity: ch.customer,
-				Object: map[string]any{"customer": cust, "segment": seg.simple()}}); err != nil {
+			if err := s.queueNotice(ctx, b, t.ProjectID, w.typ, seg.Segment, ch.customer, c, now); err != nil {
 				return err
 			}
 		}
@@ -155,6 +153,27 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		return nil
 	}
 	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueNotice queues on b a customer's entry into or exit from an
+// auto-update segment: its webhook notice with the customer (c, or its
+// bare id when deleted) and the segment, and for an entry the task that
+// earning rules on customer.segment.entered earn by.
+func (s *Service) queueNotice(ctx context.Context, b *pgx.Batch, projectID, typ string, seg Segment, customerID string,
+	c *customers.Customer, now time.Time) error {
+	var cust any = map[string]any{"id": customerID, "object": "customer"}
+	if c != nil {
+		cust = c.View()
+		if typ == Entered {
+			if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindEntered, Payload: EnteredTask{
+				ID: ids.New("sge_"), CustomerID: c.ID, SegmentID: seg.ID, Segment: seg.Name, At: now,
+			}}); err != nil {
+				return err
+			}
+		}
+	}
+	return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: typ, Entity: customerID,
+		Object: map[string]any{"customer": cust, "segment": seg.simple()}})
 }
 
 type syncParams struct {
@@ -212,17 +231,11 @@ func (s *Service) syncJob(ctx context.Context, job *async.Job) (any, error) {
 			if end, n, err = customers.ChunkEnd(ctx, tx, job.ProjectID, st.After, syncChunk); err != nil || n == 0 {
 				return err
 			}
-			args := []any{job.ProjectID, st.After, end}
-			arg := func(v any) string {
-				args = append(args, v)
-				return fmt.Sprintf("$%d", len(args))
-			}
-			where := c.f.Where(arg, s.clock.Now(), customers.Targets)
-			added, err := insertMatching(ctx, tx, customers.Matching(where), arg(seg.ID), args)
+			added, err := s.syncChunk(ctx, tx, job.ProjectID, c, st.After, end)
 			if err != nil {
 				return err
 			}
-			next = syncState{After: end, Read: st.Read + n, Members: st.Members + added, Total: max(st.Total, st.Read+n)}
+			next = syncState{After: end, Read: st.Read + n, Members: st.Members + int64(added), Total: max(st.Total, st.Read+n)}
 			return job.Checkpoint(ctx, tx, next, next.Read*100/max(1, next.Total))
 		})
 		if err != nil {
@@ -234,4 +247,76 @@ func (s *Service) syncJob(ctx context.Context, job *async.Job) (any, error) {
 		st = next
 	}
 	return map[string]any{"segment_id": p.SegmentID, "customers_evaluated": st.Read, "members_added": st.Members}, nil
+}
+
+// syncChunk makes members of the customers with ids in (after, end] that
+// c's filter holds, and answers how many joined. An exact filter is one
+// INSERT … SELECT; one with $in_location selects by its bounding boxes and
+// keeps, read whole, the customers whose geopoint its shapes hold. An
+// auto-update segment's entries raise their notices in the same
+// transaction, as a customer's change does: the customers already there
+// when it is made enter it too, each once (a member the customer's own
+// task added first is not inserted again, and not notified again).
+func (s *Service) syncChunk(ctx context.Context, tx pgx.Tx, projectID string, c compiled, after, end string) (int, error) {
+	cs, err := s.bound(ctx, projectID, []compiled{c})
+	if err != nil {
+		return 0, err
+	}
+	c = cs[0]
+	now := s.clock.Now()
+	args := []any{projectID, after, end}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	sub := customers.Matching(c.f.Where(arg, now, customers.Targets))
+	var added []string
+	found := map[string]customers.Customer{}
+	if c.f.Exact() {
+		if added, err = insertMatching(ctx, tx, sub, arg(c.ID), args); err != nil {
+			return 0, err
+		}
+	} else {
+		candidates, err := matchingIDs(ctx, tx, sub, args)
+		if err != nil {
+			return 0, err
+		}
+		custs, err := customers.Many(ctx, tx, projectID, candidates)
+		if err != nil {
+			return 0, err
+		}
+		var keep []string
+		for _, cu := range custs {
+			if c.f.Match(cu, now, customers.Targets) {
+				keep = append(keep, cu.ID)
+				found[cu.ID] = cu
+			}
+		}
+		if added, err = addMembers(ctx, tx, projectID, c.ID, keep); err != nil {
+			return 0, err
+		}
+	}
+	if c.Type != AutoUpdate || len(added) == 0 {
+		return len(added), nil
+	}
+	if c.f.Exact() {
+		custs, err := customers.Many(ctx, tx, projectID, added)
+		if err != nil {
+			return 0, err
+		}
+		for _, cu := range custs {
+			found[cu.ID] = cu
+		}
+	}
+	b := &pgx.Batch{}
+	for _, id := range added {
+		cu, ok := found[id]
+		if !ok {
+			continue // deleted since: its own task takes it out again
+		}
+		if err := s.queueNotice(ctx, b, projectID, Entered, c.Segment, id, &cu, now); err != nil {
+			return 0, err
+		}
+	}
+	return len(added), tx.SendBatch(ctx, b).Close()
 }

@@ -62,8 +62,9 @@ func customerSegments(a stacktest.API, customer string) []string {
 // A static segment keeps the customers it was made with (by id or
 // source_id) until they are deleted; an auto-update segment's members
 // follow their customers' creation, updates and deletion, each entry and
-// exit raised as a webhook with the customer and the segment; a passive
-// segment follows them silently.
+// exit raised as a webhook with the customer and the segment (those there
+// when it is made entering by its first evaluation); a passive segment
+// follows them silently.
 func TestSegmentMembershipFollowsCustomers(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
@@ -92,13 +93,19 @@ func TestSegmentMembershipFollowsCustomers(t *testing.T) {
 		return a.OK("GET", "/v1/segments/"+goldID, nil)["initial_sync_status"] == "DONE"
 	})
 	waitMembers(a, goldID, ann)
+	// Ann, gold before the segment was made, enters it by its first
+	// evaluation, with her notice as any entry (in the job's transaction).
+	ev := hooks.Wait(t, "customer.segment.entered", 1)
+	if ev["customer"].(map[string]any)["id"] != ann || ev["segment"].(map[string]any)["id"] != goldID {
+		t.Fatalf("entered by the first evaluation: %v", ev)
+	}
 	berlin := a.OK("POST", "/v1/segments", map[string]any{"name": "Berliners", "type": "passive",
 		"filter": map[string]any{"address.city": map[string]any{"conditions": map[string]any{"$in": []any{"Berlin"}}}}})["id"].(string)
 	waitMembers(a, berlin, bob)
 
 	// Bob turns gold: he enters, once.
 	a.OK("PUT", "/v1/customers/bob", map[string]any{"metadata": map[string]any{"tier": "gold"}})
-	ev := hooks.Wait(t, "customer.segment.entered", 1)
+	ev = hooks.Wait(t, "customer.segment.entered", 2)
 	if ev["customer"].(map[string]any)["id"] != bob || ev["segment"].(map[string]any)["id"] != goldID ||
 		ev["segment"].(map[string]any)["object"] != "segment" {
 		t.Fatalf("entered: %v", ev)
@@ -116,7 +123,7 @@ func TestSegmentMembershipFollowsCustomers(t *testing.T) {
 	waitMembers(a, goldID, bob)
 	// A new gold customer in Berlin enters Gold (the passive one silently).
 	cy := customer(map[string]any{"name": "Cy", "address": map[string]any{"city": "Berlin"}, "metadata": map[string]any{"tier": "gold"}})
-	hooks.Wait(t, "customer.segment.entered", 2)
+	hooks.Wait(t, "customer.segment.entered", 3)
 	waitMembers(a, goldID, bob, cy)
 	waitMembers(a, berlin, bob, cy)
 	// Deleting Bob takes him out of every segment, static ones too.
@@ -131,8 +138,8 @@ func TestSegmentMembershipFollowsCustomers(t *testing.T) {
 	waitMembers(a, staticID, ann)
 	waitMembers(a, berlin, cy)
 	time.Sleep(300 * time.Millisecond) // any late notice would have come
-	if n, m := hooks.Count("customer.segment.entered"), hooks.Count("customer.segment.left"); n != 2 || m != 2 {
-		t.Fatalf("%d entered and %d left notices, want 2 and 2 (none of the passive segment)", n, m)
+	if n, m := hooks.Count("customer.segment.entered"), hooks.Count("customer.segment.left"); n != 3 || m != 2 {
+		t.Fatalf("%d entered and %d left notices, want 3 and 2 (none of the passive segment)", n, m)
 	}
 	for _, e := range append(hooks.All("customer.segment.entered"), hooks.All("customer.segment.left")...) {
 		if e["segment"].(map[string]any)["id"] != goldID {

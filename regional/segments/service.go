@@ -33,6 +33,7 @@ type Notifier interface {
 type Service struct {
 	pool   *db.Pool
 	notify Notifier
+	places targeting.Places // the shapes of the locations $in_location names
 	clock  *clock.Clock
 	wake   func()
 	// filters are each project's compiled filter segments, for the live
@@ -53,13 +54,35 @@ type compiled struct {
 
 // NewService returns the segment service, registering with reg the task
 // that follows customers' changes and the job that evaluates a new filter
-// segment.
-func NewService(pool *db.Pool, notify Notifier, reg *async.Registry, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, notify: notify, clock: clk, wake: reg.Wake,
+// segment; places gives the shapes of the locations filters name.
+func NewService(pool *db.Pool, notify Notifier, places targeting.Places, reg *async.Registry, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, notify: notify, places: places, clock: clk, wake: reg.Wake,
 		filters: expirable.NewLRU[string, []compiled](10000, nil, cacheTTL)}
 	reg.HandleTx(KindCustomers, s.follow, async.Policy{})
 	reg.HandleJob(JobSync, s.syncJob)
 	return s
+}
+
+// bound are cs with the shapes of the locations their filters name, read
+// in one call (the locations' cache holds them for 2 s): what every
+// evaluation of a filter holding $in_location works on.
+func (s *Service) bound(ctx context.Context, projectID string, cs []compiled) ([]compiled, error) {
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.f.Locations()...)
+	}
+	if len(ids) == 0 {
+		return cs, nil
+	}
+	shapes, err := s.places.Shapes(ctx, projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]compiled, len(cs))
+	for i, c := range cs {
+		out[i] = compiled{Segment: c.Segment, f: c.f.Bind(shapes)}
+	}
+	return out, nil
 }
 
 func compile(seg Segment) (compiled, error) {
@@ -133,7 +156,8 @@ func (s *Service) addStatic(ctx context.Context, tx pgx.Tx, projectID, segmentID
 		}
 		members = append(members, id)
 	}
-	return addMembers(ctx, tx, projectID, segmentID, members)
+	_, err = addMembers(ctx, tx, projectID, segmentID, members)
+	return err
 }
 
 // Get returns a segment.
@@ -283,6 +307,9 @@ func (s *Service) Of(ctx context.Context, q db.Querier, projectID string, c cust
 	}
 	cs, err := s.compiledOf(ctx, projectID)
 	if err != nil {
+		return nil, err
+	}
+	if cs, err = s.bound(ctx, projectID, cs); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()

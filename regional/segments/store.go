@@ -68,20 +68,40 @@ func dropMembers(ctx context.Context, q db.Querier, projectID, segmentID string,
 	return tag.RowsAffected(), err
 }
 
-// addMembers makes the customers of ids members.
-func addMembers(ctx context.Context, q db.Querier, projectID, segmentID string, ids []string) error {
-	_, err := q.Exec(ctx, `INSERT INTO segment_members (project_id, segment_id, customer_id)
-		SELECT $1, $2, unnest($3::TEXT[]) ON CONFLICT DO NOTHING`, projectID, segmentID, ids)
-	return err
+// addMembers makes the customers of ids members, answering those that
+// were not.
+func addMembers(ctx context.Context, q db.Querier, projectID, segmentID string, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := q.Query(ctx, `INSERT INTO segment_members (project_id, segment_id, customer_id)
+		SELECT $1, $2, unnest($3::TEXT[]) ON CONFLICT DO NOTHING RETURNING customer_id`, projectID, segmentID, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // insertMatching makes members of the customers the subquery sub yields
 // (customers.Matching: $1 project, $2 and $3 the id range, then its own
-// arguments); segmentArg is the segment id's placeholder among them.
-func insertMatching(ctx context.Context, q db.Querier, sub, segmentArg string, args []any) (int64, error) {
-	tag, err := q.Exec(ctx, `INSERT INTO segment_members (project_id, segment_id, customer_id)
-		SELECT $1, `+segmentArg+`, m.id FROM (`+sub+`) AS m ON CONFLICT DO NOTHING`, args...)
-	return tag.RowsAffected(), err
+// arguments), answering those that were not; segmentArg is the segment
+// id's placeholder among them.
+func insertMatching(ctx context.Context, q db.Querier, sub, segmentArg string, args []any) ([]string, error) {
+	rows, err := q.Query(ctx, `INSERT INTO segment_members (project_id, segment_id, customer_id)
+		SELECT $1, `+segmentArg+`, m.id FROM (`+sub+`) AS m ON CONFLICT DO NOTHING RETURNING customer_id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// matchingIDs are the ids the subquery sub yields (customers.Matching).
+func matchingIDs(ctx context.Context, q db.Querier, sub string, args []any) ([]string, error) {
+	rows, err := q.Query(ctx, sub, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // membership is who of customerIDs is in which segment.
