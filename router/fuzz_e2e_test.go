@@ -329,8 +329,15 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	}
 	// A filter segment (its routes' :segmentId, the customers list's
 	// segment_id), and the filters its creation's fuzzed bodies vary.
+	// Its filter names the location, so that every fuzzed customer write
+	// is evaluated with its shape (bounding box and refinement).
 	ids["segmentId"] = a.OK("POST", "/v1/segments", map[string]any{"name": "Fuzz", "type": "auto-update",
-		"filter": map[string]any{"metadata.tier": map[string]any{"conditions": map[string]any{"$is": []any{"gold"}}}}})["id"].(string)
+		"filter": map[string]any{"junction": "or", "metadata.tier": map[string]any{"conditions": map[string]any{"$is": []any{"gold"}}},
+			"metadata.geo": map[string]any{"conditions": map[string]any{"$in_location": []any{ids["locationId"]}}}}})["id"].(string)
+	// A dynamic collection on the location, for the collection routes'
+	// listings beside the static one.
+	a.OK("POST", "/v1/product-collections", map[string]any{"name": "Fuzz area's products", "type": "AUTO_UPDATE",
+		"filter": map[string]any{"metadata.geo": map[string]any{"conditions": map[string]any{"$in_location": []any{ids["locationId"]}}}}})
 	// A campaign template (its routes' :campaignTemplateId), of a discount
 	// campaign, so setups made from it are fuzzed past the template's read.
 	a.OK("POST", "/v1/campaigns", map[string]any{"name": "Fuzz codes", "campaign_type": "DISCOUNT_COUPONS",
@@ -482,7 +489,7 @@ var filterPaths = []string{"name", "email", "birthdate", "created_at", "updated_
 	"metadata", "bogus", "", "events.x.count"}
 
 var filterOps = []string{"$is", "$in", "$not_in", "$contains", "$starts_with", "$more_than", "$less_than_equal", "$after",
-	"$before", "$is_days_ago", "$more_than_ago", "$less_than_future", "$has_value", "$is_unknown", "$count_more", "$bogus", ""}
+	"$before", "$is_days_ago", "$more_than_ago", "$less_than_future", "$has_value", "$is_unknown", "$count_more", "$count", "$count_less", "$in_location", "$bogus", ""}
 
 // fuzzFilter is a segment body whose filter mixes paths, operators and
 // values, known and not.
