@@ -143,8 +143,15 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			var c *customers.Customer // nil: deleted
 			if found, ok := custs[ch.customer]; ok {
 				c = &found
+				if w.typ == Entered {
+					if _, err := async.Queue(ctx, b, t.ProjectID, async.NewTask{Kind: KindEntered, Payload: EnteredTask{
+						ID: ids.New("sge_"), CustomerID: c.ID, SegmentID: seg.ID, Segment: seg.Name, At: now,
+					}}); err != nil {
+						return err
+					}
+				}
 			}
-			if err := s.queueNotice(ctx, b, t.ProjectID, w.typ, seg.Segment, ch.customer, c, now); err != nil {
+			if err := s.queueNotice(ctx, b, t.ProjectID, w.typ, seg.Segment, ch.customer, c); err != nil {
 				return err
 			}
 		}
@@ -155,22 +162,14 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	return tx.SendBatch(ctx, b).Close()
 }
 
-// queueNotice queues on b a customer's entry into or exit from an
-// auto-update segment: its webhook notice with the customer (c, or its
-// bare id when deleted) and the segment, and for an entry the task that
-// earning rules on customer.segment.entered earn by.
+// queueNotice queues on b the webhook notice of a customer's entry into
+// or exit from an auto-update segment, with the customer (c, or its bare
+// id when deleted) and the segment.
 func (s *Service) queueNotice(ctx context.Context, b *pgx.Batch, projectID, typ string, seg Segment, customerID string,
-	c *customers.Customer, now time.Time) error {
+	c *customers.Customer) error {
 	var cust any = map[string]any{"id": customerID, "object": "customer"}
 	if c != nil {
 		cust = c.View()
-		if typ == Entered {
-			if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindEntered, Payload: EnteredTask{
-				ID: ids.New("sge_"), CustomerID: c.ID, SegmentID: seg.ID, Segment: seg.Name, At: now,
-			}}); err != nil {
-				return err
-			}
-		}
 	}
 	return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: typ, Entity: customerID,
 		Object: map[string]any{"customer": cust, "segment": seg.simple()}})
@@ -256,7 +255,12 @@ func (s *Service) syncJob(ctx context.Context, job *async.Job) (any, error) {
 // auto-update segment's entries raise their notices in the same
 // transaction, as a customer's change does: the customers already there
 // when it is made enter it too, each once (a member the customer's own
-// task added first is not inserted again, and not notified again).
+// task added first is not inserted again, and not notified again). The
+// customers are read for their notices only when a webhook listens, and
+// no earning task is queued: a rule on customer.segment.entered names the
+// segment only once it exists, and a million entries would otherwise be a
+// million earning tasks that almost always find no rule (docs/architecture.md,
+// Segments).
 func (s *Service) syncChunk(ctx context.Context, tx pgx.Tx, projectID string, c compiled, after, end string) (int, error) {
 	cs, err := s.bound(ctx, projectID, []compiled{c})
 	if err != nil {
@@ -296,7 +300,7 @@ func (s *Service) syncChunk(ctx context.Context, tx pgx.Tx, projectID string, c 
 			return 0, err
 		}
 	}
-	if c.Type != AutoUpdate || len(added) == 0 {
+	if c.Type != AutoUpdate || len(added) == 0 || !s.notify.Listens(ctx, projectID, Entered) {
 		return len(added), nil
 	}
 	if c.f.Exact() {
@@ -314,7 +318,7 @@ func (s *Service) syncChunk(ctx context.Context, tx pgx.Tx, projectID string, c 
 		if !ok {
 			continue // deleted since: its own task takes it out again
 		}
-		if err := s.queueNotice(ctx, b, projectID, Entered, c.Segment, id, &cu, now); err != nil {
+		if err := s.queueNotice(ctx, b, projectID, Entered, c.Segment, id, &cu); err != nil {
 			return 0, err
 		}
 	}

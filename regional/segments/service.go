@@ -24,9 +24,12 @@ import (
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/segments")
 
-// Notifier raises webhook notices in the writer's transaction.
+// Notifier raises webhook notices in the writer's transaction; Listens
+// says whether a notice of a type would be sent anywhere, so that a
+// segment's first evaluation reads its entrants only for someone.
 type Notifier interface {
 	Queue(ctx context.Context, b *pgx.Batch, n webhooks.Notice) error
+	Listens(ctx context.Context, projectID, eventType string) bool
 }
 
 // Service holds the segment rules.
