@@ -45,19 +45,8 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 		`{"name": "Cy", "birthdate": "` + day(0) + `", "metadata": {"age": -4, "since": "` + day(0) + `"}}`,
 		`{"name": "Di", "birthdate": "` + day(7) + `", "metadata": {"age": 1000000, "since": "` + day(-30) + `", "tier": "Gold"}}`,
 		`{"source_id": "src-9", "address": {"city": null}, "metadata": {"vip": false}}`,
-		// geopoints for $in_location (the shapes below) and arrays for $count
-		`{"name": "In the triangle", "metadata": {"at": "geo:52.1,13.1", "tags": []}}`,
-		`{"name": "In the hole", "metadata": {"at": "geo:52.25,13.25", "tags": ["a", "b"]}}`,
-		`{"name": "Triangle box only", "metadata": {"at": "geo:52.9,13.9", "tags": ["a", "b", "c"]}}`,
-		`{"name": "In the circle", "metadata": {"at": "GEO: 48.86 , 2.36", "tags": "a"}}`,
-		`{"name": "Circle box only", "metadata": {"at": "geo:48.89,2.41"}}`,
-		`{"name": "In the circle, with an exponent", "metadata": {"at": "geo:4.886e1,2.36"}}`,
-		`{"name": "One of many in the triangle", "metadata": {"at": ["geo:0,0", "geo:52.1,13.1"]}}`,
-		`{"name": "Far away", "metadata": {"at": "geo:10,10"}}`,
-		`{"name": "Not a point", "metadata": {"at": "the station"}}`,
-		`{"name": "A number", "metadata": {"at": 52.1}}`,
-		`{"name": "Off the Earth", "metadata": {"at": "geo:95,13.5"}}`,
 	}
+	bodies = append(bodies, placeBodies...)
 	var ids []string
 	for i, b := range bodies {
 		var p customers.Patch
@@ -127,34 +116,8 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 		`{"metadata.tags": {"conditions": {"$not_contain": ["a"]}}}`,
 		`{"metadata.missing": {"conditions": {"$is_unknown": []}}}`,
 		`{"junction": "or", "metadata.tier": {"conditions": {"$in": ["gold", "Gold"]}}, "name": {"conditions": {"$is": ["Cy"]}}}`,
-		`{"metadata.tags": {"conditions": {"$count": [0]}}}`,
-		`{"metadata.tags": {"conditions": {"$count": [1]}}}`,
-		`{"metadata.tags": {"conditions": {"$count_less": [3]}}}`,
-		`{"metadata.tags": {"conditions": {"$count_more": [1]}}}`,
-		`{"junction": "or", "metadata.tags": {"conditions": {"$count_more": [2]}}, "name": {"conditions": {"$is": ["Ann"]}}}`,
-		`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}}`,
-		`{"metadata.at": {"conditions": {"$in_location": ["loc_circle", "loc_gone"]}}}`,
-		`{"metadata.at": {"conditions": {"$in_location": ["loc_gone"]}}}`,
-		`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle", "loc_circle"]}}, "metadata.tags": {"conditions": {"$count_less": [3]}}}`,
-		`{"junction": "or", "metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}, "name": {"conditions": {"$is": ["Ann"]}}}`,
 	}
-	// The locations: a triangle with a triangular hole, whose box holds
-	// points outside it, and a circle of 5 km, whose box's corners are
-	// outside it; loc_gone is named but not there (deleted).
-	shapes := map[string]geo.Shape{
-		"loc_triangle": geo.Polygon{Outer: []geo.Point{pt(52, 13), pt(52, 14), pt(53, 13), pt(52, 13)},
-			Holes: [][]geo.Point{{pt(52.2, 13.2), pt(52.2, 13.4), pt(52.4, 13.2), pt(52.2, 13.2)}}},
-		"loc_circle": geo.Circle{Center: geo.Point{Lat: 48.85, Lng: 2.35}, Radius: 5000},
-	}
-	// What $in_location must hold, by name, whatever the two ways agree on.
-	want := map[string][]string{
-		`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}}`:           {"In the triangle", "One of many in the triangle"},
-		`{"metadata.at": {"conditions": {"$in_location": ["loc_circle", "loc_gone"]}}}`: {"In the circle", "In the circle, with an exponent"},
-		`{"metadata.at": {"conditions": {"$in_location": ["loc_gone"]}}}`:               nil,
-		`{"metadata.tags": {"conditions": {"$count_more": [1]}}}`:                       {"In the hole", "Triangle box only"},
-		`{"metadata.tags": {"conditions": {"$count": [0]}}}`:                            {"In the triangle"},
-	}
-	for _, raw := range filters {
+	for _, raw := range append(filters, placeFilters...) {
 		f, err := targeting.Parse(json.RawMessage(raw), customers.Targets, "filter")
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
@@ -166,39 +129,9 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 				goIDs = append(goIDs, c.ID)
 			}
 		}
-		args := []any{"proj_x", "", "\U0010FFFF"}
-		arg := func(v any) string {
-			args = append(args, v)
-			return fmt.Sprintf("$%d", len(args))
-		}
-		rows, err := pool.Query(ctx, customers.Matching(f.Where(arg, now, customers.Targets)), args...)
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		sqlIDs, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
+		sqlIDs := sqlMatches(ctx, t, pool, raw, f, now)
 		if !f.Exact() {
-			// The SQL is a prefilter by bounding boxes: it keeps every
-			// record Go holds, those in a box but outside its shape too,
-			// and the refinement by Go's match leaves exactly Go's.
-			for _, id := range goIDs {
-				if !slices.Contains(sqlIDs, id) {
-					t.Errorf("%s: the prefilter drops %v, which Go holds", raw, names(all, []string{id}))
-				}
-			}
-			alone := !strings.Contains(raw, "junction") && !strings.Contains(raw, "tags") // $in_location only
-			if alone && (strings.Contains(raw, "loc_triangle") && !slices.Contains(names(all, sqlIDs), "Triangle box only") ||
-				strings.Contains(raw, "loc_circle") && !slices.Contains(names(all, sqlIDs), "Circle box only")) {
-				t.Errorf("%s: the prefilter keeps %v, not the point in the box outside the shape", raw, names(all, sqlIDs))
-			}
-			if slices.Contains(names(all, sqlIDs), "Far away") {
-				t.Errorf("%s: the prefilter keeps a point outside every box", raw)
-			}
-			sqlIDs = slices.DeleteFunc(sqlIDs, func(id string) bool {
-				return !f.Match(all[slices.IndexFunc(all, func(c customers.Customer) bool { return c.ID == id })], now, customers.Targets)
-			})
+			sqlIDs = refined(t, raw, f, all, goIDs, sqlIDs, now)
 		}
 		slices.Sort(goIDs)
 		slices.Sort(sqlIDs)
@@ -209,6 +142,99 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 			t.Errorf("%s: holds %v, want %v", raw, names(all, goIDs), w)
 		}
 	}
+}
+
+// placeBodies are customers with geopoints for $in_location (the shapes
+// below) and arrays for $count.
+var placeBodies = []string{
+	`{"name": "In the triangle", "metadata": {"at": "geo:52.1,13.1", "tags": []}}`,
+	`{"name": "In the hole", "metadata": {"at": "geo:52.25,13.25", "tags": ["a", "b"]}}`,
+	`{"name": "Triangle box only", "metadata": {"at": "geo:52.9,13.9", "tags": ["a", "b", "c"]}}`,
+	`{"name": "In the circle", "metadata": {"at": "GEO: 48.86 , 2.36", "tags": "a"}}`,
+	`{"name": "Circle box only", "metadata": {"at": "geo:48.89,2.41"}}`,
+	`{"name": "In the circle, with an exponent", "metadata": {"at": "geo:4.886e1,2.36"}}`,
+	`{"name": "One of many in the triangle", "metadata": {"at": ["geo:0,0", "geo:52.1,13.1"]}}`,
+	`{"name": "Far away", "metadata": {"at": "geo:10,10"}}`,
+	`{"name": "Not a point", "metadata": {"at": "the station"}}`,
+	`{"name": "A number", "metadata": {"at": 52.1}}`,
+	`{"name": "Off the Earth", "metadata": {"at": "geo:95,13.5"}}`,
+}
+
+// placeFilters are the filters of $count and $in_location.
+var placeFilters = []string{
+	`{"metadata.tags": {"conditions": {"$count": [0]}}}`,
+	`{"metadata.tags": {"conditions": {"$count": [1]}}}`,
+	`{"metadata.tags": {"conditions": {"$count_less": [3]}}}`,
+	`{"metadata.tags": {"conditions": {"$count_more": [1]}}}`,
+	`{"junction": "or", "metadata.tags": {"conditions": {"$count_more": [2]}}, "name": {"conditions": {"$is": ["Ann"]}}}`,
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}}`,
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_circle", "loc_gone"]}}}`,
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_gone"]}}}`,
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle", "loc_circle"]}}, "metadata.tags": {"conditions": {"$count_less": [3]}}}`,
+	`{"junction": "or", "metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}, "name": {"conditions": {"$is": ["Ann"]}}}`,
+}
+
+// The locations: a triangle with a triangular hole, whose box holds
+// points outside it, and a circle of 5 km, whose box's corners are
+// outside it; loc_gone is named but not there (deleted).
+var shapes = map[string]geo.Shape{
+	"loc_triangle": geo.Polygon{Outer: []geo.Point{pt(52, 13), pt(52, 14), pt(53, 13), pt(52, 13)},
+		Holes: [][]geo.Point{{pt(52.2, 13.2), pt(52.2, 13.4), pt(52.4, 13.2), pt(52.2, 13.2)}}},
+	"loc_circle": geo.Circle{Center: geo.Point{Lat: 48.85, Lng: 2.35}, Radius: 5000},
+}
+
+// What $in_location must hold, by name, whatever the two ways agree on.
+var want = map[string][]string{
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}}`:           {"In the triangle", "One of many in the triangle"},
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_circle", "loc_gone"]}}}`: {"In the circle", "In the circle, with an exponent"},
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_gone"]}}}`:               nil,
+	`{"metadata.tags": {"conditions": {"$count_more": [1]}}}`:                       {"In the hole", "Triangle box only"},
+	`{"metadata.tags": {"conditions": {"$count": [0]}}}`:                            {"In the triangle"},
+}
+
+// refined checks a prefilter's ids (sqlIDs) against Go's (goIDs) and
+// answers them refined by Go's match.
+func refined(t *testing.T, raw string, f *targeting.Filter[customers.Customer], all []customers.Customer, goIDs, sqlIDs []string, now time.Time) []string {
+	t.Helper()
+	// The SQL is a prefilter by bounding boxes: it keeps every
+	// record Go holds, those in a box but outside its shape too,
+	// and the refinement by Go's match leaves exactly Go's.
+	for _, id := range goIDs {
+		if !slices.Contains(sqlIDs, id) {
+			t.Errorf("%s: the prefilter drops %v, which Go holds", raw, names(all, []string{id}))
+		}
+	}
+	alone := !strings.Contains(raw, "junction") && !strings.Contains(raw, "tags") // $in_location only
+	if alone && (strings.Contains(raw, "loc_triangle") && !slices.Contains(names(all, sqlIDs), "Triangle box only") ||
+		strings.Contains(raw, "loc_circle") && !slices.Contains(names(all, sqlIDs), "Circle box only")) {
+		t.Errorf("%s: the prefilter keeps %v, not the point in the box outside the shape", raw, names(all, sqlIDs))
+	}
+	if slices.Contains(names(all, sqlIDs), "Far away") {
+		t.Errorf("%s: the prefilter keeps a point outside every box", raw)
+	}
+	sqlIDs = slices.DeleteFunc(sqlIDs, func(id string) bool {
+		return !f.Match(all[slices.IndexFunc(all, func(c customers.Customer) bool { return c.ID == id })], now, customers.Targets)
+	})
+	return sqlIDs
+}
+
+// sqlMatches are the ids of the customers f's SQL selects.
+func sqlMatches(ctx context.Context, t *testing.T, pool *db.Pool, raw string, f *targeting.Filter[customers.Customer], now time.Time) []string {
+	t.Helper()
+	args := []any{"proj_x", "", "\U0010FFFF"}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	rows, err := pool.Query(ctx, customers.Matching(f.Where(arg, now, customers.Targets)), args...)
+	if err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return ids
 }
 
 func pt(lat, lng float64) geo.Point { return geo.Point{Lat: lat, Lng: lng} }
