@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/geo"
 )
 
 type rec struct {
@@ -84,5 +85,28 @@ func TestJunctionsAndEmptyFilters(t *testing.T) {
 		if got := f.Match(r, now, schema); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.filter, got, tc.want)
 		}
+	}
+}
+
+// A filter names its locations once each; binding their shapes makes a
+// new filter and leaves the compiled one (shared by a cache) unbound, and
+// only $in_location makes Where a prefilter.
+func TestBindLeavesTheCompiledFilter(t *testing.T) {
+	f, err := Parse(json.RawMessage(`{"junction": "or", "metadata.at": {"conditions": {"$in_location": ["loc_a", "loc_b", "loc_a"]}},
+		"metadata.n": {"conditions": {"$count_more": [1]}}}`), schema, "filter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Locations(); len(got) != 2 || got[0] != "loc_a" || got[1] != "loc_b" || f.Exact() {
+		t.Fatalf("locations %v, exact %v", got, f.Exact())
+	}
+	r := rec{meta: map[string]any{"at": "geo:1,1"}}
+	b := f.Bind(map[string]geo.Shape{"loc_b": geo.Circle{Center: geo.Point{Lat: 1, Lng: 1}, Radius: 10}})
+	if !b.Match(r, time.Now(), schema) || f.Match(r, time.Now(), schema) {
+		t.Fatalf("bound %v, compiled %v: want the bound one only to hold the point", b.Match(r, time.Now(), schema), f.Match(r, time.Now(), schema))
+	}
+	exact, _ := Parse(json.RawMessage(`{"metadata.n": {"conditions": {"$count": [2]}}}`), schema, "filter")
+	if !exact.Exact() || exact.Bind(nil) != exact || !exact.Match(rec{meta: map[string]any{"n": []any{1, "x"}}}, time.Now(), schema) {
+		t.Fatal("a filter without $in_location is exact, bound as it is, and counts an array")
 	}
 }
