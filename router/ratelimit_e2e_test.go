@@ -198,7 +198,10 @@ func TestAProjectLimitHoldsAcrossThreeRouters(t *testing.T) {
 	if over.ok > limit || over.ok < limit-3*3 || over.refused == 0 || over.other != 0 {
 		t.Fatalf("the client over its limit: %+v, want at most %d accepted and no fewer than %d", over, limit, limit-9)
 	}
-	if a.refused != 0 || b.refused != 0 || a.other != 0 || b.other != 0 || a.ok < 20 || b.ok < 28 {
+	// Each under-limit client sends what it can in the window (30 and 40
+	// on an idle machine, fewer on a busy one); at least ten each, so
+	// that none refused means something.
+	if a.refused != 0 || b.refused != 0 || a.other != 0 || b.other != 0 || a.ok < 10 || b.ok < 10 {
 		t.Fatalf("clients under their limits: %+v %+v", a, b)
 	}
 }
