@@ -10,7 +10,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,7 +20,6 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
-	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/runtimex"
 	"github.com/tallyhq/tally/regional/async"
 )
@@ -59,16 +57,9 @@ type failure struct {
 
 type progress = async.Chunked[failure]
 
-// Reports writes the report file of a bulk job (exports.Reports): the
-// outcome of each item, appended in the transaction that writes them.
-type Reports interface {
-	Append(ctx context.Context, tx pgx.Tx, projectID, actionID string, offset int64, header []string, records [][]string) (int64, error)
-	Finish(ctx context.Context, projectID, actionID string, rows, size int64) (urls []string, till *time.Time, err error)
-}
-
 // HandleJobs registers the customer jobs with reg, which Register's import
 // routes start; reports holds the reports of CUSTOMERS.BULK_UPDATE.
-func (s *Service) HandleJobs(reg *async.Registry, reports Reports) {
+func (s *Service) HandleJobs(reg *async.Registry, reports async.Reports) {
 	s.wake, s.reports = reg.Wake, reports
 	// A retry of an erasure task starts it again; it is parked only after
 	// many, and held reads wait for it meanwhile.
@@ -506,14 +497,14 @@ func (s *Service) bulkJob(jobType string) async.JobFunc {
 				row := from + i + 1
 				if e != nil {
 					st.Fail(failure{Row: row, SourceID: ps[from+i].SourceID, Reason: Refusal(e)})
-					lines = append(lines, reportLine(row, ps[from+i].SourceID, "FAILED", Refusal(e)))
+					lines = append(lines, reportLine(row, ps[from+i].SourceID, Refusal(e)))
 					continue
 				}
 				st.DoneCount++
-				lines = append(lines, reportLine(row, ps[from+i].SourceID, "SUCCESS", ""))
+				lines = append(lines, reportLine(row, ps[from+i].SourceID, ""))
 			}
 			if report {
-				st.ReportBytes, err = s.reports.Append(ctx, tx, job.ProjectID, job.ActionID, st.ReportBytes, reportHeader, lines)
+				err = st.Report(ctx, tx, s.reports, job, "source_id", lines)
 			}
 			return err
 		})
@@ -526,25 +517,19 @@ func (s *Service) bulkJob(jobType string) async.JobFunc {
 		}
 		res := map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}
 		if report {
-			urls, till, err := s.reports.Finish(ctx, job.ProjectID, job.ActionID, int64(len(ps)), st.ReportBytes)
-			if err != nil {
+			if err := st.FinishReport(ctx, s.reports, job, res); err != nil {
 				return nil, err
 			}
-			res["reports"], res["reports_available_till"] = urls, jsonx.Ptr(till)
 		}
 		return res, nil
 	}
 }
 
-// reportHeader is the first line of a bulk update's report: each item's
-// row (its index + 1), source_id, outcome (SUCCESS or FAILED) and, for a
-// failure, why. The reference shows the report's link, not its columns.
-var reportHeader = []string{"row", "source_id", "status", "reason"}
-
-func reportLine(row int, sourceID *string, status, reason string) []string {
+// reportLine is an item's line of the bulk update's report.
+func reportLine(row int, sourceID *string, reason string) []string {
 	src := ""
 	if sourceID != nil {
 		src = *sourceID
 	}
-	return []string{strconv.Itoa(row), src, status, reason}
+	return async.ReportLine(row, src, reason)
 }

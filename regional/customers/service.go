@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
@@ -46,7 +47,7 @@ type Service struct {
 	onDelete []Dependent
 	erasers  Erasers
 	wake     func() // starts the worker on a new job (HandleJobs)
-	reports  Reports
+	reports  async.Reports
 }
 
 // Dependent removes what a package keeps of a customer (the custom events

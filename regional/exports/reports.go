@@ -24,10 +24,10 @@ import (
 const ReportObject = "report"
 
 // Reports writes the report files of the bulk jobs whose results carry
-// `reports` and `reports_available_till` (CUSTOMERS.BULK_UPDATE): a CSV
-// of each item's outcome, appended in the transaction that writes the
-// items, so a job run again after its worker died goes on with its report
-// where the last committed chunk left it.
+// `reports` and `reports_available_till` (CUSTOMERS.BULK_UPDATE,
+// PRODUCTS.BULK_UPDATE, VOUCHERS.BULK_UPDATE): a CSV of each item's outcome, appended in the
+// transaction that writes the items, so a job run again after its worker
+// died goes on with its report where the last committed chunk left it.
 type Reports struct {
 	pool   *db.Pool
 	clock  *clock.Clock
