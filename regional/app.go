@@ -180,7 +180,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Now: []erasure.Eraser{customEvents.EraseCustomer, segments.EraseCustomer, orders.EraseCustomer, publications.EraseCustomer,
 			redemptions.EraseCustomer, stacked.EraseCustomer, exports.StopRunning},
 		Later: []erasure.Eraser{async.EraseCustomer, exports.EraseCustomer}}, referrals.DropCustomer, customEvents.DropCustomer)
-	cust.HandleJobs(a.tasks, a.newReports())
+	reports := a.newReports()
+	cust.HandleJobs(a.tasks, reports)
 	ord := orders.NewService(pool, notify, meta, cust, cfg.Clock, a.tasks.Wake)
 	ord.HandleJobs(a.tasks)
 	orders.Register(v1, ord)
@@ -200,7 +201,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	vs := vouchers.NewService(pool, notify, meta, camps, cfg.Clock, publications.PublishCounts, referrals.RecordReferrer(cfg.Clock))
 	vouchers.Register(v1, vs, a.loyalty)
 	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
-	bulk.New(pool, vs, cfg.Clock).Register(v1, a.tasks, a.tasks.Wake)
+	bulk.New(pool, vs, cfg.Clock, reports).Register(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, notify, cust, vs, a.loyalty, meta, cfg.Clock)
 	publications.Register(v1, pubs)
 	// Reward redemptions: a CAMPAIGN reward publishes and credits through
@@ -237,7 +238,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}), campaigns.Counters{Stacked: eng, Publications: pubs})
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs, meta))
 	rewards.Register(v1, rewards.NewService(pool, notify, cfg.Clock, red, meta))
-	prods := products.NewService(pool, notify, meta, a.tasks, cfg.Clock)
+	prods := products.NewService(pool, notify, meta, a.tasks, cfg.Clock, reports)
 	products.Register(v1, prods)
 	// The bin, and how what it holds leaves it for good: a deleted
 	// campaign's vouchers (of any type) go in CAMPAIGN.VOUCHERS_DELETE, at

@@ -187,14 +187,22 @@ func (s *Service) bulkUpdateJob(ctx context.Context, job *async.Job) (any, error
 		return nil, err
 	}
 	err = async.RunChunks(ctx, job, &st, len(items), chunk, func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
-		return s.upsertBySourceID(ctx, tx, job.ProjectID, st, items[from:to], from, func(p *Product, it Patch) error {
+		var lines [][]string
+		err := s.upsertBySourceID(ctx, tx, job.ProjectID, st, items[from:to], from, func(p *Product, it Patch) error {
 			return it.ApplyProduct(p)
-		})
+		}, &lines)
+		if err != nil {
+			return err
+		}
+		return st.Report(ctx, tx, s.reports, job, "source_id", lines)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return bulkResult(st), nil
+	// The reference's PRODUCTS.BULK_UPDATE result links the report; the
+	// metadata update's has none.
+	res := bulkResult(st)
+	return res, st.FinishReport(ctx, s.reports, job, res)
 }
 
 // metadataUpdateJob is PRODUCTS.METADATA_UPDATE: every named product gets
@@ -226,7 +234,7 @@ func (s *Service) metadataUpdateJob(ctx context.Context, job *async.Job) (any, e
 				p.Metadata[k] = v
 			}
 			return nil
-		})
+		}, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -235,9 +243,10 @@ func (s *Service) metadataUpdateJob(ctx context.Context, job *async.Job) (any, e
 }
 
 // upsertBySourceID applies apply to the live product of each item's
-// source_id, or to a new product with it, in tx.
+// source_id, or to a new product with it, in tx; with report, each item's
+// line of the job's report is appended to it.
 func (s *Service) upsertBySourceID(ctx context.Context, tx pgx.Tx, projectID string, st *progress, items []Patch, offset int,
-	apply func(p *Product, it Patch) error) error {
+	apply func(p *Product, it Patch) error, report *[][]string) error {
 	srcs := make([]string, len(items))
 	for i, it := range items {
 		_ = json.Unmarshal(it["source_id"], &srcs[i])
@@ -268,8 +277,15 @@ func (s *Service) upsertBySourceID(ctx context.Context, tx pgx.Tx, projectID str
 			err = s.meta.CheckMetadata(ctx, projectID, "product", next.Metadata)
 		}
 		if err != nil {
-			st.Fail(failure{Row: offset + i, SourceID: &srcs[i], Reason: apierr.From(err).Details})
+			reason := apierr.From(err).Details
+			st.Fail(failure{Row: offset + i, SourceID: &srcs[i], Reason: reason})
+			if report != nil {
+				*report = append(*report, async.ReportLine(offset+i+1, srcs[i], reason))
+			}
 			continue
+		}
+		if report != nil {
+			*report = append(*report, async.ReportLine(offset+i+1, srcs[i], ""))
 		}
 		*p = next
 		if !known {

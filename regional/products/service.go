@@ -56,13 +56,16 @@ type Service struct {
 	meta   MetadataSchemas
 	clock  *clock.Clock
 	wake   func()
+	// reports holds the reports of PRODUCTS.BULK_UPDATE.
+	reports async.Reports
 }
 
-// NewService returns the product service; it registers its jobs on reg.
+// NewService returns the product service; it registers its jobs on reg,
+// the bulk update's reports written by reports.
 // How its resources leave the bin for good is RemoveBinnedProduct and
 // RemoveBinnedSKU, the bin's Removers.
-func NewService(pool *db.Pool, notify Notifier, meta MetadataSchemas, reg *async.Registry, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, notify: notify, meta: meta, clock: clk, wake: reg.Wake}
+func NewService(pool *db.Pool, notify Notifier, meta MetadataSchemas, reg *async.Registry, clk *clock.Clock, reports async.Reports) *Service {
+	s := &Service{pool: pool, notify: notify, meta: meta, clock: clk, wake: reg.Wake, reports: reports}
 	reg.HandleJob(JobBulkUpdate, s.bulkUpdateJob)
 	reg.HandleJob(JobMetadataUpdate, s.metadataUpdateJob)
 	reg.HandleJob(JobImportProducts, s.importProductsJob)

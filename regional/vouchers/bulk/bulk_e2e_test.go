@@ -103,6 +103,14 @@ func TestCampaignImportsAndMetadataJobs(t *testing.T) {
 	if res["done_count"] != 1.0 || res["failed_count"] != 1.0 {
 		t.Fatalf("bulk: %v", res)
 	}
+	// Its report lists each item's outcome, as the reference's
+	// VOUCHERS.BULK_UPDATE result links one.
+	if reports, _ := res["reports"].([]any); len(reports) != 1 || res["reports_available_till"] == nil {
+		t.Fatalf("bulk's reports: %v", res)
+	} else if f := a.E.Do(t, "GET", reports[0].(string), nil, nil); f.Status != 200 ||
+		string(f.Body) != "row,code,status,reason\n1,G-1,SUCCESS,\n2,NOPE,FAILED,no voucher has this code\n" {
+		t.Fatalf("bulk's report: %d %q", f.Status, f.Body)
+	}
 	if m := a.OK("GET", "/v1/vouchers/G-1", nil)["metadata"].(map[string]any); m["m"] != "x" || m["n"] != 1.0 {
 		t.Fatalf("bulk metadata merged: %v", m)
 	}
@@ -111,7 +119,7 @@ func TestCampaignImportsAndMetadataJobs(t *testing.T) {
 		codes = append(codes, fmt.Sprintf("G-%d", i))
 	}
 	res = started(a, a.Do("POST", "/v1/vouchers/metadata/async", map[string]any{"codes": codes, "metadata": map[string]any{"lang": "en"}}))
-	if res["done_count"] != 4.0 || res["failed_count"] != 1.0 {
+	if res["done_count"] != 4.0 || res["failed_count"] != 1.0 || res["reports"] != nil {
 		t.Fatalf("metadata async: %v", res)
 	}
 	if m := a.OK("GET", "/v1/vouchers/G-5", nil)["metadata"].(map[string]any); m["lang"] != "en" || m["tier"] != "silver" {

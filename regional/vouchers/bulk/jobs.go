@@ -69,11 +69,13 @@ type Service struct {
 	clock    *clock.Clock
 	vouchers *vouchers.Service
 	wake     func() // starts the worker on a new job (Register)
+	reports  async.Reports
 }
 
-// New returns the service of the voucher jobs, which write through vs.
-func New(pool *db.Pool, vs *vouchers.Service, clk *clock.Clock) *Service {
-	return &Service{pool: pool, vouchers: vs, clock: clk}
+// New returns the service of the voucher jobs, which write through vs;
+// reports holds the reports of VOUCHERS.BULK_UPDATE.
+func New(pool *db.Pool, vs *vouchers.Service, clk *clock.Clock, reports async.Reports) *Service {
+	return &Service{pool: pool, vouchers: vs, clock: clk, reports: reports}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -85,8 +87,8 @@ func (s *Service) Register(g *echo.Group, reg *async.Registry, wake func()) {
 	for _, t := range []string{JobImport, JobImportCSV, JobCampaignImport, JobCampaignCSV} {
 		reg.HandleJob(t, s.importJob)
 	}
-	reg.HandleJob(JobBulkUpdate, s.metadataJob)
-	reg.HandleJob(JobMetadataUpdate, s.metadataJob)
+	reg.HandleJob(JobBulkUpdate, s.metadataJob(true))
+	reg.HandleJob(JobMetadataUpdate, s.metadataJob(false))
 	g.POST("/vouchers/import", s.startImport(JobImport, false))
 	g.POST("/vouchers/importCSV", s.startImport(JobImportCSV, true))
 	g.POST("/campaigns/:campaignId/import", s.startImport(JobCampaignImport, false))

@@ -60,11 +60,24 @@ const notFoundReason = "no voucher has this code"
 
 // metadataJob sets the metadata properties given on each voucher named,
 // chunk by chunk under the vouchers' row locks; a code that names no
-// voucher is reported.
-func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) {
+// voucher is reported. With report (VOUCHERS.BULK_UPDATE, whose result
+// in the reference links one), each item's outcome goes to the job's
+// report too.
+func (s *Service) metadataJob(report bool) async.JobFunc {
+	return func(ctx context.Context, job *async.Job) (any, error) {
+		return s.runMetadata(ctx, job, report)
+	}
+}
+
+func (s *Service) runMetadata(ctx context.Context, job *async.Job, report bool) (any, error) {
 	st, err := s.runJob(ctx, job, func(tx pgx.Tx, in *jobInput, next *importState, from, to int) error {
 		now := s.now()
 		b := &pgx.Batch{}
+		var lines [][]string
+		fail := func(f importFailure) {
+			next.Fail(f)
+			lines = append(lines, async.ReportLine(f.Row, f.Code, f.Reason))
+		}
 		for i := from; i < to; i++ {
 			var it struct {
 				Code     string         `json:"code"`
@@ -76,7 +89,7 @@ func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) 
 			}
 			v, err := vouchers.Locked(ctx, tx, job.ProjectID, it.Code)
 			if err != nil {
-				next.Fail(importFailure{Row: i + 1, Code: it.Code, Reason: notFoundReason})
+				fail(importFailure{Row: i + 1, Code: it.Code, Reason: notFoundReason})
 				continue
 			}
 			if v.Attrs.Metadata == nil {
@@ -87,15 +100,19 @@ func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) 
 			}
 			// The merged result, as a single update's.
 			if err := s.vouchers.CheckMetadata(ctx, job.ProjectID, v.Attrs.Metadata); err != nil {
-				next.Fail(importFailure{Row: i + 1, Code: it.Code, Reason: apierr.From(err).Details})
+				fail(importFailure{Row: i + 1, Code: it.Code, Reason: apierr.From(err).Details})
 				continue
 			}
 			if err := vouchers.QueueAttrs(b, job.ProjectID, v, now); err != nil {
 				return err
 			}
 			next.DoneCount++
+			lines = append(lines, async.ReportLine(i+1, it.Code, ""))
 		}
-		return tx.SendBatch(ctx, b).Close()
+		if err := tx.SendBatch(ctx, b).Close(); err != nil || !report {
+			return err
+		}
+		return next.Report(ctx, tx, s.reports, job, "code", lines)
 	})
 	if err != nil {
 		return nil, err
@@ -107,5 +124,9 @@ func (s *Service) metadataJob(ctx context.Context, job *async.Job) (any, error) 
 			errs[i]["key"], errs[i]["message"] = "metadata_validation_failed", "Metadata validation failed"
 		}
 	}
-	return map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}, nil
+	res := map[string]any{"done_count": st.DoneCount, "failed_count": st.FailedCount, "errors": errs}
+	if !report {
+		return res, nil
+	}
+	return res, st.FinishReport(ctx, s.reports, job, res)
 }
