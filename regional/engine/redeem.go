@@ -289,9 +289,12 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 				if orderView.ID != nil {
 					ref = map[string]any{"id": *orderView.ID, "source_id": orderView.SourceID}
 				}
-				taken, err := e.Redemptions.QueuePay(ctx, b, projectID, p, pts, kids[k].ID, ref, now)
+				taken, err := e.Redemptions.QueuePay(ctx, tx, b, projectID, p, pts, kids[k].ID, ref, now)
 				if err != nil {
 					return nil, false, err
+				}
+				if taken.Issued != nil {
+					kids[k].View["reward"].(map[string]any)["voucher"] = taken.Given
 				}
 				kids[k].CardPayment = &taken
 				stock = append(stock, p.Reward.Count)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -75,8 +76,17 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	if err != nil {
 		return nil, err
 	}
+	targets, err := e.heldTargets(ctx, q, projectID, r, keys, lock)
+	if err != nil {
+		return nil, err
+	}
 	sort.Slice(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
 	for _, i := range order {
+		// What CAMPAIGN rewards give to, among them by code.
+		for len(targets) > 0 && targets[0].Code < keys[i] {
+			e.Redemptions.QueueLockTarget(b, projectID, targets[0])
+			targets = targets[1:]
+		}
 		switch x := r.Redeemables[i]; {
 		case x.Object == "voucher" && x.Reward != nil && e.Redemptions != nil:
 			e.Redemptions.QueueCardPayment(b, projectID, x.ID, *x.Reward.ID, x.Reward.Points, lock, &cards[i])
@@ -85,6 +95,9 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 		default:
 			tierIDs = append(tierIDs, x.ID)
 		}
+	}
+	for _, t := range targets {
+		e.Redemptions.QueueLockTarget(b, projectID, t)
 	}
 	if b.Len() > 0 {
 		if err := q.SendBatch(ctx, b).Close(); err != nil {
@@ -185,4 +198,36 @@ func cardRules(ctx context.Context, cs []*Candidate, cust *customers.Customer) {
 				fmt.Sprintf("Reward %s has %d left in stock: fewer than the cards of the request pay for.", w.ID, max(0, *w.Stock-w.Redeemed)))
 		}
 	}
+}
+
+// heldTargets are what the CAMPAIGN rewards a redemption's cards pay for
+// give to and their members hold already (a gift card, another program's
+// card), sorted by code, so that resolve locks them by code among the
+// redeemables (docs/architecture.md, Lock order). One the request redeems
+// itself is refused: the stack would change it twice from two reads.
+func (e *Engine) heldTargets(ctx context.Context, q db.Querier, projectID string, r *Request, keys []string, lock bool) ([]redemptions.Target, error) {
+	if !lock || e.Redemptions == nil {
+		return nil, nil
+	}
+	var codes, rewardIDs []string
+	for i, x := range r.Redeemables {
+		if x.Object == "voucher" && x.Reward != nil && x.Reward.ID != nil {
+			codes, rewardIDs = append(codes, keys[i]), append(rewardIDs, *x.Reward.ID)
+		}
+	}
+	if len(codes) == 0 {
+		return nil, nil
+	}
+	ts, err := e.Redemptions.HeldTargets(ctx, q, projectID, codes, rewardIDs)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if slices.Contains(keys, t.Code) {
+			return nil, apierr.InvalidPayload(fmt.Sprintf("%s is redeemed in this request and a CAMPAIGN reward of it gives to it as well: "+
+				"redeem one of them in a request of its own", t.Code))
+		}
+	}
+	sort.Slice(ts, func(a, b int) bool { return ts[a].Code < ts[b].Code })
+	return ts, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -28,7 +29,7 @@ type target struct {
 
 // heldTarget is what reward campaign c would give to holder, when they
 // hold it already. A new discount voucher is always a fresh one.
-func heldTarget(ctx context.Context, tx pgx.Tx, projectID string, c *rewards.CampaignReward, holder string) (target, error) {
+func heldTarget(ctx context.Context, tx db.Querier, projectID string, c *rewards.CampaignReward, holder string) (target, error) {
 	t := target{kind: c.Type}
 	var err error
 	switch c.Type {
@@ -87,4 +88,79 @@ func (s *Service) lockGivenFirst(ctx context.Context, tx pgx.Tx, projectID, card
 		return err // the card is gone: rollbackIn says so
 	}
 	return s.lockBefore(ctx, tx, projectID, t, codes[cardID])
+}
+
+// Target is what a CAMPAIGN reward paid for in a stacked redemption gives
+// to and its member holds already (a gift card or a card of another
+// program), or what one gave: the engine locks it by its code among the
+// stack's vouchers and cards (QueueLockTarget), so that give and takeBack,
+// which lock it again, wait for nothing.
+type Target struct {
+	Code string
+	t    target
+}
+
+// HeldTargets reads, without locks, what each card of codes paying with
+// the reward of the same index would give to, when its holder holds it
+// already: one read of the rewards, and the holder and target only for
+// CAMPAIGN rewards.
+func (s *Service) HeldTargets(ctx context.Context, q db.Querier, projectID string, codes, rewardIDs []string) ([]Target, error) {
+	ws, err := rewards.ByIDs(ctx, q, projectID, rewardIDs)
+	if err != nil {
+		return nil, err
+	}
+	var out []Target
+	for i, code := range codes {
+		w, ok := ws[rewardIDs[i]]
+		c := w.Attrs.Parameters.Campaign
+		if !ok || w.Type != rewards.CampaignType || c == nil || c.Type == rewards.DiscountCoupons {
+			continue
+		}
+		holder, err := s.prog.HolderOf(ctx, loyalty.CardRef{Project: projectID, Member: code})
+		if err != nil || holder == nil {
+			continue // Check refuses the card without a holder, or unknown
+		}
+		t, err := heldTarget(ctx, q, projectID, c, *holder)
+		if err != nil {
+			return nil, err
+		}
+		if t.id != "" {
+			out = append(out, Target{Code: t.code, t: t})
+		}
+	}
+	return out, nil
+}
+
+// GivenTargets are what the CAMPAIGN rewards of ks gave, still there, for
+// a stacked rollback to lock in code order with its children.
+func (s *Service) GivenTargets(ctx context.Context, tx pgx.Tx, projectID string, ks []CardTaking) ([]Target, error) {
+	var out []Target
+	for _, k := range ks {
+		if k.Issued == nil {
+			continue
+		}
+		t, err := gaveTarget(ctx, tx, projectID, *k.Issued)
+		if err != nil {
+			return nil, err
+		}
+		if t.id != "" {
+			out = append(out, Target{Code: t.code, t: t})
+		}
+	}
+	return out, nil
+}
+
+// QueueLockTarget queues onto b the lock of t.
+func (s *Service) QueueLockTarget(b *pgx.Batch, projectID string, t Target) {
+	if t.t.kind == rewards.LoyaltyProgram {
+		s.prog.QueueLockCard(b, projectID, "", t.t.id, new(loyalty.LockedCard))
+		return
+	}
+	vouchers.QueueRead(b, projectID, t.t.id, true, new(vouchers.Found))
+}
+
+// QueueLockCardByID queues onto b the lock of the card with id: a stacked
+// rollback's child, locked among the targets by code (GivenTargets).
+func (s *Service) QueueLockCardByID(b *pgx.Batch, projectID, id string) {
+	s.prog.QueueLockCard(b, projectID, "", id, new(loyalty.LockedCard))
 }

@@ -9,7 +9,8 @@ import (
 // CAMPAIGN rewards lock two cards, or a card and a gift card, in one
 // transaction: the paying card and the one they give to. Rewards giving in
 // opposite directions between two programs, their rollbacks, and stacked
-// redemptions naming the gift card and the card, all at once on a database
+// redemptions naming the gift card and the card or paying with a CAMPAIGN
+// reward, all at once on a database
 // server of their own, must take the locks in the documented order (by
 // code), so the server's log holds no deadlock; and every point adds up.
 func TestCampaignRewardsLockInCodeOrder(t *testing.T) {
@@ -47,6 +48,10 @@ func TestCampaignRewardsLockInCodeOrder(t *testing.T) {
 		return a.Do("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": rewardID}})
 	}
 	gc := redeem(south, credits).JSON(t)["reward"].(map[string]any)["voucher"].(map[string]any)["code"].(string)
+	// 300 credits: the twelve stacks spend at most 20 each, whenever the
+	// credits given meanwhile commit.
+	redeem(south, credits)
+	redeem(south, credits)
 	var made []string
 	for range 6 {
 		made = append(made, redeem(north, toSouth).JSON(t)["id"].(string), redeem(south, toNorth).JSON(t)["id"].(string))
@@ -64,11 +69,17 @@ func TestCampaignRewardsLockInCodeOrder(t *testing.T) {
 					map[string]any{"object": "voucher", "id": south, "reward": map[string]any{"id": coin, "points": 1}}},
 					"order": stacktest.Order([2]int{20, 1})})
 			},
+			// A CAMPAIGN reward inside a stack: the north card it gives to
+			// is locked among the stack's codes, before the paying one.
+			func() stacktest.Resp {
+				return a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": []any{
+					map[string]any{"object": "voucher", "id": south, "reward": map[string]any{"id": toNorth}}}})
+			},
 		)
 	}
 	for i, x := range stacktest.Concurrently(a.API, reqs) {
 		if x.Status != 200 {
-			t.Errorf("request %d (kind %d): %d %s after %v", i, i%5, x.Status, x.Key, x.Elapsed)
+			t.Errorf("request %d (kind %d): %d %s after %v", i, i%6, x.Status, x.Key, x.Elapsed)
 		}
 	}
 	for _, c := range []string{north, south} {

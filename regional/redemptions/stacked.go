@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"sort"
@@ -67,11 +68,8 @@ func (p *CardPayment) Check() error {
 			fmt.Sprintf("Reward %s is not offered by campaign %s.", w.ID, p.Card.Campaign.Name))
 	case w.Stock != nil && w.Redeemed >= *w.Stock:
 		return outOfStock(w.ID)
-	case w.Type == rewards.CampaignType:
-		// What it gives is published and credited in a transaction of
-		// its own (campaign.go), which a stacked redemption's is not.
-		return apierr.InvalidPayload(fmt.Sprintf("reward %s is a CAMPAIGN reward, which is redeemed alone: "+
-			"POST /v1/loyalties/members/{memberId}/redemption", w.ID))
+	case w.Type == rewards.CampaignType && p.Card.HolderID == nil:
+		return apierr.InvalidPayload(fmt.Sprintf("card %s is held by no customer: reward %s gives to the card's holder", p.Card.Code, w.ID))
 	}
 	if w.Type != rewards.Coin {
 		if p.Asked != nil {
@@ -138,6 +136,10 @@ type CardTaking struct {
 	RewardName string   `json:"reward_name"`
 	Points     int64    `json:"points"`
 	Taken      []taking `json:"taken"`
+	// Issued is what a CAMPAIGN reward gave, which the rollback takes
+	// back; Given is how the redemption shows it (reward.voucher).
+	Issued *issued `json:"issued,omitempty"`
+	Given  any     `json:"-"`
 }
 
 // RewardRef is the reward object a stacked redemption of a card shows.
@@ -168,10 +170,12 @@ func rewardRef(w rewards.Reward, assignmentID string, tier *tiers.Tier) map[stri
 // QueuePay queues the card, read locked with its buckets, paying pts for
 // its reward as redemption id (a stacked redemption's child): the points
 // taken from its buckets, soonest-expiring first, and the POINTS_REDEMPTION
-// entry with its notices (order, when not nil, is the entry's order). The
-// caller queues the reward's stock (QueueStock) last. It answers what the
-// rollback needs.
-func (s *Service) QueuePay(ctx context.Context, b *pgx.Batch, projectID string, p *CardPayment, pts int64, id string,
+// entry with its notices (order, when not nil, is the entry's order). A
+// CAMPAIGN reward gives what it gives in tx, the stack's transaction, as a
+// redemption alone does (campaign.go), what it gives to locked already in
+// code order with the stack (HeldTargets). The caller queues the reward's
+// stock (QueueStock) last. It answers what the rollback needs.
+func (s *Service) QueuePay(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, p *CardPayment, pts int64, id string,
 	order map[string]any, now time.Time) (CardTaking, error) {
 	l := s.prog.LedgerWrite(projectID, b, now)
 	before := p.Buckets
@@ -187,8 +191,16 @@ func (s *Service) QueuePay(ctx context.Context, b *pgx.Batch, projectID string, 
 	if err := record(ctx, l, &p.Card, loyalty.PointsRedemption, -pts, nil, details, now); err != nil {
 		return CardTaking{}, err
 	}
+	k := CardTaking{CardID: p.Card.ID, RewardID: p.Reward.ID, RewardName: p.Reward.Name, Points: pts, Taken: takings(before, rest)}
+	if p.Reward.Type == rewards.CampaignType {
+		given, is, err := s.give(ctx, tx, l, projectID, p.Card, p.Reward, id, now)
+		if err != nil {
+			return CardTaking{}, err
+		}
+		k.Issued, k.Given = &is, given
+	}
 	l.Done()
-	return CardTaking{CardID: p.Card.ID, RewardID: p.Reward.ID, RewardName: p.Reward.Name, Points: pts, Taken: takings(before, rest)}, nil
+	return k, nil
 }
 
 // QueueStock queues one more (or, delta -1, one less) standing redemption
@@ -234,6 +246,14 @@ func (s *Service) Refund(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID
 	}
 	if err := giveBack(ctx, l, &card, k.Taken, k.Points, reason, details, now); err != nil {
 		return loyalty.CardView{}, count, err
+	}
+	if k.Issued != nil {
+		// Locked already in code order with the stack (GivenTargets).
+		tb := maps.Clone(details)
+		delete(tb, "balance") // the paying card's, which the target's entry replaces
+		if err := s.takeBack(ctx, tx, l, projectID, *k.Issued, tb, now); err != nil {
+			return loyalty.CardView{}, count, err
+		}
 	}
 	l.Done()
 	return card.View(card.Campaign), count, nil

@@ -77,6 +77,9 @@ func (s *Service) Rollback(ctx context.Context, projectID, id string, r redempti
 		var views []any
 		var stock []rewards.Count
 		rolled := map[string]bool{}
+		if err := s.lockGiven(ctx, tx, projectID, targets); err != nil {
+			return err
+		}
 		// What the children hold (cards, vouchers) is locked in code order,
 		// as a redemption locks it, and the rewards' stock last, in id order.
 		for _, t := range byCode(targets) {
@@ -212,4 +215,50 @@ func rollbackView(id string, x Redemption, r redemptions.RollbackRequest, now ti
 		v["related_object_id"] = x.ID
 	}
 	return v
+}
+
+// lockGiven locks, when CAMPAIGN rewards of rs gave to a voucher or card
+// still there, those and what rs redeemed together by code, as the
+// redemption locked them (engine.heldTargets), before undo locks each
+// again, waiting for nothing: the rollback takes back what was given
+// after the paying card, which may sort either side of it.
+func (s *Service) lockGiven(ctx context.Context, tx pgx.Tx, projectID string, rs []Redemption) error {
+	var ks []redemptions.CardTaking
+	for _, t := range rs {
+		if t.Status == "SUCCEEDED" && t.CardPayment != nil && t.CardPayment.Issued != nil {
+			ks = append(ks, *t.CardPayment)
+		}
+	}
+	if len(ks) == 0 {
+		return nil
+	}
+	given, err := s.Redemptions.GivenTargets(ctx, tx, projectID, ks)
+	if err != nil || len(given) == 0 {
+		return err
+	}
+	type lock struct {
+		code  string
+		queue func(b *pgx.Batch)
+	}
+	var locks []lock
+	for _, t := range rs {
+		switch {
+		case t.Status != "SUCCEEDED" || t.Code == nil:
+		case t.CardPayment != nil:
+			id := t.CardPayment.CardID
+			locks = append(locks, lock{*t.Code, func(b *pgx.Batch) { s.Redemptions.QueueLockCardByID(b, projectID, id) }})
+		case t.ObjectType == "voucher" && t.ObjectID != nil:
+			id := *t.ObjectID
+			locks = append(locks, lock{*t.Code, func(b *pgx.Batch) { vouchers.QueueRead(b, projectID, id, true, new(vouchers.Found)) }})
+		}
+	}
+	for _, g := range given {
+		locks = append(locks, lock{g.Code, func(b *pgx.Batch) { s.Redemptions.QueueLockTarget(b, projectID, g) }})
+	}
+	sort.SliceStable(locks, func(i, j int) bool { return locks[i].code < locks[j].code })
+	b := &pgx.Batch{}
+	for _, l := range locks {
+		l.queue(b)
+	}
+	return tx.SendBatch(ctx, b).Close()
 }
