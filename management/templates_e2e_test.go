@@ -3,6 +3,7 @@ package management_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
@@ -129,6 +130,26 @@ func TestManagementCopiesATemplateIntoAnotherClustersProject(t *testing.T) {
 		map[string]any{"name": "x", "destination_project_id": dst.P.ID}), 404, "an unknown template")
 	want(e.Do(t, "POST", base+"/projects/"+dst.P.ID+"/templates/campaigns/"+tpl["id"].(string)+"/copy", h,
 		map[string]any{"name": "x", "destination_project_id": src.P.ID}), 404, "another project's template")
+
+	// A template whose rule names a segment of its project is refused into
+	// another project, which has no such segment, naming it; within its
+	// project it is copied.
+	seg := src.OK("POST", "/v1/segments", map[string]any{"name": "vips", "type": "static", "customers": []any{}})["id"].(string)
+	segRule := src.OK("POST", "/v1/validation-rules", map[string]any{"name": "vips only", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "customer.segment", "conditions": map[string]any{"$is": []any{seg}}}, "logic": "1"}})
+	vc := src.OK("POST", "/v1/campaigns", map[string]any{"name": "Vip", "campaign_type": "DISCOUNT_COUPONS", "type": "STATIC",
+		"voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 100},
+			"code_config": map[string]any{"prefix": "VIP-", "length": 5}}})
+	src.OK("POST", "/v1/validation-rules/"+segRule["id"].(string)+"/assignments", map[string]any{"related_object_type": "campaign",
+		"related_object_id": vc["id"]})
+	vip := src.OK("POST", "/v1/templates/campaigns", map[string]any{"name": "Vip template", "campaign_id": "Vip"})
+	vipURL := base + "/projects/" + src.P.ID + "/templates/campaigns/" + vip["id"].(string) + "/copy"
+	rv := e.Do(t, "POST", vipURL, h, map[string]any{"name": "Vip there", "destination_project_id": dst.P.ID})
+	want(rv, 400, "a rule naming a segment the destination lacks")
+	if !strings.Contains(string(rv.Body), seg) {
+		t.Fatalf("the refusal does not name the segment: %s", rv.Body)
+	}
+	want(e.Do(t, "POST", vipURL, h, map[string]any{"name": "Vip here", "destination_project_id": src.P.ID}), 200, "the same within its project")
 
 	// A project user who is ADMIN in the source copies only into a project
 	// where they are ADMIN too.
