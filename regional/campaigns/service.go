@@ -68,9 +68,10 @@ func NotFound(idOrName string) error { return apierr.NotFound("campaign", idOrNa
 
 // Insert writes the new campaign c in tx, its category the one category
 // or categoryID names (SetCategory); a name already taken is the
-// campaign's 409, metadata the project's campaign schema refuses a 400.
+// campaign's 409, metadata the project's campaign schema refuses a 400
+// (its voucher schema, when the campaign uses that: metadataResource).
 func Insert[V any](ctx context.Context, s *Service, tx db.Querier, projectID string, c *Campaign[V], category, categoryID *string) error {
-	if err := s.meta.CheckMetadata(ctx, projectID, "campaign", c.Attrs.Metadata); err != nil {
+	if err := s.meta.CheckMetadata(ctx, projectID, metadataResource(c.Attrs.Terms), c.Attrs.Metadata); err != nil {
 		return err
 	}
 	if err := SetCategory(ctx, tx, projectID, &c.Attrs, category, categoryID, c.CreatedAt); err != nil {
@@ -81,6 +82,18 @@ func Insert[V any](ctx context.Context, s *Service, tx db.Querier, projectID str
 		return apierr.Duplicate("campaign", fmt.Sprintf("A campaign named %q already exists.", c.Name))
 	}
 	return err
+}
+
+// metadataResource is the schema a campaign's metadata answers to: the
+// project's voucher schema when the campaign uses it (the reference's
+// use_voucher_metadata_schema, "the voucher's metadata schema instead of
+// the campaign metadata schema"; its vouchers then carry that metadata),
+// else the campaign schema.
+func metadataResource(t Terms) string {
+	if t.UseVoucherMetadataSchema {
+		return "voucher"
+	}
+	return "campaign"
 }
 
 // Change changes a live campaign of one of types (any when none) under its
@@ -97,14 +110,14 @@ func Change[V any](ctx context.Context, s *Service, projectID, idOrName, event s
 			return err
 		}
 		name, id := c.Attrs.Category, c.Attrs.CategoryID
-		before := c.Attrs.Metadata
+		before, schema := c.Attrs.Metadata, metadataResource(c.Attrs.Terms)
 		if err := change(tx, &c); err != nil {
 			return err
 		}
 		// An update that sends metadata replaces it whole: checked when
-		// it changed.
-		if !reflect.DeepEqual(before, c.Attrs.Metadata) {
-			if err := s.meta.CheckMetadata(ctx, projectID, "campaign", c.Attrs.Metadata); err != nil {
+		// it changed, or when the schema it answers to did.
+		if !reflect.DeepEqual(before, c.Attrs.Metadata) || schema != metadataResource(c.Attrs.Terms) {
+			if err := s.meta.CheckMetadata(ctx, projectID, metadataResource(c.Attrs.Terms), c.Attrs.Metadata); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,7 +52,29 @@ func (t Template) voucher(c Campaign, code string, now time.Time) Voucher {
 		g := *t.Gift
 		v.Attrs.Gift = &g
 	}
+	// A campaign that uses the voucher metadata schema (the reference's
+	// use_voucher_metadata_schema) holds its vouchers' metadata: each
+	// voucher carries a copy, as the schema checked it on the campaign.
+	if a.UseVoucherMetadataSchema && len(a.Metadata) > 0 {
+		v.Attrs.Metadata = maps.Clone(a.Metadata)
+	}
 	return v
+}
+
+// checkGenerated refuses a campaign whose generated vouchers the
+// project's voucher metadata schema would refuse (a required key they
+// lack, say): 400 metadata_validation_failed naming the keys, checked
+// before any is made, so that none is ever generated broken.
+func (s *Service) checkGenerated(ctx context.Context, projectID string, c Campaign) error {
+	err := s.CheckMetadata(ctx, projectID, c.Attrs.Voucher.voucher(c, "", time.Time{}).Attrs.Metadata)
+	var ae *apierr.Error
+	if errors.As(err, &ae) && ae.Key == "metadata_validation_failed" {
+		e := *ae
+		e.Details = "the campaign's vouchers would break the project's voucher metadata schema (give their metadata " +
+			"as the campaign's, with use_voucher_metadata_schema true): " + ae.Details
+		return &e
+	}
+	return err
 }
 
 // CampaignView is the reference's campaign shape, the one loyalty programs
@@ -130,6 +153,13 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, r Campai
 		}
 		if err := campaigns.Insert(ctx, s.camps, tx, projectID, &c, r.Category, r.CategoryID); err != nil {
 			return err
+		}
+		// After the campaign's own metadata is checked; an AUTO_UPDATE
+		// campaign makes vouchers as it publishes them.
+		if c.VouchersCount > 0 || c.Attrs.Type == "AUTO_UPDATE" {
+			if err := s.checkGenerated(ctx, projectID, c); err != nil {
+				return err
+			}
 		}
 		if c.VouchersCount >= 1 {
 			if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, 1, c.CreatedAt); err != nil {
@@ -252,6 +282,10 @@ func (r CampaignRequest) template(vtype, campaignType string) (Template, error) 
 func (s *Service) GenerateVouchers(ctx context.Context, job *async.Job, p campaigns.GenerateParams) error {
 	return campaigns.Generate(ctx, s.pool, job, p, func(ctx context.Context) (campaigns.Generation, error) {
 		c, err := s.campaign(ctx, s.pool, job.ProjectID, p.CampaignID, false)
+		if err == nil {
+			// The schema may have changed since the request was checked.
+			err = s.checkGenerated(ctx, job.ProjectID, c)
+		}
 		now := s.now()
 		return campaigns.Generation{Codes: c.Attrs.Voucher.CodeConfig, Count: c.VouchersCount,
 			Held: func(ctx context.Context) (int64, error) { return countVouchers(ctx, s.pool, job.ProjectID, c.ID) },
@@ -288,6 +322,9 @@ func (s *Service) AddVouchers(ctx context.Context, projectID, campaignKey, code 
 			return err
 		}
 		if err := gen.Check(c.VouchersCount + n); err != nil {
+			return err
+		}
+		if err := s.checkGenerated(ctx, projectID, c); err != nil {
 			return err
 		}
 		if err := campaigns.SetGenerationStatus(ctx, tx, projectID, c.ID, "IN_PROGRESS", n); err != nil {

@@ -64,6 +64,9 @@ func (s *Service) ClaimFreeN(ctx context.Context, tx pgx.Tx, projectID string, c
 		if gerr != nil {
 			return nil, gerr
 		}
+		if err := s.checkGenerated(ctx, projectID, c); err != nil {
+			return nil, err
+		}
 		if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, int64(short), s.now()); err != nil {
 			return nil, err
 		}
