@@ -402,3 +402,30 @@ func (e *Env) recordingDo(t testing.TB, method, rawURL string, header http.Heade
 	}
 	return r
 }
+
+// ConformsTo fails t when v, a value as JSON decodes it, breaks the
+// reference's schema name (of its components): for what no operation
+// answers, as a webhook's data, which the reference defines only as the
+// schemas of its events.
+func ConformsTo(t testing.TB, name string, v any) {
+	t.Helper()
+	if os.Getenv("TALLY_SKIP_CONFORMANCE") != "" {
+		return
+	}
+	if err := loadReference(); err != nil {
+		t.Fatalf("conformance: loading the reference description: %v", err)
+	}
+	if reference.doc == nil {
+		t.Log("conformance: skipped, the reference description is absent")
+		return
+	}
+	ref := reference.doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		t.Fatalf("conformance: the reference defines no schema %s", name)
+	}
+	if err := ref.Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+		for _, se := range schemaErrors(err) {
+			t.Errorf("conformance: %s at /%s: %s", name, strings.Join(se.JSONPointer(), "/"), se.Reason)
+		}
+	}
+}

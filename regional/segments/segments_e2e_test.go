@@ -146,6 +146,14 @@ func TestSegmentMembershipFollowsCustomers(t *testing.T) {
 			t.Fatalf("a notice of another segment than the auto-update one: %v", e)
 		}
 	}
+	// The notices' data are the reference's event data of each type, the
+	// customer (a deleted one by its id) and the segment's id, name and object.
+	for typ, schema := range map[string]string{"customer.segment.entered": "EventCustomerSegmentEntered",
+		"customer.segment.left": "EventCustomerSegmentLeft"} {
+		for _, e := range hooks.All(typ) {
+			stacktest.ConformsTo(t, schema, e)
+		}
+	}
 
 	// The list, by id and by filter; a deleted segment is gone.
 	l := a.OK("GET", "/v1/segments?order=name", nil)
