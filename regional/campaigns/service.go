@@ -110,13 +110,13 @@ func Change[V any](ctx context.Context, s *Service, projectID, idOrName, event s
 			return err
 		}
 		name, id := c.Attrs.Category, c.Attrs.CategoryID
-		before, schema := c.Attrs.Metadata, metadataResource(c.Attrs.Terms)
+		before := c.Attrs.Metadata
 		if err := change(tx, &c); err != nil {
 			return err
 		}
 		// An update that sends metadata replaces it whole: checked when
-		// it changed, or when the schema it answers to did.
-		if !reflect.DeepEqual(before, c.Attrs.Metadata) || schema != metadataResource(c.Attrs.Terms) {
+		// it changed (no update changes use_voucher_metadata_schema).
+		if !reflect.DeepEqual(before, c.Attrs.Metadata) {
 			if err := s.meta.CheckMetadata(ctx, projectID, metadataResource(c.Attrs.Terms), c.Attrs.Metadata); err != nil {
 				return err
 			}

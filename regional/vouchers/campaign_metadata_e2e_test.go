@@ -59,6 +59,11 @@ func TestCampaignVouchersMeetTheVoucherSchema(t *testing.T) {
 	id := c["id"].(string)
 	act := a.Do("POST", "/v1/campaigns/"+id+"/vouchers?vouchers_count=2", nil).JSON(t)
 	a.WaitAction(act["async_action_id"].(string))
+	// An update of its metadata stays under the voucher schema (the
+	// reference's update takes no use_voucher_metadata_schema: the flag is
+	// the campaign's for good).
+	refused("the vouchers' metadata without tier", a.Do("PUT", "/v1/campaigns/"+id, map[string]any{
+		"metadata": map[string]any{"note": "x"}}), "tier: is required")
 	// A STATIC campaign without the flag may exist (its vouchers come from
 	// elsewhere), but it generates none without the tier.
 	static := a.OK("POST", "/v1/campaigns", campaign("Static", map[string]any{"type": "STATIC",
