@@ -39,6 +39,7 @@ var owners = map[string]string{
 	"stacked_rollbacks":           "engine/stacked",
 	"custom_events":               "events",
 	"customer_activities":         "events",
+	"customer_event_counts":       "events",
 	"locations":                   "locations",
 	"product_collections":         "collections",
 	"campaign_templates":          "templates",

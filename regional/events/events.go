@@ -50,6 +50,7 @@ type Service struct {
 	tasks     *async.Registry
 	clock     *clock.Clock
 	referrals Referrals // nil: events convert no referee
+	watch     customers.Watcher
 }
 
 // Referral is what an event tells of a referral conversion: the event and
@@ -94,12 +95,15 @@ type Deps struct {
 	Referrals Referrals // nil: events convert no referee
 	Tasks     *async.Registry
 	Clock     *clock.Clock
+	// Watch is told of the customer of every stored event, so that the
+	// segments whose filters count events follow it (nil: nobody).
+	Watch customers.Watcher
 }
 
 // NewService makes the service and registers its tasks.
 func NewService(d Deps) *Service {
 	s := &Service{pool: d.Pool, notify: d.Notify, customers: d.Customers, loyalty: d.Loyalty, earning: d.Earning,
-		schemas: d.Schemas, referrals: d.Referrals, tasks: d.Tasks, clock: d.Clock}
+		schemas: d.Schemas, referrals: d.Referrals, tasks: d.Tasks, clock: d.Clock, watch: d.Watch}
 	// An accrual locks its customer's cards in card id order, or the one
 	// card loyalty.code named. The tasks of a batch, which share a
 	// transaction, run by holder and then card, so every batch takes the
@@ -123,6 +127,7 @@ func DropCustomer(ctx context.Context, tx pgx.Tx, projectID, customerID string) 
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM customer_activities WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
 	b.Queue(`DELETE FROM custom_events WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
+	b.Queue(`DELETE FROM customer_event_counts WHERE project_id = $1 AND customer_id = $2`, projectID, customerID)
 	return tx.SendBatch(ctx, b).Close()
 }
 
@@ -398,6 +403,13 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 	b.Queue(`INSERT INTO custom_events (project_id, id, type, customer_id, schema_id, schema_name, loyalty_code, referral, metadata,
 		answer, idempotency_key, request_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		projectID, v.ID, v.Type, cust.ID, sc.ID, sc.Name, code, refJSON, metaJSON, answer, keyArg, hashArg, now)
+	countEvent(b, projectID, cust.ID, v.Type)
+	if s.watch != nil {
+		// The new count may move the customer into or out of a segment.
+		if err := s.watch.Changed(ctx, b, projectID, []string{cust.ID}); err != nil {
+			return nil, err
+		}
+	}
 	// The activity, in the reference's shape of customer.custom_event.
 	evObj := map[string]any{"id": v.ID, "object": "event", "type": v.Type, "customer": v.Customer, "referral": referralView,
 		"loyalty": loyaltyView, "metadata": meta, "created_at": v.CreatedAt}

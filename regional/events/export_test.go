@@ -1,0 +1,4 @@
+package events
+
+// CountEvent is countEvent, for the external tests.
+var CountEvent = countEvent
