@@ -21,6 +21,8 @@ import (
 //	$is_days_ago n         on the day n days ago; $is_days_in_future n: n days ahead
 //	$has_value             present (metadata: present and not null)
 //	$count n               a metadata array has n elements; $count_less, $count_more: fewer, more
+//	                       events.<name>.count takes them on the count of a customer's events,
+//	                       and the number operators and $is, $in on it too (0 when none)
 //	$in_location ids       a metadata geopoint, or one of an array of them, lies in one of the
 //	                       locations (places.go)
 //
@@ -57,6 +59,16 @@ func (c cond[T]) match(r T, now time.Time, s Schema[T]) bool {
 		return !d.match(r, now, s)
 	}
 	var v any
+	if c.event != "" {
+		n := s.Events(r, c.event)
+		switch {
+		case countOps[c.op]:
+			return counted(c.op, n, c.count)
+		case numberOps[c.op]:
+			return compare(c.op, float64(n), c.nums[0])
+		}
+		return c.matchText(strconv.Itoa(n))
+	}
 	if c.meta != "" {
 		md := s.Metadata(r)
 		if md == nil {
@@ -224,6 +236,9 @@ func (c cond[T]) where(arg func(any) string, now time.Time, s Schema[T]) string 
 		d.op = pos
 		return "NOT COALESCE(" + d.where(arg, now, s) + ", FALSE)"
 	}
+	if c.event != "" {
+		return c.whereEvent(arg, s)
+	}
 	// text: the value as text (NULL when it has none); typ: its JSON type
 	// for metadata ("" for a fixed path).
 	var text, typ, value string
@@ -334,4 +349,22 @@ func counted(op string, n, m int) bool {
 		return n > m
 	}
 	return n == m
+}
+
+// whereEvent is an events.<name>.count condition: the count's SQL (the
+// schema's EventsSQL) compared.
+func (c cond[T]) whereEvent(arg func(any) string, s Schema[T]) string {
+	n := "(" + s.EventsSQL(arg(c.event)) + ")"
+	switch {
+	case countOps[c.op]:
+		return n + " " + map[string]string{"$count": "=", "$count_less": "<", "$count_more": ">"}[c.op] + " " + arg(c.count)
+	case numberOps[c.op]:
+		ops := map[string]string{"$more_than": ">", "$less_than": "<", "$more_than_equal": ">=", "$less_than_equal": "<="}
+		return n + "::DECIMAL " + ops[c.op] + " " + arg(c.texts[0]) + "::DECIMAL"
+	}
+	alts := make([]string, len(c.texts))
+	for i, t := range c.texts {
+		alts[i] = n + "::TEXT = " + arg(t) + "::TEXT"
+	}
+	return "(" + strings.Join(alts, " OR ") + ")"
 }

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,9 @@ const (
 	// any is a metadata value: text, number and date operators, each
 	// applying to the values of its type.
 	anyKind
+	// countKind is events.<name>.count, a whole number 0 or more: the
+	// counting operators, the number ones and equality.
+	countKind
 )
 
 // Field is a fixed path of a schema: its kind, its SQL expression over the
@@ -58,10 +62,18 @@ type Field[T any] struct {
 // Schema is what a filter may name of one kind of record: its fixed paths
 // and, under metadata.<key>, its metadata (the JSONB expression and the
 // record's map).
+//
+// Events, when set, serves events.<name>.count: a record's count of the
+// custom events of a name it sent (0 when none); EventsSQL is that count
+// as an SQL expression over the records' table, given the placeholder of
+// the name. Parse needs only Events; Where needs EventsSQL for a filter
+// that names events (the caller that owns the counts supplies it).
 type Schema[T any] struct {
 	Fields      map[string]Field[T]
 	MetadataSQL string
 	Metadata    func(T) map[string]any
+	Events      func(r T, name string) int
+	EventsSQL   func(name string) string
 }
 
 // Operators by what they compare.
@@ -111,6 +123,12 @@ func opsOf(k Kind) map[string]bool {
 	case Number:
 		add(textOps)
 		add(numberOps)
+	case countKind:
+		add(countOps)
+		add(numberOps)
+		add(set("$is", "$is_not", "$in", "$not_in"))
+		delete(m, "$has_value") // a count is always there, 0 at least
+		delete(m, "$is_unknown")
 	case anyKind:
 		add(textOps)
 		add(numberOps)
@@ -133,6 +151,7 @@ type cond[T any] struct {
 	path   string
 	field  Field[T] // for a fixed path
 	meta   string   // the metadata key, for metadata.<key>
+	event  string   // the event's name, for events.<name>.count
 	op     string
 	texts  []string
 	nums   []float64
@@ -143,6 +162,19 @@ type cond[T any] struct {
 
 // Raw is the filter as it was given, to store and show.
 func (f *Filter[T]) Raw() json.RawMessage { return f.raw }
+
+// EventNames are the names of the events whose counts the filter
+// compares (events.<name>.count), each once: what a caller loads into the
+// records it matches.
+func (f *Filter[T]) EventNames() []string {
+	var out []string
+	for _, c := range f.conds {
+		if c.event != "" && !slices.Contains(out, c.event) {
+			out = append(out, c.event)
+		}
+	}
+	return out
+}
 
 // Empty says the filter has no condition: every record matches.
 func (f *Filter[T]) Empty() bool { return len(f.conds) == 0 }
@@ -181,9 +213,15 @@ func Parse[T any](raw json.RawMessage, s Schema[T], param string) (*Filter[T], e
 			c.meta = key
 		} else if fd, ok := s.Fields[path]; ok {
 			c.field, kind = fd, fd.Kind
-		} else if strings.HasPrefix(path, "events.") {
-			return nil, bad(where, "a customer's events are not counted on this platform: "+
-				"$count, $count_less and $count_more count the elements of a metadata array (metadata.<key>)")
+		} else if rest, ok := strings.CutPrefix(path, "events."); ok {
+			name, ok := strings.CutSuffix(rest, ".count")
+			if s.Events == nil {
+				return nil, bad(where, "these records have no events to count")
+			}
+			if !ok || name == "" {
+				return nil, bad(where, "an event path is events.<name>.count, the number of custom events of that name the customer sent")
+			}
+			c.event, kind = name, countKind
 		} else {
 			return nil, bad(where, "unknown path; known: "+strings.Join(known(s), ", ")+", metadata.<key>")
 		}
@@ -265,6 +303,13 @@ func (c *cond[T]) values(raw json.RawMessage, kind Kind) error {
 			return fmt.Errorf("must be a count of elements (0 or more), got %q", c.texts[0])
 		}
 		c.count = n
+	case kind == countKind:
+		// $is and $in compare the count with whole numbers
+		for _, t := range c.texts {
+			if _, err := strconv.Atoi(t); err != nil {
+				return fmt.Errorf("must be a whole number of events, got %q", t)
+			}
+		}
 	case c.op == "$after" || c.op == "$before":
 		t, err := parseTime(c.texts[0])
 		if err != nil {

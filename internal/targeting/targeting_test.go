@@ -15,6 +15,7 @@ type rec struct {
 	name string
 	born time.Time
 	meta map[string]any
+	sent map[string]int
 }
 
 var schema = Schema[rec]{
@@ -24,6 +25,7 @@ var schema = Schema[rec]{
 	},
 	MetadataSQL: "meta",
 	Metadata:    func(r rec) map[string]any { return r.meta },
+	Events:      func(r rec, name string) int { return r.sent[name] },
 }
 
 // A filter that names a path or an operator the schema does not have, or
@@ -44,7 +46,13 @@ func TestParseRefusesNamingWhere(t *testing.T) {
 		{`{"metadata.tags": {"conditions": {"$count_less": ["many"]}}}`, "filter.metadata.tags.conditions.$count_less: must be a count"},
 		{`{"metadata.at": {"conditions": {"$in_location": [1]}}}`, "filter.metadata.at.conditions.$in_location: [0] must be a location id"},
 		{`{"metadata.at": {"conditions": {"$in_location": []}}}`, "filter.metadata.at.conditions.$in_location: needs a value"},
-		{`{"events.purchase": {"conditions": {"$count_more": [1]}}}`, "filter.events.purchase: a customer's events are not counted"},
+		{`{"events.purchase": {"conditions": {"$count_more": [1]}}}`, "filter.events.purchase: an event path is events.<name>.count"},
+		{`{"events..count": {"conditions": {"$count_more": [1]}}}`, "filter.events..count: an event path is events.<name>.count"},
+		{`{"events.purchase.count": {"conditions": {"$contains": ["1"]}}}`, "filter.events.purchase.count.conditions.$contains: unknown operator"},
+		{`{"events.purchase.count": {"conditions": {"$has_value": []}}}`, "filter.events.purchase.count.conditions.$has_value: unknown operator"},
+		{`{"events.purchase.count": {"conditions": {"$count_more": [-1]}}}`, "filter.events.purchase.count.conditions.$count_more: must be a count"},
+		{`{"events.purchase.count": {"conditions": {"$is": ["many"]}}}`, "filter.events.purchase.count.conditions.$is: must be a whole number"},
+		{`{"events.purchase.count": {"conditions": {"$more_than": ["x"]}}}`, "filter.events.purchase.count.conditions.$more_than: must be a number"},
 		{`{"name": {"conditions": {"$is": []}}}`, "filter.name.conditions.$is: needs a value"},
 		{`{"name": {"$is": ["a"]}}`, "filter.name: must be an object such as"},
 		{`{"junction": "xor"}`, "filter.junction: must be and or or"},
@@ -57,6 +65,50 @@ func TestParseRefusesNamingWhere(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Status != 400 || !strings.HasPrefix(ae.Details, tc.where) {
 			t.Errorf("%s: %v, want 400 naming %q", tc.filter, err, tc.where)
 		}
+	}
+	// Records without events to count (products) refuse the path.
+	noEvents := schema
+	noEvents.Events = nil
+	_, err := Parse(json.RawMessage(`{"events.purchase.count": {"conditions": {"$count": [1]}}}`), noEvents, "filter")
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Status != 400 || !strings.HasPrefix(ae.Details, "filter.events.purchase.count: these records have no events") {
+		t.Errorf("events on a schema without them: %v", err)
+	}
+}
+
+// events.<name>.count compares a record's count of the events of that
+// name, 0 when it sent none, by the counting, number and equality
+// operators; EventNames lists the names a filter counts.
+func TestEventCounts(t *testing.T) {
+	r := rec{sent: map[string]int{"purchase": 3}}
+	now := time.Now()
+	for _, tc := range []struct {
+		filter string
+		want   bool
+	}{
+		{`{"events.purchase.count": {"conditions": {"$count_more": [2]}}}`, true},
+		{`{"events.purchase.count": {"conditions": {"$count_more": [3]}}}`, false},
+		{`{"events.purchase.count": {"conditions": {"$count": [3]}}}`, true},
+		{`{"events.purchase.count": {"conditions": {"$count_less": [3]}}}`, false},
+		{`{"events.purchase.count": {"conditions": {"$more_than_equal": [3]}}}`, true},
+		{`{"events.purchase.count": {"conditions": {"$less_than": [3]}}}`, false},
+		{`{"events.purchase.count": {"conditions": {"$is": [3]}}}`, true},
+		{`{"events.purchase.count": {"conditions": {"$not_in": [1, 3]}}}`, false},
+		{`{"events.visit.count": {"conditions": {"$count": [0]}}}`, true},
+		{`{"events.visit.count": {"conditions": {"$is_not": [0]}}}`, false},
+	} {
+		f, err := Parse(json.RawMessage(tc.filter), schema, "filter")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.filter, err)
+		}
+		if got := f.Match(r, now, schema); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.filter, got, tc.want)
+		}
+	}
+	f, err := Parse(json.RawMessage(`{"junction": "or", "events.a.count": {"conditions": {"$count": [1], "$is": [2]}},
+		"events.b.count": {"conditions": {"$count": [1]}}}`), schema, "filter")
+	if err != nil || strings.Join(f.EventNames(), ",") != "a,b" {
+		t.Errorf("EventNames: %v, %v", f.EventNames(), err)
 	}
 }
 
