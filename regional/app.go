@@ -170,7 +170,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	locs := locations.NewService(pool, cfg.Clock)
 	locations.Register(v1, locs)
 	// Segments follow every customer write (in the asynchronous phase).
-	segs := segments.NewService(pool, notify, locs, a.tasks, cfg.Clock)
+	segs := segments.NewService(pool, notify, locs, customEvents.Counts{}, a.tasks, cfg.Clock)
 	segments.Register(v1, segs)
 	// A deleted customer takes their referral holdings and custom events;
 	// a permanently deleted one is erased from every table that holds
@@ -246,7 +246,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.bin = bin.New(pool, cfg.Clock, cfg.BinRetention, bin.Removers{"campaign": camps.RemoveBinned,
 		"voucher": vs.RemoveBinned, "product": prods.RemoveBinnedProduct, "sku": prods.RemoveBinnedSKU})
 	bin.Register(v1, a.bin)
-	customEvents.Register(v1, customEvents.NewService(customEvents.Deps{Pool: pool, Notify: notify, Customers: cust,
+	customEvents.Register(v1, customEvents.NewService(customEvents.Deps{Pool: pool, Notify: notify, Customers: cust, Watch: segs,
 		Loyalty: a.loyalty, Earning: a.earning, Schemas: a.resolver, Referrals: refs, Tasks: a.tasks, Clock: cfg.Clock}))
 	a.exports = a.newExports(a.loyalty, vs)
 	exports.Register(v1, a.exports)

@@ -39,6 +39,10 @@ type Customer struct {
 	Attrs     Attrs
 	CreatedAt time.Time
 	UpdatedAt *time.Time
+	// EventCounts are the counts of custom events by name that a
+	// segment's filter compares (events.<name>.count), loaded by the
+	// segments for the names their filters use (nil: none sent).
+	EventCounts map[string]int
 }
 
 // View is the reference shape of a customer (CustomerWithSummaryLoyaltyReferrals).

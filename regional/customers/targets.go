@@ -68,6 +68,9 @@ var Targets = targeting.Schema[Customer]{
 	},
 	MetadataSQL: "attrs->'metadata'",
 	Metadata:    func(c Customer) map[string]any { return c.Attrs.Metadata },
+	// The counts' SQL is the events package's (segments.EventCounts),
+	// which owns them.
+	Events: func(c Customer, name string) int { return c.EventCounts[name] },
 }
 
 // Matching is a subquery of the ids of the customers of project $1 with

@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/internal/geo"
 	"github.com/tallyhq/tally/internal/targeting"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/events"
 	"github.com/tallyhq/tally/regional/metaschemas"
 	"github.com/tallyhq/tally/regional/regionaltest"
 	"github.com/tallyhq/tally/regional/webhooks"
@@ -60,10 +61,7 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 		ids = append(ids, c.ID)
 	}
 	now = time.Now().UTC() // after the creations, so that created_at is in the past
-	all, err := customers.Many(ctx, pool, "proj_x", ids)
-	if err != nil || len(all) != len(ids) {
-		t.Fatalf("%d customers, %v", len(all), err)
-	}
+	all := withEvents(ctx, t, pool, ids)
 	filters := []string{
 		`{}`,
 		`{"name": {"conditions": {"$is": ["Ann"]}}}`,
@@ -117,7 +115,7 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 		`{"metadata.missing": {"conditions": {"$is_unknown": []}}}`,
 		`{"junction": "or", "metadata.tier": {"conditions": {"$in": ["gold", "Gold"]}}, "name": {"conditions": {"$is": ["Cy"]}}}`,
 	}
-	for _, raw := range append(filters, placeFilters...) {
+	for _, raw := range append(append(filters, placeFilters...), eventFilters...) {
 		f, err := targeting.Parse(json.RawMessage(raw), customers.Targets, "filter")
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
@@ -125,7 +123,7 @@ func TestFilterSQLAndGoAgree(t *testing.T) {
 		f = f.Bind(shapes)
 		var goIDs []string
 		for _, c := range all {
-			if f.Match(c, now, customers.Targets) {
+			if f.Match(c, now, targets) {
 				goIDs = append(goIDs, c.ID)
 			}
 		}
@@ -185,11 +183,14 @@ var shapes = map[string]geo.Shape{
 
 // What $in_location must hold, by name, whatever the two ways agree on.
 var want = map[string][]string{
-	`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}}`:           {"In the triangle", "One of many in the triangle"},
-	`{"metadata.at": {"conditions": {"$in_location": ["loc_circle", "loc_gone"]}}}`: {"In the circle", "In the circle, with an exponent"},
-	`{"metadata.at": {"conditions": {"$in_location": ["loc_gone"]}}}`:               nil,
-	`{"metadata.tags": {"conditions": {"$count_more": [1]}}}`:                       {"In the hole", "Triangle box only"},
-	`{"metadata.tags": {"conditions": {"$count": [0]}}}`:                            {"In the triangle"},
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_triangle"]}}}`:                                                                      {"In the triangle", "One of many in the triangle"},
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_circle", "loc_gone"]}}}`:                                                            {"In the circle", "In the circle, with an exponent"},
+	`{"metadata.at": {"conditions": {"$in_location": ["loc_gone"]}}}`:                                                                          nil,
+	`{"metadata.tags": {"conditions": {"$count_more": [1]}}}`:                                                                                  {"In the hole", "Triangle box only"},
+	`{"metadata.tags": {"conditions": {"$count": [0]}}}`:                                                                                       {"In the triangle"},
+	`{"events.purchase.count": {"conditions": {"$count_more": [2]}}}`:                                                                          {"Ann"},
+	`{"events.purchase.count": {"conditions": {"$is": [2]}}}`:                                                                                  {"Bob"},
+	`{"junction": "or", "events.visit.count": {"conditions": {"$count_more": [1]}}, "events.purchase.count": {"conditions": {"$count": [3]}}}`: {"Ann", "ann"},
 }
 
 // refined checks a prefilter's ids (sqlIDs) against Go's (goIDs) and
@@ -213,7 +214,7 @@ func refined(t *testing.T, raw string, f *targeting.Filter[customers.Customer], 
 		t.Errorf("%s: the prefilter keeps a point outside every box", raw)
 	}
 	sqlIDs = slices.DeleteFunc(sqlIDs, func(id string) bool {
-		return !f.Match(all[slices.IndexFunc(all, func(c customers.Customer) bool { return c.ID == id })], now, customers.Targets)
+		return !f.Match(all[slices.IndexFunc(all, func(c customers.Customer) bool { return c.ID == id })], now, targets)
 	})
 	return sqlIDs
 }
@@ -226,7 +227,7 @@ func sqlMatches(ctx context.Context, t *testing.T, pool *db.Pool, raw string, f 
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	rows, err := pool.Query(ctx, customers.Matching(f.Where(arg, now, customers.Targets)), args...)
+	rows, err := pool.Query(ctx, customers.Matching(f.Where(arg, now, targets)), args...)
 	if err != nil {
 		t.Fatalf("%s: %v", raw, err)
 	}
@@ -235,6 +236,62 @@ func sqlMatches(ctx context.Context, t *testing.T, pool *db.Pool, raw string, f 
 		t.Fatalf("%s: %v", raw, err)
 	}
 	return ids
+}
+
+// targets are the customers' paths with the events' counts in SQL, as the
+// segments' service makes them.
+var targets = func() targeting.Schema[customers.Customer] {
+	s := customers.Targets
+	s.EventsSQL = events.Counts{}.CountSQL
+	return s
+}()
+
+// eventCounts are the counts of events of Ann, Bob, ann and the nameless
+// one (the customers after the empty first one): purchases and visits; the
+// others sent none.
+var eventCounts = []map[string]int{{"purchase": 3}, {"purchase": 2}, {"purchase": 1, "visit": 5}, {"visit": 1}}
+
+// eventFilters are the filters of events.<name>.count.
+var eventFilters = []string{
+	`{"events.purchase.count": {"conditions": {"$count_more": [2]}}}`,
+	`{"events.purchase.count": {"conditions": {"$count": [0]}}}`,
+	`{"events.purchase.count": {"conditions": {"$count_less": [2]}}}`,
+	`{"events.purchase.count": {"conditions": {"$more_than": [1]}}}`,
+	`{"events.purchase.count": {"conditions": {"$less_than_equal": ["2"]}}}`,
+	`{"events.purchase.count": {"conditions": {"$is": [2]}}}`,
+	`{"events.purchase.count": {"conditions": {"$is_not": [0]}}}`,
+	`{"events.purchase.count": {"conditions": {"$in": [1, 3]}}}`,
+	`{"events.purchase.count": {"conditions": {"$not_in": [0, 3]}}}`,
+	`{"events.never.count": {"conditions": {"$count": [0]}}}`,
+	`{"junction": "or", "events.visit.count": {"conditions": {"$count_more": [1]}}, "events.purchase.count": {"conditions": {"$count": [3]}}}`,
+	`{"events.visit.count": {"conditions": {"$more_than_equal": [1]}}, "events.purchase.count": {"conditions": {"$count_less": [3]}}}`,
+}
+
+// withEvents stores eventCounts for the first of ids (as the events
+// package does, in its table) and answers all the customers of ids with
+// the counts of the names eventFilters use loaded, as segments loads them.
+func withEvents(ctx context.Context, t *testing.T, pool *db.Pool, ids []string) []customers.Customer {
+	t.Helper()
+	for i, counts := range eventCounts {
+		for name, n := range counts {
+			if _, err := pool.Exec(ctx, `INSERT INTO customer_event_counts (project_id, customer_id, event_name, count)
+				VALUES ('proj_x', $1, $2, $3)`, ids[i+1], name, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all, err := customers.Many(ctx, pool, "proj_x", ids)
+	if err != nil || len(all) != len(ids) {
+		t.Fatalf("%d customers, %v", len(all), err)
+	}
+	counts, err := events.Counts{}.Counts(ctx, pool, "proj_x", ids, []string{"purchase", "visit", "never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range all {
+		all[i].EventCounts = counts[all[i].ID]
+	}
+	return all
 }
 
 func pt(lat, lng float64) geo.Point { return geo.Point{Lat: lat, Lng: lng} }

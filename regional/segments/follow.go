@@ -105,6 +105,13 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	if err != nil {
 		return err
 	}
+	ptrs := make([]*customers.Customer, len(found))
+	for i := range found {
+		ptrs[i] = &found[i]
+	}
+	if err := s.withCounts(ctx, tx, t.ProjectID, cs, ptrs); err != nil {
+		return err
+	}
 	custs := map[string]customers.Customer{}
 	for _, c := range found {
 		custs[c.ID] = c
@@ -114,7 +121,7 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	for _, id := range p.Customers {
 		c, exists := custs[id]
 		for _, seg := range segs {
-			want := exists && byID[seg.ID].f.Match(c, now, customers.Targets)
+			want := exists && byID[seg.ID].f.Match(c, now, s.targets)
 			switch in := have[id][seg.ID]; {
 			case want && !in:
 				entered = append(entered, change{id, seg.ID})
@@ -273,7 +280,7 @@ func (s *Service) syncChunk(ctx context.Context, tx pgx.Tx, projectID string, c 
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	sub := customers.Matching(c.f.Where(arg, now, customers.Targets))
+	sub := customers.Matching(c.f.Where(arg, now, s.targets))
 	var added []string
 	found := map[string]customers.Customer{}
 	if c.f.Exact() {
@@ -289,9 +296,16 @@ func (s *Service) syncChunk(ctx context.Context, tx pgx.Tx, projectID string, c 
 		if err != nil {
 			return 0, err
 		}
+		ptrs := make([]*customers.Customer, len(custs))
+		for i := range custs {
+			ptrs[i] = &custs[i]
+		}
+		if err := s.withCounts(ctx, tx, projectID, []compiled{c}, ptrs); err != nil {
+			return 0, err
+		}
 		var keep []string
 		for _, cu := range custs {
-			if c.f.Match(cu, now, customers.Targets) {
+			if c.f.Match(cu, now, s.targets) {
 				keep = append(keep, cu.ID)
 				found[cu.ID] = cu
 			}

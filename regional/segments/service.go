@@ -32,13 +32,25 @@ type Notifier interface {
 	Listens(ctx context.Context, projectID, eventType string) bool
 }
 
+// EventCounts are the customers' counts of custom events by name
+// (regional/events, which owns them), which events.<name>.count compares:
+// CountSQL the count of the customers row's events named by a placeholder,
+// for the SQL evaluation; Counts those of some customers, for Go's.
+type EventCounts interface {
+	CountSQL(name string) string
+	Counts(ctx context.Context, q db.Querier, projectID string, ids, names []string) (map[string]map[string]int, error)
+}
+
 // Service holds the segment rules.
 type Service struct {
 	pool   *db.Pool
 	notify Notifier
 	places targeting.Places // the shapes of the locations $in_location names
-	clock  *clock.Clock
-	wake   func()
+	counts EventCounts
+	// targets are customers.Targets with the events' counts in SQL.
+	targets targeting.Schema[customers.Customer]
+	clock   *clock.Clock
+	wake    func()
 	// filters are each project's compiled filter segments, for the live
 	// evaluation of a request's customer: read once per project, dropped
 	// on a segment's creation or deletion here, and after cacheTTL in case
@@ -57,9 +69,13 @@ type compiled struct {
 
 // NewService returns the segment service, registering with reg the task
 // that follows customers' changes and the job that evaluates a new filter
-// segment; places gives the shapes of the locations filters name.
-func NewService(pool *db.Pool, notify Notifier, places targeting.Places, reg *async.Registry, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, notify: notify, places: places, clock: clk, wake: reg.Wake,
+// segment; places gives the shapes of the locations filters name, counts
+// the customers' counts of events.
+func NewService(pool *db.Pool, notify Notifier, places targeting.Places, counts EventCounts, reg *async.Registry,
+	clk *clock.Clock) *Service {
+	targets := customers.Targets
+	targets.EventsSQL = counts.CountSQL
+	s := &Service{pool: pool, notify: notify, places: places, counts: counts, targets: targets, clock: clk, wake: reg.Wake,
 		filters: expirable.NewLRU[string, []compiled](10000, nil, cacheTTL)}
 	reg.HandleTx(KindCustomers, s.follow, async.Policy{})
 	reg.HandleJob(JobSync, s.syncJob)
@@ -86,6 +102,33 @@ func (s *Service) bound(ctx context.Context, projectID string, cs []compiled) ([
 		out[i] = compiled{Segment: c.Segment, f: c.f.Bind(shapes)}
 	}
 	return out, nil
+}
+
+// withCounts loads into custs their counts of the events cs's filters
+// compare (none read when no filter names events).
+func (s *Service) withCounts(ctx context.Context, q db.Querier, projectID string, cs []compiled, custs []*customers.Customer) error {
+	var names, ids []string
+	for _, c := range cs {
+		for _, n := range c.f.EventNames() {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 || len(custs) == 0 {
+		return nil
+	}
+	for _, c := range custs {
+		ids = append(ids, c.ID)
+	}
+	counts, err := s.counts.Counts(ctx, q, projectID, ids, names)
+	if err != nil {
+		return err
+	}
+	for _, c := range custs {
+		c.EventCounts = counts[c.ID]
+	}
+	return nil
 }
 
 func compile(seg Segment) (compiled, error) {
@@ -315,9 +358,14 @@ func (s *Service) Of(ctx context.Context, q db.Querier, projectID string, c cust
 	if cs, err = s.bound(ctx, projectID, cs); err != nil {
 		return nil, err
 	}
+	if c.ID != "" {
+		if err := s.withCounts(ctx, q, projectID, cs, []*customers.Customer{&c}); err != nil {
+			return nil, err
+		}
+	}
 	now := s.clock.Now()
 	for _, seg := range cs {
-		if seg.f.Match(c, now, customers.Targets) {
+		if seg.f.Match(c, now, s.targets) {
 			out = append(out, seg.ID)
 		}
 	}
@@ -342,7 +390,7 @@ func (s *Service) OfCustomer(ctx context.Context, projectID, idOrSource string) 
 		}
 		now := s.clock.Now()
 		for _, seg := range cs {
-			if seg.f.Match(customers.Customer{}, now, customers.Targets) {
+			if seg.f.Match(customers.Customer{}, now, s.targets) {
 				out = append(out, seg.simple())
 			}
 		}

@@ -1,0 +1,107 @@
+package segments_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+)
+
+// An auto-update segment on events.purchase.count $count_more [2] takes a
+// customer in when their third purchase is recorded (in the asynchronous
+// phase, with customer.segment.entered), not one with two; the customers'
+// list by segment and a validation rule on it see the same; a customer's
+// permanent deletion takes their counts, so that made again they start
+// from none.
+func TestSegmentCountsCustomEvents(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("customer.segment.entered")
+	r := a.E.Do(t, "POST", "http://api.localhost/management/v1/projects/"+a.P.ID+"/custom-event-schemas", a.E.MgmtHeader(),
+		map[string]any{"name": "purchase", "schema": map[string]any{"properties": map[string]any{}}})
+	if r.Status != 200 {
+		t.Fatalf("schema: %d %s", r.Status, r.Body)
+	}
+	purchase := func(source string) {
+		t.Helper()
+		stacktest.Eventually(t, 3*time.Second, "the event accepted", func() bool {
+			r := a.Do("POST", "/v1/events", map[string]any{"event": "purchase", "customer": map[string]any{"source_id": source}})
+			if r.Status != 200 && (r.Status != 400 || !strings.Contains(string(r.Body), "has no schema")) {
+				t.Fatalf("event: %d %s", r.Status, r.Body)
+			}
+			return r.Status == 200
+		})
+	}
+	ann := a.OK("POST", "/v1/customers", map[string]any{"source_id": "ann"})["id"].(string)
+	bob := a.OK("POST", "/v1/customers", map[string]any{"source_id": "bob"})["id"].(string)
+	buyers := a.OK("POST", "/v1/segments", map[string]any{"name": "Buyers", "type": "auto-update",
+		"filter": map[string]any{"events.purchase.count": map[string]any{"conditions": map[string]any{"$count_more": []any{2}}}}})["id"].(string)
+	stacktest.Eventually(t, 10*time.Second, "the first evaluation", func() bool {
+		return a.OK("GET", "/v1/segments/"+buyers, nil)["initial_sync_status"] == "DONE"
+	})
+	for range 2 {
+		purchase("ann")
+		purchase("bob")
+	}
+	time.Sleep(300 * time.Millisecond) // two purchases enter nobody
+	if n := hooks.Count("customer.segment.entered"); n != 0 {
+		t.Fatalf("%d entries after two purchases each", n)
+	}
+	waitMembers(a, buyers)
+
+	// A validation rule on the segment: Ann, with two, is refused.
+	v := a.Voucher("BUYERS10", stacktest.PercentOff(10))
+	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "buyers", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "customer.segment", "conditions": map[string]any{"$is": []any{buyers}}},
+			"logic": "1"}})
+	a.OK("POST", "/v1/validation-rules/"+rule["id"].(string)+"/assignments",
+		map[string]any{"related_object_type": "voucher", "related_object_id": v["id"]})
+	valid := func(source string) bool {
+		return a.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "voucher", "id": "BUYERS10"}},
+			"order": stacktest.Order([2]int{5000, 1}), "customer": map[string]any{"source_id": source}})["valid"] == true
+	}
+	if valid("ann") {
+		t.Fatal("BUYERS10: ann has bought twice only")
+	}
+
+	purchase("ann") // her third
+	ev := hooks.Wait(t, "customer.segment.entered", 1)
+	if ev["customer"].(map[string]any)["id"] != ann || ev["segment"].(map[string]any)["id"] != buyers {
+		t.Fatalf("entered: %v", ev)
+	}
+	waitMembers(a, buyers, ann)
+	if !valid("ann") || valid("bob") {
+		t.Fatal("BUYERS10: ann (three purchases) must pass and bob (two) must not")
+	}
+	// A segment made now finds Ann by its first evaluation (the SQL way).
+	later := a.OK("POST", "/v1/segments", map[string]any{"name": "Later", "type": "passive",
+		"filter": map[string]any{"events.purchase.count": map[string]any{"conditions": map[string]any{"$more_than_equal": []any{3}}}}})["id"].(string)
+	waitMembers(a, later, ann)
+
+	// Erased, Ann leaves; made again, she has bought nothing.
+	if r := a.Do("POST", "/v1/customers/"+ann+"/permanent-deletion", nil); r.Status != 200 {
+		t.Fatalf("permanent deletion: %d %s", r.Status, r.Body)
+	}
+	waitMembers(a, buyers)
+	a.OK("POST", "/v1/customers", map[string]any{"source_id": "ann"})
+	purchase("ann")
+	purchase("bob") // Bob's third
+	ev = hooks.Wait(t, "customer.segment.entered", 2)
+	if ev["customer"].(map[string]any)["id"] != bob {
+		t.Fatalf("entered: %v", ev)
+	}
+	waitMembers(a, buyers, bob)
+	waitMembers(a, later, bob)
+
+	// The path's form and operators are checked when the segment is made.
+	for _, f := range []map[string]any{
+		{"events.purchase": map[string]any{"conditions": map[string]any{"$count_more": []any{2}}}},
+		{"events.purchase.count": map[string]any{"conditions": map[string]any{"$contains": []any{"2"}}}},
+	} {
+		if r := a.Do("POST", "/v1/segments", map[string]any{"name": "Bad", "type": "auto-update", "filter": f}); r.Status != 400 ||
+			!strings.Contains(string(r.Body), "events.purchase") {
+			t.Errorf("%v: %d %s", f, r.Status, r.Body)
+		}
+	}
+}
