@@ -330,10 +330,12 @@ func seedObjects(t *testing.T, a stacktest.API) map[string]string {
 	// A filter segment (its routes' :segmentId, the customers list's
 	// segment_id), and the filters its creation's fuzzed bodies vary.
 	// Its filter names the location, so that every fuzzed customer write
-	// is evaluated with its shape (bounding box and refinement).
+	// is evaluated with its shape (bounding box and refinement), and a
+	// count of events, so that every fuzzed write and event loads counts.
 	ids["segmentId"] = a.OK("POST", "/v1/segments", map[string]any{"name": "Fuzz", "type": "auto-update",
 		"filter": map[string]any{"junction": "or", "metadata.tier": map[string]any{"conditions": map[string]any{"$is": []any{"gold"}}},
-			"metadata.geo": map[string]any{"conditions": map[string]any{"$in_location": []any{ids["locationId"]}}}}})["id"].(string)
+			"events.purchase.count": map[string]any{"conditions": map[string]any{"$count_more": []any{2}}},
+			"metadata.geo":          map[string]any{"conditions": map[string]any{"$in_location": []any{ids["locationId"]}}}}})["id"].(string)
 	// A dynamic collection on the location, for the collection routes'
 	// listings beside the static one.
 	a.OK("POST", "/v1/product-collections", map[string]any{"name": "Fuzz area's products", "type": "AUTO_UPDATE",
@@ -486,7 +488,7 @@ func clipBody(b []byte) string {
 }
 
 var filterPaths = []string{"name", "email", "birthdate", "created_at", "updated_at", "address.city", "metadata.tier", "metadata.",
-	"metadata", "bogus", "", "events.x.count"}
+	"metadata", "bogus", "", "events.x.count", "events.purchase.count", "events.x", "events..count", "events.x.count.y"}
 
 var filterOps = []string{"$is", "$in", "$not_in", "$contains", "$starts_with", "$more_than", "$less_than_equal", "$after",
 	"$before", "$is_days_ago", "$more_than_ago", "$less_than_future", "$has_value", "$is_unknown", "$count_more", "$count", "$count_less", "$in_location", "$bogus", ""}
