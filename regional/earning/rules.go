@@ -352,11 +352,6 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 	if isTierEvent(r.Event) && (r.Attrs.LoyaltyTier == nil || r.Attrs.LoyaltyTier.ID == "") {
 		return bad("loyalty_tier.id is required for a " + r.Event + " rule: the id of a tier of this program, or __ANY__")
 	}
-	if isTierEvent(r.Event) && present(q.ValidationRuleID) {
-		// Tier events earn inside the ledger write that moved the card,
-		// which reads nothing more than the card and its campaign.
-		return bad("validation_rule_id is not available on " + r.Event + " rules: tier events earn in the transaction that moves the card, where no validation rule is read")
-	}
 	if q.PendingPoints != nil {
 		p := q.PendingPoints
 		if r.Event != "order.paid" {

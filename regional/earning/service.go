@@ -58,6 +58,13 @@ func NewService(pool *db.Pool, notify loyalty.Notifier, prog *loyalty.Service, r
 			_ = json.Unmarshal(t.Payload, &e)
 			return e.CustomerID
 		}})
+	// A gated tier event's accrual locks its card, one per task.
+	reg.HandleTx(KindTierMoved, s.accrueTierMove, async.Policy{MaxAttempts: 50, ReadCommitted: true,
+		LockOrder: func(t async.Task) string {
+			var m TierMovedTask
+			_ = json.Unmarshal(t.Payload, &m)
+			return m.CustomerID
+		}})
 	return s
 }
 

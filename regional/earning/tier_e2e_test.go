@@ -39,10 +39,6 @@ func TestTierEventsEarnOncePerMoveInTheTransactionThatMovedTheCard(t *testing.T)
 	a.Fails("POST", path, []map[string]any{tierRule("joined", "ltr_nope", 1)}, 404, "not_found")
 	a.Fails("POST", path, []map[string]any{tierRule("joined", otherTiers[0]["id"].(string), 1)}, 404, "not_found")
 	a.Fails("POST", path, []map[string]any{tierRule("renamed", "__ANY__", 1)}, 400, "invalid_payload")
-	v := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "Any"})
-	gated := tierRule("joined", "__ANY__", 1)
-	gated["validation_rule_id"] = v["id"]
-	a.Fails("POST", path, []map[string]any{gated}, 400, "invalid_payload")
 
 	rules := map[string]map[string]any{
 		"joined Bronze":     rule(a, campID, tierRule("joined", bronze, 7)),

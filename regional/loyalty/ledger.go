@@ -428,6 +428,9 @@ type LedgerWrite struct {
 	// earningTiers is set while the points of tier events are written:
 	// the moves they cause earn nothing more (Record).
 	earningTiers bool
+	// tierEarned: this write gives the points of a tier event (earned in
+	// the asynchronous phase), so the moves it causes earn nothing more.
+	tierEarned bool
 }
 
 // LedgerWrite starts the writes of points of a transaction onto b.
@@ -492,14 +495,19 @@ func (l *LedgerWrite) Pending(c *Card, delta int64) {
 // never loops, however the tiers and rules are drawn.
 func (l *LedgerWrite) Record(ctx context.Context, t Transaction, c *Card, camp Campaign) error {
 	moves, err := l.s.record(ctx, l.b, l.projectID, t, *c, camp)
-	if err != nil || len(moves) == 0 || l.s.tierEarn == nil || camp.tierEarning == nil || l.earningTiers {
+	if err != nil || len(moves) == 0 || l.s.tierEarn == nil || camp.tierEarning == nil || l.earningTiers || l.tierEarned {
 		return err
 	}
 	l.earningTiers = true
 	defer func() { l.earningTiers = false }()
 	holder := tiers.Of(camp.Tiers, c.Balance)
+	holderID := ""
+	if c.HolderID != nil {
+		holderID = *c.HolderID
+	}
 	for _, m := range moves {
-		accs, err := l.s.tierEarn.Earn(camp.tierEarning, m.event, m.tier, m.previous, holder, l.now)
+		accs, err := l.s.tierEarn.Earn(ctx, l.b, TierMove{Project: l.projectID, CardID: c.ID, CampaignID: c.CampaignID, HolderID: holderID,
+			Col: camp.tierEarning, Event: m.event, Tier: m.tier, Previous: m.previous, Holder: holder, At: l.now})
 		if err != nil {
 			return err
 		}
@@ -515,6 +523,12 @@ func (l *LedgerWrite) Record(ctx context.Context, t Transaction, c *Card, camp C
 	}
 	return nil
 }
+
+// EarnsForTierEvent marks this write as giving the points of a tier event
+// deferred to the asynchronous phase: the moves its entries cause raise
+// their notices but earn nothing, as the moves of points a tier event
+// gives inline do not (Record).
+func (l *LedgerWrite) EarnsForTierEvent() { l.tierEarned = true }
 
 // Credit adds pts to card as an automatic entry of type typ (an accrual,
 // a referral's reward) whose points expire at exp, with details besides

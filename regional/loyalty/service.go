@@ -44,15 +44,29 @@ type Service struct {
 // program's tiers (regional/earning's TierMoves): the earning rules on
 // customer.loyalty.tier.* events. They are read with every locked card, so
 // that the points are written in the transaction that moved the card,
-// whatever moved it, through the one ledger write.
+// whatever moved it, through the one ledger write; a rule with a
+// validation rule, which needs the customer read, is queued on the write's
+// batch instead, to earn in the asynchronous phase.
 type TierEarning interface {
 	// Column is an SQL column over the card's campaign (alias k) read with
 	// each locked card: what Earn is given.
 	Column() string
-	// Earn answers the accruals a tier event (tiers.Shift's event, tier
-	// and previous tier) earns at now on a card whose campaign's column
-	// read col, its holder now in holder (nil: none).
-	Earn(col []byte, event string, tier, previous, holder *tiers.Tier, now time.Time) ([]TierAccrual, error)
+	// Earn answers the accruals move earns now, and queues on b (the
+	// write's batch, so that a rolled-back move queues nothing) the
+	// accruals it defers.
+	Earn(ctx context.Context, b *pgx.Batch, move TierMove) ([]TierAccrual, error)
+}
+
+// TierMove is a move of a card between its program's tiers, as TierEarning
+// reads it: the campaign's column (Col), tiers.Shift's event, tier and
+// previous tier, the tier its holder is in now (nil: none) and the write's
+// instant.
+type TierMove struct {
+	Project, CardID, CampaignID, HolderID string
+	Col                                   []byte
+	Event                                 string
+	Tier, Previous, Holder                *tiers.Tier
+	At                                    time.Time
 }
 
 // TierAccrual is points a tier event earns, with their expiry (ByProgram:
