@@ -349,3 +349,16 @@ func (s *Service) Products(ctx context.Context, projectID, id string, after time
 	}
 	return f.members(ctx, s.pool, projectID, s.clock.Now(), after, lq.Offset(), lq.Limit)
 }
+
+// IDByName is the id of the project's collection of that name, or "" when
+// it has none: a template copied from another project matches its
+// collections by name (the oldest, should several share it).
+func (s *Service) IDByName(ctx context.Context, projectID, name string) (string, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, `SELECT id FROM product_collections WHERE project_id = $1 AND name = $2 ORDER BY created_at, id LIMIT 1`,
+		projectID, name).Scan(&id)
+	if errors.Is(err, db.ErrNotFound) {
+		return "", nil
+	}
+	return id, err
+}

@@ -297,3 +297,16 @@ func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]L
 	page, more, _ := listq.Page(rows, lq.Limit, func(l Location) string { return l.ID })
 	return page, total, more, nil
 }
+
+// IDByName is the id of the project's location of that name, or "" when it
+// has none: a template copied from another project matches its locations
+// by name (the oldest, should several share it).
+func (s *Service) IDByName(ctx context.Context, projectID, name string) (string, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, `SELECT id FROM locations WHERE project_id = $1 AND name = $2 ORDER BY created_at, id LIMIT 1`,
+		projectID, name).Scan(&id)
+	if errors.Is(err, db.ErrNotFound) {
+		return "", nil
+	}
+	return id, err
+}

@@ -422,3 +422,16 @@ func CheckAutoUpdate(ctx context.Context, q db.Querier, projectID, id string) er
 	}
 	return nil
 }
+
+// IDByName is the id of the project's segment of that name, or "" when it
+// has none: a template copied from another project matches its segments by
+// name (the oldest, should several share it).
+func (s *Service) IDByName(ctx context.Context, projectID, name string) (string, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, `SELECT id FROM segments WHERE project_id = $1 AND name = $2 ORDER BY created_at, id LIMIT 1`,
+		projectID, name).Scan(&id)
+	if errors.Is(err, db.ErrNotFound) {
+		return "", nil
+	}
+	return id, err
+}
