@@ -131,9 +131,9 @@ func TestManagementCopiesATemplateIntoAnotherClustersProject(t *testing.T) {
 	want(e.Do(t, "POST", base+"/projects/"+dst.P.ID+"/templates/campaigns/"+tpl["id"].(string)+"/copy", h,
 		map[string]any{"name": "x", "destination_project_id": src.P.ID}), 404, "another project's template")
 
-	// A template whose rule names a segment of its project is refused into
-	// another project, which has no such segment, naming it; within its
-	// project it is copied.
+	// A template whose rule names a static segment of its project is
+	// refused into another project, naming it: its members are customers,
+	// which a copy does not carry; within its project it is copied.
 	seg := src.OK("POST", "/v1/segments", map[string]any{"name": "vips", "type": "static", "customers": []any{}})["id"].(string)
 	segRule := src.OK("POST", "/v1/validation-rules", map[string]any{"name": "vips only", "type": "advanced",
 		"rules": map[string]any{"1": map[string]any{"name": "customer.segment", "conditions": map[string]any{"$is": []any{seg}}}, "logic": "1"}})
@@ -145,7 +145,7 @@ func TestManagementCopiesATemplateIntoAnotherClustersProject(t *testing.T) {
 	vip := src.OK("POST", "/v1/templates/campaigns", map[string]any{"name": "Vip template", "campaign_id": "Vip"})
 	vipURL := base + "/projects/" + src.P.ID + "/templates/campaigns/" + vip["id"].(string) + "/copy"
 	rv := e.Do(t, "POST", vipURL, h, map[string]any{"name": "Vip there", "destination_project_id": dst.P.ID})
-	want(rv, 400, "a rule naming a segment the destination lacks")
+	want(rv, 400, "a rule naming a static segment")
 	if !strings.Contains(string(rv.Body), seg) {
 		t.Fatalf("the refusal does not name the segment: %s", rv.Body)
 	}

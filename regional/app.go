@@ -209,8 +209,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	red := redemptions.NewService(a.loyalty, pool, notify, ord, meta, pubs, vs, cfg.Clock)
 	redemptions.Register(v1, red)
 	promos := promotions.NewService(pool, camps, rules, meta, cfg.Clock)
-	a.templates = templates.NewService(pool, cfg.Clock, vs, promos, rules)
-	templates.Register(v1, a.templates)
 	// Referral programs: their campaigns, the holders of their codes, and
 	// referees converted by custom event or by redemption.
 	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, segs, cfg.Clock)
@@ -240,6 +238,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	rewards.Register(v1, rewards.NewService(pool, notify, cfg.Clock, red, meta))
 	prods := products.NewService(pool, notify, meta, a.tasks, cfg.Clock, reports)
 	products.Register(v1, prods)
+	// Templates are made from campaigns and tiers; a copy from another
+	// project carries its products, collections, segments and locations.
+	a.templates = templates.NewService(pool, cfg.Clock, vs, promos, rules,
+		templates.Objects{Products: prods, Collections: colls, Segments: segs, Locations: locs})
+	templates.Register(v1, a.templates)
 	// The bin, and how what it holds leaves it for good: a deleted
 	// campaign's vouchers (of any type) go in CAMPAIGN.VOUCHERS_DELETE, at
 	// once or when its bin entry is removed.

@@ -3,10 +3,8 @@ package templates
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
@@ -24,7 +22,8 @@ import (
 // only at an operator's request, and only as the template itself. A
 // template is self-contained (its settings and copies of its validation
 // rules as they were when saved), so the copy carries everything a
-// campaign made from it needs in the destination.
+// campaign made from it needs in the destination, but for the project's
+// objects its rules and settings name, which it carries (carry.go).
 
 // Copy is a template as it travels between projects.
 type Copy struct {
@@ -36,13 +35,26 @@ type Copy struct {
 	Rules        []map[string]json.RawMessage `json:"rules"`
 	// SourceProject is the project the template was read from (Export).
 	SourceProject string `json:"source_project_id"`
+	// Carried are the source project's objects the template names.
+	Carried []Carried `json:"carried"`
 }
 
 // Export reads a template for a copy.
 func (s *Service) Export(ctx context.Context, projectID, id string) (Copy, error) {
 	t, err := get(ctx, s.pool, projectID, id)
+	if err != nil {
+		return Copy{}, err
+	}
+	// A template copied in carries what it was copied with: its ids are of
+	// a project this one does not read.
+	carried := t.Carried
+	if carried == nil {
+		if carried, err = s.carry(ctx, projectID, docsOf(t.Body, t.Rules)); err != nil {
+			return Copy{}, err
+		}
+	}
 	return Copy{Name: t.Name, Description: t.Description, CampaignType: t.CampaignType, Source: t.Source, Body: t.Body,
-		Rules: t.Rules, SourceProject: projectID}, err
+		Rules: t.Rules, SourceProject: projectID, Carried: carried}, nil
 }
 
 // Import writes a copied template into projectID under a new id: 409 when
@@ -57,11 +69,15 @@ func (s *Service) Import(ctx context.Context, projectID string, c Copy) (View, e
 	if c.Rules == nil {
 		c.Rules = []map[string]json.RawMessage{}
 	}
-	if err := c.checkPortable(projectID); err != nil {
-		return View{}, err
-	}
 	t := Template{ID: ids.New("camp_tpl_"), Name: c.Name, Description: c.Description, CampaignType: c.CampaignType,
 		Source: c.Source, Body: c.Body, Rules: c.Rules, CreatedAt: s.now()}
+	// Within its project a copy names the project's own objects.
+	if c.SourceProject != "" && c.SourceProject != projectID {
+		if err := checkCarried(c.Carried, c.SourceProject, projectID); err != nil {
+			return View{}, err
+		}
+		t.Carried = c.Carried
+	}
 	return t.View(), db.InTx(ctx, s.pool, func(tx pgx.Tx) error { return insert(ctx, tx, projectID, t) })
 }
 
@@ -78,51 +94,5 @@ func (h handler) importCopy(c echo.Context) error {
 // projectObject is the id of an object of one project that a validation
 // rule or a discount may name: a product, SKU, product collection, segment
 // or location. Ids are made per object, so another project has none of
-// them.
+// them, and a copy carries each (carry.go).
 var projectObject = regexp.MustCompile(`^(prod|sku|pc|seg|loc)_[0-9a-f]{16,}$`)
-
-// checkPortable refuses a copy into another project than its source whose
-// rules or settings name the source's products, SKUs, collections,
-// segments or locations: the reference creates them in the destination on
-// first use, which Tally does not yet, and a rule naming what its project
-// lacks would never match there, silently. The 400 names each.
-func (c Copy) checkPortable(projectID string) error {
-	if c.SourceProject == "" || c.SourceProject == projectID {
-		return nil
-	}
-	seen := map[string]bool{}
-	var named []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if projectObject.MatchString(x) && !seen[x] {
-				seen[x] = true
-				named = append(named, x)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	for _, doc := range append([]map[string]json.RawMessage{c.Body}, c.Rules...) {
-		for _, raw := range doc {
-			var v any
-			if json.Unmarshal(raw, &v) == nil {
-				walk(v)
-			}
-		}
-	}
-	if len(named) == 0 {
-		return nil
-	}
-	slices.Sort(named)
-	return apierr.InvalidPayload(fmt.Sprintf("the template's validation rules or settings name objects of project %s that project %s does not have: %s. "+
-		"Tally does not create them in the destination: copy the template within its project, or save it from a campaign whose rules name none of them",
-		c.SourceProject, projectID, strings.Join(named, ", ")))
-}

@@ -27,8 +27,11 @@ type Template struct {
 	Source       string
 	Body         map[string]json.RawMessage
 	Rules        []map[string]json.RawMessage
-	CreatedAt    time.Time
-	UpdatedAt    *time.Time
+	// Carried is what a copy from another project carries, made in this
+	// one at each setup (carry.go); none for a template saved here.
+	Carried   []Carried
+	CreatedAt time.Time
+	UpdatedAt *time.Time
 }
 
 // View is the reference's CampaignTemplate.

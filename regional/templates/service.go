@@ -29,13 +29,16 @@ type Service struct {
 	vouchers *vouchers.Service
 	promos   *promotions.Service
 	rules    *validation.Service
+	objects  Objects
 }
 
 // NewService returns the templates service: discount and gift campaigns
 // are read and made through vs, promotion tiers through promos, and the
-// rules copied through rules.
-func NewService(pool *db.Pool, clk *clock.Clock, vs *vouchers.Service, promos *promotions.Service, rules *validation.Service) *Service {
-	return &Service{pool: pool, clock: clk, vouchers: vs, promos: promos, rules: rules}
+// rules copied through rules; what a copy into another project carries
+// is read and made through objects.
+func NewService(pool *db.Pool, clk *clock.Clock, vs *vouchers.Service, promos *promotions.Service, rules *validation.Service,
+	objects Objects) *Service {
+	return &Service{pool: pool, clock: clk, vouchers: vs, promos: promos, rules: rules, objects: objects}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }

@@ -81,6 +81,32 @@ func tierBody(t Template) (map[string]json.RawMessage, error) {
 	return out, nil
 }
 
+// placed reads a template for a setup: one copied from another project
+// has what it carries made or matched in projectID first, and its rules
+// and settings rewritten to name them; made lists what was made.
+func (s *Service) placed(ctx context.Context, projectID, id string) (Template, []Resource, error) {
+	t, err := get(ctx, s.pool, projectID, id)
+	if err != nil || len(t.Carried) == 0 {
+		return t, nil, err
+	}
+	ids, made, err := s.place(ctx, projectID, t.Carried)
+	if err != nil {
+		return t, nil, err
+	}
+	if err := json.Unmarshal(rewrite(mustJSON(t.Body), ids), &t.Body); err != nil {
+		return t, nil, err
+	}
+	if err := json.Unmarshal(rewrite(mustJSON(t.Rules), ids), &t.Rules); err != nil {
+		return t, nil, err
+	}
+	return t, made, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	raw, _ := json.Marshal(v)
+	return raw
+}
+
 // CampaignSetup makes a campaign from a template: the template's settings
 // with the request's fields over them, and copies of its rules assigned to
 // the campaign in the transaction that writes it.
@@ -89,7 +115,7 @@ func (s *Service) CampaignSetup(ctx context.Context, projectID, id string, req m
 	if err != nil {
 		return CampaignSetup{}, err
 	}
-	t, err := get(ctx, s.pool, projectID, id)
+	t, made, err := s.placed(ctx, projectID, id)
 	if err != nil {
 		return CampaignSetup{}, err
 	}
@@ -102,7 +128,7 @@ func (s *Service) CampaignSetup(ctx context.Context, projectID, id string, req m
 	}
 	created := []Resource{}
 	v, err := s.vouchers.CreateCampaign(ctx, projectID, r, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
-		created = created[:0] // a retried transaction starts again
+		created = append(created[:0], made...) // a retried transaction starts again
 		ruleIDs := make([]string, 0, len(t.Rules))
 		for _, def := range t.Rules {
 			rv, err := s.rules.CreateIn(ctx, tx, projectID, ruleBody(def, name))
@@ -133,7 +159,7 @@ func (s *Service) TierSetup(ctx context.Context, projectID, id string, req map[s
 	if raw, ok := req["campaign_id"]; !ok || json.Unmarshal(raw, &campaignID) != nil || campaignID == "" {
 		return TierSetup{}, apierr.InvalidPayload("campaign_id is required: the promotion campaign the tier joins")
 	}
-	t, err := get(ctx, s.pool, projectID, id)
+	t, made, err := s.placed(ctx, projectID, id)
 	if err != nil {
 		return TierSetup{}, err
 	}
@@ -152,10 +178,12 @@ func (s *Service) TierSetup(ctx context.Context, projectID, id string, req map[s
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return TierSetup{}, apierr.InvalidPayload("the promotion tier does not read: " + err.Error())
 	}
-	created := []Resource{}
+	created := append([]Resource{}, made...)
 	undo := func() {
 		for _, c := range created {
-			_ = s.rules.Delete(context.WithoutCancel(ctx), projectID, c.ID)
+			if c.Object == "validation_rules" {
+				_ = s.rules.Delete(context.WithoutCancel(ctx), projectID, c.ID)
+			}
 		}
 	}
 	for _, def := range t.Rules {

@@ -15,17 +15,22 @@ import (
 	"github.com/tallyhq/tally/internal/listq"
 )
 
-const columns = `id, name, description, campaign_type, source, body, rules, created_at, updated_at`
+const columns = `id, name, description, campaign_type, source, body, rules, carried, created_at, updated_at`
 
 func scan(row pgx.Row) (Template, error) {
 	var t Template
-	var body, rules []byte
-	err := row.Scan(&t.ID, &t.Name, &t.Description, &t.CampaignType, &t.Source, &body, &rules, &t.CreatedAt, &t.UpdatedAt)
+	var body, rules, carried []byte
+	err := row.Scan(&t.ID, &t.Name, &t.Description, &t.CampaignType, &t.Source, &body, &rules, &carried, &t.CreatedAt, &t.UpdatedAt)
 	if err != nil {
 		return t, err
 	}
 	if err := json.Unmarshal(body, &t.Body); err != nil {
 		return t, err
+	}
+	if carried != nil {
+		if err := json.Unmarshal(carried, &t.Carried); err != nil {
+			return t, err
+		}
 	}
 	return t, json.Unmarshal(rules, &t.Rules)
 }
@@ -48,8 +53,12 @@ func nameTaken(err error, name string) error {
 func insert(ctx context.Context, q db.Querier, projectID string, t Template) error {
 	body, _ := json.Marshal(t.Body)
 	rules, _ := json.Marshal(t.Rules)
-	_, err := q.Exec(ctx, `INSERT INTO campaign_templates (project_id, `+columns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		projectID, t.ID, t.Name, t.Description, t.CampaignType, t.Source, body, rules, t.CreatedAt, t.UpdatedAt)
+	var carried []byte
+	if len(t.Carried) > 0 {
+		carried, _ = json.Marshal(t.Carried)
+	}
+	_, err := q.Exec(ctx, `INSERT INTO campaign_templates (project_id, `+columns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		projectID, t.ID, t.Name, t.Description, t.CampaignType, t.Source, body, rules, carried, t.CreatedAt, t.UpdatedAt)
 	return nameTaken(err, t.Name)
 }
 

@@ -1,0 +1,1 @@
+ALTER TABLE campaign_templates DROP COLUMN carried;
