@@ -1,11 +1,13 @@
 package segments_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/regional/segments"
 )
 
 // An auto-update segment on events.purchase.count $count_more [2] takes a
@@ -103,5 +105,31 @@ func TestSegmentCountsCustomEvents(t *testing.T) {
 			!strings.Contains(string(r.Body), "events.purchase") {
 			t.Errorf("%v: %d %s", f, r.Status, r.Body)
 		}
+	}
+
+	// An event of a name no filter counts queues no evaluation of its
+	// customer; one that a filter counts does.
+	a.E.Do(t, "POST", "http://api.localhost/management/v1/projects/"+a.P.ID+"/custom-event-schemas", a.E.MgmtHeader(),
+		map[string]any{"name": "visit", "schema": map[string]any{"properties": map[string]any{}}})
+	cara := a.OK("POST", "/v1/customers", map[string]any{"source_id": "cara"})["id"].(string)
+	pool := a.E.Stack.Regional["api"].Pool()
+	follows := func() (n int) {
+		t.Helper()
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE project_id = $1 AND kind = $2
+			AND payload::text LIKE '%' || $3 || '%'`, a.P.ID, segments.KindCustomers, cara).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := follows()
+	stacktest.Eventually(t, 3*time.Second, "the visit accepted", func() bool {
+		return a.Do("POST", "/v1/events", map[string]any{"event": "visit", "customer": map[string]any{"source_id": "cara"}}).Status == 200
+	})
+	if n := follows(); n != before {
+		t.Fatalf("a visit, which no filter counts, queued %d evaluations of its customer", n-before)
+	}
+	purchase("cara")
+	if n := follows(); n != before+1 {
+		t.Fatalf("a purchase, which a filter counts, queued %d evaluations of its customer, want 1", n-before)
 	}
 }

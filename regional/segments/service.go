@@ -317,6 +317,24 @@ func (s *Service) Members(ctx context.Context, projectID, segmentID string, arg 
 	return membersCond(arg(segmentID)), nil
 }
 
+// CountsEvent says whether a filter segment of the project counts custom
+// events of name (events.<name>.count), from the filters' cache
+// (events.CountWatcher). A segment made on another instance is seen
+// within cacheTTL: an event stored meanwhile is counted, and its customer
+// is evaluated at their first evaluation or their next event or change.
+func (s *Service) CountsEvent(ctx context.Context, projectID, name string) (bool, error) {
+	cs, err := s.compiledOf(ctx, projectID)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range cs {
+		if slices.Contains(c.f.EventNames(), name) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // compiledOf are the project's filter segments, compiled, from the cache.
 func (s *Service) compiledOf(ctx context.Context, projectID string) ([]compiled, error) {
 	if cs, ok := s.filters.Get(projectID); ok {
