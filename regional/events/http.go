@@ -198,10 +198,14 @@ func (s *Service) bulkOne(ctx context.Context, job *async.Job, raw json.RawMessa
 			}
 			continue
 		}
+		var counted bool
+		if counted, err = s.counted(ctx, job.ProjectID, schema.Name); err != nil {
+			continue
+		}
 		stored := *next
 		stored.Stored++
 		err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-			if _, err := s.store(ctx, tx, job.ProjectID, r, schema, "", ""); err != nil {
+			if _, err := s.store(ctx, tx, job.ProjectID, r, schema, "", "", counted); err != nil {
 				return err
 			}
 			return job.Advance(ctx, tx, from, stored, (i+1)*100/n)
