@@ -260,3 +260,31 @@ func polygon(path string, rings [][][]float64, budget *int) (Polygon, error) {
 	}
 	return g, nil
 }
+
+// InAny says whether v, a metadata value holding a geopoint ("geo:lat,lng")
+// or a list of values of which one must do, lies in one of the shapes
+// that ids name in shapes; a value that is no geopoint, or an id without
+// a shape (a deleted location), holds nothing. It is $in_location, for
+// validation rules and for segment and collection filters alike.
+func InAny(v any, ids []string, shapes map[string]Shape) bool {
+	points := []any{v}
+	if l, ok := v.([]any); ok {
+		points = l
+	}
+	for _, pv := range points {
+		str, ok := pv.(string)
+		if !ok {
+			continue
+		}
+		pt, err := ParsePoint(str)
+		if err != nil {
+			continue
+		}
+		for _, id := range ids {
+			if sh := shapes[id]; sh != nil && sh.Contains(pt) {
+				return true
+			}
+		}
+	}
+	return false
+}

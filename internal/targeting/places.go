@@ -85,28 +85,7 @@ func Bound[T any](ctx context.Context, f *Filter[T], places Places, projectID st
 
 // within is $in_location in Go: v is a geopoint or an array holding one
 // that lies in a bound location.
-func (c cond[T]) within(v any) bool {
-	points := []any{v}
-	if l, ok := v.([]any); ok {
-		points = l
-	}
-	for _, pv := range points {
-		str, ok := pv.(string)
-		if !ok {
-			continue
-		}
-		pt, err := geo.ParsePoint(str)
-		if err != nil {
-			continue
-		}
-		for _, id := range c.texts {
-			if sh := c.shapes[id]; sh != nil && sh.Contains(pt) {
-				return true
-			}
-		}
-	}
-	return false
-}
+func (c cond[T]) within(v any) bool { return geo.InAny(v, c.texts, c.shapes) }
 
 // simplePoint is a geopoint in plain decimals, the form the SQL reads:
 // "geo:52.52,13.405", the prefix in any case and optional, spaces around

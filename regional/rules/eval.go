@@ -270,24 +270,5 @@ func (c *cond) within(s *scope, v any) bool {
 	if len(c.locs) == 0 {
 		return true
 	}
-	points := []any{v}
-	if l, ok := v.([]any); ok {
-		points = l
-	}
-	for _, pv := range points {
-		str, ok := pv.(string)
-		if !ok {
-			continue
-		}
-		pt, err := geo.ParsePoint(str)
-		if err != nil {
-			continue
-		}
-		for _, id := range c.locs {
-			if sh := s.in.Locations[id]; sh != nil && sh.Contains(pt) {
-				return true
-			}
-		}
-	}
-	return false
+	return geo.InAny(v, c.locs, s.in.Locations)
 }
