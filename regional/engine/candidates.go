@@ -163,9 +163,41 @@ type Prefetched struct {
 	Windows map[string]campaigns.Window
 	Rules   map[string][]string
 	Known   map[string]bool
+	// Segments are the request's customer's, when Screen read them
+	// (SegmentsRead): a request's own copy, not the catalogue's.
+	Segments     []string
+	SegmentsRead bool
 }
 
 func (p *Prefetched) hasCampaign(id string) bool { _, ok := p.Windows[id]; return ok || p.Known[id] }
+
+// Screen is which of idx's entries (qualifications' tiers, each with its
+// own and its campaign's rules) may pass their rules for the order, the
+// customer and meta under scope, as judging would read them: those it
+// leaves out cannot (rules.Index), so that judging reads and runs the
+// rules of the others only. The customer's segments, read when the index
+// needs them, are kept in pre for judging.
+func (e *Engine) Screen(ctx context.Context, projectID string, order *orders.Request, meta map[string]any,
+	cust *customers.Customer, idx *rules.Index, now time.Time, scope rules.Scope, pre *Prefetched) ([]int, error) {
+	in := rules.Input{Order: ruleOrder(order), Now: now, Metadata: meta, Scope: scope}
+	if err := in.Order.Check(); err != nil {
+		return nil, err
+	}
+	if cust != nil {
+		in.Customer = &rules.Customer{ID: cust.ID, Metadata: cust.Attrs.Metadata}
+		if cust.SourceID != nil {
+			in.Customer.SourceID = *cust.SourceID
+		}
+		if e.Segments != nil && idx.ReadsSegments(scope) {
+			segs, err := e.Segments.Of(ctx, e.pool, projectID, *cust)
+			if err != nil {
+				return nil, err
+			}
+			in.Customer.Segments, pre.Segments, pre.SegmentsRead = segs, segs, true
+		}
+	}
+	return idx.Candidates(&in), nil
+}
 
 // Judge checks candidates as a validation checks its redeemables (outside
 // any session), taking what pre holds and reading the rest, and reading of

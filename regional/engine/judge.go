@@ -104,7 +104,7 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 	if len(objects) == 0 {
 		return nil
 	}
-	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, assigned, now, scope)
+	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, assigned, now, scope, pre)
 }
 
 // wantsCampaign is the id of the redeemable's campaign, "" for none.
@@ -196,7 +196,7 @@ func (e *Engine) check(c *Candidate, cust *customers.Customer, held map[string]i
 // redeemable with the rule's message. A candidate whose rules require one
 // of the order's products is marked so (qualifications' PRODUCTS).
 func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*Candidate, assigned map[string][]string, now time.Time, scope rules.Scope) error {
+	cust *customers.Customer, cs []*Candidate, assigned map[string][]string, now time.Time, scope rules.Scope, pre *Prefetched) error {
 	if len(assigned) == 0 || e.rules == nil {
 		return nil
 	}
@@ -238,7 +238,9 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 		return err
 	}
 	if in.Customer != nil && e.Segments != nil && prepared.ReadsSegments(all) {
-		if in.Customer.Segments, err = e.Segments.Of(ctx, q, projectID, *cust); err != nil {
+		if pre != nil && pre.SegmentsRead { // by Screen, for this request
+			in.Customer.Segments = pre.Segments
+		} else if in.Customer.Segments, err = e.Segments.Of(ctx, q, projectID, *cust); err != nil {
 			return err
 		}
 	}

@@ -3,11 +3,13 @@ package qualifications
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/engine"
+	"github.com/tallyhq/tally/regional/rules"
 )
 
 // CatalogueTTL is how old the promotion tiers, their campaigns' windows and
@@ -16,11 +18,14 @@ import (
 const CatalogueTTL = time.Second
 
 // catalogue is a project's automatic redeemables as qualifications read
-// them: every active tier, its campaign's window, and the rules assigned to
-// each tier and campaign.
+// them: every active tier, its campaign's window, the rules assigned to
+// each tier and campaign, and the tiers indexed by those rules' cheap
+// parts, so that a qualification judges only the tiers that may pass
+// (the index is as old as the assignments: at most CatalogueTTL).
 type catalogue struct {
 	at    time.Time
 	tiers []engine.Tier
+	index *rules.Index // nil: every tier is judged
 	// What the engine's judging takes from it rather than reading again:
 	// rules by object id; objects without rules are in Known.
 	engine.Prefetched
@@ -82,6 +87,44 @@ func (s *Service) catalogue(ctx context.Context, q db.Querier, projectID string,
 	for _, o := range objects {
 		c.Known[o] = true
 	}
+	if c.index, err = s.indexOf(ctx, q, projectID, c); err != nil {
+		return nil, err
+	}
 	slot.cat = c
 	return c, nil
 }
+
+// indexOf indexes the catalogue's tiers by their own and their campaign's
+// rules; nil when none has rules.
+func (s *Service) indexOf(ctx context.Context, q db.Querier, projectID string, c *catalogue) (*rules.Index, error) {
+	var ids []string
+	seen := map[string]bool{}
+	for _, t := range c.tiers {
+		for _, id := range append(c.Rules[t.ID], c.Rules[t.CampaignID]...) {
+			if !seen[id] {
+				seen[id], ids = true, append(ids, id)
+			}
+		}
+	}
+	if len(ids) == 0 || s.engine.Rules == nil {
+		return nil, nil
+	}
+	progs, err := s.engine.Rules.Programs(ctx, q, projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([][]*rules.Program, len(c.tiers))
+	for i, t := range c.tiers {
+		for _, id := range append(c.Rules[t.ID], c.Rules[t.CampaignID]...) {
+			entries[i] = append(entries[i], progs[id])
+		}
+	}
+	return rules.NewIndex(entries), nil
+}
+
+// Tests compare the screened answers with those of judging every tier
+// (fullEvaluation) and count the tiers judged (judgedTiers).
+var (
+	fullEvaluation atomic.Bool
+	judgedTiers    atomic.Int64
+)

@@ -90,7 +90,7 @@ func (s *Service) Qualify(ctx context.Context, projectID string, r Request) (_ m
 			return nil, err
 		}
 	}
-	cs, pre, err := s.candidates(ctx, projectID, p.sc, cust, now)
+	cs, pre, err := s.candidates(ctx, projectID, p.sc, &r, cust, now)
 	if err != nil {
 		return nil, err
 	}
@@ -166,9 +166,9 @@ func readPlan(r *Request) (plan, error) {
 
 // candidates are what the scenario offers, not judged yet: the customer's
 // discount vouchers, gift cards and loyalty cards that can pay, and the
-// project's active tiers (from the catalogue, which judging reads their
-// campaigns and rules from too).
-func (s *Service) candidates(ctx context.Context, projectID string, sc scenario, cust *customers.Customer,
+// project's active tiers that may pass their rules (from the catalogue,
+// which judging reads their campaigns and rules from too).
+func (s *Service) candidates(ctx context.Context, projectID string, sc scenario, r *Request, cust *customers.Customer,
 	now time.Time) ([]*engine.Candidate, *engine.Prefetched, error) {
 	var cs []*engine.Candidate
 	if sc.wallet && cust != nil && cust.ID != "" {
@@ -202,11 +202,25 @@ func (s *Service) candidates(ctx context.Context, projectID string, sc scenario,
 	if err != nil {
 		return nil, nil, err
 	}
-	for i := range cat.tiers {
-		t := cat.tiers[i] // the catalogue is shared: each candidate its own copy
+	pre := cat.Prefetched // the catalogue is shared: the request's segments go in its copy
+	if cat.index == nil || fullEvaluation.Load() {
+		for i := range cat.tiers {
+			t := cat.tiers[i] // each candidate its own copy
+			cs = append(cs, engine.TierCandidate(&t))
+		}
+		judgedTiers.Add(int64(len(cat.tiers)))
+		return cs, &pre, nil
+	}
+	keep, err := s.engine.Screen(ctx, projectID, r.Order, r.Metadata, cust, cat.index, now, sc.scope, &pre)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, i := range keep {
+		t := cat.tiers[i]
 		cs = append(cs, engine.TierCandidate(&t))
 	}
-	return cs, &cat.Prefetched, nil
+	judgedTiers.Add(int64(len(keep)))
+	return cs, &pre, nil
 }
 
 // qualified are the judged candidates (or, for PROMOTION_STACKS, the

@@ -54,6 +54,11 @@ type cond struct {
 	// customer: the condition reads the customer (customer.*), which
 	// qualifications' scopes tell apart from everything else.
 	customer bool
+	// What its tests ask, for an Index: the values of each $is or $in
+	// (one must be equal), and the bounds of the comparisons (the value
+	// must be at least each lo and at most each hi; dates in micros).
+	eqs    [][]any
+	lo, hi []float64
 }
 
 // test is one compiled condition on a value (nil: unknown).

@@ -39,6 +39,7 @@ const (
 
 // name is one rule name the language knows.
 type name struct {
+	id    string // the name, as names holds it
 	kind  kind
 	prop  bool // takes a property: the metadata key (or name.<key>)
 	item  bool // read from one order item: only inside order.items.any/every/none
@@ -75,6 +76,13 @@ var names = map[string]name{
 	"redemption.count.per_campaign":   {kind: kInt, read: func(s *scope, _ string) any { return num(s.in.Redemptions.PerCampaign + 1) }},
 	"redemption.count.per_day":        {kind: kInt, read: func(s *scope, _ string) any { return num(s.in.Redemptions.PerDay + 1) }},
 	"date":                            {kind: kTime, read: func(s *scope, _ string) any { return s.now() }},
+}
+
+func init() {
+	for id, n := range names {
+		n.id = id
+		names[id] = n
+	}
 }
 
 // Names lists the rule names served, sorted.

@@ -65,7 +65,37 @@ func (c *compiler) op(cd *cond, path, nm, op string, raw json.RawMessage) error 
 		return err
 	}
 	cd.tests = append(cd.tests, t)
+	cd.noteBound(canon, vals)
 	return nil
+}
+
+// noteBound keeps a comparison's bound for an Index: a number's, or a
+// date's (the date name's) in microseconds, which keep the order.
+func (cd *cond) noteBound(canon string, vals []any) {
+	var f float64
+	switch canon {
+	case "$more_than", "$more_than_equal", "$less_than", "$less_than_equal":
+		n, err := number("", vals[0], cd.spec.kind == kInt)
+		if err != nil {
+			return
+		}
+		f = n
+	case "$after", "$before":
+		s, _ := vals[0].(string)
+		t, ok := ParseTime(s)
+		if !ok || cd.spec.kind != kTime {
+			return
+		}
+		f = float64(t.UnixMicro())
+	default:
+		return
+	}
+	switch canon {
+	case "$more_than", "$more_than_equal", "$after":
+		cd.lo = append(cd.lo, f)
+	default:
+		cd.hi = append(cd.hi, f)
+	}
 }
 
 // presence is $is_unknown and $has_value.
@@ -178,6 +208,7 @@ func (c *compiler) equality(cd *cond, path, canon string, vals []any) (test, err
 	if negate {
 		return func(v any) bool { return !eq(v) }, nil
 	}
+	cd.eqs = append(cd.eqs, want)
 	return eq, nil
 }
 

@@ -305,6 +305,20 @@ func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, 
 	return out, nil
 }
 
+// Programs are the compiled rules of ids by id (a screening Index's,
+// qualifications' catalogue), read with one version check.
+func (s *Service) Programs(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]*rules.Program, error) {
+	progs, err := s.programs(ctx, q, projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*rules.Program, len(ids))
+	for i, id := range ids {
+		out[id] = progs[i]
+	}
+	return out, nil
+}
+
 // Recompiles counts the rules this instance compiled when evaluating, for
 // a version it had not seen (those written here were compiled then).
 func (s *Service) Recompiles() int64 { return s.recompiles.Load() }

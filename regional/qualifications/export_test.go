@@ -1,0 +1,8 @@
+package qualifications
+
+// FullEvaluation makes qualifications judge every tier, unscreened, while
+// set; JudgedTiers counts the tiers judged.
+var (
+	FullEvaluation = &fullEvaluation
+	JudgedTiers    = &judgedTiers
+)
