@@ -39,13 +39,15 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, orders, targeting, vouchers, rewards, engine, exports, events, cors, outbox, noisy, ring, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, orders, targeting, vouchers, rewards, engine, scale, exports, events, cors, outbox, noisy, ring, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions or the customer import (with -only)")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions, the customer import or the scale section's qualifications at 100 campaigns (with -only)")
 	flag.IntVar(&customersRows, "customers-rows", 1_000_000, "customers the customers section imports (fewer to try it on a shared machine)")
 	flag.IntVar(&ordersRows, "orders-rows", 100_000, "orders the orders section imports (fewer to try it on a shared machine)")
 	flag.IntVar(&segmentCustomers, "segment-customers", 1_000_000, "customers the targeting section's segment is evaluated over (fewer to try it on a shared machine)")
+	flag.Func("scale-engine-sizes", "campaigns and tiers of the scale section's engine passes, comma-separated (default 100,1000,10000; fewer to try it)",
+		setScaleEngineSizes)
 	hammer := flag.String("hammer", "", "internal: run the noisy neighbour's clients (ROUTER,APPID,TOKEN,CARD) until interrupted")
 	flag.Parse()
 	if *hammer != "" {
@@ -241,6 +243,7 @@ func (b *benchRun) sections() []section {
 			er, err := benchEngine(stack, p, servers[1], d, profile)
 			return engineReport(er), err
 		}},
+		{"scale", func(profile string) (string, error) { return runScale(b, profile) }},
 		{"exports", func(profile string) (string, error) {
 			xr, err := benchExports(stack, p, servers[1], profile)
 			return exportsReport(xr), err
