@@ -92,7 +92,7 @@ func Start(t testing.TB, o Options) *Env {
 		}
 	}
 	// The databases, already migrated (see NewMigratedDatabase), made at
-	// once: devstack.Start then finds nothing to migrate.
+	// once: devstack.Start is told so.
 	var tenancyURL string
 	g, gctx := errgroup.WithContext(context.Background())
 	g.Go(func() (err error) {
@@ -134,6 +134,7 @@ func Start(t testing.TB, o Options) *Env {
 		Worker:           async.WorkerOptions{Poll: 20 * time.Millisecond},
 		TenancyURL:       tenancyURL,
 		Regions:          regions,
+		Migrated:         true,
 		IdentitySecret:   Secret,
 		WatchInterval:    200 * time.Millisecond,
 		Log:              telemetry.NewLogger(io.Discard, 0),

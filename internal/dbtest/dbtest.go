@@ -40,12 +40,23 @@ type Server struct {
 	templates map[string]*templateEntry // by kind, see NewMigratedDatabase
 	fileCopy  bool                      // copy templates file by file (PostgreSQL 15 and later)
 	pooled    bool                      // one of the run's pool (EnvPool), stopped by its owner
+	shared    bool                      // a Shared server: copies of its templates are made ahead
 }
 
 type templateEntry struct {
 	once sync.Once
 	name string
 	err  error
+	// next is the copy of the template being made while the last one is in
+	// use (nil before the first): the tests of a package run one after
+	// another, and each waited for its copy (a fifth of a second, over a
+	// second on a busy machine, four servers a test) before it began.
+	next chan made
+}
+
+type made struct {
+	url string
+	err error
 }
 
 var (
@@ -102,9 +113,12 @@ func sharedServer(name string) *sharedEntry {
 	e.once.Do(func() {
 		if pool := PoolDir(); pool != "" {
 			e.srv, e.err = fromPool(pool, name)
-			return
+		} else {
+			e.srv, e.err = start()
 		}
-		e.srv, e.err = start()
+		if e.srv != nil {
+			e.srv.shared = true
+		}
 	})
 	return e
 }
@@ -127,6 +141,7 @@ func Main(m *testing.M) {
 	mu.Lock()
 	for _, e := range shared {
 		if e.srv != nil {
+			e.srv.dropAhead()
 			e.srv.Stop()
 		}
 	}
@@ -233,7 +248,54 @@ func (s *Server) NewMigratedDatabase(ctx context.Context, kind string, migrate f
 	if e.err != nil {
 		return "", fmt.Errorf("template database %s: %w", kind, e.err)
 	}
+	if !s.shared {
+		return s.createDatabase(ctx, e.name)
+	}
+	return s.copyAhead(ctx, e)
+}
+
+// copyAhead returns the copy of e's template made ahead, when there is one
+// (waiting for it when it is still being made), and starts making the next.
+// Concurrent callers each take the copy the one before them started.
+func (s *Server) copyAhead(ctx context.Context, e *templateEntry) (string, error) {
+	s.tmplMu.Lock()
+	prev := e.next
+	next := make(chan made, 1)
+	e.next = next
+	s.tmplMu.Unlock()
+	go func() {
+		u, err := s.createDatabase(context.Background(), e.name)
+		next <- made{u, err}
+	}()
+	if prev != nil {
+		select {
+		case m := <-prev:
+			if m.err == nil {
+				return m.url, nil
+			}
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
 	return s.createDatabase(ctx, e.name)
+}
+
+// dropAhead drops the copies made ahead that no test took.
+func (s *Server) dropAhead() {
+	s.tmplMu.Lock()
+	var pending []chan made
+	for _, e := range s.templates {
+		if e.next != nil {
+			pending = append(pending, e.next)
+			e.next = nil
+		}
+	}
+	s.tmplMu.Unlock()
+	for _, ch := range pending {
+		if m := <-ch; m.err == nil {
+			_ = s.dropDatabase(context.Background(), m.url)
+		}
+	}
 }
 
 // makeTemplate creates and migrates the template database of kind, then

@@ -117,17 +117,21 @@ func (s *Server) DropAtEnd(t testing.TB, rawURL string) {
 		return
 	}
 	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, s.url("postgres"))
-		if err != nil {
-			t.Errorf("dbtest: drop %s: %v", dbName(rawURL), err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{dbName(rawURL)}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if err := s.dropDatabase(context.Background(), rawURL); err != nil {
 			t.Errorf("dbtest: drop %s: %v", dbName(rawURL), err)
 		}
 	})
+}
+
+// dropDatabase drops the database at rawURL, ending its sessions.
+func (s *Server) dropDatabase(ctx context.Context, rawURL string) error {
+	conn, err := pgx.Connect(ctx, s.url("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{dbName(rawURL)}.Sanitize()+" WITH (FORCE)")
+	return err
 }
 
 // lockFile takes an exclusive lock on path, shared by every process of the

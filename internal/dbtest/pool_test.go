@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -84,5 +85,80 @@ func TestAPoolsServerAndTemplateAreMadeOncePerRun(t *testing.T) {
 	}
 	if left {
 		t.Fatalf("database %s outlived its test", dropped)
+	}
+}
+
+// A shared server makes the next copy of a template while the last is in
+// use, hands it to the next caller, and drops what no caller took.
+func TestTheNextCopyOfATemplateIsMadeAhead(t *testing.T) {
+	if Engine() != "postgres" {
+		t.Skip("CockroachDB has no templates")
+	}
+	pool := t.TempDir()
+	s, err := fromPool(pool, "ahead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pg, err := pglocal.Attach(s.dir, s.pg.Port)
+		if err == nil {
+			err = pg.Stop()
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	s.shared = true // as sharedServer marks it
+	ctx := context.Background()
+	migrate := func(ctx context.Context, u string) error {
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "CREATE TABLE t (id INT PRIMARY KEY)")
+		return err
+	}
+	conn, err := pgx.Connect(ctx, s.url("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	copies := func() []string {
+		rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 't\\_%' AND datallowconn ORDER BY datname")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	first, err := s.NewMigratedDatabase(ctx, "k", migrate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(copies()) != 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no copy was made ahead: the server holds %v", copies())
+		}
+	}
+	var ahead string
+	for _, n := range copies() {
+		if n != dbName(first) {
+			ahead = n
+		}
+	}
+	second, err := s.NewMigratedDatabase(ctx, "k", migrate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dbName(second) != ahead {
+		t.Fatalf("the second caller got %s, want the copy made ahead, %s", dbName(second), ahead)
+	}
+	s.dropAhead()
+	if got := copies(); len(got) != 2 {
+		t.Fatalf("after dropping what no caller took, the server holds %v, want the two copies handed out", got)
 	}
 }
