@@ -103,6 +103,44 @@ func redactClaimed(ctx context.Context, q db.Querier, ts []Task) error {
 	return nil
 }
 
+// redactParked is redactClaimed for the operators' list of parked tasks
+// (payloads[i] is rows[i]'s): a parked task is read there, not claimed, so
+// it would show what an unfinished erasure has still to take from it. A
+// parked erasure shows only its customer's id: the values it looks for are
+// the personal data it erases.
+func redactParked(ctx context.Context, q db.Querier, rows []Row, payloads [][]byte) error {
+	var projects []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.ProjectID] {
+			seen[r.ProjectID] = true
+			projects = append(projects, r.ProjectID)
+		}
+	}
+	if len(projects) == 0 {
+		return nil
+	}
+	by, err := erasing(ctx, q, projects)
+	if err != nil {
+		return err
+	}
+	for i, r := range rows {
+		if r.Kind == ErasureKind {
+			var s erasure.Subject
+			if json.Unmarshal(payloads[i], &s) == nil {
+				payloads[i], _ = json.Marshal(erasure.Subject{CustomerID: s.CustomerID, Values: []string{}})
+			}
+			continue
+		}
+		if subjects := by[r.ProjectID]; len(subjects) > 0 {
+			if payloads[i], err = redactAll(payloads[i], subjects); err != nil {
+				return fmt.Errorf("async: parked task %s: %w", r.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
 // redactActions is redactClaimed for the async results a read returns.
 func redactActions(ctx context.Context, q db.Querier, projectID string, as []Action) error {
 	subjects, err := Erasing(ctx, q, projectID)

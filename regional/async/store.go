@@ -222,13 +222,25 @@ func ListParked(ctx context.Context, q db.Querier, afterProject, afterID string,
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
+	var payloads [][]byte
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Row, error) {
 		var x Row
 		var payload []byte
 		err := r.Scan(&x.ProjectID, &x.ID, &x.Kind, &x.Status, &x.Attempts, &x.LastError, &payload, &x.CreatedAt, &x.FinishedAt)
-		_ = json.Unmarshal(payload, &x.Payload)
+		payloads = append(payloads, payload)
 		return x, err
 	})
+	if err != nil {
+		return nil, err
+	}
+	// While an erasure is unfinished, what it has still to take is not shown.
+	if err := redactParked(ctx, q, out, payloads); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		_ = json.Unmarshal(payloads[i], &out[i].Payload)
+	}
+	return out, nil
 }
 
 // Requeue makes a parked task due again with fresh tries.
