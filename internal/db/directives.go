@@ -27,12 +27,26 @@ const HashShardBuckets = 8
 //	                  hash-sharded key whose writes spread over the buckets'
 //	                  ranges instead of the tail of one; PostgreSQL: nothing.
 //
+//	{{jsonb_path_ops}} after the last (JSONB) column or expression of
+//	                  CREATE INDEX … USING GIN (…): PostgreSQL: the
+//	                  jsonb_path_ops operator class, whose entries are
+//	                  hashes of a key's path with its value, so that a
+//	                  containment of {"k": "v"} reads the rows holding that
+//	                  pair, where the default jsonb_ops also reads every row
+//	                  holding the key k; CockroachDB: nothing, as its
+//	                  inverted index is made of such paths already and it
+//	                  knows no other operator class (cockroach#81115).
+//
 // A directive is not SQL in either dialect, so a file applied without the
 // migrator fails at once rather than making an unsharded key unnoticed.
 var directives = map[string]map[Dialect]string{
 	"hash_sharded": {
 		CockroachDB: fmt.Sprintf("USING HASH WITH (bucket_count = %d)", HashShardBuckets),
 		PostgreSQL:  "",
+	},
+	"jsonb_path_ops": {
+		CockroachDB: "",
+		PostgreSQL:  "jsonb_path_ops",
 	},
 }
 

@@ -34,6 +34,8 @@ import (
 //     (…), followed by nothing but the end of the table element, or of the
 //     index's statement or its WHERE (CockroachDB wants an index's STORING
 //     before its WITH (bucket_count …));
+//     {{jsonb_path_ops}} after the last column or expression of CREATE
+//     INDEX … USING GIN (…), before its );
 //   - INT and INTEGER are 64-bit on CockroachDB and 32-bit on PostgreSQL,
 //     and SERIAL types differ too: every integer type names its width
 //     (INT2/SMALLINT, INT4, INT8/BIGINT);
@@ -392,6 +394,18 @@ func lintDirectives(toks []token) []directiveProblem {
 		}
 		if _, ok := directives[t.text]; !ok {
 			bad(t, "unknown directive {{%s}}: the migrator knows {{%s}}", t.text, strings.Join(Directives(), "}}, {{"))
+			continue
+		}
+		if t.text == "jsonb_path_ops" {
+			gin := false
+			for j := range toks {
+				if isW(j, "USING") && isW(j+1, "GIN") {
+					gin = true
+				}
+			}
+			if !createIndex || !gin || !isP(i+1, ")") {
+				bad(t, "{{jsonb_path_ops}} goes after the last column or expression of CREATE INDEX … USING GIN (…)")
+			}
 			continue
 		}
 		const where = "{{hash_sharded}} goes right after the column list of a PRIMARY KEY (…) in CREATE TABLE or of CREATE INDEX … ON t (…)"

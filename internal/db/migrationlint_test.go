@@ -196,6 +196,16 @@ CREATE UNIQUE INDEX events_live ON events (project_id, id) {{ hash_sharded }} WH
 CREATE TABLE others (id TEXT NOT NULL, PRIMARY KEY (id) {{hash_sharded}}, at TIMESTAMPTZ NULL);`,
 		},
 		{
+			name: "jsonb_path_ops passes after a GIN index's expression",
+			sql:  `CREATE INDEX customers_by_metadata ON customers USING GIN ((attrs->'metadata') {{jsonb_path_ops}});`,
+		},
+		{
+			name: "jsonb_path_ops in a btree index, or before another column",
+			sql: `CREATE INDEX customers_by_attrs ON customers ((attrs->'metadata') {{jsonb_path_ops}});
+CREATE INDEX products_by_both ON products USING GIN (attrs {{jsonb_path_ops}}, project_id);`,
+			want: []string{"1: {{jsonb_path_ops}} goes after", "2: {{jsonb_path_ops}} goes after"},
+		},
+		{
 			name: "an unknown directive",
 			sql:  `CREATE TABLE a (id TEXT NOT NULL, PRIMARY KEY (id) {{hashed}});`,
 			want: []string{"1: unknown directive {{hashed}}"},
