@@ -127,6 +127,9 @@ func parseList(q url.Values) (ListQuery, error) {
 		return lq, err
 	}
 	lq.Email, lq.Name, lq.City = q.Get("email"), q.Get("name"), q.Get("city")
+	if lq.Metadata, err = parseMetadataFilter(q); err != nil {
+		return lq, err
+	}
 	for _, t := range []struct {
 		param string
 		dst   **time.Time

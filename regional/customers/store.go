@@ -81,6 +81,7 @@ type ListQuery struct {
 	Email          string
 	Name           string
 	City           string
+	Metadata       MetadataFilter
 	// InSegment, when set, is the condition on the id column that keeps a
 	// segment's members, made with the list's arg (MemberFilter).
 	InSegment func(arg func(any) string) (string, error)
@@ -95,6 +96,26 @@ var sortKeys = map[string]string{
 }
 
 func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]Customer, int, error) {
+	ls, err := listSQL(projectID, lq)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, err := db.Collect(scan)(q.Query(ctx, ls.page, ls.pageArgs...))
+	if err != nil {
+		return nil, 0, err
+	}
+	var total int
+	err = q.QueryRow(ctx, ls.count, ls.countArgs...).Scan(&total)
+	return out, total, err
+}
+
+// listStatements are a list's two reads: its page and its total.
+type listStatements struct {
+	page, count         string
+	pageArgs, countArgs []any
+}
+
+func listSQL(projectID string, lq ListQuery) (listStatements, error) {
 	where := []string{"project_id = $1"}
 	args := []any{projectID}
 	arg := func(v any) string {
@@ -110,10 +131,13 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 	if lq.City != "" {
 		where = append(where, "attrs->'address'->>'city' = "+arg(lq.City))
 	}
+	if cond := lq.Metadata.sql(); cond != "" {
+		where = append(where, cond)
+	}
 	if lq.InSegment != nil {
 		cond, err := lq.InSegment(arg)
 		if err != nil {
-			return nil, 0, err
+			return listStatements{}, err
 		}
 		where = append(where, cond)
 	}
@@ -126,8 +150,8 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 			where = append(where, f.op+" "+arg(*f.t))
 		}
 	}
-	countWhere := strings.Join(where, " AND ")
-	countArgs := append([]any(nil), args...)
+	ls := listStatements{count: `SELECT count(*) FROM customers WHERE ` + strings.Join(where, " AND "),
+		countArgs: append([]any(nil), args...)}
 
 	key := sortKeys[lq.Key]
 	if lq.CreatedAtAfter != nil {
@@ -135,17 +159,18 @@ func list(ctx context.Context, q db.Querier, projectID string, lq ListQuery) ([]
 		where = append(where, "created_at "+cmp+" "+arg(*lq.CreatedAtAfter))
 	}
 	cond, orderBy, args := lq.Keyset("customers", key, args)
-	sql := `SELECT ` + columns + ` FROM customers WHERE ` + strings.Join(where, " AND ") + cond +
-		` ORDER BY ` + orderBy + fmt.Sprintf(` LIMIT $%d`, len(args)+1) + lq.OffsetSQL()
-	args = append(args, lq.Limit+1)
-
-	out, err := db.Collect(scan)(q.Query(ctx, sql, args...))
-	if err != nil {
-		return nil, 0, err
+	from := `customers WHERE ` + strings.Join(where, " AND ") + cond
+	if !lq.Metadata.Empty() {
+		// The matches first, then their order: read in the key's order,
+		// the planner, guessing a pair common, would filter the project's
+		// customers from the newest until it had a page, which for a rare
+		// pair (or none) is every one of them. The total reads the
+		// matches anyway. (OFFSET 0 keeps PostgreSQL from merging the two.)
+		from = `(SELECT ` + columns + ` FROM ` + from + ` OFFSET 0) AS customers`
 	}
-	var total int
-	err = q.QueryRow(ctx, `SELECT count(*) FROM customers WHERE `+countWhere, countArgs...).Scan(&total)
-	return out, total, err
+	ls.page = `SELECT ` + columns + ` FROM ` + from + ` ORDER BY ` + orderBy + fmt.Sprintf(` LIMIT $%d`, len(args)+1) + lq.OffsetSQL()
+	ls.pageArgs = append(args, lq.Limit+1)
+	return ls, nil
 }
 
 // QueueGetByIDOf queues onto b the read of the customer whose id the SQL
