@@ -377,7 +377,10 @@ var badQueries = []string{"limit=-1", "limit=0", "limit=abc", "limit=1e400", "li
 	"page=1e400", "page=0", "page=2", "page=99&limit=100", "page=100&limit=100", "page=101", "page=2&starting_after_id=x",
 	"page=2&limit=1&order=-created_at", "order=bogus", "order=-", "starting_after_id=%00", "starting_after_id=%ff", "starting_after=%c0%ae",
 	"filters[x][conditions][$is]=%00", "filters[created_at][conditions][$after]=notadate", "campaign_id=%ff",
-	"customer=%00", "segment_id=%00", "segment_id=seg_none", "filters[type][conditions][$in][0]=static", "ids=%ff", "status=BOGUS", "limit=10&limit=20", "expand=%00", "created_at[before]=%ff", strings.Repeat("a=b&", 500)}
+	"customer=%00", "segment_id=%00", "segment_id=seg_none", "filters[type][conditions][$in][0]=static", "ids=%ff", "status=BOGUS", "limit=10&limit=20", "expand=%00", "created_at[before]=%ff", strings.Repeat("a=b&", 500),
+	// Metadata filters (the customers list's, written into its SQL as literals): quotes, backslashes, odd keys.
+	"filters[metadata.tier][conditions][$is]=x%27%3B--", "filters[metadata.a%27b\\][$is]=%5C%27", "filters[metadata.][$is]=x",
+	"filters[metadata.n][$in][]=1e400&filters[metadata.n][$in][]=true", "filters[metadata.tier][$contains]=g"}
 
 var pageQueries = []string{"page=2", "page=2&limit=1", "page=99&limit=100", "page=100&limit=100", "page=101",
 	"page=2&starting_after_id=x"}
