@@ -45,6 +45,7 @@ func main() {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions, the customer import or the scale section's qualifications at 100 campaigns (with -only)")
 	flag.IntVar(&customersRows, "customers-rows", 1_000_000, "customers the customers section imports (fewer to try it on a shared machine)")
 	flag.IntVar(&ordersRows, "orders-rows", 100_000, "orders the orders section imports (fewer to try it on a shared machine)")
+	flag.Float64Var(&scaleFactor, "scale-factor", 1, "the scale section's data sizes times this (0.01 to try it on a shared machine)")
 	flag.IntVar(&segmentCustomers, "segment-customers", 1_000_000, "customers the targeting section's segment is evaluated over (fewer to try it on a shared machine)")
 	flag.Func("scale-engine-sizes", "campaigns and tiers of the scale section's engine passes, comma-separated (default 100,1000,10000; fewer to try it)",
 		setScaleEngineSizes)
