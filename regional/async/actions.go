@@ -69,6 +69,11 @@ func (r *Registry) HandleJob(actionType string, fn JobFunc) {
 // StartJob records an ENQUEUED async action and the task that runs it, in
 // tx: the job starts once the request's transaction commits.
 func StartJob(ctx context.Context, tx db.Querier, projectID, actionType string, params any) (Action, error) {
+	return StartJobAfter(ctx, tx, projectID, actionType, params, time.Time{})
+}
+
+// StartJobAfter is StartJob for a job that must not begin before runAfter.
+func StartJobAfter(ctx context.Context, tx db.Querier, projectID, actionType string, params any, runAfter time.Time) (Action, error) {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return Action{}, err
@@ -83,7 +88,7 @@ func StartJob(ctx context.Context, tx db.Querier, projectID, actionType string, 
 		return Action{}, err
 	}
 	_, err = Enqueue(ctx, tx, projectID, NewTask{Kind: jobKind(actionType), Payload: jobPayload{ActionID: a.ID, Params: p},
-		MaxAttempts: 5})
+		MaxAttempts: 5, RunAfter: runAfter})
 	return a, err
 }
 

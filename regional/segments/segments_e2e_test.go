@@ -31,7 +31,7 @@ func waitMembers(a stacktest.API, segID string, want ...string) {
 	a.T.Helper()
 	want = sorted(want...)
 	var got []string
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second) // a first evaluation may wait 6 s (Create)
 	for time.Now().Before(deadline) {
 		if got = members(a, segID); slices.Equal(got, want) {
 			return

@@ -168,7 +168,16 @@ func (s *Service) Create(ctx context.Context, projectID string, b Body) (v View,
 			return apierr.InvalidPayload(fmt.Sprintf("type: a project holds at most %d auto-update and passive segments, and this one has %d; delete one first.",
 				MaxFilterSegments, n))
 		}
-		a, err := async.StartJob(ctx, tx, projectID, JobSync, syncParams{SegmentID: seg.ID})
+		// A filter counting events is first evaluated once every instance
+		// has seen it (cacheTTL, and a second for an event's transaction
+		// under way): until then another instance's events path does not
+		// know to evaluate the customer of an event it stores, and only
+		// an evaluation that reads the stored counts after it finds them.
+		var after time.Time
+		if f != nil && len(f.EventNames()) > 0 {
+			after = time.Now().Add(cacheTTL + time.Second)
+		}
+		a, err := async.StartJobAfter(ctx, tx, projectID, JobSync, syncParams{SegmentID: seg.ID}, after)
 		if err != nil {
 			return err
 		}
@@ -321,7 +330,7 @@ func (s *Service) Members(ctx context.Context, projectID, segmentID string, arg 
 // events of name (events.<name>.count), from the filters' cache
 // (events.CountWatcher). A segment made on another instance is seen
 // within cacheTTL: an event stored meanwhile is counted, and its customer
-// is evaluated at their first evaluation or their next event or change.
+// is evaluated by the segment's first evaluation, which waits for it (Create).
 func (s *Service) CountsEvent(ctx context.Context, projectID, name string) (bool, error) {
 	cs, err := s.compiledOf(ctx, projectID)
 	if err != nil {
