@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
@@ -31,6 +33,46 @@ type Found struct {
 // locked when lock is set (the batch must then open a transaction).
 func QueueRead(b *pgx.Batch, projectID, codeOrID string, lock bool, dst *Found) {
 	queueVoucher(b, projectID, codeOrID, lock, &dst.Voucher, &dst.Found)
+}
+
+// QueueReadToRedeem queues reading a live voucher by code (or else id)
+// into dst for a redemption or a rollback: locked, unless it is a discount
+// voucher. A discount voucher's redemption changes only its count, which
+// QueueCount takes last, in a short conditional update, so that the
+// redeemers of one public code do not take turns on its row for their
+// whole transactions (docs/architecture.md, One hot code). A voucher's
+// type never changes, so which of the two statements finds it is fixed.
+func QueueReadToRedeem(b *pgx.Batch, projectID, codeOrID string, dst *Found) {
+	queueVoucherWhere(b, projectID, codeOrID, ` AND v.type <> 'DISCOUNT_VOUCHER' FOR UPDATE OF v`, &dst.Voucher, &dst.Found)
+	queueVoucherWhere(b, projectID, codeOrID, ` AND v.type = 'DISCOUNT_VOUCHER'`, &dst.Voucher, &dst.Found)
+}
+
+// Counted says whether v, read by QueueReadToRedeem, was read unlocked:
+// its count must then go through QueueCount.
+func Counted(v *Voucher) bool { return v.Type == Discount }
+
+// ErrQuantityExceeded is QueueCount's refusal: the voucher's redemptions
+// (and the sessions holding it) had reached its quantity by the time the
+// count was taken. The transaction must roll back.
+var ErrQuantityExceeded = errors.New("vouchers: redemption quantity exceeded")
+
+// QueueCount counts n more redemptions of voucher id (n < 0 for a
+// rollback) without the caller holding it: one statement that locks the
+// row, checks, when n > 0, that the count plus n plus held (the other
+// sessions' reservations, read earlier in the transaction) stays within
+// the quantity as it is now, and writes. The row stays locked only from
+// here to the commit, so the caller queues this last but for rewards'
+// stock (docs/architecture.md, Lock order). A refusal fails the batch
+// with ErrQuantityExceeded.
+func QueueCount(b *pgx.Batch, projectID, id string, n, held int64, now time.Time) {
+	b.Queue(`UPDATE vouchers SET redeemed_quantity = redeemed_quantity + $3, updated_at = $4
+		WHERE project_id = $1 AND id = $2 AND ($3 < 0 OR redemption_quantity IS NULL OR redeemed_quantity + $3 + $5 <= redemption_quantity)`,
+		projectID, id, n, now, held).Exec(func(ct pgconn.CommandTag) error {
+		if ct.RowsAffected() == 0 {
+			return ErrQuantityExceeded
+		}
+		return nil
+	})
 }
 
 // QueueRedeemed counts n more redemptions of voucher id (n < 0 for

@@ -322,10 +322,16 @@ func queueLockVoucher(b *pgx.Batch, projectID, codeOrID string, dst *Voucher, fo
 
 // queueVoucher is queueLockVoucher that locks only when lock is set.
 func queueVoucher(b *pgx.Batch, projectID, codeOrID string, lock bool, dst *Voucher, found *bool) {
+	queueVoucherWhere(b, projectID, codeOrID, map[bool]string{true: ` FOR UPDATE OF v`}[lock], dst, found)
+}
+
+// queueVoucherWhere is queueVoucher with more of the statement after its
+// condition (a further condition, a locking clause).
+func queueVoucherWhere(b *pgx.Batch, projectID, codeOrID, more string, dst *Voucher, found *bool) {
 	b.Queue(`SELECT `+voucherColumns+voucherFrom+` WHERE v.project_id = $1 AND v.bin_id IS NULL AND c.deleted_at IS NULL AND v.id = COALESCE(
 			(SELECT w.id FROM vouchers w WHERE w.project_id = $1 AND w.code = $2 AND w.bin_id IS NULL),
 			(SELECT w.id FROM vouchers w WHERE w.project_id = $1 AND w.id = $2 AND w.bin_id IS NULL))`+
-		map[bool]string{true: ` FOR UPDATE OF v`}[lock], projectID, codeOrID).Query(func(rows pgx.Rows) error {
+		more, projectID, codeOrID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			v, err := scanVoucher(rows)
 			if err != nil {
