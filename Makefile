@@ -30,7 +30,7 @@ TESTPOOL := $(GO) run ./internal/dbtest/testpool --
 # here (TALLY_PG_SETTINGS reaches every server the test helper starts).
 SERIALIZABLE := TALLY_PG_SETTINGS="default_transaction_isolation=serializable"
 SERIALIZABLE_PKGS := ./regional/loyalty/ ./regional/redemptions/ ./regional/async/ ./regional/exports/
-SERIALIZABLE_ENGINE := TestLoyaltyCardsPayWithRewardsInStacks|TestConcurrentCardsKeepTheRewardsStock|TestStackedRedemptionAllOrNothing|TestConcurrentRedemptionsKeepTheQuantity|TestLockSessionReservesTheVoucher|TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce|TestLockOrderHoldsForEveryPairOfWriters
+SERIALIZABLE_ENGINE := TestLoyaltyCardsPayWithRewardsInStacks|TestConcurrentCardsKeepTheRewardsStock|TestStackedRedemptionAllOrNothing|TestConcurrentRedemptionsKeepTheQuantity|TestLockSessionReservesTheVoucher|TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce|TestLockOrderHoldsForEveryPairOfWriters|TestAHotCodeCountsExactlyUnderRedemptionsAndRollbacks|TestRedeemersOfOneCodeDoNotWaitOnEachOther
 SERIALIZABLE_CAMPAIGNS := TestVouchersCountIsExactUnderConcurrentWriters|TestAddingToVouchersCountTakesNoTurnOnTheCampaign
 
 ## test: vet, format check, every test with the race detector on real PostgreSQL servers, then the timed tests without it, then the concurrency-heavy ones at CockroachDB's default isolation

@@ -94,6 +94,9 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 			c.campaign = &k
 		}
 		c.refusal = e.check(c, cust, held, now)
+		if c.voucher != nil {
+			c.held = held[c.voucher.ID]
+		}
 		if c.refusal == nil {
 			objects = append(objects, c.ObjectID())
 			if c.campaign != nil {
@@ -259,6 +262,7 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 		}
 		cin := in
 		cin.Redemptions = counts(c)
+		c.readsCounts = prepared.ReadsCounts(ids)
 		c.namesItem = prepared.NamesItemOf(ids, in.Order)
 		for _, v := range prepared.Run(ids, cin) {
 			if !v.Valid {

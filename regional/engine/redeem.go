@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,6 +43,7 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 	var out map[string]any
 	var refused error
 	paid := false
+	mode := lockHeld
 	redeem := func(tx pgx.Tx) error {
 		out, refused, paid = nil, nil, false
 		now := e.Now()
@@ -56,9 +59,12 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 		if r.Session != nil && r.Session.Key != nil {
 			key = *r.Session.Key
 		}
-		cs, err := e.resolve(ctx, tx, projectID, &r, cust, key, true, now)
+		cs, err := e.resolve(ctx, tx, projectID, &r, cust, key, mode, now)
 		if err != nil {
 			return err
+		}
+		if mode == lockHeld && countsUnlocked(cs) {
+			return errLockAll
 		}
 		o, err := e.decide(ctx, tx, projectID, &r, cs, rules)
 		if err != nil {
@@ -72,13 +78,21 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 		return err
 	}
 	err = db.InTxReadCommitted(ctx, e.pool, redeem)
-	if redemptions.IsOutOfStock(err) {
-		// Others took a reward's last units after it was read: once more,
-		// the attempt reads the stock out and is stored as a FAILURE.
+	if errors.Is(err, errLockAll) {
+		mode = lockAll
+		err = db.InTxReadCommitted(ctx, e.pool, redeem)
+	}
+	if redemptions.IsOutOfStock(err) || errors.Is(err, vouchers.ErrQuantityExceeded) {
+		// Others took a reward's last units, or a voucher's last uses,
+		// after it was read: once more, the attempt reads them out and is
+		// stored as a FAILURE.
 		err = db.InTxReadCommitted(ctx, e.pool, redeem)
 	}
 	if redemptions.IsOutOfStock(err) {
 		return nil, apierr.New(400, "quantity_exceeded", "Quantity exceeded", "A reward the request pays for ran out of stock.")
+	}
+	if errors.Is(err, vouchers.ErrQuantityExceeded) {
+		return nil, apierr.New(400, "quantity_exceeded", "Quantity exceeded", "A voucher the request redeems has been redeemed as many times as its quantity allows.")
 	}
 	if err != nil {
 		return nil, err
@@ -90,6 +104,22 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 		return nil, refused
 	}
 	return out, nil
+}
+
+// errLockAll ends a redemption's first attempt, read with lockHeld, when a
+// discount voucher it read unlocked has rules that count redemptions: the
+// attempt runs again with every voucher locked (lockAll).
+var errLockAll = errors.New("engine: rules count redemptions: lock the vouchers")
+
+// countsUnlocked says whether a voucher read unlocked has rules that read
+// redemption counts.
+func countsUnlocked(cs []*Candidate) bool {
+	for _, c := range cs {
+		if c.counted && c.readsCounts && c.refusal == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // failure is the answer to a refused redemption: the first inapplicable
@@ -273,6 +303,7 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	parent, kids := e.records(r, o, cust, orderView, now, "SUCCESS", "SUCCEEDED")
 	b := &pgx.Batch{}
 	var held []string
+	var counted []*Candidate
 	var stock []rewards.Count
 	k := -1
 	for i, c := range o.cs {
@@ -307,8 +338,12 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 			continue
 		}
 		held = append(held, v.ID)
-		vouchers.QueueRedeemed(b, projectID, v.ID, 1, now)
-		v.Redeemed++
+		if c.counted {
+			counted = append(counted, c)
+		} else {
+			vouchers.QueueRedeemed(b, projectID, v.ID, 1, now)
+		}
+		v.Redeemed++ // as read, plus this one: exact when no one else redeemed it meanwhile
 		if ef := o.effects[i]; ef.Credits > 0 {
 			if _, err := e.Vouchers.QueueCredits(ctx, b, projectID, v, -ef.Credits, loyalty.CreditsRedemption, &kids[k].ID, now); err != nil {
 				return nil, false, err
@@ -324,6 +359,13 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	}
 	if err := e.queueNotices(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
 		return nil, false, err
+	}
+	// The discount vouchers read unlocked are counted now, in code order,
+	// each holding its row only from here to the commit (a refusal rolls
+	// the transaction back: ErrQuantityExceeded).
+	sort.Slice(counted, func(i, j int) bool { return counted[i].voucher.Code < counted[j].voucher.Code })
+	for _, c := range counted {
+		vouchers.QueueCount(b, projectID, c.voucher.ID, 1, c.held, now)
 	}
 	// Last, in reward id order (one order of row locks for every
 	// redemption): a reward with a stock updates its row and holds its

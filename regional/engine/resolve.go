@@ -52,12 +52,32 @@ func (e *Engine) lockKeys(ctx context.Context, q db.Querier, projectID string, r
 	return keys, nil
 }
 
-// resolve reads a request's redeemables (locked with lock), their campaigns,
+// locking is how resolve reads what a request names.
+type locking int
+
+const (
+	// readOnly locks nothing: a validation's, a qualification's reads.
+	readOnly locking = iota
+	// lockHeld is a redemption's: cards, gift cards and what CAMPAIGN
+	// rewards give to are locked in code order; discount vouchers are read
+	// unlocked and counted last (vouchers.QueueCount), so that the
+	// redeemers of one public code do not take turns on its row for their
+	// whole transactions (docs/architecture.md, One hot code).
+	lockHeld
+	// lockAll locks discount vouchers too, in code order: a redemption whose
+	// validation rules count redemptions (per customer, per campaign, per
+	// day) must count them under the voucher's lock, or two at once would
+	// each see the other's redemption missing.
+	lockAll
+)
+
+// resolve reads a request's redeemables (locked as lock says), their campaigns,
 // the sessions that hold them and their validation rules, and checks each:
 // a refused one carries its refusal. Reads are batched: one round trip for
 // the vouchers, one for the tiers, one for campaigns, sessions and rules.
 func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r *Request, cust *customers.Customer,
-	sessionKey string, lock bool, now time.Time) ([]*Candidate, error) {
+	sessionKey string, mode locking, now time.Time) ([]*Candidate, error) {
+	lock := mode != readOnly
 	cs := make([]*Candidate, len(r.Redeemables))
 	found := make([]vouchers.Found, len(r.Redeemables))
 	cards := make([]redemptions.CardPayment, len(r.Redeemables))
@@ -90,6 +110,8 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 		switch x := r.Redeemables[i]; {
 		case x.Object == "voucher" && x.Reward != nil && e.Redemptions != nil:
 			e.Redemptions.QueueCardPayment(b, projectID, x.ID, *x.Reward.ID, x.Reward.Points, lock, &cards[i])
+		case x.Object == "voucher" && mode == lockHeld:
+			vouchers.QueueReadToRedeem(b, projectID, x.ID, &found[i])
 		case x.Object == "voucher":
 			vouchers.QueueRead(b, projectID, x.ID, lock, &found[i])
 		default:
@@ -119,6 +141,7 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 		case c.req.Object == "voucher" && found[i].Found:
 			v := found[i].Voucher
 			c.voucher = &v
+			c.counted = mode == lockHeld && vouchers.Counted(&v)
 		case c.req.Object == "promotion_tier":
 			if t, ok := tiers[c.req.ID]; ok {
 				c.tier = &t

@@ -117,7 +117,7 @@ func (e *Engine) Validate(ctx context.Context, projectID string, r Request) (_ m
 	if sess != nil {
 		key = sess.Key
 	}
-	cs, err := e.resolve(ctx, e.pool, projectID, &r, cust, key, false, now)
+	cs, err := e.resolve(ctx, e.pool, projectID, &r, cust, key, readOnly, now)
 	if err != nil {
 		return nil, err
 	}

@@ -174,14 +174,23 @@ func (s *Service) undo(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID s
 		reward = &count
 		v["voucher"], v["reward"], v["loyalty_card"] = card, t.View["reward"], map[string]any{"points": k.Points}
 	} else if t.ObjectType == "voucher" && t.ObjectID != nil {
+		// A discount voucher is read unlocked and its count given back in
+		// the last batch, as a redemption takes it (vouchers.QueueCount):
+		// locked here, in code order, it would be held before the gift
+		// cards and cards after it, which a redemption locks before
+		// counting it.
 		var f vouchers.Found
 		lb := &pgx.Batch{}
-		vouchers.QueueRead(lb, projectID, *t.ObjectID, true, &f)
+		vouchers.QueueReadToRedeem(lb, projectID, *t.ObjectID, &f)
 		if err := tx.SendBatch(ctx, lb).Close(); err != nil {
 			return nil, nil, err
 		}
 		if f.Found {
-			vouchers.QueueRedeemed(b, projectID, f.ID, -1, now)
+			if vouchers.Counted(&f.Voucher) {
+				vouchers.QueueCount(b, projectID, f.ID, -1, 0, now)
+			} else {
+				vouchers.QueueRedeemed(b, projectID, f.ID, -1, now)
+			}
 			f.Redeemed--
 			if t.GiftAmount > 0 && f.Attrs.Gift != nil {
 				if _, err := s.Vouchers.QueueCredits(ctx, b, projectID, &f.Voucher, t.GiftAmount, loyalty.CreditsRefund, &rb, now); err != nil {
