@@ -39,10 +39,10 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, orders, targeting, vouchers, rewards, engine, scale, exports, events, cors, outbox, noisy, ring, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, orders, targeting, vouchers, rewards, engine, scale, hotcode, exports, events, cors, outbox, noisy, ring, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions, the customer import or the scale section's qualifications at 100 campaigns (with -only)")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions, the customer import, the scale section's qualifications at 100 campaigns or the hot code's tries (with -only)")
 	flag.IntVar(&customersRows, "customers-rows", 1_000_000, "customers the customers section imports (fewer to try it on a shared machine)")
 	flag.IntVar(&ordersRows, "orders-rows", 100_000, "orders the orders section imports (fewer to try it on a shared machine)")
 	flag.Float64Var(&scaleFactor, "scale-factor", 1, "the scale section's data sizes times this (0.01 to try it on a shared machine)")
@@ -245,6 +245,10 @@ func (b *benchRun) sections() []section {
 			return engineReport(er), err
 		}},
 		{"scale", func(profile string) (string, error) { return runScale(b, profile) }},
+		{"hotcode", func(profile string) (string, error) {
+			hr, err := benchHotcode(stack, p, servers[1], d, profile)
+			return hotcodeReport(hr), err
+		}},
 		{"exports", func(profile string) (string, error) {
 			xr, err := benchExports(stack, p, servers[1], profile)
 			return exportsReport(xr), err
