@@ -72,11 +72,19 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 		}
 	}
 	if pre != nil {
-		for id, w := range pre.Windows {
-			windows[id] = w
-		}
-		for o, rs := range pre.Rules {
-			assigned[o] = rs
+		// Only the candidates' own: the catalogue holds a project's every
+		// tier, campaign and rule assignment.
+		for _, c := range cs {
+			if cid := c.wantsCampaign(); cid != "" {
+				if w, ok := pre.Windows[cid]; ok {
+					windows[cid] = w
+				}
+			}
+			for _, o := range []string{c.ObjectID(), c.wantsCampaign()} {
+				if rs, ok := pre.Rules[o]; ok && o != "" {
+					assigned[o] = rs
+				}
+			}
 		}
 	}
 	var objects []string

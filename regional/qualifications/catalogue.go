@@ -10,6 +10,7 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/rules"
+	"github.com/tallyhq/tally/regional/validation"
 )
 
 // CatalogueTTL is how old the promotion tiers, their campaigns' windows and
@@ -26,6 +27,11 @@ type catalogue struct {
 	at    time.Time
 	tiers []engine.Tier
 	index *rules.Index // nil: every tier is judged
+	// progs are the rules the index was made of, taken again by the next
+	// read when their versions are current, and entries what it indexes:
+	// a read that finds the same makes no new index.
+	progs   map[string]validation.Compiled
+	entries [][]*rules.Program
 	// What the engine's judging takes from it rather than reading again:
 	// rules by object id; objects without rules are in Known.
 	engine.Prefetched
@@ -87,7 +93,7 @@ func (s *Service) catalogue(ctx context.Context, q db.Querier, projectID string,
 	for _, o := range objects {
 		c.Known[o] = true
 	}
-	if c.index, err = s.indexOf(ctx, q, projectID, c); err != nil {
+	if err = s.indexOf(ctx, q, projectID, c, slot.cat); err != nil {
 		return nil, err
 	}
 	slot.cat = c
@@ -95,8 +101,9 @@ func (s *Service) catalogue(ctx context.Context, q db.Querier, projectID string,
 }
 
 // indexOf indexes the catalogue's tiers by their own and their campaign's
-// rules; nil when none has rules.
-func (s *Service) indexOf(ctx context.Context, q db.Querier, projectID string, c *catalogue) (*rules.Index, error) {
+// rules (none when no tier has rules); from prev, the catalogue before,
+// it takes the rules still current and, when nothing changed, the index.
+func (s *Service) indexOf(ctx context.Context, q db.Querier, projectID string, c, prev *catalogue) error {
 	var ids []string
 	seen := map[string]bool{}
 	for _, t := range c.tiers {
@@ -107,19 +114,47 @@ func (s *Service) indexOf(ctx context.Context, q db.Querier, projectID string, c
 		}
 	}
 	if len(ids) == 0 || s.engine.Rules == nil {
-		return nil, nil
+		return nil
 	}
-	progs, err := s.engine.Rules.Programs(ctx, q, projectID, ids)
-	if err != nil {
-		return nil, err
+	var kept map[string]validation.Compiled
+	if prev != nil {
+		kept = prev.progs
 	}
-	entries := make([][]*rules.Program, len(c.tiers))
+	var err error
+	if c.progs, err = s.engine.Rules.ProgramsSince(ctx, q, projectID, ids, kept); err != nil {
+		return err
+	}
+	c.entries = make([][]*rules.Program, len(c.tiers))
 	for i, t := range c.tiers {
 		for _, id := range append(c.Rules[t.ID], c.Rules[t.CampaignID]...) {
-			entries[i] = append(entries[i], progs[id])
+			c.entries[i] = append(c.entries[i], c.progs[id].Program) // nil: deleted meanwhile, not screened
 		}
 	}
-	return rules.NewIndex(entries), nil
+	if prev != nil && prev.index != nil && sameEntries(prev.entries, c.entries) {
+		c.index = prev.index
+		return nil
+	}
+	c.index = rules.NewIndex(c.entries)
+	return nil
+}
+
+// sameEntries says whether a and b index the same programs in the same
+// places.
+func sameEntries(a, b [][]*rules.Program) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for k := range a[i] {
+			if a[i][k] != b[i][k] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Tests compare the screened answers with those of judging every tier

@@ -305,16 +305,49 @@ func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, 
 	return out, nil
 }
 
-// Programs are the compiled rules of ids by id (a screening Index's,
-// qualifications' catalogue), read with one version check.
-func (s *Service) Programs(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]*rules.Program, error) {
-	progs, err := s.programs(ctx, q, projectID, ids)
+// Compiled is a rule as compiled at a version.
+type Compiled struct {
+	Version int64
+	Program *rules.Program
+}
+
+// ProgramsSince are the compiled rules of ids by id, read with one version
+// check: those of kept (the caller's from before) whose version is
+// current, the instance's cached ones, and the others compiled, which it
+// does not cache: qualifications' catalogue holds a project's every tier
+// rule, more than the cache may, and would evict what validations use.
+// A rule deleted meanwhile is left out.
+func (s *Service) ProgramsSince(ctx context.Context, q db.Querier, projectID string, ids []string,
+	kept map[string]Compiled) (map[string]Compiled, error) {
+	current, err := versions(ctx, q, projectID, ids)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*rules.Program, len(ids))
-	for i, id := range ids {
-		out[id] = progs[i]
+	out := make(map[string]Compiled, len(ids))
+	var stale []string
+	for _, id := range ids {
+		if k, ok := kept[id]; ok && k.Version == current[id] {
+			out[id] = k
+		} else if c, ok := s.cache.Get(cacheKey(projectID, id)); ok && c.version == current[id] {
+			out[id] = Compiled{c.version, c.prog}
+		} else {
+			stale = append(stale, id)
+		}
+	}
+	if len(stale) == 0 {
+		return out, nil
+	}
+	rs, err := sources(ctx, q, projectID, stale)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		prog, err := rules.Compile(r.Rules, r.Error, r.ApplicableTo)
+		if err != nil {
+			return nil, fmt.Errorf("validation: stored rule %s does not compile: %w", r.ID, err)
+		}
+		s.recompiles.Add(1)
+		out[r.ID] = Compiled{r.Version, prog}
 	}
 	return out, nil
 }
