@@ -81,6 +81,16 @@ func Matching(where string) string {
 	return `SELECT id FROM customers WHERE project_id = $1 AND id > $2 AND id <= $3 AND ` + where
 }
 
+// ChunkIDs are the ids of the next at most size customers after the id
+// after, in order.
+func ChunkIDs(ctx context.Context, q db.Querier, projectID, after string, size int) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM customers WHERE project_id = $1 AND id > $2 ORDER BY id LIMIT $3`, projectID, after, size)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // ChunkEnd is the id that ends the next chunk of at most size customers
 // after the id after, and how many it holds (0: none left).
 func ChunkEnd(ctx context.Context, q db.Querier, projectID, after string, size int) (end string, n int, err error) {

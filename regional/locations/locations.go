@@ -9,6 +9,7 @@
 package locations
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/regional/async"
 )
 
 var tracer = otel.Tracer("github.com/tallyhq/tally/regional/locations")
@@ -124,6 +126,19 @@ func normalise(raw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(s)
 }
 
+// KindChanged is the task a location's new shape or deletion queues in
+// its transaction, to run once every instance's cache has let go of the
+// old shape (CacheTTL): what stored a decision made by the shape
+// (segments' members, regional/segments) decides again.
+const KindChanged = "locations.changed"
+
+// changed queues KindChanged for location id in tx.
+func changed(ctx context.Context, tx pgx.Tx, projectID, id string) error {
+	_, err := async.Enqueue(ctx, tx, projectID, async.NewTask{Kind: KindChanged, Payload: map[string]string{"location_id": id},
+		RunAfter: time.Now().Add(CacheTTL + time.Second)})
+	return err
+}
+
 // Service holds the rules of locations and a cache of their shapes.
 type Service struct {
 	pool   *db.Pool
@@ -201,14 +216,20 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 		if l, err = get(ctx, tx, projectID, id, true); err != nil {
 			return err
 		}
+		was := l.Shape
 		if err := r.apply(&l, false); err != nil {
 			return err
 		}
 		now := s.now()
 		l.UpdatedAt = &now
-		_, err = tx.Exec(ctx, `UPDATE locations SET name = $3, shape = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
-			projectID, id, l.Name, l.Shape, l.UpdatedAt)
-		return err
+		if _, err = tx.Exec(ctx, `UPDATE locations SET name = $3, shape = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
+			projectID, id, l.Name, l.Shape, l.UpdatedAt); err != nil {
+			return err
+		}
+		if bytes.Equal(was, l.Shape) {
+			return nil // renamed only
+		}
+		return changed(ctx, tx, projectID, id)
 	})
 	if err == nil {
 		s.shapes.Remove(projectID + "/" + id)
@@ -218,12 +239,18 @@ func (s *Service) Update(ctx context.Context, projectID, id string, r Request) (
 
 // Delete removes a location; a rule naming it no longer matches there.
 func (s *Service) Delete(ctx context.Context, projectID, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM locations WHERE project_id = $1 AND id = $2`, projectID, id)
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM locations WHERE project_id = $1 AND id = $2`, projectID, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return apierr.NotFound("location", id)
+		}
+		return changed(ctx, tx, projectID, id)
+	})
 	if err != nil {
 		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return apierr.NotFound("location", id)
 	}
 	s.shapes.Remove(projectID + "/" + id)
 	return nil

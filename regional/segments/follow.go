@@ -73,7 +73,12 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	if err := json.Unmarshal(t.Payload, &p); err != nil {
 		return fmt.Errorf("segments: task %s: %w", t.ID, err)
 	}
-	segs, err := filterSegments(ctx, tx, t.ProjectID)
+	return s.evaluate(ctx, tx, t.ProjectID, p.Customers)
+}
+
+// evaluate is follow for the customers ids of projectID.
+func (s *Service) evaluate(ctx context.Context, tx pgx.Tx, projectID string, customerIDs []string) error {
+	segs, err := filterSegments(ctx, tx, projectID)
 	if err != nil {
 		return err
 	}
@@ -85,14 +90,14 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		}
 		cs = append(cs, c)
 	}
-	if cs, err = s.bound(ctx, t.ProjectID, cs); err != nil {
+	if cs, err = s.bound(ctx, projectID, cs); err != nil {
 		return err
 	}
 	byID := map[string]compiled{}
 	for _, c := range cs {
 		byID[c.ID] = c
 	}
-	have, err := membersOf(ctx, tx, t.ProjectID, p.Customers)
+	have, err := membersOf(ctx, tx, projectID, customerIDs)
 	if err != nil {
 		return err
 	}
@@ -101,7 +106,7 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		// project without filter segments reads none of its customers.
 		return nil
 	}
-	found, err := customers.Many(ctx, tx, t.ProjectID, p.Customers)
+	found, err := customers.Many(ctx, tx, projectID, customerIDs)
 	if err != nil {
 		return err
 	}
@@ -109,7 +114,7 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	for i := range found {
 		ptrs[i] = &found[i]
 	}
-	if err := s.withCounts(ctx, tx, t.ProjectID, cs, ptrs); err != nil {
+	if err := s.withCounts(ctx, tx, projectID, cs, ptrs); err != nil {
 		return err
 	}
 	custs := map[string]customers.Customer{}
@@ -118,7 +123,7 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	}
 	now := s.clock.Now()
 	var entered, left []change
-	for _, id := range p.Customers {
+	for _, id := range customerIDs {
 		c, exists := custs[id]
 		for _, seg := range segs {
 			want := exists && byID[seg.ID].f.Match(c, now, s.targets)
@@ -137,7 +142,7 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		}
 	}
 	b := &pgx.Batch{}
-	queueChanges(b, t.ProjectID, entered, left)
+	queueChanges(b, projectID, entered, left)
 	for _, w := range []struct {
 		typ string
 		cs  []change
@@ -151,14 +156,14 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, t async.Task) error {
 			if found, ok := custs[ch.customer]; ok {
 				c = &found
 				if w.typ == Entered {
-					if _, err := async.Queue(ctx, b, t.ProjectID, async.NewTask{Kind: KindEntered, Payload: EnteredTask{
+					if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindEntered, Payload: EnteredTask{
 						ID: ids.New("sge_"), CustomerID: c.ID, SegmentID: seg.ID, Segment: seg.Name, At: now,
 					}}); err != nil {
 						return err
 					}
 				}
 			}
-			if err := s.queueNotice(ctx, b, t.ProjectID, w.typ, seg.Segment, ch.customer, c); err != nil {
+			if err := s.queueNotice(ctx, b, projectID, w.typ, seg.Segment, ch.customer, c); err != nil {
 				return err
 			}
 		}

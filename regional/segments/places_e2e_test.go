@@ -89,3 +89,41 @@ func TestSegmentInLocationFollowsGeopoints(t *testing.T) {
 		}
 	}
 }
+
+// A location redrawn or deleted moves the members of the segments whose
+// filters name it, with their notices, though no customer changed: those
+// the new shape holds enter, those it lost leave; a deleted location holds
+// nobody.
+func TestARedrawnLocationMovesItsSegmentsMembers(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	hooks := a.Subscribe("customer.segment.entered", "customer.segment.left")
+	circle := func(center string) map[string]any {
+		return map[string]any{"type": "circle", "distance": map[string]any{"center": center, "radius": "5 km"}}
+	}
+	const berlin, warsaw = "geo:52.52,13.405", "geo:52.2297,21.0122"
+	loc := a.OK("POST", "/v1/locations", map[string]any{"name": "Store", "shape": circle(berlin)})["id"].(string)
+	ann := a.OK("POST", "/v1/customers", map[string]any{"source_id": "ann", "metadata": map[string]any{"at": berlin}})["id"].(string)
+	bob := a.OK("POST", "/v1/customers", map[string]any{"source_id": "bob", "metadata": map[string]any{"at": warsaw}})["id"].(string)
+	seg := a.OK("POST", "/v1/segments", map[string]any{"name": "Near the store", "type": "auto-update",
+		"filter": map[string]any{"metadata.at": map[string]any{"conditions": map[string]any{"$in_location": []any{loc}}}}})["id"].(string)
+	waitMembers(a, seg, ann)
+	hooks.Wait(t, "customer.segment.entered", 1)
+
+	a.OK("PUT", "/v1/locations/"+loc, map[string]any{"shape": circle(warsaw)}) // the store moves
+	if ev := hooks.Wait(t, "customer.segment.left", 1); ev["customer"].(map[string]any)["id"] != ann {
+		t.Fatalf("left: %v", ev)
+	}
+	if ev := hooks.Wait(t, "customer.segment.entered", 2); ev["customer"].(map[string]any)["id"] != bob {
+		t.Fatalf("entered: %v", ev)
+	}
+	waitMembers(a, seg, bob)
+
+	if r := a.Do("DELETE", "/v1/locations/"+loc, nil); r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	if ev := hooks.Wait(t, "customer.segment.left", 2); ev["customer"].(map[string]any)["id"] != bob {
+		t.Fatalf("left: %v", ev)
+	}
+	waitMembers(a, seg)
+}

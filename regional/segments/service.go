@@ -19,6 +19,7 @@ import (
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
+	"github.com/tallyhq/tally/regional/locations"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
@@ -79,6 +80,7 @@ func NewService(pool *db.Pool, notify Notifier, places targeting.Places, counts 
 		filters: expirable.NewLRU[string, []compiled](10000, nil, cacheTTL)}
 	reg.HandleTx(KindCustomers, s.follow, async.Policy{})
 	reg.HandleJob(JobSync, s.syncJob)
+	reg.HandleTx(locations.KindChanged, s.relocate, async.Policy{})
 	return s
 }
 
