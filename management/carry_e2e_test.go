@@ -116,3 +116,52 @@ func TestATemplateCopyMakesWhatItsRulesNameInTheDestination(t *testing.T) {
 		t.Fatalf("locations there: %v", l)
 	}
 }
+
+// A promotion tier's template whose rule names a product, copied to a
+// project of another cluster, makes the product there at its first
+// tier-setup (listed in created_resources beside the rule), and the tier
+// added there validates an order of that product only.
+func TestATierTemplateCopyMakesItsProductAtTierSetup(t *testing.T) {
+	t.Parallel()
+	e := stacktest.Start(t, stacktest.Options{})
+	src := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
+	dst := stacktest.API{T: t, E: e, P: e.CreateProject(t, "as1")}
+	hat := src.OK("POST", "/v1/products", map[string]any{"source_id": "hat", "name": "Hat", "price": 2000})["id"].(string)
+	rule := src.OK("POST", "/v1/validation-rules", map[string]any{"name": "hats", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "order.items.any",
+			"conditions": map[string]any{"$is": []any{map[string]any{"object": "product", "id": hat}}}}, "logic": "1"}})
+	p := src.OK("POST", "/v1/campaigns", map[string]any{"name": "Autumn", "campaign_type": "PROMOTION", "promotion": map[string]any{
+		"tiers": []any{map[string]any{"name": "Hats", "validation_rules": []any{rule["id"]},
+			"action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 500}}}}}})
+	tier := p["promotion"].(map[string]any)["tiers"].([]any)[0].(map[string]any)["id"].(string)
+	tpl := src.OK("POST", "/v1/templates/campaigns", map[string]any{"name": "Hats tier", "promotion_tier_id": tier})
+	r := e.Do(t, "POST", base+"/projects/"+src.P.ID+"/templates/campaigns/"+tpl["id"].(string)+"/copy", e.MgmtHeader(),
+		map[string]any{"name": "Hats tier abroad", "destination_project_id": dst.P.ID})
+	if r.Status != 200 {
+		t.Fatalf("copy: %d %s", r.Status, r.Body)
+	}
+	cp := r.JSON(t)["id"].(string)
+	dst.OK("POST", "/v1/campaigns", map[string]any{"name": "Winter", "campaign_type": "PROMOTION", "promotion": map[string]any{
+		"tiers": []any{map[string]any{"name": "first", "action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 1}},
+			"metadata": map[string]any{"k": "v"}}}}})
+	s := dst.OK("POST", "/v1/templates/campaigns/"+cp+"/tier-setup", map[string]any{"name": "Hats here", "campaign_id": "Winter"})
+	made := map[string]string{}
+	for _, x := range s["created_resources"].([]any) {
+		made[x.(map[string]any)["object"].(string)] = x.(map[string]any)["id"].(string)
+	}
+	if len(made) != 2 || made["product"] == "" || made["product"] == hat || made["validation_rules"] == "" {
+		t.Fatalf("created_resources: %v, want the product (made there) and the rule", s["created_resources"])
+	}
+	if got := dst.OK("GET", "/v1/products/hat", nil); got["id"] != made["product"] || got["name"] != "Hat" {
+		t.Fatalf("the product there: %v", got)
+	}
+	capID := dst.OK("POST", "/v1/products", map[string]any{"source_id": "cap", "name": "Cap", "price": 2000})["id"].(string)
+	newTier := s["promotion_tier"].(map[string]any)["id"].(string)
+	valid := func(product string) bool {
+		return dst.OK("POST", "/v1/validations", map[string]any{"redeemables": []any{map[string]any{"object": "promotion_tier", "id": newTier}},
+			"order": map[string]any{"amount": 2000, "items": []any{map[string]any{"product_id": product, "quantity": 1, "price": 2000}}}})["valid"] == true
+	}
+	if !valid(made["product"]) || valid(capID) {
+		t.Fatalf("the tier there: the hat made there %v (want valid), a cap %v (want not)", valid(made["product"]), valid(capID))
+	}
+}
