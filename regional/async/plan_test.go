@@ -2,14 +2,11 @@ package async_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/regionaltest"
 )
 
 // A worker's updates of the tasks it holds find their row by its key, whatever
@@ -42,7 +39,7 @@ func TestGuardedUpdatesUseTheKeyWhenStatisticsAreStale(t *testing.T) {
 	for sql, extra := range async.GuardedUpdates {
 		args := append([]any{"proj_test", "tsk_00060000", "w1", 1}, extra...)
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-			plan, err := explain(ctx, p, mode, sql, args)
+			plan, err := regionaltest.Explain(ctx, p, mode, sql, args)
 			if err != nil {
 				t.Fatalf("%s, %s: %v", firstLine(sql), mode, err)
 			}
@@ -51,39 +48,6 @@ func TestGuardedUpdatesUseTheKeyWhenStatisticsAreStale(t *testing.T) {
 			}
 		}
 	}
-}
-
-var prepared int
-
-// explain prepares sql on the server as the workers' driver does and returns
-// the plan PostgreSQL uses to execute it with args under the plan cache mode.
-func explain(ctx context.Context, p *db.Pool, mode, sql string, args []any) (string, error) {
-	tx, err := p.Begin(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // read only
-	simple := pgx.QueryExecModeSimpleProtocol
-	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode, simple); err != nil {
-		return "", err
-	}
-	// A prepared statement outlives the transaction: each gets its own name.
-	prepared++
-	name := fmt.Sprintf("guarded_%d", prepared)
-	if _, err := tx.Exec(ctx, "PREPARE "+name+" AS "+sql, simple); err != nil {
-		return "", err
-	}
-	ps := make([]string, len(args))
-	for i := range args {
-		ps[i] = fmt.Sprintf("$%d", i+1)
-	}
-	// The simple protocol writes args into the text as literals.
-	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE "+name+"("+strings.Join(ps, ", ")+")", append([]any{simple}, args...)...)
-	if err != nil {
-		return "", err
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return strings.Join(lines, "\n"), err
 }
 
 func firstLine(s string) string {
@@ -119,7 +83,7 @@ func TestTheQueuesReadsUseTheirPartialIndexes(t *testing.T) {
 		async.ListParkedSQL: {[]any{"", "", 10}, "outbox_parked"},
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-			plan, err := explain(ctx, p, mode, sql, c.args)
+			plan, err := regionaltest.Explain(ctx, p, mode, sql, c.args)
 			if err != nil {
 				t.Fatalf("%s, %s: %v", firstLine(strings.TrimSpace(sql)), mode, err)
 			}

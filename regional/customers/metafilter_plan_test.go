@@ -2,14 +2,10 @@ package customers_test
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/regionaltest"
 )
@@ -41,7 +37,7 @@ func TestMetadataFilteredListReadsTheIndex(t *testing.T) {
 		args []any
 	}{{page, pageArgs}, {count, countArgs}} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-			plan, err := explain(ctx, p, mode, s.sql, s.args)
+			plan, err := regionaltest.Explain(ctx, p, mode, s.sql, s.args)
 			if err != nil {
 				t.Fatalf("%s: %v", s.sql, err)
 			}
@@ -50,35 +46,4 @@ func TestMetadataFilteredListReadsTheIndex(t *testing.T) {
 			}
 		}
 	}
-}
-
-var prepared int
-
-// explain prepares sql as the driver does and answers the plan PostgreSQL
-// runs it by with args under the plan cache mode.
-func explain(ctx context.Context, p *db.Pool, mode, sql string, args []any) (string, error) {
-	tx, err := p.Begin(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // read only
-	simple := pgx.QueryExecModeSimpleProtocol
-	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode, simple); err != nil {
-		return "", err
-	}
-	prepared++
-	name := fmt.Sprintf("list_%d", prepared)
-	if _, err := tx.Exec(ctx, "PREPARE "+name+" AS "+sql, simple); err != nil {
-		return "", err
-	}
-	ps := make([]string, len(args))
-	for i := range args {
-		ps[i] = fmt.Sprintf("$%d", i+1)
-	}
-	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE "+name+"("+strings.Join(ps, ", ")+")", append([]any{simple}, args...)...)
-	if err != nil {
-		return "", err
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return strings.Join(lines, "\n"), err
 }
