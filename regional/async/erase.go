@@ -62,6 +62,19 @@ func erasing(ctx context.Context, q db.Querier, projects []string) (map[string][
 	return by, err
 }
 
+// projectsOf are the distinct projects of xs, in their first order.
+func projectsOf[T any](xs []T, project func(T) string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if p := project(x); !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // redactAll returns doc without the data of any of subjects.
 func redactAll(doc []byte, subjects []erasure.Subject) ([]byte, error) {
 	for _, s := range subjects {
@@ -78,14 +91,7 @@ func redactAll(doc []byte, subjects []erasure.Subject) ([]byte, error) {
 // subjects whose erasure has not reached them yet: a webhook delivery (or
 // any task) run meanwhile sends and uses what the erasure will leave.
 func redactClaimed(ctx context.Context, q db.Querier, ts []Task) error {
-	var projects []string
-	seen := map[string]bool{}
-	for _, t := range ts {
-		if !seen[t.ProjectID] {
-			seen[t.ProjectID] = true
-			projects = append(projects, t.ProjectID)
-		}
-	}
+	projects := projectsOf(ts, func(t Task) string { return t.ProjectID })
 	if len(projects) == 0 {
 		return nil
 	}
@@ -109,14 +115,7 @@ func redactClaimed(ctx context.Context, q db.Querier, ts []Task) error {
 // parked erasure shows only its customer's id: the values it looks for are
 // the personal data it erases.
 func redactParked(ctx context.Context, q db.Querier, rows []Row, payloads [][]byte) error {
-	var projects []string
-	seen := map[string]bool{}
-	for _, r := range rows {
-		if !seen[r.ProjectID] {
-			seen[r.ProjectID] = true
-			projects = append(projects, r.ProjectID)
-		}
-	}
+	projects := projectsOf(rows, func(r Row) string { return r.ProjectID })
 	if len(projects) == 0 {
 		return nil
 	}
