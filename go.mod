@@ -10,6 +10,7 @@ require (
 	github.com/exaring/otelpgx v0.13.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/golang-migrate/migrate/v4 v4.20.1
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/google/uuid v1.6.0
 	github.com/gubernator-io/gubernator/v2 v2.13.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7

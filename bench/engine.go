@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +31,7 @@ type engineResult struct {
 	satRounds, pgbRounds      []float64
 	satErrs                   int64
 	client                    clientVsServer
+	valCPU, redCPU, qualCPU   cpuShare // of the measured phases at 200/s
 }
 
 // engineCall is one load thread of the engine section: it sends body(),
@@ -211,17 +211,24 @@ func (f *engineFixture) stacked(r *engineResult, stack *devstack.Stack, p devsta
 	fmt.Fprintln(os.Stderr, "bench: engine: stacked validation at 200/s")
 	perRun := int(200*(d+3*time.Second)/time.Second) + 100
 	var valErrs, redErrs atomic.Int64
-	v := at200(f.runners("/v1/validations", f.stack3, &valErrs, 16), d)
+	v, cpu, err := atRateCPU(200, f.runners("/v1/validations", f.stack3, &valErrs, 16), d, "")
+	if err != nil {
+		return err
+	}
+	r.valCPU = cpu
 	r.valP50, r.valP95, _ = percentiles(v)
 	r.valQPS, r.valErrs = v.ActualQPS, valErrs.Load()
 	fmt.Fprintln(os.Stderr, "bench: engine: stacked redemption at 200/s")
 	f.next.Store(int64(perRun)) // vouchers the validations did not touch
-	red := at200(f.runners("/v1/redemptions", f.stack3, &redErrs, 16), d)
+	red, cpu, err := atRateCPU(200, f.runners("/v1/redemptions", f.stack3, &redErrs, 16), d, "")
+	if err != nil {
+		return err
+	}
+	r.redCPU = cpu
 	r.redP50, r.redP95, _ = percentiles(red)
 	r.redQPS, r.redErrs = red.ActualQPS, redErrs.Load()
 	// The validations leave the vouchers as they were.
 	f.next.Store(0)
-	var err error
 	r.client, err = benchClientValidations(stack, p, f.c, f.stack3, d)
 	return err
 }
@@ -241,18 +248,14 @@ func (f *engineFixture) qualifications(r *engineResult, d time.Duration, profile
 			"options": map[string]any{"limit": 50}}
 	}
 	fmt.Fprintln(os.Stderr, "bench: engine: qualifications at 200/s")
-	if profile != "" { // of the qualifications, the slowest of the engine's calls
-		pf, err := os.Create(profile)
-		if err != nil {
-			return err
-		}
-		_ = pprof.StartCPUProfile(pf)
-	}
 	var qualErrs atomic.Int64
-	q := at200(f.runners("/v1/qualifications", qual, &qualErrs, 16), d)
-	if profile != "" {
-		pprof.StopCPUProfile()
+	// The profile file, when asked, is the qualifications', the slowest of
+	// the engine's calls.
+	q, cpu, err := atRateCPU(200, f.runners("/v1/qualifications", qual, &qualErrs, 16), d, profile)
+	if err != nil {
+		return err
 	}
+	r.qualCPU = cpu
 	r.qualP50, r.qualP95, _ = percentiles(q)
 	r.qualQPS, r.qualErrs = q.ActualQPS, qualErrs.Load()
 	return nil
@@ -368,6 +371,14 @@ func engineReport(r engineResult) string {
 	fmt.Fprintf(&b, "| the validation, server-side beside client-side from %d addresses, %d interleaved rounds of %s each at 200/s "+
 		"(p50/p95 per round; %d and %d errors) | server %s ms; client %s ms |\n", clientAddresses, rounds, "a phase",
 		cv.srvErrs, cv.cliErrs, roundsOf(cv.srvRounds), roundsOf(cv.cliRounds))
+	for _, x := range []struct {
+		what string
+		cpu  cpuShare
+	}{{"validation", r.valCPU}, {"redemption", r.redCPU}, {"qualification", r.qualCPU}} {
+		fmt.Fprintf(&b, "| CPU per %s (the phase's CPU profile, %d requests): regional service / router / platform / whole process "+
+			"(with the load generator and the runtime) | %.2f / %.2f / %.2f / %.2f ms |\n", x.what, x.cpu.requests,
+			x.cpu.regional, x.cpu.router, x.cpu.service(), x.cpu.whole())
+	}
 	fmt.Fprintf(&b, "| redemptions at saturation, distinct vouchers, 32 clients | %.0f/s (rounds %s; %d errors) |\n", r.sat, joinRounds(r.satRounds), r.satErrs)
 	fmt.Fprintf(&b, "| pgbench TPC-B-like, 32 clients, same server | %.0f tps (rounds %s) |\n", r.pgbench, joinRounds(r.pgbRounds))
 	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")
