@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +29,7 @@ type hookReceiver struct {
 	lags     []time.Duration // receipt minus the event's created_at
 	received []time.Time
 	seen     map[string]bool
+	types    map[string]int // deliveries by event type
 	url      string
 	srv      *http.Server
 }
@@ -37,12 +39,13 @@ func startReceiver() (*hookReceiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &hookReceiver{seen: map[string]bool{}, url: "http://" + l.Addr().String() + "/hooks"}
+	r := &hookReceiver{seen: map[string]bool{}, types: map[string]int{}, url: "http://" + l.Addr().String() + "/hooks"}
 	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		now := time.Now()
 		b, _ := io.ReadAll(req.Body)
 		var ev struct {
 			CreatedAt time.Time `json:"created_at"`
+			Type      string    `json:"type"`
 		}
 		_ = json.Unmarshal(b, &ev)
 		r.mu.Lock()
@@ -50,6 +53,7 @@ func startReceiver() (*hookReceiver, error) {
 			r.seen[id] = true
 			r.lags = append(r.lags, now.Sub(ev.CreatedAt))
 			r.received = append(r.received, now)
+			r.types[ev.Type]++
 		}
 		r.mu.Unlock()
 	})}
@@ -67,6 +71,33 @@ func (r *hookReceiver) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.received)
+}
+
+// awaitTypes waits up to limit for want's deliveries of each type, and
+// answers those of every type that arrived.
+func (r *hookReceiver) awaitTypes(want map[string]int64, limit time.Duration) map[string]int {
+	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
+		r.mu.Lock()
+		done := true
+		for t, n := range want {
+			done = done && int64(r.types[t]) >= n
+		}
+		got := maps.Clone(r.types)
+		r.mu.Unlock()
+		if done || time.Now().After(deadline) {
+			return got
+		}
+	}
+}
+
+// lastAt is when the latest delivery arrived.
+func (r *hookReceiver) lastAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.received) == 0 {
+		return time.Time{}
+	}
+	return r.received[len(r.received)-1]
 }
 
 type webhookResult struct {
