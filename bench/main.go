@@ -39,7 +39,7 @@ import (
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "length of each measured phase")
 	out := flag.String("out", "docs/benchmarks.md", "where to write the figures")
-	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, orders, targeting, vouchers, rewards, engine, scale, hotcode, exports, events, cors, outbox, noisy, ring, webhooks, router")
+	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, orders, targeting, vouchers, rewards, engine, scale, hotcode, exports, mixed, events, cors, outbox, noisy, ring, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions, the customer import, the scale section's qualifications at 100 campaigns or the hot code's tries (with -only)")
@@ -252,6 +252,10 @@ func (b *benchRun) sections() []section {
 		{"exports", func(profile string) (string, error) {
 			xr, err := benchExports(stack, p, servers[1], profile)
 			return exportsReport(xr), err
+		}},
+		{"mixed", func(string) (string, error) {
+			mr, err := benchMixed(stack, creds.Management, servers[1])
+			return mixedReport(mr), err
 		}},
 		{"events", func(string) (string, error) {
 			er, err := benchEvents(stack, p, creds.Management, servers[1], d)
