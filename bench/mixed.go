@@ -300,7 +300,7 @@ func mixedReport(r mixedResult) string {
 	for _, g := range r.grown {
 		grown = append(grown, fmt.Sprintf("`%s` %.1f MB", g.name, mb(g.bytes)))
 	}
-	fmt.Fprintf(&b, "| the tables that grew most (with their indexes and TOAST) | %s |\n", strings.Join(grown, ", "))
+	fmt.Fprintf(&b, "| the tables that grew most (with their indexes and TOAST; the outbox keeps a finished task a day, `async` KeepDone, then deletes it) | %s |\n", strings.Join(grown, ", "))
 	delivered := true
 	for _, t := range mixedHookTypes {
 		fmt.Fprintf(&b, "| webhooks `%s`: made by the answers, delivered | %d, %d |\n", t, r.hooksWant[t], r.hooksGot[t])
