@@ -81,7 +81,8 @@ type mixedResult struct {
 	d          time.Duration
 	requests   int64
 	kinds      [mixedKinds]mixedFigures
-	rss, heap  []int64 // sampled every d/20 from the run's start (every 30 s at 10 minutes)
+	rss, live  []int64 // sampled every d/20 from the run's start (every 30 s at 10 minutes)
+	goroutines []int64 // at the same times
 	dbBefore   int64
 	dbAfter    int64
 	grown      []relationGrowth // the relations that grew most
@@ -185,7 +186,7 @@ func benchMixed(stack *devstack.Stack, mgmt devstack.ManagementCredentials, srv 
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		r.rss, r.heap = sampleMemory(r.d/20, stop)
+		r.rss, r.live, r.goroutines = sampleMemory(r.d/20, stop)
 	}()
 	res := run(r.d)
 	f.measuring.Store(false)
@@ -218,12 +219,16 @@ func benchMixed(stack *devstack.Stack, mgmt devstack.ManagementCredentials, srv 
 	return r, nil
 }
 
-// sampleMemory samples the process's resident set and its Go heap's
+// sampleMemory samples the process's resident set, the Go heap the
+// latest collection found live, and the goroutines,
 // objects at once and then every `every` until stop; one last sample at
 // stop.
-func sampleMemory(every time.Duration, stop <-chan struct{}) (rssAt, heapAt []int64) {
+func sampleMemory(every time.Duration, stop <-chan struct{}) (rssAt, liveAt, goroutines []int64) {
 	sample := func() {
-		rssAt, heapAt = append(rssAt, rss()), append(heapAt, heapObjects())
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/sched/goroutines:goroutines"}}
+		metrics.Read(s)
+		rssAt = append(rssAt, rss())
+		liveAt, goroutines = append(liveAt, int64(s[0].Value.Uint64())), append(goroutines, int64(s[1].Value.Uint64()))
 	}
 	sample()
 	t := time.NewTicker(every)
@@ -234,22 +239,11 @@ func sampleMemory(every time.Duration, stop <-chan struct{}) (rssAt, heapAt []in
 			if len(rssAt) < 21 {
 				sample()
 			}
-			return rssAt, heapAt
+			return rssAt, liveAt, goroutines
 		case <-t.C:
 			sample()
 		}
 	}
-}
-
-// heapObjects is the bytes of the Go heap's objects, live and not yet
-// collected.
-func heapObjects() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(s[0].Value.Uint64())
 }
 
 func mixedReport(r mixedResult) string {
@@ -284,12 +278,14 @@ func mixedReport(r mixedResult) string {
 	}
 	fmt.Fprintf(&b, "\n| measure | figure |\n|---|---|\n")
 	fmt.Fprintf(&b, "| requests, achieved rate | %d, %.1f/s |\n", r.requests, r.qps)
-	var rssList, heapList []string
+	var rssList, liveList, gList []string
 	for i := range r.rss {
-		rssList, heapList = append(rssList, fmt.Sprintf("%.0f", mb(r.rss[i]))), append(heapList, fmt.Sprintf("%.0f", mb(r.heap[i])))
+		rssList, liveList = append(rssList, fmt.Sprintf("%.0f", mb(r.rss[i]))), append(liveList, fmt.Sprintf("%.0f", mb(r.live[i])))
+		gList = append(gList, fmt.Sprint(r.goroutines[i]))
 	}
 	fmt.Fprintf(&b, "| resident memory, MB, each twentieth | %s |\n", strings.Join(rssList, ", "))
-	fmt.Fprintf(&b, "| Go heap's objects, MB, at the same times | %s |\n", strings.Join(heapList, ", "))
+	fmt.Fprintf(&b, "| Go heap live at the latest collection, MB, at the same times | %s |\n", strings.Join(liveList, ", "))
+	fmt.Fprintf(&b, "| goroutines, at the same times | %s |\n", strings.Join(gList, ", "))
 	early, late, flat := mixedRSS(r)
 	fmt.Fprintf(&b, "| resident memory at minute 2 and minute 10 (a fifth of the run and its end) | %.0f MB, %.0f MB (%+.1f %%) |\n",
 		mb(early), mb(late), 100*(float64(late)/float64(max(early, 1))-1))
