@@ -216,6 +216,7 @@ func (f *engineFixture) stacked(r *engineResult, stack *devstack.Stack, p devsta
 		return err
 	}
 	r.valCPU = cpu
+	fmt.Fprintf(os.Stderr, "bench: engine: CPU per validation: %s\n", cpu)
 	r.valP50, r.valP95, _ = percentiles(v)
 	r.valQPS, r.valErrs = v.ActualQPS, valErrs.Load()
 	fmt.Fprintln(os.Stderr, "bench: engine: stacked redemption at 200/s")
@@ -225,6 +226,7 @@ func (f *engineFixture) stacked(r *engineResult, stack *devstack.Stack, p devsta
 		return err
 	}
 	r.redCPU = cpu
+	fmt.Fprintf(os.Stderr, "bench: engine: CPU per redemption: %s\n", cpu)
 	r.redP50, r.redP95, _ = percentiles(red)
 	r.redQPS, r.redErrs = red.ActualQPS, redErrs.Load()
 	// The validations leave the vouchers as they were.
@@ -256,6 +258,7 @@ func (f *engineFixture) qualifications(r *engineResult, d time.Duration, profile
 		return err
 	}
 	r.qualCPU = cpu
+	fmt.Fprintf(os.Stderr, "bench: engine: CPU per qualification: %s\n", cpu)
 	r.qualP50, r.qualP95, _ = percentiles(q)
 	r.qualQPS, r.qualErrs = q.ActualQPS, qualErrs.Load()
 	return nil
