@@ -107,6 +107,8 @@ func (r *Registry) Middleware(version func(echo.Context) string) echo.Middleware
 			}
 			if len(body) > 0 {
 				res.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			} else {
+				res.Header().Del("Content-Length") // the handler's, of the body before the transforms
 			}
 			buf.ResponseWriter.WriteHeader(buf.status)
 			_, werr := buf.ResponseWriter.Write(body)

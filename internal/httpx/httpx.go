@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,6 +127,11 @@ func (plainJSON) Serialize(c echo.Context, i any, indent string) error {
 			return fmt.Errorf("httpx: jsonx.Append wrote %.2000s where encoding/json writes %.2000s (%v)", b, std.Bytes(), err)
 		}
 	}
+	// The answer is whole: its length goes in the header. Without it
+	// net/http chunks an answer past 2 KB, and the router, which passes a
+	// body of unknown length on as a stream, flushed each piece it read to
+	// its client in a write of its own.
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(b)))
 	_, err = c.Response().Write(b)
 	return err
 }

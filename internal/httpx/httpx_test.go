@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -131,5 +132,31 @@ func TestAClientThatHangsUpIsA499NotA500(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 500 || count("/other", "500") != 1 {
 		t.Fatalf("a cancellation with the client still there: %d, counted %v as 500", res.StatusCode, count("/other", "500"))
+	}
+}
+
+// An answer carries its length, however long: the router passes a body of
+// unknown length on as a stream, flushing each piece it reads.
+func TestAnAnswerCarriesItsLength(t *testing.T) {
+	e := httpx.New(httpx.Config{Service: "test", Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	long := strings.Repeat("x", 64<<10)
+	e.GET("/long", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]any{"long": long}) })
+	e.GET("/missing", func(c echo.Context) error { return echo.ErrNotFound })
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	for path, status := range map[string]int{"/long": 200, "/missing": 404} {
+		res, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != status || res.ContentLength != int64(len(body)) || len(res.TransferEncoding) != 0 {
+			t.Fatalf("%s: %d, Content-Length %d of a body of %d, Transfer-Encoding %v", path, res.StatusCode, res.ContentLength,
+				len(body), res.TransferEncoding)
+		}
 	}
 }
