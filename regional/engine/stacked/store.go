@@ -62,7 +62,10 @@ func scanRedemption(r pgx.Row) (Redemption, error) {
 // QueueInsert queues writing redemptions.
 func QueueInsert(b *pgx.Batch, projectID string, rs []Redemption) error {
 	for _, x := range rs {
-		view, err := json.Marshal(x.View)
+		// jsonx writes the view's tree without reflection (its order views
+		// write themselves); the column is JSONB, which reads encoding/json's
+		// bytes and these alike.
+		view, err := jsonx.Append(nil, x.View)
 		if err != nil {
 			return err
 		}
