@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/pglocal"
 	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/regional/async"
@@ -40,7 +41,7 @@ func benchOutbox(server *pglocal.Server) (outboxResult, error) {
 			return nil, err
 		}
 		url := server.URL(name)
-		if err := db.Migrate(ctx, url, regional.Migrations, regional.MigrationsDir); err != nil {
+		if err := dbschema.Migrate(ctx, url, regional.Migrations, regional.MigrationsDir); err != nil {
 			return nil, err
 		}
 		pool, err := db.Open(ctx, url, db.Options{MaxConns: 4})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/ids"
 
 	"github.com/jackc/pgx/v5"
@@ -175,10 +176,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 // MigrateAll brings the tenancy and regional databases to the latest schema.
 func MigrateAll(ctx context.Context, tenancyURL string, regions []Region) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return db.Migrate(gctx, tenancyURL, tenancy.Migrations, tenancy.MigrationsDir) })
+	g.Go(func() error { return dbschema.Migrate(gctx, tenancyURL, tenancy.Migrations, tenancy.MigrationsDir) })
 	for _, r := range regions {
 		g.Go(func() error {
-			if err := db.Migrate(gctx, r.DatabaseURL, regional.Migrations, regional.MigrationsDir); err != nil {
+			if err := dbschema.Migrate(gctx, r.DatabaseURL, regional.Migrations, regional.MigrationsDir); err != nil {
 				return fmt.Errorf("cluster %s: %w", r.Cluster, err)
 			}
 			return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -37,7 +38,7 @@ type Config struct {
 // App is a management instance.
 type App struct {
 	pool   *db.Pool
-	schema *db.SchemaGate // the directory's, against this binary's migrations
+	schema *dbschema.Gate // the directory's, against this binary's migrations
 	server *db.ServerGate // the directory's server, against db.CheckServer
 	echo   *echo.Echo
 	signer *identity.Signer
@@ -176,7 +177,7 @@ func (a *App) Ready(ctx context.Context) error {
 		return err
 	}
 	if err := a.schema.Check(ctx); err != nil {
-		if errors.Is(err, db.ErrSchemaBehind) {
+		if errors.Is(err, dbschema.ErrBehind) {
 			return err
 		}
 		return fmt.Errorf("the directory (tenancy database): %w", db.Classify(err))

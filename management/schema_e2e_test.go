@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
-	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/management"
@@ -31,10 +31,10 @@ func TestManagementIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 	defer app.Close()
 	want := "the directory's schema is at version " + strconv.Itoa(int(need-1)) + ", this binary needs " + strconv.Itoa(int(need)) +
 		": migrate the tenancy database (management's release) first"
-	if err := app.Ready(ctx); !errors.Is(err, db.ErrSchemaBehind) || err.Error() != want {
+	if err := app.Ready(ctx); !errors.Is(err, dbschema.ErrBehind) || err.Error() != want {
 		t.Fatalf("Ready on the old schema: %v, want %q", err, want)
 	}
-	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+	if err := dbschema.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
 	stacktest.Eventually(t, 10*time.Second, "ready once migrated", func() bool { return app.Ready(ctx) == nil })

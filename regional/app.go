@@ -13,6 +13,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/apiversion"
 	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -137,7 +138,7 @@ type App struct {
 	worker    *async.Worker
 	tenancy   *db.Pool
 	resolver  *tenancy.Resolver
-	schema    *db.SchemaGate // the cluster's database against Migrations
+	schema    *dbschema.Gate // the cluster's database against Migrations
 	server    *db.ServerGate // the cluster's database server against db.CheckServer
 	tserver   *db.ServerGate // the directory's
 	bulkhead  *db.Bulkhead
@@ -435,7 +436,7 @@ func (a *App) Ready(ctx context.Context) error {
 // schemaError is a failed schema check of the database called name: a
 // schema behind says so itself, a failed read says which database.
 func schemaError(name string, err error) error {
-	if errors.Is(err, db.ErrSchemaBehind) {
+	if errors.Is(err, dbschema.ErrBehind) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", name, db.Classify(err))

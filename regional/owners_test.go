@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/regional"
 )
 
@@ -104,7 +104,7 @@ type use struct {
 // package that owns it (owners) and out of every http.go, but for the
 // listed exceptions.
 func TestEachTableIsNamedOnlyByItsOwner(t *testing.T) {
-	tables, err := db.SchemaTables(regional.Migrations, "migrations")
+	tables, err := dbschema.Tables(regional.Migrations, "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func scanSQL(t *testing.T, root string, inSchema map[string]bool) ([]use, []stri
 		}
 		inHTTP := filepath.Base(path) == "http.go"
 		for _, s := range sqlTexts(fset, f) {
-			refs, isSQL := db.NamedTables(s.text)
+			refs, isSQL := dbschema.NamedTables(s.text)
 			if !isSQL {
 				continue
 			}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
-	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional"
@@ -30,10 +30,10 @@ func TestReadinessWaitsForBothSchemas(t *testing.T) {
 	regionalURL := dbtest.Shared(t, "api").NewDatabase(t)
 	oldTenancy, tenancyNeed := dbtest.MigrationsBelowNeed(t, tenancy.Migrations, tenancy.MigrationsDir)
 	oldRegional, regionalNeed := dbtest.MigrationsBelowNeed(t, regional.Migrations, regional.MigrationsDir)
-	if err := db.Migrate(ctx, tenancyURL, oldTenancy, tenancy.MigrationsDir); err != nil {
+	if err := dbschema.Migrate(ctx, tenancyURL, oldTenancy, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Migrate(ctx, regionalURL, oldRegional, regional.MigrationsDir); err != nil {
+	if err := dbschema.Migrate(ctx, regionalURL, oldRegional, regional.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
 	app, err := regional.New(ctx, regional.Config{Cluster: "api", DatabaseURL: regionalURL, TenancyURL: tenancyURL,
@@ -56,7 +56,7 @@ func TestReadinessWaitsForBothSchemas(t *testing.T) {
 	if s, body := readyz(); s != 503 || !strings.Contains(body, want) {
 		t.Fatalf("/readyz with both schemas behind: %d %s, want 503 saying %q", s, body, want)
 	}
-	if err := db.Migrate(ctx, regionalURL, regional.Migrations, regional.MigrationsDir); err != nil {
+	if err := dbschema.Migrate(ctx, regionalURL, regional.Migrations, regional.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
 	want = behind("the directory", tenancyNeed) + ": migrate the tenancy database (management's release) first"
@@ -64,7 +64,7 @@ func TestReadinessWaitsForBothSchemas(t *testing.T) {
 		s, body := readyz()
 		return s == 503 && strings.Contains(body, want)
 	})
-	if err := db.Migrate(ctx, tenancyURL, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+	if err := dbschema.Migrate(ctx, tenancyURL, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
 	stacktest.Eventually(t, 10*time.Second, "ready once both are migrated", func() bool {

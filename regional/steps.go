@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/apiversion"
 	"github.com/tallyhq/tally/internal/cpushare"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dltoken"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
@@ -114,7 +115,7 @@ func (a *App) platform() {
 	a.tasks = async.NewRegistry()
 	a.resolver = tenancy.NewResolver(a.tenancy, tenancy.ResolverOptions{Log: cfg.Log})
 	a.usage = usage.NewCounter(a.pool, cfg.Log)
-	a.schema = db.NewSchemaGate(a.pool, Migrations, MigrationsDir, db.SchemaGateOptions{Name: "the cluster's database",
+	a.schema = dbschema.NewGate(a.pool, Migrations, MigrationsDir, dbschema.GateOptions{Name: "the cluster's database",
 		Fix: "migrate it (`tally migrate --regional-url`, the pod's migrate init container) first"})
 	a.bulkhead = db.NewBulkhead(cfg.BulkheadWait)
 	a.cpu = cpushare.New(cfg.CPUShare)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -119,7 +120,7 @@ func TestRouterIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 	if s, body := readyz(t, admin); s != 503 || !strings.Contains(body, want) {
 		t.Fatalf("/readyz on the old schema: %d %s, want 503 saying %q", s, body, want)
 	}
-	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+	if err := dbschema.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
 	stacktest.Eventually(t, 10*time.Second, "ready once the directory is migrated", func() bool {

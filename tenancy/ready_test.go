@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -21,7 +22,7 @@ import (
 // last migration: those whose version is below the binary's need.
 func migrationsBefore(t *testing.T) (fs.FS, uint) {
 	t.Helper()
-	need, err := db.MigrationsVersion(tenancy.Migrations, tenancy.MigrationsDir)
+	need, err := dbschema.MigrationsVersion(tenancy.Migrations, tenancy.MigrationsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestResolverIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.Shared(t, "tenancy").NewDatabase(t)
 	old, need := migrationsBefore(t)
-	if err := db.Migrate(ctx, url, old, tenancy.MigrationsDir); err != nil {
+	if err := dbschema.Migrate(ctx, url, old, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := db.Open(ctx, url, db.Options{})
@@ -68,11 +69,11 @@ func TestResolverIsNotReadyOnAnOlderDirectorySchema(t *testing.T) {
 	err = r.Ready(ctx)
 	want := "the directory's schema is at version " + strconv.Itoa(int(need-1)) + ", this binary needs " + strconv.Itoa(int(need)) +
 		": migrate the tenancy database (management's release) first"
-	if !errors.Is(err, db.ErrSchemaBehind) || err.Error() != want {
+	if !errors.Is(err, dbschema.ErrBehind) || err.Error() != want {
 		t.Fatalf("Ready on the old schema: %v, want %q", err, want)
 	}
 	// Management's release migrates it: ready within a few seconds.
-	if err := db.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+	if err := dbschema.Migrate(ctx, url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "ready once migrated", func() bool { return r.Ready(ctx) == nil })

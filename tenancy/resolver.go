@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -34,7 +35,7 @@ type ResolverOptions struct {
 type Resolver struct {
 	pool     *db.Pool
 	log      *slog.Logger
-	schema   *db.SchemaGate
+	schema   *dbschema.Gate
 	server   *db.ServerGate
 	offline  time.Duration // ResolverOptions.ReadyOffline
 	hosts    *expirable.LRU[string, hostEntry]
@@ -383,7 +384,7 @@ func (r *Resolver) Ready(ctx context.Context) error {
 		}
 	}
 	if err == nil {
-		if err = r.schema.Check(ctx); err == nil || errors.Is(err, db.ErrSchemaBehind) {
+		if err = r.schema.Check(ctx); err == nil || errors.Is(err, dbschema.ErrBehind) {
 			return err
 		}
 	}
@@ -412,7 +413,7 @@ func (r *Resolver) LastSync() time.Time {
 
 // CheckSchema is nil once the directory's schema is at least at the version
 // of this binary's last tenancy migration; until then, an error saying so
-// (db.ErrSchemaBehind) or that the directory cannot be read. A schema found
+// (dbschema.ErrBehind) or that the directory cannot be read. A schema found
 // behind is read again after a few seconds; one found good never is.
 func (r *Resolver) CheckSchema(ctx context.Context) error { return r.schema.Check(ctx) }
 

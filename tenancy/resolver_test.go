@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -27,7 +28,7 @@ func directory(t *testing.T) *db.Pool {
 func directoryOn(t *testing.T, srv *dbtest.Server) (*db.Pool, string) {
 	t.Helper()
 	url := srv.NewDatabase(t)
-	if err := db.Migrate(context.Background(), url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
+	if err := dbschema.Migrate(context.Background(), url, tenancy.Migrations, tenancy.MigrationsDir); err != nil {
 		t.Fatal(err)
 	}
 	pool, err := db.Open(context.Background(), url, db.Options{})

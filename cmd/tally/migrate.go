@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -28,15 +29,15 @@ func runMigrate(ctx context.Context, args []string) error {
 	if *tenancyURL == "" && len(regionalURLs) == 0 {
 		return errors.New("give --tenancy-url and/or --regional-url")
 	}
-	opts := db.MigrateOptions{LockWait: *lockWait}
+	opts := dbschema.MigrateOptions{LockWait: *lockWait}
 	if *tenancyURL != "" {
-		if err := db.MigrateWith(ctx, *tenancyURL, tenancy.Migrations, tenancy.MigrationsDir, opts); err != nil {
+		if err := dbschema.MigrateWith(ctx, *tenancyURL, tenancy.Migrations, tenancy.MigrationsDir, opts); err != nil {
 			return fmt.Errorf("tenancy: %w", err)
 		}
 		fmt.Println("tenancy database migrated")
 	}
 	for _, u := range regionalURLs {
-		if err := db.MigrateWith(ctx, u, regional.Migrations, regional.MigrationsDir, opts); err != nil {
+		if err := dbschema.MigrateWith(ctx, u, regional.Migrations, regional.MigrationsDir, opts); err != nil {
 			return fmt.Errorf("regional: %w", err)
 		}
 		fmt.Println("regional database migrated")

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/tenancy"
 	"golang.org/x/sync/errgroup"
 
@@ -101,14 +102,14 @@ func Start(t testing.TB, o Options) *Env {
 	g, gctx := errgroup.WithContext(context.Background())
 	g.Go(func() (err error) {
 		tenancyURL, err = servers["tenancy"].NewMigratedDatabase(gctx, "tenancy", func(ctx context.Context, u string) error {
-			return db.Migrate(ctx, u, tenancy.Migrations, tenancy.MigrationsDir)
+			return dbschema.Migrate(ctx, u, tenancy.Migrations, tenancy.MigrationsDir)
 		})
 		return err
 	})
 	for i := range regions {
 		g.Go(func() (err error) {
 			regions[i].DatabaseURL, err = servers[regions[i].Cluster].NewMigratedDatabase(gctx, "regional", func(ctx context.Context, u string) error {
-				return db.Migrate(ctx, u, regional.Migrations, regional.MigrationsDir)
+				return dbschema.Migrate(ctx, u, regional.Migrations, regional.MigrationsDir)
 			})
 			return err
 		})

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/pglocal"
 	"github.com/tallyhq/tally/regional"
@@ -62,7 +63,7 @@ func TestRestoreRunbookOnPostgreSQL(t *testing.T) {
 	defer cancel()
 	srv := dbtest.Shared(t, "restore")
 	migrate := func(ctx context.Context, url string) error {
-		return db.Migrate(ctx, url, regional.Migrations, regional.MigrationsDir)
+		return dbschema.Migrate(ctx, url, regional.Migrations, regional.MigrationsDir)
 	}
 	oldURL, err := srv.NewMigratedDatabase(ctx, "regional", migrate)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -131,39 +130,6 @@ func TestStoppedDatabaseIsUnavailableQuickly(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("took %v to report the outage", d)
-	}
-}
-
-func TestMigrateAppliesEmbeddedFilesOnce(t *testing.T) {
-	pool := open(t)
-	url := pool.Config().ConnString()
-	fsys := fstest.MapFS{
-		"m/1_init.up.sql":   {Data: []byte(`CREATE TABLE things (project_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (project_id, id));`)},
-		"m/1_init.down.sql": {Data: []byte(`DROP TABLE things;`)},
-	}
-	for i := 0; i < 2; i++ {
-		if err := db.Migrate(context.Background(), url, fsys, "m"); err != nil {
-			t.Fatalf("run %d: %v", i, err)
-		}
-	}
-	if _, err := pool.Exec(context.Background(), `INSERT INTO things VALUES ('p', 'x')`); err != nil {
-		t.Fatal(err)
-	}
-	// Each run closes what it opened: no connection to the database is
-	// left but the pool's (a backend ends shortly after its client goes).
-	leaked := 0
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var n int
-		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()`).
-			Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if leaked = n - int(pool.Stat().TotalConns()); leaked <= 0 || time.Now().After(deadline) {
-			break
-		}
-	}
-	if leaked > 0 {
-		t.Fatalf("%d connections left open by the migrations", leaked)
 	}
 }
 

@@ -6,23 +6,23 @@ import (
 	"time"
 )
 
-// passGate is what SchemaGate and ServerGate share: a check of the
+// PassGate is what ServerGate and dbschema.Gate share: a check of the
 // database that, once passed, holds without asking again (readiness is
 // asked every few seconds); whose refusal is remembered for a while, so
 // that a probe does not query a database it was just refused by; and whose
 // other errors (the database not answering) are not remembered, so the
 // next call asks again.
-type passGate struct {
+type PassGate struct {
 	good atomic.Bool
 	mu   sync.Mutex
 	last error // the last refusal, until next
 	next time.Time
 }
 
-// check answers from the gate when it has passed or remembers a refusal,
+// Ask answers from the gate when it has passed or remembers a refusal,
 // and otherwise asks: a refusal it returns is remembered for every, an
 // error is returned as it is, and neither is a pass.
-func (g *passGate) check(every time.Duration, ask func() (refusal, err error)) error {
+func (g *PassGate) Ask(every time.Duration, ask func() (refusal, err error)) error {
 	if g.good.Load() {
 		return nil
 	}
@@ -46,3 +46,6 @@ func (g *passGate) check(every time.Duration, ask func() (refusal, err error)) e
 	g.last = nil
 	return nil
 }
+
+// Passed says whether the gate's check has passed.
+func (g *PassGate) Passed() bool { return g.good.Load() }

@@ -95,7 +95,7 @@ type ServerGate struct {
 	q    Querier
 	name string
 
-	passGate
+	PassGate
 }
 
 // NewServerGate checks the server behind q, called name in messages ("the
@@ -121,7 +121,7 @@ func (g *ServerGate) Start(ctx context.Context, wait time.Duration) error {
 // meanwhile) while it is refused; the database's error when it cannot be
 // asked.
 func (g *ServerGate) Check(ctx context.Context) error {
-	return g.check(5*time.Second, func() (error, error) {
+	return g.Ask(5*time.Second, func() (error, error) {
 		err := CheckServer(ctx, g.q)
 		switch {
 		case err == nil:

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 )
 
 // MigrationsBelowNeed is the migrations in dir of fsys but the last: a
@@ -16,7 +16,7 @@ import (
 // tests' older schema).
 func MigrationsBelowNeed(t testing.TB, fsys fs.FS, dir string) (fstest.MapFS, uint) {
 	t.Helper()
-	need, err := db.MigrationsVersion(fsys, dir)
+	need, err := dbschema.MigrationsVersion(fsys, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func DatabaseBelowNeed(t testing.TB, srv *Server, fsys fs.FS, dir string) (strin
 	t.Helper()
 	url := srv.NewDatabase(t)
 	old, need := MigrationsBelowNeed(t, fsys, dir)
-	if err := db.Migrate(context.Background(), url, old, dir); err != nil {
+	if err := dbschema.Migrate(context.Background(), url, old, dir); err != nil {
 		t.Fatal(err)
 	}
 	return url, need

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/regional"
 )
@@ -20,7 +21,7 @@ func Database(t testing.TB) string {
 	t.Helper()
 	srv := dbtest.Shared(t, "api")
 	url, err := srv.NewMigratedDatabase(context.Background(), "regional", func(ctx context.Context, u string) error {
-		return db.Migrate(ctx, u, regional.Migrations, regional.MigrationsDir)
+		return dbschema.Migrate(ctx, u, regional.Migrations, regional.MigrationsDir)
 	})
 	if err != nil {
 		t.Fatal(err)

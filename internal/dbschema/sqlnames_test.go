@@ -1,4 +1,4 @@
-package db
+package dbschema
 
 import (
 	"reflect"
@@ -45,8 +45,8 @@ func TestSchemaTablesFollowsRenamesAndDrops(t *testing.T) {
 		"m/2_b.up.sql":   {Data: []byte(`ALTER TABLE a RENAME TO c; CREATE TABLE d (id INT8)`)},
 		"m/10_c.up.sql":  {Data: []byte(`DROP TABLE IF EXISTS b, d`)},
 	}
-	got, err := SchemaTables(fsys, "m")
+	got, err := Tables(fsys, "m")
 	if err != nil || !reflect.DeepEqual(got, []string{"c"}) {
-		t.Fatalf("SchemaTables = %v, %v; want [c]", got, err)
+		t.Fatalf("Tables = %v, %v; want [c]", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-package db_test
+package dbschema_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
 )
 
@@ -18,10 +19,10 @@ func TestMigrationsVersionIsTheHighestNumber(t *testing.T) {
 		"m/10_c.up.sql": {Data: []byte(`SELECT 1`)}, // after 2, though before it by name
 		"m/9_d.up.sql":  {Data: []byte(`SELECT 1`)},
 	}
-	if v, err := db.MigrationsVersion(fsys, "m"); err != nil || v != 10 {
+	if v, err := dbschema.MigrationsVersion(fsys, "m"); err != nil || v != 10 {
 		t.Fatalf("MigrationsVersion: %d %v, want 10", v, err)
 	}
-	if _, err := db.MigrationsVersion(fstest.MapFS{"m/readme.txt": {}}, "m"); err == nil {
+	if _, err := dbschema.MigrationsVersion(fstest.MapFS{"m/readme.txt": {}}, "m"); err == nil {
 		t.Fatal("no migrations: no error")
 	}
 }
@@ -53,16 +54,16 @@ func TestSchemaGateWaitsForTheMigrationItNeeds(t *testing.T) {
 		return n
 	}
 	newer := with(old, "3_c", `CREATE TABLE c (id INT8 PRIMARY KEY)`)
-	const every = 300 * time.Millisecond
-	g := db.NewSchemaGate(pool, newer, "m", db.SchemaGateOptions{Name: "the test database", Fix: "migrate it", Every: every})
+	const every = time.Second
+	g := dbschema.NewGate(pool, newer, "m", dbschema.GateOptions{Name: "the test database", Fix: "migrate it", Every: every})
 	if g.Need() != 3 {
 		t.Fatalf("Need %d, want 3", g.Need())
 	}
 	behind := func(version uint, dirty bool) {
 		t.Helper()
 		err := g.Check(ctx)
-		var be *db.SchemaBehindError
-		if !errors.Is(err, db.ErrSchemaBehind) || !errors.As(err, &be) || be.Version != version || be.Dirty != dirty || be.Need != 3 {
+		var be *dbschema.BehindError
+		if !errors.Is(err, dbschema.ErrBehind) || !errors.As(err, &be) || be.Version != version || be.Dirty != dirty || be.Need != 3 {
 			t.Fatalf("Check: %v, want behind at version %d (dirty %v)", err, version, dirty)
 		}
 		if g.Good() {
@@ -70,20 +71,23 @@ func TestSchemaGateWaitsForTheMigrationItNeeds(t *testing.T) {
 		}
 	}
 	// Never migrated: no version table.
+	refused := time.Now()
 	behind(0, false)
 	if err := g.Check(ctx); err.Error() != "the test database's schema is at version 0, this binary needs 3: migrate it" {
 		t.Fatalf("message: %q", err)
 	}
 	// The old release's migrations: behind still, and seen so only once
 	// the last answer is older than every.
-	if err := db.Migrate(ctx, url, old, "m"); err != nil {
+	if err := dbschema.Migrate(ctx, url, old, "m"); err != nil {
 		t.Fatal(err)
 	}
-	behind(0, false) // remembered
+	if time.Since(refused) < every-100*time.Millisecond {
+		behind(0, false) // remembered (unless the migration took longer than every, on a loaded machine)
+	}
 	time.Sleep(every)
 	behind(2, false)
 	// The new release's migration failing leaves its version dirty.
-	if err := db.Migrate(ctx, url, with(old, "3_c", `CREATE TABLE c (id INT8 PRIMARY KEY`), "m"); err == nil {
+	if err := dbschema.Migrate(ctx, url, with(old, "3_c", `CREATE TABLE c (id INT8 PRIMARY KEY`), "m"); err == nil {
 		t.Fatal("a broken migration applied")
 	}
 	time.Sleep(every)
@@ -95,7 +99,7 @@ func TestSchemaGateWaitsForTheMigrationItNeeds(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE schema_migrations SET version = 2, dirty = false`); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Migrate(ctx, url, newer, "m"); err != nil {
+	if err := dbschema.Migrate(ctx, url, newer, "m"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(every)
@@ -114,11 +118,11 @@ func TestSchemaGateWaitsForTheMigrationItNeeds(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE schema_migrations SET version = 4, dirty = true`); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.NewSchemaGate(pool, newer, "m", db.SchemaGateOptions{}).Check(ctx); err != nil {
+	if err := dbschema.NewGate(pool, newer, "m", dbschema.GateOptions{}).Check(ctx); err != nil {
 		t.Fatalf("dirty 4, need 3: %v", err)
 	}
-	err = db.NewSchemaGate(pool, with(newer, "4_d", `SELECT 1`), "m", db.SchemaGateOptions{}).Check(ctx)
-	if !errors.Is(err, db.ErrSchemaBehind) {
+	err = dbschema.NewGate(pool, with(newer, "4_d", `SELECT 1`), "m", dbschema.GateOptions{}).Check(ctx)
+	if !errors.Is(err, dbschema.ErrBehind) {
 		t.Fatalf("dirty 4, need 4: %v", err)
 	}
 }

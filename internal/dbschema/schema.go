@@ -1,6 +1,8 @@
-package db
+package dbschema
 
 import (
+	"github.com/tallyhq/tally/internal/db"
+
 	"context"
 	"errors"
 	"fmt"
@@ -36,11 +38,11 @@ func MigrationsVersion(fsys fs.FS, dir string) (uint, error) {
 	}
 }
 
-// SchemaVersion is the version golang-migrate recorded in the database
+// Version is the version golang-migrate recorded in the database
 // (its schema_migrations table, on PostgreSQL and CockroachDB alike), and
 // whether it is dirty: that version's migration started and did not finish
 // (it failed, or is under way). A database never migrated is at 0.
-func SchemaVersion(ctx context.Context, q Querier) (version uint, dirty bool, err error) {
+func Version(ctx context.Context, q db.Querier) (version uint, dirty bool, err error) {
 	var v int64
 	err = q.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&v, &dirty)
 	var pg *pgconn.PgError
@@ -48,19 +50,19 @@ func SchemaVersion(ctx context.Context, q Querier) (version uint, dirty bool, er
 	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pg) && pg.Code == "42P01": // no row, no table
 		return 0, false, nil
 	case err != nil:
-		return 0, false, Classify(fmt.Errorf("db: read the schema version: %w", err))
+		return 0, false, db.Classify(fmt.Errorf("db: read the schema version: %w", err))
 	case v < 0: // golang-migrate's "no version"
 		return 0, false, nil
 	}
 	return uint(v), dirty, nil
 }
 
-// ErrSchemaBehind is what SchemaGate.Check fails with while the database's
+// ErrBehind is what Gate.Check fails with while the database's
 // schema is older than the binary's migrations need.
-var ErrSchemaBehind = errors.New("db: the database's schema is older than this binary needs")
+var ErrBehind = errors.New("db: the database's schema is older than this binary needs")
 
-// SchemaBehindError says how far behind a database's schema is.
-type SchemaBehindError struct {
+// BehindError says how far behind a database's schema is.
+type BehindError struct {
 	Name    string // the database, as the message names it ("the directory")
 	Version uint   // its schema's version
 	Dirty   bool   // Version's migration did not finish
@@ -68,7 +70,7 @@ type SchemaBehindError struct {
 	Fix     string // what to do about it
 }
 
-func (e *SchemaBehindError) Error() string {
+func (e *BehindError) Error() string {
 	state := ""
 	if e.Dirty {
 		state = " (dirty: its migration failed or is under way)"
@@ -76,11 +78,11 @@ func (e *SchemaBehindError) Error() string {
 	return fmt.Sprintf("%s's schema is at version %d%s, this binary needs %d: %s", e.Name, e.Version, state, e.Need, e.Fix)
 }
 
-func (e *SchemaBehindError) Is(target error) bool { return target == ErrSchemaBehind }
+func (e *BehindError) Is(target error) bool { return target == ErrBehind }
 
-// SchemaGateOptions name the database in SchemaGate's message; zero values
+// GateOptions name the database in Gate's message; zero values
 // take defaults.
-type SchemaGateOptions struct {
+type GateOptions struct {
 	Name string // default "the database"
 	Fix  string // default "migrate it first"
 	// Every is how long a schema found behind is taken as still behind
@@ -89,23 +91,23 @@ type SchemaGateOptions struct {
 	Every time.Duration
 }
 
-// SchemaGate tells whether a database's schema is as new as the binary's
+// Gate tells whether a database's schema is as new as the binary's
 // migrations need: for readiness, so that a binary rolled out before its
 // database was migrated does not serve against the old schema. Once the
 // schema is found new enough, Check never reads the database again: a
 // schema only moves forward.
-type SchemaGate struct {
-	q    Querier
+type Gate struct {
+	q    db.Querier
 	need uint
 	bad  error // reading the embedded migrations failed (never ready)
-	o    SchemaGateOptions
+	o    GateOptions
 
-	passGate // its refusal: the last behind answer
+	db.PassGate // its refusal: the last behind answer
 }
 
-// NewSchemaGate reads the highest version of the migrations in dir of fsys
+// NewGate reads the highest version of the migrations in dir of fsys
 // (once: embedded files do not change) and checks q's schema against it.
-func NewSchemaGate(q Querier, fsys fs.FS, dir string, o SchemaGateOptions) *SchemaGate {
+func NewGate(q db.Querier, fsys fs.FS, dir string, o GateOptions) *Gate {
 	if o.Name == "" {
 		o.Name = "the database"
 	}
@@ -116,26 +118,26 @@ func NewSchemaGate(q Querier, fsys fs.FS, dir string, o SchemaGateOptions) *Sche
 		o.Every = 5 * time.Second
 	}
 	need, err := MigrationsVersion(fsys, dir)
-	return &SchemaGate{q: q, need: need, bad: err, o: o}
+	return &Gate{q: q, need: need, bad: err, o: o}
 }
 
 // Need is the schema version the binary needs.
-func (g *SchemaGate) Need() uint { return g.need }
+func (g *Gate) Need() uint { return g.need }
 
 // Good reports whether the schema was found new enough, without reading
 // the database.
-func (g *SchemaGate) Good() bool { return g.good.Load() }
+func (g *Gate) Good() bool { return g.Passed() }
 
 // Check is nil when the schema is at least at the version needed and that
-// version's migration finished; a SchemaBehindError (ErrSchemaBehind)
+// version's migration finished; a BehindError (ErrBehind)
 // when not, remembered for Every; the database's error when it cannot be
 // read (not remembered: the next call tries again).
-func (g *SchemaGate) Check(ctx context.Context) error {
+func (g *Gate) Check(ctx context.Context) error {
 	if g.bad != nil {
 		return g.bad
 	}
-	return g.check(g.o.Every, func() (error, error) {
-		v, dirty, err := SchemaVersion(ctx, g.q)
+	return g.Ask(g.o.Every, func() (error, error) {
+		v, dirty, err := Version(ctx, g.q)
 		if err != nil {
 			return nil, err
 		}
@@ -144,6 +146,6 @@ func (g *SchemaGate) Check(ctx context.Context) error {
 		if v > g.need || (v == g.need && !dirty) {
 			return nil, nil
 		}
-		return &SchemaBehindError{Name: g.o.Name, Version: v, Dirty: dirty, Need: g.need, Fix: g.o.Fix}, nil
+		return &BehindError{Name: g.o.Name, Version: v, Dirty: dirty, Need: g.need, Fix: g.o.Fix}, nil
 	})
 }

@@ -1,6 +1,8 @@
-package db
+package dbschema
 
 import (
+	"github.com/tallyhq/tally/internal/db"
+
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -85,7 +87,7 @@ func MigrateWith(ctx context.Context, url string, fsys fs.FS, dir string, o Migr
 	defer sqlDB.Close()
 	var version string
 	if err := sqlDB.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
-		return Classify(fmt.Errorf("migrate: connect: %w", err))
+		return db.Classify(fmt.Errorf("migrate: connect: %w", err))
 	}
 	cockroach := strings.Contains(version, "CockroachDB")
 	if cockroach {
@@ -93,7 +95,7 @@ func MigrateWith(ctx context.Context, url string, fsys fs.FS, dir string, o Migr
 		if err := sqlDB.QueryRowContext(ctx, `SHOW CLUSTER SETTING sql.txn.read_committed_isolation.enabled`).Scan(&enabled); err != nil {
 			return fmt.Errorf("migrate: read the CockroachDB setting sql.txn.read_committed_isolation.enabled: %w", err)
 		}
-		if err := checkCockroach(version, fmt.Sprint(enabled)); err != nil {
+		if err := db.JudgeServer(version, fmt.Sprint(enabled)); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 	}
@@ -127,9 +129,9 @@ func MigrateWith(ctx context.Context, url string, fsys fs.FS, dir string, o Migr
 		return fmt.Errorf("migrate: driver: %w", err)
 	}
 	// The files' directives ({{hash_sharded}}) rendered for this server.
-	dialect := PostgreSQL
+	dialect := db.PostgreSQL
 	if cockroach {
-		dialect = CockroachDB
+		dialect = db.CockroachDB
 	}
 	m, err := migrate.NewWithInstance("iofs", renderedSource{src, dialect}, "tally", leasedDriver{drv, lock})
 	if err != nil {
@@ -249,7 +251,7 @@ func takeMigrationLock(ctx context.Context, sqlDB *sql.DB, o MigrateOptions) (*m
 			}
 		case retryableLockErr(err):
 		default:
-			return nil, Classify(fmt.Errorf("migrate: take the migration lock: %w", err))
+			return nil, db.Classify(fmt.Errorf("migrate: take the migration lock: %w", err))
 		}
 		t := time.NewTimer(lockPoll)
 		select {
@@ -294,7 +296,7 @@ func ensureMigrationLockTable(ctx context.Context, sqlDB *sql.DB) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return Classify(fmt.Errorf("migrate: make the migration lock's table: %w", err))
+	return db.Classify(fmt.Errorf("migrate: make the migration lock's table: %w", err))
 }
 
 // clearCockroachLockRow deletes the lock row of golang-migrate's
@@ -302,7 +304,7 @@ func ensureMigrationLockTable(ctx context.Context, sqlDB *sql.DB) error {
 func clearCockroachLockRow(ctx context.Context, sqlDB *sql.DB) error {
 	var name string
 	if err := sqlDB.QueryRowContext(ctx, `SELECT current_database()`).Scan(&name); err != nil {
-		return Classify(fmt.Errorf("migrate: %w", err))
+		return db.Classify(fmt.Errorf("migrate: %w", err))
 	}
 	id, err := database.GenerateAdvisoryLockId(name)
 	if err != nil {
@@ -311,7 +313,7 @@ func clearCockroachLockRow(ctx context.Context, sqlDB *sql.DB) error {
 	_, err = sqlDB.ExecContext(ctx, `DELETE FROM `+cockroachdb.DefaultLockTable+` WHERE lock_id = $1`, id)
 	var pg *pgconn.PgError
 	if err != nil && !(errors.As(err, &pg) && pg.Code == "42P01") { // 42P01: no such table yet
-		return Classify(fmt.Errorf("migrate: clear the CockroachDB driver's lock row: %w", err))
+		return db.Classify(fmt.Errorf("migrate: clear the CockroachDB driver's lock row: %w", err))
 	}
 	return nil
 }
@@ -373,7 +375,7 @@ func (l *migrationLock) release() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := l.db.ExecContext(ctx, `DELETE FROM tally_migration_lock WHERE name = 'migrate' AND token = $1`, l.token); err != nil {
-		return Classify(fmt.Errorf("migrate: release the migration lock (it lapses by itself): %w", err))
+		return db.Classify(fmt.Errorf("migrate: release the migration lock (it lapses by itself): %w", err))
 	}
 	return nil
 }

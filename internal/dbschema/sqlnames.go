@@ -1,4 +1,4 @@
-package db
+package dbschema
 
 import (
 	"io/fs"
@@ -11,9 +11,9 @@ import (
 // and the tables a piece of SQL names. Both read SQL with the migration
 // linter's tokenizer (sqllex.go).
 
-// SchemaTables is the tables the up migrations in dir of fsys leave, in
+// Tables is the tables the up migrations in dir of fsys leave, in
 // the order they were created, followed through renames and drops.
-func SchemaTables(fsys fs.FS, dir string) ([]string, error) {
+func Tables(fsys fs.FS, dir string) ([]string, error) {
 	files, err := migrationFiles(fsys, dir)
 	if err != nil {
 		return nil, err

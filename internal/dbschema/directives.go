@@ -1,6 +1,8 @@
-package db
+package dbschema
 
 import (
+	"github.com/tallyhq/tally/internal/db"
+
 	"bytes"
 	"fmt"
 	"io"
@@ -19,7 +21,7 @@ const HashShardBuckets = 8
 
 // Migration files are written in the intersection of the two dialects with
 // one explicit exception, a directive the migrator renders for the server
-// it migrates (renderedSource) and the linter checks (LintMigrations):
+// it migrates (renderedSource) and the linter checks (Lint):
 //
 //	{{hash_sharded}}  after the column list of a PRIMARY KEY (…) in CREATE
 //	                  TABLE, or of CREATE [UNIQUE] INDEX … ON t (…):
@@ -39,14 +41,14 @@ const HashShardBuckets = 8
 //
 // A directive is not SQL in either dialect, so a file applied without the
 // migrator fails at once rather than making an unsharded key unnoticed.
-var directives = map[string]map[Dialect]string{
+var directives = map[string]map[db.Dialect]string{
 	"hash_sharded": {
-		CockroachDB: fmt.Sprintf("USING HASH WITH (bucket_count = %d)", HashShardBuckets),
-		PostgreSQL:  "",
+		db.CockroachDB: fmt.Sprintf("USING HASH WITH (bucket_count = %d)", HashShardBuckets),
+		db.PostgreSQL:  "",
 	},
 	"jsonb_path_ops": {
-		CockroachDB: "",
-		PostgreSQL:  "jsonb_path_ops",
+		db.CockroachDB: "",
+		db.PostgreSQL:  "jsonb_path_ops",
 	},
 }
 
@@ -63,11 +65,11 @@ func Directives() []string {
 	return out
 }
 
-// RenderMigration is the SQL of a migration file as the migrator sends it
+// Render is the SQL of a migration file as the migrator sends it
 // to a server of dialect d: each directive replaced by its text for d. It
 // fails on a directive it does not know. Lines stay where they were.
-func RenderMigration(sql string, d Dialect) (string, error) {
-	if d != PostgreSQL && d != CockroachDB {
+func Render(sql string, d db.Dialect) (string, error) {
+	if d != db.PostgreSQL && d != db.CockroachDB {
 		return "", fmt.Errorf("db: render a migration for dialect %v", d)
 	}
 	var bad []string
@@ -88,10 +90,10 @@ func RenderMigration(sql string, d Dialect) (string, error) {
 }
 
 // renderedSource is a golang-migrate source whose files are read rendered
-// for the dialect of the server being migrated (RenderMigration).
+// for the dialect of the server being migrated (Render).
 type renderedSource struct {
 	source.Driver
-	dialect Dialect
+	dialect db.Dialect
 }
 
 func (s renderedSource) ReadUp(version uint) (io.ReadCloser, string, error) {
@@ -110,14 +112,14 @@ func (s renderedSource) ReadDown(version uint) (io.ReadCloser, string, error) {
 	return s.render(r, fmt.Sprintf("%d_%s.down.sql", version, id), id)
 }
 
-// render reads the file called name through RenderMigration.
+// render reads the file called name through Render.
 func (s renderedSource) render(r io.ReadCloser, name, id string) (io.ReadCloser, string, error) {
 	defer r.Close()
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return nil, id, err
 	}
-	sql, err := RenderMigration(string(b), s.dialect)
+	sql, err := Render(string(b), s.dialect)
 	if err != nil {
 		return nil, id, fmt.Errorf("%s: %w", name, err)
 	}

@@ -1,4 +1,4 @@
-package db_test
+package dbschema_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing/fstest"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/tenancy"
@@ -28,7 +29,7 @@ var migrationSets = []struct {
 }
 
 // hashSharded is what {{hash_sharded}} becomes on CockroachDB.
-var hashSharded = fmt.Sprintf("USING HASH WITH (bucket_count = %d)", db.HashShardBuckets)
+var hashSharded = fmt.Sprintf("USING HASH WITH (bucket_count = %d)", dbschema.HashShardBuckets)
 
 // Every migration file renders for both dialects: on CockroachDB each
 // directive is a hash-sharded key's USING HASH, right where it stood; on
@@ -52,11 +53,11 @@ func TestEveryMigrationRendersForBothDialects(t *testing.T) {
 			n := len(directive.FindAllString(raw, -1))
 			total += n
 			totalPathOps += len(pathOps.FindAllString(raw, -1))
-			crdb, err := db.RenderMigration(raw, db.CockroachDB)
+			crdb, err := dbschema.Render(raw, db.CockroachDB)
 			if err != nil {
 				t.Fatalf("%s/%s on CockroachDB: %v", set.name, e.Name(), err)
 			}
-			pg, err := db.RenderMigration(raw, db.PostgreSQL)
+			pg, err := dbschema.Render(raw, db.PostgreSQL)
 			if err != nil {
 				t.Fatalf("%s/%s on PostgreSQL: %v", set.name, e.Name(), err)
 			}
@@ -81,7 +82,7 @@ func TestEveryMigrationRendersForBothDialects(t *testing.T) {
 		t.Fatal("no migration carries {{hash_sharded}} or {{jsonb_path_ops}}")
 	}
 	// One rendering, spelled out.
-	got, err := db.RenderMigration("CREATE TABLE t (project_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (project_id, id) {{hash_sharded}});\n"+
+	got, err := dbschema.Render("CREATE TABLE t (project_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (project_id, id) {{hash_sharded}});\n"+
 		"CREATE INDEX t_by_id ON t (id) {{ hash_sharded }} WHERE id <> '';", db.CockroachDB)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func TestEveryMigrationRendersForBothDialects(t *testing.T) {
 // dialect, naming it: nothing is applied half-rendered.
 func TestAnUnknownDirectiveFailsTheMigration(t *testing.T) {
 	for _, d := range []db.Dialect{db.PostgreSQL, db.CockroachDB} {
-		_, err := db.RenderMigration("CREATE TABLE t (id TEXT NOT NULL, PRIMARY KEY (id) {{hashed}});", d)
+		_, err := dbschema.Render("CREATE TABLE t (id TEXT NOT NULL, PRIMARY KEY (id) {{hashed}});", d)
 		if err == nil || !strings.Contains(err.Error(), "{{hashed}}") {
 			t.Errorf("%v: %v, want an error naming {{hashed}}", d, err)
 		}
@@ -107,7 +108,7 @@ func TestAnUnknownDirectiveFailsTheMigration(t *testing.T) {
 		"m/1_t.up.sql":   {Data: []byte(`CREATE TABLE t (id TEXT NOT NULL, PRIMARY KEY (id) {{hashed}});`)},
 		"m/1_t.down.sql": {Data: []byte(`DROP TABLE t;`)},
 	}
-	err := db.Migrate(context.Background(), pool.Config().ConnString(), fsys, "m")
+	err := dbschema.Migrate(context.Background(), pool.Config().ConnString(), fsys, "m")
 	if err == nil || !strings.Contains(err.Error(), "1_t.up.sql") || !strings.Contains(err.Error(), "{{hashed}}") {
 		t.Fatalf("migrate: %v, want the file and its directive named", err)
 	}
@@ -125,7 +126,7 @@ func TestMigrateRendersTheDirectiveForItsServer(t *testing.T) {
 CREATE INDEX t_by_time ON t (project_id, at) {{hash_sharded}};`)},
 		"m/1_t.down.sql": {Data: []byte(`DROP TABLE t;`)},
 	}
-	if err := db.Migrate(ctx, pool.Config().ConnString(), fsys, "m"); err != nil {
+	if err := dbschema.Migrate(ctx, pool.Config().ConnString(), fsys, "m"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {

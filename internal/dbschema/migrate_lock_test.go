@@ -1,4 +1,4 @@
-package db_test
+package dbschema_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 )
 
 // lockedBuffer is a log both a migrator and the test touch.
@@ -48,7 +48,7 @@ func TestMigratorWaitsForTheLockAndSaysWhoHoldsIt(t *testing.T) {
 	}
 	errA := make(chan error, 1)
 	go func() {
-		errA <- db.MigrateWith(ctx, url, fsys, "m", db.MigrateOptions{Holder: "migrator A", Lease: time.Second})
+		errA <- dbschema.MigrateWith(ctx, url, fsys, "m", dbschema.MigrateOptions{Holder: "migrator A", Lease: time.Second})
 	}()
 	// A holds the lock once its row names it.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -63,9 +63,9 @@ func TestMigratorWaitsForTheLockAndSaysWhoHoldsIt(t *testing.T) {
 	}
 
 	start := time.Now()
-	err := db.MigrateWith(ctx, url, fsys, "m", db.MigrateOptions{Holder: "migrator B", LockWait: 300 * time.Millisecond,
+	err := dbschema.MigrateWith(ctx, url, fsys, "m", dbschema.MigrateOptions{Holder: "migrator B", LockWait: 300 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&lockedBuffer{}, nil))})
-	if !errors.Is(err, db.ErrMigrationLocked) || !strings.Contains(err.Error(), "migrator A has held it since") {
+	if !errors.Is(err, dbschema.ErrMigrationLocked) || !strings.Contains(err.Error(), "migrator A has held it since") {
 		t.Fatalf("B: %v, want ErrMigrationLocked naming migrator A", err)
 	}
 	if d := time.Since(start); d < 300*time.Millisecond || d > 5*time.Second {
@@ -73,7 +73,7 @@ func TestMigratorWaitsForTheLockAndSaysWhoHoldsIt(t *testing.T) {
 	}
 
 	var logC lockedBuffer
-	errC := db.MigrateWith(ctx, url, fsys, "m", db.MigrateOptions{Holder: "migrator C", LockWait: 30 * time.Second,
+	errC := dbschema.MigrateWith(ctx, url, fsys, "m", dbschema.MigrateOptions{Holder: "migrator C", LockWait: 30 * time.Second,
 		Log: slog.New(slog.NewTextHandler(&logC, nil))})
 	if errC != nil {
 		t.Fatalf("C: %v", errC)
@@ -106,7 +106,7 @@ func TestKilledMigratorsLockLapses(t *testing.T) {
 		"m/1_things.down.sql": {Data: []byte(`DROP TABLE things;`)},
 	}
 	// The lock's table is made by the first migrator.
-	if err := db.Migrate(ctx, url, fsys, "m"); err != nil {
+	if err := dbschema.Migrate(ctx, url, fsys, "m"); err != nil {
 		t.Fatal(err)
 	}
 	fsys["m/2_more.up.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE more (id TEXT NOT NULL PRIMARY KEY);`)}
@@ -117,7 +117,7 @@ func TestKilledMigratorsLockLapses(t *testing.T) {
 	}
 	var log lockedBuffer
 	start := time.Now()
-	if err := db.MigrateWith(ctx, url, fsys, "m", db.MigrateOptions{LockWait: 20 * time.Second,
+	if err := dbschema.MigrateWith(ctx, url, fsys, "m", dbschema.MigrateOptions{LockWait: 20 * time.Second,
 		Log: slog.New(slog.NewTextHandler(&log, nil))}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestMigratorThatLostItsLockStops(t *testing.T) {
 	}
 	errA := make(chan error, 1)
 	go func() {
-		errA <- db.MigrateWith(ctx, url, fsys, "m", db.MigrateOptions{Holder: "migrator A", Lease: 300 * time.Millisecond})
+		errA <- dbschema.MigrateWith(ctx, url, fsys, "m", dbschema.MigrateOptions{Holder: "migrator A", Lease: 300 * time.Millisecond})
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		// Another takes A's lock from under it, as one would whose clock
@@ -162,7 +162,7 @@ func TestMigratorThatLostItsLockStops(t *testing.T) {
 		}
 	}
 	err := <-errA
-	if !errors.Is(err, db.ErrMigrationLocked) || !strings.Contains(err.Error(), "took over") {
+	if !errors.Is(err, dbschema.ErrMigrationLocked) || !strings.Contains(err.Error(), "took over") {
 		t.Fatalf("A: %v, want ErrMigrationLocked: another took over", err)
 	}
 	var slow, after *string

@@ -1,4 +1,4 @@
-package db
+package dbschema
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// LintMigrations reads every migration file in dir of fsys and reports what
+// Lint reads every migration file in dir of fsys and reports what
 // would fail or misbehave on CockroachDB, or mean one thing there and
 // another on PostgreSQL. golang-migrate sends a file as one string, which
 // CockroachDB runs as one transaction, where:
@@ -44,7 +44,7 @@ import (
 //
 // Each problem is "file:line: what". An error is returned only when the
 // files cannot be read.
-func LintMigrations(fsys fs.FS, dir string) ([]string, error) {
+func Lint(fsys fs.FS, dir string) ([]string, error) {
 	files, err := migrationFiles(fsys, dir)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package db_test
+package dbschema_test
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -23,7 +23,7 @@ func TestMigrationsApplyOnCockroachDB(t *testing.T) {
 		{"tenancy", tenancy.Migrations, tenancy.MigrationsDir},
 		{"regional", regional.Migrations, regional.MigrationsDir},
 	} {
-		problems, err := db.LintMigrations(set.fsys, set.dir)
+		problems, err := dbschema.Lint(set.fsys, set.dir)
 		if err != nil {
 			t.Fatalf("%s: %v", set.name, err)
 		}
@@ -251,7 +251,7 @@ CREATE INDEX campaigns_twice ON campaigns (project_id, id) {{hash_sharded}} {{ha
 				"m/1_base.down.sql": {Data: []byte("SELECT 1;")},
 				"m/2_case.up.sql":   {Data: []byte(c.sql)},
 			}
-			problems, err := db.LintMigrations(fsys, "m")
+			problems, err := dbschema.Lint(fsys, "m")
 			if err != nil {
 				t.Fatal(err)
 			}
