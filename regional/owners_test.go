@@ -74,6 +74,7 @@ var owners = map[string]string{
 	"validation_rules":            "validation",
 	"validation_rule_assignments": "validation",
 	"vouchers":                    "vouchers",
+	"voucher_count_shards":        "vouchers",
 	"voucher_codes":               "vouchercodes",
 	"webhook_deliveries":          "webhooks",
 	"webhook_attempts":            "webhooks",

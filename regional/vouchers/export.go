@@ -6,6 +6,6 @@ package vouchers
 // attrs, metadata, category, active, redemption_quantity,
 // redeemed_quantity, holder_id, points (NULL), created_at, updated_at.
 const ExportRows = `SELECT v.id, v.code, v.type AS voucher_type, v.campaign_id, v.attrs, v.attrs->'metadata' AS metadata,
-				v.category, v.active, v.redemption_quantity, v.redeemed_quantity, v.holder_id, CAST(NULL AS INT8) AS points,
+				v.category, v.active, v.redemption_quantity, ` + redeemedColumn + ` AS redeemed_quantity, v.holder_id, CAST(NULL AS INT8) AS points,
 				v.created_at, v.updated_at
 			FROM vouchers v WHERE v.project_id = $1 AND v.bin_id IS NULL`

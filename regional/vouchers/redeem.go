@@ -57,7 +57,8 @@ func Counted(v *Voucher) bool { return v.Type == Discount }
 var ErrQuantityExceeded = errors.New("vouchers: redemption quantity exceeded")
 
 // QueueCount counts n more redemptions of voucher id (n < 0 for a
-// rollback) without the caller holding it: one statement that locks the
+// rollback, which gives the use back on the row, however it was counted:
+// shards.go) without the caller holding it: one statement that locks the
 // row, checks, when n > 0, that the count plus n plus held (the other
 // sessions' reservations, read earlier in the transaction) stays within
 // the quantity as it is now, and writes. The row stays locked only from

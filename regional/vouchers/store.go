@@ -24,7 +24,7 @@ import (
 // The columns of a voucher, with its campaign's name and its category (v
 // is vouchers, c campaigns, cat categories), in scanRow's order.
 var voucherColumns = `v.id, v.code, v.campaign_id, c.name, v.type, v.attrs, v.category, v.category_id, ` + categories.Columns("cat") +
-	`, v.active, v.redemption_quantity, v.redeemed_quantity, v.holder_id, v.created_at, v.updated_at, c.campaign_type`
+	`, v.active, v.redemption_quantity, ` + redeemedColumn + `, v.holder_id, v.created_at, v.updated_at, c.campaign_type`
 
 var voucherFrom = ` FROM vouchers v` + campaigns.LeftJoin("c", "v") + categories.LeftJoin("cat", "v", "v.category_id")
 
@@ -125,9 +125,11 @@ func updateVoucher(ctx context.Context, q db.Querier, projectID string, v Vouche
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `UPDATE vouchers SET attrs = $3, category = $4, category_id = $5, active = $6, redemption_quantity = $7,
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE vouchers SET attrs = $3, category = $4, category_id = $5, active = $6, redemption_quantity = $7,
 		updated_at = $8 WHERE project_id = $1 AND id = $2`, projectID, v.ID, attrs, v.Category, v.CategoryID, v.Active, v.Quantity, v.UpdatedAt)
-	return err
+	queueTakeBackQuotas(b, projectID, v.ID) // the quantity may have changed
+	return q.SendBatch(ctx, b).Close()
 }
 
 // InsertMany writes vouchers in two statements (their codes in the
