@@ -53,9 +53,10 @@ type Candidate struct {
 	// namesItem: its rules require a product, SKU or collection one of
 	// the order's lines matches.
 	namesItem bool
-	// counted: a redemption read its discount voucher unlocked, to count
-	// it last (resolve's lockHeld); held is what other sessions reserve of
-	// it, and readsCounts says its rules read redemption counts.
+	// counted: a redemption counts its discount voucher last
+	// (countVouchers), on a counter shard when it read it unlocked
+	// (resolve's lockHeld); held is what other sessions reserve of it, and
+	// readsCounts says its rules read redemption counts.
 	counted     bool
 	held        int64
 	readsCounts bool

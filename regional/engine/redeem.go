@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +43,10 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 	var refused error
 	paid := false
 	mode := lockHeld
+	// countLocked: the discount vouchers are counted on their rows
+	// (vouchers.CountLocked), where a first attempt found a counter shard
+	// dry; else on shards.
+	countLocked := false
 	redeem := func(tx pgx.Tx) error {
 		out, refused, paid = nil, nil, false
 		now := e.Now()
@@ -74,7 +77,7 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 			refused = failure(o)
 			return e.storeFailure(ctx, tx, projectID, &r, o, cust, now)
 		}
-		out, paid, err = e.storeSuccess(ctx, tx, projectID, &r, o, cust, key, now)
+		out, paid, err = e.storeSuccess(ctx, tx, projectID, &r, o, cust, key, countLocked || mode == lockAll, now)
 		return err
 	}
 	err = db.InTxReadCommitted(ctx, e.pool, redeem)
@@ -82,10 +85,17 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 		mode = lockAll
 		err = db.InTxReadCommitted(ctx, e.pool, redeem)
 	}
+	if errors.Is(err, vouchers.ErrShardDry) {
+		// The counter shard had no quota left: once more, counting on the
+		// voucher's row, which grants the shards more.
+		countLocked = true
+		err = db.InTxReadCommitted(ctx, e.pool, redeem)
+	}
 	if redemptions.IsOutOfStock(err) || errors.Is(err, vouchers.ErrQuantityExceeded) {
 		// Others took a reward's last units, or a voucher's last uses,
 		// after it was read: once more, the attempt reads them out and is
 		// stored as a FAILURE.
+		countLocked = true
 		err = db.InTxReadCommitted(ctx, e.pool, redeem)
 	}
 	if redemptions.IsOutOfStock(err) {
@@ -278,7 +288,7 @@ func (e *Engine) queueNotices(ctx context.Context, b *pgx.Batch, projectID, even
 // session's end, the redemptions and their notices. paid says the order
 // became PAID.
 func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, r *Request, o *outcome,
-	cust *customers.Customer, key string, now time.Time) (map[string]any, bool, error) {
+	cust *customers.Customer, key string, countLocked bool, now time.Time) (map[string]any, bool, error) {
 	orderView, paid := o.order, false
 	if r.Order != nil {
 		w := *r.Order
@@ -360,12 +370,11 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	if err := e.queueNotices(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
 		return nil, false, err
 	}
-	// The discount vouchers read unlocked are counted now, in code order,
-	// each holding its row only from here to the commit (a refusal rolls
-	// the transaction back: ErrQuantityExceeded).
-	sort.Slice(counted, func(i, j int) bool { return counted[i].voucher.Code < counted[j].voucher.Code })
-	for _, c := range counted {
-		vouchers.QueueCount(b, projectID, c.voucher.ID, 1, c.held, now)
+	// The discount vouchers are counted now, in code order, each holding
+	// a counter shard's row (or its own) only from here to the commit.
+	b, err := countVouchers(ctx, tx, b, projectID, counted, countLocked, now)
+	if err != nil {
+		return nil, false, err
 	}
 	// Last, in reward id order (one order of row locks for every
 	// redemption): a reward with a stock updates its row and holds its

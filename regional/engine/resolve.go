@@ -60,7 +60,7 @@ const (
 	readOnly locking = iota
 	// lockHeld is a redemption's: cards, gift cards and what CAMPAIGN
 	// rewards give to are locked in code order; discount vouchers are read
-	// unlocked and counted last (vouchers.QueueCount), so that the
+	// unlocked and counted last (countVouchers, on counter shards), so that the
 	// redeemers of one public code do not take turns on its row for their
 	// whole transactions (docs/architecture.md, One hot code).
 	lockHeld
@@ -141,7 +141,7 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 		case c.req.Object == "voucher" && found[i].Found:
 			v := found[i].Voucher
 			c.voucher = &v
-			c.counted = mode == lockHeld && vouchers.Counted(&v)
+			c.counted = mode != readOnly && vouchers.Counted(&v)
 		case c.req.Object == "promotion_tier":
 			if t, ok := tiers[c.req.ID]; ok {
 				c.tier = &t

@@ -1,0 +1,44 @@
+package engine
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/regional/vouchers"
+)
+
+// countVouchers counts a redemption of each of its discount vouchers, in
+// code order, after everything else the redemption writes but rewards'
+// stock (docs/architecture.md, One hot code, Lock order 5a). On counter
+// shards (vouchers.QueueCountShard, queued onto b) unless locked is set
+// or another session holds one of them: then each is counted on its
+// voucher's row (vouchers.CountLocked), b being sent first; all of them
+// so, to keep the code order. It answers the batch the rest goes on.
+func countVouchers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, counted []*Candidate, locked bool,
+	now time.Time) (*pgx.Batch, error) {
+	sort.Slice(counted, func(i, j int) bool { return counted[i].voucher.Code < counted[j].voucher.Code })
+	for _, c := range counted {
+		locked = locked || c.held > 0
+	}
+	if !locked {
+		for _, c := range counted {
+			vouchers.QueueCountShard(b, projectID, c.voucher.ID)
+		}
+		return b, nil
+	}
+	if len(counted) == 0 {
+		return b, nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	for _, c := range counted {
+		if err := vouchers.CountLocked(ctx, tx, projectID, c.voucher.ID, c.held, now); err != nil {
+			return nil, err
+		}
+	}
+	return &pgx.Batch{}, nil
+}
