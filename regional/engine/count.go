@@ -13,29 +13,41 @@ import (
 // countVouchers counts a redemption of each of its discount vouchers, in
 // code order, after everything else the redemption writes but rewards'
 // stock (docs/architecture.md, One hot code, Lock order 5a). On counter
-// shards (vouchers.QueueCountShard, queued onto b) unless locked is set
-// or another session holds one of them: then each is counted on its
-// voucher's row (vouchers.CountLocked), b being sent first; all of them
-// so, to keep the code order. It answers the batch the rest goes on.
+// shards (vouchers.QueueCountShard, queued onto b, which it sends) unless
+// locked is set or another session holds one of them: then each is
+// counted on its voucher's row (vouchers.CountLocked); all of them so, to
+// keep the code order. A voucher whose shards are dry is counted on its
+// row in the same transaction. It answers the batch the rest goes on.
 func countVouchers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, counted []*Candidate, locked bool,
 	now time.Time) (*pgx.Batch, error) {
 	sort.Slice(counted, func(i, j int) bool { return counted[i].voucher.Code < counted[j].voucher.Code })
 	for _, c := range counted {
 		locked = locked || c.held > 0
 	}
-	if !locked {
-		for _, c := range counted {
-			vouchers.QueueCountShard(b, projectID, c.voucher.ID)
-		}
-		return b, nil
-	}
 	if len(counted) == 0 {
 		return b, nil
+	}
+	dry := make([]bool, len(counted))
+	if !locked {
+		for i, c := range counted {
+			vouchers.QueueCountShard(b, projectID, c.voucher.ID, &dry[i])
+		}
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
-	for _, c := range counted {
+	for i, c := range counted {
+		if !locked && !dry[i] {
+			continue
+		}
+		// Counted on the row: a later code's shard taken already would
+		// break the code order, and the redemption runs again, counting
+		// every one so.
+		for _, d := range dry[i+1:] {
+			if !locked && !d {
+				return nil, vouchers.ErrShardDry
+			}
+		}
 		if err := vouchers.CountLocked(ctx, tx, projectID, c.voucher.ID, c.held, now); err != nil {
 			return nil, err
 		}

@@ -36,9 +36,10 @@ const maxGrant = 1000
 const redeemedColumn = `v.redeemed_quantity + CAST(COALESCE((SELECT sum(vs.used) FROM voucher_count_shards vs
 	WHERE vs.project_id = v.project_id AND vs.voucher_id = v.id), 0) AS INT8)`
 
-// ErrShardDry is QueueCountShard's refusal: the shard it tried had no
-// quota left. The transaction must roll back and count again with
-// CountLocked, which grants more or finds the quantity reached.
+// ErrShardDry ends a redemption whose shards had no quota left
+// (QueueCountShard) where counting on the voucher's row then would break
+// the code order: it must roll back and count again with CountLocked,
+// which grants more or finds the quantity reached.
 var ErrShardDry = errors.New("vouchers: counter shard has no quota left")
 
 // QueueCountShard counts one redemption of discount voucher id on a shard
@@ -47,8 +48,10 @@ var ErrShardDry = errors.New("vouchers: counter shard has no quota left")
 // of that shard's row, which it holds to the commit (docs/architecture.md,
 // Lock order, 5a). It is for redemptions no other session holds the
 // voucher for (their holds are checked under the voucher's lock,
-// CountLocked). A refusal fails the batch with ErrShardDry.
-func QueueCountShard(b *pgx.Batch, projectID, id string) {
+// CountLocked). When no shard has room it counts nothing and sets *dry:
+// the caller counts with CountLocked in the same transaction (the update
+// took no lock), or, to keep the code order, answers ErrShardDry.
+func QueueCountShard(b *pgx.Batch, projectID, id string, dry *bool) {
 	b.Queue(`UPDATE voucher_count_shards SET used = used + 1
 		WHERE project_id = $1 AND voucher_id = $2 AND used < quota AND shard = COALESCE(
 			(SELECT s.shard FROM voucher_count_shards s WHERE s.project_id = $1 AND s.voucher_id = $2 AND s.used < s.quota
@@ -56,9 +59,7 @@ func QueueCountShard(b *pgx.Batch, projectID, id string) {
 			(SELECT s.shard FROM voucher_count_shards s WHERE s.project_id = $1 AND s.voucher_id = $2 AND s.used < s.quota
 				ORDER BY (s.shard + $4 - $3) % $4 LIMIT 1))`,
 		projectID, id, rand.Int64N(Shards), int64(Shards)).Exec(func(ct pgconn.CommandTag) error {
-		if ct.RowsAffected() == 0 {
-			return ErrShardDry
-		}
+		*dry = ct.RowsAffected() == 0
 		return nil
 	})
 }
