@@ -94,7 +94,9 @@ func CountLocked(ctx context.Context, tx pgx.Tx, projectID, id string, held int6
 	}
 	// A grant to every dry shard, together at most half of what is left;
 	// the last few go to one shard.
-	grant, every := int64(maxGrant), true
+	// A voucher with no quantity has no limit to share out: it is
+	// counted on its row alone, with no shards.
+	grant, every := int64(0), true
 	if quantity != nil {
 		if left() < 0 {
 			return ErrQuantityExceeded
