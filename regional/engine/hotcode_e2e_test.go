@@ -117,15 +117,22 @@ func TestRedeemersOfOneCodeDoNotWaitOnEachOther(t *testing.T) {
 		t.Fatalf("the first redemption was not held at its order: %d %s", first.Status, first.Body)
 	}
 	var second stacktest.Resp
-	// Within 1.2 s: the first's wait for its order ends at the lock wait's
-	// limit (2 s, then it tries again), which a second waiting for the
-	// first would have waited for too.
-	if ok, _ := within(1200*time.Millisecond, func() {
+	// The second completes while the first is still held: the test holds
+	// the first's order until the second is done, so a second that waited
+	// for the first would not finish within the bound (8 s, generous for a
+	// loaded machine; the first tries again each 2 s lock wait) or would
+	// finish only after the first, which the check below refuses.
+	if ok, _ := within(8*time.Second, func() {
 		second = a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("HOTWAIT"),
 			"order": map[string]any{"source_id": "free-order", "amount": 1000}, "customer": map[string]any{"source_id": "second"}})
 	}); !ok {
 		_ = tx.Rollback(ctx)
 		t.Fatalf("a redemption waited for another redemption of the code in flight")
+	}
+	select {
+	case <-firstDone:
+		t.Fatalf("the second redemption finished only after the first ended (first: %d %s)", first.Status, first.Body)
+	default:
 	}
 	if second.Status != 200 {
 		t.Fatalf("second: %d %s", second.Status, second.Body)
