@@ -13,16 +13,7 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-func open(t *testing.T) *db.Pool {
-	t.Helper()
-	url := dbtest.Shared(t, "main").NewDatabase(t)
-	pool, err := db.Open(context.Background(), url, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
+func open(t *testing.T) *db.Pool { return dbtest.OpenPool(t, "main") }
 
 func TestMigrateAppliesEmbeddedFilesOnce(t *testing.T) {
 	pool := open(t)
