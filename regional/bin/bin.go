@@ -175,7 +175,7 @@ func (b *Bin) Expire(ctx context.Context) (err error) {
 
 // Run expires entries every interval until ctx ends.
 func (b *Bin) Run(ctx context.Context, interval time.Duration, log func(error)) {
-	clock.Every(ctx, interval, log, b.Expire)
+	b.clock.Every(ctx, interval, log, b.Expire)
 }
 
 // View is the reference's TrashBinItem.

@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
@@ -394,7 +393,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 
 // Run activates due pending points every interval until ctx ends.
 func (s *Service) Run(ctx context.Context, interval time.Duration, log func(error)) {
-	clock.Every(ctx, interval, log, s.Sweep)
+	s.clock.Every(ctx, interval, log, s.Sweep)
 }
 
 func registerPending(g *echo.Group, h handler) {

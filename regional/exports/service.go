@@ -532,18 +532,10 @@ func (s *Service) Delete(ctx context.Context, projectID, id string) error {
 
 // Run removes expired exports every interval until ctx ends.
 func (s *Service) Run(ctx context.Context, interval time.Duration, log func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			log(err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+		log(err)
 	}
+	s.clock.Every(ctx, interval, log, s.Sweep)
 }
 
 // Sweep removes the exports whose retention has passed, with their files,

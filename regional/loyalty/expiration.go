@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/regional/webhooks"
 
 	"github.com/jackc/pgx/v5"
@@ -23,7 +22,7 @@ const EventPointsExpired = "voucher.loyalty_card.points_expired"
 
 // Run expires due points every interval until ctx ends.
 func (s *Service) Run(ctx context.Context, interval time.Duration, log func(error)) {
-	clock.Every(ctx, interval, log, s.Expire)
+	s.clock.Every(ctx, interval, log, s.Expire)
 }
 
 // Expire takes from every card the points whose expiration date is before
