@@ -273,12 +273,15 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		// the router's for the interface, management's operator credential
 		// for /internal.
 		r := c.Request()
+		// A task queued by the request brings this instance's worker to
+		// its busy pace (async.WorkerOptions.IdlePoll).
+		base := async.WithRegistry(r.Context(), a.tasks)
 		if strings.HasPrefix(r.URL.Path, "/internal/") {
 			id, err := a.operator.VerifyRequest(r, identity.AudienceOperator, a.cfg.Cluster, time.Now(), a.seen)
 			if err != nil || id.Kind != identity.KindManagement {
 				return apierr.Unauthorized("Internal endpoints are for the management service.")
 			}
-			c.SetRequest(r.WithContext(identity.With(r.Context(), id)))
+			c.SetRequest(r.WithContext(identity.With(base, id)))
 			return next(c)
 		}
 		id, err := a.signer.VerifyRequest(r, identity.AudienceRegional, a.cfg.Cluster, time.Now(), a.seen)
@@ -296,7 +299,7 @@ func (a *App) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("tally.project_id", id.ProjectID),
 			attribute.String("tally.api_version", id.APIVersion))
-		ctx := identity.With(r.Context(), id)
+		ctx := identity.With(base, id)
 		share := a.planShare(ctx, id.ProjectID)
 		ctx = a.bulkhead.For(ctx, id.ProjectID, db.Share(a.cfg.MaxConns, share))
 		c.SetRequest(r.WithContext(ctx))

@@ -130,6 +130,7 @@ type Registry struct {
 	kinds  map[string]kind
 	jobs   map[string]JobFunc
 	wake   chan struct{}
+	queued chan struct{} // a task is being written in this instance (Queue)
 	sealed atomic.Bool
 }
 
@@ -145,7 +146,31 @@ func (r *Registry) open(name string) {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{kinds: map[string]kind{}, jobs: map[string]JobFunc{}, wake: make(chan struct{}, 1)}
+	return &Registry{kinds: map[string]kind{}, jobs: map[string]JobFunc{}, wake: make(chan struct{}, 1),
+		queued: make(chan struct{}, 1)}
+}
+
+type registryKey struct{}
+
+// WithRegistry returns ctx carrying r: a task queued under it (Queue,
+// Enqueue) tells r's worker that one is on its way, so that an idle worker
+// polls at its busy pace again (WorkerOptions.IdlePoll). The instance puts
+// it on every request's context.
+func WithRegistry(ctx context.Context, r *Registry) context.Context {
+	return context.WithValue(ctx, registryKey{}, r)
+}
+
+// noteQueued tells the worker of ctx's registry, if any, that a task is
+// being written. It never blocks.
+func noteQueued(ctx context.Context) {
+	r, _ := ctx.Value(registryKey{}).(*Registry)
+	if r == nil {
+		return
+	}
+	select {
+	case r.queued <- struct{}{}:
+	default:
+	}
 }
 
 // Wake tells this instance's worker that a task was just committed, so

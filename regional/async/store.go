@@ -61,6 +61,7 @@ func Queue(ctx context.Context, b *pgx.Batch, projectID string, t NewTask) (stri
 		deadline = &d
 	}
 	id := ids.New("tsk_")
+	noteQueued(ctx)
 	b.Queue(`INSERT INTO outbox (project_id, id, kind, payload, trace_parent, max_attempts, deadline, run_after, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		projectID, id, t.Kind, payload, carrier.Get("traceparent"), maxAttempts, deadline, runAfter, now)

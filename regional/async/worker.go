@@ -30,8 +30,14 @@ type WorkerOptions struct {
 	Concurrency int           // tasks run at once (default 64)
 	Lease       time.Duration // how long a claim holds before another worker may take the task (default 30s)
 	Poll        time.Duration // wait between polls when the queue is empty (default 100ms)
-	KeepDone    time.Duration // finished tasks are deleted after this (default 24h)
-	Log         *slog.Logger
+	// IdlePoll is the wait between polls once the worker has found no task
+	// and seen none queued in its instance for idleAfter (default Poll: no
+	// slower). A task queued in the instance (Queue under WithRegistry)
+	// brings back Poll at once; one queued by another instance waits for
+	// the idle poll.
+	IdlePoll time.Duration
+	KeepDone time.Duration // finished tasks are deleted after this (default 24h)
+	Log      *slog.Logger
 }
 
 // Worker claims and runs outbox tasks. Any number of workers, in any number
@@ -61,6 +67,9 @@ func NewWorker(pool *db.Pool, reg *Registry, o WorkerOptions) *Worker {
 	}
 	if o.Poll == 0 {
 		o.Poll = 100 * time.Millisecond
+	}
+	if o.IdlePoll < o.Poll {
+		o.IdlePoll = o.Poll
 	}
 	if o.KeepDone == 0 {
 		o.KeepDone = 24 * time.Hour
@@ -97,6 +106,9 @@ func (w *Worker) Collectors() []prometheus.Collector {
 // batch at a time by the committers, each batch's statements pipelined.
 func (w *Worker) Run(ctx context.Context) {
 	w.reg.seal()
+	// Tasks that queue tasks bring the busy pace back too.
+	ctx = WithRegistry(ctx, w.reg)
+	active := time.Now() // when a task was last claimed or queued here
 	sem := make(chan struct{}, w.o.Concurrency)
 	freed := make(chan struct{}, 1) // a slot came free: claim again at once
 	release := func(n int) {
@@ -178,6 +190,9 @@ func (w *Worker) Run(ctx context.Context) {
 				w.runTxBatch(context.WithoutCancel(ctx), txTasks)
 			}()
 		}
+		if len(tasks) > 0 {
+			active = time.Now()
+		}
 		if len(tasks) == n && n > 0 {
 			continue // more may be due
 		}
@@ -189,17 +204,43 @@ func (w *Worker) Run(ctx context.Context) {
 			}
 			continue
 		}
+		if !w.wait(ctx, &active) {
+			return
+		}
+	}
+}
+
+// wait waits for the next poll: Poll after it, IdlePoll once the worker has
+// been idle for idleAfter, or at once (after wakeGather) when woken by a
+// commit. A task being queued in this instance ends an idle wait: the next
+// polls are at Poll, which finds it once its transaction commits. It
+// reports false when ctx has ended.
+func (w *Worker) wait(ctx context.Context, active *time.Time) bool {
+	poll := w.o.Poll
+	if time.Since(*active) > idleAfter {
+		poll = w.o.IdlePoll
+	}
+	t := time.NewTimer(poll)
+	defer t.Stop()
+	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-time.After(w.o.Poll):
+			return false
+		case <-t.C:
+			return true
+		case <-w.reg.queued:
+			*active = time.Now()
+			if poll > w.o.Poll { // idle: the busy pace from now
+				poll = w.o.Poll
+				t.Reset(poll)
+			}
 		case <-w.reg.wake:
 			// Woken: claim soon, but let tasks committed meanwhile gather,
 			// so that they are claimed and run as one batch.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wakeGather):
+			*active = time.Now()
+			if poll > wakeGather {
+				poll = wakeGather
+				t.Reset(poll)
 			}
 		}
 	}
@@ -351,6 +392,12 @@ const committerCount = 8
 // committed in that time are claimed and run together. Claiming each task
 // alone costs more transactions than the wait saves.
 const wakeGather = 20 * time.Millisecond
+
+// idleAfter is how long a worker that has claimed nothing and seen nothing
+// queued keeps polling at Poll before it slows to IdlePoll: it covers a
+// task queued in a transaction still open and retries due within a few
+// seconds.
+const idleAfter = 2 * time.Second
 
 type completion struct {
 	t      Task
