@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/tallyhq/tally/internal/clock"
+	"github.com/tallyhq/tally/internal/conformance"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/tenancy"
@@ -81,7 +82,7 @@ func Start(t testing.TB, o Options) *Env {
 	for _, c := range o.PrivateClusters {
 		private[c] = true
 	}
-	startReference()
+	conformance.Preload()
 	dbtest.StartShared(t, "tenancy", "api", "us1", "as1")
 	servers := map[string]*dbtest.Server{"tenancy": dbtest.Shared(t, "tenancy")}
 	if private["tenancy"] {
@@ -127,16 +128,23 @@ func Start(t testing.TB, o Options) *Env {
 		hooks = *o.Webhooks
 	}
 	clk := &clock.Clock{}
+	// Hundreds of stacks run in a test run, most of each one's life idle:
+	// its sweeps run at once when the test moves the clock (Clock.Every),
+	// so their interval is only for what falls due by itself; its workers
+	// poll quickly while tasks are about (queued or claimed in the last
+	// seconds) and slowly when there are none.
+	const sweep = time.Second
+	worker := async.WorkerOptions{Poll: 20 * time.Millisecond, IdlePoll: time.Second}
 	stack, err := devstack.Start(ctx, devstack.Config{
 		Clock:            clk,
-		SweepInterval:    50 * time.Millisecond,
+		SweepInterval:    sweep,
 		Webhooks:         hooks,
 		TrustedProxies:   o.TrustedProxies,
 		ExportPartRows:   o.ExportPartRows,
 		ExportChunkBytes: o.ExportChunkBytes,
 		Routers:          o.Routers,
 		PeerDeadline:     o.PeerDeadline,
-		Worker:           async.WorkerOptions{Poll: 20 * time.Millisecond},
+		Worker:           worker,
 		TenancyURL:       tenancyURL,
 		Regions:          regions,
 		Migrated:         true,

@@ -10,6 +10,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tallyhq/tally/internal/conformance"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/pglocal"
 )
@@ -44,6 +46,23 @@ func main() {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), dbtest.EnvPool+"="+pool)
+	// The reference's conformance check, parsed once for the whole run
+	// here rather than in every test process (internal/conformance).
+	if !conformance.Skipped() {
+		sock := filepath.Join(pool, "conformance.sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testpool:", err)
+			os.Exit(1)
+		}
+		defer ln.Close()
+		go func() {
+			if err := conformance.Serve(ln); err != nil {
+				fmt.Fprintln(os.Stderr, "testpool: conformance server:", err)
+			}
+		}()
+		cmd.Env = append(cmd.Env, conformance.EnvSocket+"="+sock)
+	}
 	// A Ctrl-C reaches the command through the terminal's process group;
 	// this process waits for it to end and then stops the servers.
 	signal.Ignore(os.Interrupt, syscall.SIGTERM)
