@@ -37,7 +37,7 @@ SERIALIZABLE_CAMPAIGNS := TestVouchersCountIsExactUnderConcurrentWriters|TestAdd
 test:
 	@scripts/ensure-postgres.sh
 	@$(MAKE) --no-print-directory check-fmt vet
-	$(TESTPOOL) $(GO) test -race -count=1 -timeout 20m ./...
+	$(TESTPOOL) $(GO) test -race -ldflags=-w -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 5m -run '^($(TIMED_TESTS))$$' -v $(TIMED_PKGS)
 	$(GO) test -count=1 -timeout 5m -run '^TestOrderImport$$' ./regional/orders/
 	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m $(SERIALIZABLE_PKGS)
