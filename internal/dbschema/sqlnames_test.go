@@ -1,9 +1,11 @@
-package dbschema
+package dbschema_test
 
 import (
 	"reflect"
 	"testing"
 	"testing/fstest"
+
+	"github.com/tallyhq/tally/internal/dbschema"
 )
 
 func TestNamedTablesReadsEveryPlaceATableIsNamed(t *testing.T) {
@@ -22,7 +24,7 @@ func TestNamedTablesReadsEveryPlaceATableIsNamed(t *testing.T) {
 		{"prose", `delete from the bin`, nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			refs, isSQL := NamedTables(c.sql)
+			refs, isSQL := dbschema.NamedTables(c.sql)
 			var got []string
 			for _, r := range refs {
 				got = append(got, r.Name)
@@ -32,7 +34,7 @@ func TestNamedTablesReadsEveryPlaceATableIsNamed(t *testing.T) {
 			}
 		})
 	}
-	refs, _ := NamedTables("SELECT 1\n\nFROM orders")
+	refs, _ := dbschema.NamedTables("SELECT 1\n\nFROM orders")
 	if len(refs) != 1 || refs[0].Line != 3 {
 		t.Errorf("line of the name: %+v, want orders on 3", refs)
 	}
@@ -45,7 +47,7 @@ func TestSchemaTablesFollowsRenamesAndDrops(t *testing.T) {
 		"m/2_b.up.sql":   {Data: []byte(`ALTER TABLE a RENAME TO c; CREATE TABLE d (id INT8)`)},
 		"m/10_c.up.sql":  {Data: []byte(`DROP TABLE IF EXISTS b, d`)},
 	}
-	got, err := Tables(fsys, "m")
+	got, err := dbschema.Tables(fsys, "m")
 	if err != nil || !reflect.DeepEqual(got, []string{"c"}) {
 		t.Fatalf("Tables = %v, %v; want [c]", got, err)
 	}

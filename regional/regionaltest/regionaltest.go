@@ -11,7 +11,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/dbschema"
 	"github.com/tallyhq/tally/internal/dbtest"
-	"github.com/tallyhq/tally/regional"
+	"github.com/tallyhq/tally/regional/migrations"
 )
 
 // Database is the URL of a fresh regional database on the shared "api"
@@ -21,7 +21,7 @@ func Database(t testing.TB) string {
 	t.Helper()
 	srv := dbtest.Shared(t, "api")
 	url, err := srv.NewMigratedDatabase(context.Background(), "regional", func(ctx context.Context, u string) error {
-		return dbschema.Migrate(ctx, u, regional.Migrations, regional.MigrationsDir)
+		return dbschema.Migrate(ctx, u, migrations.FS, migrations.Dir)
 	})
 	if err != nil {
 		t.Fatal(err)
