@@ -55,7 +55,14 @@ type Options struct {
 	// PeerDeadline their limit checks' wait on a peer.
 	Routers      int
 	PeerDeadline time.Duration
+	// Clusters are the shared clusters started, of AllClusters (default
+	// api alone: most tests need one region, and each one more is a
+	// database and an instance to start). PrivateClusters are started too.
+	Clusters []string
 }
+
+// AllClusters are the interface's shared clusters: Europe, the US, Asia.
+var AllClusters = []string{"api", "us1", "as1"}
 
 // Env is a running platform with a management key.
 type Env struct {
@@ -83,12 +90,31 @@ func Start(t testing.TB, o Options) *Env {
 		private[c] = true
 	}
 	conformance.Preload()
-	dbtest.StartShared(t, "tenancy", "api", "us1", "as1")
+	want := map[string]bool{}
+	for _, c := range o.Clusters {
+		want[c] = true
+	}
+	if len(o.Clusters) == 0 {
+		want["api"] = true
+	}
+	for _, c := range o.PrivateClusters {
+		want[c] = true
+	}
+	var regions []devstack.Region
+	for _, r := range devstack.DefaultRegions() {
+		if want[r.Cluster] {
+			regions = append(regions, r)
+		}
+	}
+	names := []string{"tenancy"}
+	for _, r := range regions {
+		names = append(names, r.Cluster)
+	}
+	dbtest.StartShared(t, names...)
 	servers := map[string]*dbtest.Server{"tenancy": dbtest.Shared(t, "tenancy")}
 	if private["tenancy"] {
 		servers["tenancy"] = dbtest.Private(t)
 	}
-	regions := devstack.DefaultRegions()
 	for i := range regions {
 		name := regions[i].Cluster
 		if private[name] {
