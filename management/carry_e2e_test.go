@@ -16,7 +16,7 @@ import (
 // (products by source_id, the rest by name) and makes none again.
 func TestATemplateCopyMakesWhatItsRulesNameInTheDestination(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	h := e.MgmtHeader()
 	src := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	dst := stacktest.API{T: t, E: e, P: e.CreateProject(t, "us1")}
@@ -123,7 +123,7 @@ func TestATemplateCopyMakesWhatItsRulesNameInTheDestination(t *testing.T) {
 // added there validates an order of that product only.
 func TestATierTemplateCopyMakesItsProductAtTierSetup(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	src := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	dst := stacktest.API{T: t, E: e, P: e.CreateProject(t, "as1")}
 	hat := src.OK("POST", "/v1/products", map[string]any{"source_id": "hat", "name": "Hat", "price": 2000})["id"].(string)

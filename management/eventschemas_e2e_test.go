@@ -14,7 +14,7 @@ import (
 
 func TestCustomEventSchemas(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	h := e.MgmtHeader()
 	a, b := e.CreateProject(t, "us1"), e.CreateProject(t, "as1")
 	schemas := func(p stacktest.Project) string { return base + "/projects/" + p.ID + "/custom-event-schemas" }
@@ -181,7 +181,7 @@ func TestCustomEventSchemas(t *testing.T) {
 // production default (500 ms), as every regional instance does.
 func TestCustomEventSchemaChangesReachResolvers(t *testing.T) {
 	// Not in parallel: it holds the resolver to two seconds.
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	h := e.MgmtHeader()
 	p := e.CreateProject(t, "api")
 	url := base + "/projects/" + p.ID + "/custom-event-schemas"

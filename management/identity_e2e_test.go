@@ -14,7 +14,7 @@ import (
 // secret) opens nothing else, and a captured write is not accepted twice.
 func TestCapturedIdentitiesAreNotReplayable(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	router, err := identity.NewSigner(stacktest.Secret)
 	if err != nil {
 		t.Fatal(err)

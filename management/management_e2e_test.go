@@ -11,7 +11,7 @@ const base = "http://api.localhost/management/v1"
 
 func TestProjectLifecycleThroughTheRouter(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	h := e.MgmtHeader()
 
 	r := e.Do(t, "POST", base+"/projects", h, map[string]any{"name": "Shop", "cluster_id": "as1", "currency": "EUR",
@@ -72,7 +72,7 @@ func TestProjectLifecycleThroughTheRouter(t *testing.T) {
 
 func TestProjectInputIsValidated(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	for name, body := range map[string]any{
 		"no name":         map[string]any{"cluster_id": "api"},
 		"no cluster":      map[string]any{"name": "x"},

@@ -12,7 +12,7 @@ import (
 // others, a type that never changes, deleted definitions still listed.
 func TestMetadataSchemas(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	h := e.MgmtHeader()
 	a, b := e.CreateProject(t, "us1"), e.CreateProject(t, "as1")
 	schemas := func(p stacktest.Project) string { return base + "/projects/" + p.ID + "/metadata-schemas" }

@@ -13,7 +13,7 @@ import (
 // project's cluster, by the same cursor as the application API's list.
 func TestManagementListsCampaignTemplates(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	h := e.MgmtHeader()
 	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "us1")}
 	a.OK("POST", "/v1/campaigns", map[string]any{"name": "Codes", "campaign_type": "DISCOUNT_COUPONS",
@@ -47,7 +47,7 @@ func TestManagementListsCampaignTemplates(t *testing.T) {
 // not write there.
 func TestManagementCopiesATemplateIntoAnotherClustersProject(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	h := e.MgmtHeader()
 	src := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	dst := stacktest.API{T: t, E: e, P: e.CreateProject(t, "us1")}

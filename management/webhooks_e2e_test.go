@@ -9,7 +9,7 @@ import (
 
 func TestWebhookConfigurationAndDeletion(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	h := e.MgmtHeader()
 	a, b := e.CreateProject(t, "us1"), e.CreateProject(t, "us1")
 	hooks := func(p stacktest.Project) string { return base + "/projects/" + p.ID + "/webhooks" }
@@ -109,7 +109,7 @@ func TestWebhookConfigurationAndDeletion(t *testing.T) {
 
 func TestWebhookSecretRotates(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	p := e.CreateProject(t, "api")
 	before := e.Do(t, "GET", base+"/projects/"+p.ID, e.MgmtHeader(), nil).JSON(t)["webhook_token"].(string)
 	r := e.Do(t, "POST", base+"/projects/"+p.ID+"/webhook-secret/rotate", e.MgmtHeader(), nil)

@@ -18,7 +18,7 @@ import (
 // cluster's own port, and bare loopback on the router's port for api. The
 // client here is Go's default one, with the default resolver.
 func TestEveryClusterIsReachableWithoutAHostName(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	creds, err := e.Stack.Bootstrap(t.Context())
 	if err != nil {
 		t.Fatal(err)

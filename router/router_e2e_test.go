@@ -11,7 +11,7 @@ import (
 )
 
 func TestProjectInUS1AnswersOnUS1AndIsMisdirectedElsewhere(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	p := e.CreateProject(t, "us1")
 
 	r := e.Do(t, "POST", stacktest.URL("us1", "/v1/customers"), p.Header(), map[string]any{"source_id": "c1", "name": "Ann"})
@@ -38,7 +38,7 @@ func TestProjectInUS1AnswersOnUS1AndIsMisdirectedElsewhere(t *testing.T) {
 }
 
 func TestBadCredentialsAre401WithTheInterfaceBody(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	p := e.CreateProject(t, "api")
 	cases := map[string]http.Header{
 		"wrong token":    {"X-App-Id": {p.AppID}, "X-App-Token": {"not-the-token"}},
@@ -65,7 +65,7 @@ func TestBadCredentialsAre401WithTheInterfaceBody(t *testing.T) {
 
 // (Bare localhost is the api cluster: see TestEveryClusterIsReachableWithoutAHostName.)
 func TestUnknownHostIs404(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	p := e.CreateProject(t, "api")
 	for _, host := range []string{"http://eu9.api.localhost", "http://localhost.localdomain", "http://api.example.com", "http://x.download.localhost"} {
 		r := e.Do(t, "GET", host+"/v1/customers", p.Header(), nil)
@@ -80,7 +80,7 @@ func TestUnknownHostIs404(t *testing.T) {
 }
 
 func TestManagementNeedsManagementCredentials(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	p := e.CreateProject(t, "api")
 	for name, h := range map[string]http.Header{
 		"none":            {},
@@ -98,7 +98,7 @@ func TestManagementNeedsManagementCredentials(t *testing.T) {
 }
 
 func TestRevokedKeyIsRefusedWithinTwoSecondsByTwoRouters(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	second, err := e.Stack.StartRouter()
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestRevokedKeyIsRefusedWithinTwoSecondsByTwoRouters(t *testing.T) {
 }
 
 func TestClusterWithItsDatabaseDownAnswers503WhileOthersServe(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{PrivateClusters: []string{"us1"}})
+	e := stacktest.Start(t, stacktest.Options{PrivateClusters: []string{"us1"}, Clusters: stacktest.AllClusters})
 	projects := map[string]stacktest.Project{}
 	for _, c := range []string{"api", "us1", "as1"} {
 		projects[c] = e.CreateProject(t, c)
@@ -171,7 +171,7 @@ func TestClusterWithItsDatabaseDownAnswers503WhileOthersServe(t *testing.T) {
 }
 
 func TestUnreachableClusterAnswers503QuicklyAndDedicatedHostsResolve(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	// A dedicated cluster whose regional instances are not running.
 	r := e.Do(t, "PUT", "http://api.localhost/management/v1/clusters/acme", e.MgmtHeader(), map[string]any{
 		"region": "europe", "kind": "dedicated", "api_host": "acme.api.localhost", "upstream_url": "http://127.0.0.1:1"})
@@ -199,7 +199,7 @@ func TestUnreachableClusterAnswers503QuicklyAndDedicatedHostsResolve(t *testing.
 }
 
 func TestProjectCannotReadAnotherProjectsCustomer(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	a, b := e.CreateProject(t, "api"), e.CreateProject(t, "api")
 	r := e.Do(t, "POST", stacktest.URL("api", "/v1/customers"), b.Header(), map[string]any{"source_id": "shared-src", "name": "B's"})
 	if r.Status != 200 {
@@ -232,7 +232,7 @@ func TestProjectCannotReadAnotherProjectsCustomer(t *testing.T) {
 func TestCredentialHeadersDoNotReachTheRegionalService(t *testing.T) {
 	// The regional service itself refuses real application keys without the
 	// router's signed identity.
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	p := e.CreateProject(t, "api")
 	srv := e.Stack.Regional["api"].Handler()
 	req, _ := http.NewRequest("GET", "/v1/customers", nil)

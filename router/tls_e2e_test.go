@@ -86,7 +86,7 @@ func served(t *testing.T, addr, serverName string) *x509.Certificate {
 // refused, since the framing follower reads the decrypted bytes. Broken
 // pairs are skipped; the plain listener redirects with 308.
 func TestRouterServesTLSByNameAndPicksUpRenewals(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	got := make(chan *http.Request, 1)
 	p := upstreamCluster(t, e, "echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

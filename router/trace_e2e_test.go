@@ -14,7 +14,7 @@ import (
 )
 
 func TestOneTraceFollowsARequestFromRouterToDatabase(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	p := e.CreateProject(t, "us1")
 
 	// The client starts the trace, as an instrumented SDK would.
@@ -115,7 +115,7 @@ func TestOneTraceFollowsARequestFromRouterToDatabase(t *testing.T) {
 // A domain operation that fails ends its span with the error recorded and
 // the span's status an error, so a trace shows which step refused.
 func TestDomainSpansCarryTheirErrors(t *testing.T) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	for _, c := range []struct{ method, path, span string }{
 		{"POST", "/v1/loyalties/members/LC-NOPE/balance", "loyalty.UpdateBalance"},

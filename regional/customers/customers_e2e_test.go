@@ -82,7 +82,7 @@ func TestCustomersThroughTheRouter(t *testing.T) {
 
 func TestCustomerListPagesWithTheCursor(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	p := e.CreateProject(t, "as1")
 	url := func(path string) string { return stacktest.URL("as1", path) }
 	const n = 25

@@ -16,7 +16,7 @@ import (
 type api struct{ stacktest.API }
 
 func start(t *testing.T) (*stacktest.Env, api) {
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	return e, api{stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}}
 }
 

@@ -68,7 +68,7 @@ func setup(t *testing.T, e *stacktest.Env, cluster, url string, events ...string
 
 func TestDeliveryReachesARealReceiverAndBothSignaturesVerify(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	rcv := newReceiver(t, func(int) int { return 200 })
 	p, _, secret := setup(t, e, "us1", rcv.srv.URL+"/hooks", "customer.created", "customer.deleted")
 
@@ -159,7 +159,7 @@ func TestReceiverFailingOnceGetsTheEventAgainAndAcceptsItOnce(t *testing.T) {
 
 func TestDeletingOrDeactivatingAWebhookStopsItsPendingDeliveries(t *testing.T) {
 	t.Parallel()
-	e := stacktest.Start(t, stacktest.Options{})
+	e := stacktest.Start(t, stacktest.Options{Clusters: stacktest.AllClusters})
 	for _, how := range []string{"delete", "deactivate"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel() // each waits five seconds on its own project
