@@ -110,26 +110,44 @@ func TestANoisyNeighbourDoesNotSlowAnotherProject(t *testing.T) {
 		return ds[len(ds)*99/100]
 	}
 	phase(40) // warm
-	var idle, loaded []time.Duration
-	for range 4 {
-		busy.Store(false)
-		time.Sleep(300 * time.Millisecond) // A's requests under way end
-		idle = append(idle, phase(100)...)
-		busy.Store(true)
-		time.Sleep(300 * time.Millisecond) // A's pile-up forms
-		loaded = append(loaded, phase(100)...)
+	// Under the race detector every request costs several times the CPU
+	// and the latencies are not compared: one round shows B is answered.
+	rounds := 4
+	if stacktest.RaceEnabled {
+		rounds = 1
 	}
-	busy.Store(false)
-	pIdle, pLoaded := p99(idle), p99(loaded)
-	t.Logf("B's p99: %v with A idle, %v with A busy (%.2f×); A: %d requests, %d refused", pIdle, pLoaded,
-		float64(pLoaded)/float64(pIdle), aDone.Load(), aFailed.Load())
+	measure := func() (pIdle, pLoaded time.Duration) {
+		var idle, loaded []time.Duration
+		for range rounds {
+			busy.Store(false)
+			time.Sleep(300 * time.Millisecond) // A's requests under way end
+			idle = append(idle, phase(100)...)
+			busy.Store(true)
+			time.Sleep(300 * time.Millisecond) // A's pile-up forms
+			loaded = append(loaded, phase(100)...)
+		}
+		busy.Store(false)
+		return p99(idle), p99(loaded)
+	}
 	// Issue 32's bound. Connections and lock waits are A's own (the shared
 	// pool and deadlocks had B's p99 at seconds, hundreds of times its idle
 	// p99); A's ~500 requests a second took most of two cores, which B
 	// shares, and read 1.5–4.0× until the instance paced a project over its
-	// share of a busy CPU (internal/cpushare): 0.96–1.70× since.
-	if pLoaded > 3*pIdle && !stacktest.RaceEnabled {
-		t.Fatalf("B's p99 with A busy %v is more than 3× its p99 with A idle %v", pLoaded, pIdle)
+	// share of a busy CPU (internal/cpushare): 0.96–1.70× since. A p99 of
+	// 400 requests is their fourth slowest, which one stall of a shared CI
+	// machine can make: a measurement over the bound is taken once more,
+	// and the test fails when both are over it (a slower B under a busy A
+	// is over it every time).
+	for attempt := 1; ; attempt++ {
+		pIdle, pLoaded := measure()
+		t.Logf("B's p99: %v with A idle, %v with A busy (%.2f×); A: %d requests, %d refused", pIdle, pLoaded,
+			float64(pLoaded)/float64(pIdle), aDone.Load(), aFailed.Load())
+		if pLoaded <= 3*pIdle || stacktest.RaceEnabled {
+			break
+		}
+		if attempt == 2 {
+			t.Fatalf("B's p99 with A busy %v is more than 3× its p99 with A idle %v, twice", pLoaded, pIdle)
+		}
 	}
 	if aDone.Load() < 100 {
 		t.Fatalf("A made only %d requests: no load", aDone.Load())
