@@ -17,7 +17,7 @@ run: build
 # The tests that compare latencies, run once more without the race detector
 # (which multiplies a request's CPU) and with nothing else running.
 TIMED_TESTS := TestANoisyNeighbourDoesNotSlowAnotherProject
-TIMED_PKGS := ./regional/engine/
+TIMED_PKGS := ./regional/engine/e2e/
 
 # The test processes of one go test share its database servers (see
 # internal/dbtest/pool.go): each package no longer starts and migrates its own.
@@ -29,7 +29,7 @@ TESTPOOL := $(GO) run ./internal/dbtest/testpool --
 # same, so every statement that can meet a serialization failure there does
 # here (TALLY_PG_SETTINGS reaches every server the test helper starts).
 SERIALIZABLE := TALLY_PG_SETTINGS="default_transaction_isolation=serializable"
-SERIALIZABLE_PKGS := ./regional/loyalty/ ./regional/redemptions/ ./regional/async/ ./regional/exports/
+SERIALIZABLE_PKGS := ./regional/loyalty/ ./regional/loyalty/e2e/ ./regional/redemptions/ ./regional/redemptions/e2e/ ./regional/async/ ./regional/exports/ ./regional/exports/e2e/
 SERIALIZABLE_ENGINE := TestLoyaltyCardsPayWithRewardsInStacks|TestConcurrentCardsKeepTheRewardsStock|TestStackedRedemptionAllOrNothing|TestConcurrentRedemptionsKeepTheQuantity|TestLockSessionReservesTheVoucher|TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce|TestLockOrderHoldsForEveryPairOfWriters|TestAHotCodeCountsExactlyUnderRedemptionsAndRollbacks|TestRedeemersOfOneCodeDoNotWaitOnEachOther|TestAHotCodeCountsExactlyThroughAQuantityChange|TestAHotCodeOnShardsAcceptsExactlyItsQuantity|TestRedeemersOfOneCodeDoNotWaitOnItsRowOrEachOthersShards
 SERIALIZABLE_CAMPAIGNS := TestVouchersCountIsExactUnderConcurrentWriters|TestAddingToVouchersCountTakesNoTurnOnTheCampaign
 
@@ -39,9 +39,9 @@ test:
 	@$(MAKE) --no-print-directory check-fmt vet
 	$(TESTPOOL) $(GO) test -race -ldflags=-w -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -timeout 5m -run '^($(TIMED_TESTS))$$' -v $(TIMED_PKGS)
-	$(GO) test -count=1 -timeout 5m -run '^TestOrderImport$$' ./regional/orders/
+	$(GO) test -count=1 -timeout 5m -run '^TestOrderImport$$' ./regional/orders/e2e/
 	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m $(SERIALIZABLE_PKGS)
-	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|$(SERIALIZABLE_CAMPAIGNS)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/ ./regional/campaigns/ ./internal/db/
+	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|$(SERIALIZABLE_CAMPAIGNS)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/e2e/ ./regional/campaigns/e2e/ ./internal/db/
 
 ## bench: the benchmark harness; writes docs/benchmarks.md
 bench: build

@@ -1,5 +1,0 @@
-//go:build !race
-
-package orders_test
-
-const raceOn = false
