@@ -41,7 +41,7 @@ test:
 	$(GO) test -count=1 -timeout 5m -run '^($(TIMED_TESTS))$$' -v $(TIMED_PKGS)
 	$(GO) test -count=1 -timeout 5m -run '^TestOrderImport$$' ./regional/orders/e2e/
 	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m $(SERIALIZABLE_PKGS)
-	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|$(SERIALIZABLE_CAMPAIGNS)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/e2e/ ./regional/campaigns/e2e/ ./internal/db/
+	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|$(SERIALIZABLE_CAMPAIGNS)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/e2e/ ./regional/engine/stacked/ ./regional/campaigns/e2e/ ./internal/db/
 
 ## bench: the benchmark harness; writes docs/benchmarks.md
 bench: build
