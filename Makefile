@@ -33,15 +33,29 @@ SERIALIZABLE_PKGS := ./regional/loyalty/ ./regional/loyalty/e2e/ ./regional/rede
 SERIALIZABLE_ENGINE := TestLoyaltyCardsPayWithRewardsInStacks|TestConcurrentCardsKeepTheRewardsStock|TestStackedRedemptionAllOrNothing|TestConcurrentRedemptionsKeepTheQuantity|TestLockSessionReservesTheVoucher|TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce|TestLockOrderHoldsForEveryPairOfWriters|TestAHotCodeCountsExactlyUnderRedemptionsAndRollbacks|TestRedeemersOfOneCodeDoNotWaitOnEachOther|TestAHotCodeCountsExactlyThroughAQuantityChange|TestAHotCodeOnShardsAcceptsExactlyItsQuantity|TestRedeemersOfOneCodeDoNotWaitOnItsRowOrEachOthersShards
 SERIALIZABLE_CAMPAIGNS := TestVouchersCountIsExactUnderConcurrentWriters|TestAddingToVouchersCountTakesNoTurnOnTheCampaign
 
+# The race pass starts its longest packages first (their times in a clean
+# run, longest first), so that its last minutes are short packages on both of
+# go test's slots, not one long package on one slot with the other idle: go
+# test builds and runs packages in the order they are named, a package named
+# twice once.
+SLOW_FIRST := ./router/ ./regional/engine/e2e/ ./management/ ./regional/loyalty/e2e/ ./regional/qualifications/ ./deploy/ ./regional/exports/e2e/ ./tenancy/ ./regional/ ./regional/redemptions/e2e/ ./terraform/ ./regional/webhooks/ ./regional/segments/e2e/ ./regional/vouchers/e2e/
+
 ## test: vet, format check, every test with the race detector on real PostgreSQL servers, then the timed tests without it, then the concurrency-heavy ones at CockroachDB's default isolation
 test:
 	@scripts/ensure-postgres.sh
+	@date -u +'== %T vet and format'
 	@$(MAKE) --no-print-directory check-fmt vet
-	$(TESTPOOL) $(GO) test -race -ldflags=-w -count=1 -timeout 20m ./...
+	@date -u +'== %T race pass'
+	$(TESTPOOL) $(GO) test -race -ldflags=-w -count=1 -timeout 20m $(SLOW_FIRST) ./...
+	@date -u +'== %T timed tests'
 	$(GO) test -count=1 -timeout 5m -run '^($(TIMED_TESTS))$$' -v $(TIMED_PKGS)
+	@date -u +'== %T order import'
 	$(GO) test -count=1 -timeout 5m -run '^TestOrderImport$$' ./regional/orders/e2e/
+	@date -u +'== %T serializable pass'
 	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m $(SERIALIZABLE_PKGS)
+	@date -u +'== %T serializable tests'
 	$(SERIALIZABLE) $(TESTPOOL) $(GO) test -count=1 -timeout 10m -run '^($(SERIALIZABLE_ENGINE)|$(SERIALIZABLE_CAMPAIGNS)|TestTheServersTakeTheRunsSettings)$$' ./regional/engine/e2e/ ./regional/engine/stacked/ ./regional/campaigns/e2e/ ./internal/db/
+	@date -u +'== %T done'
 
 ## bench: the benchmark harness; writes docs/benchmarks.md
 bench: build
