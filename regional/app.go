@@ -178,7 +178,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// their personal data, each by its owner (docs/architecture.md,
 	// Permanent deletion).
 	cust := customers.NewService(pool, notify, meta, segs, customers.Erasers{
-		Now: []erasure.Eraser{customEvents.EraseCustomer, segments.EraseCustomer, orders.EraseCustomer, publications.EraseCustomer,
+		Now: []erasure.Eraser{customEvents.EraseCustomer, segs.EraseCustomer, orders.EraseCustomer, publications.EraseCustomer,
 			redemptions.EraseCustomer, stacked.EraseCustomer, exports.StopRunning},
 		Later: []erasure.Eraser{async.EraseCustomer, exports.EraseCustomer}}, referrals.DropCustomer, customEvents.DropCustomer)
 	reports := a.newReports()
