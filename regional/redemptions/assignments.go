@@ -231,9 +231,12 @@ func registerAssignments(g *echo.Group, h Handler) {
 	g.DELETE("/loyalties/:campaignId/rewards/:assignmentId", h.deleteAssignment)
 }
 
-// createAssignments takes one assignment, answered with it, or a list
-// (the reference's body), answered with the one it made when it holds
-// one, or with the list of those made.
+// createAssignments takes one assignment or a list (the reference's
+// body), all made or none, and answers one reward assignment, the first
+// item's: the reference's response schema is one RewardAssignment, which
+// a client generated from it (the official Python SDK) reads and a list
+// fails. The others are read back from GET /v1/loyalties/{id}/rewards
+// (docs/architecture.md, Rewards).
 func (h Handler) createAssignments(c echo.Context) error {
 	var raw json.RawMessage
 	if err := httpx.Bind(c, &raw); err != nil {
@@ -261,10 +264,7 @@ func (h Handler) createAssignments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(vs) == 1 {
-		return c.JSON(http.StatusOK, vs[0])
-	}
-	return c.JSON(http.StatusOK, map[string]any{"object": "list", "data_ref": "data", "data": vs, "total": len(vs)})
+	return c.JSON(http.StatusOK, vs[0])
 }
 
 func (h Handler) listAssignments(c echo.Context) error {

@@ -286,13 +286,28 @@ func TestWhatARewardAssignmentAccepts(t *testing.T) {
 	}
 	a.Fails("POST", "/v1/loyalties/camp_nope/rewards", priced(mug, 5), 404, "not_found")
 
-	// The reference's body is a list, answered with the assignment it made
-	// (a list of several is answered with a list, which the reference does
-	// not describe: not sent here, so that the conformance check holds).
-	// One reward once a campaign.
+	// The reference's body is a list, answered with the assignment it made;
+	// a list of several makes all and is answered with the first item's
+	// assignment, one RewardAssignment as the reference's schema types the
+	// answer (every answer here is checked against it), the others read
+	// back from the list. One reward once a campaign.
 	mugAs := a.OK("POST", path, []any{priced(mug, 100)})
 	if mugAs["object"] != "reward_assignment" || mugAs["reward_id"] != mug || mugAs["related_object_id"] != campID {
 		t.Fatalf("assignment made from a list of one: %v", mugAs)
+	}
+	hat := reward("Hat", map[string]any{"product": map[string]any{"id": "prod_hat"}})
+	two := a.OK("POST", path, []any{priced(capID, 30), priced(hat, 40)})
+	if two["object"] != "reward_assignment" || two["reward_id"] != capID || two["related_object_id"] != campID ||
+		two["parameters"].(map[string]any)["loyalty"].(map[string]any)["points"] != 30.0 {
+		t.Fatalf("assignments made from a list of two: %v, want the first item's assignment", two)
+	}
+	made := map[string]float64{}
+	for _, x := range a.OK("GET", path+"?limit=100", nil)["data"].([]any) {
+		as := x.(map[string]any)
+		made[as["reward_id"].(string)] = as["parameters"].(map[string]any)["loyalty"].(map[string]any)["points"].(float64)
+	}
+	if len(made) != 3 || made[capID] != 30 || made[hat] != 40 {
+		t.Fatalf("the campaign's assignments after a list of two: %v", made)
 	}
 	a.OK("POST", path, map[string]any{"reward": coin})
 	a.Fails("POST", path, priced(mug, 5), 409, "duplicate_found")
@@ -323,7 +338,7 @@ func TestWhatARewardAssignmentAccepts(t *testing.T) {
 	code := a.Member(campID, "ann")["code"].(string)
 	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 500})
 	a.Fails("POST", "/v1/loyalties/members/"+code+"/redemption", map[string]any{"reward": map[string]any{"id": mug}}, 400, "reward_not_assigned")
-	if l := a.OK("GET", path, nil); l["total"] != 1.0 {
+	if l := a.OK("GET", path, nil); l["total"] != 3.0 {
 		t.Fatalf("assignments after a withdrawal: %v", l)
 	}
 }
