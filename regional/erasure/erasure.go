@@ -162,3 +162,21 @@ func (s Subject) redactString(x string) (any, bool) {
 	}
 	return x, changed
 }
+
+// RedactText returns x without s's values, and whether it held any: empty
+// when it is one of them, each taken out of it otherwise. It is the
+// redaction of a field of a text file (a bulk job's CSV report), where a
+// value cannot become null.
+func (s Subject) RedactText(x string) (string, bool) {
+	changed := false
+	for _, p := range s.Values {
+		if len(p) < minValue || !strings.Contains(x, p) {
+			continue
+		}
+		if x == p {
+			return "", true
+		}
+		x, changed = strings.ReplaceAll(x, p, ""), true
+	}
+	return x, changed
+}

@@ -45,3 +45,14 @@ func TestRedactTakesTheSubjectsPersonalDataAndNothingElse(t *testing.T) {
 		t.Error("InFile: a file is searched for the values long enough to be told apart, not the id")
 	}
 }
+
+func TestRedactTextBlanksAFieldThatIsAValueAndTakesValuesOutOfOthers(t *testing.T) {
+	s := erasure.Subject{CustomerID: "cust_1", Values: []string{"ann-42", "ann@example.com", "PL"}}
+	for in, want := range map[string]string{"ann-42": "", "row 3: ann@example.com is taken": "row 3:  is taken",
+		"PL": "PL", "cust_1": "cust_1", "bob-7": "bob-7"} {
+		got, changed := s.RedactText(in)
+		if got != want || changed != (in != want) {
+			t.Errorf("RedactText(%q) = %q, %v; want %q", in, got, changed, want)
+		}
+	}
+}

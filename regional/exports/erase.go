@@ -35,15 +35,15 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 	if err := StopRunning(ctx, tx, projectID, s, n); err != nil {
 		return err
 	}
-	type file struct{ id, run string }
-	rows, err := tx.Query(ctx, `SELECT id, run_id FROM exports WHERE project_id = $1 AND status = $2 AND run_id IS NOT NULL`,
-		projectID, Done)
+	type file struct{ id, run, object string }
+	rows, err := tx.Query(ctx, `SELECT id, run_id, exported_object FROM exports WHERE project_id = $1 AND run_id IS NOT NULL
+		AND (status = $2 OR (status = $3 AND exported_object = $4))`, projectID, Done, InProgress, ReportObject)
 	if err != nil {
 		return err
 	}
 	var files []file
 	var f file
-	if _, err := pgx.ForEachRow(rows, []any{&f.id, &f.run}, func() error { files = append(files, f); return nil }); err != nil {
+	if _, err := pgx.ForEachRow(rows, []any{&f.id, &f.run, &f.object}, func() error { files = append(files, f); return nil }); err != nil {
 		return err
 	}
 	overlap := 0
@@ -51,6 +51,14 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 		overlap = max(overlap, len(v))
 	}
 	for _, f := range files {
+		if f.object == ReportObject {
+			// A bulk job's report, finished or being written, keeps
+			// every row, the customer's values blanked.
+			if err := redactReport(ctx, tx, projectID, f.id, f.run, s); err != nil {
+				return err
+			}
+			continue
+		}
 		held, err := fileHolds(ctx, tx, projectID, f.id, f.run, s, overlap)
 		if err != nil {
 			return err
@@ -79,9 +87,15 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 // customer's personal values.
 var personalObjects = []string{"customer", "order", "publication", "redemption", "voucher", ReportObject}
 
+// stoppedObjects are those of personalObjects whose exports being made a
+// permanent deletion stops: all but a bulk job's report, which the
+// erasure redacts (redactReport) whether finished or being written, so
+// that the job still ends with its report.
+var stoppedObjects = personalObjects[:len(personalObjects)-1]
+
 // StopRunning is the erasure.Eraser of exports being made, run in the
 // permanent deletion's request: it turns ERROR the exports of
-// personalObjects being made while the customer is erased, whose rows may
+// stoppedObjects being made while the customer is erased, whose rows may
 // have been read before the erasure. Their run is no longer named, so the
 // job finds itself superseded and drops what it wrote; nothing it made is
 // ever served. An export still SCHEDULED reads after the erasure and is
@@ -94,7 +108,7 @@ func StopRunning(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Sub
 	}
 	_, err = tx.Exec(ctx, `UPDATE exports SET status = $2, run_id = NULL, parts = NULL, error = $3, updated_at = $4
 		WHERE project_id = $1 AND status = $5 AND exported_object = ANY($6::TEXT[])`,
-		projectID, Error, failure, time.Now().UTC().Truncate(time.Millisecond), InProgress, personalObjects)
+		projectID, Error, failure, time.Now().UTC().Truncate(time.Millisecond), InProgress, stoppedObjects)
 	return err
 }
 

@@ -2,7 +2,6 @@ package exports
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -50,14 +49,23 @@ func NewReports(pool *db.Pool, clk *clock.Clock, tokens dltoken.Keys, o Options)
 // again by a rerun of its job.
 func ReportID(actionID string) string { return "exp_" + strings.TrimPrefix(actionID, "aa_") }
 
-// Append writes records to the report of actionID at offset (the report's
-// size so far, kept in the job's checkpoint) in tx, and returns the
-// report's new size. At offset 0 it makes the report (IN_PROGRESS until
-// Finish) and writes header first.
+// Append writes records to the end of the report of actionID in tx, and
+// returns the report's new size. offset is the size the job's checkpoint
+// says the report had: at 0 it makes the report (IN_PROGRESS until Finish)
+// and writes header first; past it the records go at the file's end, read
+// from its chunks, which a permanent deletion's redaction of the report
+// (redactReport) may have made shorter than the checkpoint says.
 func (r *Reports) Append(ctx context.Context, tx pgx.Tx, projectID, actionID string, offset int64, header []string,
 	records [][]string) (int64, error) {
 	id := ReportID(actionID)
 	var data []byte
+	if offset > 0 {
+		err := tx.QueryRow(ctx, `SELECT offset_bytes + octet_length(data) FROM export_chunks WHERE project_id = $1 AND export_id = $2
+			AND run_id = $3 AND part = 0 ORDER BY offset_bytes DESC LIMIT 1`, projectID, id, actionID).Scan(&offset)
+		if err != nil && !errors.Is(err, db.ErrNotFound) && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, err
+		}
+	}
 	if offset == 0 {
 		now := r.clock.Now().UTC().Truncate(time.Millisecond)
 		if _, err := tx.Exec(ctx, `INSERT INTO exports (project_id, id, exported_object, status, channel, parameters, action_id,
@@ -80,20 +88,26 @@ func (r *Reports) Append(ctx context.Context, tx pgx.Tx, projectID, actionID str
 	return offset + int64(len(data)), nil
 }
 
-// Finish marks the report of actionID DONE with rows rows in size bytes,
-// and returns its link, good until the report is swept, and that time.
-// No link is a report gone meanwhile (a permanent deletion took a file
-// that held its customer). Run again, it finishes the report again.
-func (r *Reports) Finish(ctx context.Context, projectID, actionID string, rows, size int64) (urls []string, till *time.Time, err error) {
-	parts, err := json.Marshal([]Part{{Rows: rows, Bytes: size}})
-	if err != nil {
-		return nil, nil, err
-	}
+// Finish marks the report of actionID DONE with rows rows, and returns its
+// link, good until the report is swept, and that time. Its size is its
+// file's, summed in the statement that finishes it: size, what the job
+// wrote, is more when a permanent deletion has redacted the report since.
+// No link is a report gone meanwhile (swept, or stopped by a deletion
+// before reports were redacted rather than stopped). Run again, it
+// finishes the report again.
+func (r *Reports) Finish(ctx context.Context, projectID, actionID string, rows, _ int64) (urls []string, till *time.Time, err error) {
 	id := ReportID(actionID)
 	var expires time.Time
-	err = r.pool.QueryRow(ctx, `UPDATE exports SET status = $3, parts = $4, total_rows = $5, done_rows = $5, updated_at = $6
-		WHERE project_id = $1 AND id = $2 AND run_id = $7 AND status IN ($3, $8) RETURNING expires_at`,
-		projectID, id, Done, parts, rows, r.clock.Now().UTC().Truncate(time.Millisecond), actionID, InProgress).Scan(&expires)
+	// Serializable: a redaction committed between this statement's
+	// snapshot and its update of the row fails it, and it is tried again
+	// with the redacted file's size.
+	err = db.InTx(ctx, r.pool, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `UPDATE exports SET status = $3, total_rows = $4, done_rows = $4, updated_at = $5,
+		parts = jsonb_build_array(jsonb_build_object('rows', $4::INT8, 'bytes', (SELECT COALESCE(sum(octet_length(data)), 0)
+			FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id = $6 AND part = 0)))
+		WHERE project_id = $1 AND id = $2 AND run_id = $6 AND status IN ($3, $7) RETURNING expires_at`,
+			projectID, id, Done, rows, r.clock.Now().UTC().Truncate(time.Millisecond), actionID, InProgress).Scan(&expires)
+	})
 	if errors.Is(err, db.ErrNotFound) {
 		return []string{}, nil, nil
 	}
