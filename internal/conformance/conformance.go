@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -99,14 +98,31 @@ type refOp struct {
 	tmpl   string
 }
 
-// referencePath is where the reference description is, "" when absent.
-func referencePath() string {
+// ReferencePath is where the reference description is, "" when absent:
+// TALLY_OPENAPI, else shared/reference/voucherify-openapi.json beside the
+// repository, found from the working directory (a test runs in its
+// package's directory, the tools in the repository's) by going up to the
+// directory that holds go.mod. The source file's own path is not used: a
+// build with -trimpath (make test's) records module paths, not directories.
+func ReferencePath() string {
 	if p := os.Getenv("TALLY_OPENAPI"); p != "" {
 		return p
 	}
-	_, file, _, _ := runtime.Caller(0)
-	// internal/conformance/conformance.go → the repository's parent directory.
-	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "reference", "voucherify-openapi.json")
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return ""
+		}
+		dir = up
+	}
+	p := filepath.Join(filepath.Dir(dir), "shared", "reference", "voucherify-openapi.json")
 	if _, err := os.Stat(p); err != nil {
 		return ""
 	}
@@ -115,7 +131,7 @@ func referencePath() string {
 
 func load() error {
 	reference.once.Do(func() {
-		reference.path = referencePath()
+		reference.path = ReferencePath()
 		if reference.path == "" {
 			return
 		}
