@@ -244,35 +244,47 @@ func checkItems(ctx context.Context, q db.Querier, projectID string, items []Ite
 func (s *Service) Create(ctx context.Context, projectID string, r Request) (_ View, err error) {
 	ctx, span := tracer.Start(ctx, "collections.Create")
 	defer telemetry.End(span, &err)
-	c := Collection{ID: ids.New("pc_"), CreatedAt: s.now()}
+	var v View
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := r.check(ctx, tx, projectID, &c); err != nil {
-			return err
-		}
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM product_collections WHERE project_id = $1`, projectID).Scan(&n); err != nil {
-			return err
-		}
-		if n >= MaxPerProject {
-			return apierr.New(400, "limit_exceeded", "Limit exceeded", fmt.Sprintf("a project has at most %d product collections", MaxPerProject))
-		}
-		var items []byte
-		if c.Type == Static {
-			if items, err = json.Marshal(c.Items); err != nil {
-				return err
-			}
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO product_collections (project_id, id, name, type, filter, products, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, c.ID, c.Name, c.Type, nullJSON(c.Filter), items, c.CreatedAt)
-		if errors.Is(err, db.ErrConflict) {
-			return apierr.Duplicate("products_collection", fmt.Sprintf("A product collection named %q already exists.", c.Name))
-		}
+		v, err = s.CreateIn(ctx, tx, projectID, ids.New("pc_"), r)
 		return err
 	})
-	if err == nil {
-		s.cache.Remove(projectID + "/" + c.ID)
+	return v, err
+}
+
+// CreateIn stores a new collection with the id given in the caller's
+// transaction: what a campaign template copied from another project
+// carries is made in the transaction of the campaign or tier set up from
+// it (regional/templates). A new id is in no cache (a read of an id not
+// yet made caches its absence, so it is dropped all the same).
+func (s *Service) CreateIn(ctx context.Context, tx pgx.Tx, projectID, id string, r Request) (View, error) {
+	c := Collection{ID: id, CreatedAt: s.now()}
+	if err := r.check(ctx, tx, projectID, &c); err != nil {
+		return View{}, err
 	}
-	return c.View(), err
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM product_collections WHERE project_id = $1`, projectID).Scan(&n); err != nil {
+		return View{}, err
+	}
+	if n >= MaxPerProject {
+		return View{}, apierr.New(400, "limit_exceeded", "Limit exceeded", fmt.Sprintf("a project has at most %d product collections", MaxPerProject))
+	}
+	var items []byte
+	if c.Type == Static {
+		var err error
+		if items, err = json.Marshal(c.Items); err != nil {
+			return View{}, err
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO product_collections (project_id, id, name, type, filter, products, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, c.ID, c.Name, c.Type, nullJSON(c.Filter), items, c.CreatedAt)
+	if errors.Is(err, db.ErrConflict) {
+		return View{}, apierr.Duplicate("products_collection", fmt.Sprintf("A product collection named %q already exists.", c.Name))
+	} else if err != nil {
+		return View{}, err
+	}
+	s.cache.Remove(projectID + "/" + c.ID)
+	return c.View(), nil
 }
 
 func nullJSON(raw json.RawMessage) any {

@@ -178,25 +178,38 @@ func get(ctx context.Context, q db.Querier, projectID, id string, lock bool) (Lo
 func (s *Service) Create(ctx context.Context, projectID string, r Request) (_ View, err error) {
 	ctx, span := tracer.Start(ctx, "locations.Create")
 	defer telemetry.End(span, &err)
-	l := Location{ID: ids.New("loc_"), CreatedAt: s.now()}
+	if err := r.apply(&Location{}, true); err != nil { // a bad body is refused before a transaction
+		return View{}, err
+	}
+	var v View
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		v, err = s.CreateIn(ctx, tx, projectID, ids.New("loc_"), r)
+		return err
+	})
+	return v, err
+}
+
+// CreateIn stores a new location with the id given in the caller's
+// transaction: what a campaign template copied from another project
+// carries is made in the transaction of the campaign or tier set up from
+// it (regional/templates).
+func (s *Service) CreateIn(ctx context.Context, tx pgx.Tx, projectID, id string, r Request) (View, error) {
+	l := Location{ID: id, CreatedAt: s.now()}
 	if err := r.apply(&l, true); err != nil {
 		return View{}, err
 	}
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// The cap is read in the writer's transaction: two creates at the
-		// cap may both pass under read committed, a bound one over.
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM locations WHERE project_id = $1`, projectID).Scan(&n); err != nil {
-			return err
-		}
-		if n >= MaxPerProject {
-			return apierr.New(400, "limit_exceeded", "Limit exceeded",
-				fmt.Sprintf("a project has at most %d locations", MaxPerProject))
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO locations (project_id, id, name, shape, created_at) VALUES ($1, $2, $3, $4, $5)`,
-			projectID, l.ID, l.Name, l.Shape, l.CreatedAt)
-		return err
-	})
+	// The cap is read in the writer's transaction: two creates at the
+	// cap may both pass under read committed, a bound one over.
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM locations WHERE project_id = $1`, projectID).Scan(&n); err != nil {
+		return View{}, err
+	}
+	if n >= MaxPerProject {
+		return View{}, apierr.New(400, "limit_exceeded", "Limit exceeded",
+			fmt.Sprintf("a project has at most %d locations", MaxPerProject))
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO locations (project_id, id, name, shape, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		projectID, l.ID, l.Name, l.Shape, l.CreatedAt)
 	return l.View(), err
 }
 

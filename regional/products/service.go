@@ -141,27 +141,51 @@ func (s *Service) view(ctx context.Context, q db.Querier, projectID string, p Pr
 func (s *Service) CreateProduct(ctx context.Context, projectID string, patch Patch) (_ View, err error) {
 	ctx, span := tracer.Start(ctx, "products.CreateProduct")
 	defer telemetry.End(span, &err)
-	p := Product{ID: ids.New("prod_"), CreatedAt: s.now()}
-	if err := patch.noID(); err != nil {
-		return View{}, err
-	}
-	if err := patch.ApplyProduct(&p); err != nil {
-		return View{}, err
-	}
-	if err := s.checkMetadata(ctx, projectID, "product", patch, p.Metadata, true); err != nil {
+	p, err := s.newProduct(ctx, projectID, ids.New("prod_"), patch)
+	if err != nil {
 		return View{}, err
 	}
 	var v View
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := insertProduct(ctx, tx, projectID, p); err != nil {
-			return err
-		}
-		v = p.View(nil, 0)
-		return s.emit(ctx, tx, func(b *pgx.Batch) error {
-			return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: ProductCreated, Entity: p.ID, Object: v})
-		})
+		v, err = s.writeProduct(ctx, tx, projectID, p)
+		return err
 	})
-	return v, duplicateProduct(err)
+	return v, err
+}
+
+// CreateProductIn makes a product with the id given in the caller's
+// transaction, its webhook notice with it: what a campaign template
+// copied from another project carries is made in the transaction of the
+// campaign or tier set up from it (regional/templates), so that a refused
+// setup leaves none of it behind.
+func (s *Service) CreateProductIn(ctx context.Context, tx pgx.Tx, projectID, id string, patch Patch) (View, error) {
+	p, err := s.newProduct(ctx, projectID, id, patch)
+	if err != nil {
+		return View{}, err
+	}
+	return s.writeProduct(ctx, tx, projectID, p)
+}
+
+// newProduct is the product a create body makes, checked.
+func (s *Service) newProduct(ctx context.Context, projectID, id string, patch Patch) (Product, error) {
+	p := Product{ID: id, CreatedAt: s.now()}
+	if err := patch.noID(); err != nil {
+		return p, err
+	}
+	if err := patch.ApplyProduct(&p); err != nil {
+		return p, err
+	}
+	return p, s.checkMetadata(ctx, projectID, "product", patch, p.Metadata, true)
+}
+
+func (s *Service) writeProduct(ctx context.Context, tx pgx.Tx, projectID string, p Product) (View, error) {
+	if err := insertProduct(ctx, tx, projectID, p); err != nil {
+		return View{}, duplicateProduct(err)
+	}
+	v := p.View(nil, 0)
+	return v, s.emit(ctx, tx, func(b *pgx.Batch) error {
+		return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: ProductCreated, Entity: p.ID, Object: v})
+	})
 }
 
 // GetProduct returns a live product by id or source_id.
@@ -310,33 +334,54 @@ func (s *Service) RemoveBinnedSKU(ctx context.Context, tx pgx.Tx, projectID stri
 func (s *Service) CreateSKU(ctx context.Context, projectID, productRef string, patch Patch) (_ SKUView, err error) {
 	ctx, span := tracer.Start(ctx, "products.CreateSKU")
 	defer telemetry.End(span, &err)
-	k := SKU{ID: ids.New("sku_"), CreatedAt: s.now()}
-	if err := patch.noID(); err != nil {
-		return SKUView{}, err
-	}
-	if err := patch.ApplySKU(&k); err != nil {
-		return SKUView{}, err
-	}
-	if err := s.checkMetadata(ctx, projectID, "sku", patch, k.Metadata, true); err != nil {
+	k, err := s.newSKU(ctx, projectID, ids.New("sku_"), patch)
+	if err != nil {
 		return SKUView{}, err
 	}
 	var v SKUView
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// The product's row lock keeps it out of the bin until this commits.
-		p, err := s.product(ctx, tx, projectID, productRef, true)
-		if err != nil {
-			return err
-		}
-		k.ProductID = p.ID
-		if err := insertSKU(ctx, tx, projectID, k); err != nil {
-			return err
-		}
-		v = k.View()
-		return s.emit(ctx, tx, func(b *pgx.Batch) error {
-			return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: SKUCreated, Entity: k.ID, Object: v})
-		})
+		v, err = s.writeSKU(ctx, tx, projectID, productRef, k)
+		return err
 	})
-	return v, duplicateSKU(err)
+	return v, err
+}
+
+// CreateSKUIn adds a SKU with the id given to a live product in the
+// caller's transaction (as CreateProductIn).
+func (s *Service) CreateSKUIn(ctx context.Context, tx pgx.Tx, projectID, id, productRef string, patch Patch) (SKUView, error) {
+	k, err := s.newSKU(ctx, projectID, id, patch)
+	if err != nil {
+		return SKUView{}, err
+	}
+	return s.writeSKU(ctx, tx, projectID, productRef, k)
+}
+
+// newSKU is the SKU a create body makes, checked.
+func (s *Service) newSKU(ctx context.Context, projectID, id string, patch Patch) (SKU, error) {
+	k := SKU{ID: id, CreatedAt: s.now()}
+	if err := patch.noID(); err != nil {
+		return k, err
+	}
+	if err := patch.ApplySKU(&k); err != nil {
+		return k, err
+	}
+	return k, s.checkMetadata(ctx, projectID, "sku", patch, k.Metadata, true)
+}
+
+func (s *Service) writeSKU(ctx context.Context, tx pgx.Tx, projectID, productRef string, k SKU) (SKUView, error) {
+	// The product's row lock keeps it out of the bin until this commits.
+	p, err := s.product(ctx, tx, projectID, productRef, true)
+	if err != nil {
+		return SKUView{}, err
+	}
+	k.ProductID = p.ID
+	if err := insertSKU(ctx, tx, projectID, k); err != nil {
+		return SKUView{}, duplicateSKU(err)
+	}
+	v := k.View()
+	return v, s.emit(ctx, tx, func(b *pgx.Batch) error {
+		return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: SKUCreated, Entity: k.ID, Object: v})
+	})
 }
 
 // SKURef names a SKU the way a request's path does: in a project, by SKU

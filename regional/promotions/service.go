@@ -287,19 +287,36 @@ func (s *Service) DropCampaignTiers(ctx context.Context, projectID, campaignID s
 
 // AddTiers is POST /v1/promotions/{campaignId}/tiers: one tier.
 func (s *Service) AddTier(ctx context.Context, projectID, campaignID string, r TierRequest) (TierView, error) {
-	var t []Tier
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		c, err := promotion(ctx, tx, projectID, campaignID, true)
-		if err != nil {
-			return err
-		}
-		t, err = s.addTiers(ctx, tx, projectID, c.ID, []TierRequest{r})
+	var t Tier
+	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		t, err = s.addTierIn(ctx, tx, projectID, campaignID, r)
 		return err
 	})
 	if err != nil {
 		return TierView{}, err
 	}
-	return s.one(ctx, projectID, t[0])
+	return s.one(ctx, projectID, t)
+}
+
+// AddTierIn adds one tier to a promotion campaign in the caller's
+// transaction and answers its id, to be read (GetTier) once that commits:
+// a tier set up from a template is written with what the template
+// carries and its rules' copies (regional/templates).
+func (s *Service) AddTierIn(ctx context.Context, tx pgx.Tx, projectID, campaignID string, r TierRequest) (string, error) {
+	t, err := s.addTierIn(ctx, tx, projectID, campaignID, r)
+	return t.ID, err
+}
+
+func (s *Service) addTierIn(ctx context.Context, tx pgx.Tx, projectID, campaignID string, r TierRequest) (Tier, error) {
+	c, err := promotion(ctx, tx, projectID, campaignID, true)
+	if err != nil {
+		return Tier{}, err
+	}
+	t, err := s.addTiers(ctx, tx, projectID, c.ID, []TierRequest{r})
+	if err != nil {
+		return Tier{}, err
+	}
+	return t[0], nil
 }
 
 func (s *Service) one(ctx context.Context, projectID string, t Tier) (TierView, error) {

@@ -147,54 +147,79 @@ func compile(seg Segment) (compiled, error) {
 func (s *Service) Create(ctx context.Context, projectID string, b Body) (v View, err error) {
 	ctx, span := tracer.Start(ctx, "segments.Create")
 	defer telemetry.End(span, &err)
-	typ, f, err := b.check()
-	if err != nil {
+	if _, _, err := b.check(); err != nil { // a bad body is refused before a transaction
 		return View{}, err
 	}
-	seg := Segment{ID: ids.New("seg_"), Name: *b.Name, Type: typ, CreatedAt: s.clock.Now()}
-	if f != nil {
-		seg.Filter = f.Raw()
-	}
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if typ == Static {
-			if err := insert(ctx, tx, projectID, seg); err != nil {
-				return err
-			}
-			return s.addStatic(ctx, tx, projectID, seg.ID, b.Customers)
-		}
-		n, err := countFilterSegments(ctx, tx, projectID)
-		if err != nil {
-			return err
-		}
-		if n >= MaxFilterSegments {
-			return apierr.InvalidPayload(fmt.Sprintf("type: a project holds at most %d auto-update and passive segments, and this one has %d; delete one first.",
-				MaxFilterSegments, n))
-		}
-		// A filter counting events is first evaluated once every instance
-		// has seen it (cacheTTL, and a second for an event's transaction
-		// under way): until then another instance's events path does not
-		// know to evaluate the customer of an event it stores, and only
-		// an evaluation that reads the stored counts after it finds them.
-		var after time.Time
-		if f != nil && len(f.EventNames()) > 0 {
-			after = time.Now().Add(cacheTTL + time.Second)
-		}
-		a, err := async.StartJobAfter(ctx, tx, projectID, JobSync, syncParams{SegmentID: seg.ID}, after)
-		if err != nil {
-			return err
-		}
-		seg.SyncActionID = &a.ID
-		return insert(ctx, tx, projectID, seg)
+		v, err = s.CreateIn(ctx, tx, projectID, ids.New("seg_"), b)
+		return err
 	})
 	if err != nil {
 		return View{}, err
 	}
+	s.Made(projectID)
+	return v, nil
+}
+
+// Made tells this instance that segments were made in a caller's
+// transaction that has committed (CreateIn): the project's filter segments
+// are read again and the job that first evaluates a filter is woken.
+func (s *Service) Made(projectID string) {
 	s.filters.Remove(projectID)
-	if typ == Static {
-		return seg.view(SyncDone), nil
-	}
 	s.wake()
+}
+
+// CreateIn makes a segment with the id given in the caller's transaction,
+// who calls Made once it commits: what a campaign template copied from
+// another project carries is made in the transaction of the campaign or
+// tier set up from it (regional/templates).
+func (s *Service) CreateIn(ctx context.Context, tx pgx.Tx, projectID, id string, b Body) (View, error) {
+	typ, f, err := b.check()
+	if err != nil {
+		return View{}, err
+	}
+	seg := Segment{ID: id, Name: *b.Name, Type: typ, CreatedAt: s.clock.Now()}
+	if f != nil {
+		seg.Filter = f.Raw()
+	}
+	if typ == Static {
+		if err := insert(ctx, tx, projectID, seg); err != nil {
+			return View{}, err
+		}
+		return seg.view(SyncDone), s.addStatic(ctx, tx, projectID, seg.ID, b.Customers)
+	}
+	if err := s.startFilter(ctx, tx, projectID, &seg, f); err != nil {
+		return View{}, err
+	}
 	return seg.view(SyncInProgress), nil
+}
+
+// startFilter writes a filter segment with the job that first evaluates
+// it.
+func (s *Service) startFilter(ctx context.Context, tx pgx.Tx, projectID string, seg *Segment, f *Filter) error {
+	n, err := countFilterSegments(ctx, tx, projectID)
+	if err != nil {
+		return err
+	}
+	if n >= MaxFilterSegments {
+		return apierr.InvalidPayload(fmt.Sprintf("type: a project holds at most %d auto-update and passive segments, and this one has %d; delete one first.",
+			MaxFilterSegments, n))
+	}
+	// A filter counting events is first evaluated once every instance
+	// has seen it (cacheTTL, and a second for an event's transaction
+	// under way): until then another instance's events path does not
+	// know to evaluate the customer of an event it stores, and only
+	// an evaluation that reads the stored counts after it finds them.
+	var after time.Time
+	if f != nil && len(f.EventNames()) > 0 {
+		after = time.Now().Add(cacheTTL + time.Second)
+	}
+	a, err := async.StartJobAfter(ctx, tx, projectID, JobSync, syncParams{SegmentID: seg.ID}, after)
+	if err != nil {
+		return err
+	}
+	seg.SyncActionID = &a.ID
+	return insert(ctx, tx, projectID, *seg)
 }
 
 func (s *Service) addStatic(ctx context.Context, tx pgx.Tx, projectID, segmentID string, names []string) error {

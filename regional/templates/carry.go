@@ -9,7 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/regional/collections"
 	"github.com/tallyhq/tally/regional/locations"
 	"github.com/tallyhq/tally/regional/products"
@@ -23,7 +26,8 @@ import (
 // set up from the copy makes each in its project, or matches it to one the
 // project has (products and SKUs by source_id; collections, segments and
 // locations by name), and rewrites the rules' and settings' ids to the
-// destination's.
+// destination's. What it makes is made in the transaction that writes the
+// campaign or tier, so a refused setup leaves nothing behind.
 
 // Carried is an object of the source project a copy carries.
 type Carried struct {
@@ -210,109 +214,172 @@ func rewrite(doc json.RawMessage, ids map[string]string) json.RawMessage {
 	return out
 }
 
-// place makes each carried object in projectID or matches it to one the
-// project has, and answers the source ids' destination ids and what was
-// made. What it makes stays should the setup then fail: a second setup
-// matches it.
-func (s *Service) place(ctx context.Context, projectID string, cs []Carried) (map[string]string, []Resource, error) {
-	ids := map[string]string{}
-	made := []Resource{}
+// planned is a carried object as a setup places it in the destination:
+// its id there, matched to one the project has or new, and, when new, the
+// body that makes it there, naming the destination's ids.
+type planned struct {
+	Carried
+	id   string
+	body json.RawMessage // nil when matched
+}
+
+// idPrefix is the id prefix of each carried object's kind.
+var idPrefix = map[string]string{"product": "prod_", "sku": "sku_", "products_collection": "pc_", "segments": "seg_", "location": "loc_"}
+
+// plan matches each carried object to one projectID has (products and
+// SKUs by source_id, the rest by name) or gives it a new id there, and
+// answers the source ids' destination ids. It writes nothing: makeIn
+// makes the new ones in the setup's transaction, so that a refused setup
+// leaves none behind (docs/architecture.md, Campaign templates).
+func (s *Service) plan(ctx context.Context, projectID string, cs []Carried) (map[string]string, []planned, error) {
+	dest := map[string]string{}
+	out := make([]planned, 0, len(cs))
+	fresh := map[string]string{} // a new object's kind and key → its id, which a later one of the same key matches
 	for _, c := range cs {
-		body := rewrite(c.Body, ids)
-		id, created, err := s.placeOne(ctx, projectID, c.Object, body)
+		body := rewrite(c.Body, dest)
+		key, id, err := s.match(ctx, projectID, c.Object, body)
+		if err != nil {
+			return nil, nil, err
+		}
+		p := planned{Carried: c, id: id}
+		if p.id == "" && key != "" {
+			p.id = fresh[key]
+		}
+		if p.id == "" {
+			p.id, p.body = ids.New(idPrefix[c.Object]), body
+			if key != "" {
+				fresh[key] = p.id
+			}
+		}
+		dest[c.ID] = p.id
+		out = append(out, p)
+	}
+	return dest, out, nil
+}
+
+// match answers the kind and key a carried object of kind object with
+// body is matched by ("" when it has none: a product without a
+// source_id) and the id of the object of projectID it matches, "" for
+// none.
+func (s *Service) match(ctx context.Context, projectID, object string, body json.RawMessage) (string, string, error) {
+	var named struct {
+		Name     string  `json:"name"`
+		SourceID *string `json:"source_id"`
+	}
+	if err := json.Unmarshal(body, &named); err != nil {
+		return "", "", err
+	}
+	o := s.objects
+	var id string
+	var err error
+	switch object {
+	case "product", "sku":
+		if named.SourceID == nil {
+			return "", "", nil
+		}
+		if object == "product" {
+			var v products.View
+			v, err = o.Products.GetProduct(ctx, projectID, *named.SourceID)
+			id = v.ID
+		} else {
+			var v products.SKUView
+			v, err = o.Products.GetSKU(ctx, projectID, *named.SourceID)
+			id = v.ID
+		}
+		if e := (*apierr.Error)(nil); errors.As(err, &e) && e.Status == http.StatusNotFound {
+			id, err = "", nil
+		}
+		return object + "/" + *named.SourceID, id, err
+	case "products_collection":
+		id, err = o.Collections.IDByName(ctx, projectID, named.Name)
+	case "segments":
+		id, err = o.Segments.IDByName(ctx, projectID, named.Name)
+	default:
+		id, err = o.Locations.IDByName(ctx, projectID, named.Name)
+	}
+	return object + "/" + named.Name, id, err
+}
+
+// errRaced marks a carried object that another setup made between this
+// one's plan and its transaction (its source_id or name is taken): the
+// setup, refused whole, is planned and run again once.
+var errRaced = errors.New("templates: a carried object was made by another setup meanwhile")
+
+// makeIn makes in tx the planned objects that matched none, in order,
+// and answers them as created_resources; segments made are to be told
+// to their owner once tx commits (Segments.Made).
+func (s *Service) makeIn(ctx context.Context, tx pgx.Tx, projectID string, ps []planned) ([]Resource, error) {
+	made := []Resource{}
+	for _, p := range ps {
+		if p.body == nil {
+			continue
+		}
+		err := s.makeOne(ctx, tx, projectID, p)
 		// A refusal (the destination's limits, its metadata schema) names
 		// what of the template it refused; anything else is the server's.
 		if e := (*apierr.Error)(nil); errors.As(err, &e) && e.Status < 500 {
-			return nil, nil, apierr.New(e.Status, e.Key, e.Message,
-				fmt.Sprintf("the template's %s %s could not be made in project %s: %s", c.Object, c.ID, projectID, e.Error()))
+			refusal := apierr.New(e.Status, e.Key, e.Message,
+				fmt.Sprintf("the template's %s %s could not be made in project %s: %s", p.Object, p.ID, projectID, e.Error()))
+			if e.Status == http.StatusConflict {
+				return nil, fmt.Errorf("%w: %w", errRaced, refusal)
+			}
+			return nil, refusal
 		} else if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		ids[c.ID] = id
-		if created {
-			made = append(made, Resource{ID: id, Object: c.Object})
-		}
+		made = append(made, Resource{ID: p.id, Object: p.Object})
 	}
-	return ids, made, nil
+	return made, nil
 }
 
-func (s *Service) placeOne(ctx context.Context, projectID, object string, body json.RawMessage) (string, bool, error) {
-	var named struct {
-		Name      string  `json:"name"`
-		SourceID  *string `json:"source_id"`
-		ProductID string  `json:"product_id"`
-	}
-	if err := json.Unmarshal(body, &named); err != nil {
-		return "", false, err
-	}
+func (s *Service) makeOne(ctx context.Context, tx pgx.Tx, projectID string, p planned) error {
 	o := s.objects
-	switch object {
+	var err error
+	switch p.Object {
 	case "product", "sku":
 		var patch products.Patch
-		if err := json.Unmarshal(body, &patch); err != nil {
-			return "", false, err
+		if err := json.Unmarshal(p.body, &patch); err != nil {
+			return err
 		}
-		if named.SourceID != nil {
-			var id string
-			var err error
-			if object == "product" {
-				var v products.View
-				v, err = o.Products.GetProduct(ctx, projectID, *named.SourceID)
-				id = v.ID
-			} else {
-				var v products.SKUView
-				v, err = o.Products.GetSKU(ctx, projectID, *named.SourceID)
-				id = v.ID
-			}
-			if err == nil {
-				return id, false, nil
-			} else if e := (*apierr.Error)(nil); !errors.As(err, &e) || e.Status != http.StatusNotFound {
-				return "", false, err
-			}
+		if p.Object == "product" {
+			_, err = o.Products.CreateProductIn(ctx, tx, projectID, p.id, patch)
+			return err
 		}
-		if object == "product" {
-			v, err := o.Products.CreateProduct(ctx, projectID, patch)
-			return v.ID, err == nil, err
+		var ref string
+		if err := json.Unmarshal(patch["product_id"], &ref); err != nil {
+			return err
 		}
 		delete(patch, "product_id")
-		v, err := o.Products.CreateSKU(ctx, projectID, named.ProductID, patch)
-		return v.ID, err == nil, err
+		_, err = o.Products.CreateSKUIn(ctx, tx, projectID, p.id, ref, patch)
 	case "products_collection":
-		return matchOrMake(ctx, projectID, named.Name, o.Collections.IDByName, func() (string, error) {
-			var r collections.Request
-			if err := json.Unmarshal(body, &r); err != nil {
-				return "", err
-			}
-			v, err := o.Collections.Create(ctx, projectID, r)
-			return v.ID, err
-		})
+		var r collections.Request
+		if err := json.Unmarshal(p.body, &r); err != nil {
+			return err
+		}
+		_, err = o.Collections.CreateIn(ctx, tx, projectID, p.id, r)
 	case "segments":
-		return matchOrMake(ctx, projectID, named.Name, o.Segments.IDByName, func() (string, error) {
-			var b segments.Body
-			if err := json.Unmarshal(body, &b); err != nil {
-				return "", err
-			}
-			v, err := o.Segments.Create(ctx, projectID, b)
-			return v.ID, err
-		})
+		var b segments.Body
+		if err := json.Unmarshal(p.body, &b); err != nil {
+			return err
+		}
+		_, err = o.Segments.CreateIn(ctx, tx, projectID, p.id, b)
 	default:
-		return matchOrMake(ctx, projectID, named.Name, o.Locations.IDByName, func() (string, error) {
-			var r locations.Request
-			if err := json.Unmarshal(body, &r); err != nil {
-				return "", err
-			}
-			v, err := o.Locations.Create(ctx, projectID, r)
-			return v.ID, err
-		})
+		var r locations.Request
+		if err := json.Unmarshal(p.body, &r); err != nil {
+			return err
+		}
+		_, err = o.Locations.CreateIn(ctx, tx, projectID, p.id, r)
 	}
+	return err
 }
 
-func matchOrMake(ctx context.Context, projectID, name string, byName func(context.Context, string, string) (string, error),
-	make func() (string, error)) (string, bool, error) {
-	id, err := byName(ctx, projectID, name)
-	if err != nil || id != "" {
-		return id, false, err
+// madeSegments tells the segments' owner of those made, once the
+// setup's transaction has committed.
+func (s *Service) madeSegments(projectID string, made []Resource) {
+	for _, r := range made {
+		if r.Object == "segments" {
+			s.objects.Segments.Made(projectID)
+			return
+		}
 	}
-	id, err = make()
-	return id, err == nil, err
 }

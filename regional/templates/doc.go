@@ -11,7 +11,7 @@
 // segments and locations those rules name stay shared within the project).
 // It keeps no name, category or code count. A campaign or tier made from
 // it is written by its owner (regional/vouchers, regional/promotions) with
-// copies of the rules, made and assigned in the same transaction where the
-// owner takes one (campaigns) and undone on failure where it does not
-// (tiers).
+// copies of the rules and, for a template copied from another project,
+// the objects it carries (carry.go), all made and assigned in one
+// transaction: a refused setup leaves nothing behind.
 package templates

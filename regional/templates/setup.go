@@ -3,11 +3,14 @@ package templates
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/promotions"
 	"github.com/tallyhq/tally/regional/validation"
@@ -82,14 +85,15 @@ func tierBody(t Template) (map[string]json.RawMessage, error) {
 }
 
 // placed reads a template for a setup: one copied from another project
-// has what it carries made or matched in projectID first, and its rules
-// and settings rewritten to name them; made lists what was made.
-func (s *Service) placed(ctx context.Context, projectID, id string) (Template, []Resource, error) {
+// has what it carries matched in projectID or given new ids there (plan),
+// and its rules and settings rewritten to name them; what is new is made
+// by makeIn in the setup's transaction.
+func (s *Service) placed(ctx context.Context, projectID, id string) (Template, []planned, error) {
 	t, err := get(ctx, s.pool, projectID, id)
 	if err != nil || len(t.Carried) == 0 {
 		return t, nil, err
 	}
-	ids, made, err := s.place(ctx, projectID, t.Carried)
+	ids, plan, err := s.plan(ctx, projectID, t.Carried)
 	if err != nil {
 		return t, nil, err
 	}
@@ -99,7 +103,7 @@ func (s *Service) placed(ctx context.Context, projectID, id string) (Template, [
 	if err := json.Unmarshal(rewrite(mustJSON(t.Rules), ids), &t.Rules); err != nil {
 		return t, nil, err
 	}
-	return t, made, nil
+	return t, plan, nil
 }
 
 func mustJSON(v any) json.RawMessage {
@@ -107,15 +111,31 @@ func mustJSON(v any) json.RawMessage {
 	return raw
 }
 
+// onceMore runs a setup again, planned anew, when another setup made one
+// of the objects it carries between its plan and its transaction: the
+// refused transaction wrote nothing, and the second plan matches it.
+func onceMore[T any](setup func() (T, error)) (T, error) {
+	out, err := setup()
+	if errors.Is(err, errRaced) {
+		return setup()
+	}
+	return out, err
+}
+
 // CampaignSetup makes a campaign from a template: the template's settings
 // with the request's fields over them, and copies of its rules assigned to
-// the campaign in the transaction that writes it.
+// the campaign, with what a copied template carries, in the transaction
+// that writes it.
 func (s *Service) CampaignSetup(ctx context.Context, projectID, id string, req map[string]json.RawMessage) (CampaignSetup, error) {
 	name, err := nameOf(req, "campaign")
 	if err != nil {
 		return CampaignSetup{}, err
 	}
-	t, made, err := s.placed(ctx, projectID, id)
+	return onceMore(func() (CampaignSetup, error) { return s.campaignSetup(ctx, projectID, id, name, req) })
+}
+
+func (s *Service) campaignSetup(ctx context.Context, projectID, id, name string, req map[string]json.RawMessage) (CampaignSetup, error) {
+	t, plan, err := s.placed(ctx, projectID, id)
 	if err != nil {
 		return CampaignSetup{}, err
 	}
@@ -126,30 +146,45 @@ func (s *Service) CampaignSetup(ctx context.Context, projectID, id string, req m
 	if err := campaigns.Decode(raw, &r); err != nil {
 		return CampaignSetup{}, err
 	}
-	created := []Resource{}
+	var created []Resource
 	v, err := s.vouchers.CreateCampaign(ctx, projectID, r, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
-		created = append(created[:0], made...) // a retried transaction starts again
-		ruleIDs := make([]string, 0, len(t.Rules))
-		for _, def := range t.Rules {
-			rv, err := s.rules.CreateIn(ctx, tx, projectID, ruleBody(def, name))
-			if err != nil {
-				return err
-			}
-			ruleIDs = append(ruleIDs, rv.ID)
-			created = append(created, Resource{ID: rv.ID, Object: "validation_rules"})
+		var err error
+		if created, err = s.makeIn(ctx, tx, projectID, plan); err != nil { // a retried transaction starts again
+			return err
 		}
-		_, err := s.rules.AssignIn(ctx, tx, projectID, "campaign", c.ID, ruleIDs)
+		ruleIDs, err := s.ruleCopiesIn(ctx, tx, projectID, name, t.Rules, &created)
+		if err != nil {
+			return err
+		}
+		_, err = s.rules.AssignIn(ctx, tx, projectID, "campaign", c.ID, ruleIDs)
 		return err
 	})
 	if err != nil {
 		return CampaignSetup{}, err
 	}
+	s.madeSegments(projectID, created)
 	return CampaignSetup{CreatedResources: created, Campaign: v, Object: "campaign_setup"}, nil
 }
 
+// ruleCopiesIn makes in tx a copy of each of a template's rules for the
+// campaign or tier named owner, adds them to created and answers their ids.
+func (s *Service) ruleCopiesIn(ctx context.Context, tx pgx.Tx, projectID, owner string, defs []map[string]json.RawMessage,
+	created *[]Resource) ([]string, error) {
+	ruleIDs := make([]string, 0, len(defs))
+	for _, def := range defs {
+		rv, err := s.rules.CreateIn(ctx, tx, projectID, ruleBody(def, owner))
+		if err != nil {
+			return nil, err
+		}
+		ruleIDs = append(ruleIDs, rv.ID)
+		*created = append(*created, Resource{ID: rv.ID, Object: "validation_rules"})
+	}
+	return ruleIDs, nil
+}
+
 // TierSetup adds a promotion tier made from a template to a promotion
-// campaign. The tier's owner writes it in a transaction of its own, so the
-// rule copies are made first and removed again if the tier is refused.
+// campaign: the tier, copies of the template's rules assigned to it and
+// what a copied template carries, in one transaction.
 func (s *Service) TierSetup(ctx context.Context, projectID, id string, req map[string]json.RawMessage) (TierSetup, error) {
 	name, err := nameOf(req, "promotion tier")
 	if err != nil {
@@ -159,7 +194,11 @@ func (s *Service) TierSetup(ctx context.Context, projectID, id string, req map[s
 	if raw, ok := req["campaign_id"]; !ok || json.Unmarshal(raw, &campaignID) != nil || campaignID == "" {
 		return TierSetup{}, apierr.InvalidPayload("campaign_id is required: the promotion campaign the tier joins")
 	}
-	t, made, err := s.placed(ctx, projectID, id)
+	return onceMore(func() (TierSetup, error) { return s.tierSetup(ctx, projectID, id, name, campaignID, req) })
+}
+
+func (s *Service) tierSetup(ctx context.Context, projectID, id, name, campaignID string, req map[string]json.RawMessage) (TierSetup, error) {
+	t, plan, err := s.placed(ctx, projectID, id)
 	if err != nil {
 		return TierSetup{}, err
 	}
@@ -178,26 +217,28 @@ func (s *Service) TierSetup(ctx context.Context, projectID, id string, req map[s
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return TierSetup{}, apierr.InvalidPayload("the promotion tier does not read: " + err.Error())
 	}
-	created := append([]Resource{}, made...)
-	undo := func() {
-		for _, c := range created {
-			if c.Object == "validation_rules" {
-				_ = s.rules.Delete(context.WithoutCancel(ctx), projectID, c.ID)
-			}
+	var created []Resource
+	var tierID string
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if created, err = s.makeIn(ctx, tx, projectID, plan); err != nil { // a retried transaction starts again
+			return err
 		}
-	}
-	for _, def := range t.Rules {
-		rv, err := s.rules.Create(ctx, projectID, ruleBody(def, name))
+		ruleIDs, err := s.ruleCopiesIn(ctx, tx, projectID, name, t.Rules, &created)
 		if err != nil {
-			undo()
-			return TierSetup{}, err
+			return err
 		}
-		r.ValidationRules = append(r.ValidationRules, rv.ID)
-		created = append(created, Resource{ID: rv.ID, Object: "validation_rules"})
-	}
-	tier, err := s.promos.AddTier(ctx, projectID, campaignID, r)
+		tr := r
+		tr.ValidationRules = append(slices.Clip(r.ValidationRules), ruleIDs...)
+		tierID, err = s.promos.AddTierIn(ctx, tx, projectID, campaignID, tr)
+		return err
+	})
 	if err != nil {
-		undo()
+		return TierSetup{}, err
+	}
+	s.madeSegments(projectID, created)
+	tier, err := s.promos.GetTier(ctx, projectID, tierID)
+	if err != nil {
 		return TierSetup{}, err
 	}
 	c, err := s.promos.GetCampaign(ctx, projectID, tier.CampaignID)
