@@ -31,13 +31,65 @@ type imported struct {
 // COPY and its updated ones by one UPDATE over unnest. An item that cannot
 // be written is counted in st with its reason; the others are.
 func (s *Service) importChunk(ctx context.Context, tx pgx.Tx, projectID string, items []json.RawMessage, first int, st *importProgress) error {
-	es := make([]*imported, len(items))
 	fail := func(e *imported, err error) {
 		e.failed = true
 		st.Fail(importFailure{Row: e.row, SourceID: e.r.SourceID, Reason: customers.Refusal(err)})
 	}
-	var names, refs []string
+	es, names, refs := parseChunk(items, first, fail)
+	known, err := customers.Resolve(ctx, tx, projectID, names)
+	if err != nil {
+		return err
+	}
 	var patches []*customers.Patch
+	for _, e := range es {
+		if e.failed {
+			continue
+		}
+		// customer_id is read only without a customer object, as a
+		// single write reads it.
+		switch {
+		case e.patch == nil && e.r.CustomerID != nil && known[*e.r.CustomerID] == "":
+			fail(e, apierr.NotFound("customer", *e.r.CustomerID))
+		case e.r.ReferrerID != nil && known[*e.r.ReferrerID] == "":
+			fail(e, apierr.NotFound("customer", *e.r.ReferrerID))
+		case e.patch != nil:
+			e.custAt, patches = len(patches), append(patches, e.patch)
+		}
+	}
+	w := chunkWrite{s: s, projectID: projectID, st: st, fail: fail, known: known, now: s.clock.Now(),
+		fresh: map[*Order]bool{}, touched: map[*Order]bool{}}
+	if w.custIDs, w.custErrs, err = s.customers.ImportMany(ctx, tx, projectID, patches); err != nil {
+		return err
+	}
+	existing, err := db.Collect(scan)(tx.Query(ctx, `SELECT `+columns+` FROM orders
+		WHERE project_id = $1 AND (id = ANY($2) OR source_id = ANY($2)) ORDER BY id FOR UPDATE`, projectID, refs))
+	if err != nil {
+		return err
+	}
+	w.byID, w.bySource = map[string]*Order{}, map[string]*Order{}
+	for i := range existing {
+		o := &existing[i]
+		w.byID[o.ID] = o
+		if o.SourceID != nil {
+			w.bySource[*o.SourceID] = o
+		}
+	}
+	for _, e := range es {
+		if !e.failed {
+			w.place(ctx, e)
+		}
+	}
+	if err := copyOrders(ctx, tx, projectID, w.created); err != nil {
+		return err
+	}
+	return updateOrders(ctx, tx, projectID, w.updated)
+}
+
+// parseChunk decodes and checks each item on its own, and lists the
+// customers (ids or source_ids) and orders (ids and source_ids) the chunk
+// names, to be read in one query each.
+func parseChunk(items []json.RawMessage, first int, fail func(*imported, error)) (es []*imported, names, refs []string) {
+	es = make([]*imported, len(items))
 	for i, raw := range items {
 		e := &imported{row: first + i + 1, custAt: -1}
 		es[i] = e
@@ -70,123 +122,103 @@ func (s *Service) importChunk(ctx context.Context, tx pgx.Tx, projectID string, 
 			}
 		}
 	}
-	known, err := customers.Resolve(ctx, tx, projectID, names)
+	return es, names, refs
+}
+
+// chunkWrite is what a chunk's items are applied to, in their order: the
+// orders the chunk read or made (by id and source_id), which of them are
+// new and which updated, and the customers it resolved or imported.
+type chunkWrite struct {
+	s         *Service
+	projectID string
+	st        *importProgress
+	fail      func(*imported, error)
+	known     map[string]string // customer id or source_id -> id
+	custIDs   []string          // the imported customers' ids, by custAt
+	custErrs  []error
+	now       time.Time
+	byID      map[string]*Order
+	bySource  map[string]*Order
+	fresh     map[*Order]bool // made by this chunk
+	touched   map[*Order]bool // already in updated
+	created   []*Order
+	updated   []*Order
+}
+
+// place applies one item to the order it names (or a new one), or counts
+// it failed and leaves that order as it was.
+func (w *chunkWrite) place(ctx context.Context, e *imported) {
+	if e.custAt >= 0 && w.custErrs[e.custAt] != nil {
+		w.fail(e, fmt.Errorf("customer: %s", customers.Refusal(w.custErrs[e.custAt])))
+		return
+	}
+	var o *Order
+	switch {
+	case e.r.ID != nil:
+		if o = w.byID[*e.r.ID]; o == nil {
+			w.fail(e, apierr.NotFound("order", *e.r.ID))
+			return
+		}
+	case e.r.SourceID != nil:
+		o = w.bySource[*e.r.SourceID]
+	}
+	insert := o == nil
+	if insert {
+		o = &Order{Status: "CREATED", Items: []map[string]any{}, CreatedAt: w.now}
+	}
+	before, wasPaid := *o, o.Status == "PAID" && !insert
+	// Metadata is checked against the project's schemas as a single
+	// write's is, on what the item leaves.
+	err := apply(o, e.r)
+	if err == nil {
+		err = w.s.checkMetadata(ctx, w.projectID, *o, e.r, insert)
+	}
 	if err != nil {
-		return err
+		*o = before // a later item of the same order applies on what was kept
+		w.fail(e, err)
+		return
 	}
-	for _, e := range es {
-		if e.failed {
-			continue
-		}
-		// customer_id is read only without a customer object, as a
-		// single write reads it.
-		switch {
-		case e.patch == nil && e.r.CustomerID != nil && known[*e.r.CustomerID] == "":
-			fail(e, apierr.NotFound("customer", *e.r.CustomerID))
-		case e.r.ReferrerID != nil && known[*e.r.ReferrerID] == "":
-			fail(e, apierr.NotFound("customer", *e.r.ReferrerID))
-		case e.patch != nil:
-			e.custAt, patches = len(patches), append(patches, e.patch)
-		}
+	if e.r.SourceID != nil && w.bySource[*e.r.SourceID] != nil && w.bySource[*e.r.SourceID] != o {
+		*o = before
+		w.fail(e, apierr.Duplicate("order", "Another order already has this source_id."))
+		return
 	}
-	custIDs, custErrs, err := s.customers.ImportMany(ctx, tx, projectID, patches)
-	if err != nil {
-		return err
+	switch {
+	case e.custAt >= 0:
+		o.CustomerID = &w.custIDs[e.custAt]
+	case e.r.CustomerID != nil:
+		id := w.known[*e.r.CustomerID]
+		o.CustomerID = &id
 	}
-	existing, err := db.Collect(scan)(tx.Query(ctx, `SELECT `+columns+` FROM orders
-		WHERE project_id = $1 AND (id = ANY($2) OR source_id = ANY($2)) ORDER BY id FOR UPDATE`, projectID, refs))
-	if err != nil {
-		return err
+	if e.r.ReferrerID != nil {
+		id := w.known[*e.r.ReferrerID]
+		o.ReferrerID = &id
 	}
-	byID, bySource := map[string]*Order{}, map[string]*Order{}
-	for i := range existing {
-		o := &existing[i]
-		byID[o.ID] = o
-		if o.SourceID != nil {
-			bySource[*o.SourceID] = o
-		}
+	// A PAID order is stamped so, with nothing of what a single write
+	// raises on it (the reference: no webhooks, no earning).
+	if o.Status == "PAID" && !wasPaid {
+		now := w.now
+		o.PaidAt = &now
 	}
-	var created, updated []*Order
-	fresh, touched := map[*Order]bool{}, map[*Order]bool{}
-	now := s.clock.Now()
-	for _, e := range es {
-		if e.failed {
-			continue
-		}
-		if e.custAt >= 0 && custErrs[e.custAt] != nil {
-			fail(e, fmt.Errorf("customer: %s", customers.Refusal(custErrs[e.custAt])))
-			continue
-		}
-		var o *Order
-		switch {
-		case e.r.ID != nil:
-			if o = byID[*e.r.ID]; o == nil {
-				fail(e, apierr.NotFound("order", *e.r.ID))
-				continue
-			}
-		case e.r.SourceID != nil:
-			o = bySource[*e.r.SourceID]
-		}
-		insert := o == nil
-		if insert {
-			o = &Order{Status: "CREATED", Items: []map[string]any{}, CreatedAt: now}
-		}
-		before, wasPaid := *o, o.Status == "PAID" && !insert
-		// Metadata is checked against the project's schemas as a single
-		// write's is, on what the item leaves.
-		err := apply(o, e.r)
-		if err == nil {
-			err = s.checkMetadata(ctx, projectID, *o, e.r, insert)
-		}
-		if err != nil {
-			*o = before // a later item of the same order applies on what was kept
-			fail(e, err)
-			continue
-		}
-		if e.r.SourceID != nil && bySource[*e.r.SourceID] != nil && bySource[*e.r.SourceID] != o {
-			*o = before
-			fail(e, apierr.Duplicate("order", "Another order already has this source_id."))
-			continue
-		}
-		switch {
-		case e.custAt >= 0:
-			o.CustomerID = &custIDs[e.custAt]
-		case e.r.CustomerID != nil:
-			id := known[*e.r.CustomerID]
-			o.CustomerID = &id
-		}
-		if e.r.ReferrerID != nil {
-			id := known[*e.r.ReferrerID]
-			o.ReferrerID = &id
-		}
-		// A PAID order is stamped so, with nothing of what a single write
-		// raises on it (the reference: no webhooks, no earning).
-		if o.Status == "PAID" && !wasPaid {
-			o.PaidAt = &now
-		}
-		st.DoneCount++
-		switch {
-		case insert:
-			o.ID = ids.New("ord_")
-			byID[o.ID], fresh[o] = o, true
-			created = append(created, o)
-		case !fresh[o]: // an order the chunk made is still new, whatever later items set
-			o.UpdatedAt = &now
-			if !touched[o] {
-				updated, touched[o] = append(updated, o), true
-			}
-		}
-		if o.SourceID != nil {
-			if before.SourceID != nil && *before.SourceID != *o.SourceID {
-				delete(bySource, *before.SourceID)
-			}
-			bySource[*o.SourceID] = o
+	w.st.DoneCount++
+	switch {
+	case insert:
+		o.ID = ids.New("ord_")
+		w.byID[o.ID], w.fresh[o] = o, true
+		w.created = append(w.created, o)
+	case !w.fresh[o]: // an order the chunk made is still new, whatever later items set
+		now := w.now
+		o.UpdatedAt = &now
+		if !w.touched[o] {
+			w.updated, w.touched[o] = append(w.updated, o), true
 		}
 	}
-	if err := copyOrders(ctx, tx, projectID, created); err != nil {
-		return err
+	if o.SourceID != nil {
+		if before.SourceID != nil && *before.SourceID != *o.SourceID {
+			delete(w.bySource, *before.SourceID)
+		}
+		w.bySource[*o.SourceID] = o
 	}
-	return updateOrders(ctx, tx, projectID, updated)
 }
 
 // orderRow is an order's columns (after project_id) as written.
