@@ -48,9 +48,7 @@ func (s *Service) ClaimFree(ctx context.Context, tx pgx.Tx, projectID string, c 
 // then no voucher has been given.
 func (s *Service) ClaimFreeN(ctx context.Context, tx pgx.Tx, projectID string, c Campaign, holderID string, n int) ([]Voucher, error) {
 	free := func() ([]Voucher, error) {
-		return db.Collect(scanVoucher)(tx.Query(ctx, `SELECT `+voucherColumns+voucherFrom+`
-			WHERE v.project_id = $1 AND v.campaign_id = $2 AND v.holder_id IS NULL AND v.bin_id IS NULL AND v.active
-			ORDER BY v.id LIMIT $3 FOR UPDATE OF v SKIP LOCKED`, projectID, c.ID, n))
+		return db.Collect(scanVoucher)(tx.Query(ctx, freeVouchers, projectID, c.ID, n))
 	}
 	vs, err := free()
 	if err != nil {
