@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -87,10 +88,10 @@ func LiveIDOf(typ string) string {
 // voucher a publication, an import or a single create added would write,
 // making each campaign's writers take turns on it (and a locked campaign
 // row stop them all). It is counter rows, campaign_voucher_counts: a writer
-// adds to one of voucherCountShards shards chosen at random (an upsert), so
-// writers of one campaign meet only when they pick the same shard, and a
-// reader sums the shards, at most voucherCountShards rows of one key
-// prefix, in the statement that reads the campaign. The sum is exact: every
+// adds to one of voucherCountShards shards, dealt in turn (an upsert,
+// nextShard), so writers of one campaign meet only when given the same
+// shard, and a reader sums the shards, at most voucherCountShards rows of
+// one key prefix, in the statement that reads the campaign. The sum is exact: every
 // addition commits with the vouchers it counts.
 const voucherCountShards = 16
 
@@ -288,16 +289,75 @@ func ListWhere[V any](ctx context.Context, q db.Querier, projectID string, f Fil
 
 // AddVouchersCount counts n more vouchers of a campaign, in the caller's
 // transaction (the one that makes them): n is added to a counter row
-// chosen at random, so that writers of one campaign do not take turns on
-// one row. It neither reads nor locks the campaign's row.
+// (nextShard), so that writers of one campaign do not take turns on one
+// row. It neither reads nor locks the campaign's row. Under a context of
+// DeferVouchersCounts it only keeps n for QueueDeferredCounts.
 func AddVouchersCount(ctx context.Context, q db.Querier, projectID, campaignID string, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	_, err := q.Exec(ctx, `INSERT INTO campaign_voucher_counts (project_id, campaign_id, shard, n) VALUES ($1, $2, $3, $4)
+	if d, ok := ctx.Value(deferKey{}).(*deferredCounts); ok {
+		d.adds = append(d.adds, deferredCount{projectID, campaignID, n})
+		return nil
+	}
+	b := &pgx.Batch{}
+	queueVouchersCount(b, deferredCount{projectID, campaignID, n})
+	return q.SendBatch(ctx, b).Close()
+}
+
+func queueVouchersCount(b *pgx.Batch, c deferredCount) {
+	b.Queue(`INSERT INTO campaign_voucher_counts (project_id, campaign_id, shard, n) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (project_id, campaign_id, shard) DO UPDATE SET n = campaign_voucher_counts.n + excluded.n`,
-		projectID, campaignID, int16(rand.IntN(voucherCountShards)), n)
-	return err
+		c.project, c.campaign, nextShard(), c.n)
+}
+
+// shardTurn deals this instance's counter additions to the shards in turn
+// from a random start: the upsert's row lock is held to the commit, and
+// writers of one instance under way at once (fewer than
+// voucherCountShards) each hold a shard of their own rather than meeting
+// on one drawn at random (16 writers drawing from 16 shards nearly always
+// pair two). Instances meet at random, as before.
+var shardTurn = func() *atomic.Uint32 {
+	var t atomic.Uint32
+	t.Store(rand.Uint32())
+	return &t
+}()
+
+func nextShard() int16 { return int16(shardTurn.Add(1) % voucherCountShards) }
+
+// deferredCount is a counting AddVouchersCount kept for the transaction's
+// last batch.
+type deferredCount struct {
+	project, campaign string
+	n                 int64
+}
+
+type deferredCounts struct{ adds []deferredCount }
+
+type deferKey struct{}
+
+// DeferVouchersCounts is ctx under which AddVouchersCount keeps what it
+// counts rather than writing it, for the caller to queue onto its
+// transaction's last batch (QueueDeferredCounts): the counter row's lock
+// is then held from that batch to the commit only, not through the rest
+// of the transaction (a CAMPAIGN reward's redemption, which publishes a
+// voucher it makes and then writes the points' ledger). A context made
+// for one transaction attempt: a retried one makes another.
+func DeferVouchersCounts(ctx context.Context) context.Context {
+	return context.WithValue(ctx, deferKey{}, &deferredCounts{})
+}
+
+// QueueDeferredCounts queues onto b the counts kept under ctx
+// (DeferVouchersCounts), and forgets them.
+func QueueDeferredCounts(ctx context.Context, b *pgx.Batch) {
+	d, ok := ctx.Value(deferKey{}).(*deferredCounts)
+	if !ok {
+		return
+	}
+	for _, c := range d.adds {
+		queueVouchersCount(b, c)
+	}
+	d.adds = nil
 }
 
 // SetGenerationStatus records where a campaign's voucher generation is;

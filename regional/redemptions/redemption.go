@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel"
@@ -50,6 +51,7 @@ type Service struct {
 	vouchers *vouchers.Service
 	meta     MetadataSchemas
 	clock    *clock.Clock
+	fresh    *expirable.LRU[string, struct{}] // rewards giving a new discount voucher (campaignpath.go)
 }
 
 // MetadataSchemas checks the metadata a write leaves against the
@@ -70,7 +72,8 @@ func (s *Service) CheckMetadata(ctx context.Context, projectID string, md map[st
 // loyalty program prog; CAMPAIGN rewards are given through pubs and vs.
 func NewService(prog *loyalty.Service, pool *db.Pool, notify loyalty.Notifier, ord *orders.Service, meta MetadataSchemas,
 	pubs *publications.Service, vs *vouchers.Service, clk *clock.Clock) *Service {
-	return &Service{prog: prog, pool: pool, notify: notify, orders: ord, meta: meta, pubs: pubs, vouchers: vs, clock: clk}
+	return &Service{prog: prog, pool: pool, notify: notify, orders: ord, meta: meta, pubs: pubs, vouchers: vs, clock: clk,
+		fresh: expirable.NewLRU[string, struct{}](10_000, nil, freshTTL)}
 }
 
 // Now is the service's time: the platform clock, which tests move.
@@ -202,31 +205,19 @@ func (s *Service) Redeem(ctx context.Context, ref loyalty.CardRef, r RedeemReque
 		}
 		order = &o
 	}
-	in := redeeming{ref: ref, r: r, order: order, src: webhooks.SourceOf(ctx)}
+	in := redeeming{ref: ref, r: r, order: order, src: webhooks.SourceOf(ctx), skipPipe: s.givesFresh(projectID, r.Reward.ID)}
 	// Two round trips at READ COMMITTED under the card's lock (LockCard's
 	// batch with BEGIN, the writes with COMMIT); a CAMPAIGN reward, which
 	// publishes and credits through other packages' statements, runs again
-	// as a transaction of its own (errNeedsTx).
-	err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
-		return s.redeemIn(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, nil, &in)
-	})
-	if errors.Is(err, errNeedsTx) {
-		err = db.InTxReadCommitted(ctx, s.pool, func(tx pgx.Tx) error {
-			if in.gives != nil && in.holder != "" {
-				t, err := heldTarget(ctx, tx, projectID, in.gives, in.holder)
-				if err != nil {
-					return err
-				}
-				if err := s.lockBefore(ctx, tx, projectID, t, in.payCode); err != nil {
-					return err
-				}
-			}
-			wr, err := s.redeemIn(ctx, func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() }, tx, &in)
-			if err != nil {
-				return err
-			}
-			return tx.SendBatch(ctx, wr).Close()
+	// as a transaction of its own (errNeedsTx), or at once when it is known
+	// to give a new discount voucher (campaignpath.go).
+	if !in.skipPipe {
+		err = db.InPipe(ctx, s.pool, pgx.ReadCommitted, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+			return s.redeemIn(ctx, func(b *pgx.Batch) error { return p.Send(ctx, b).Close() }, nil, &in)
 		})
+	}
+	if in.skipPipe || errors.Is(err, errNeedsTx) {
+		err = s.redeemInTx(ctx, &in)
 	}
 	if rewards.IsOutOfStock(err) {
 		return nil, outOfStock(r.Reward.ID)
@@ -246,6 +237,9 @@ type redeeming struct {
 	// campaign, so that the transaction locks in code order (lockBefore).
 	payCode, holder string
 	gives           *rewards.CampaignReward
+	// skipPipe: the reward was known to give a new discount voucher, which
+	// locks nothing before the card, so the transaction ran at once.
+	skipPipe bool
 }
 
 // errNeedsTx says a redemption in a pipe reached a CAMPAIGN reward, which
@@ -282,10 +276,13 @@ func (s *Service) redeemIn(ctx context.Context, send func(*pgx.Batch) error, tx 
 	if card.Balance < pts {
 		return nil, loyalty.PointsExceeded(card.Card, pts)
 	}
-	if w.Type == rewards.CampaignType && tx == nil {
+	if w.Type == rewards.CampaignType && (tx == nil || (in.skipPipe && !s.noteFresh(projectID, w))) {
 		in.payCode, in.gives = card.Code, w.Attrs.Parameters.Campaign
 		if card.HolderID != nil {
 			in.holder = *card.HolderID
+		}
+		if tx == nil {
+			s.noteFresh(projectID, w)
 		}
 		return nil, errNeedsTx
 	}
@@ -329,6 +326,9 @@ func (s *Service) redeemIn(ctx context.Context, send func(*pgx.Batch) error, tx 
 	// Last before COMMIT: a reward with a stock updates its row, and
 	// holds that row's lock from here to the commit, its stock refusing
 	// it when others took the last units; one without adds to a shard.
+	// So does the count of the vouchers a CAMPAIGN reward made
+	// (campaignpath.go).
+	campaigns.QueueDeferredCounts(ctx, wr)
 	w.Count.Queue(wr, projectID, +1)
 	return wr, nil
 }

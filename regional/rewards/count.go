@@ -3,6 +3,7 @@ package rewards
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,9 +18,9 @@ import (
 // conditional update (rewards_in_stock refuses one past the stock), which
 // must serialize its buyers to keep the stock exact. A reward without one
 // is counted in reward_redemption_counts: each redemption or rollback adds
-// ±1 to one of countShards rows chosen at random, so buyers of one reward
-// meet only when they pick the same shard, and a read adds the shards to
-// the row's count (Columns).
+// ±1 to one of countShards rows, dealt in turn (nextShard), so buyers of
+// one reward meet only when they are given the same shard, and a read
+// adds the shards to the row's count (Columns).
 //
 // Which of the two a redemption takes is chosen under a lock, so that a
 // stock set meanwhile sees every unit: QueueCount share-locks the row
@@ -31,6 +32,19 @@ import (
 // stock and take the row's update. A redemption that found a stock takes
 // the row's update whatever the stock is by then, which is exact too.
 const countShards = 16
+
+// shardTurn deals this instance's shard additions to the shards in turn
+// from a random start: each holds its row's lock to the commit, and the
+// redemptions of one instance under way at once (fewer than countShards)
+// each hold a shard of their own rather than meeting on one drawn at
+// random (16 redeemers drawing from 16 shards nearly always pair two).
+var shardTurn = func() *atomic.Uint32 {
+	var t atomic.Uint32
+	t.Store(rand.Uint32())
+	return &t
+}()
+
+func nextShard() int16 { return int16(shardTurn.Add(1) % countShards) }
 
 // shardsOf is the sum of the counter rows of the reward aliased w.
 const shardsOf = `(SELECT COALESCE(sum(c.n), 0) FROM reward_redemption_counts c WHERE c.project_id = w.project_id AND c.reward_id = w.id)`
@@ -70,7 +84,7 @@ func (c Count) Queue(b *pgx.Batch, projectID string, delta int) {
 	if c.shared {
 		b.Queue(`INSERT INTO reward_redemption_counts (project_id, reward_id, shard, n) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (project_id, reward_id, shard) DO UPDATE SET n = reward_redemption_counts.n + excluded.n`,
-			projectID, c.rewardID, int16(rand.IntN(countShards)), delta)
+			projectID, c.rewardID, nextShard(), delta)
 		return
 	}
 	b.Queue(`UPDATE rewards SET redeemed = redeemed + $3 WHERE project_id = $1 AND id = $2 AND redeemed + $3 >= 0`,
