@@ -273,41 +273,9 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 	if _, err := job.Resume(ctx, &st); err != nil {
 		return nil, err
 	}
-	type row struct {
-		n, line int
-		src     *string
-		patch   *Patch
-		bad     string
-	}
-	// read is the next data row (n counts them from 1), nil at the end.
-	n := 0
-	read := func() (*row, error) {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		n++
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			return &row{n: n, line: pe.StartLine, bad: "the line is not valid CSV: " + pe.Err.Error()}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		line, _ := r.FieldPos(0)
-		rw := &row{n: n, line: line}
-		for i, prop := range h {
-			if prop == "source_id" && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
-				src := strings.TrimSpace(rec[i])
-				rw.src = &src
-			}
-		}
-		if rw.patch, err = h.patch(rec, cell); err != nil {
-			rw.bad = Refusal(err)
-		}
-		return rw, nil
-	}
-	for n < st.Next {
+	rows := &csvRows{r: r, h: h, cell: cell}
+	read := rows.next
+	for rows.n < st.Next {
 		if rw, err := read(); err != nil || rw == nil {
 			return nil, fmt.Errorf("customers: the import's input ends before its checkpoint (row %d): %v", st.Next, err)
 		}
@@ -316,7 +284,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 	// file's parsing (CPU here) and the chunk's transaction (mostly the
 	// database's) overlap. One chunk ahead at most.
 	type chunk struct {
-		rows   []*row
+		rows   []*csvRow
 		n, pct int
 		err    error
 	}
@@ -337,7 +305,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 				}
 				return nil
 			})
-			c.n, c.pct = n, int(r.InputOffset()*100/max(size, 1))
+			c.n, c.pct = rows.n, int(r.InputOffset()*100/max(size, 1))
 			select {
 			case ahead <- c:
 			case <-stop:
@@ -355,29 +323,8 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 		if len(c.rows) == 0 {
 			break
 		}
-		rows := c.rows
 		err := async.CommitChunk(ctx, job, &st, c.n, c.pct, func(ctx context.Context, tx pgx.Tx, st *progress) error {
-			var ps []*Patch
-			var of []*row
-			for _, rw := range rows {
-				if rw.bad != "" {
-					st.Fail(failure{Row: rw.n, Line: rw.line, SourceID: rw.src, Reason: rw.bad})
-					continue
-				}
-				ps, of = append(ps, rw.patch), append(of, rw)
-			}
-			errs, err := s.UpsertMany(ctx, tx, job.ProjectID, ps)
-			if err != nil {
-				return err
-			}
-			for i, e := range errs {
-				if e != nil {
-					st.Fail(failure{Row: of[i].n, Line: of[i].line, SourceID: of[i].src, Reason: Refusal(e)})
-					continue
-				}
-				st.DoneCount++
-			}
-			return nil
+			return s.importRows(ctx, tx, job.ProjectID, st, c.rows)
 		})
 		if err != nil {
 			return nil, err
@@ -388,6 +335,78 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 		msg += fmt.Sprintf(" The first %d failures are listed.", len(st.Failed))
 	}
 	return map[string]any{"message": msg, "done_count": st.DoneCount, "failed_count": st.FailedCount, "failed": st.Listed()}, nil
+}
+
+// csvRow is a data row of a customers CSV: its place (n counts data rows
+// from 1; line is the file's), its source_id, and the customer it makes
+// or why it cannot.
+type csvRow struct {
+	n, line int
+	src     *string
+	patch   *Patch
+	bad     string
+}
+
+// csvRows reads a customers CSV's data rows after its header.
+type csvRows struct {
+	r    *csv.Reader
+	h    csvHeader
+	cell func(key, v string) any
+	n    int // data rows read
+}
+
+// next is the next data row, nil at the end.
+func (rs *csvRows) next() (*csvRow, error) {
+	rec, err := rs.r.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, nil
+	}
+	rs.n++
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return &csvRow{n: rs.n, line: pe.StartLine, bad: "the line is not valid CSV: " + pe.Err.Error()}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	line, _ := rs.r.FieldPos(0)
+	rw := &csvRow{n: rs.n, line: line}
+	for i, prop := range rs.h {
+		if prop == "source_id" && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
+			src := strings.TrimSpace(rec[i])
+			rw.src = &src
+		}
+	}
+	if rw.patch, err = rs.h.patch(rec, rs.cell); err != nil {
+		rw.bad = Refusal(err)
+	}
+	return rw, nil
+}
+
+// importRows writes a chunk of rows in tx, counting each in st: the bad
+// ones failed with their reason, the others as UpsertMany answers them.
+func (s *Service) importRows(ctx context.Context, tx pgx.Tx, projectID string, st *progress, rows []*csvRow) error {
+	var ps []*Patch
+	var of []*csvRow
+	for _, rw := range rows {
+		if rw.bad != "" {
+			st.Fail(failure{Row: rw.n, Line: rw.line, SourceID: rw.src, Reason: rw.bad})
+			continue
+		}
+		ps, of = append(ps, rw.patch), append(of, rw)
+	}
+	errs, err := s.UpsertMany(ctx, tx, projectID, ps)
+	if err != nil {
+		return err
+	}
+	for i, e := range errs {
+		if e != nil {
+			st.Fail(failure{Row: of[i].n, Line: of[i].line, SourceID: of[i].src, Reason: Refusal(e)})
+			continue
+		}
+		st.DoneCount++
+	}
+	return nil
 }
 
 // readBody reads a bulk update's JSON body, at most MaxInput.

@@ -288,56 +288,9 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 		return bad("segment.id is required: the auto-update segment whose entering customers earn")
 	}
 	if q.Loyalty != nil {
-		l := *q.Loyalty
-		switch l.Type {
-		case "FIXED":
-			if l.Points == nil || *l.Points <= 0 || *l.Points > 1_000_000_000 {
-				return bad("loyalty.points must be a positive number of points for a FIXED rule")
-			}
-			l.CalculationType, l.Order, l.CustomEvent, l.Customer = "", nil, nil, nil
-		case "PROPORTIONAL":
-			if isTierEvent(r.Event) {
-				return bad("a " + r.Event + " rule gives FIXED points only: loyalty {type: FIXED, points}")
-			}
-			if r.Event == SegmentEntered {
-				m := l.Customer
-				if l.CalculationType != "CUSTOMER_METADATA" || m == nil || m.Metadata == nil {
-					return bad("a PROPORTIONAL customer.segment.entered rule has calculation_type CUSTOMER_METADATA with customer.metadata {every, points, property}")
-				}
-				if e := m.Metadata; !positive(e.Every) || e.Points <= 0 || e.Points > 1_000_000_000 || e.Property == "" || len(e.Property) > 100 {
-					return bad("loyalty.customer.metadata needs a positive every and points and the name of a number property")
-				}
-				l.Points, l.Order, l.CustomEvent = nil, nil, nil
-				break
-			}
-			l.Customer = nil
-			if r.Event != "order.paid" {
-				m := l.CustomEvent
-				if l.CalculationType != "CUSTOM_EVENT_METADATA" || m == nil || m.Metadata == nil {
-					return bad("a PROPORTIONAL custom event rule has calculation_type CUSTOM_EVENT_METADATA with custom_event.metadata {every, points, property}")
-				}
-				if e := m.Metadata; !positive(e.Every) || e.Points <= 0 || e.Points > 1_000_000_000 || e.Property == "" || len(e.Property) > 100 {
-					return bad("loyalty.custom_event.metadata needs a positive every and points and the name of a number property")
-				}
-				l.Points, l.Order = nil, nil
-				break
-			}
-			l.CustomEvent = nil
-			var e *Every
-			switch {
-			case l.CalculationType == "ORDER_AMOUNT" && l.Order != nil:
-				e, l.Order.TotalAmount = l.Order.Amount, nil
-			case l.CalculationType == "ORDER_TOTAL_AMOUNT" && l.Order != nil:
-				e, l.Order.Amount = l.Order.TotalAmount, nil
-			default:
-				return bad("a PROPORTIONAL rule has calculation_type ORDER_AMOUNT with order.amount, or ORDER_TOTAL_AMOUNT with order.total_amount")
-			}
-			if e == nil || e.Every <= 0 || e.Points <= 0 || e.Points > 1_000_000_000 {
-				return bad("every and points of a PROPORTIONAL rule must be positive")
-			}
-			l.Points = nil
-		default:
-			return bad("loyalty.type must be FIXED or PROPORTIONAL")
+		l, err := checkPoints(r.Event, *q.Loyalty, bad)
+		if err != nil {
+			return err
 		}
 		r.Attrs.Loyalty = l
 	} else if create {
@@ -393,6 +346,62 @@ func applyRule(r *EarningRule, q RuleRequest, create bool, where string) error {
 		r.Attrs.ExpirationRules = q.ExpirationRules
 	}
 	return nil
+}
+
+// checkPoints checks what a rule on event gives and keeps of it only the
+// properties its type and calculation read.
+func checkPoints(event string, l RulePoints, bad func(string) error) (RulePoints, error) {
+	switch l.Type {
+	case "FIXED":
+		if l.Points == nil || *l.Points <= 0 || *l.Points > 1_000_000_000 {
+			return l, bad("loyalty.points must be a positive number of points for a FIXED rule")
+		}
+		l.CalculationType, l.Order, l.CustomEvent, l.Customer = "", nil, nil, nil
+	case "PROPORTIONAL":
+		if isTierEvent(event) {
+			return l, bad("a " + event + " rule gives FIXED points only: loyalty {type: FIXED, points}")
+		}
+		if event == SegmentEntered {
+			m := l.Customer
+			if l.CalculationType != "CUSTOMER_METADATA" || m == nil || m.Metadata == nil {
+				return l, bad("a PROPORTIONAL customer.segment.entered rule has calculation_type CUSTOMER_METADATA with customer.metadata {every, points, property}")
+			}
+			if e := m.Metadata; !positive(e.Every) || e.Points <= 0 || e.Points > 1_000_000_000 || e.Property == "" || len(e.Property) > 100 {
+				return l, bad("loyalty.customer.metadata needs a positive every and points and the name of a number property")
+			}
+			l.Points, l.Order, l.CustomEvent = nil, nil, nil
+			return l, nil
+		}
+		l.Customer = nil
+		if event != "order.paid" {
+			m := l.CustomEvent
+			if l.CalculationType != "CUSTOM_EVENT_METADATA" || m == nil || m.Metadata == nil {
+				return l, bad("a PROPORTIONAL custom event rule has calculation_type CUSTOM_EVENT_METADATA with custom_event.metadata {every, points, property}")
+			}
+			if e := m.Metadata; !positive(e.Every) || e.Points <= 0 || e.Points > 1_000_000_000 || e.Property == "" || len(e.Property) > 100 {
+				return l, bad("loyalty.custom_event.metadata needs a positive every and points and the name of a number property")
+			}
+			l.Points, l.Order = nil, nil
+			return l, nil
+		}
+		l.CustomEvent = nil
+		var e *Every
+		switch {
+		case l.CalculationType == "ORDER_AMOUNT" && l.Order != nil:
+			e, l.Order.TotalAmount = l.Order.Amount, nil
+		case l.CalculationType == "ORDER_TOTAL_AMOUNT" && l.Order != nil:
+			e, l.Order.Amount = l.Order.TotalAmount, nil
+		default:
+			return l, bad("a PROPORTIONAL rule has calculation_type ORDER_AMOUNT with order.amount, or ORDER_TOTAL_AMOUNT with order.total_amount")
+		}
+		if e == nil || e.Every <= 0 || e.Points <= 0 || e.Points > 1_000_000_000 {
+			return l, bad("every and points of a PROPORTIONAL rule must be positive")
+		}
+		l.Points = nil
+	default:
+		return l, bad("loyalty.type must be FIXED or PROPORTIONAL")
+	}
+	return l, nil
 }
 
 const ruleColumns = `id, campaign_id, event, active, attrs, created_at, updated_at`
