@@ -180,7 +180,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	cust := customers.NewService(pool, notify, meta, segs, customers.Erasers{
 		Now: []erasure.Eraser{customEvents.EraseCustomer, segs.EraseCustomer, orders.EraseCustomer, publications.EraseCustomer,
 			redemptions.EraseCustomer, stacked.EraseCustomer, exports.StopRunning},
-		Later: []erasure.Eraser{async.EraseCustomer, exports.EraseCustomer}}, referrals.DropCustomer, customEvents.DropCustomer)
+		Later: []erasure.Eraser{async.EraseCustomer, exports.EraseCustomer},
+		After: []func(context.Context, string) error{notify.AwaitSends}}, referrals.DropCustomer, customEvents.DropCustomer)
 	reports := a.newReports()
 	cust.HandleJobs(a.tasks, reports)
 	ord := orders.NewService(pool, notify, meta, cust, cfg.Clock, a.tasks.Wake)

@@ -119,7 +119,7 @@ func (a *App) platform() {
 		Fix: "migrate it (`tally migrate --regional-url`, the pod's migrate init container) first"})
 	a.bulkhead = db.NewBulkhead(cfg.BulkheadWait)
 	a.cpu = cpushare.New(cfg.CPUShare)
-	a.notify = webhooks.Register(a.tasks, a.resolver, cfg.Webhooks)
+	a.notify = webhooks.Register(a.tasks, a.pool, a.resolver, cfg.Webhooks)
 	a.worker = async.NewWorker(a.pool, a.tasks, cfg.Worker)
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(a.worker.Collectors()...)

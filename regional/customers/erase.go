@@ -25,9 +25,13 @@ import (
 // the scans of what the project retains (the outbox, async results,
 // export files), whose cost grows with it: they run in the erasure task
 // the deletion queues (async.ErasureKind), and until it is done the
-// owners read what it has still to erase through async.Erasing.
+// owners read what it has still to erase through async.Erasing. After
+// run once the deletion has committed, before it answers: what must be
+// over by then (webhooks.Service.AwaitSends: the deliveries that read
+// their bodies before the deletion and are still sending them).
 type Erasers struct {
 	Now, Later []erasure.Eraser
+	After      []func(ctx context.Context, projectID string) error
 }
 
 // Deletion is the reference's permanent deletion object (its object name
@@ -114,10 +118,18 @@ func (s *Service) Erase(ctx context.Context, projectID, idOrSource string) (Dele
 		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: "customer.deleted", Entity: c.ID,
 			Object: Customer{ID: c.ID, CreatedAt: c.CreatedAt}.View()})
 	})
-	if err == nil && s.wake != nil {
+	if err != nil {
+		return d, err
+	}
+	if s.wake != nil {
 		s.wake()
 	}
-	return d, err
+	for _, after := range s.erasers.After {
+		if err := after(ctx, projectID); err != nil {
+			return Deletion{}, fmt.Errorf("customers: deletion %s committed, then: %w", d.ID, err)
+		}
+	}
+	return d, nil
 }
 
 // eraseLater is the erasure task: the Later erasers, then the task's own

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -41,17 +42,22 @@ type Options struct {
 	MaxAge time.Duration
 	// BackoffBase is the first retry delay, doubling (default 10s, capped at 6h).
 	BackoffBase time.Duration
+	// Claimed, when set, is called as a delivery starts, before it reads
+	// its payload afresh and sends: tests hold a delivery there.
+	Claimed func(ctx context.Context, projectID, deliveryID string)
 }
 
 // Service fans notices out to webhooks and delivers them.
 type Service struct {
+	pool   *db.Pool
 	dir    Directory
 	client *http.Client
 	o      Options
 }
 
-// Register adds the fan-out and delivery handlers to reg.
-func Register(reg *async.Registry, dir Directory, o Options) *Service {
+// Register adds the fan-out and delivery handlers to reg; pool is the
+// regional database, where a delivery marks its send (sending).
+func Register(reg *async.Registry, pool *db.Pool, dir Directory, o Options) *Service {
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
 	}
@@ -62,7 +68,7 @@ func Register(reg *async.Registry, dir Directory, o Options) *Service {
 		o.BackoffBase = 10 * time.Second
 	}
 	d := &net.Dialer{Timeout: 5 * time.Second, Control: guard(o.AllowPrivateTargets)}
-	s := &Service{dir: dir, o: o, client: &http.Client{
+	s := &Service{pool: pool, dir: dir, o: o, client: &http.Client{
 		Timeout: o.Timeout,
 		Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second,
 			TLSHandshakeTimeout: 5 * time.Second, ResponseHeaderTimeout: o.Timeout},
@@ -124,8 +130,14 @@ func (s *Service) queueDeliveries(ctx context.Context, b *pgx.Batch, projectID s
 	return nil
 }
 
-// deliver POSTs one notice to one webhook.
+// deliver POSTs one notice to one webhook. The body it sends is read
+// afresh once its send is marked (sending), so a permanent deletion
+// committed since the task was claimed has its customer taken out of it,
+// and one committed after waits for the send.
 func (s *Service) deliver(ctx context.Context, t async.Task) async.Outcome {
+	if s.o.Claimed != nil {
+		s.o.Claimed(ctx, t.ProjectID, t.ID)
+	}
 	var d deliveryTask
 	if err := json.Unmarshal(t.Payload, &d); err != nil {
 		return async.Outcome{Err: fmt.Errorf("webhooks: delivery payload: %w", err)}
@@ -144,6 +156,9 @@ func (s *Service) deliver(ctx context.Context, t async.Task) async.Outcome {
 	}
 	project, err := s.dir.Project(ctx, t.ProjectID)
 	if err != nil {
+		return async.Outcome{Err: err}
+	}
+	if d.Body, err = s.sending(ctx, t, d.WebhookID); err != nil {
 		return async.Outcome{Err: err}
 	}
 	now := time.Now()
@@ -204,7 +219,7 @@ func recordAttempts(b *pgx.Batch, tries []async.Try) {
 		// The webhook id too: with it both indexes pin the row, and a
 		// planner misled by young statistics cannot pick the by-webhook
 		// index and walk a project's deliveries to find one.
-		b.Queue(`UPDATE webhook_deliveries SET attempts = $4, last_status_code = $5, status = $6,
+		b.Queue(`UPDATE webhook_deliveries SET attempts = $4, last_status_code = $5, status = $6, sending_until = NULL,
 			finished_at = CASE WHEN $6 = 'delivered' THEN now() ELSE NULL END
 			WHERE project_id = $1 AND webhook_id = $2 AND id = $3`,
 			t.Task.ProjectID, a.webhookID, t.Task.ID, t.Task.Attempt, a.code, status)
