@@ -42,17 +42,22 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 		}
 	}
 	// One round trip: the campaigns' windows, the sessions holding the
-	// vouchers, and the rules of every candidate and campaign (some may be
-	// refused by the checks below and their rules go unused).
+	// vouchers, the rules of every candidate and campaign (some may be
+	// refused by the checks below and their rules go unused) and those
+	// rules' versions, which evaluating them checks its compiled rules by.
 	windows, held, assigned := map[string]campaigns.Window{}, map[string]int64{}, map[string][]string{}
-	var ask []string
+	var ask, known []string
 	for _, c := range cs {
 		if c.refusal != nil {
 			continue
 		}
 		for _, o := range []string{c.ObjectID(), c.wantsCampaign()} {
-			if o != "" && (pre == nil || !pre.Known[o]) {
+			switch {
+			case o == "":
+			case pre == nil || !pre.Known[o]:
 				ask = append(ask, o)
+			default:
+				known = append(known, pre.Rules[o]...)
 			}
 		}
 	}
@@ -63,8 +68,13 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 	if len(voucherIDs) > 0 {
 		queueHeld(b, projectID, voucherIDs, sessionKey, now, held)
 	}
-	if len(ask) > 0 && e.rules != nil {
-		validation.QueueRulesOf(b, projectID, ask, assigned)
+	var versions validation.Versions
+	if (len(ask) > 0 || len(known) > 0) && e.rules != nil {
+		if len(ask) > 0 {
+			validation.QueueRulesOf(b, projectID, ask, assigned)
+		}
+		versions = validation.Versions{}
+		validation.QueueVersions(b, projectID, known, ask, versions)
 	}
 	if b.Len() > 0 {
 		if err := q.SendBatch(ctx, b).Close(); err != nil {
@@ -115,7 +125,7 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 	if len(objects) == 0 {
 		return nil
 	}
-	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, assigned, now, scope, pre)
+	return e.evaluate(ctx, q, projectID, order, meta, cust, cs, assigned, now, scope, pre, versions)
 }
 
 // wantsCampaign is the id of the redeemable's campaign, "" for none.
@@ -207,7 +217,8 @@ func (e *Engine) check(c *Candidate, cust *customers.Customer, held map[string]i
 // redeemable with the rule's message. A candidate whose rules require one
 // of the order's products is marked so (qualifications' PRODUCTS).
 func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
-	cust *customers.Customer, cs []*Candidate, assigned map[string][]string, now time.Time, scope rules.Scope, pre *Prefetched) error {
+	cust *customers.Customer, cs []*Candidate, assigned map[string][]string, now time.Time, scope rules.Scope, pre *Prefetched,
+	versions validation.Versions) error {
 	if len(assigned) == 0 || e.rules == nil {
 		return nil
 	}
@@ -244,7 +255,7 @@ func (e *Engine) evaluate(ctx context.Context, q db.Querier, projectID string, o
 	if len(ruled) == 0 {
 		return nil
 	}
-	prepared, err := e.rules.Prepare(ctx, q, projectID, all, in.Order)
+	prepared, err := e.rules.PrepareRead(ctx, q, projectID, all, in.Order, versions)
 	if err != nil {
 		return err
 	}

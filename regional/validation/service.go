@@ -228,7 +228,7 @@ func (s *Service) EvaluateAllIn(ctx context.Context, q db.Querier, projectID str
 	if err := in.Order.Check(); err != nil {
 		return nil, err
 	}
-	progs, err := s.programs(ctx, q, projectID, ruleIDs)
+	progs, err := s.programs(ctx, q, projectID, ruleIDs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -259,12 +259,19 @@ func (s *Service) shapes(ctx context.Context, projectID string, progs []*rules.P
 }
 
 // programs returns the compiled rules of ids, compiling those whose stored
-// version this instance has not compiled.
-func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, ruleIDs []string) ([]*rules.Program, error) {
+// version this instance has not compiled; the versions are read unless
+// the caller read them already (read, nil for none).
+func (s *Service) programs(ctx context.Context, q db.Querier, projectID string, ruleIDs []string, read Versions) ([]*rules.Program, error) {
 	if len(ruleIDs) == 0 {
 		return nil, nil
 	}
-	current, err := versions(ctx, q, projectID, ruleIDs)
+	var current map[string]int64
+	var err error
+	if read != nil {
+		current, err = read.of(ruleIDs)
+	} else {
+		current, err = versions(ctx, q, projectID, ruleIDs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +388,15 @@ func (s *Service) mark(ctx context.Context, q db.Querier, projectID string, prog
 // their versions once through q, and marks the lines of o (the order they
 // will be run against) with the product collections they name.
 func (s *Service) Prepare(ctx context.Context, q db.Querier, projectID string, ids []string, o *rules.Order) (Prepared, error) {
-	progs, err := s.programs(ctx, q, projectID, ids)
+	return s.PrepareRead(ctx, q, projectID, ids, o, nil)
+}
+
+// PrepareRead is Prepare with the rules' versions read already, in the
+// caller's batch (QueueVersions): when every rule is cached at its
+// version, preparing them reads nothing. read nil reads them.
+func (s *Service) PrepareRead(ctx context.Context, q db.Querier, projectID string, ids []string, o *rules.Order,
+	read Versions) (Prepared, error) {
+	progs, err := s.programs(ctx, q, projectID, ids, read)
 	if err != nil {
 		return Prepared{}, err
 	}

@@ -150,6 +150,37 @@ func versions(ctx context.Context, q db.Querier, projectID string, ids []string)
 	return out, nil
 }
 
+// Versions are rules' current versions by id, read in a caller's batch
+// (QueueVersions) for PrepareRead.
+type Versions map[string]int64
+
+// QueueVersions queues into b the read of the current versions of rules
+// ids and of the rules assigned to objectIDs, into out: the version check
+// of the rules a request will run, in the round trip that reads which
+// rules its objects have.
+func QueueVersions(b *pgx.Batch, projectID string, ids, objectIDs []string, out Versions) {
+	b.Queue(`SELECT id, version FROM validation_rules WHERE project_id = $1 AND id = ANY($2::TEXT[])
+		UNION ALL SELECT r.id, r.version FROM validation_rule_assignments a
+		JOIN validation_rules r ON r.project_id = a.project_id AND r.id = a.rule_id
+		WHERE a.project_id = $1 AND a.related_object_id = ANY($3::TEXT[])`, projectID, ids, objectIDs).Query(func(rows pgx.Rows) error {
+		var id string
+		var v int64
+		_, err := pgx.ForEachRow(rows, []any{&id, &v}, func() error { out[id] = v; return nil })
+		return err
+	})
+}
+
+// of is the versions of ids, as versions reads them: a rule missing is a
+// 404.
+func (read Versions) of(ids []string) (map[string]int64, error) {
+	for _, id := range ids {
+		if _, ok := read[id]; !ok {
+			return nil, apierr.NotFound("validation_rule", id)
+		}
+	}
+	return read, nil
+}
+
 // sources reads what compiling ids needs: version, rules, error, applicable_to.
 func sources(ctx context.Context, q db.Querier, projectID string, ids []string) ([]Rule, error) {
 	return db.Collect(func(row pgx.Row) (Rule, error) {
