@@ -106,14 +106,7 @@ func (e *Engine) ReadCustomer(ctx context.Context, projectID string, p *customer
 	if p == nil {
 		return nil, nil
 	}
-	key := ""
-	switch {
-	case p.ID != nil:
-		key = *p.ID
-	case p.SourceID != nil:
-		key = *p.SourceID
-	}
-	if key != "" {
+	if key := CustomerKey(p); key != "" {
 		c, err := e.Customers.Get(ctx, projectID, key)
 		var ae *apierr.Error
 		if err == nil || !errors.As(err, &ae) || ae.Status != 404 || p.ID != nil {
@@ -125,4 +118,18 @@ func (e *Engine) ReadCustomer(ctx context.Context, projectID string, p *customer
 		return nil, err
 	}
 	return &c, nil
+}
+
+// CustomerKey is what ReadCustomer looks the request's customer up by
+// (customers.QueueGet's idOrSource): its id, else its source_id; "" for
+// none.
+func CustomerKey(p *customers.Patch) string {
+	switch {
+	case p == nil:
+	case p.ID != nil:
+		return *p.ID
+	case p.SourceID != nil:
+		return *p.SourceID
+	}
+	return ""
 }

@@ -98,26 +98,25 @@ func CardCodes(ctx context.Context, q db.Querier, projectID string, codes []stri
 	return out, err
 }
 
-// CardsHeldBy are the cards customer holderID holds in live campaigns,
-// with points to spend, newest first, at most limit (qualifications' wallet).
-func (s *Service) CardsHeldBy(ctx context.Context, q db.Querier, projectID, holderID string, limit int) ([]LockedCard, error) {
-	rows, err := q.Query(ctx, `SELECT `+cardColumnsC+`, `+campaignColumnsK+`, `+tiers.Column+`, `+s.attrs.earnCol+`
-		FROM loyalty_cards c`+campaigns.JoinLive("k", "c")+`
-		WHERE c.project_id = $1 AND c.holder_id = $2 AND c.balance > 0 ORDER BY c.id DESC LIMIT $3`, projectID, holderID, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []LockedCard
-	for rows.Next() {
-		var c LockedCard
-		if err := scanLocked(rows, s.attrs, &c); err != nil {
-			return nil, err
+// QueueCardsHeldBy queues into b the read of the cards a customer holds in live campaigns, with points to spend, newest
+// first, at most limit, into out (qualifications' wallet); holderSQL names them as vouchers.QueueHeldBy's does.
+func (s *Service) QueueCardsHeldBy(b *pgx.Batch, projectID, holderSQL string, holder any, limit int, out *[]LockedCard) {
+	b.Queue(`SELECT `+cardColumnsC+`, `+campaignColumnsK+`, `+tiers.Column+`, `+s.attrs.earnCol+HeldCardsFrom(holderSQL)+`
+		ORDER BY c.id DESC LIMIT $3`, projectID, holder, limit).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			c := LockedCard{Found: true}
+			if err := scanLocked(rows, s.attrs, &c); err != nil {
+				return err
+			}
+			*out = append(*out, c)
 		}
-		c.Found = true
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return rows.Err()
+	})
+}
+
+// HeldCardsFrom is the FROM and WHERE of QueueCardsHeldBy's cards (c, of campaigns k).
+func HeldCardsFrom(holderSQL string) string {
+	return ` FROM loyalty_cards c` + campaigns.JoinLive("k", "c") + ` WHERE c.project_id = $1 AND c.holder_id = ` + holderSQL + ` AND c.balance > 0`
 }
 
 // HeldCardKey is the id and code of the card of campaignID that holderID

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/runtimex"
+	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/engine"
 	"github.com/tallyhq/tally/regional/rules"
@@ -94,7 +95,9 @@ func (s *Service) catalogue(ctx context.Context, q db.Querier, projectID string,
 
 // read reads the project's catalogue as of now into slot, one read at a
 // time; one that waited for another takes what it read.
-func (s *Service) read(ctx context.Context, q db.Querier, projectID string, slot *catalogueSlot, now time.Time) (*catalogue, error) {
+func (s *Service) read(ctx context.Context, q db.Querier, projectID string, slot *catalogueSlot, now time.Time) (_ *catalogue, err error) {
+	ctx, span := tracer.Start(ctx, "qualifications.catalogue")
+	defer telemetry.End(span, &err)
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	prev := slot.cur.Load()
@@ -104,7 +107,6 @@ func (s *Service) read(ctx context.Context, q db.Querier, projectID string, slot
 	c := &catalogue{at: now, Prefetched: engine.Prefetched{Windows: map[string]campaigns.Window{}, Rules: map[string][]string{},
 		Known: map[string]bool{}}}
 	if s.tiers != nil {
-		var err error
 		if c.tiers, err = s.tiers.ActiveTiers(ctx, q, projectID); err != nil {
 			return nil, err
 		}
@@ -113,7 +115,6 @@ func (s *Service) read(ctx context.Context, q db.Querier, projectID string, slot
 	for _, t := range c.tiers {
 		campaignIDs, objects = append(campaignIDs, t.CampaignID), append(objects, t.ID, t.CampaignID)
 	}
-	var err error
 	if c.Windows, err = campaigns.WindowsByID(ctx, q, projectID, campaignIDs); err != nil {
 		return nil, err
 	}

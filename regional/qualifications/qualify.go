@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/tallyhq/tally/internal/apierr"
-	"github.com/tallyhq/tally/internal/identity"
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/jsonx"
 	"github.com/tallyhq/tally/internal/telemetry"
@@ -85,12 +84,13 @@ func (s *Service) Qualify(ctx context.Context, projectID string, r Request) (_ m
 	}
 	now := s.engine.Now()
 	var cust *customers.Customer
+	var held *holdings
 	if p.sc.scope != rules.ScopeWithoutCustomer {
-		if cust, err = s.engine.ReadCustomer(ctx, projectID, r.Customer); err != nil {
+		if cust, held, err = s.customer(ctx, projectID, p.sc, r.Customer); err != nil {
 			return nil, err
 		}
 	}
-	cs, pre, err := s.candidates(ctx, projectID, p.sc, &r, cust, now)
+	cs, pre, err := s.candidates(ctx, projectID, p.sc, &r, cust, held, now)
 	if err != nil {
 		return nil, err
 	}
@@ -165,34 +165,21 @@ func readPlan(r *Request) (plan, error) {
 }
 
 // candidates are what the scenario offers, not judged yet: the customer's
-// discount vouchers, gift cards and loyalty cards that can pay, and the
-// project's active tiers that may pass their rules (from the catalogue,
-// which judging reads their campaigns and rules from too).
+// discount vouchers, gift cards and loyalty cards that can pay (held, read
+// with the customer), and the project's active tiers that may pass their
+// rules (from the catalogue, which judging reads their campaigns and rules
+// from too).
 func (s *Service) candidates(ctx context.Context, projectID string, sc scenario, r *Request, cust *customers.Customer,
-	now time.Time) ([]*engine.Candidate, *engine.Prefetched, error) {
+	held *holdings, now time.Time) ([]*engine.Candidate, *engine.Prefetched, error) {
 	var cs []*engine.Candidate
-	if sc.wallet && cust != nil && cust.ID != "" {
-		wallet, err := vouchers.HeldBy(ctx, s.engine.Pool, projectID, cust.ID, WalletLimit)
-		if err != nil {
-			return nil, nil, err
-		}
-		for i := range wallet {
-			if v := &wallet[i]; v.Type == vouchers.Discount || v.Type == vouchers.Gift {
+	if sc.wallet && cust != nil && cust.ID != "" && held != nil {
+		for i := range held.wallet {
+			if v := &held.wallet[i]; v.Type == vouchers.Discount || v.Type == vouchers.Gift {
 				cs = append(cs, engine.VoucherCandidate(v))
 			}
 		}
-		// The customer's loyalty cards that can pay for the order with
-		// points (a COIN reward of their campaign).
-		// (From the client side, only with a token bound to the customer:
-		// a card's code and balance are its holder's to see.)
-		if who, _ := identity.From(ctx); s.engine.Redemptions != nil && (who.Kind != identity.KindClient || who.Customer != "") {
-			cards, err := s.engine.Redemptions.PayingCards(ctx, s.engine.Pool, projectID, cust.ID, WalletLimit)
-			if err != nil {
-				return nil, nil, err
-			}
-			for i := range cards {
-				cs = append(cs, engine.CardCandidate(&cards[i]))
-			}
+		for i := range held.cards {
+			cs = append(cs, engine.CardCandidate(&held.cards[i]))
 		}
 	}
 	if !sc.tiers {

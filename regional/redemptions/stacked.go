@@ -259,56 +259,47 @@ func (s *Service) Refund(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID
 	return card.View(card.Campaign), count, nil
 }
 
-// PayingCards are the cards customer holderID holds (at most limit, with
-// points, in live campaigns) whose campaign offers a COIN reward in stock,
-// each ready to pay with it (the first such reward of its campaign):
-// qualifications' loyalty cards.
-func (s *Service) PayingCards(ctx context.Context, q db.Querier, projectID, holderID string, limit int) ([]CardPayment, error) {
-	cards, err := s.prog.CardsHeldBy(ctx, q, projectID, holderID, limit)
-	if err != nil || len(cards) == 0 {
-		return nil, err
-	}
-	var campaigns []string
-	for _, c := range cards {
-		campaigns = append(campaigns, c.CampaignID)
-	}
-	rows, err := q.Query(ctx, `SELECT a.id, a.reward_id, a.campaign_id, a.points, a.created_at, a.updated_at, `+rewards.Columns+`
+// QueuePayingCards queues into b the read of the cards a customer holds
+// (at most limit, with points, in live campaigns) whose campaign offers a
+// COIN reward in stock, each ready to pay with it (the first such reward
+// of its campaign), into out: qualifications' loyalty cards. holderSQL
+// names the customer as vouchers.QueueHeldBy's does.
+func (s *Service) QueuePayingCards(b *pgx.Batch, projectID, holderSQL string, holder any, limit int, out *[]CardPayment) {
+	var cards []loyalty.LockedCard
+	s.prog.QueueCardsHeldBy(b, projectID, holderSQL, holder, limit, &cards)
+	b.Queue(`SELECT a.id, a.reward_id, a.campaign_id, a.points, a.created_at, a.updated_at, `+rewards.Columns+`
 		FROM reward_assignments a`+rewards.JoinCoinsInStock("a")+`
-		WHERE a.project_id = $1 AND a.campaign_id = ANY($2::TEXT[])
-		ORDER BY a.id`, projectID, campaigns)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	coin := map[string]CardPayment{}
-	for rows.Next() {
-		var p CardPayment
-		w := &p.Reward
-		var attrs []byte
-		a := &p.Assignment
-		if err := rows.Scan(&a.ID, &a.RewardID, &a.CampaignID, &a.Points, &a.CreatedAt, &a.UpdatedAt,
-			&w.ID, &w.Name, &w.Type, &attrs, &w.Stock, &w.Redeemed, &w.CreatedAt, &w.UpdatedAt); err != nil {
-			return nil, err
+		WHERE a.project_id = $1 AND a.campaign_id IN (SELECT c.campaign_id`+loyalty.HeldCardsFrom(holderSQL)+`)
+		ORDER BY a.id`, projectID, holder).Query(func(rows pgx.Rows) error {
+		coin := map[string]CardPayment{}
+		for rows.Next() {
+			var p CardPayment
+			w := &p.Reward
+			var attrs []byte
+			a := &p.Assignment
+			if err := rows.Scan(&a.ID, &a.RewardID, &a.CampaignID, &a.Points, &a.CreatedAt, &a.UpdatedAt,
+				&w.ID, &w.Name, &w.Type, &attrs, &w.Stock, &w.Redeemed, &w.CreatedAt, &w.UpdatedAt); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(attrs, &w.Attrs); err != nil {
+				return err
+			}
+			if _, ok := coin[a.CampaignID]; !ok {
+				p.RewardID, p.HasReward, p.Assigned = w.ID, true, true
+				coin[a.CampaignID] = p
+			}
 		}
-		if err := json.Unmarshal(attrs, &w.Attrs); err != nil {
-			return nil, err
+		if err := rows.Err(); err != nil {
+			return err
 		}
-		if _, ok := coin[a.CampaignID]; !ok {
-			p.RewardID, p.HasReward, p.Assigned = w.ID, true, true
-			coin[a.CampaignID] = p
+		for _, c := range cards {
+			if p, ok := coin[c.CampaignID]; ok {
+				p.Card = c
+				*out = append(*out, p)
+			}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	var out []CardPayment
-	for _, c := range cards {
-		if p, ok := coin[c.CampaignID]; ok {
-			p.Card = c
-			out = append(out, p)
-		}
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // giveBack queues the points a redemption took going back to the buckets

@@ -341,8 +341,10 @@ func (s *Service) ConvertRedemption(ctx context.Context, tx pgx.Tx, projectID, c
 // converts on via: how an event that names only referral.referrer_id
 // converts. "" when they hold none.
 func (s *Service) codeOf(ctx context.Context, q db.Querier, projectID string, via Via) (string, error) {
-	held, err := vouchers.HeldBy(ctx, q, projectID, via.ReferrerID, 1000)
-	if err != nil {
+	var held []vouchers.Voucher
+	b := &pgx.Batch{}
+	vouchers.QueueHeldBy(b, projectID, "$2", via.ReferrerID, 1000, &held)
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return "", err
 	}
 	seen := map[string]bool{}

@@ -124,28 +124,25 @@ func (s *Service) QueueCredits(ctx context.Context, b *pgx.Batch, projectID stri
 	return t, nil
 }
 
-// HeldBy reads the live, active vouchers a customer holds (published to
-// them), newest first, at most limit: the customer's wallet. Their attrs
-// are shared with other readers (heldAttrs): read only.
-func HeldBy(ctx context.Context, q db.Querier, projectID, holderID string, limit int) ([]Voucher, error) {
-	return db.Collect(func(r pgx.Row) (Voucher, error) {
-		var v Voucher
-		attrs, err := scanRow(r, &v)
-		if err != nil {
-			return Voucher{}, err
-		}
-		if c, ok := heldAttrs.Get(v.ID); ok && bytes.Equal(c.raw, attrs) {
-			v.Attrs = c.attrs
-			return v, nil
-		}
-		if err := json.Unmarshal(attrs, &v.Attrs); err != nil {
-			return Voucher{}, err
-		}
-		heldAttrs.Add(v.ID, parsedAttrs{raw: attrs, attrs: v.Attrs})
-		return v, nil
-	})(q.Query(ctx, `SELECT `+voucherColumns+voucherFrom+`
-		WHERE v.project_id = $1 AND v.holder_id = $2 AND v.bin_id IS NULL AND c.deleted_at IS NULL AND v.active
-		ORDER BY v.id DESC LIMIT $3`, projectID, holderID, limit))
+// QueueHeldBy queues into b the read of a customer's wallet into out: the live, active vouchers they hold, newest first,
+// at most limit; holderSQL names them ("$2", holder, or customers.IDOf("$2")). Their attrs are shared (heldAttrs): read only.
+func QueueHeldBy(b *pgx.Batch, projectID, holderSQL string, holder any, limit int, out *[]Voucher) {
+	b.Queue(`SELECT `+voucherColumns+voucherFrom+`
+		WHERE v.project_id = $1 AND v.holder_id = `+holderSQL+` AND v.bin_id IS NULL AND c.deleted_at IS NULL AND v.active
+		ORDER BY v.id DESC LIMIT $3`, projectID, holder, limit).Query(func(rows pgx.Rows) (err error) {
+		*out, err = db.Collect(func(r pgx.Row) (v Voucher, err error) {
+			attrs, err := scanRow(r, &v)
+			if c, ok := heldAttrs.Get(v.ID); err != nil || ok && bytes.Equal(c.raw, attrs) {
+				v.Attrs = c.attrs
+				return v, err
+			}
+			if err = json.Unmarshal(attrs, &v.Attrs); err == nil {
+				heldAttrs.Add(v.ID, parsedAttrs{raw: attrs, attrs: v.Attrs})
+			}
+			return v, err
+		})(rows, nil)
+		return err
+	})
 }
 
 // heldAttrs keeps the parsed attrs of wallets' vouchers for as long as the
