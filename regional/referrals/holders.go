@@ -50,7 +50,10 @@ func queueHolder(b *pgx.Batch, projectID string, h Holder) {
 // publishes it to them; clk dates the holding.
 func RecordReferrer(clk *clock.Clock) vouchers.Hold {
 	return func(ctx context.Context, tx pgx.Tx, projectID string, v vouchers.Voucher) error {
-		if v.CampaignID == nil || v.HolderID == nil {
+		// Every read of a voucher joins its campaign's type (Referral), so
+		// a code of another campaign costs no query here: this runs for
+		// every voucher a publication or a CAMPAIGN reward gives.
+		if v.CampaignID == nil || v.HolderID == nil || !v.Referral {
 			return nil
 		}
 		c, err := campaigns.Get[json.RawMessage](ctx, tx, projectID, *v.CampaignID, false, "REFERRAL_PROGRAM")
