@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/customers"
@@ -32,7 +34,7 @@ type Tier struct {
 // Tiers reads promotion tiers (regional/promotions) for the requests that
 // name them.
 type Tiers interface {
-	TiersByID(ctx context.Context, q db.Querier, projectID string, ids []string) (map[string]Tier, error)
+	QueueTiersByID(b *pgx.Batch, projectID string, ids []string, out map[string]Tier)
 	// StackTiers are a promotion stack's tiers in its order (404 when
 	// there is no such stack).
 	StackTiers(ctx context.Context, q db.Querier, projectID, stackID string) ([]string, error)

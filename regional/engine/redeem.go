@@ -62,7 +62,7 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 		if r.Session != nil && r.Session.Key != nil {
 			key = *r.Session.Key
 		}
-		cs, err := e.resolve(ctx, tx, projectID, &r, cust, key, mode, now)
+		cs, _, err := e.resolve(ctx, tx, projectID, &r, &requestCustomer{given: cust}, key, mode, now)
 		if err != nil {
 			return err
 		}

@@ -73,10 +73,11 @@ const (
 
 // resolve reads a request's redeemables (locked as lock says), their campaigns,
 // the sessions that hold them and their validation rules, and checks each:
-// a refused one carries its refusal. Reads are batched: one round trip for
-// the vouchers, one for the tiers, one for campaigns, sessions and rules.
-func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r *Request, cust *customers.Customer,
-	sessionKey string, mode locking, now time.Time) ([]*Candidate, error) {
+// a refused one carries its refusal; it returns them and the request's
+// customer (rc's). Reads are batched: one round trip for the vouchers, the
+// tiers and the customer, one for campaigns, sessions and rules.
+func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r *Request, rc *requestCustomer,
+	sessionKey string, mode locking, now time.Time) ([]*Candidate, *customers.Customer, error) {
 	lock := mode != readOnly
 	cs := make([]*Candidate, len(r.Redeemables))
 	found := make([]vouchers.Found, len(r.Redeemables))
@@ -94,11 +95,11 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	}
 	keys, err := e.lockKeys(ctx, q, projectID, r, lock)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	targets, err := e.heldTargets(ctx, q, projectID, r, keys, lock)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sort.Slice(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
 	for _, i := range order {
@@ -121,17 +122,19 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	for _, t := range targets {
 		e.Redemptions.QueueLockTarget(b, projectID, t)
 	}
-	if b.Len() > 0 {
-		if err := q.SendBatch(ctx, b).Close(); err != nil {
-			return nil, err
-		}
-	}
 	tiers := map[string]Tier{}
 	if len(tierIDs) > 0 && e.tiers != nil {
-		var err error
-		if tiers, err = e.tiers.TiersByID(ctx, q, projectID, tierIDs); err != nil {
-			return nil, err
+		e.tiers.QueueTiersByID(b, projectID, tierIDs, tiers)
+	}
+	rc.queue(b, projectID)
+	if b.Len() > 0 {
+		if err := q.SendBatch(ctx, b).Close(); err != nil {
+			return nil, nil, err
 		}
+	}
+	cust, err := rc.get(ctx, e, projectID)
+	if err != nil {
+		return nil, nil, err
 	}
 	var missing []string
 	for i, c := range cs {
@@ -165,7 +168,7 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	if len(missing) > 0 {
 		isCard, err := loyalty.CardCodes(ctx, q, projectID, missing)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, c := range cs {
 			if c.refusal != nil && c.req.Reward == nil && isCard[c.req.ID] {
@@ -181,16 +184,16 @@ func (e *Engine) resolve(ctx context.Context, q db.Querier, projectID string, r 
 	for i, c := range cs {
 		if id := c.ObjectID(); id != "" {
 			if j, ok := seen[id]; ok {
-				return nil, apierr.InvalidPayload(fmt.Sprintf("redeemables[%d] names the same %s as redeemables[%d]", i, c.req.Object, j))
+				return nil, nil, apierr.InvalidPayload(fmt.Sprintf("redeemables[%d] names the same %s as redeemables[%d]", i, c.req.Object, j))
 			}
 			seen[id] = i
 		}
 	}
 	if err := e.judge(ctx, q, projectID, r.Order, r.Metadata, cust, cs, sessionKey, now); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cardRules(ctx, cs, cust)
-	return cs, nil
+	return cs, cust, nil
 }
 
 // cardRules are the checks of loyalty cards across a request: from the

@@ -108,16 +108,12 @@ func (e *Engine) Validate(ctx context.Context, projectID string, r Request) (_ m
 		return nil, err
 	}
 	now := e.Now()
-	cust, err := e.ReadCustomer(ctx, projectID, r.Customer)
-	if err != nil {
-		return nil, err
-	}
 	sess, until := session(&r, now)
 	key := ""
 	if sess != nil {
 		key = sess.Key
 	}
-	cs, err := e.resolve(ctx, e.pool, projectID, &r, cust, key, readOnly, now)
+	cs, cust, err := e.resolve(ctx, e.pool, projectID, &r, &requestCustomer{p: r.Customer}, key, readOnly, now)
 	if err != nil {
 		return nil, err
 	}

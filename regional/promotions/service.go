@@ -431,14 +431,16 @@ func engineTier(t Tier) engine.Tier {
 			ValidityHours: a.ValidityHours}}
 }
 
-// TiersByID reads tiers of live campaigns by id.
-func (s *Service) TiersByID(ctx context.Context, q db.Querier, projectID string, idsOf []string) (map[string]engine.Tier, error) {
-	ts, err := db.Collect(scanTier)(q.Query(ctx, `SELECT `+tierColumns+liveTiers+` AND id = ANY($2::TEXT[])`, projectID, idsOf))
-	out := make(map[string]engine.Tier, len(ts))
-	for _, t := range ts {
-		out[t.ID] = engineTier(t)
-	}
-	return out, err
+// QueueTiersByID queues into b the read of tiers of live campaigns by id,
+// into out (engine.Tiers): in the batch of a request's other redeemables.
+func (s *Service) QueueTiersByID(b *pgx.Batch, projectID string, idsOf []string, out map[string]engine.Tier) {
+	b.Queue(`SELECT `+tierColumns+liveTiers+` AND id = ANY($2::TEXT[])`, projectID, idsOf).Query(func(rows pgx.Rows) error {
+		ts, err := db.Collect(scanTier)(rows, nil)
+		for _, t := range ts {
+			out[t.ID] = engineTier(t)
+		}
+		return err
+	})
 }
 
 // StackTiers reads a promotion stack's tiers, in its order (engine.Tiers).

@@ -10,7 +10,10 @@ import (
 	"github.com/tallyhq/tally/internal/dbtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	stacktest.TraceRequests() // TestAValidationReadsInTwoRoundTrips counts them
+	dbtest.Main(m)
+}
 
 func redeemables(codes ...string) []any {
 	var out []any

@@ -1,0 +1,48 @@
+package e2e_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+)
+
+// A stacked validation of a stored customer named by source_id, a voucher
+// with a rule, a gift card and a promotion tier with a rule reads what it
+// needs in two round trips to the database: the customer, the vouchers
+// and the tier in one batch, then what judging them needs (campaigns,
+// sessions, rules and the rules' versions). A redemption of the same
+// logs its round trips.
+func TestAValidationReadsInTwoRoundTrips(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	rule := a.OK("POST", "/v1/validation-rules", map[string]any{"name": "over 10", "type": "advanced",
+		"rules": map[string]any{"1": map[string]any{"name": "order.amount", "conditions": map[string]any{"$more_than": []any{1000}}}, "logic": "1"}})
+	v := a.Voucher("TEN", stacktest.PercentOff(10))
+	a.OK("POST", "/v1/validation-rules/"+rule["id"].(string)+"/assignments", map[string]any{"related_object_type": "voucher", "related_object_id": v["id"]})
+	a.Voucher("GIFT", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 2000}})
+	c := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Promo", "campaign_type": "PROMOTION", "promotion": map[string]any{"tiers": []any{
+		map[string]any{"name": "Ruled", "action": map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 50}},
+			"validation_rules": []any{rule["id"]}}}}})
+	tier := c["promotion"].(map[string]any)["tiers"].([]any)[0].(map[string]any)["id"]
+	a.OK("POST", "/v1/customers", map[string]any{"source_id": "ann"})
+	body := map[string]any{"customer": map[string]any{"source_id": "ann"}, "order": stacktest.Order([2]int{5000, 1}),
+		"redeemables": []any{map[string]any{"object": "voucher", "id": "TEN"}, map[string]any{"object": "voucher", "id": "GIFT"},
+			map[string]any{"object": "promotion_tier", "id": tier}}}
+	// The first prepares the statements.
+	if first := a.OK("POST", "/v1/validations", body); first["valid"] != true {
+		t.Fatalf("validation: %v", first)
+	}
+	r, trips := a.RoundTrips("POST", "/v1/validations", body, "engine.Validate")
+	if r.Status != 200 || r.JSON(t)["valid"] != true {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if len(trips) != 2 {
+		t.Fatalf("%d round trips, want 2:\n%s", len(trips), strings.Join(trips, "\n---\n"))
+	}
+	r, trips = a.RoundTrips("POST", "/v1/redemptions", body, "engine.Redeem")
+	if r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	t.Logf("a redemption of the same: %d round trips:\n%s", len(trips), strings.Join(trips, "\n---\n"))
+}
