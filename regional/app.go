@@ -157,11 +157,46 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg = a.cfg // with its defaults
 	a.platform()
-	pool, notify := a.pool, a.notify
 	e := a.newServer()
 	v1 := e.Group("/v1")
+	var s services
+	a.customersFloor(v1, &s)
+	a.programsFloor(v1, &s)
+	a.engineFloor(v1, &s)
+	a.catalogueFloor(v1, &s)
+	// The client-side API (/client/v1): the /v1 twins above, behind the
+	// project's client-side toggles and a bound token's customer.
+	clientapi.Register(e, clientapi.Deps{Project: a.resolver.Project, Customer: s.cust.Get, Versions: a.versions})
+	a.serveInternal(e)
+	a.echo = e
+	return a, nil
+}
+
+// services are the domain services New builds, floor by floor: each
+// floor's constructors take what the floors below it made.
+type services struct {
+	meta    *metaschemas.Checker
+	locs    *locations.Service
+	segs    *segments.Service
+	cust    *customers.Service
+	ord     *orders.Service
+	reports *exports.Reports
+	camps   *campaigns.Service
+	colls   *collections.Service
+	rules   *validation.Service
+	vs      *vouchers.Service
+	pubs    *publications.Service
+	red     *redemptions.Service
+	promos  *promotions.Service
+	refs    *referrals.Service
+	eng     *engine.Engine
+}
+
+// customersFloor: metadata schemas, locations, segments, customers (with
+// their erasure) and orders.
+func (a *App) customersFloor(v1 *echo.Group, s *services) {
+	pool, notify, cfg := a.pool, a.notify, a.cfg
 	// Every write of a resource's metadata is checked against the
 	// project's metadata schema for it, read from the directory's cache.
 	meta := metaschemas.New(a.resolver)
@@ -187,6 +222,15 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	ord := orders.NewService(pool, notify, meta, cust, cfg.Clock, a.tasks.Wake)
 	ord.HandleJobs(a.tasks)
 	orders.Register(v1, ord)
+	s.meta, s.locs, s.segs, s.cust, s.reports, s.ord = meta, locs, segs, cust, reports, ord
+}
+
+// programsFloor: campaigns' rows, the loyalty program and earning,
+// collections and validation rules, vouchers, publications, reward
+// redemptions, promotion tiers, referral programs and the wallet.
+func (a *App) programsFloor(v1 *echo.Group, s *services) {
+	pool, notify, cfg := a.pool, a.notify, a.cfg
+	meta, locs, segs, cust, ord, reports := s.meta, s.locs, s.segs, s.cust, s.ord, s.reports
 	// The campaigns' rows, whose kinds (loyalty programs, vouchers,
 	// promotions, referral programs) are built on them.
 	camps := campaigns.NewService(pool, notify, meta, cfg.Clock)
@@ -219,6 +263,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// A customer's wallet: the vouchers, cards and referral codes they
 	// hold, each kind read from its owner.
 	wallet.Register(v1, wallet.New(cust, cfg.Clock, vs.Holdings, a.loyalty.Holdings, refs.Holdings))
+	s.camps, s.colls, s.rules, s.vs, s.pubs, s.red, s.promos, s.refs = camps, colls, rules, vs, pubs, red, promos, refs
+}
+
+// engineFloor: the promotion engine, qualifications, the /v1/campaigns
+// façade over every kind, tiers and rewards.
+func (a *App) engineFloor(v1 *echo.Group, s *services) {
+	pool, notify, cfg := a.pool, a.notify, a.cfg
+	meta, segs, cust, ord, camps, rules, vs, pubs, red, promos, refs := s.meta, s.segs, s.cust, s.ord, s.camps, s.rules, s.vs, s.pubs, s.red, s.promos, s.refs
 	// The promotion engine (stacked validation, redemption), the promotion
 	// tiers it applies without codes, and qualifications, which it judges.
 	eng := engine.New(engine.Deps{Pool: pool, Notify: notify, Vouchers: vs, Rules: rules, Customers: cust,
@@ -238,6 +290,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}), campaigns.Counters{Stacked: eng, Publications: pubs})
 	tiers.Register(v1, tiers.NewService(pool, cfg.Clock, a.loyalty, a.earning.RuleIDs, red.RewardIDs, meta))
 	rewards.Register(v1, rewards.NewService(pool, notify, cfg.Clock, red, meta))
+	s.eng = eng
+}
+
+// catalogueFloor: products, templates, the bin, custom events, exports
+// and async actions.
+func (a *App) catalogueFloor(v1 *echo.Group, s *services) {
+	pool, notify, cfg := a.pool, a.notify, a.cfg
+	meta, reports, locs, segs, cust, camps, colls, rules, vs, promos, refs := s.meta, s.reports, s.locs, s.segs, s.cust, s.camps, s.colls, s.rules, s.vs, s.promos, s.refs
 	prods := products.NewService(pool, notify, meta, a.tasks, cfg.Clock, reports)
 	products.Register(v1, prods)
 	// Templates are made from campaigns and tiers; a copy from another
@@ -256,12 +316,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.exports = a.newExports(a.loyalty, vs)
 	exports.Register(v1, a.exports)
 	async.Register(v1, pool)
-	// The client-side API (/client/v1): the /v1 twins above, behind the
-	// project's client-side toggles and a bound token's customer.
-	clientapi.Register(e, clientapi.Deps{Project: a.resolver.Project, Customer: cust.Get, Versions: a.versions})
-	a.serveInternal(e)
-	a.echo = e
-	return a, nil
 }
 
 // authenticate admits only requests the router vouched for, for this cluster.
