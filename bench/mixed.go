@@ -89,8 +89,9 @@ type mixedResult struct {
 	d          time.Duration
 	requests   int64
 	kinds      [mixedKinds]mixedFigures
-	rss, live  []int64 // sampled every d/20 from the run's start (every 30 s at 10 minutes)
-	goroutines []int64 // at the same times
+	rss, live  []int64   // sampled every d/20 from the run's start (every 30 s at 10 minutes)
+	goroutines []int64   // at the same times
+	classes    [2]string // the runtime's memory by class at minute 2 and at the end
 	dbBefore   int64
 	dbAfter    int64
 	grown      []relationGrowth // the relations that grew most
@@ -194,7 +195,7 @@ func benchMixed(stack *devstack.Stack, mgmt devstack.ManagementCredentials, srv 
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		r.rss, r.live, r.goroutines = sampleMemory(r.d/20, stop)
+		r.rss, r.live, r.goroutines, r.classes = sampleMemory(r.d/20, stop)
 	}()
 	res := run(r.d)
 	f.measuring.Store(false)
@@ -231,8 +232,11 @@ func benchMixed(stack *devstack.Stack, mgmt devstack.ManagementCredentials, srv 
 // latest collection found live, and the goroutines,
 // objects at once and then every `every` until stop; one last sample at
 // stop.
-func sampleMemory(every time.Duration, stop <-chan struct{}) (rssAt, liveAt, goroutines []int64) {
+func sampleMemory(every time.Duration, stop <-chan struct{}) (rssAt, liveAt, goroutines []int64, classes [2]string) {
 	sample := func() {
+		if len(rssAt) == 4 {
+			classes[0] = memoryClasses()
+		}
 		if *mixedHeap != "" && len(rssAt) == 4 {
 			mixedHeapProfile("heap-early.pb.gz")
 		}
@@ -250,10 +254,11 @@ func sampleMemory(every time.Duration, stop <-chan struct{}) (rssAt, liveAt, gor
 			if len(rssAt) < 21 {
 				sample()
 			}
+			classes[1] = memoryClasses()
 			if *mixedHeap != "" {
 				mixedHeapProfile("heap-late.pb.gz")
 			}
-			return rssAt, liveAt, goroutines
+			return rssAt, liveAt, goroutines, classes
 		case <-t.C:
 			sample()
 		}
@@ -303,6 +308,7 @@ func mixedReport(r mixedResult) string {
 	early, late, flat := mixedRSS(r)
 	fmt.Fprintf(&b, "| resident memory at minute 2 and minute 10 (a fifth of the run and its end) | %.0f MB, %.0f MB (%+.1f %%) |\n",
 		mb(early), mb(late), 100*(float64(late)/float64(max(early, 1))-1))
+	fmt.Fprintf(&b, "| the Go runtime's memory at minute 2 and at the end, MB (what RSS holds of it: heap objects, heap free and kept, heap released to the OS, stacks, the runtime's own) | %s; %s |\n", r.classes[0], r.classes[1])
 	growth := float64(r.dbAfter-r.dbBefore) / float64(max(r.requests, 1)) * 1e6
 	fmt.Fprintf(&b, "| database size before, after | %.0f MB, %.0f MB |\n", mb(r.dbBefore), mb(r.dbAfter))
 	fmt.Fprintf(&b, "| database growth per million requests | %.0f MB |\n", growth/1e6)
@@ -346,4 +352,26 @@ func mixedHeapProfile(name string) {
 	if err := writeHeap(filepath.Join(*mixedHeap, name)); err != nil {
 		fmt.Fprintf(os.Stderr, "mixed: heap profile %s: %v\n", name, err)
 	}
+}
+
+// memoryClasses is the runtime's memory by class, in MB: what of the
+// resident set is live and dead heap objects, heap kept free for reuse,
+// heap given back, goroutine stacks and the runtime's own structures.
+func memoryClasses() string {
+	names := []string{"/memory/classes/heap/objects:bytes", "/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes",
+		"/memory/classes/heap/stacks:bytes", "/memory/classes/os-stacks:bytes", "/memory/classes/metadata/other:bytes",
+		"/memory/classes/other:bytes", "/memory/classes/profiling/buckets:bytes"}
+	s := make([]metrics.Sample, len(names))
+	for i, n := range names {
+		s[i].Name = n
+	}
+	metrics.Read(s)
+	v := func(i int) float64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return float64(s[i].Value.Uint64()) / 1e6
+	}
+	return fmt.Sprintf("objects %.0f, free %.0f, released %.0f, stacks %.0f, runtime %.0f",
+		v(0), v(1), v(2), v(3)+v(4), v(5)+v(6)+v(7))
 }
