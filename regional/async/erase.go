@@ -49,32 +49,40 @@ func erasing(ctx context.Context, q db.Querier, projects []string) (map[string][
 	return scanErasing(rows)
 }
 
-// Current is t's payload as a claim would give it now: read again from its
-// row, which an erasure finished since the claim has redacted, and
-// redacted with the subjects of the erasures not finished. A task that
-// sends its payload out (a webhook delivery) reads it so right before it
-// sends, having first made its sending known to the permanent deletions
-// that wait for such sends (webhooks.Service.AwaitSends): a deletion
-// committed before this read is seen by it, and one committed after sees
-// the send. The erasures are read before the row, in one round trip: an
-// erasure finished between the two reads has redacted the row the second
-// one reads.
-func Current(ctx context.Context, q db.Querier, t Task) ([]byte, error) {
+// Current are the payloads of ts as a claim would give them now: each
+// read again from its row, which an erasure finished since the claim has
+// redacted, and redacted with the subjects of the erasures not finished.
+// A task that sends its payload out (a webhook delivery) reads it so
+// right before it sends, having first made its sending known to the
+// permanent deletions that wait for such sends (webhooks.Service.AwaitSends):
+// a deletion committed before this read is seen by it, and one committed
+// after sees the send. The erasures are read before the rows, all in one
+// round trip: an erasure finished between the reads has redacted the rows
+// the later ones read.
+func Current(ctx context.Context, q db.Querier, ts []Task) ([][]byte, error) {
 	var by map[string][]erasure.Subject
-	var payload []byte
+	payloads := make([][]byte, len(ts))
 	b := &pgx.Batch{}
-	b.Queue(erasingSQL, []string{t.ProjectID}).Query(func(rows pgx.Rows) error {
+	b.Queue(erasingSQL, projectsOf(ts, func(t Task) string { return t.ProjectID })).Query(func(rows pgx.Rows) error {
 		var err error
 		by, err = scanErasing(rows)
 		return err
 	})
-	b.Queue(`SELECT payload FROM outbox WHERE project_id = $1 AND id = $2`, t.ProjectID, t.ID).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&payload)
-	})
+	for i, t := range ts {
+		b.Queue(`SELECT payload FROM outbox WHERE project_id = $1 AND id = $2`, t.ProjectID, t.ID).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&payloads[i])
+		})
+	}
 	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
-	return redactAll(payload, by[t.ProjectID])
+	for i, t := range ts {
+		var err error
+		if payloads[i], err = redactAll(payloads[i], by[t.ProjectID]); err != nil {
+			return nil, fmt.Errorf("async: task %s: %w", t.ID, err)
+		}
+	}
+	return payloads, nil
 }
 
 func scanErasing(rows pgx.Rows) (map[string][]erasure.Subject, error) {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -53,6 +54,10 @@ type Service struct {
 	dir    Directory
 	client *http.Client
 	o      Options
+	// marks are the deliveries asking to mark their sends (sending),
+	// served by markers goroutines started at the first.
+	marks        chan sendReq
+	startMarkers sync.Once
 }
 
 // Register adds the fan-out and delivery handlers to reg; pool is the
