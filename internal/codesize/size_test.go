@@ -36,22 +36,17 @@ var (
 	}
 )
 
-// root is the repository's root: the directory above this one holding go.mod.
+// root is the repository's root: a test runs in its package's directory,
+// internal/codesize.
 func root(t *testing.T) string {
-	dir, err := os.Getwd()
+	dir, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = up
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatalf("no go.mod two directories above the test: %v", err)
 	}
+	return dir
 }
 
 func TestNothingOutgrowsItsLimits(t *testing.T) {
