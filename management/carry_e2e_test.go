@@ -20,21 +20,8 @@ func TestATemplateCopyMakesWhatItsRulesNameInTheDestination(t *testing.T) {
 	h := e.MgmtHeader()
 	src := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	dst := stacktest.API{T: t, E: e, P: e.CreateProject(t, "us1")}
-	berlin := map[string]any{"type": "circle", "format": "distance", "distance": map[string]any{"center": "geo:52.52,13.405", "radius": "5 km"}}
-	loc := src.OK("POST", "/v1/locations", map[string]any{"name": "Berlin", "shape": berlin})["id"].(string)
-	hat := src.OK("POST", "/v1/products", map[string]any{"source_id": "hat", "name": "Hat", "price": 2000,
-		"metadata": map[string]any{"colour": "red"}})["id"].(string)
-	coll := src.OK("POST", "/v1/product-collections", map[string]any{"name": "Red things", "type": "AUTO_UPDATE",
-		"filter": map[string]any{"junction": "and", "metadata.colour": map[string]any{"conditions": map[string]any{"$is": []any{"red"}}}}})["id"].(string)
-	seg := src.OK("POST", "/v1/segments", map[string]any{"name": "Berliners", "type": "auto-update",
-		"filter": map[string]any{"metadata.at": map[string]any{"conditions": map[string]any{"$in_location": []any{loc}}}}})["id"].(string)
-	rule := src.OK("POST", "/v1/validation-rules", map[string]any{"name": "red hats for Berliners", "type": "advanced",
-		"rules": map[string]any{
-			"1":     map[string]any{"name": "order.items.any", "conditions": map[string]any{"$is": []any{map[string]any{"object": "product", "id": hat}}}},
-			"2":     map[string]any{"name": "order.items.any", "conditions": map[string]any{"$is": []any{map[string]any{"object": "products_collection", "id": coll}}}},
-			"3":     map[string]any{"name": "customer.segment", "conditions": map[string]any{"$is": []any{seg}}},
-			"4":     map[string]any{"name": "order.metadata", "property": "store", "conditions": map[string]any{"$in_location": []any{loc}}},
-			"logic": "1 and 2 and 3 and 4"}})
+	rule, carried := src.CarriedRule("red hats for Berliners")
+	loc, hat, coll, seg := carried["location"], carried["product"], carried["products_collection"], carried["segment"]
 	camp := src.OK("POST", "/v1/campaigns", map[string]any{"name": "Hats", "campaign_type": "DISCOUNT_COUPONS", "type": "STATIC",
 		"voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 500}}})
 	src.OK("POST", "/v1/validation-rules/"+rule["id"].(string)+"/assignments", map[string]any{"related_object_type": "campaign",

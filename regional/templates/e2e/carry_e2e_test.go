@@ -30,21 +30,7 @@ func startCarrying(t *testing.T, fromTier bool) carrying {
 	c := carrying{src: stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}, dst: stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")},
 		ruleName: "red hats for Berliners"}
 	src := c.src
-	berlin := map[string]any{"type": "circle", "format": "distance", "distance": map[string]any{"center": "geo:52.52,13.405", "radius": "5 km"}}
-	loc := src.OK("POST", "/v1/locations", map[string]any{"name": "Berlin", "shape": berlin})["id"].(string)
-	hat := src.OK("POST", "/v1/products", map[string]any{"source_id": "hat", "name": "Hat", "price": 2000,
-		"metadata": map[string]any{"colour": "red"}})["id"].(string)
-	coll := src.OK("POST", "/v1/product-collections", map[string]any{"name": "Red things", "type": "AUTO_UPDATE",
-		"filter": map[string]any{"junction": "and", "metadata.colour": map[string]any{"conditions": map[string]any{"$is": []any{"red"}}}}})["id"].(string)
-	seg := src.OK("POST", "/v1/segments", map[string]any{"name": "Berliners", "type": "auto-update",
-		"filter": map[string]any{"metadata.at": map[string]any{"conditions": map[string]any{"$in_location": []any{loc}}}}})["id"].(string)
-	rule := src.OK("POST", "/v1/validation-rules", map[string]any{"name": c.ruleName, "type": "advanced",
-		"rules": map[string]any{
-			"1":     map[string]any{"name": "order.items.any", "conditions": map[string]any{"$is": []any{map[string]any{"object": "product", "id": hat}}}},
-			"2":     map[string]any{"name": "order.items.any", "conditions": map[string]any{"$is": []any{map[string]any{"object": "products_collection", "id": coll}}}},
-			"3":     map[string]any{"name": "customer.segment", "conditions": map[string]any{"$is": []any{seg}}},
-			"4":     map[string]any{"name": "order.metadata", "property": "store", "conditions": map[string]any{"$in_location": []any{loc}}},
-			"logic": "1 and 2 and 3 and 4"}})
+	rule, _ := src.CarriedRule(c.ruleName)
 	tplBody := map[string]any{"name": "Hats"}
 	if fromTier {
 		p := src.OK("POST", "/v1/campaigns", map[string]any{"name": "Hats", "campaign_type": "PROMOTION", "promotion": map[string]any{
