@@ -215,7 +215,11 @@ func (a *App) customersFloor(v1 *echo.Group, s *services) {
 	cust := customers.NewService(pool, notify, meta, segs, customers.Erasers{
 		Now: []erasure.Eraser{customEvents.EraseCustomer, segs.EraseCustomer, orders.EraseCustomer, publications.EraseCustomer,
 			redemptions.EraseCustomer, stacked.EraseCustomer, exports.StopRunning},
-		Later: []erasure.Eraser{async.EraseCustomer, exports.EraseCustomer},
+		// The outbox last: its rows stay locked until the task commits, and
+		// a locked delivery is skipped by every claim, so the export
+		// files' scan (long, and waiting on a running export's row) runs
+		// before, not while her notices are held.
+		Later: []erasure.Eraser{exports.EraseCustomer, async.EraseCustomer},
 		After: []func(context.Context, string) error{notify.AwaitSends}}, referrals.DropCustomer, customEvents.DropCustomer)
 	reports := a.newReports()
 	cust.HandleJobs(a.tasks, reports)
