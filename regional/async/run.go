@@ -1,0 +1,153 @@
+package async
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/runtimex"
+)
+
+// runTxBatch runs database-effect tasks in one transaction, which marks
+// them all done with one statement at its end; if that fails, it runs them
+// one at a time so that one bad task does not hold the others.
+//
+// The handlers run before the outbox rows are touched: a worker that hangs
+// in a handler holds no lock on its tasks, so they are due again when its
+// lease lapses.
+func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
+	// Tasks of each isolation run together.
+	var rc, ser []Task
+	for _, t := range ts {
+		if k, _ := w.kind(t.Kind); k.policy.ReadCommitted {
+			rc = append(rc, t)
+		} else {
+			ser = append(ser, t)
+		}
+	}
+	if len(rc) > 0 {
+		w.runTxGroup(ctx, rc, db.InTxReadCommitted)
+	}
+	if len(ser) > 0 {
+		w.runTxGroup(ctx, ser, db.InTx)
+	}
+}
+
+// runTxGroup runs tasks in one transaction of inTx, or, when that fails,
+// each in its own.
+func (w *Worker) runTxGroup(ctx context.Context, ts []Task, inTx func(context.Context, db.Beginner, func(pgx.Tx) error) error) {
+	if len(ts) > 1 {
+		ts = w.inLockOrder(ts)
+		err := inTx(ctx, w.pool, func(tx pgx.Tx) error {
+			for _, t := range ts {
+				if err := w.runTx(ctx, tx, t); err != nil {
+					return err
+				}
+			}
+			held, err := finishMany(ctx, tx, ts)
+			if err != nil {
+				return err
+			}
+			if len(held) < len(ts) {
+				return errLeaseLost // one-by-one below sorts out which
+			}
+			return nil
+		})
+		if err == nil {
+			for _, t := range ts {
+				w.done(t)
+			}
+			return
+		}
+	}
+	for _, t := range ts {
+		err := inTx(ctx, w.pool, func(tx pgx.Tx) error {
+			if err := w.runTx(ctx, tx, t); err != nil {
+				return err
+			}
+			return finish(ctx, tx, t)
+		})
+		if err == nil {
+			w.done(t)
+			continue
+		}
+		k, _ := w.kind(t.Kind)
+		w.failed(ctx, t, k.policy, err)
+	}
+}
+
+// inLockOrder returns ts sorted by their kinds' Policy.LockOrder.
+func (w *Worker) inLockOrder(ts []Task) []Task {
+	keys := make(map[taskKey]string, len(ts))
+	for _, t := range ts {
+		if k, _ := w.kind(t.Kind); k.policy.LockOrder != nil {
+			keys[t.key()] = k.policy.LockOrder(t)
+		}
+	}
+	if len(keys) == 0 {
+		return ts
+	}
+	sorted := slices.Clone(ts)
+	slices.SortStableFunc(sorted, func(a, b Task) int { return strings.Compare(keys[a.key()], keys[b.key()]) })
+	return sorted
+}
+
+// runTx runs one database-effect task's handler in tx.
+func (w *Worker) runTx(ctx context.Context, tx pgx.Tx, t Task) error {
+	ctx, span := w.span(ctx, t)
+	defer span.End()
+	k, _ := w.kind(t.Kind)
+	// A panic fails the task (its transaction rolls back), not the process.
+	if err := runtimex.Call(func() error { return k.tx(ctx, tx, t) }); err != nil {
+		w.logPanic(ctx, t, err)
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return err
+	}
+	return nil
+}
+
+const committerCount = 8
+
+// wakeGather is how long a woken worker waits before it claims: tasks
+// committed in that time are claimed and run together. Claiming each task
+// alone costs more transactions than the wait saves.
+const wakeGather = 20 * time.Millisecond
+
+type completion struct {
+	t      Task
+	out    Outcome
+	policy Policy
+	record Recorder
+	parked bool // set by record: the failed try was the last
+}
+
+// runExt runs an external-effect task and hands its outcome to the committer.
+func (w *Worker) runExt(ctx context.Context, t Task, k kind, known bool, outcomes chan<- completion) {
+	ctx, span := w.span(ctx, t)
+	defer span.End()
+	var out Outcome
+	if !known {
+		out = Outcome{Err: fmt.Errorf("async: no handler for task kind %q", t.Kind)}
+	} else {
+		// A long external task keeps its lease alive while it runs.
+		hctx, stopHeartbeat := context.WithCancel(ctx)
+		go w.heartbeat(hctx, t)
+		if err := runtimex.Call(func() error { out = k.ext(ctx, t); return nil }); err != nil {
+			w.logPanic(ctx, t, err)
+			out = Outcome{Err: err} // retried with backoff, then parked, as any failure
+		}
+		stopHeartbeat()
+	}
+	if out.Err != nil {
+		span.RecordError(out.Err)
+		span.SetStatus(codes.Error, out.Err.Error())
+	}
+	outcomes <- completion{t: t, out: out, policy: k.policy, record: k.record}
+}
