@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ func (e *eventSender) Run(_ context.Context, _ periodic.ThreadID) (bool, string)
 // the time until the event's accrual is in the card's history), and at
 // saturation beside pgbench's TPC-B-like on the same server.
 func benchEvents(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt devstack.ManagementCredentials, srv *pglocal.Server,
-	d time.Duration) (eventsResult, error) {
+	d time.Duration, profile string) (eventsResult, error) {
 	var r eventsResult
 	c := client{base: stack.RouterURL, p: p, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	const threads = 32
@@ -70,7 +71,7 @@ func benchEvents(stack *devstack.Stack, p devstack.ProjectCredentials, mgmt devs
 	if err := pgb.checkpoint(); err != nil {
 		return r, err
 	}
-	if err := l.fixed(&r, d); err != nil {
+	if err := l.fixed(&r, d, profile); err != nil {
 		return r, err
 	}
 	// Then saturation, alternating with pgbench on the same server.
@@ -153,8 +154,19 @@ func (l *eventsLoad) run(qps float64, d time.Duration, n int) periodic.RunnerRes
 
 // fixed measures 500 events/s, and meanwhile probes: an
 // event, then the card's history polled until its accrual is there.
-func (l *eventsLoad) fixed(r *eventsResult, d time.Duration) error {
+func (l *eventsLoad) fixed(r *eventsResult, d time.Duration, profile string) error {
 	fmt.Fprintln(os.Stderr, "bench: events at 500/s, with accrual probes")
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var lat []float64
 	probeErr := make(chan error, 1)
 	stop := make(chan struct{})

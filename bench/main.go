@@ -42,7 +42,7 @@ func main() {
 	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, orders, targeting, vouchers, rewards, engine, scale, hotcode, exports, mixed, events, cors, outbox, noisy, ring, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions, the customer import, the scale section's qualifications at 100 campaigns or the hot code's tries (with -only)")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions, the customer import, the scale section's qualifications at 100 campaigns or the hot code's tries, the events at 500/s (with -only)")
 	flag.IntVar(&customersRows, "customers-rows", 1_000_000, "customers the customers section imports (fewer to try it on a shared machine)")
 	flag.IntVar(&ordersRows, "orders-rows", 100_000, "orders the orders section imports (fewer to try it on a shared machine)")
 	flag.Float64Var(&scaleFactor, "scale-factor", 1, "the scale section's data sizes times this (0.01 to try it on a shared machine)")
@@ -257,8 +257,8 @@ func (b *benchRun) sections() []section {
 			mr, err := benchMixed(stack, creds.Management, servers[1])
 			return mixedReport(mr), err
 		}},
-		{"events", func(string) (string, error) {
-			er, err := benchEvents(stack, p, creds.Management, servers[1], d)
+		{"events", func(profile string) (string, error) {
+			er, err := benchEvents(stack, p, creds.Management, servers[1], d, profile)
 			return eventsReport(er), err
 		}},
 		{"cors", func(string) (string, error) {
