@@ -118,15 +118,21 @@ func TestANoisyNeighbourDoesNotSlowAnotherProject(t *testing.T) {
 	}
 	measure := func() (pIdle, pLoaded time.Duration) {
 		var idle, loaded []time.Duration
+		var each []string // each phase's slowest, for a failure's log
 		for range rounds {
 			busy.Store(false)
 			time.Sleep(300 * time.Millisecond) // A's requests under way end
-			idle = append(idle, phase(100)...)
+			ds := phase(100)
+			idle = append(idle, ds...)
+			each = append(each, "idle "+slices.Max(ds).Round(time.Millisecond).String())
 			busy.Store(true)
 			time.Sleep(300 * time.Millisecond) // A's pile-up forms
-			loaded = append(loaded, phase(100)...)
+			ds = phase(100)
+			loaded = append(loaded, ds...)
+			each = append(each, "busy "+slices.Max(ds).Round(time.Millisecond).String())
 		}
 		busy.Store(false)
+		t.Logf("each phase's slowest request of B: %v", each)
 		return p99(idle), p99(loaded)
 	}
 	// Issue 32's bound. Connections and lock waits are A's own (the shared
