@@ -183,6 +183,7 @@ type services struct {
 	ord     *orders.Service
 	reports *exports.Reports
 	camps   *campaigns.Service
+	progs   *program.Service
 	colls   *collections.Service
 	rules   *validation.Service
 	vs      *vouchers.Service
@@ -238,9 +239,11 @@ func (a *App) programsFloor(v1 *echo.Group, s *services) {
 	// The campaigns' rows, whose kinds (loyalty programs, vouchers,
 	// promotions, referral programs) are built on them.
 	camps := campaigns.NewService(pool, notify, meta, cfg.Clock)
-	a.loyalty = loyalty.NewService(pool, notify, camps, cust, ord, earning.TierMoves{}, cfg.Clock)
-	// The loyalty program, and the packages built on it.
-	loyalty.Register(v1, a.loyalty)
+	a.loyalty = loyalty.NewService(pool, notify, camps, earning.TierMoves{}, cfg.Clock)
+	// The loyalty programs over their cards and ledger, and the packages
+	// built on them.
+	s.progs = program.NewService(pool, camps, cust, a.loyalty)
+	program.Register(v1, s.progs)
 	// Validation rules, which vouchers, promotion tiers and earning rules name.
 	colls := collections.NewService(pool, locs, cfg.Clock)
 	collections.Register(v1, colls)
@@ -286,7 +289,7 @@ func (a *App) engineFloor(v1 *echo.Group, s *services) {
 	// /v1/campaigns serves every type through its kind.
 	discounts := vouchers.NewKind(vs, "DISCOUNT_COUPONS")
 	campaigns.Register(v1, campaigns.NewRegistry(camps, a.tasks, map[string]campaigns.Kind{
-		"LOYALTY_PROGRAM":  program.NewKind(a.loyalty, red, a.earning),
+		"LOYALTY_PROGRAM":  program.NewKind(s.progs, red, a.earning),
 		"DISCOUNT_COUPONS": discounts,
 		"GIFT_VOUCHERS":    vouchers.NewKind(vs, "GIFT_VOUCHERS"),
 		"PROMOTION":        promotions.NewKind(promos),

@@ -29,7 +29,6 @@ const (
 var (
 	overFiles = map[string]string{}
 	overPackages = map[string]string{
-		"regional/loyalty":  "campaigns' owner takes the campaign rows; activity its own package (issue 36)",
 		"regional/vouchers": "split by what it serves: codes and imports, gift cards, publishing (issue 36)",
 	}
 )

@@ -3,13 +3,11 @@ package loyalty
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"github.com/tallyhq/tally/regional/webhooks"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/labstack/echo/v4"
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/ids"
@@ -154,22 +152,4 @@ func (s *Service) PointsExpiration(ctx context.Context, ref CardRef, lq listq.Qu
 			CreatedAt: jsonx.Ptr(created), UpdatedAt: jsonx.Ptr(updated), Object: "loyalty_points_bucket"}, nil
 	})
 	return out, total, err
-}
-
-func registerExpiration(g *echo.Group, h Handler) {
-	g.GET("/loyalties/:campaignId/members/:memberId/points-expiration", h.pointsExpiration)
-}
-
-func (h Handler) pointsExpiration(c echo.Context) error {
-	// A card has one bucket per date, in date order: numbered pages only,
-	// no cursor.
-	lq, err := listq.Parse(c.QueryParams(), listq.Spec{NoOrder: true, Pages: true, NoCursor: true})
-	if err != nil {
-		return err
-	}
-	bs, total, err := h.svc.PointsExpiration(c.Request().Context(), CardRefOf(c), lq)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listq.List[PointsBucket]{Data: bs, Total: &total, More: total > lq.Offset()+len(bs)})
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"github.com/tallyhq/tally/internal/codes"
-	"github.com/tallyhq/tally/internal/telemetry"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,73 +15,10 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/campaigns"
-	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
-// MemberRequest is the body of POST /v1/loyalties/{campaignId}/members.
-type MemberRequest struct {
-	Voucher  *string         `json:"voucher"`
-	SourceID *string         `json:"source_id"`
-	Customer json.RawMessage `json:"customer"`
-	Metadata map[string]any  `json:"metadata"`
-	Channel  *string         `json:"channel"`
-}
-
-// AddMember gives a customer a card of the campaign: the named one, a free
-// one, or (AUTO_UPDATE campaigns) a new one. A customer already holding a
-// card of the campaign gets that card back: a program is joined once.
-func (s *Service) AddMember(ctx context.Context, projectID, campaignID string, r MemberRequest) (_ CardView, err error) {
-	ctx, span := tracer.Start(ctx, "loyalty.AddMember")
-	defer telemetry.End(span, &err)
-	if len(r.Customer) == 0 || string(r.Customer) == "null" {
-		return CardView{}, apierr.InvalidPayload("customer is required: a customer id, or an object with id, source_id or the customer's data")
-	}
-	// A card is a voucher: the metadata it is given is the voucher's.
-	if r.Metadata != nil {
-		if err := s.camps.CheckMetadata(ctx, projectID, "voucher", r.Metadata); err != nil {
-			return CardView{}, err
-		}
-	}
-	var custRef string
-	var patch *customers.Patch
-	if err := json.Unmarshal(r.Customer, &custRef); err != nil {
-		patch = &customers.Patch{}
-		if err := json.Unmarshal(r.Customer, patch); err != nil {
-			return CardView{}, apierr.InvalidPayload("customer must be a customer id or a customer object: " + err.Error())
-		}
-	}
-	var card Card
-	var camp Campaign
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if camp, err = s.Campaign(ctx, tx, projectID, campaignID); err != nil {
-			return err
-		}
-		var custID string
-		if patch != nil {
-			cust, _, err := s.customers.UpsertIn(ctx, tx, projectID, patch)
-			if err != nil {
-				return err
-			}
-			custID = cust.ID
-		} else {
-			cust, err := s.customers.GetIn(ctx, tx, projectID, custRef)
-			if err != nil {
-				return err
-			}
-			custID = cust.ID
-		}
-		card, err = s.join(ctx, tx, projectID, camp, custID, r.Voucher, r.Metadata)
-		return err
-	})
-	if err != nil {
-		return CardView{}, err
-	}
-	return card.View(camp), nil
-}
-
-// JoinIn gives customerID a card of campaignID in tx, as AddMember does
+// JoinIn gives customerID a card of campaignID in tx, as Join does
 // without a named card: the one they hold, a free one, or (AUTO_UPDATE) a
 // new one. Packages that reward customers with points (regional/referrals)
 // join them to the program first.
@@ -91,13 +27,13 @@ func (s *Service) JoinIn(ctx context.Context, tx pgx.Tx, projectID, campaignID, 
 	if err != nil {
 		return Card{}, Campaign{}, err
 	}
-	card, err := s.join(ctx, tx, projectID, camp, customerID, nil, nil)
+	card, err := s.Join(ctx, tx, projectID, camp, customerID, nil, nil)
 	return card, camp, err
 }
 
-// join gives custID a card of camp in tx: the one they hold, the one
+// Join gives custID a card of camp in tx: the one they hold, the one
 // voucher names, a free one or a new one (AUTO_UPDATE), with metadata.
-func (s *Service) join(ctx context.Context, tx pgx.Tx, projectID string, camp Campaign, custID string, voucher *string, metadata map[string]any) (Card, error) {
+func (s *Service) Join(ctx context.Context, tx pgx.Tx, projectID string, camp Campaign, custID string, voucher *string, metadata map[string]any) (Card, error) {
 	existing, err := scanCard(tx.QueryRow(ctx, `SELECT `+cardColumns+` FROM loyalty_cards
 		WHERE project_id = $1 AND holder_id = $2 AND campaign_id = $3 LIMIT 1`, projectID, custID, camp.ID))
 	if err == nil {
@@ -132,7 +68,7 @@ func (s *Service) join(ctx context.Context, tx pgx.Tx, projectID string, camp Ca
 			if gerr != nil {
 				return Card{}, gerr
 			}
-			if _, err = s.generate(ctx, tx, projectID, camp, gen, 1, s.Now()); err != nil {
+			if _, err = s.MakeCards(ctx, tx, projectID, camp, gen, 1, s.Now()); err != nil {
 				return Card{}, err
 			}
 			if err = campaigns.AddVouchersCount(ctx, tx, projectID, camp.ID, 1); err != nil {

@@ -13,8 +13,6 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/campaigns"
-	"github.com/tallyhq/tally/regional/customers"
-	"github.com/tallyhq/tally/regional/orders"
 	"github.com/tallyhq/tally/regional/tiers"
 	"github.com/tallyhq/tally/regional/webhooks"
 )
@@ -30,14 +28,12 @@ type Notifier interface {
 
 // Service holds the rules of loyalty programs and the points ledger.
 type Service struct {
-	pool      *db.Pool
-	notify    Notifier
-	customers *customers.Service
-	orders    *orders.Service
-	attrs     attrsCache
-	clock     *clock.Clock
-	camps     *campaigns.Service // the programs' rows and their notices
-	tierEarn  TierEarning
+	pool     *db.Pool
+	notify   Notifier
+	attrs    attrsCache
+	clock    *clock.Clock
+	camps    *campaigns.Service // the programs' rows and their notices
+	tierEarn TierEarning
 }
 
 // TierEarning is what a card earns when its holder moves between its
@@ -84,13 +80,12 @@ func (s *Service) Now() time.Time { return s.clock.Now() }
 
 // NewService returns the loyalty service; camps writes its programs' rows;
 // tierEarn (nil: none) gives the points of tier events.
-func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, cust *customers.Service, ord *orders.Service,
-	tierEarn TierEarning, clk *clock.Clock) *Service {
+func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, tierEarn TierEarning, clk *clock.Clock) *Service {
 	col := `NULL::JSONB`
 	if tierEarn != nil {
 		col = tierEarn.Column()
 	}
-	return &Service{pool: pool, notify: notify, camps: camps, customers: cust, orders: ord, attrs: newAttrsCache(10_000, col),
+	return &Service{pool: pool, notify: notify, camps: camps, attrs: newAttrsCache(10_000, col),
 		clock: clk, tierEarn: tierEarn}
 }
 

@@ -409,15 +409,15 @@ func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, 
 	return cs, total, err
 }
 
-// countCards counts a campaign's cards.
-func countCards(ctx context.Context, q db.Querier, projectID, campaignID string) (int64, error) {
+// CountCards counts a campaign's cards.
+func CountCards(ctx context.Context, q db.Querier, projectID, campaignID string) (int64, error) {
 	var n int64
 	err := q.QueryRow(ctx, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`, projectID, campaignID).Scan(&n)
 	return n, err
 }
 
-// countCardsWithin counts a campaign's cards made within p.
-func countCardsWithin(ctx context.Context, q db.Querier, projectID, campaignID string, p campaigns.Period) (int64, error) {
+// CountCardsWithin counts a campaign's cards made within p.
+func CountCardsWithin(ctx context.Context, q db.Querier, projectID, campaignID string, p campaigns.Period) (int64, error) {
 	return p.Count(ctx, q, `SELECT count(*) FROM loyalty_cards WHERE project_id = $1 AND campaign_id = $2`, "created_at", projectID, campaignID)
 }
 
