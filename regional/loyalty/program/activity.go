@@ -106,6 +106,15 @@ func (s *Service) MemberActivity(ctx context.Context, ref loyalty.CardRef, lq li
 	if err != nil {
 		return nil, false, "", err
 	}
+	page, more, next := mergePage(card, camp, entries, events, lq)
+	return page, more, next, nil
+}
+
+// mergePage is the page of lq of card's activity from a page of each
+// source (each at most lq.Limit+1, in lq's order): merged in the list's
+// order, with whether more follow and the cursor of the next page.
+func mergePage(card loyalty.Card, camp loyalty.Campaign, entries []loyalty.Transaction, events []loyalty.CardEvent,
+	lq listq.Query) ([]Activity, bool, string) {
 	all := make([]keyedActivity, 0, len(entries)+len(events))
 	for _, t := range entries {
 		all = append(all, keyedActivity{loyalty.ActivityKey{At: t.CreatedAt.Time, Rank: loyalty.RankLedger, ID: t.ID}, activityOf(card, camp, t)})
@@ -114,9 +123,8 @@ func (s *Service) MemberActivity(ctx context.Context, ref loyalty.CardRef, lq li
 		all = append(all, keyedActivity{e.Key, eventActivityOf(card, camp, e)})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].key.Before(all[j].key) != lq.Desc })
-	page, more, next := listq.PageOf(all, lq.Limit, func(a keyedActivity) string { return a.act.ID },
+	return listq.PageOf(all, lq.Limit, func(a keyedActivity) string { return a.act.ID },
 		func(a keyedActivity) Activity { return a.act })
-	return page, more, next, nil
 }
 
 type keyedActivity struct {
