@@ -13,23 +13,25 @@ import (
 // countVouchers counts a redemption of each of its discount vouchers, in
 // code order, after everything else the redemption writes but rewards'
 // stock (docs/architecture.md, One hot code, Lock order 5a). On counter
-// shards (vouchers.QueueCountShard, queued onto b, which it sends) unless
-// locked is set or another session holds one of them: then each is
-// counted on its voucher's row (vouchers.CountLocked); all of them so, to
-// keep the code order. A voucher whose shards are dry is counted on its
-// row in the same transaction. It answers the batch the rest goes on.
-func countVouchers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, counted []*Candidate, locked bool,
+// shards (vouchers.QueueCountShard), queued onto b, which goes with the
+// COMMIT: a dry shard fails the transaction in the database
+// (vouchers.ErrShardDry) and the redemption runs again counting on rows.
+// A voucher without a quantity is counted on its row by one conditional
+// update, queued so too (vouchers.QueueCount). When onRows is set or
+// another session holds one of them, b is sent and each is counted on its
+// voucher's row (vouchers.CountLocked); all of them so, to keep the code
+// order. It answers the batch the rest goes on.
+func countVouchers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, counted []*Candidate, onRows bool,
 	now time.Time) (*pgx.Batch, error) {
 	sort.Slice(counted, func(i, j int) bool { return counted[i].voucher.Code < counted[j].voucher.Code })
 	for _, c := range counted {
-		locked = locked || c.held > 0
+		onRows = onRows || c.held > 0
 	}
 	if len(counted) == 0 {
 		return b, nil
 	}
-	dry := make([]bool, len(counted))
-	if !locked {
-		for i, c := range counted {
+	if !onRows {
+		for _, c := range counted {
 			if c.voucher.Quantity == nil {
 				// No limit to keep: counted on its row, last, with no
 				// shards (a grant to sixteen shards per fresh voucher
@@ -37,27 +39,27 @@ func countVouchers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID strin
 				vouchers.QueueCount(b, projectID, c.voucher.ID, 1, 0, now)
 				continue
 			}
-			vouchers.QueueCountShard(b, projectID, c.voucher.ID, &dry[i])
+			vouchers.QueueCountShard(b, projectID, c.voucher.ID)
 		}
+		return b, nil
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, err
 	}
-	for i, c := range counted {
-		if !locked && !dry[i] {
-			continue
-		}
-		// Counted on the row: a later code's shard taken already would
-		// break the code order, and the redemption runs again, counting
-		// every one so.
-		for _, d := range dry[i+1:] {
-			if !locked && !d {
-				return nil, vouchers.ErrShardDry
-			}
-		}
+	for _, c := range counted {
 		if err := vouchers.CountLocked(ctx, tx, projectID, c.voucher.ID, c.held, now); err != nil {
 			return nil, err
 		}
 	}
 	return &pgx.Batch{}, nil
+}
+
+// countsOnRow says a discount voucher with a quantity, as read before its
+// redemption, is counted on its row rather than on a shard: nothing counted
+// yet (shards are granted their quotas by a count on the row, so none has
+// room) or this redemption takes its last use (a code of quantity 1 every
+// time, whose shards are never granted any). On a shard, either would find
+// it dry and run the whole redemption again.
+func countsOnRow(v *vouchers.Voucher) bool {
+	return v.Quantity != nil && (v.Redeemed <= 0 || *v.Quantity-v.Redeemed <= 1)
 }

@@ -47,14 +47,18 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 	// (vouchers.CountLocked), where a first attempt found a counter shard
 	// dry; else on shards.
 	countLocked := false
-	redeem := func(tx pgx.Tx) error {
+	// Four round trips on the common path (TestARedemptionWritesInFourRoundTrips):
+	// the customer's upsert with the BEGIN, resolve's batch, judging's, and
+	// everything a success or a failure writes with the COMMIT.
+	redeem := func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
 		out, refused, paid = nil, nil, false
 		now := e.Now()
+		tx := p.Tx()
 		var cust *customers.Customer
 		if r.Customer != nil {
 			c, _, err := e.Customers.UpsertIn(ctx, tx, projectID, r.Customer)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			cust = &c
 		}
@@ -64,39 +68,40 @@ func (e *Engine) Redeem(ctx context.Context, projectID string, r Request) (_ map
 		}
 		cs, _, err := e.resolve(ctx, tx, projectID, &r, &requestCustomer{given: cust}, key, mode, now)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if mode == lockHeld && countsUnlocked(cs) {
-			return errLockAll
+			return nil, errLockAll
 		}
 		o, err := e.decide(ctx, tx, projectID, &r, cs, rules)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !o.valid {
 			refused = failure(o)
-			return e.storeFailure(ctx, tx, projectID, &r, o, cust, now)
+			return e.storeFailure(ctx, projectID, &r, o, cust, now)
 		}
-		out, paid, err = e.storeSuccess(ctx, tx, projectID, &r, o, cust, key, countLocked || mode == lockAll, now)
-		return err
+		var last *pgx.Batch
+		out, paid, last, err = e.storeSuccess(ctx, tx, projectID, &r, o, cust, key, countLocked || mode == lockAll, now)
+		return last, err
 	}
-	err = db.InTxReadCommitted(ctx, e.pool, redeem)
+	err = db.InPipe(ctx, e.pool, pgx.ReadCommitted, redeem)
 	if errors.Is(err, errLockAll) {
 		mode = lockAll
-		err = db.InTxReadCommitted(ctx, e.pool, redeem)
+		err = db.InPipe(ctx, e.pool, pgx.ReadCommitted, redeem)
 	}
 	if errors.Is(err, vouchers.ErrShardDry) {
 		// The counter shard had no quota left: once more, counting on the
 		// voucher's row, which grants the shards more.
 		countLocked = true
-		err = db.InTxReadCommitted(ctx, e.pool, redeem)
+		err = db.InPipe(ctx, e.pool, pgx.ReadCommitted, redeem)
 	}
 	if redemptions.IsOutOfStock(err) || errors.Is(err, vouchers.ErrQuantityExceeded) {
 		// Others took a reward's last units, or a voucher's last uses,
 		// after it was read: once more, the attempt reads them out and is
 		// stored as a FAILURE.
 		countLocked = true
-		err = db.InTxReadCommitted(ctx, e.pool, redeem)
+		err = db.InPipe(ctx, e.pool, pgx.ReadCommitted, redeem)
 	}
 	if redemptions.IsOutOfStock(err) {
 		return nil, apierr.New(400, "quantity_exceeded", "Quantity exceeded", "A reward the request pays for ran out of stock.")
@@ -256,18 +261,16 @@ func firstFailed(o *outcome) int {
 }
 
 // storeFailure records a refused attempt: FAILURE redemptions, and
-// redemption.failed for each.
-func (e *Engine) storeFailure(ctx context.Context, tx pgx.Tx, projectID string, r *Request, o *outcome,
-	cust *customers.Customer, now time.Time) error {
+// redemption.failed for each, queued onto the batch it answers (sent with
+// the COMMIT).
+func (e *Engine) storeFailure(ctx context.Context, projectID string, r *Request, o *outcome,
+	cust *customers.Customer, now time.Time) (*pgx.Batch, error) {
 	parent, kids := e.records(r, o, cust, o.order, now, "FAILURE", "FAILED")
 	b := &pgx.Batch{}
 	if err := stacked.QueueInsert(b, projectID, append([]stacked.Redemption{parent}, kids...)); err != nil {
-		return err
+		return nil, err
 	}
-	if err := e.queueNotices(ctx, b, projectID, EventRedemptionFailed, kids); err != nil {
-		return err
-	}
-	return tx.SendBatch(ctx, b).Close()
+	return b, e.queueNotices(ctx, b, projectID, EventRedemptionFailed, kids)
 }
 
 func (e *Engine) queueNotices(ctx context.Context, b *pgx.Batch, projectID, event string, rs []stacked.Redemption) error {
@@ -285,11 +288,13 @@ func (e *Engine) queueNotices(ctx context.Context, b *pgx.Batch, projectID, even
 
 // storeSuccess applies an outcome every redeemable of which applies: the
 // order (with its discounts), the vouchers' counts and credits, the
-// session's end, the redemptions and their notices. paid says the order
-// became PAID.
+// session's end, the redemptions and their notices, queued onto the batch
+// it answers, which is sent with the COMMIT. paid says the order became
+// PAID.
 func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, r *Request, o *outcome,
-	cust *customers.Customer, key string, countLocked bool, now time.Time) (map[string]any, bool, error) {
+	cust *customers.Customer, key string, countLocked bool, now time.Time) (map[string]any, bool, *pgx.Batch, error) {
 	orderView, paid := o.order, false
+	b := &pgx.Batch{}
 	if r.Order != nil {
 		w := *r.Order
 		amount, discount := orderView.Amount, orderView.TotalDiscountAmount
@@ -300,9 +305,10 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 		if cust != nil && len(w.Customer) == 0 && w.CustomerID == nil {
 			w.CustomerID = &cust.ID
 		}
-		saved, p, err := e.Orders.WriteIn(ctx, tx, projectID, w)
+		// First in the batch: orders come before the counts (Lock order, 5).
+		saved, p, err := e.Orders.QueueWriteIn(ctx, tx, b, projectID, w, cust)
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
 		paid = p
 		orderView.ID, orderView.CreatedAt, orderView.CustomerID = &saved.ID, &saved.CreatedAt, saved.CustomerID
@@ -311,7 +317,6 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 		}
 	}
 	parent, kids := e.records(r, o, cust, orderView, now, "SUCCESS", "SUCCEEDED")
-	b := &pgx.Batch{}
 	var held []string
 	var counted []*Candidate
 	var stock []rewards.Count
@@ -332,7 +337,7 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 				}
 				taken, err := e.Redemptions.QueuePay(ctx, tx, b, projectID, p, pts, kids[k].ID, ref, now)
 				if err != nil {
-					return nil, false, err
+					return nil, false, nil, err
 				}
 				if taken.Issued != nil {
 					kids[k].View["reward"].(map[string]any)["voucher"] = taken.Given
@@ -350,13 +355,14 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 		held = append(held, v.ID)
 		if c.counted {
 			counted = append(counted, c)
+			countLocked = countLocked || countsOnRow(v)
 		} else {
 			vouchers.QueueRedeemed(b, projectID, v.ID, 1, now)
 		}
 		v.Redeemed++ // as read, plus this one: exact when no one else redeemed it meanwhile
 		if ef := o.effects[i]; ef.Credits > 0 {
 			if _, err := e.Vouchers.QueueCredits(ctx, b, projectID, v, -ef.Credits, loyalty.CreditsRedemption, &kids[k].ID, now); err != nil {
-				return nil, false, err
+				return nil, false, nil, err
 			}
 		}
 		kids[k].View["voucher"] = v.View() // as the redemption left it
@@ -365,27 +371,24 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 		queueEndSessions(b, projectID, held, key, now)
 	}
 	if err := stacked.QueueInsert(b, projectID, append([]stacked.Redemption{parent}, kids...)); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	if err := e.queueNotices(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	// The discount vouchers are counted now, in code order, each holding
 	// a counter shard's row (or its own) only from here to the commit.
 	b, err := countVouchers(ctx, tx, b, projectID, counted, countLocked, now)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	// Last, in reward id order (one order of row locks for every
 	// redemption): a reward with a stock updates its row and holds its
 	// lock to the commit, rewards_in_stock refusing one past the stock;
 	// one without adds to a shard (rewards.Count).
 	redemptions.QueueStock(b, projectID, stock, +1)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, false, err
-	}
-	if err := e.convertReferees(ctx, tx, projectID, o, kids, cust); err != nil {
-		return nil, false, err
+	if b, err = e.convertReferees(ctx, tx, b, projectID, o, kids, cust); err != nil {
+		return nil, false, nil, err
 	}
 	views := make([]any, len(kids))
 	for i, k := range kids {
@@ -393,18 +396,20 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	}
 	answer := o.view(r)
 	return map[string]any{"redemptions": views, "parent_redemption": parent.View, "order": orderView,
-		"inapplicable_redeemables": answer["inapplicable_redeemables"], "skipped_redeemables": answer["skipped_redeemables"]}, paid, nil
+		"inapplicable_redeemables": answer["inapplicable_redeemables"], "skipped_redeemables": answer["skipped_redeemables"]}, paid, b, nil
 }
 
 // convertReferees converts the redemption's customer through each referral
 // code it redeemed (a referrer's published code; the referrer's own was
 // refused by check), in the redemption's transaction, as a custom event
 // converts: once per referee and program. A rollback of the redemption
-// leaves the conversion standing (README: Referral programs).
-func (e *Engine) convertReferees(ctx context.Context, tx pgx.Tx, projectID string, o *outcome, kids []stacked.Redemption,
-	cust *customers.Customer) error {
+// leaves the conversion standing (README: Referral programs). The
+// redemption's batch b is sent before the first conversion; it answers the
+// batch the COMMIT goes with.
+func (e *Engine) convertReferees(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, o *outcome, kids []stacked.Redemption,
+	cust *customers.Customer) (*pgx.Batch, error) {
 	if e.referrals == nil || cust == nil || cust.ID == "" {
-		return nil
+		return b, nil
 	}
 	k := -1
 	for i, c := range o.cs {
@@ -416,9 +421,15 @@ func (e *Engine) convertReferees(ctx context.Context, tx pgx.Tx, projectID strin
 		if v == nil || c.campaign == nil || c.campaign.CampaignType != "REFERRAL_PROGRAM" || v.HolderID == nil {
 			continue
 		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return nil, err
+			}
+			b = &pgx.Batch{}
+		}
 		if err := e.referrals.ConvertRedemption(ctx, tx, projectID, v.Code, cust.ID, kids[k].ID, kids[k].View); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return b, nil
 }

@@ -96,7 +96,8 @@ func GetIn(ctx context.Context, q db.Querier, projectID, idOrSource string, lock
 	return o, err
 }
 
-func save(ctx context.Context, tx pgx.Tx, projectID string, o Order, insert bool) error {
+// queueSave queues an order's insert (a new one) or update onto b.
+func queueSave(b *pgx.Batch, projectID string, o Order, insert bool) error {
 	items, err := json.Marshal(o.Items)
 	if err != nil {
 		return err
@@ -108,16 +109,16 @@ func save(ctx context.Context, tx pgx.Tx, projectID string, o Order, insert bool
 		}
 	}
 	if insert {
-		_, err = tx.Exec(ctx, `INSERT INTO orders (project_id, `+columns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		b.Queue(`INSERT INTO orders (project_id, `+columns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			projectID, o.ID, o.SourceID, o.Status, o.Amount, o.InitialAmount, o.DiscountAmount, items, meta, o.CustomerID,
 			o.ReferrerID, o.CreatedAt, o.UpdatedAt, o.PaidAt)
-		return err
+		return nil
 	}
-	_, err = tx.Exec(ctx, `UPDATE orders SET source_id = $3, status = $4, amount = $5, initial_amount = $6, discount_amount = $7,
+	b.Queue(`UPDATE orders SET source_id = $3, status = $4, amount = $5, initial_amount = $6, discount_amount = $7,
 		items = $8, metadata = $9, customer_id = $10, referrer_id = $11, updated_at = $12, paid_at = $13
 		WHERE project_id = $1 AND id = $2`, projectID, o.ID, o.SourceID, o.Status, o.Amount, o.InitialAmount, o.DiscountAmount,
 		items, meta, o.CustomerID, o.ReferrerID, o.UpdatedAt, o.PaidAt)
-	return err
+	return nil
 }
 
 func checkText(name string, v *string) error {
@@ -280,8 +281,11 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 	paid := false
 	attempt := func(tx pgx.Tx) error {
 		var err error
-		out, paid, err = s.writeIn(ctx, tx, projectID, target, r)
-		return err
+		b := &pgx.Batch{}
+		if out, paid, err = s.writeIn(ctx, tx, b, projectID, target, r, nil); err != nil {
+			return err
+		}
+		return tx.SendBatch(ctx, b).Close()
 	}
 	err = db.InTxReadCommitted(ctx, s.pool, attempt)
 	if errors.Is(db.Classify(err), db.ErrConflict) {
@@ -298,10 +302,16 @@ func (s *Service) write(ctx context.Context, projectID, target string, r Request
 	return out.View(), nil
 }
 
-// WriteIn is Upsert in the caller's transaction (the redemption engine's);
-// paid says the order became PAID, and the caller calls Wake after commit.
-func (s *Service) WriteIn(ctx context.Context, tx pgx.Tx, projectID string, r Request) (View, bool, error) {
-	o, paid, err := s.writeIn(ctx, tx, projectID, "", r)
+// QueueWriteIn is Upsert in the caller's transaction (the redemption
+// engine's), reading through tx what it must (a stored order it names, a
+// customer) and queueing its writes onto b, the caller's last batch, sent
+// with its COMMIT: an order named by nothing stored costs no round trip.
+// known is the request's customer, read or upserted by the caller already:
+// an order naming it by id is not read again. paid says the order became
+// PAID, and the caller calls Wake after commit.
+func (s *Service) QueueWriteIn(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, r Request,
+	known *customers.Customer) (View, bool, error) {
+	o, paid, err := s.writeIn(ctx, tx, b, projectID, "", r, known)
 	return o.View(), paid, err
 }
 
@@ -312,7 +322,8 @@ func (s *Service) Wake() {
 	}
 }
 
-func (s *Service) writeIn(ctx context.Context, tx pgx.Tx, projectID, target string, r Request) (Order, bool, error) {
+func (s *Service) writeIn(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID, target string, r Request,
+	known *customers.Customer) (Order, bool, error) {
 	o, insert, err := s.find(ctx, tx, projectID, target, r)
 	if err != nil {
 		return Order{}, false, err
@@ -324,26 +335,26 @@ func (s *Service) writeIn(ctx context.Context, tx pgx.Tx, projectID, target stri
 	if err := s.checkMetadata(ctx, projectID, o, r, insert); err != nil {
 		return Order{}, false, err
 	}
-	if err := s.customer(ctx, tx, projectID, &o, r); err != nil {
+	if err := s.customer(ctx, tx, projectID, &o, r, known); err != nil {
 		return Order{}, false, err
 	}
 	now := s.clock.Now()
 	if !insert {
 		o.UpdatedAt = &now
 	}
-	b := &pgx.Batch{}
-	paid := false
-	if o.Status == "PAID" && !wasPaid {
+	paid := o.Status == "PAID" && !wasPaid
+	if paid {
 		o.PaidAt = &now
+	}
+	if err := queueSave(b, projectID, o, insert); err != nil {
+		return Order{}, false, err
+	}
+	if paid {
 		if err := s.paid(ctx, b, projectID, o, now); err != nil {
 			return Order{}, false, err
 		}
-		paid = true
 	}
-	if err := save(ctx, tx, projectID, o, insert); err != nil {
-		return Order{}, false, err
-	}
-	return o, paid, tx.SendBatch(ctx, b).Close()
+	return o, paid, nil
 }
 
 // checkMetadata checks the metadata a write leaves: a new order's (its
@@ -392,8 +403,8 @@ func (s *Service) find(ctx context.Context, tx pgx.Tx, projectID, target string,
 
 // customer sets the order's customer: customer (an object, created or
 // updated) or customer_id (which must exist); and its referrer_id, which
-// must exist too.
-func (s *Service) customer(ctx context.Context, tx pgx.Tx, projectID string, o *Order, r Request) error {
+// must exist too. A customer_id naming known (the caller's) is not read.
+func (s *Service) customer(ctx context.Context, tx pgx.Tx, projectID string, o *Order, r Request, known *customers.Customer) error {
 	if len(r.Customer) > 0 && string(r.Customer) != "null" {
 		var p customers.Patch
 		if err := json.Unmarshal(r.Customer, &p); err != nil {
@@ -406,7 +417,9 @@ func (s *Service) customer(ctx context.Context, tx pgx.Tx, projectID string, o *
 		o.CustomerID = &c.ID
 		return nil
 	}
-	if r.CustomerID != nil {
+	if r.CustomerID != nil && known != nil && *r.CustomerID == known.ID {
+		o.CustomerID = &known.ID
+	} else if r.CustomerID != nil {
 		c, err := s.customers.GetIn(ctx, tx, projectID, *r.CustomerID)
 		if err != nil {
 			return err

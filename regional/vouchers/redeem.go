@@ -10,7 +10,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
@@ -63,17 +62,12 @@ var ErrQuantityExceeded = errors.New("vouchers: redemption quantity exceeded")
 // sessions' reservations, read earlier in the transaction) stays within
 // the quantity as it is now, and writes. The row stays locked only from
 // here to the commit, so the caller queues this last but for rewards'
-// stock (docs/architecture.md, Lock order). A refusal fails the batch
-// with ErrQuantityExceeded.
+// stock (docs/architecture.md, Lock order). A refusal fails the statement
+// in the database (db.QueueChange), and the batch with ErrQuantityExceeded.
 func QueueCount(b *pgx.Batch, projectID, id string, n, held int64, now time.Time) {
-	b.Queue(`UPDATE vouchers SET redeemed_quantity = redeemed_quantity + $3, updated_at = $4
+	db.QueueChange(b, ErrQuantityExceeded, `UPDATE vouchers SET redeemed_quantity = redeemed_quantity + $3, updated_at = $4
 		WHERE project_id = $1 AND id = $2 AND ($3 < 0 OR redemption_quantity IS NULL OR redeemed_quantity + $3 + $5 <= redemption_quantity)`,
-		projectID, id, n, now, held).Exec(func(ct pgconn.CommandTag) error {
-		if ct.RowsAffected() == 0 {
-			return ErrQuantityExceeded
-		}
-		return nil
-	})
+		projectID, id, n, now, held)
 }
 
 // QueueRedeemed counts n more redemptions of voucher id (n < 0 for

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tallyhq/tally/internal/db"
 )
 
 // A discount voucher's redemption count is escrowed over counter rows,
@@ -36,9 +37,8 @@ const maxGrant = 1000
 const redeemedColumn = `v.redeemed_quantity + CAST(COALESCE((SELECT sum(vs.used) FROM voucher_count_shards vs
 	WHERE vs.project_id = v.project_id AND vs.voucher_id = v.id), 0) AS INT8)`
 
-// ErrShardDry ends a redemption whose shards had no quota left
-// (QueueCountShard) where counting on the voucher's row then would break
-// the code order: it must roll back and count again with CountLocked,
+// ErrShardDry ends a redemption whose shard count found no shard with
+// room (QueueCountShard): it rolls back and counts again with CountLocked,
 // which grants more or finds the quantity reached.
 var ErrShardDry = errors.New("vouchers: counter shard has no quota left")
 
@@ -48,20 +48,16 @@ var ErrShardDry = errors.New("vouchers: counter shard has no quota left")
 // of that shard's row, which it holds to the commit (docs/architecture.md,
 // Lock order, 5a). It is for redemptions no other session holds the
 // voucher for (their holds are checked under the voucher's lock,
-// CountLocked). When no shard has room it counts nothing and sets *dry:
-// the caller counts with CountLocked in the same transaction (the update
-// took no lock), or, to keep the code order, answers ErrShardDry.
-func QueueCountShard(b *pgx.Batch, projectID, id string, dry *bool) {
-	b.Queue(`UPDATE voucher_count_shards SET used = used + 1
+// CountLocked). When no shard has room the database fails the statement
+// (db.QueueChange), so a COMMIT in its batch commits nothing: ErrShardDry.
+func QueueCountShard(b *pgx.Batch, projectID, id string) {
+	db.QueueChange(b, ErrShardDry, `UPDATE voucher_count_shards SET used = used + 1
 		WHERE project_id = $1 AND voucher_id = $2 AND used < quota AND shard = COALESCE(
 			(SELECT s.shard FROM voucher_count_shards s WHERE s.project_id = $1 AND s.voucher_id = $2 AND s.used < s.quota
 				ORDER BY (s.shard + $4 - $3) % $4 LIMIT 1 FOR UPDATE SKIP LOCKED),
 			(SELECT s.shard FROM voucher_count_shards s WHERE s.project_id = $1 AND s.voucher_id = $2 AND s.used < s.quota
 				ORDER BY (s.shard + $4 - $3) % $4 LIMIT 1))`,
-		projectID, id, rand.Int64N(Shards), int64(Shards)).Exec(func(ct pgconn.CommandTag) error {
-		*dry = ct.RowsAffected() == 0
-		return nil
-	})
+		projectID, id, rand.Int64N(Shards), int64(Shards))
 }
 
 // CountLocked counts one redemption of discount voucher id on the
