@@ -102,20 +102,12 @@ func (s *Service) PageOfEntries(ctx context.Context, projectID, cardID string, l
 	cond, args := keysetAfter(RankLedger, lq, after, []any{projectID, cardID})
 	_, dir := listq.Keyset(lq.Desc)
 	args = append(args, lq.Limit+1)
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT id, source_id, card_id, campaign_id, source, reason, type, details,
-		related_transaction_id, created_at, delta FROM loyalty_transactions WHERE project_id = $1 AND card_id = $2%s
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT `+txColumns+` FROM loyalty_transactions WHERE project_id = $1 AND card_id = $2%s
 		ORDER BY created_at %s, id %s LIMIT $%d`, cond, dir, dir, len(args)), args...)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Transaction, error) {
-		var t Transaction
-		var details []byte
-		err := r.Scan(&t.ID, &t.SourceID, &t.VoucherID, &t.CampaignID, &t.Source, &t.Reason, &t.Type, &details,
-			&t.RelatedTransactionID, &t.CreatedAt.Time, &t.Delta)
-		t.Details = details
-		return t, err
-	})
+	return pgx.CollectRows(rows, scanTransaction)
 }
 
 // PageOfCardEvents is the card's other events of the page after the

@@ -374,20 +374,24 @@ func pageOfTransactions(ctx context.Context, q db.Querier, tq TxQuery, where str
 	where += after
 	cond, args := tq.Filter.SQL(txFields, args, now)
 	args = append(args, tq.Limit+1)
-	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT id, source_id, card_id, campaign_id, source, reason, type, details,
-		related_transaction_id, created_at FROM loyalty_transactions WHERE %s AND %s ORDER BY %s LIMIT $%d`,
+	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT `+txColumns+` FROM loyalty_transactions WHERE %s AND %s ORDER BY %s LIMIT $%d`,
 		where, cond, orderBy, len(args)), args...)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Transaction, error) {
-		var t Transaction
-		var details []byte
-		err := r.Scan(&t.ID, &t.SourceID, &t.VoucherID, &t.CampaignID, &t.Source, &t.Reason, &t.Type, &details,
-			&t.RelatedTransactionID, &t.CreatedAt.Time)
-		t.Details = details
-		return t, err
-	})
+	return pgx.CollectRows(rows, scanTransaction)
+}
+
+// txColumns are the columns of a ledger entry that scanTransaction reads.
+const txColumns = `id, source_id, card_id, campaign_id, source, reason, type, details, related_transaction_id, created_at, delta`
+
+func scanTransaction(r pgx.CollectableRow) (Transaction, error) {
+	var t Transaction
+	var details []byte
+	err := r.Scan(&t.ID, &t.SourceID, &t.VoucherID, &t.CampaignID, &t.Source, &t.Reason, &t.Type, &details,
+		&t.RelatedTransactionID, &t.CreatedAt.Time, &t.Delta)
+	t.Details = details
+	return t, err
 }
 
 func listCards(ctx context.Context, q db.Querier, projectID, campaignID string, f MemberFilter, lq listq.Query) ([]Card, int, error) {
