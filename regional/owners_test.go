@@ -24,6 +24,7 @@ var owners = map[string]string{
 	"outbox":                      "async",
 	"async_actions":               "async",
 	"async_inputs":                "async",
+	"async_input_erasures":        "async",
 	"bin_entries":                 "bin",
 	"campaigns":                   "campaigns",
 	"campaign_voucher_counts":     "campaigns",

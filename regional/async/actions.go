@@ -239,7 +239,10 @@ func (w *Worker) runJob(fn JobFunc) ExtHandler {
 				t.ProjectID, p.ActionID, status, opStatus, res, elapsed); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `DELETE FROM async_inputs WHERE project_id = $1 AND action_id = $2`, t.ProjectID, p.ActionID)
+			if _, err := tx.Exec(ctx, `DELETE FROM async_inputs WHERE project_id = $1 AND action_id = $2`, t.ProjectID, p.ActionID); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `DELETE FROM async_input_erasures WHERE project_id = $1 AND action_id = $2`, t.ProjectID, p.ActionID)
 			return err
 		}}
 	}

@@ -1,0 +1,1 @@
+DROP TABLE async_input_erasures;
