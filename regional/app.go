@@ -219,8 +219,10 @@ func (a *App) customersFloor(v1 *echo.Group, s *services) {
 		// The outbox last: its rows stay locked until the task commits, and
 		// a locked delivery is skipped by every claim, so the export
 		// files' scan (long, and waiting on a running export's row) runs
-		// before, not while her notices are held.
-		Later: []erasure.Eraser{exports.EraseCustomer, async.EraseCustomer},
+		// before, not while her notices are held. The pending jobs' inputs
+		// between: it locks only the inputs that name her (their jobs skip
+		// her items whatever they read), after the files' long scan.
+		Later: []erasure.Eraser{exports.EraseCustomer, async.EraseInputs, async.EraseCustomer},
 		After: []func(context.Context, string) error{notify.AwaitSends}}, referrals.DropCustomer, customEvents.DropCustomer)
 	reports := a.newReports()
 	cust.HandleJobs(a.tasks, reports)

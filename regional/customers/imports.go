@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -324,7 +323,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 			break
 		}
 		err := async.CommitChunk(ctx, job, &st, c.n, c.pct, func(ctx context.Context, tx pgx.Tx, st *progress) error {
-			return s.importRows(ctx, tx, job.ProjectID, st, c.rows)
+			return s.importRows(ctx, tx, job, st, c.rows)
 		})
 		if err != nil {
 			return nil, err
@@ -343,6 +342,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 type csvRow struct {
 	n, line int
 	src     *string
+	rec     []string // its fields, which Skips.Fields reads
 	patch   *Patch
 	bad     string
 }
@@ -370,7 +370,7 @@ func (rs *csvRows) next() (*csvRow, error) {
 		return nil, err
 	}
 	line, _ := rs.r.FieldPos(0)
-	rw := &csvRow{n: rs.n, line: line}
+	rw := &csvRow{n: rs.n, line: line, rec: rec}
 	for i, prop := range rs.h {
 		if prop == "source_id" && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
 			src := strings.TrimSpace(rec[i])
@@ -383,19 +383,29 @@ func (rs *csvRows) next() (*csvRow, error) {
 	return rw, nil
 }
 
-// importRows writes a chunk of rows in tx, counting each in st: the bad
-// ones failed with their reason, the others as UpsertMany answers them.
-func (s *Service) importRows(ctx context.Context, tx pgx.Tx, projectID string, st *progress, rows []*csvRow) error {
+// importRows writes a chunk of rows in tx, counting each in st: those
+// that name a customer permanently deleted (async.Skips) failed without
+// their source_id, the bad ones with their reason, the others as
+// UpsertMany answers them.
+func (s *Service) importRows(ctx context.Context, tx pgx.Tx, job *async.Job, st *progress, rows []*csvRow) error {
+	sk, err := job.Skips(ctx, tx, rows[0].n-1, rows[len(rows)-1].n)
+	if err != nil {
+		return err
+	}
 	var ps []*Patch
 	var of []*csvRow
 	for _, rw := range rows {
+		if sk.Fields(rw.n-1, rw.rec) {
+			st.Fail(failure{Row: rw.n, Line: rw.line, Reason: async.ErasedItem})
+			continue
+		}
 		if rw.bad != "" {
 			st.Fail(failure{Row: rw.n, Line: rw.line, SourceID: rw.src, Reason: rw.bad})
 			continue
 		}
 		ps, of = append(ps, rw.patch), append(of, rw)
 	}
-	errs, err := s.UpsertMany(ctx, tx, projectID, ps)
+	errs, err := s.UpsertMany(ctx, tx, job.ProjectID, ps)
 	if err != nil {
 		return err
 	}
@@ -421,57 +431,6 @@ func readBody(c echo.Context) ([]byte, error) {
 	return b, nil
 }
 
-// bulkPatches reads the input of CUSTOMERS.BULK_UPDATE (an array of
-// customer bodies, each with its source_id) or CUSTOMERS.METADATA_UPDATE
-// ({source_ids, metadata}) as the patches it writes; a body that does not
-// read is the request's 400, naming the item.
-func bulkPatches(jobType string, b []byte) ([]*Patch, error) {
-	if jobType == JobMetadataUpdate {
-		var body struct {
-			SourceIDs []string       `json:"source_ids"`
-			Metadata  map[string]any `json:"metadata"`
-		}
-		if err := json.Unmarshal(b, &body); err != nil {
-			return nil, apierr.InvalidPayload("The body must be an object: source_ids (an array of customer source ids) and metadata (an object).")
-		}
-		if len(body.SourceIDs) == 0 || body.Metadata == nil {
-			return nil, apierr.InvalidPayload("Properties source_ids (at least one customer's source_id) and metadata (an object) are required.")
-		}
-		ps := make([]*Patch, len(body.SourceIDs))
-		for i, src := range body.SourceIDs {
-			if strings.TrimSpace(src) == "" {
-				return nil, apierr.InvalidPayload(fmt.Sprintf("source_ids[%d] is empty.", i))
-			}
-			ps[i] = MergeMetadata(src, body.Metadata)
-			if _, err := applied(Attrs{}, ps[i]); err != nil {
-				return nil, err
-			}
-		}
-		return ps, nil
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(b, &items); err != nil || len(items) == 0 {
-		return nil, httpx.ArrayError(b, "customer objects, each with its source_id")
-	}
-	ps := make([]*Patch, len(items))
-	for i, raw := range items {
-		var p Patch
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, apierr.InvalidPayload(fmt.Sprintf("Item %d is not a customer object: %s", i, Refusal(err)))
-		}
-		if p.SourceID == nil || strings.TrimSpace(*p.SourceID) == "" {
-			return nil, apierr.InvalidPayload(fmt.Sprintf("Item %d: property source_id is required: the customer to update or create.", i))
-		}
-		// An id in the item would name another customer than its source_id.
-		p.ID = nil
-		if _, err := applied(Attrs{}, &p); err != nil {
-			return nil, apierr.InvalidPayload(fmt.Sprintf("Item %d: %s", i, Refusal(err)))
-		}
-		ps[i] = &p
-	}
-	return ps, nil
-}
-
 func (h Handler) bulk(jobType string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		b, err := readBody(c)
@@ -492,11 +451,7 @@ func (h Handler) bulk(jobType string) echo.HandlerFunc {
 // reference's bulk update result.
 func (s *Service) bulkJob(jobType string) async.JobFunc {
 	return func(ctx context.Context, job *async.Job) (any, error) {
-		in, err := job.Input(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ps, err := bulkPatches(jobType, in)
+		ps, docs, err := s.bulkInput(ctx, job, jobType)
 		if err != nil {
 			return nil, err
 		}
@@ -507,7 +462,7 @@ func (s *Service) bulkJob(jobType string) async.JobFunc {
 		// Only the bulk update's result has reports in the reference.
 		report := jobType == JobBulkUpdate
 		err = async.RunChunks(ctx, job, &st, len(ps), importChunk, func(ctx context.Context, tx pgx.Tx, st *progress, from, to int) error {
-			errs, err := s.UpsertMany(ctx, tx, job.ProjectID, ps[from:to])
+			errs, err := s.upsertSkipping(ctx, tx, job, ps[from:to], docs[from:to], from)
 			if err != nil {
 				return err
 			}
@@ -515,8 +470,9 @@ func (s *Service) bulkJob(jobType string) async.JobFunc {
 			for i, e := range errs {
 				row := from + i + 1
 				if e != nil {
-					st.Fail(failure{Row: row, SourceID: ps[from+i].SourceID, Reason: Refusal(e)})
-					lines = append(lines, reportLine(row, ps[from+i].SourceID, Refusal(e)))
+					src := failedSource(ps[from+i], e)
+					st.Fail(failure{Row: row, SourceID: src, Reason: Refusal(e)})
+					lines = append(lines, reportLine(row, src, Refusal(e)))
 					continue
 				}
 				st.DoneCount++

@@ -41,28 +41,9 @@ func (s *Service) ImportMany(ctx context.Context, tx pgx.Tx, projectID string, p
 }
 
 func (s *Service) upsertMany(ctx context.Context, tx pgx.Tx, projectID string, ps []*Patch, notify bool) (idOf []string, errs []error, err error) {
-	var idsOf, srcs []string
-	for _, p := range ps {
-		switch {
-		case p.ID != nil:
-			idsOf = append(idsOf, *p.ID)
-		case p.SourceID != nil:
-			srcs = append(srcs, *p.SourceID)
-		}
-	}
-	// Locked in id order, as every writer of many customers locks them.
-	found, err := db.Collect(scan)(tx.Query(ctx, `SELECT `+columns+` FROM customers
-		WHERE project_id = $1 AND (id = ANY($2) OR source_id = ANY($3)) ORDER BY id FOR UPDATE`, projectID, idsOf, srcs))
+	byID, bySource, erased, err := lockNamed(ctx, tx, projectID, ps)
 	if err != nil {
 		return nil, nil, err
-	}
-	byID, bySource := map[string]*Customer{}, map[string]*Customer{}
-	for i := range found {
-		c := &found[i]
-		byID[c.ID] = c
-		if c.SourceID != nil {
-			bySource[*c.SourceID] = c
-		}
 	}
 	errs, idOf = make([]error, len(ps)), make([]string, len(ps))
 	var created, updated []*Customer
@@ -73,7 +54,7 @@ func (s *Service) upsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 		switch {
 		case p.ID != nil:
 			if c = byID[*p.ID]; c == nil {
-				errs[i] = apierr.NotFound("customer", *p.ID)
+				errs[i] = missing(*p.ID, erased)
 				continue
 			}
 		case p.SourceID != nil:
@@ -157,6 +138,37 @@ func (s *Service) upsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 		}
 	}
 	return idOf, errs, tx.SendBatch(ctx, b).Close()
+}
+
+// lockNamed reads and locks the customers ps name (by id, else by
+// source_id), in id order as every writer of many customers locks them,
+// and which of the ids not found were permanently deleted.
+func lockNamed(ctx context.Context, tx pgx.Tx, projectID string, ps []*Patch) (byID, bySource map[string]*Customer,
+	erased map[string]bool, err error) {
+	var idsOf, srcs []string
+	for _, p := range ps {
+		switch {
+		case p.ID != nil:
+			idsOf = append(idsOf, *p.ID)
+		case p.SourceID != nil:
+			srcs = append(srcs, *p.SourceID)
+		}
+	}
+	found, err := db.Collect(scan)(tx.Query(ctx, `SELECT `+columns+` FROM customers
+		WHERE project_id = $1 AND (id = ANY($2) OR source_id = ANY($3)) ORDER BY id FOR UPDATE`, projectID, idsOf, srcs))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	byID, bySource = map[string]*Customer{}, map[string]*Customer{}
+	for i := range found {
+		c := &found[i]
+		byID[c.ID] = c
+		if c.SourceID != nil {
+			bySource[*c.SourceID] = c
+		}
+	}
+	erased, err = erasedIDs(ctx, tx, projectID, idsOf, byID)
+	return byID, bySource, erased, err
 }
 
 // queueNotices queues the customer.created and customer.updated notices of
