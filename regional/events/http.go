@@ -134,6 +134,12 @@ func (s *Service) bulk(ctx context.Context, job *async.Job) (any, error) {
 	if err := json.Unmarshal(input, &rs); err != nil {
 		return nil, err
 	}
+	// The events a permanent deletion redacted, read after the input:
+	// refused as such, before what the redaction left is checked.
+	erased, err := job.Skips(ctx, s.pool, 0, len(rs))
+	if err != nil {
+		return nil, err
+	}
 	var st bulkState
 	resumed, err := job.Resume(ctx, &st)
 	if err != nil {
@@ -147,7 +153,10 @@ func (s *Service) bulk(ctx context.Context, job *async.Job) (any, error) {
 	for i := st.Next; i < len(rs); i++ {
 		next := st
 		next.Next = i + 1
-		err := s.bulkOne(ctx, job, rs[i], from, &next, i, len(rs))
+		var err error = apierr.InvalidPayload(async.ErasedItem)
+		if !erased.Marked(i) {
+			err = s.bulkOne(ctx, job, rs[i], from, &next, i, len(rs))
+		}
 		var ae *apierr.Error
 		switch {
 		case err == nil:
@@ -205,6 +214,16 @@ func (s *Service) bulkOne(ctx context.Context, job *async.Job, raw json.RawMessa
 		stored := *next
 		stored.Stored++
 		err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+			// An event naming a customer permanently deleted (her values,
+			// or an item the erasure redacted) would make a customer of
+			// her again: refused, read in the transaction that stores.
+			sk, err := job.Skips(ctx, tx, i, i+1)
+			if err != nil {
+				return err
+			}
+			if sk.Doc(i, raw) {
+				return apierr.InvalidPayload(async.ErasedItem)
+			}
 			if _, err := s.store(ctx, tx, job.ProjectID, r, schema, "", "", counted); err != nil {
 				return err
 			}

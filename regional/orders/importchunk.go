@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
 )
 
@@ -29,13 +31,16 @@ type imported struct {
 // set-based: the chunk's known orders and customers are read in one query
 // each, its customers written by customers.ImportMany, its new orders by
 // COPY and its updated ones by one UPDATE over unnest. An item that cannot
-// be written is counted in st with its reason; the others are.
-func (s *Service) importChunk(ctx context.Context, tx pgx.Tx, projectID string, items []json.RawMessage, first int, st *importProgress) error {
+// be written is counted in st with its reason; the others are. An item
+// that names a customer permanently deleted (sk) is not read: it fails
+// with no source_id, and makes no customer of her again.
+func (s *Service) importChunk(ctx context.Context, tx pgx.Tx, projectID string, items []json.RawMessage, first int, sk async.Skips,
+	st *importProgress) error {
 	fail := func(e *imported, err error) {
 		e.failed = true
 		st.Fail(importFailure{Row: e.row, SourceID: e.r.SourceID, Reason: customers.Refusal(err)})
 	}
-	es, names, refs := parseChunk(items, first, fail)
+	es, names, refs := parseChunk(items, first, func(i int) bool { return sk.Doc(first+i, items[i]) }, fail)
 	known, err := customers.Resolve(ctx, tx, projectID, names)
 	if err != nil {
 		return err
@@ -88,11 +93,15 @@ func (s *Service) importChunk(ctx context.Context, tx pgx.Tx, projectID string, 
 // parseChunk decodes and checks each item on its own, and lists the
 // customers (ids or source_ids) and orders (ids and source_ids) the chunk
 // names, to be read in one query each.
-func parseChunk(items []json.RawMessage, first int, fail func(*imported, error)) (es []*imported, names, refs []string) {
+func parseChunk(items []json.RawMessage, first int, erased func(i int) bool, fail func(*imported, error)) (es []*imported, names, refs []string) {
 	es = make([]*imported, len(items))
 	for i, raw := range items {
 		e := &imported{row: first + i + 1, custAt: -1}
 		es[i] = e
+		if erased(i) {
+			fail(e, errors.New(async.ErasedItem))
+			continue
+		}
 		if err := json.Unmarshal(raw, &e.r); err != nil {
 			fail(e, httpx.DecodeError(err))
 			continue

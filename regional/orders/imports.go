@@ -109,7 +109,11 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		err = async.RunChunks(ctx, job, &st, len(items), importChunk, func(ctx context.Context, tx pgx.Tx, st *importProgress, from, to int) error {
-			return s.importChunk(ctx, tx, job.ProjectID, items[from:to], from, st)
+			sk, err := job.Skips(ctx, tx, from, to)
+			if err != nil {
+				return err
+			}
+			return s.importChunk(ctx, tx, job.ProjectID, items[from:to], from, sk, st)
 		})
 		// A single write that made one of the chunk's source_ids between
 		// its read and its insert: the chunk again finds it and updates it.

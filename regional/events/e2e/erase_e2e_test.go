@@ -1,0 +1,72 @@
+package e2e_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tallyhq/tally/devstack/stacktest"
+	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/async"
+	"github.com/tallyhq/tally/regional/events"
+)
+
+// A bulk of events queued before a customer's permanent deletion and run
+// after it: her event, which would make a customer of her source_id
+// again, is refused as naming a customer deleted; the other is stored.
+// The job is queued as its route queues it, due only in an hour, and let
+// run once the erasure is done.
+func TestABulkOfEventsQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBack(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	ctx := context.Background()
+	pool := a.E.Stack.Regional["api"].Pool()
+	schema(a, "ping", map[string]any{})
+	send(a, map[string]any{"event": "ping", "customer": map[string]any{"source_id": "zoe-ev", "name": "Zoe Evented",
+		"email": "zoe.ev@example.com"}})
+	zoe := a.OK("GET", "/v1/customers/zoe-ev", nil)["id"].(string)
+	var act string
+	err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
+		input := `[{"event":"ping","customer":{"source_id":"zoe-ev","email":"zoe.ev@example.com"}},` +
+			`{"event":"ping","customer":{"source_id":"kim-ev"}}]`
+		started, err := async.StartJobWithInput(ctx, tx, a.P.ID, events.BulkAction, map[string]int{"events": 2}, []byte(input))
+		if err != nil {
+			return err
+		}
+		act = started.ID
+		_, err = tx.Exec(ctx, `UPDATE outbox SET run_after = now() + INTERVAL '1 hour' WHERE project_id = $1 AND payload->>'action_id' = $2`,
+			a.P.ID, act)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := a.OK("POST", "/v1/customers/"+zoe+"/permanent-deletion", nil); d["status"] != "DONE" {
+		t.Fatalf("deletion: %v", d)
+	}
+	stacktest.Eventually(t, 20*time.Second, "the erasure task done", func() bool {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE project_id = $1 AND kind = $2 AND status <> 'done'`,
+			a.P.ID, async.ErasureKind).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	if _, err := pool.Exec(ctx, `UPDATE outbox SET run_after = now() WHERE project_id = $1 AND payload->>'action_id' = $2`, a.P.ID, act); err != nil {
+		t.Fatal(err)
+	}
+	res := a.WaitAction(act)["result"].(map[string]any)
+	errs, _ := res["errors"].([]any)
+	if res["stored"] != 1.0 || res["failed"] != 1.0 || len(errs) != 1 || errs[0].(map[string]any)["index"] != 0.0 ||
+		errs[0].(map[string]any)["message"] != async.ErasedItem {
+		t.Fatalf("the bulk's result: %v", res)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM customers WHERE project_id = $1 AND (source_id = 'zoe-ev' OR email = 'zoe.ev@example.com')`,
+		a.P.ID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d customers of hers after the bulk (%v)", n, err)
+	}
+	a.OK("GET", "/v1/customers/kim-ev", nil)
+}
