@@ -18,9 +18,10 @@ import (
 // (vouchers.ErrShardDry) and the redemption runs again counting on rows.
 // A voucher without a quantity is counted on its row by one conditional
 // update, queued so too (vouchers.QueueCount). When onRows is set or
-// another session holds one of them, b is sent and each is counted on its
-// voucher's row (vouchers.CountLocked); all of them so, to keep the code
-// order. It answers the batch the rest goes on.
+// another session holds one of them, each is counted on its voucher's row
+// (vouchers.CountLocked, whose read goes out with b and whose writes go
+// with the next); all of them so, to keep the code order. It answers the
+// batch the rest goes on.
 func countVouchers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID string, counted []*Candidate, onRows bool,
 	now time.Time) (*pgx.Batch, error) {
 	sort.Slice(counted, func(i, j int) bool { return counted[i].voucher.Code < counted[j].voucher.Code })
@@ -43,15 +44,13 @@ func countVouchers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID strin
 		}
 		return b, nil
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, err
-	}
 	for _, c := range counted {
-		if err := vouchers.CountLocked(ctx, tx, projectID, c.voucher.ID, c.held, now); err != nil {
+		var err error
+		if b, err = vouchers.CountLocked(ctx, tx, b, projectID, c.voucher.ID, c.held, now); err != nil {
 			return nil, err
 		}
 	}
-	return &pgx.Batch{}, nil
+	return b, nil
 }
 
 // countsOnRow says a discount voucher with a quantity, as read before its

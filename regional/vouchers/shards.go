@@ -67,16 +67,17 @@ func QueueCountShard(b *pgx.Batch, projectID, id string) {
 // taken back first (each shard's row waited for). It then grants a shard
 // a share of what is left, so that the next redeemers count on shards. A
 // refusal answers ErrQuantityExceeded: the transaction must roll back.
-// Called in place of QueueCountShard, last but for rewards' stock.
-func CountLocked(ctx context.Context, tx pgx.Tx, projectID, id string, held int64, now time.Time) error {
+// Called in place of QueueCountShard, last but for rewards' stock: its read
+// goes out with b, the caller's writes before it, and it answers the batch
+// of its own writes unsent, for the caller's next (or its COMMIT's).
+func CountLocked(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID, id string, held int64, now time.Time) (*pgx.Batch, error) {
 	var quantity *int64
 	var own, quota, used int64
-	b := &pgx.Batch{}
 	b.Queue(`SELECT redemption_quantity, redeemed_quantity FROM vouchers WHERE project_id = $1 AND id = $2 FOR UPDATE`,
 		projectID, id).QueryRow(func(r pgx.Row) error { return r.Scan(&quantity, &own) })
 	queueShardSums(b, projectID, id, &quota, &used)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return err
+		return nil, err
 	}
 	left := func() int64 { return *quantity - own - quota - held - 1 }
 	if quantity != nil && left() < 0 && quota > used {
@@ -85,7 +86,7 @@ func CountLocked(ctx context.Context, tx pgx.Tx, projectID, id string, held int6
 		b.Queue(`UPDATE voucher_count_shards SET quota = used WHERE project_id = $1 AND voucher_id = $2 AND quota > used`, projectID, id)
 		queueShardSums(b, projectID, id, &quota, &used)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// A grant to every dry shard, together at most half of what is left;
@@ -95,7 +96,7 @@ func CountLocked(ctx context.Context, tx pgx.Tx, projectID, id string, held int6
 	grant, every := int64(0), true
 	if quantity != nil {
 		if left() < 0 {
-			return ErrQuantityExceeded
+			return nil, ErrQuantityExceeded
 		}
 		grant = min(maxGrant, left()/(2*Shards))
 		if grant == 0 {
@@ -119,7 +120,7 @@ func CountLocked(ctx context.Context, tx pgx.Tx, projectID, id string, held int6
 			ON CONFLICT (project_id, voucher_id, shard) DO UPDATE SET quota = voucher_count_shards.quota + excluded.quota`,
 			projectID, id, rand.Int64N(Shards), grant)
 	}
-	return tx.SendBatch(ctx, b).Close()
+	return b, nil
 }
 
 // queueShardSums reads the quotas and the counts of voucher id's shards.

@@ -40,7 +40,7 @@ func TestAValidationReadsInTwoRoundTrips(t *testing.T) {
 	if len(trips) != 2 {
 		t.Fatalf("%d round trips, want 2:\n%s", len(trips), strings.Join(trips, "\n---\n"))
 	}
-	redeemsInFour(t, a, "a stacked redemption of the same", body)
+	redeemsIn(t, a, 4, "a stacked redemption of the same", body)
 }
 
 // A redemption writes in four round trips to the database, the BEGIN and
@@ -58,23 +58,33 @@ func TestARedemptionWritesInFourRoundTrips(t *testing.T) {
 		"redemption": map[string]any{"quantity": 1000}})
 	a.Voucher("GIFTED", map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 100000}})
 	a.OK("POST", "/v1/customers", map[string]any{"source_id": "bob"})
-	for _, code := range []string{"PLAIN", "LIMITED", "GIFTED"} {
-		body := map[string]any{"customer": map[string]any{"source_id": "bob"}, "order": stacktest.Order([2]int{5000, 1}),
+	body := func(code string) map[string]any {
+		return map[string]any{"customer": map[string]any{"source_id": "bob"}, "order": stacktest.Order([2]int{5000, 1}),
 			"redeemables": []any{map[string]any{"object": "voucher", "id": code}}}
-		// The first prepares the statements (and grants LIMITED's shards).
-		a.OK("POST", "/v1/redemptions", body)
-		redeemsInFour(t, a, "a redemption of "+code, body)
 	}
+	for _, code := range []string{"PLAIN", "LIMITED", "GIFTED"} {
+		// The first prepares the statements (and grants LIMITED's shards).
+		a.OK("POST", "/v1/redemptions", body(code))
+		redeemsIn(t, a, 4, "a redemption of "+code, body(code))
+	}
+	// A code of quantity 1 is counted on its row, whose read goes with the
+	// writes and whose count with the COMMIT: one round trip more.
+	for _, code := range []string{"ONCE1", "ONCE2"} {
+		a.Voucher(code, map[string]any{"discount": map[string]any{"type": "AMOUNT", "amount_off": 100},
+			"redemption": map[string]any{"quantity": 1}})
+	}
+	a.OK("POST", "/v1/redemptions", body("ONCE1"))
+	redeemsIn(t, a, 5, "a redemption of a code of quantity 1", body("ONCE2"))
 }
 
-// redeemsInFour redeems body and fails unless it took four round trips.
-func redeemsInFour(t *testing.T, a stacktest.API, what string, body map[string]any) {
+// redeemsIn redeems body and fails unless it took want round trips.
+func redeemsIn(t *testing.T, a stacktest.API, want int, what string, body map[string]any) {
 	t.Helper()
 	r, trips := a.RoundTrips("POST", "/v1/redemptions", body, "engine.Redeem")
 	if r.Status != 200 {
 		t.Fatalf("%s: %d %s", what, r.Status, r.Body)
 	}
-	if len(trips) != 4 {
-		t.Errorf("%s: %d round trips, want 4:\n%s", what, len(trips), strings.Join(trips, "\n---\n"))
+	if len(trips) != want {
+		t.Errorf("%s: %d round trips, want %d:\n%s", what, len(trips), want, strings.Join(trips, "\n---\n"))
 	}
 }
