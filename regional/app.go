@@ -57,6 +57,7 @@ import (
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
 	"github.com/tallyhq/tally/regional/vouchers/bulk"
+	"github.com/tallyhq/tally/regional/vouchers/campaign"
 	"github.com/tallyhq/tally/regional/wallet"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
@@ -187,6 +188,7 @@ type services struct {
 	colls   *collections.Service
 	rules   *validation.Service
 	vs      *vouchers.Service
+	vcamps  *campaign.Service
 	pubs    *publications.Service
 	red     *redemptions.Service
 	promos  *promotions.Service
@@ -254,7 +256,10 @@ func (a *App) programsFloor(v1 *echo.Group, s *services) {
 	a.earning = earning.NewService(pool, notify, a.loyalty, a.tasks, a.resolver, meta, earningRules{rules, segs}, cfg.Clock)
 	earning.Register(v1, a.earning)
 	vs := vouchers.NewService(pool, notify, meta, camps, cfg.Clock, publications.PublishCounts, referrals.RecordReferrer(cfg.Clock))
-	vouchers.Register(v1, vs, a.loyalty)
+	vouchers.Register(v1, vs)
+	// Discount and gift campaigns (and referral codes') over vouchers.
+	vcamps := campaign.NewService(pool, vs, camps, cfg.Clock)
+	campaign.Register(v1, vcamps, a.loyalty)
 	categories.Register(v1, categories.NewService(pool, cfg.Clock, campaigns.FollowCategory))
 	bulk.New(pool, vs, cfg.Clock, reports).Register(v1, a.tasks, a.tasks.Wake)
 	pubs := publications.NewService(pool, notify, cust, vs, a.loyalty, meta, cfg.Clock)
@@ -266,13 +271,13 @@ func (a *App) programsFloor(v1 *echo.Group, s *services) {
 	promos := promotions.NewService(pool, camps, rules, meta, cfg.Clock)
 	// Referral programs: their campaigns, the holders of their codes, and
 	// referees converted by custom event or by redemption.
-	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, a.resolver.EventSchemas, segs, cfg.Clock)
+	refs := referrals.NewService(pool, notify, camps, cust, a.loyalty, vs, vcamps, a.resolver.EventSchemas, segs, cfg.Clock)
 	referrals.Register(v1, refs)
 	customers.Register(v1, cust, refs, segs)
 	// A customer's wallet: the vouchers, cards and referral codes they
 	// hold, each kind read from its owner.
 	wallet.Register(v1, wallet.New(cust, cfg.Clock, vs.Holdings, a.loyalty.Holdings, refs.Holdings))
-	s.camps, s.colls, s.rules, s.vs, s.pubs, s.red, s.promos, s.refs = camps, colls, rules, vs, pubs, red, promos, refs
+	s.camps, s.colls, s.rules, s.vs, s.vcamps, s.pubs, s.red, s.promos, s.refs = camps, colls, rules, vs, vcamps, pubs, red, promos, refs
 }
 
 // engineFloor: the promotion engine, qualifications, the /v1/campaigns
@@ -289,11 +294,11 @@ func (a *App) engineFloor(v1 *echo.Group, s *services) {
 	qualifications.Register(v1, qualifications.New(eng, promos))
 	promotions.Register(v1, promos)
 	// /v1/campaigns serves every type through its kind.
-	discounts := vouchers.NewKind(vs, "DISCOUNT_COUPONS")
+	discounts := campaign.NewKind(s.vcamps, "DISCOUNT_COUPONS")
 	campaigns.Register(v1, campaigns.NewRegistry(camps, a.tasks, map[string]campaigns.Kind{
 		"LOYALTY_PROGRAM":  program.NewKind(s.progs, red, a.earning),
 		"DISCOUNT_COUPONS": discounts,
-		"GIFT_VOUCHERS":    vouchers.NewKind(vs, "GIFT_VOUCHERS"),
+		"GIFT_VOUCHERS":    campaign.NewKind(s.vcamps, "GIFT_VOUCHERS"),
 		"PROMOTION":        promotions.NewKind(promos),
 		"REFERRAL_PROGRAM": referrals.NewKind(refs, discounts),
 	}), campaigns.Counters{Stacked: eng, Publications: pubs})
@@ -311,7 +316,7 @@ func (a *App) catalogueFloor(v1 *echo.Group, s *services) {
 	products.Register(v1, prods)
 	// Templates are made from campaigns and tiers; a copy from another
 	// project carries its products, collections, segments and locations.
-	a.templates = templates.NewService(pool, cfg.Clock, vs, promos, rules,
+	a.templates = templates.NewService(pool, cfg.Clock, s.vcamps, promos, rules,
 		templates.Objects{Products: prods, Collections: colls, Segments: segs, Locations: locs})
 	templates.Register(v1, a.templates)
 	// The bin, and how what it holds leaves it for good: a deleted

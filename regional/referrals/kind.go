@@ -6,19 +6,19 @@ import (
 
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/campaigns"
-	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/vouchers/campaign"
 )
 
 // Kind is REFERRAL_PROGRAM's campaigns.Kind: the program checked and kept
 // here, its referral codes discount vouchers (regional/vouchers).
 type Kind struct {
 	svc   *Service
-	codes vouchers.Kind
+	codes campaign.Kind
 }
 
 // NewKind returns the referral programs' kind; codes makes, drops and
 // counts their codes.
-func NewKind(s *Service, codes vouchers.Kind) Kind { return Kind{svc: s, codes: codes} }
+func NewKind(s *Service, codes campaign.Kind) Kind { return Kind{svc: s, codes: codes} }
 
 // Create creates a referral program (Service.CreateCampaign).
 func (k Kind) Create(ctx context.Context, projectID string, raw json.RawMessage) (any, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/vouchers/campaign"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -42,6 +43,7 @@ type Service struct {
 	customers *customers.Service
 	loyalty   *loyalty.Service
 	vouchers  *vouchers.Service
+	codes     *campaign.Service  // the campaigns of referral codes
 	camps     *campaigns.Service // the programs' rows and their notices
 	schemas   Schemas
 	segments  Segments
@@ -63,8 +65,8 @@ type Segments interface {
 // (customers.Referrals), and a deleted customer's holdings and referrals go
 // with them (DropCustomer, a customers.Dependent).
 func NewService(pool *db.Pool, notify Notifier, camps *campaigns.Service, cust *customers.Service, loy *loyalty.Service, vs *vouchers.Service,
-	schemas Schemas, segs Segments, clk *clock.Clock) *Service {
-	s := &Service{pool: pool, notify: notify, camps: camps, customers: cust, loyalty: loy, vouchers: vs, schemas: schemas, segments: segs,
+	codes *campaign.Service, schemas Schemas, segs Segments, clk *clock.Clock) *Service {
+	s := &Service{pool: pool, notify: notify, camps: camps, customers: cust, loyalty: loy, vouchers: vs, codes: codes, schemas: schemas, segments: segs,
 		clock: clk}
 	return s
 }
@@ -252,10 +254,10 @@ func programOf(c vouchers.Campaign) (Program, error) {
 
 // CreateCampaign creates a REFERRAL_PROGRAM campaign (POST /v1/campaigns):
 // its referral_program checked here, the campaign and its referral codes
-// made by regional/vouchers.
+// made by regional/vouchers/campaign.
 func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json.RawMessage) (any, error) {
 	var r struct {
-		vouchers.CampaignRequest
+		campaign.Request
 		ReferralProgram json.RawMessage `json:"referral_program"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -268,18 +270,18 @@ func (s *Service) CreateCampaign(ctx context.Context, projectID string, raw json
 	if err != nil {
 		return nil, err
 	}
-	if r.CampaignRequest.ReferralProgram, err = json.Marshal(p); err != nil {
+	if r.Request.ReferralProgram, err = json.Marshal(p); err != nil {
 		return nil, err
 	}
 	// The program's tiers are announced after campaign.created.
-	return s.vouchers.CreateCampaign(ctx, projectID, r.CampaignRequest, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
+	return s.codes.Create(ctx, projectID, r.Request, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
 		return s.tierNotices(ctx, tx, projectID, c, nil, p.ReferralTiers)
 	})
 }
 
 // GetCampaign reads a referral campaign.
 func (s *Service) GetCampaign(ctx context.Context, projectID, id string) (any, error) {
-	return s.vouchers.GetCampaign(ctx, projectID, id)
+	return s.codes.Get(ctx, projectID, id)
 }
 
 // UpdateCampaign updates a referral campaign (PUT /v1/campaigns/{id}): the
@@ -288,7 +290,7 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, id string) (any, e
 func (s *Service) UpdateCampaign(ctx context.Context, projectID, id string, raw json.RawMessage) (any, error) {
 	var r struct {
 		campaigns.CommonUpdate
-		vouchers.TemplateUpdate
+		campaign.TemplateUpdate
 		ReferralProgram json.RawMessage `json:"referral_program"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {

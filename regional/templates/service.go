@@ -18,27 +18,27 @@ import (
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/promotions"
 	"github.com/tallyhq/tally/regional/validation"
-	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/vouchers/campaign"
 )
 
 // Service keeps templates and makes campaigns and tiers from them through
 // their owners.
 type Service struct {
-	pool     *db.Pool
-	clock    *clock.Clock
-	vouchers *vouchers.Service
-	promos   *promotions.Service
-	rules    *validation.Service
-	objects  Objects
+	pool    *db.Pool
+	clock   *clock.Clock
+	vcamps  *campaign.Service
+	promos  *promotions.Service
+	rules   *validation.Service
+	objects Objects
 }
 
 // NewService returns the templates service: discount and gift campaigns
 // are read and made through vs, promotion tiers through promos, and the
 // rules copied through rules; what a copy into another project carries
 // is read and made through objects.
-func NewService(pool *db.Pool, clk *clock.Clock, vs *vouchers.Service, promos *promotions.Service, rules *validation.Service,
+func NewService(pool *db.Pool, clk *clock.Clock, vs *campaign.Service, promos *promotions.Service, rules *validation.Service,
 	objects Objects) *Service {
-	return &Service{pool: pool, clock: clk, vouchers: vs, promos: promos, rules: rules, objects: objects}
+	return &Service{pool: pool, clock: clk, vcamps: vs, promos: promos, rules: rules, objects: objects}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Millisecond) }
@@ -83,7 +83,7 @@ func (s *Service) fromCampaign(ctx context.Context, projectID, idOrName string, 
 	if !slices.Contains(templateTypes, typ) {
 		return "", unsupported("a template keeps a DISCOUNT_COUPONS or GIFT_VOUCHERS campaign or a promotion tier; " + id + " is " + typ)
 	}
-	c, err := s.vouchers.GetCampaign(ctx, projectID, id)
+	c, err := s.vcamps.Get(ctx, projectID, id)
 	if err != nil {
 		return "", err
 	}

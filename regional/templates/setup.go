@@ -15,6 +15,7 @@ import (
 	"github.com/tallyhq/tally/regional/promotions"
 	"github.com/tallyhq/tally/regional/validation"
 	"github.com/tallyhq/tally/regional/vouchers"
+	"github.com/tallyhq/tally/regional/vouchers/campaign"
 )
 
 // nameOf is the request's name, which a setup requires.
@@ -142,12 +143,12 @@ func (s *Service) campaignSetup(ctx context.Context, projectID, id, name string,
 	body := overlay(campaignBody(t), req, "voucher")
 	body["campaign_type"], _ = json.Marshal(t.CampaignType)
 	raw, _ := json.Marshal(body)
-	var r vouchers.CampaignRequest
+	var r campaign.Request
 	if err := campaigns.Decode(raw, &r); err != nil {
 		return CampaignSetup{}, err
 	}
 	var created []Resource
-	v, err := s.vouchers.CreateCampaign(ctx, projectID, r, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
+	v, err := s.vcamps.Create(ctx, projectID, r, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
 		var err error
 		if created, err = s.makeIn(ctx, tx, projectID, plan); err != nil { // a retried transaction starts again
 			return err

@@ -3,7 +3,6 @@ package vouchers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -192,22 +191,6 @@ func (s *Service) Transactions(ctx context.Context, projectID, code string, tq l
 		return nil, false, "", err
 	}
 	return loyalty.ListEntries(ctx, s.pool, projectID, v.ID, "", tq, s.now())
-}
-
-// CampaignTransactions returns a page of a discount or gift campaign's
-// transactions; found is false when the campaign is not one of this
-// package's (regional/campaigns then asks loyalty).
-func (s *Service) CampaignTransactions(ctx context.Context, projectID, idOrName string, tq loyalty.TxQuery) (ts []loyalty.Transaction, more bool, next string, found bool, err error) {
-	c, err := s.campaign(ctx, s.pool, projectID, idOrName, false)
-	if err != nil {
-		var ae *apierr.Error
-		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			return nil, false, "", false, nil
-		}
-		return nil, false, "", false, err
-	}
-	ts, more, next, err = loyalty.ListEntries(ctx, s.pool, projectID, "", c.ID, tq, s.now())
-	return ts, more, next, true, err
 }
 
 // openingDetails is the details of a new gift card's opening entry: its

@@ -1,8 +1,12 @@
 // Package vouchers owns the vouchers table (discount vouchers and gift
 // cards; loyalty cards stay in regional/loyalty); a code is unique in a
-// project across every voucher type through regional/vouchercodes. Its campaign types (DISCOUNT_COUPONS, GIFT_VOUCHERS, and
-// REFERRAL_PROGRAM's codes) are rows of regional/campaigns' one model,
-// their voucher template this package's; kind.go is their campaigns.Kind.
+// project across every voucher type through regional/vouchercodes. Its
+// campaign types (DISCOUNT_COUPONS, GIFT_VOUCHERS, and REFERRAL_PROGRAM's
+// codes) are rows of regional/campaigns' one model, their voucher template
+// (Template) this package's; the campaigns as the API serves them (their
+// creation request, template updates, generation, adding vouchers, their
+// campaigns.Kind) are regional/vouchers/campaign, built on this package's
+// Generate, CountOfCampaign and Campaign.
 // The voucher jobs (imports, bulk metadata updates) are regional/vouchers/bulk,
 // built on this package: it writes through Imported, InsertMany, Locked and
 // QueueAttrs, and every statement on the tables stays here.
@@ -341,8 +345,8 @@ func CheckDiscount(raw json.RawMessage, path string) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// checkGift reads gift: {amount, effect}; the balance starts at the amount.
-func checkGift(raw json.RawMessage, path string) (*GiftFigures, error) {
+// CheckGift reads gift: {amount, effect}; the balance starts at the amount.
+func CheckGift(raw json.RawMessage, path string) (*GiftFigures, error) {
 	m, err := campaigns.Object(raw, path)
 	if err != nil {
 		return nil, err

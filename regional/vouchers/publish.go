@@ -27,7 +27,7 @@ var ErrNoFreeVoucher = errors.New("vouchers: no voucher suitable for publication
 // CampaignIn finds a live discount or gift campaign by id or name in q
 // (404 otherwise, another project's included).
 func (s *Service) CampaignIn(ctx context.Context, q db.Querier, projectID, idOrName string) (Campaign, error) {
-	return s.campaign(ctx, q, projectID, idOrName, false)
+	return s.Campaign(ctx, q, projectID, idOrName, false)
 }
 
 // ClaimFree gives holderID a free voucher of c in tx: ClaimFreeN of one.
@@ -62,10 +62,10 @@ func (s *Service) ClaimFreeN(ctx context.Context, tx pgx.Tx, projectID string, c
 		if gerr != nil {
 			return nil, gerr
 		}
-		if err := s.checkGenerated(ctx, projectID, c); err != nil {
+		if err := s.CheckGenerated(ctx, projectID, c); err != nil {
 			return nil, err
 		}
-		if _, err := generateVouchers(ctx, tx, projectID, c, gen.Next, int64(short), s.now()); err != nil {
+		if _, err := Generate(ctx, tx, projectID, c, gen.Next, int64(short), s.now()); err != nil {
 			return nil, err
 		}
 		if err := campaigns.AddVouchersCount(ctx, tx, projectID, c.ID, int64(short)); err != nil {

@@ -135,9 +135,9 @@ func textOK(name string, v *string, max int) error {
 	return nil
 }
 
-// apply checks r and writes what it sets into v (a new voucher, or the
+// Apply checks r and writes what it sets into v (a new voucher, or the
 // one a PUT changes).
-func (r Request) apply(v *Voucher, creating bool) error {
+func (r Request) Apply(v *Voucher, creating bool) error {
 	for _, t := range []struct {
 		name string
 		v    *string
@@ -182,7 +182,7 @@ func (r Request) apply(v *Voucher, creating bool) error {
 		if !creating {
 			return apierr.InvalidPayload("gift: a gift card's amount changes by its balance (POST /v1/vouchers/{code}/balance), not by an update")
 		}
-		g, err := checkGift(r.Gift, "gift")
+		g, err := CheckGift(r.Gift, "gift")
 		if err != nil {
 			return err
 		}
@@ -253,7 +253,7 @@ func Imported(r Request, camp *Campaign, code string, now time.Time) (Voucher, e
 		r.Type = ptr(Gift)
 	}
 	r.Code, r.Campaign, r.CampaignID = nil, nil, nil
-	if err := r.apply(&v, camp == nil); err != nil {
+	if err := r.Apply(&v, camp == nil); err != nil {
 		return v, errors.New(apierr.From(err).Details)
 	}
 	return v, nil
@@ -295,7 +295,7 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 				cc = c.Attrs.Voucher.CodeConfig
 			}
 		}
-		if err := r.apply(&v, true); err != nil {
+		if err := r.Apply(&v, true); err != nil {
 			return err
 		}
 		if err := s.CheckMetadata(ctx, projectID, v.Attrs.Metadata); err != nil {
@@ -445,7 +445,7 @@ func (s *Service) Update(ctx context.Context, projectID, code string, r Request)
 		if v, err = getVoucher(ctx, tx, projectID, code, true); err != nil {
 			return err
 		}
-		if err := r.apply(&v, false); err != nil {
+		if err := r.Apply(&v, false); err != nil {
 			return err
 		}
 		// A voucher's metadata is replaced whole when sent.
@@ -568,7 +568,7 @@ func ptr[T any](v T) *T { return &v }
 // List returns a page of vouchers.
 func (s *Service) List(ctx context.Context, projectID string, lq ListQuery) ([]View, int, bool, string, error) {
 	if lq.CampaignID != "" {
-		c, err := s.campaign(ctx, s.pool, projectID, lq.CampaignID, false)
+		c, err := s.Campaign(ctx, s.pool, projectID, lq.CampaignID, false)
 		if err != nil {
 			var ae *apierr.Error
 			if !errors.As(err, &ae) || ae.Status != 404 {

@@ -195,11 +195,11 @@ func InsertMany(ctx context.Context, tx pgx.Tx, projectID string, vs []Voucher) 
 	return made, nil
 }
 
-// generateVouchers makes n vouchers of a campaign from its template in one
+// Generate makes n vouchers of a campaign from its template in one
 // statement per chunk: codes taken in the registry (by any voucher or
 // card) are skipped and made again in the next round. It returns how many
 // it made.
-func generateVouchers(ctx context.Context, q db.Querier, projectID string, c Campaign, next func() string, n int64, now time.Time) (int64, error) {
+func Generate(ctx context.Context, q db.Querier, projectID string, c Campaign, next func() string, n int64, now time.Time) (int64, error) {
 	v := c.Attrs.Voucher.voucher(c, "", now)
 	attrs, err := json.Marshal(v.Attrs)
 	if err != nil {
@@ -345,15 +345,15 @@ func queueVoucherWhere(b *pgx.Batch, projectID, codeOrID, more string, dst *Vouc
 	})
 }
 
-// countVouchers counts a campaign's vouchers.
-func countVouchers(ctx context.Context, q db.Querier, projectID, campaignID string) (int64, error) {
+// CountOfCampaign counts a campaign's vouchers.
+func CountOfCampaign(ctx context.Context, q db.Querier, projectID, campaignID string) (int64, error) {
 	var n int64
 	err := q.QueryRow(ctx, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`, projectID, campaignID).Scan(&n)
 	return n, err
 }
 
-// countVouchersWithin counts a campaign's vouchers made within p.
-func countVouchersWithin(ctx context.Context, q db.Querier, projectID, campaignID string, p campaigns.Period) (int64, error) {
+// CountOfCampaignWithin counts a campaign's vouchers made within p.
+func CountOfCampaignWithin(ctx context.Context, q db.Querier, projectID, campaignID string, p campaigns.Period) (int64, error) {
 	return p.Count(ctx, q, `SELECT count(*) FROM vouchers WHERE project_id = $1 AND campaign_id = $2`, "created_at", projectID, campaignID)
 }
 

@@ -1,4 +1,4 @@
-package vouchers
+package campaign
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty"
+	"github.com/tallyhq/tally/regional/vouchers"
 )
 
 // Kind is the campaigns.Kind of DISCOUNT_COUPONS or GIFT_VOUCHERS: their
@@ -26,16 +27,16 @@ func NewKind(s *Service, campaignType string) Kind {
 
 // Create creates a discount or gift campaign from POST /v1/campaigns' body.
 func (k Kind) Create(ctx context.Context, projectID string, raw json.RawMessage) (any, error) {
-	var r CampaignRequest
+	var r Request
 	if err := campaigns.Decode(raw, &r); err != nil {
 		return nil, err
 	}
-	return k.svc.CreateCampaign(ctx, projectID, r, nil)
+	return k.svc.Create(ctx, projectID, r, nil)
 }
 
 // Get reads a discount, gift or referral campaign.
 func (k Kind) Get(ctx context.Context, projectID, id string) (any, error) {
-	return k.svc.GetCampaign(ctx, projectID, id)
+	return k.svc.Get(ctx, projectID, id)
 }
 
 // Update changes a discount or gift campaign: the common properties and
@@ -48,8 +49,8 @@ func (k Kind) Update(ctx context.Context, projectID, id string, raw json.RawMess
 	if err := campaigns.Decode(raw, &r); err != nil {
 		return nil, err
 	}
-	c, err := campaigns.Change(ctx, k.svc.camps, projectID, id, campaigns.EventUpdated, CampaignTypes,
-		func(_ pgx.Tx, c *Campaign) error {
+	c, err := campaigns.Change(ctx, k.svc.camps, projectID, id, campaigns.EventUpdated, vouchers.CampaignTypes,
+		func(_ pgx.Tx, c *vouchers.Campaign) error {
 			if err := campaigns.ApplyCommon(&c.Attrs, r.CommonUpdate); err != nil {
 				return err
 			}
@@ -63,12 +64,12 @@ func (k Kind) Update(ctx context.Context, projectID, id string, raw json.RawMess
 
 // Generate makes the vouchers a CAMPAIGN.VOUCHERS_GENERATE job counted.
 func (k Kind) Generate(ctx context.Context, job *async.Job, p campaigns.GenerateParams) error {
-	return k.svc.GenerateVouchers(ctx, job, p)
+	return k.svc.Generate(ctx, job, p)
 }
 
 // Drop deletes a deleted campaign's vouchers for good.
 func (k Kind) Drop(ctx context.Context, job *async.Job, campaignID string) (int64, error) {
-	return k.svc.DropCampaignVouchers(ctx, job.ProjectID, campaignID)
+	return k.svc.vs.DropCampaignVouchers(ctx, job.ProjectID, campaignID)
 }
 
 // Summary is a voucher campaign's figures: its vouchers made, and the
@@ -77,7 +78,7 @@ func (k Kind) Drop(ctx context.Context, job *async.Job, campaignID string) (int6
 func (k Kind) Summary(ctx context.Context, projectID, campaignID string, p campaigns.Period, st campaigns.Stacked) (campaigns.Summary, error) {
 	out := campaigns.Summary{Vouchers: true}
 	var err error
-	if out.VouchersCreated, err = countVouchersWithin(ctx, k.svc.pool, projectID, campaignID, p); err != nil {
+	if out.VouchersCreated, err = vouchers.CountOfCampaignWithin(ctx, k.svc.pool, projectID, campaignID, p); err != nil {
 		return out, err
 	}
 	if !k.gift {
