@@ -19,28 +19,11 @@ type handler struct{ svc *Service }
 // Register mounts /v1/product-collections on g (the /v1 group).
 func Register(g *echo.Group, svc *Service) {
 	h := handler{svc}
-	g.POST("/product-collections", h.create)
+	g.POST("/product-collections", httpx.Create(svc.Create))
 	g.GET("/product-collections", h.list)
-	g.GET("/product-collections/:productCollectionId", h.get)
-	g.DELETE("/product-collections/:productCollectionId", h.delete)
+	g.GET("/product-collections/:productCollectionId", httpx.Read("productCollectionId", svc.Get))
+	g.DELETE("/product-collections/:productCollectionId", httpx.Delete("productCollectionId", svc.Delete))
 	g.GET("/product-collections/:productCollectionId/products", h.products)
-}
-
-func (h handler) create(c echo.Context) error {
-	return httpx.WithBody(c, func(r Request) (any, error) {
-		return h.svc.Create(c.Request().Context(), httpx.ProjectID(c), r)
-	})
-}
-
-func (h handler) get(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("productCollectionId")))
-}
-
-func (h handler) delete(c echo.Context) error {
-	if err := h.svc.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("productCollectionId")); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }
 
 // listSpec: the reference pages both lists by page and limit. Its order

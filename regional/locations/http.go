@@ -20,33 +20,10 @@ type handler struct{ svc *Service }
 func Register(g *echo.Group, svc *Service) {
 	h := handler{svc}
 	g.GET("/locations", h.list)
-	g.GET("/locations/:locationId", h.get)
-	g.POST("/locations", h.create)
-	g.PUT("/locations/:locationId", h.update)
-	g.DELETE("/locations/:locationId", h.delete)
-}
-
-func (h handler) create(c echo.Context) error {
-	return httpx.WithBody(c, func(r Request) (any, error) {
-		return h.svc.Create(c.Request().Context(), httpx.ProjectID(c), r)
-	})
-}
-
-func (h handler) get(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("locationId")))
-}
-
-func (h handler) update(c echo.Context) error {
-	return httpx.WithBody(c, func(r Request) (any, error) {
-		return h.svc.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("locationId"), r)
-	})
-}
-
-func (h handler) delete(c echo.Context) error {
-	if err := h.svc.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("locationId")); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
+	g.GET("/locations/:locationId", httpx.Read("locationId", svc.Get))
+	g.POST("/locations", httpx.Create(svc.Create))
+	g.PUT("/locations/:locationId", httpx.Update("locationId", svc.Update))
+	g.DELETE("/locations/:locationId", httpx.Delete("locationId", svc.Delete))
 }
 
 // listSpec: the reference's list has limit, order, filters and end_date

@@ -17,28 +17,11 @@ type handler struct{ svc *Service }
 // customer's segments.
 func Register(g *echo.Group, svc *Service) {
 	h := handler{svc: svc}
-	g.POST("/segments", h.create)
+	g.POST("/segments", httpx.Create(svc.Create))
 	g.GET("/segments", h.list)
-	g.GET("/segments/:segmentId", h.get)
-	g.DELETE("/segments/:segmentId", h.delete)
+	g.GET("/segments/:segmentId", httpx.Read("segmentId", svc.Get))
+	g.DELETE("/segments/:segmentId", httpx.Delete("segmentId", svc.Delete))
 	g.GET("/customers/:customerId/segments", h.ofCustomer)
-}
-
-func (h handler) create(c echo.Context) error {
-	return httpx.WithBody(c, func(b Body) (any, error) {
-		return h.svc.Create(c.Request().Context(), httpx.ProjectID(c), b)
-	})
-}
-
-func (h handler) get(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("segmentId")))
-}
-
-func (h handler) delete(c echo.Context) error {
-	if err := h.svc.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("segmentId")); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }
 
 // listFields are the list's filters (VDOCS' GET /v1/segments).

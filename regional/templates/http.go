@@ -19,10 +19,10 @@ type handler struct{ svc *Service }
 func Register(g *echo.Group, svc *Service) {
 	h := handler{svc}
 	g.GET("/templates/campaigns", h.list)
-	g.POST("/templates/campaigns", h.create)
-	g.GET("/templates/campaigns/:campaignTemplateId", h.get)
-	g.PUT("/templates/campaigns/:campaignTemplateId", h.update)
-	g.DELETE("/templates/campaigns/:campaignTemplateId", h.delete)
+	g.POST("/templates/campaigns", httpx.Create(svc.Create))
+	g.GET("/templates/campaigns/:campaignTemplateId", httpx.Read("campaignTemplateId", svc.Get))
+	g.PUT("/templates/campaigns/:campaignTemplateId", httpx.Update("campaignTemplateId", svc.Update))
+	g.DELETE("/templates/campaigns/:campaignTemplateId", httpx.Delete("campaignTemplateId", svc.Delete))
 	g.POST("/templates/campaigns/:campaignTemplateId/campaign-setup", h.campaignSetup)
 	g.POST("/templates/campaigns/:campaignTemplateId/tier-setup", h.tierSetup)
 }
@@ -73,29 +73,6 @@ func (h handler) listOf(c echo.Context, projectID string) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-func (h handler) create(c echo.Context) error {
-	return httpx.WithBody(c, func(r CreateRequest) (any, error) {
-		return h.svc.Create(c.Request().Context(), httpx.ProjectID(c), r)
-	})
-}
-
-func (h handler) get(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignTemplateId")))
-}
-
-func (h handler) update(c echo.Context) error {
-	return httpx.WithBody(c, func(r UpdateRequest) (any, error) {
-		return h.svc.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignTemplateId"), r)
-	})
-}
-
-func (h handler) delete(c echo.Context) error {
-	if err := h.svc.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignTemplateId")); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }
 
 func (h handler) campaignSetup(c echo.Context) error {

@@ -19,38 +19,15 @@ type handler struct{ svc *Service }
 // Register mounts the endpoints on g (the /v1 group).
 func Register(g *echo.Group, svc *Service) {
 	h := handler{svc}
-	g.POST("/validation-rules", h.create)
+	g.POST("/validation-rules", httpx.Create(svc.Create))
 	g.GET("/validation-rules", h.list)
-	g.GET("/validation-rules/:validationRuleId", h.get)
-	g.PUT("/validation-rules/:validationRuleId", h.update)
-	g.DELETE("/validation-rules/:validationRuleId", h.delete)
+	g.GET("/validation-rules/:validationRuleId", httpx.Read("validationRuleId", svc.Get))
+	g.PUT("/validation-rules/:validationRuleId", httpx.Update("validationRuleId", svc.Update))
+	g.DELETE("/validation-rules/:validationRuleId", httpx.Delete("validationRuleId", svc.Delete))
 	g.POST("/validation-rules/:validationRuleId/assignments", h.assign)
 	g.GET("/validation-rules/:validationRuleId/assignments", h.ruleAssignments)
 	g.DELETE("/validation-rules/:validationRuleId/assignments/:assignmentId", h.unassign)
 	g.GET("/validation-rules-assignments", h.assignments)
-}
-
-func (h handler) create(c echo.Context) error {
-	return httpx.WithBody(c, func(b Body) (any, error) {
-		return h.svc.Create(c.Request().Context(), httpx.ProjectID(c), b)
-	})
-}
-
-func (h handler) get(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("validationRuleId")))
-}
-
-func (h handler) update(c echo.Context) error {
-	return httpx.WithBody(c, func(b Body) (any, error) {
-		return h.svc.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("validationRuleId"), b)
-	})
-}
-
-func (h handler) delete(c echo.Context) error {
-	if err := h.svc.Delete(c.Request().Context(), httpx.ProjectID(c), c.Param("validationRuleId")); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }
 
 // list pages as the reference does: limit, page (the first; later pages by

@@ -21,8 +21,8 @@ func Register(g *echo.Group, svc *Service) {
 	g.POST("/vouchers", h.create)
 	g.GET("/vouchers", h.list)
 	g.POST("/vouchers/:code", h.create)
-	g.GET("/vouchers/:code", h.get)
-	g.PUT("/vouchers/:code", h.update)
+	g.GET("/vouchers/:code", httpx.Read("code", svc.Get))
+	g.PUT("/vouchers/:code", httpx.Update("code", svc.Update))
 	g.DELETE("/vouchers/:code", h.delete)
 	g.POST("/vouchers/:code/enable", h.enable)
 	g.POST("/vouchers/:code/disable", h.disable)
@@ -51,16 +51,6 @@ func (h handler) transactions(c echo.Context) error {
 func (h handler) create(c echo.Context) error {
 	return httpx.WithBody(c, func(r Request) (any, error) {
 		return h.svc.Create(c.Request().Context(), httpx.ProjectID(c), c.Param("code"), r)
-	})
-}
-
-func (h handler) get(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.Get(c.Request().Context(), httpx.ProjectID(c), c.Param("code")))
-}
-
-func (h handler) update(c echo.Context) error {
-	return httpx.WithBody(c, func(r Request) (any, error) {
-		return h.svc.Update(c.Request().Context(), httpx.ProjectID(c), c.Param("code"), r)
 	})
 }
 

@@ -21,10 +21,10 @@ type handler struct {
 // Register mounts the endpoints on g (the /v1 group).
 func Register(g *echo.Group, svc *Service) {
 	h := handler{progs: svc, cards: svc.cards}
-	g.POST("/loyalties", h.createCampaign)
+	g.POST("/loyalties", httpx.Create(svc.CreateCampaign))
 	g.GET("/loyalties", h.listCampaigns)
-	g.GET("/loyalties/:campaignId", h.getCampaign)
-	g.PUT("/loyalties/:campaignId", h.updateCampaign)
+	g.GET("/loyalties/:campaignId", httpx.Read("campaignId", svc.GetCampaign))
+	g.PUT("/loyalties/:campaignId", httpx.Update("campaignId", svc.UpdateCampaign))
 	g.DELETE("/loyalties/:campaignId", h.deleteCampaign)
 
 	g.POST("/loyalties/:campaignId/members", h.addMember)
@@ -42,22 +42,6 @@ func Register(g *echo.Group, svc *Service) {
 	g.GET("/loyalties/members/:memberId/activity", h.activity)
 	g.GET("/loyalties/:campaignId/members/:memberId/activity", h.activity)
 	g.GET("/loyalties/:campaignId/members/:memberId/points-expiration", h.pointsExpiration)
-}
-
-func (h handler) createCampaign(c echo.Context) error {
-	return httpx.WithBody(c, func(r CreateRequest) (any, error) {
-		return h.progs.CreateCampaign(c.Request().Context(), httpx.ProjectID(c), r)
-	})
-}
-
-func (h handler) getCampaign(c echo.Context) error {
-	return httpx.Reply(c)(h.progs.GetCampaign(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId")))
-}
-
-func (h handler) updateCampaign(c echo.Context) error {
-	return httpx.WithBody(c, func(r UpdateRequest) (any, error) {
-		return h.progs.UpdateCampaign(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), r)
-	})
 }
 
 func (h handler) deleteCampaign(c echo.Context) error {
