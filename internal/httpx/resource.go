@@ -30,7 +30,8 @@ func Read[V any](param string, fn func(ctx context.Context, projectID, id string
 }
 
 // Update handles a PUT of the resource the path parameter param names,
-// changed as its body says.
+// changed as its body says (or a POST that adds to it, as a promotion tier
+// to its campaign).
 func Update[R, V any](param string, fn func(ctx context.Context, projectID, id string, r R) (V, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		return WithBody(c, func(r R) (any, error) {

@@ -18,36 +18,20 @@ type Handler struct{ svc *Service }
 // Register mounts the endpoints on g (the /v1 group).
 func Register(g *echo.Group, svc *Service) {
 	h := Handler{svc}
-	g.POST("/products", h.createProduct)
+	g.POST("/products", httpx.Create(h.svc.CreateProduct))
 	g.GET("/products", h.listProducts)
-	g.GET("/products/:productId", h.getProduct)
-	g.PUT("/products/:productId", h.updateProduct)
+	g.GET("/products/:productId", httpx.Read("productId", h.svc.GetProduct))
+	g.PUT("/products/:productId", httpx.Update("productId", h.svc.UpdateProduct))
 	g.DELETE("/products/:productId", h.deleteProduct)
 	g.POST("/products/:productId/skus", h.createSKU)
 	g.GET("/products/:productId/skus", h.listSKUs)
 	g.PUT("/products/:productId/skus/:skuId", h.updateSKU)
 	g.DELETE("/products/:productId/skus/:skuId", h.deleteSKU)
-	g.GET("/skus/:skuId", h.getSKU)
+	g.GET("/skus/:skuId", httpx.Read("skuId", h.svc.GetSKU))
 	g.POST("/products/bulk/async", h.bulkUpdate)
 	g.POST("/products/metadata/async", h.metadataUpdate)
 	g.POST("/products/importCSV", h.importCSV(JobImportProducts))
 	g.POST("/skus/importCSV", h.importCSV(JobImportSKUs))
-}
-
-func (h Handler) createProduct(c echo.Context) error {
-	return httpx.WithBody(c, func(p Patch) (any, error) {
-		return h.svc.CreateProduct(c.Request().Context(), httpx.ProjectID(c), p)
-	})
-}
-
-func (h Handler) getProduct(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.GetProduct(c.Request().Context(), httpx.ProjectID(c), c.Param("productId")))
-}
-
-func (h Handler) updateProduct(c echo.Context) error {
-	return httpx.WithBody(c, func(p Patch) (any, error) {
-		return h.svc.UpdateProduct(c.Request().Context(), httpx.ProjectID(c), c.Param("productId"), p)
-	})
 }
 
 // force reads the `force` query parameter: absent, true or false.
@@ -112,10 +96,6 @@ func (h Handler) deleteSKU(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-func (h Handler) getSKU(c echo.Context) error {
-	return httpx.Reply(c)(h.svc.GetSKU(c.Request().Context(), httpx.ProjectID(c), c.Param("skuId")))
 }
 
 // listSKUs answers every SKU of the product as the reference does, a page

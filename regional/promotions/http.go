@@ -15,25 +15,10 @@ import (
 func Register(g *echo.Group, s *Service) {
 	g.GET("/promotions/tiers", s.listTiers)
 	g.GET("/promotions/:campaignId/tiers", s.listTiers)
-	g.POST("/promotions/:campaignId/tiers", func(c echo.Context) error {
-		return httpx.WithBody(c, func(r TierRequest) (any, error) {
-			return s.AddTier(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), r)
-		})
-	})
-	g.GET("/promotions/tiers/:tierId", func(c echo.Context) error {
-		return httpx.Reply(c)(s.GetTier(c.Request().Context(), httpx.ProjectID(c), c.Param("tierId")))
-	})
-	g.PUT("/promotions/tiers/:tierId", func(c echo.Context) error {
-		return httpx.WithBody(c, func(r TierRequest) (any, error) {
-			return s.UpdateTier(c.Request().Context(), httpx.ProjectID(c), c.Param("tierId"), r)
-		})
-	})
-	g.DELETE("/promotions/tiers/:tierId", func(c echo.Context) error {
-		if err := s.DeleteTier(c.Request().Context(), httpx.ProjectID(c), c.Param("tierId")); err != nil {
-			return err
-		}
-		return c.NoContent(http.StatusNoContent)
-	})
+	g.POST("/promotions/:campaignId/tiers", httpx.Update("campaignId", s.AddTier))
+	g.GET("/promotions/tiers/:tierId", httpx.Read("tierId", s.GetTier))
+	g.PUT("/promotions/tiers/:tierId", httpx.Update("tierId", s.UpdateTier))
+	g.DELETE("/promotions/tiers/:tierId", httpx.Delete("tierId", s.DeleteTier))
 	for path, active := range map[string]bool{"enable": true, "disable": false} {
 		g.POST("/promotions/tiers/:tierId/"+path, func(c echo.Context) error {
 			return httpx.Reply(c)(s.UpdateTier(c.Request().Context(), httpx.ProjectID(c), c.Param("tierId"), TierRequest{Active: &active}))
