@@ -32,6 +32,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,10 @@ type Options struct {
 	Load func() (utilisation float64, ok bool)
 	// Disabled: count nothing, pace no one.
 	Disabled bool
+	// Room is what the instance can be busy with at once, in busy-seconds
+	// a second (default GOMAXPROCS): a project whose requests cost less
+	// than its plan's share of it is within its share and never paced.
+	Room float64
 	// Now is the clock a request's cost is read from (nil: time.Now).
 	Now func() time.Time
 	Log *slog.Logger
@@ -107,6 +112,9 @@ func New(opts Options) *Governor {
 	}
 	if opts.Load == nil {
 		opts.Load = CPULoad()
+	}
+	if opts.Room <= 0 {
+		opts.Room = float64(runtime.GOMAXPROCS(0))
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -258,7 +266,14 @@ func (g *Governor) Tick(u float64, ok bool) {
 		share := math.Float64frombits(t.share.Load())
 		part := share / weights * capacity
 		lim := t.lim.Load()
-		over := active > 1 && share < 1 && t.quiet == 0 && t.costRate > part
+		// Over: more than its part of what the active projects cost (the
+		// busy CPU's reduction aside: a project within that part is not
+		// the one to slow, and pacing it made a light project wait a tick
+		// per request beside a heavy one), and more than its share of the
+		// instance (Room): a project that uses no more than its plan gives
+		// it is never paced, whatever else keeps the CPU busy.
+		over := active > 1 && share < 1 && t.quiet == 0 && t.costRate > part &&
+			t.costRate > share/weights*cost && t.costRate > share*g.opts.Room
 		switch {
 		case busy && over:
 			// Slower than it was served, and than its pace was, by at most

@@ -18,6 +18,9 @@ type load struct {
 
 func newLoad(t *testing.T, opts Options) *load {
 	opts.Load = func() (float64, bool) { return 0, false } // Tick is called by hand
+	if opts.Room == 0 {
+		opts.Room = 1 // one CPU: A's 0.5 busy-seconds a second is over its quarter
+	}
 	return &load{t: t, g: New(opts)}
 }
 
@@ -66,6 +69,28 @@ func TestABusyInstancePacesTheProjectOverItsShareOnly(t *testing.T) {
 }
 
 func TestPacingIsWorkConserving(t *testing.T) {
+	t.Run("a project within its part of what the projects cost is not paced", func(t *testing.T) {
+		// A costs 50 busy-ms a tick, B 40: B is under half of the 90 and
+		// is not the one to slow, however busy the CPU; A is.
+		l := newLoad(t, Options{Target: 0.65})
+		l.ticks(20, 1, 10, 40)
+		if b := l.g.Paced("B"); b != 0 {
+			t.Fatalf("B, within its part of the projects' cost, paced to %.1f/s", b)
+		}
+		if l.g.Paced("A") == 0 {
+			t.Fatal("A, over its part, is not paced")
+		}
+	})
+	t.Run("a project within its share of the instance is not paced", func(t *testing.T) {
+		// A costs 0.2 busy-seconds a second on a plan of a quarter of an
+		// instance of one CPU: what its plan gives it, however busy the
+		// CPU and however light B.
+		l := newLoad(t, Options{Target: 0.65})
+		l.ticks(20, 1, 4, 5)
+		if a := l.g.Paced("A"); a != 0 {
+			t.Fatalf("A, within its share of the instance, paced to %.1f/s", a)
+		}
+	})
 	t.Run("an instance that is not busy paces no one", func(t *testing.T) {
 		l := newLoad(t, Options{Target: 0.65})
 		l.ticks(20, 0.6, 10, 5)
