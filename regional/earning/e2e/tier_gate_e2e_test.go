@@ -48,10 +48,12 @@ func TestGatedTierEventRulesEarnLaterOnlyForMembersWhoMeetThem(t *testing.T) {
 		return card(a.OK("GET", "/v1/loyalties/members/"+code, nil))["balance"].(float64)
 	}
 
-	// Both join Bronze: the ungated rule earns at once, in the move.
+	// Both join Bronze: the ungated rule earns at once, in the move (the
+	// VIP's gated 200 may already have followed, in the asynchronous
+	// phase, by the time her balance is read).
 	for _, code := range []string{ann, bob} {
 		a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 150})
-		if b := balance(code); b != 157 {
+		if b := balance(code); b != 157 && (code != ann || b != 357) {
 			t.Fatalf("%s after joining Bronze: %v, want 157 (the inline rule's 7)", code, b)
 		}
 	}
