@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,25 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/runtimex"
 )
+
+// startBatch runs a batch of database-effect tasks the gate admitted, then,
+// in the same goroutine, each batch the gate lets go when the one before
+// ends; each task's slot is released when its batch has run.
+func (w *Worker) startBatch(ctx context.Context, running *sync.WaitGroup, release func(int), ts []Task) {
+	if len(ts) == 0 {
+		return
+	}
+	running.Add(1)
+	go func() {
+		defer running.Done()
+		for len(ts) > 0 {
+			w.runTxBatch(ctx, ts)
+			next := w.gate.done(w, ts)
+			release(len(ts))
+			ts = next
+		}
+	}()
+}
 
 // runTxBatch runs database-effect tasks in one transaction, which marks
 // them all done with one statement at its end; if that fails, it runs them

@@ -42,6 +42,7 @@ type Worker struct {
 	o      WorkerOptions
 	id     string
 	tracer trace.Tracer
+	gate   keyGate
 
 	ran    *prometheus.CounterVec
 	parked prometheus.Counter
@@ -178,11 +179,7 @@ func (w *Worker) Run(ctx context.Context) {
 			for range txTasks {
 				sem <- struct{}{}
 			}
-			running.Add(1)
-			go func() {
-				defer func() { release(len(txTasks)); running.Done() }()
-				w.runTxBatch(context.WithoutCancel(ctx), txTasks)
-			}()
+			w.startBatch(context.WithoutCancel(ctx), &running, release, w.gate.admit(w, txTasks))
 		}
 		if len(tasks) > 0 {
 			active = time.Now()
