@@ -16,6 +16,7 @@ import (
 	"fortio.org/fortio/periodic"
 
 	"github.com/tallyhq/tally/devstack"
+	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/pglocal"
 )
 
@@ -30,6 +31,8 @@ type eventsResult struct {
 	satErrs                      int64
 	drainSecs                    float64 // after saturation, until the accrual tasks are all done
 	drained                      int     // tasks pending when saturation ended
+	fixedDB                      string  // the database during the 500/s phase
+	fixedBacklog                 int     // accrual tasks pending when it ended
 }
 
 // eventSender is one load thread: it sends its customer's events, which
@@ -93,6 +96,7 @@ type eventsLoad struct {
 	c         client
 	senders   []periodic.Runnable
 	probeCode string
+	pool      *db.Pool
 }
 
 // eventsSetup makes the event's schema (through the management API), a
@@ -115,7 +119,7 @@ func eventsSetup(stack *devstack.Stack, c client, p devstack.ProjectCredentials,
 	if err != nil && status != 200 {
 		return nil, fmt.Errorf("earning rule: %d %v %v", status, m, err)
 	}
-	l := &eventsLoad{c: c}
+	l := &eventsLoad{c: c, pool: stack.Regional["api"].Pool()}
 	for i := range n {
 		card, err := c.must("POST", "/v1/loyalties/"+campID+"/members", map[string]any{"customer": map[string]any{"source_id": fmt.Sprintf("visitor-%d", i)}})
 		if err != nil {
@@ -186,7 +190,12 @@ func (l *eventsLoad) fixed(r *eventsResult, d time.Duration, profile string) err
 			lat = append(lat, ms)
 		}
 	}()
+	watch := watchDB(l.pool)
 	fixed := l.run(500, d, 16)
+	watch.end()
+	_ = l.pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE status = 'pending'`).Scan(&r.fixedBacklog)
+	r.fixedDB = watch.summary(float64(fixed.DurationHistogram.Count), "event")
+	fmt.Fprintf(os.Stderr, "bench: events: the database: %s; %d tasks pending\n", r.fixedDB, r.fixedBacklog)
 	close(stop)
 	if err := <-probeErr; err != nil {
 		return err
@@ -276,6 +285,7 @@ func eventsReport(r eventsResult) string {
 	fmt.Fprintf(&b, "| `POST /v1/events` at 500/s (%.0f/s achieved, %d errors) | p50 %.2f ms, p99 %.2f ms |\n", r.fixedQPS, r.fixedErrs,
 		r.fixedP50, r.fixedP99)
 	fmt.Fprintf(&b, "| event to accrual in the card's history, %d probes | p50 %.0f ms, p99 %.0f ms |\n", r.accrualSamples, r.accrualP50, r.accrualP99)
+	fmt.Fprintf(&b, "| the database server during the 500/s phase | %s; %d outbox tasks pending at its end |\n", r.fixedDB, r.fixedBacklog)
 	fmt.Fprintf(&b, "| events at saturation, 32 clients | %.0f/s (rounds %s; %d errors) |\n", r.sat, joinRounds(r.satRounds), r.satErrs)
 	fmt.Fprintf(&b, "| pgbench TPC-B-like, 32 clients, same server | %.0f tps (rounds %s) |\n", r.pgbench, joinRounds(r.pgbRounds))
 	fmt.Fprintf(&b, "| outbox tasks pending when the last round ended (accruals), and the time until all were done | %d, %.1f s |\n", r.drained, r.drainSecs)
