@@ -47,6 +47,11 @@ type Job struct {
 	w         *Worker
 	t         Task
 	lastSave  time.Time
+	// seen is the checkpoint as this run last read (Resume) or wrote it,
+	// nil before either: the job's result is recorded only while the
+	// stored one is still that (see runJob), and a chunk takes the stored
+	// failures when it is not (CommitChunk).
+	seen []byte
 }
 
 // JobFunc does a job's work and returns its result (rendered as the
@@ -144,15 +149,28 @@ func (j *Job) Checkpoint(ctx context.Context, tx db.Querier, state any, pct int)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `UPDATE async_actions SET checkpoint = $3, progress = $4, updated_at = now()
-		WHERE project_id = $1 AND id = $2`, j.ProjectID, j.ActionID, b, max(0, min(pct, 99)))
-	return err
+	return j.checkpoint(ctx, tx, b, pct)
+}
+
+func (j *Job) checkpoint(ctx context.Context, tx db.Querier, b []byte, pct int) error {
+	if _, err := tx.Exec(ctx, `UPDATE async_actions SET checkpoint = $3, progress = $4, updated_at = now()
+		WHERE project_id = $1 AND id = $2`, j.ProjectID, j.ActionID, b, max(0, min(pct, 99))); err != nil {
+		return err
+	}
+	j.seen = b
+	return nil
 }
 
 // ErrSuperseded is a job's run that found its checkpoint moved by another
 // run of the same job (its lease lapsed and another worker took it over):
 // it must stop, leaving the work to the other.
 var ErrSuperseded = errors.New("async: another run of this job has moved its checkpoint")
+
+// errCheckpointRedacted is a job's result not recorded because its
+// checkpoint changed after the run last saw it (a permanent deletion's
+// erasure redacted it): the task is tried again, and the job's next run
+// goes on from the checkpoint as it is now.
+var errCheckpointRedacted = errors.New("async: the job's checkpoint changed since its run last saw it (a permanent deletion redacted it); the job runs again")
 
 // Advance is Checkpoint for a job whose runs must not both do a step: it
 // moves the checkpoint from `from` (nil: none yet) to `to` only if no
@@ -179,6 +197,7 @@ func (j *Job) Advance(ctx context.Context, tx db.Querier, from, to any, pct int)
 	if tag.RowsAffected() == 0 {
 		return ErrSuperseded
 	}
+	j.seen = next
 	return nil
 }
 
@@ -193,6 +212,7 @@ func (j *Job) Resume(ctx context.Context, state any) (ok bool, err error) {
 	if b == nil {
 		return false, nil
 	}
+	j.seen = b
 	return true, json.Unmarshal(b, state)
 }
 
@@ -233,16 +253,32 @@ func (w *Worker) runJob(fn JobFunc) ExtHandler {
 			return Outcome{Err: err}
 		}
 		elapsed := int(time.Since(start).Milliseconds())
+		// A result made from a checkpoint (a chunked job's failures) is
+		// recorded only if the checkpoint is still as the run last saw it:
+		// a permanent deletion's erasure that redacted it since (its row
+		// locked by the erasure until it commits, and read again here
+		// once it has) fails the record, and the job runs again from the
+		// redacted checkpoint, so the result does not bring back what the
+		// erasure took (errCheckpointRedacted).
+		var seen []byte
+		if jobErr == nil {
+			seen = job.seen
+		}
 		return Outcome{Record: func(ctx context.Context, tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `UPDATE async_actions SET status = $3, operation_status = $4, result = $5, progress = 100,
-				processing_time = $6, checkpoint = NULL, updated_at = now() WHERE project_id = $1 AND id = $2`,
-				t.ProjectID, p.ActionID, status, opStatus, res, elapsed); err != nil {
+			tag, err := tx.Exec(ctx, `UPDATE async_actions SET status = $3, operation_status = $4, result = $5, progress = 100,
+				processing_time = $6, checkpoint = NULL, updated_at = now() WHERE project_id = $1 AND id = $2
+				AND ($7::JSONB IS NULL OR checkpoint = $7::JSONB)`,
+				t.ProjectID, p.ActionID, status, opStatus, res, elapsed, seen)
+			if err != nil {
 				return err
+			}
+			if tag.RowsAffected() == 0 && seen != nil {
+				return errCheckpointRedacted
 			}
 			if _, err := tx.Exec(ctx, `DELETE FROM async_inputs WHERE project_id = $1 AND action_id = $2`, t.ProjectID, p.ActionID); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `DELETE FROM async_input_erasures WHERE project_id = $1 AND action_id = $2`, t.ProjectID, p.ActionID)
+			_, err = tx.Exec(ctx, `DELETE FROM async_input_erasures WHERE project_id = $1 AND action_id = $2`, t.ProjectID, p.ActionID)
 			return err
 		}}
 	}

@@ -3,9 +3,12 @@ package async
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -54,23 +57,56 @@ func (c *Chunked[F]) Listed() []F {
 // CommitChunk runs do in one transaction on a copy of st, then records the
 // copy, with Next set to next, as the job's checkpoint at pct percent; st
 // takes the copy only once it commits, so a transaction tried again starts
-// from what the last commit left.
+// from what the last commit left. The failures listed before the chunk
+// are the stored checkpoint's, read under lock in the chunk's transaction,
+// when a permanent deletion's erasure has redacted it since the run last
+// saw it (EraseCustomer): the run's own copy, which still holds what the
+// erasure took, is not written back.
 func CommitChunk[F any](ctx context.Context, job *Job, st *Chunked[F], next, pct int,
 	do func(ctx context.Context, tx pgx.Tx, st *Chunked[F]) error) error {
 	var out Chunked[F]
+	seen := job.seen
 	err := db.InTx(ctx, job.w.pool, func(tx pgx.Tx) error {
 		out = *st
 		out.Failed = slices.Clone(st.Failed)
 		if err := do(ctx, tx, &out); err != nil {
 			return err
 		}
+		if err := takeStoredFailures(ctx, tx, job, seen, st, &out); err != nil {
+			return err
+		}
 		out.Next = next
 		return job.Checkpoint(ctx, tx, out, pct)
 	})
 	if err != nil {
+		job.seen = seen // the checkpoint written in the rolled back transaction is not
 		return err
 	}
 	*st = out
+	return nil
+}
+
+// takeStoredFailures locks the job's checkpoint and, when it is no longer
+// what the run last saw (seen) though at the same item (st.Next: no
+// other run moved it on), puts its failures in place of st's at the head
+// of out's, before those the chunk added. Another run's checkpoint (at
+// another item) is left to the overwrite, as before.
+func takeStoredFailures[F any](ctx context.Context, tx pgx.Tx, job *Job, seen []byte, st, out *Chunked[F]) error {
+	var stored []byte
+	if err := tx.QueryRow(ctx, `SELECT CASE WHEN checkpoint IS DISTINCT FROM $3::JSONB AND checkpoint->>'next' = $4
+		THEN checkpoint->'failed' END FROM async_actions WHERE project_id = $1 AND id = $2 FOR UPDATE`,
+		job.ProjectID, job.ActionID, seen, strconv.Itoa(st.Next)).Scan(&stored); err != nil {
+		return err
+	}
+	if stored == nil || len(out.Failed) < len(st.Failed) {
+		return nil
+	}
+	var failed []F
+	if err := json.Unmarshal(stored, &failed); err != nil {
+		return fmt.Errorf("async: the stored checkpoint's failures: %w", err)
+	}
+	added := out.Failed[len(st.Failed):]
+	out.Failed = append(failed, added[:min(len(added), max(0, MaxReported-len(failed)))]...)
 	return nil
 }
 

@@ -198,8 +198,9 @@ func redactActions(ctx context.Context, q db.Querier, projectID string, as []Act
 
 // EraseCustomer is the erasure.Eraser of the outbox and async actions, run
 // by the erasure task: webhook payloads waiting to be sent (and those
-// sent, until the purge takes them) and action results that copied the
-// customer lose their personal data. The rows are found by the customer's
+// sent, until the purge takes them), action results that copied the
+// customer and the checkpoints of running jobs that did lose their
+// personal data. The rows are found by the customer's
 // id or values in their text: a scan of the project's outbox and actions,
 // which the purge keeps short. The erasure tasks' own rows are left: they
 // hold their subjects until they finish (ForgetErasure).
@@ -210,8 +211,19 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 		return err
 	}
 	cond, args = s.Mention("result::TEXT", []any{projectID})
-	_, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, result FROM async_actions WHERE project_id = $1 AND result IS NOT NULL AND `+cond,
-		args, `UPDATE async_actions SET result = $3 WHERE project_id = $1 AND id = $2`)
+	if _, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, result FROM async_actions WHERE project_id = $1 AND result IS NOT NULL AND `+cond,
+		args, `UPDATE async_actions SET result = $3 WHERE project_id = $1 AND id = $2`); err != nil {
+		return err
+	}
+	// The checkpoints of jobs not finished: a chunked job's failures list
+	// the items' values (source_id, …) until its result is made from them.
+	// Rows are locked as read, so a chunk committing meanwhile waits for
+	// this and takes the redacted failures (CommitChunk), and a result
+	// recorded meanwhile sees the checkpoint changed (runJob).
+	cond, args = s.Mention("checkpoint::TEXT", []any{projectID})
+	_, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, checkpoint FROM async_actions WHERE project_id = $1
+		AND checkpoint IS NOT NULL AND `+cond+` FOR UPDATE`,
+		args, `UPDATE async_actions SET checkpoint = $3 WHERE project_id = $1 AND id = $2`)
 	return err
 }
 
