@@ -35,7 +35,7 @@ TESTPOOL := $(GO) run ./internal/dbtest/testpool --
 # same, so every statement that can meet a serialization failure there does
 # here (TALLY_PG_SETTINGS reaches every server the test helper starts).
 SERIALIZABLE := TALLY_PG_SETTINGS="default_transaction_isolation=serializable"
-SERIALIZABLE_PKGS := ./regional/loyalty/ ./regional/loyalty/e2e/ ./regional/redemptions/ ./regional/redemptions/e2e/ ./regional/async/ ./regional/exports/ ./regional/exports/e2e/
+SERIALIZABLE_PKGS := ./regional/loyalty/ ./regional/loyalty/e2e/ ./regional/loyalty/program/e2e/ ./regional/redemptions/ ./regional/redemptions/e2e/ ./regional/async/ ./regional/exports/ ./regional/exports/e2e/
 SERIALIZABLE_ENGINE := TestLoyaltyCardsPayWithRewardsInStacks|TestConcurrentCardsKeepTheRewardsStock|TestStackedRedemptionAllOrNothing|TestConcurrentRedemptionsKeepTheQuantity|TestLockSessionReservesTheVoucher|TestThirtyRollbacksOfOneStacksChildrenAnswerAtOnce|TestLockOrderHoldsForEveryPairOfWriters|TestAHotCodeCountsExactlyUnderRedemptionsAndRollbacks|TestRedeemersOfOneCodeDoNotWaitOnEachOther|TestAHotCodeCountsExactlyThroughAQuantityChange|TestAHotCodeOnShardsAcceptsExactlyItsQuantity|TestRedeemersOfOneCodeDoNotWaitOnItsRowOrEachOthersShards
 SERIALIZABLE_CAMPAIGNS := TestVouchersCountIsExactUnderConcurrentWriters|TestAddingToVouchersCountTakesNoTurnOnTheCampaign
 
@@ -47,7 +47,7 @@ SERIALIZABLE_CAMPAIGNS := TestVouchersCountIsExactUnderConcurrentWriters|TestAdd
 # which the compile of everything else at the start of the pass stretched
 # past their deadline (two failed so in a clean run); it runs last, as the
 # order of go list puts it.
-SLOW_FIRST := ./regional/engine/e2e/ ./management/ ./regional/loyalty/e2e/ ./regional/qualifications/ ./deploy/ ./regional/exports/e2e/ ./tenancy/ ./regional/ ./regional/redemptions/e2e/ ./terraform/ ./regional/webhooks/ ./regional/segments/e2e/ ./regional/vouchers/e2e/
+SLOW_FIRST := ./regional/engine/e2e/ ./management/ ./regional/loyalty/program/e2e/ ./regional/qualifications/ ./deploy/ ./regional/exports/e2e/ ./tenancy/ ./regional/ ./regional/redemptions/e2e/ ./terraform/ ./regional/webhooks/ ./regional/segments/e2e/ ./regional/vouchers/e2e/
 
 ## test: vet, format check, every test with the race detector on real PostgreSQL servers, then the timed tests without it, then the concurrency-heavy ones at CockroachDB's default isolation
 test:

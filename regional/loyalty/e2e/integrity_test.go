@@ -23,7 +23,8 @@ import (
 func TestLedgerIntegrityUnderConcurrentOperations(t *testing.T) {
 	// Not in parallel with the package's other tests: its concurrent
 	// clients are held to the test client's timeout.
-	e, a := start(t)
+	e := stacktest.Start(t, stacktest.Options{})
+	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	// Transfers give points expiring by the campaign's rules; additions
 	// choose among three dates and none, so cards hold several buckets.
 	campID := a.Campaign("Integrity", map[string]any{"voucher": map[string]any{"type": "LOYALTY_CARD",
