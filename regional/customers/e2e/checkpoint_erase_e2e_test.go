@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -158,5 +159,84 @@ func TestACustomerImportHeldBetweenChunksListsAFailedRowAsBefore(t *testing.T) {
 	}
 	if want := "2001 customer(s) imported successfully, 1 failed."; res["message"] != want {
 		t.Errorf("message %q, want %q", res["message"], want)
+	}
+}
+
+// The same for a bulk update, whose result lists the failed items as
+// errors (with their source_id) and whose report lists every item: her
+// item, refused by the project's metadata schema in the first chunk, is
+// listed without her source_id in the result, and in neither the row nor
+// the report does any of her values stay.
+func TestABulkUpdateRunningDuringAPermanentDeletionKeepsNoneOfHerFailedItem(t *testing.T) {
+	t.Parallel()
+	a := stacktest.NewAPI(t)
+	a.MetadataSchema("customer", map[string]any{"tier": map[string]any{"type": "string", "eq": []any{"gold", "silver"}}})
+	values := []string{"xena-bulk2", "Xena Bulktwo", "xena.bulk2@example.com"}
+	xena := a.OK("POST", "/v1/customers", map[string]any{"source_id": "xena-bulk2", "name": "Xena Bulktwo",
+		"email": "xena.bulk2@example.com"})["id"].(string)
+	a.OK("POST", "/v1/customers", map[string]any{"source_id": "held-bulk2"})
+	items := []map[string]any{{"source_id": "xena-bulk2", "name": "Xena Bulktwo", "email": "xena.bulk2@example.com",
+		"metadata": map[string]any{"tier": "bronze"}}}
+	for i := 2; i <= 2000; i++ {
+		items = append(items, map[string]any{"source_id": fmt.Sprintf("bulk2-%05d", i)})
+	}
+	items = append(items, map[string]any{"source_id": "held-bulk2", "name": "Held Two"})
+	input, err := json.Marshal(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	act := heldJob(t, a, customers.JobBulkUpdate, input)
+
+	ctx := context.Background()
+	lock, err := a.E.Stack.Regional["api"].Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM customers WHERE project_id = $1 AND source_id = 'held-bulk2' FOR UPDATE`, a.P.ID); err != nil {
+		t.Fatal(err)
+	}
+	release(t, a, act)
+	stacktest.Eventually(t, 30*time.Second, "the first chunk committed", func() bool {
+		cp, _ := actionRow(t, a, act)
+		return strings.Contains(cp, `"next": 2000`)
+	})
+	if cp, _ := actionRow(t, a, act); len(holdsAny(cp, values)) == 0 {
+		t.Fatalf("the checkpoint should list her failed item before the deletion: %s", cp)
+	}
+	eraseNow(t, a, xena)
+	if cp, _ := actionRow(t, a, act); len(holdsAny(cp, values)) > 0 {
+		t.Errorf("the held job's checkpoint after the erasure holds %v: %s", holdsAny(cp, values), cp)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	got := a.WaitAction(act)
+	res := got["result"].(map[string]any)
+	errs, _ := res["errors"].([]any)
+	if res["done_count"] != 2000.0 || res["failed_count"] != 1.0 || len(errs) != 1 {
+		t.Fatalf("the job's result: done %v, failed %v, errors %v", res["done_count"], res["failed_count"], errs)
+	}
+	if e := errs[0].(map[string]any); e["source_id"] != nil || !strings.Contains(fmt.Sprint(e["details"]), "tier") {
+		t.Errorf("her item's failure: %v", e)
+	}
+	if held := holdsAny(fmt.Sprint(got), values); len(held) > 0 {
+		t.Errorf("GET /v1/async-actions/%s holds %v", act, held)
+	}
+	cp, stored := actionRow(t, a, act)
+	if held := holdsAny(cp+stored, values); len(held) > 0 {
+		t.Errorf("the action's row holds %v: checkpoint %q, result %.300s", held, cp, stored)
+	}
+	reports, _ := res["reports"].([]any)
+	if len(reports) != 1 {
+		t.Fatalf("the job's reports: %v", res["reports"])
+	}
+	if f := a.E.Do(t, "GET", reports[0].(string), nil, nil); f.Status != 200 || len(holdsAny(string(f.Body), values)) > 0 ||
+		!strings.Contains(string(f.Body), "\n1,,FAILED,\"tier: ") || !strings.Contains(string(f.Body), "\n2001,held-bulk2,SUCCESS") {
+		t.Errorf("the report: %d %.200s … %s", f.Status, f.Body, f.Body[max(0, len(f.Body)-100):])
+	}
+	if n := customersNaming(t, a, values); n != 0 {
+		t.Errorf("%d customers named by her values after the job", n)
 	}
 }
