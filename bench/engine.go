@@ -101,11 +101,14 @@ func benchEngine(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglo
 	if err != nil {
 		return r, err
 	}
-	if err := f.stacked(&r, stack, p, d); err != nil {
+	if err := f.stacked(&r, stack, p, d, profile); err != nil {
 		return r, err
 	}
 	if err := f.qualifications(&r, d, profile); err != nil {
 		return r, err
+	}
+	if engineCPUOnly {
+		return r, nil
 	}
 	return r, f.saturation(&r, srv, d)
 }
@@ -155,9 +158,11 @@ func engineSetup(c client, d time.Duration) (*engineFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	satID, err := campaign("Engine saturation", "DISCOUNT_COUPONS", satN, map[string]any{"type": "DISCOUNT_VOUCHER",
-		"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "redemption": map[string]any{"quantity": 1}})
-	if err != nil {
+	satID := ""
+	if engineCPUOnly {
+		satN = 0 // no saturation phase
+	} else if satID, err = campaign("Engine saturation", "DISCOUNT_COUPONS", satN, map[string]any{"type": "DISCOUNT_VOUCHER",
+		"discount": map[string]any{"type": "AMOUNT", "amount_off": 100}, "redemption": map[string]any{"quantity": 1}}); err != nil {
 		return nil, err
 	}
 	// The percent campaign's vouchers carry a validation rule on the order.
@@ -174,6 +179,9 @@ func engineSetup(c client, d time.Duration) (*engineFixture, error) {
 		n   int
 		dst *[]string
 	}{{amountID, perRun * 2, &f.amounts}, {percentID, perRun * 2, &f.percents}, {giftID, perRun * 2, &f.gifts}, {satID, satN, &f.sats}} {
+		if x.n == 0 {
+			continue
+		}
 		if *x.dst, err = codesOf(c, x.id, x.n); err != nil {
 			return nil, err
 		}
@@ -206,12 +214,20 @@ func (f *engineFixture) runners(path string, body func() map[string]any, errs *a
 }
 
 // stacked measures validation and redemption of the three at 200/s, then
-// the same validations client-side beside server-side ones.
-func (f *engineFixture) stacked(r *engineResult, stack *devstack.Stack, p devstack.ProjectCredentials, d time.Duration) error {
+// the same validations client-side beside server-side ones. The phases'
+// CPU profiles, when asked, go to profile.validation and
+// profile.redemption.
+func (f *engineFixture) stacked(r *engineResult, stack *devstack.Stack, p devstack.ProjectCredentials, d time.Duration, profile string) error {
+	suffixed := func(what string) string {
+		if profile == "" {
+			return ""
+		}
+		return profile + "." + what
+	}
 	fmt.Fprintln(os.Stderr, "bench: engine: stacked validation at 200/s")
 	perRun := int(200*(d+3*time.Second)/time.Second) + 100
 	var valErrs, redErrs atomic.Int64
-	v, cpu, err := atRateCPU(200, f.runners("/v1/validations", f.stack3, &valErrs, 16), d, "")
+	v, cpu, err := atRateCPU(200, f.runners("/v1/validations", f.stack3, &valErrs, 16), d, suffixed("validation"))
 	if err != nil {
 		return err
 	}
@@ -221,7 +237,7 @@ func (f *engineFixture) stacked(r *engineResult, stack *devstack.Stack, p devsta
 	r.valQPS, r.valErrs = v.ActualQPS, valErrs.Load()
 	fmt.Fprintln(os.Stderr, "bench: engine: stacked redemption at 200/s")
 	f.next.Store(int64(perRun)) // vouchers the validations did not touch
-	red, cpu, err := atRateCPU(200, f.runners("/v1/redemptions", f.stack3, &redErrs, 16), d, "")
+	red, cpu, err := atRateCPU(200, f.runners("/v1/redemptions", f.stack3, &redErrs, 16), d, suffixed("redemption"))
 	if err != nil {
 		return err
 	}
@@ -229,6 +245,9 @@ func (f *engineFixture) stacked(r *engineResult, stack *devstack.Stack, p devsta
 	fmt.Fprintf(os.Stderr, "bench: engine: CPU per redemption: %s\n", cpu)
 	r.redP50, r.redP95, _ = percentiles(red)
 	r.redQPS, r.redErrs = red.ActualQPS, redErrs.Load()
+	if engineCPUOnly {
+		return nil
+	}
 	// The validations leave the vouchers as they were.
 	f.next.Store(0)
 	r.client, err = benchClientValidations(stack, p, f.c, f.stack3, d)

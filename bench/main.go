@@ -42,13 +42,14 @@ func main() {
 	only := flag.String("only", "", "run only these benchmarks, comma-separated, in the usual order: loyalty, earning, products, customers, orders, targeting, vouchers, rewards, engine, scale, hotcode, exports, mixed, events, cors, outbox, noisy, ring, webhooks, router")
 	nginxBin := flag.String("nginx", "/usr/sbin/nginx", "nginx binary")
 	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the router's first OAuth Bearer saturation round here (and those before it to FILE.base, for pprof -diff_base)")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions, the customer import, the scale section's qualifications at 100 campaigns or the hot code's tries, the events at 500/s (with -only)")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile here: of the router's first OAuth Bearer saturation round, the webhook run, the point additions, the customer import, the engine section's qualifications (and its validations and redemptions to FILE.validation and FILE.redemption), the scale section's qualifications at 100 campaigns or the hot code's tries, the events at 500/s (with -only)")
 	flag.IntVar(&customersRows, "customers-rows", 1_000_000, "customers the customers section imports (fewer to try it on a shared machine)")
 	flag.IntVar(&ordersRows, "orders-rows", 100_000, "orders the orders section imports (fewer to try it on a shared machine)")
 	flag.Float64Var(&scaleFactor, "scale-factor", 1, "the scale section's data sizes times this (0.01 to try it on a shared machine)")
 	flag.IntVar(&segmentCustomers, "segment-customers", 1_000_000, "customers the targeting section's segment is evaluated over (fewer to try it on a shared machine)")
 	flag.Func("scale-engine-sizes", "campaigns and tiers of the scale section's engine passes, comma-separated (default 100,1000,10000; fewer to try it)",
 		setScaleEngineSizes)
+	flag.BoolVar(&engineCPUOnly, "engine-cpu-only", false, "the engine section measures only its three phases at 200/s, without the client-side rounds and the saturation (to profile them on a shared machine)")
 	hammer := flag.String("hammer", "", "internal: run the noisy neighbour's clients (ROUTER,APPID,TOKEN,CARD) until interrupted")
 	flag.Parse()
 	if *hammer != "" {
@@ -66,6 +67,9 @@ func main() {
 }
 
 var cpuProfile, memProfile string
+
+// engineCPUOnly is the -engine-cpu-only flag's.
+var engineCPUOnly bool
 
 func run(d time.Duration, outPath, nginxBin, only string) error {
 	ctx := context.Background()
