@@ -113,6 +113,12 @@ func (e *Engine) ReadCustomer(ctx context.Context, projectID string, p *customer
 			return &c, err
 		}
 	}
+	return described(p)
+}
+
+// described is the customer the request describes, not stored: what a
+// source_id no stored customer has stands for.
+func described(p *customers.Patch) (*customers.Customer, error) {
 	c := customers.Customer{SourceID: p.SourceID}
 	if err := p.Apply(&c.Attrs); err != nil {
 		return nil, err

@@ -40,6 +40,17 @@ func TestAValidationReadsInTwoRoundTrips(t *testing.T) {
 	if len(trips) != 2 {
 		t.Fatalf("%d round trips, want 2:\n%s", len(trips), strings.Join(trips, "\n---\n"))
 	}
+	// A customer no one stored, named by source_id, is the one the request
+	// describes, read in the same two: the first batch found no one.
+	body["customer"] = map[string]any{"source_id": "newcomer", "metadata": map[string]any{"vip": true}}
+	r, trips = a.RoundTrips("POST", "/v1/validations", body, "engine.Validate")
+	if r.Status != 200 || r.JSON(t)["valid"] != true {
+		t.Fatalf("a new customer: %d %s", r.Status, r.Body)
+	}
+	if len(trips) != 2 {
+		t.Fatalf("a new customer: %d round trips, want 2:\n%s", len(trips), strings.Join(trips, "\n---\n"))
+	}
+	body["customer"] = map[string]any{"source_id": "ann"}
 	redeemsIn(t, a, 4, "a stacked redemption of the same", body)
 }
 
