@@ -22,6 +22,13 @@ func Append(buf []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case Appender:
 		return x.AppendJSON(buf)
+	case Time:
+		return x.appendJSON(buf), nil
+	case *Time:
+		if x == nil {
+			return append(buf, "null"...), nil
+		}
+		return x.appendJSON(buf), nil
 	case nil:
 		return append(buf, "null"...), nil
 	case string:

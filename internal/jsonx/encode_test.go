@@ -49,6 +49,8 @@ func TestAppendIsEncodingJSON(t *testing.T) {
 			At: Time{time.Date(2026, 11, 27, 23, 0, 0, 123e6, time.UTC)}},
 		map[string]any{"view": &view{}, "views": []view{{}}, "time": time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "raw": json.RawMessage(`[1, 2]`)},
 		map[string]any{"number": json.Number("12.50"), "uint": uint(3), "float32": float32(0.1)},
+		Time{time.Date(2026, 11, 28, 1, 2, 3, 456789e3, time.FixedZone("CET", 3600))}, &Time{time.Unix(0, 0)}, (*Time)(nil), Time{},
+		map[string]any{"at": Time{time.Date(1999, 12, 31, 23, 59, 59, 999e6, time.UTC)}, "none": (*Time)(nil), "p": Ptr(&time.Time{})},
 	}
 	for i, v := range rows {
 		want, wantErr := std(t, v)
@@ -61,6 +63,17 @@ func TestAppendIsEncodingJSON(t *testing.T) {
 		if _, err := Append(nil, bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+// A timestamp, alone or in a page's maps, is written without
+// encoding/json (whose Marshaler path allocated an encoder and a buffer
+// for each of a qualification page's fifty).
+func TestAppendWritesTimesWithoutAllocating(t *testing.T) {
+	v := map[string]any{"created_at": Time{time.Now()}, "updated_at": Ptr(&time.Time{}), "none": (*Time)(nil)}
+	buf := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { _, _ = Append(buf[:0], v) }); n > 1 { // the map's sorted keys
+		t.Fatalf("%v allocations, want at most 1", n)
 	}
 }
 

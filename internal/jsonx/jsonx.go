@@ -15,10 +15,16 @@ type Time struct{ time.Time }
 
 // MarshalJSON implements json.Marshaler.
 func (t Time) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(TimeLayout)+2)
+	return t.appendJSON(make([]byte, 0, len(TimeLayout)+2)), nil
+}
+
+// appendJSON appends what MarshalJSON writes (which needs no escape or
+// compaction, so encoding/json writes it as it is): Append writes the
+// timestamps of a page of answers without encoding/json's Marshaler path.
+func (t Time) appendJSON(b []byte) []byte {
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, TimeLayout)
-	return append(b, '"'), nil
+	return append(b, '"')
 }
 
 // Ptr returns a *Time for t, or nil when t is nil (marshals as null).
