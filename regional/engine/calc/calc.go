@@ -1,7 +1,6 @@
 package calc
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -49,7 +48,7 @@ import (
 // applied is one redeemable's effect on the order.
 type Effect struct {
 	Order    *OrderView     // the order with this redeemable's discounts
-	Result   map[string]any // the reference's result: discount or gift
+	Result   map[string]any // the reference's result: discount or gift (read only: its discount is shared)
 	Discount int64          // the amount it took off
 	Credits  int64          // the gift credits it takes
 	Points   int64          // the loyalty points it takes
@@ -306,21 +305,16 @@ func (c *cart) pay(p *redemptions.CardPayment) Effect {
 }
 
 func applyDiscount(ctx context.Context, q db.Querier, projectID string, c *cart, r *Redeemable) (Effect, error) {
-	raw := r.Discount
-	var d discount
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&d); err != nil {
+	p, err := parseDiscount(r.Discount)
+	if err != nil {
 		return Effect{}, fmt.Errorf("engine: stored discount of %s: %w", r.ID, err)
 	}
-	var res map[string]any
-	_ = json.Unmarshal(raw, &res)
 	before := c.orderDiscount + c.itemsDiscount()
-	if err := discountCart(ctx, q, projectID, c, r.Lines, d); err != nil {
+	if err := discountCart(ctx, q, projectID, c, r.Lines, p.d); err != nil {
 		return Effect{}, err
 	}
 	took := c.orderDiscount + c.itemsDiscount() - before
-	return Effect{Discount: took, NoEffect: took == 0, Result: map[string]any{"discount": res}}, nil
+	return Effect{Discount: took, NoEffect: took == 0, Result: map[string]any{"discount": p.res}}, nil
 }
 
 func discountCart(ctx context.Context, q db.Querier, projectID string, c *cart, lines []int, d discount) error {

@@ -3,6 +3,7 @@ package calc
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/tallyhq/tally/regional/orders"
@@ -124,5 +125,31 @@ func TestRoundingHalfAwayFromZero(t *testing.T) {
 		if got := percentOf(c.amount, json.Number(c.pct)); got != c.want {
 			t.Errorf("%s%% of %d: %d, want %d", c.pct, c.amount, got, c.want)
 		}
+	}
+}
+
+// The same stored discount is read once: the second effect's result holds
+// the first's discount object (shared, read only), and its numbers apply
+// as the first time; another discount's bytes are read anew.
+func TestAStoredDiscountIsReadOnce(t *testing.T) {
+	raw := `{"type":"AMOUNT","amount_off":250,"effect":"APPLY_TO_ORDER","x_read_once":1}`
+	results := make([]map[string]any, 2)
+	for i := range results {
+		_, effects, _, err := Apply(context.Background(), nil, "proj", order([2]int64{1000, 1}), []Redeemable{disc(raw)}, Options{Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if effects[0].Discount != 250 {
+			t.Fatalf("%d: discount %d, want 250", i, effects[0].Discount)
+		}
+		results[i] = effects[0].Result["discount"].(map[string]any)
+	}
+	if reflect.ValueOf(results[0]).UnsafePointer() != reflect.ValueOf(results[1]).UnsafePointer() {
+		t.Fatal("the discount was read twice")
+	}
+	_, effects, _, err := Apply(context.Background(), nil, "proj", order([2]int64{1000, 1}),
+		[]Redeemable{disc(`{"type":"AMOUNT","amount_off":300,"x_read_once":1}`)}, Options{Limit: 5})
+	if err != nil || effects[0].Discount != 300 || effects[0].Result["discount"].(map[string]any)["amount_off"] != 300.0 {
+		t.Fatalf("another discount: %+v %v", effects, err)
 	}
 }
