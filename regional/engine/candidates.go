@@ -225,3 +225,12 @@ func (e *Engine) Effects(ctx context.Context, projectID string, o *orders.Reques
 	views bool) (*calc.OrderView, []calc.Effect, error) {
 	return e.recalcViews(ctx, e.pool, projectID, o, cs, views)
 }
+
+// EffectViews are each candidate's effect on o, in turn, with its order
+// rendered, but not the order after them all: a qualification shows an
+// offer's effect alone, and rendering the order twice for each offer of a
+// page was a tenth of it.
+func (e *Engine) EffectViews(ctx context.Context, projectID string, o *orders.Request, cs []*Candidate) ([]calc.Effect, error) {
+	_, effects, _, err := e.stack(ctx, e.pool, projectID, o, cs, calc.Options{Views: true, Limit: len(cs), NoFinal: true})
+	return effects, err
+}

@@ -289,13 +289,17 @@ func (s *Service) sortAndPage(ctx context.Context, projectID string, p plan, o *
 // stack's is its tiers' results and the order after them all.
 func (s *Service) effects(ctx context.Context, projectID string, o *orders.Request, page []*offer) error {
 	for _, q := range page {
+		if q.stack == nil {
+			effects, err := s.engine.EffectViews(ctx, projectID, o, q.applies())
+			if err != nil {
+				return err
+			}
+			q.effect = effects[0]
+			continue
+		}
 		order, effects, err := s.engine.Effects(ctx, projectID, o, q.applies(), true)
 		if err != nil {
 			return err
-		}
-		if q.stack == nil {
-			q.effect = effects[0]
-			continue
 		}
 		results := make([]any, len(effects))
 		for k, ef := range effects {

@@ -227,6 +227,9 @@ type Options struct {
 	Views, Initial bool
 	Limit          int
 	SkipNoEffect   bool
+	// NoFinal leaves the order at the end unrendered (nil), for a caller
+	// that shows the effects' orders alone.
+	NoFinal bool
 }
 
 // Apply applies rs to the order in turn: the order at the end, each one's
@@ -269,7 +272,7 @@ func Apply(ctx context.Context, q db.Querier, projectID string, o *orders.Reques
 		}
 		effects[i] = ef
 	}
-	if !opt.Views {
+	if !opt.Views || opt.NoFinal {
 		return nil, effects, fates, nil
 	}
 	return c.view(nil), effects, fates, nil

@@ -153,3 +153,13 @@ func TestAStoredDiscountIsReadOnce(t *testing.T) {
 		t.Fatalf("another discount: %+v %v", effects, err)
 	}
 }
+
+// NoFinal renders each effect's order but not the order at the end.
+func TestNoFinalRendersTheEffectsAlone(t *testing.T) {
+	o := order([2]int64{1000, 1})
+	final, effects, _, err := Apply(context.Background(), nil, "proj", o, []Redeemable{disc(`{"type":"AMOUNT","amount_off":100}`)},
+		Options{Views: true, Limit: 1, NoFinal: true})
+	if err != nil || final != nil || effects[0].Order == nil || effects[0].Order.TotalAmount != 900 {
+		t.Fatalf("final %v, effects %+v, %v", final, effects, err)
+	}
+}
