@@ -49,7 +49,11 @@ func Append(buf []byte, v any) ([]byte, error) {
 		if x == nil {
 			return append(buf, "null"...), nil
 		}
-		keys := make([]string, 0, len(x))
+		var small [16]string // an answer's maps are small: their keys sort on the stack
+		keys := small[:0]
+		if len(x) > len(small) {
+			keys = make([]string, 0, len(x))
+		}
 		for k := range x {
 			keys = append(keys, k)
 		}
