@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -172,10 +173,38 @@ var ErrSuperseded = errors.New("async: another run of this job has moved its che
 // goes on from the checkpoint as it is now.
 var errCheckpointRedacted = errors.New("async: the job's checkpoint changed since its run last saw it (a permanent deletion redacted it); the job runs again")
 
+// RedactedError is Advance finding the checkpoint it moves from
+// redacted under the run by a permanent deletion's erasure (and by
+// nothing else: EraseCustomer marks the checkpoint it rewrites with a
+// digest of the one it found, erasedFrom): the step's work in the
+// transaction is rolled back, and the run takes Stored (the redacted
+// checkpoint, at the same item) as where it is and does the step again,
+// so what the erasure took does not come back from the run's memory.
+type RedactedError struct{ Stored []byte }
+
+func (e *RedactedError) Error() string {
+	return "async: a permanent deletion redacted the job's checkpoint under its run; the step is done again from it"
+}
+
+// erasedFrom is the key EraseCustomer adds to a checkpoint object it
+// redacts: the md5s (of the JSONB text, without this key) of the
+// checkpoints it was redacted from, one more each erasure, until the run
+// moves it on. Advance's fence compares checkpoints without it.
+const erasedFrom = "_erased_from"
+
+// unmarked is the SQL of the JSONB expression x without erasedFrom.
+func unmarked(x string) string {
+	return `(CASE WHEN jsonb_typeof(` + x + `) = 'object' THEN ` + x + ` - '` + erasedFrom + `' ELSE ` + x + ` END)`
+}
+
 // Advance is Checkpoint for a job whose runs must not both do a step: it
 // moves the checkpoint from `from` (nil: none yet) to `to` only if no
 // other run moved it meanwhile, and is ErrSuperseded otherwise, so the
-// step's work in tx is rolled back.
+// step's work in tx is rolled back. A checkpoint a permanent deletion's
+// erasure redacted under the run is not another run's: Advance is then a
+// *RedactedError holding it; the run goes on from it with `from` the
+// stored checkpoint as it is (a json.RawMessage), and may take it from
+// Resume likewise.
 func (j *Job) Advance(ctx context.Context, tx db.Querier, from, to any, pct int) error {
 	var prev []byte
 	if from != nil {
@@ -189,16 +218,44 @@ func (j *Job) Advance(ctx context.Context, tx db.Querier, from, to any, pct int)
 		return err
 	}
 	tag, err := tx.Exec(ctx, `UPDATE async_actions SET checkpoint = $3, progress = $4, updated_at = now()
-		WHERE project_id = $1 AND id = $2 AND ((checkpoint IS NULL AND $5::JSONB IS NULL) OR checkpoint = $5::JSONB)`,
+		WHERE project_id = $1 AND id = $2 AND ((checkpoint IS NULL AND $5::JSONB IS NULL) OR `+unmarked("checkpoint")+` = `+unmarked("$5::JSONB")+`)`,
 		j.ProjectID, j.ActionID, next, max(0, min(pct, 99)), prev)
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrSuperseded
+		return j.superseded(ctx, tx, prev)
 	}
 	j.seen = next
 	return nil
+}
+
+// superseded is Advance's fence failed from prev: a *RedactedError when
+// the stored checkpoint is prev as an erasure redacted it (read under
+// lock, so no erasure changes it before the step runs again),
+// ErrSuperseded otherwise.
+func (j *Job) superseded(ctx context.Context, tx db.Querier, prev []byte) error {
+	if prev == nil {
+		return ErrSuperseded
+	}
+	var stored []byte
+	err := tx.QueryRow(ctx, `SELECT checkpoint FROM async_actions WHERE project_id = $1 AND id = $2
+		AND checkpoint->'`+erasedFrom+`' @> jsonb_build_array(md5(`+unmarked("$3::JSONB")+`::TEXT)) FOR UPDATE`, j.ProjectID, j.ActionID, prev).Scan(&stored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrSuperseded
+	}
+	if err != nil {
+		return err
+	}
+	return &RedactedError{Stored: stored}
+}
+
+// Seen is the checkpoint as this run last read (Resume) or wrote it, as
+// stored: the `from` of a job's next Advance after Resume when the stored
+// one may not read back into its state as it is (a permanent deletion's
+// erasure nulls strings and marks it).
+func (j *Job) Seen() json.RawMessage {
+	return slices.Clone(j.seen)
 }
 
 // Resume reads the last checkpoint into state; ok is false when the job has

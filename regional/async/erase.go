@@ -219,11 +219,18 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 	// the items' values (source_id, …) until its result is made from them.
 	// Rows are locked as read, so a chunk committing meanwhile waits for
 	// this and takes the redacted failures (CommitChunk), and a result
-	// recorded meanwhile sees the checkpoint changed (runJob).
+	// recorded meanwhile sees the checkpoint changed (runJob). A
+	// checkpoint object is marked with a digest of the one found (added
+	// to those of earlier erasures the run has not moved past): a job
+	// fenced on its checkpoint (Advance) tells it from another run's,
+	// and takes it (RedactedError).
 	cond, args = s.Mention("checkpoint::TEXT", []any{projectID})
 	_, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, checkpoint FROM async_actions WHERE project_id = $1
 		AND checkpoint IS NOT NULL AND `+cond+` FOR UPDATE`,
-		args, `UPDATE async_actions SET checkpoint = $3 WHERE project_id = $1 AND id = $2`)
+		args, `UPDATE async_actions SET checkpoint = CASE WHEN jsonb_typeof($3::JSONB) = 'object'
+			THEN $3::JSONB || jsonb_build_object('`+erasedFrom+`', COALESCE(checkpoint->'`+erasedFrom+`', '[]'::JSONB) ||
+				jsonb_build_array(md5(`+unmarked("checkpoint")+`::TEXT)))
+			ELSE $3::JSONB END WHERE project_id = $1 AND id = $2`)
 	return err
 }
 

@@ -118,6 +118,21 @@ type bulkState struct {
 	Errors []BulkError `json:"errors"`
 }
 
+// refused is st moved past event i, which ae refused.
+func (st bulkState) refused(i int, ae *apierr.Error) bulkState {
+	msg := ae.Details
+	if msg == "" {
+		msg = ae.Message
+	}
+	next := st
+	next.Next = i + 1
+	next.Failed++
+	if len(st.Errors) < maxReported {
+		next.Errors = append(append([]BulkError(nil), st.Errors...), BulkError{Index: i, Code: ae.Status, Key: ae.Key, Message: msg})
+	}
+	return next
+}
+
 // bulk stores the events of a bulk request one by one, each as
 // POST /v1/events would, and reports the ones refused with their index.
 // Each event commits with the job's checkpoint, moved only from where this
@@ -147,8 +162,7 @@ func (s *Service) bulk(ctx context.Context, job *async.Job) (any, error) {
 	}
 	var from any // the checkpoint as this run found it
 	if resumed {
-		prev := st
-		from = prev
+		from = job.Seen()
 	}
 	for i := st.Next; i < len(rs); i++ {
 		next := st
@@ -162,19 +176,23 @@ func (s *Service) bulk(ctx context.Context, job *async.Job) (any, error) {
 		case err == nil:
 			s.tasks.Wake()
 		case errors.As(err, &ae) && ae.Status < 500 && !errors.Is(err, async.ErrSuperseded):
-			msg := ae.Details
-			if msg == "" {
-				msg = ae.Message
+			next = st.refused(i, ae)
+			err = job.Advance(ctx, s.pool, from, next, (i+1)*100/len(rs))
+		}
+		if re := (*async.RedactedError)(nil); errors.As(err, &re) {
+			// A permanent deletion redacted the refusals listed so far
+			// under this run: the event is stored or refused again from
+			// the stored checkpoint, which its step (rolled back) did not
+			// move, so the run's copy of them is not written back.
+			st = bulkState{}
+			if err := json.Unmarshal(re.Stored, &st); err != nil {
+				return nil, fmt.Errorf("events: the bulk's redacted checkpoint: %w", err)
 			}
-			next.Stored = st.Stored
-			next.Failed++
-			if len(next.Errors) < maxReported {
-				next.Errors = append(append([]BulkError(nil), st.Errors...), BulkError{Index: i, Code: ae.Status, Key: ae.Key, Message: msg})
-			}
-			if err := job.Advance(ctx, s.pool, from, next, (i+1)*100/len(rs)); err != nil {
-				return nil, err
-			}
-		default:
+			from = json.RawMessage(re.Stored)
+			i--
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("events: bulk stopped at event %d after storing %d of %d (%d refused): %w", i, st.Stored, len(rs), st.Failed, err)
 		}
 		st, from = next, next
@@ -234,7 +252,8 @@ func (s *Service) bulkOne(ctx context.Context, job *async.Job, raw json.RawMessa
 			*next = stored
 			return nil
 		}
-		if errors.Is(err, async.ErrSuperseded) || (errors.As(err, &ae) && ae.Status < 500) {
+		var re *async.RedactedError
+		if errors.Is(err, async.ErrSuperseded) || errors.As(err, &re) || (errors.As(err, &ae) && ae.Status < 500) {
 			return err
 		}
 	}
