@@ -187,27 +187,15 @@ func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, 
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		for _, r := range byCampaign[card.CampaignID] {
 			pts := r.earns(at, holder, func(p RulePoints) int64 { return p.pointsFor(ev.Metadata) })
-			if pts <= 0 {
-				continue
-			}
-			ok, err := pass(r)
+			ok, err := accrues(ctx, tx, r, pts, pass, claimEventAccrual, projectID, ev.ID, r.ID, card.ID, now)
 			if err != nil {
 				return err
 			}
 			if !ok {
-				continue // the event's context does not meet the rule's validation rule
+				continue
 			}
-			tag, err := tx.Exec(ctx, `INSERT INTO custom_event_accruals (project_id, event_id, rule_id, card_id, created_at)
-				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, projectID, ev.ID, r.ID, card.ID, now)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				continue // earned by an earlier run
-			}
-			ruleRef := map[string]any{"id": r.ID, "source": map[string]any{"banner": r.Attrs.Banner}}
 			if err := s.credit(ctx, w, l, projectID, card, r, pts, now, nil,
-				map[string]any{"custom_event": evRef, "event_schema": schemaRef, "earning_rule": ruleRef}, holder); err != nil {
+				map[string]any{"custom_event": evRef, "event_schema": schemaRef, "earning_rule": ruleRef(r)}, holder); err != nil {
 				return err
 			}
 		}

@@ -108,29 +108,18 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		for _, r := range rules {
 			pts := r.earns(at, holder, func(p RulePoints) int64 { return p.points(o.Amount, o.TotalAmount()) })
-			if pts <= 0 {
-				continue
-			}
-			ok, err := pass(r)
+			ok, err := accrues(ctx, tx, r, pts, pass, claimOrderAccrual, t.ProjectID, o.ID, r.ID, card.ID, now)
 			if err != nil {
 				return err
 			}
 			if !ok {
-				continue // the event's context does not meet the rule's validation rule
+				continue
 			}
-			tag, err := tx.Exec(ctx, `INSERT INTO loyalty_accruals (project_id, order_id, rule_id, card_id, created_at)
-				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, t.ProjectID, o.ID, r.ID, card.ID, now)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				continue // earned by an earlier run
-			}
-			ruleRef := map[string]any{"id": r.ID, "source": map[string]any{"banner": r.Attrs.Banner}}
+			rule := ruleRef(r)
 			if pp := r.Attrs.PendingPoints; pp != nil {
 				ev := map[string]any{"id": task.EventID, "type": orders.EventPaid, "group_id": task.GroupID,
 					"entity_id": task.CustomerID, "created_at": task.CreatedAt, "category": "ACTION", "event_source": task.Source}
-				details, _ := json.Marshal(withTiers(map[string]any{"event": ev, "earning_rule": ruleRef, "order": orderRef}, holder))
+				details, _ := json.Marshal(withTiers(map[string]any{"event": ev, "earning_rule": rule, "order": orderRef}, holder))
 				p := Pending{ID: ids.New("lopp_"), VoucherID: card.ID, CampaignID: card.CampaignID, CustomerID: task.CustomerID,
 					OrderID: o.ID, Points: pts, ActivatesAt: s.clock.Today().AddDate(0, 0, pp.PeriodValue).Format(time.DateOnly),
 					Details: details, CreatedAt: jsonx.Time{Time: now}}
@@ -146,7 +135,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 				continue
 			}
 			if err := s.credit(ctx, w, l, t.ProjectID, card, r, pts, now, o.SourceID,
-				map[string]any{"order": orderRef, "event": event, "earning_rule": ruleRef}, holder); err != nil {
+				map[string]any{"order": orderRef, "event": event, "earning_rule": rule}, holder); err != nil {
 				return err
 			}
 		}

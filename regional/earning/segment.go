@@ -69,27 +69,15 @@ func (s *Service) accrueSegment(ctx context.Context, tx pgx.Tx, t async.Task) er
 		for _, r := range byCampaign[card.CampaignID] {
 			// Only a customer who entered while the rule was live earns.
 			pts := r.earns(e.At, holder, func(p RulePoints) int64 { return p.pointsFor(meta) })
-			if pts <= 0 {
-				continue
-			}
-			ok, err := pass(r)
+			ok, err := accrues(ctx, tx, r, pts, pass, claimEventAccrual, t.ProjectID, e.ID, r.ID, card.ID, now)
 			if err != nil {
 				return err
 			}
 			if !ok {
-				continue // the event's context does not meet the rule's validation rule
+				continue
 			}
-			tag, err := tx.Exec(ctx, `INSERT INTO custom_event_accruals (project_id, event_id, rule_id, card_id, created_at)
-				VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, t.ProjectID, e.ID, r.ID, card.ID, now)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				continue // earned by an earlier run
-			}
-			ruleRef := map[string]any{"id": r.ID, "source": map[string]any{"banner": r.Attrs.Banner}}
 			if err := s.credit(ctx, w, l, t.ProjectID, card, r, pts, now, nil,
-				map[string]any{"segment": segRef, "earning_rule": ruleRef}, holder); err != nil {
+				map[string]any{"segment": segRef, "earning_rule": ruleRef(r)}, holder); err != nil {
 				return err
 			}
 		}

@@ -167,8 +167,7 @@ func (s *Service) accrueTierMove(ctx context.Context, tx pgx.Tx, t async.Task) e
 		if pts <= 0 || card.CampaignID != m.CampaignID {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO custom_event_accruals (project_id, event_id, rule_id, card_id, created_at)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, t.ProjectID, m.ID, r.ID, card.ID, now)
+		tag, err := tx.Exec(ctx, claimEventAccrual, t.ProjectID, m.ID, r.ID, card.ID, now)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err // 0: earned by an earlier run
 		}
