@@ -39,19 +39,11 @@ type SKU struct {
 	UpdatedAt  *time.Time
 }
 
-// View is the reference's Product: the product and the first of its SKUs.
+// View is the reference's Product: the product (its fields those of a
+// ProductWithoutSkus, in the same order) and the first of its SKUs.
 type View struct {
-	ID         string         `json:"id"`
-	SourceID   *string        `json:"source_id"`
-	Name       *string        `json:"name"`
-	Price      *int64         `json:"price"`
-	Attributes []string       `json:"attributes"`
-	Metadata   map[string]any `json:"metadata"`
-	ImageURL   *string        `json:"image_url"`
-	CreatedAt  jsonx.Time     `json:"created_at"`
-	UpdatedAt  *jsonx.Time    `json:"updated_at"`
-	Object     string         `json:"object"`
-	SKUs       SKUList        `json:"skus"`
+	BareView
+	SKUs SKUList `json:"skus"`
 }
 
 // SKUList is the reference's SkusListForProduct: at most EmbeddedSKUs of
@@ -85,13 +77,7 @@ type SKUView struct {
 
 // View renders p with its SKUs (the first EmbeddedSKUs) and their count.
 func (p Product) View(skus []SKU, total int) View {
-	v := View{ID: p.ID, SourceID: p.SourceID, Name: p.Name, Price: p.Price, Attributes: p.Attributes,
-		Metadata: orEmpty(p.Metadata), ImageURL: p.ImageURL, CreatedAt: jsonx.Time{Time: p.CreatedAt},
-		UpdatedAt: jsonx.Ptr(p.UpdatedAt), Object: "product",
-		SKUs: SKUList{Object: "list", DataRef: "data", Data: make([]SKUView, len(skus)), Total: total}}
-	if v.Attributes == nil {
-		v.Attributes = []string{}
-	}
+	v := View{BareView: p.Bare(), SKUs: SKUList{Object: "list", DataRef: "data", Data: make([]SKUView, len(skus)), Total: total}}
 	for i, s := range skus {
 		v.SKUs.Data[i] = s.View()
 	}
