@@ -208,6 +208,12 @@ func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID, as
 		where += ` AND id = $3`
 		args = append(args, assignmentID)
 	}
+	return s.assignmentPage(ctx, where, args, lq)
+}
+
+// assignmentPage is a page of the assignments where (a WHERE clause on
+// reward_assignments with its args) picks, and their total.
+func (s *Service) assignmentPage(ctx context.Context, where string, args []any, lq listq.Query) ([]AssignmentView, int, bool, string, error) {
 	var total int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reward_assignments`+where, args...).Scan(&total); err != nil {
 		return nil, 0, false, "", err
@@ -215,7 +221,8 @@ func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID, as
 	args = append(args, lq.Limit+1)
 	limit := fmt.Sprintf("$%d", len(args))
 	cond, orderBy, args := lq.Keyset("reward_assignments", "id", args)
-	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments`+where+cond+` ORDER BY `+orderBy+` LIMIT `+limit+lq.OffsetSQL(), args...))
+	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments`+where+cond+
+		` ORDER BY `+orderBy+` LIMIT `+limit+lq.OffsetSQL(), args...))
 	if err != nil {
 		return nil, 0, false, "", err
 	}

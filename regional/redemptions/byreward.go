@@ -3,7 +3,6 @@ package redemptions
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -53,21 +52,7 @@ func (s *Service) ListOfReward(ctx context.Context, projectID, rewardID string, 
 	if _, err := rewards.Get(ctx, s.pool, projectID, rewardID); err != nil {
 		return nil, 0, false, "", err
 	}
-	where, args := ` WHERE project_id = $1 AND reward_id = $2`, []any{projectID, rewardID}
-	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM reward_assignments`+where, args...).Scan(&total); err != nil {
-		return nil, 0, false, "", err
-	}
-	args = append(args, lq.Limit+1)
-	limit := fmt.Sprintf("$%d", len(args))
-	cond, orderBy, args := lq.Keyset("reward_assignments", "id", args)
-	as, err := db.Collect(scanAssignment)(s.pool.Query(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments`+where+cond+
-		` ORDER BY `+orderBy+` LIMIT `+limit+lq.OffsetSQL(), args...))
-	if err != nil {
-		return nil, 0, false, "", err
-	}
-	out, more, next := listq.PageOf(as, lq.Limit, func(a Assignment) string { return a.ID }, Assignment.View)
-	return out, total, more, next, nil
+	return s.assignmentPage(ctx, ` WHERE project_id = $1 AND reward_id = $2`, []any{projectID, rewardID}, lq)
 }
 
 func registerByReward(g *echo.Group, h Handler) {
