@@ -230,6 +230,11 @@ func (s *Service) GetCampaign(ctx context.Context, projectID, id string) (any, e
 	if err != nil {
 		return nil, err
 	}
+	return s.readView(ctx, projectID, c)
+}
+
+// readView is c's view with its tiers as they are now.
+func (s *Service) readView(ctx context.Context, projectID string, c campaigns.Campaign[json.RawMessage]) (any, error) {
 	ts, err := s.campaignTiers(ctx, s.pool, projectID, c.ID)
 	if err != nil {
 		return nil, err
@@ -250,11 +255,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, projectID, id string, raw 
 	if err != nil {
 		return nil, err
 	}
-	ts, err := s.campaignTiers(ctx, s.pool, projectID, c.ID)
-	if err != nil {
-		return nil, err
-	}
-	return s.campaignView(ctx, projectID, c, ts)
+	return s.readView(ctx, projectID, c)
 }
 
 func (s *Service) campaignTiers(ctx context.Context, q db.Querier, projectID, campaignID string) ([]Tier, error) {
