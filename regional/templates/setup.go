@@ -48,17 +48,25 @@ func campaignBody(t Template) map[string]json.RawMessage {
 		return t.Body
 	}
 	out := map[string]json.RawMessage{"campaign_type": json.RawMessage(`"DISCOUNT_COUPONS"`)}
+	discount := carryOver(t.Body, out, "action")
+	out["voucher"], _ = json.Marshal(map[string]any{"type": "DISCOUNT_VOUCHER", "discount": discount})
+	return out
+}
+
+// carryOver copies a template body's validity windows into out and
+// answers the discount its object under key holds (a tier's action, a
+// campaign's voucher): what a template keeps when it changes kind.
+func carryOver(body, out map[string]json.RawMessage, key string) json.RawMessage {
 	for _, k := range windowKeys {
-		if v, ok := t.Body[k]; ok {
+		if v, ok := body[k]; ok {
 			out[k] = v
 		}
 	}
-	var action struct {
+	var holder struct {
 		Discount json.RawMessage `json:"discount"`
 	}
-	_ = json.Unmarshal(t.Body["action"], &action)
-	out["voucher"], _ = json.Marshal(map[string]any{"type": "DISCOUNT_VOUCHER", "discount": action.Discount})
-	return out
+	_ = json.Unmarshal(body[key], &holder)
+	return holder.Discount
 }
 
 // tierBody is the template's body as a promotion tier's: a discount
@@ -72,16 +80,8 @@ func tierBody(t Template) (map[string]json.RawMessage, error) {
 		return nil, unsupported("a promotion tier gives a discount: the template " + t.ID + " keeps a " + t.CampaignType + " campaign")
 	}
 	out := map[string]json.RawMessage{}
-	for _, k := range windowKeys {
-		if v, ok := t.Body[k]; ok {
-			out[k] = v
-		}
-	}
-	var voucher struct {
-		Discount json.RawMessage `json:"discount"`
-	}
-	_ = json.Unmarshal(t.Body["voucher"], &voucher)
-	out["action"], _ = json.Marshal(map[string]any{"discount": voucher.Discount})
+	discount := carryOver(t.Body, out, "voucher")
+	out["action"], _ = json.Marshal(map[string]any{"discount": discount})
 	return out, nil
 }
 
