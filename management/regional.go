@@ -28,12 +28,18 @@ func (h handler) askRegional(c echo.Context, cluster, path string) error {
 	if err != nil {
 		return err
 	}
+	return relay(c, res)
+}
+
+// relay answers with a regional answer as it came: its status, its
+// content type and its body.
+func relay(c echo.Context, res *http.Response) error {
 	defer res.Body.Close()
 	if ct := res.Header.Get("Content-Type"); ct != "" {
 		c.Response().Header().Set("Content-Type", ct)
 	}
 	c.Response().WriteHeader(res.StatusCode)
-	_, err = io.Copy(c.Response(), res.Body)
+	_, err := io.Copy(c.Response(), res.Body)
 	return err
 }
 

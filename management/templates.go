@@ -90,11 +90,5 @@ func (h handler) copyTemplate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	defer res.Body.Close()
-	if ct := res.Header.Get("Content-Type"); ct != "" {
-		c.Response().Header().Set("Content-Type", ct)
-	}
-	c.Response().WriteHeader(res.StatusCode)
-	_, err = io.Copy(c.Response(), res.Body)
-	return err
+	return relay(c, res)
 }
