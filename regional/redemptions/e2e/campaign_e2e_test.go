@@ -31,6 +31,19 @@ func giftTxs(a api, code string) []map[string]any {
 	return out
 }
 
+// givingCampaigns makes the two campaigns the CAMPAIGN rewards below give
+// from: "Thanks", a discount campaign whose vouchers (THX-…) take 5.00
+// off, and "Gift cards", a gift card campaign (GC-…) of empty cards.
+func givingCampaigns(a api) (disc, gift map[string]any) {
+	disc = a.OK("POST", "/v1/campaigns", map[string]any{"name": "Thanks", "campaign_type": "DISCOUNT_COUPONS", "type": "AUTO_UPDATE",
+		"vouchers_count": 0, "voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 500},
+			"code_config": map[string]any{"pattern": "THX-######"}}})
+	gift = a.OK("POST", "/v1/campaigns", map[string]any{"name": "Gift cards", "campaign_type": "GIFT_VOUCHERS", "type": "AUTO_UPDATE",
+		"vouchers_count": 0, "voucher": map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 0},
+			"code_config": map[string]any{"pattern": "GC-######"}}})
+	return disc, gift
+}
+
 // A CAMPAIGN reward of each kind is bought with a card's points in one
 // transaction with what it gives (a new discount voucher published to the
 // member, credits on their gift card, points on their card of another
@@ -43,12 +56,7 @@ func TestCampaignRewardsGiveFromAnotherCampaignAndRollBackWhole(t *testing.T) {
 	progID := a.Campaign("Spenders", nil)["id"].(string)
 	code := a.Member(progID, "ann")["code"].(string)
 	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 1000})
-	disc := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Thanks", "campaign_type": "DISCOUNT_COUPONS", "type": "AUTO_UPDATE",
-		"vouchers_count": 0, "voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 500},
-			"code_config": map[string]any{"pattern": "THX-######"}}})
-	gift := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Gift cards", "campaign_type": "GIFT_VOUCHERS", "type": "AUTO_UPDATE",
-		"vouchers_count": 0, "voucher": map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 0},
-			"code_config": map[string]any{"pattern": "GC-######"}}})
+	disc, gift := givingCampaigns(a)
 	travelID := a.Campaign("Travel", nil)["id"].(string)
 
 	reward := func(name string, campaign map[string]any, points int) string {

@@ -17,12 +17,8 @@ func TestARewardRememberedAsGivingANewVoucherCountsItAndFollowsAChange(t *testin
 	progID := a.Campaign("Spenders", nil)["id"].(string)
 	code := a.Member(progID, "ann")["code"].(string)
 	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 1000})
-	disc := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Thanks", "campaign_type": "DISCOUNT_COUPONS", "type": "AUTO_UPDATE",
-		"vouchers_count": 0, "voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 500},
-			"code_config": map[string]any{"pattern": "THX-######"}}})["id"].(string)
-	gift := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Gift cards", "campaign_type": "GIFT_VOUCHERS", "type": "AUTO_UPDATE",
-		"vouchers_count": 0, "voucher": map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 0},
-			"code_config": map[string]any{"pattern": "GC-######"}}})["id"].(string)
+	d, g := givingCampaigns(a)
+	disc, gift := d["id"].(string), g["id"].(string)
 	w := a.OK("POST", "/v1/rewards", map[string]any{"name": "A voucher", "parameters": map[string]any{"campaign": map[string]any{"id": disc}}})["id"].(string)
 	a.OK("POST", "/v1/loyalties/"+progID+"/rewards", map[string]any{"reward": w, "parameters": map[string]any{"loyalty": map[string]any{"points": 10}}})
 	redeem := func() map[string]any {

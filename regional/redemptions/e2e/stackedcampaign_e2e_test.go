@@ -22,12 +22,7 @@ func TestCampaignRewardsPayInsideAStackedRedemption(t *testing.T) {
 	code := a.Member(progID, "ann")["code"].(string)
 	miles := a.Member(travelID, "ann")["code"].(string) // held already: locked among the stack by code
 	a.OK("POST", "/v1/loyalties/members/"+code+"/balance", map[string]any{"points": 1000})
-	disc := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Thanks", "campaign_type": "DISCOUNT_COUPONS", "type": "AUTO_UPDATE",
-		"vouchers_count": 0, "voucher": map[string]any{"type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 500},
-			"code_config": map[string]any{"pattern": "THX-######"}}})
-	gift := a.OK("POST", "/v1/campaigns", map[string]any{"name": "Gift cards", "campaign_type": "GIFT_VOUCHERS", "type": "AUTO_UPDATE",
-		"vouchers_count": 0, "voucher": map[string]any{"type": "GIFT_VOUCHER", "gift": map[string]any{"amount": 0},
-			"code_config": map[string]any{"pattern": "GC-######"}}})
+	disc, gift := givingCampaigns(a)
 	gc := a.OK("POST", "/v1/publications", map[string]any{"campaign": map[string]any{"name": gift["name"]}, "customer": cust})["voucher"].(map[string]any)["code"].(string)
 	a.OK("POST", "/v1/vouchers", map[string]any{"code": "TENOFF", "type": "DISCOUNT_VOUCHER", "discount": map[string]any{"type": "AMOUNT", "amount_off": 1000}})
 	reward := func(name string, campaign map[string]any, points int) string {
