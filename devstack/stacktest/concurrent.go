@@ -56,3 +56,17 @@ func overShare(r Resp) bool {
 	var e struct{ Key string }
 	return json.Unmarshal(r.Body, &e) == nil && e.Key == "project_over_share"
 }
+
+// Within runs f and says whether it returned within d: what a test of a
+// request that must wait (on a lock, a queue) or must not asks. f keeps
+// running otherwise; done is closed when it returns.
+func Within(d time.Duration, f func()) (ok bool, done chan struct{}) {
+	done = make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+		return true, done
+	case <-time.After(d):
+		return false, done
+	}
+}

@@ -109,7 +109,7 @@ func TestRedeemersOfOneCodeDoNotWaitOnEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first stacktest.Resp
-	ok, firstDone := within(300*time.Millisecond, func() {
+	ok, firstDone := stacktest.Within(300*time.Millisecond, func() {
 		first = a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("HOTWAIT"),
 			"order": map[string]any{"source_id": "held-order", "amount": 1000}, "customer": map[string]any{"source_id": "first"}})
 	})
@@ -122,7 +122,7 @@ func TestRedeemersOfOneCodeDoNotWaitOnEachOther(t *testing.T) {
 	// for the first would not finish within the bound (8 s, generous for a
 	// loaded machine; the first tries again each 2 s lock wait) or would
 	// finish only after the first, which the check below refuses.
-	if ok, _ := within(8*time.Second, func() {
+	if ok, _ := stacktest.Within(8*time.Second, func() {
 		second = a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("HOTWAIT"),
 			"order": map[string]any{"source_id": "free-order", "amount": 1000}, "customer": map[string]any{"source_id": "second"}})
 	}); !ok {
@@ -147,18 +147,5 @@ func TestRedeemersOfOneCodeDoNotWaitOnEachOther(t *testing.T) {
 	v := a.OK("GET", "/v1/vouchers/HOTWAIT", nil)
 	if got := stacktest.Num(v["redemption"].(map[string]any)["redeemed_quantity"]); got != 2 {
 		t.Fatalf("redeemed_quantity %v, want 2", got)
-	}
-}
-
-// within runs f and says whether it returned within d (it keeps running
-// otherwise; done is closed when it returns).
-func within(d time.Duration, f func()) (ok bool, done chan struct{}) {
-	done = make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-		return true, done
-	case <-time.After(d):
-		return false, done
 	}
 }

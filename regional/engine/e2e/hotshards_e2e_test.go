@@ -164,7 +164,7 @@ func TestRedeemersOfOneCodeDoNotWaitOnItsRowOrEachOthersShards(t *testing.T) {
 		// ends: a redemption that waited for them would not finish within
 		// the bound (generous for a loaded machine), or would finish with
 		// an error once its lock waits ran out.
-		if ok, _ := within(8*time.Second, func() {
+		if ok, _ := stacktest.Within(8*time.Second, func() {
 			r = a.Do("POST", "/v1/redemptions", map[string]any{"redeemables": redeemables("HOTROW"),
 				"order":    map[string]any{"source_id": fmt.Sprintf("row-%d", i), "amount": 1000},
 				"customer": map[string]any{"source_id": fmt.Sprintf("row-%d", i)}})

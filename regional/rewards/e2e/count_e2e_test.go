@@ -42,19 +42,6 @@ func buying(t *testing.T, a stacktest.API, rewardID string) inFlight {
 	return inFlight{tx}
 }
 
-// within runs f and says whether it returned within d (it keeps running
-// otherwise; done is closed when it returns).
-func within(d time.Duration, f func()) (ok bool, done chan struct{}) {
-	done = make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-		return true, done
-	case <-time.After(d):
-		return false, done
-	}
-}
-
 // A reward without a stock no longer makes its buyers take turns on its
 // row: a redemption completes while another buyer of the same reward is
 // in flight (its row's update held to its commit stopped every other
@@ -77,7 +64,7 @@ func TestBuyersOfARewardWithoutStockDoNotWaitOnEachOther(t *testing.T) {
 
 	other := buying(t, a, rewardID)
 	var r stacktest.Resp
-	ok, done := within(5*time.Second, func() { r = redeem() })
+	ok, done := stacktest.Within(5*time.Second, func() { r = redeem() })
 	if !ok {
 		_ = other.tx.Rollback(context.Background())
 		<-done
@@ -90,7 +77,7 @@ func TestBuyersOfARewardWithoutStockDoNotWaitOnEachOther(t *testing.T) {
 	// The stock is set while the other buyer is still in flight: it
 	// waits for that buyer's commit and then counts its unit.
 	var put stacktest.Resp
-	ok, done = within(300*time.Millisecond, func() { put = a.Do("PUT", "/v1/rewards/"+rewardID, map[string]any{"stock": 3}) })
+	ok, done = stacktest.Within(300*time.Millisecond, func() { put = a.Do("PUT", "/v1/rewards/"+rewardID, map[string]any{"stock": 3}) })
 	if ok {
 		t.Fatalf("setting the stock did not wait for the buyer in flight: %d %s", put.Status, put.Body)
 	}
