@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -219,23 +220,34 @@ func Refusal(err error) string {
 	return err.Error()
 }
 
+// manyColumns are the columns of cs as arrays, one a column, for an
+// unnest of $2…$7: id, source_id, name, email, attrs and at(c), the time
+// the statement writes.
+func manyColumns(cs []*Customer, at func(*Customer) time.Time) ([]any, error) {
+	id, src, name, email, attrs := make([]string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]string, len(cs))
+	when := make([]any, len(cs))
+	for i, c := range cs {
+		a, err := json.Marshal(c.Attrs)
+		if err != nil {
+			return nil, err
+		}
+		id[i], src[i], name[i], email[i], attrs[i], when[i] = c.ID, c.SourceID, c.Attrs.Name, c.Attrs.Email, string(a), at(c)
+	}
+	return []any{id, src, name, email, attrs, when}, nil
+}
+
 func queueInsertMany(b *pgx.Batch, projectID string, cs []*Customer) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	id, src, name, email, attrs := make([]string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]string, len(cs))
-	at := make([]any, len(cs))
-	for i, c := range cs {
-		a, err := json.Marshal(c.Attrs)
-		if err != nil {
-			return err
-		}
-		id[i], src[i], name[i], email[i], attrs[i], at[i] = c.ID, c.SourceID, c.Attrs.Name, c.Attrs.Email, string(a), c.CreatedAt
+	cols, err := manyColumns(cs, func(c *Customer) time.Time { return c.CreatedAt })
+	if err != nil {
+		return err
 	}
 	b.Queue(`INSERT INTO customers (project_id, id, source_id, name, email, attrs, created_at)
 		SELECT $1, v.id, v.src, v.name, v.email, v.attrs::JSONB, v.at
 		FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TIMESTAMPTZ[]) AS v(id, src, name, email, attrs, at)`,
-		projectID, id, src, name, email, attrs, at)
+		append([]any{projectID}, cols...)...)
 	return nil
 }
 
@@ -243,17 +255,12 @@ func queueUpdateMany(b *pgx.Batch, projectID string, cs []*Customer) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	id, src, name, email, attrs := make([]string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]*string, len(cs)), make([]string, len(cs))
-	at := make([]any, len(cs))
-	for i, c := range cs {
-		a, err := json.Marshal(c.Attrs)
-		if err != nil {
-			return err
-		}
-		id[i], src[i], name[i], email[i], attrs[i], at[i] = c.ID, c.SourceID, c.Attrs.Name, c.Attrs.Email, string(a), *c.UpdatedAt
+	cols, err := manyColumns(cs, func(c *Customer) time.Time { return *c.UpdatedAt })
+	if err != nil {
+		return err
 	}
 	b.Queue(`UPDATE customers AS c SET source_id = v.src, name = v.name, email = v.email, attrs = v.attrs::JSONB, updated_at = v.at
 		FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[], $7::TIMESTAMPTZ[]) AS v(id, src, name, email, attrs, at)
-		WHERE c.project_id = $1 AND c.id = v.id`, projectID, id, src, name, email, attrs, at)
+		WHERE c.project_id = $1 AND c.id = v.id`, append([]any{projectID}, cols...)...)
 	return nil
 }
