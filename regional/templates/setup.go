@@ -69,6 +69,18 @@ func carryOver(body, out map[string]json.RawMessage, key string) json.RawMessage
 	return holder.Discount
 }
 
+// carriedIn makes in tx what a copied template carries (plan) and the
+// copies of its rules, owned by name: what a setup makes before the
+// campaign or tier itself.
+func (s *Service) carriedIn(ctx context.Context, tx pgx.Tx, projectID, name string, t Template, plan []planned) ([]Resource, []string, error) {
+	created, err := s.makeIn(ctx, tx, projectID, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	ruleIDs, err := s.ruleCopiesIn(ctx, tx, projectID, name, t.Rules, &created)
+	return created, ruleIDs, err
+}
+
 // tierBody is the template's body as a promotion tier's: a discount
 // campaign's voucher discount becomes the tier's action; a gift campaign
 // makes no tier.
@@ -149,12 +161,9 @@ func (s *Service) campaignSetup(ctx context.Context, projectID, id, name string,
 	}
 	var created []Resource
 	v, err := s.vcamps.Create(ctx, projectID, r, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
+		var ruleIDs []string
 		var err error
-		if created, err = s.makeIn(ctx, tx, projectID, plan); err != nil { // a retried transaction starts again
-			return err
-		}
-		ruleIDs, err := s.ruleCopiesIn(ctx, tx, projectID, name, t.Rules, &created)
-		if err != nil {
+		if created, ruleIDs, err = s.carriedIn(ctx, tx, projectID, name, t, plan); err != nil { // a retried transaction starts again
 			return err
 		}
 		_, err = s.rules.AssignIn(ctx, tx, projectID, "campaign", c.ID, ruleIDs)
@@ -221,12 +230,9 @@ func (s *Service) tierSetup(ctx context.Context, projectID, id, name, campaignID
 	var created []Resource
 	var tierID string
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var ruleIDs []string
 		var err error
-		if created, err = s.makeIn(ctx, tx, projectID, plan); err != nil { // a retried transaction starts again
-			return err
-		}
-		ruleIDs, err := s.ruleCopiesIn(ctx, tx, projectID, name, t.Rules, &created)
-		if err != nil {
+		if created, ruleIDs, err = s.carriedIn(ctx, tx, projectID, name, t, plan); err != nil { // a retried transaction starts again
 			return err
 		}
 		tr := r
