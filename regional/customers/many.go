@@ -63,10 +63,7 @@ func (s *Service) upsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 		}
 		if c == nil {
 			c = &Customer{ID: ids.New("cust_"), SourceID: p.SourceID, CreatedAt: now}
-			attrs, err := applied(c.Attrs, p)
-			if err == nil {
-				err = s.checkMetadata(ctx, projectID, p, attrs, true)
-			}
+			attrs, err := s.checkedApply(ctx, projectID, c.Attrs, p, true)
 			if err != nil {
 				errs[i] = err
 				continue
@@ -95,10 +92,7 @@ func (s *Service) upsertMany(ctx context.Context, tx pgx.Tx, projectID string, p
 				continue
 			}
 		}
-		attrs, err := applied(c.Attrs, p)
-		if err == nil {
-			err = s.checkMetadata(ctx, projectID, p, attrs, false)
-		}
+		attrs, err := s.checkedApply(ctx, projectID, c.Attrs, p, false)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -186,6 +180,16 @@ func (s *Service) queueNotices(ctx context.Context, b *pgx.Batch, projectID stri
 		}
 	}
 	return nil
+}
+
+// checkedApply is a with p applied, its metadata checked against the
+// project's schema as a customer created (create) or updated.
+func (s *Service) checkedApply(ctx context.Context, projectID string, a Attrs, p *Patch, create bool) (Attrs, error) {
+	attrs, err := applied(a, p)
+	if err != nil {
+		return attrs, err
+	}
+	return attrs, s.checkMetadata(ctx, projectID, p, attrs, create)
 }
 
 // applied is a with the patch applied, a left as it is (Apply stops at the
