@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/regional/customers"
 )
@@ -51,6 +53,29 @@ func failedRows(res map[string]any) map[float64]map[string]any {
 	return out
 }
 
+// firstChunkOnly releases the held job act with the customer heldSourceID
+// locked (an item of its second chunk updates her) and waits until its
+// first chunk has committed: the job then waits on the lock, between its
+// chunks, until the returned transaction ends.
+func firstChunkOnly(t *testing.T, a stacktest.API, act, heldSourceID string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	lock, err := a.E.Stack.Regional["api"].Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM customers WHERE project_id = $1 AND source_id = $2 FOR UPDATE`, a.P.ID, heldSourceID); err != nil {
+		_ = lock.Rollback(ctx)
+		t.Fatal(err)
+	}
+	release(t, a, act)
+	stacktest.Eventually(t, 30*time.Second, "the first chunk committed", func() bool {
+		cp, _ := actionRow(t, a, act)
+		return strings.Contains(cp, `"next": 2000`)
+	})
+	return lock
+}
+
 // A customer's row that failed for a reason of its own in a chunk the
 // import committed before her permanent deletion is listed in the job's
 // checkpoint with her source_id. The erasure takes it from there while
@@ -69,20 +94,8 @@ func TestACustomerImportRunningDuringAPermanentDeletionKeepsNoneOfHerFailedRow(t
 	act := heldJob(t, a, customers.JobImportCSV, chunkedImport())
 
 	ctx := context.Background()
-	pool := a.E.Stack.Regional["api"].Pool()
-	lock, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lock := firstChunkOnly(t, a, act, "held-chunk2")
 	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `SELECT 1 FROM customers WHERE project_id = $1 AND source_id = 'held-chunk2' FOR UPDATE`, a.P.ID); err != nil {
-		t.Fatal(err)
-	}
-	release(t, a, act)
-	stacktest.Eventually(t, 30*time.Second, "the first chunk committed", func() bool {
-		cp, _ := actionRow(t, a, act)
-		return strings.Contains(cp, `"next": 2000`)
-	})
 	if cp, _ := actionRow(t, a, act); len(holdsAny(cp, values)) == 0 {
 		t.Fatalf("the checkpoint should list her failed row before the deletion: %s", cp)
 	}
@@ -131,19 +144,8 @@ func TestACustomerImportHeldBetweenChunksListsAFailedRowAsBefore(t *testing.T) {
 	act := heldJob(t, a, customers.JobImportCSV, chunkedImport())
 
 	ctx := context.Background()
-	lock, err := a.E.Stack.Regional["api"].Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lock := firstChunkOnly(t, a, act, "held-chunk2")
 	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `SELECT 1 FROM customers WHERE project_id = $1 AND source_id = 'held-chunk2' FOR UPDATE`, a.P.ID); err != nil {
-		t.Fatal(err)
-	}
-	release(t, a, act)
-	stacktest.Eventually(t, 30*time.Second, "the first chunk committed", func() bool {
-		cp, _ := actionRow(t, a, act)
-		return strings.Contains(cp, `"next": 2000`)
-	})
 	if err := lock.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -188,19 +190,8 @@ func TestABulkUpdateRunningDuringAPermanentDeletionKeepsNoneOfHerFailedItem(t *t
 	act := heldJob(t, a, customers.JobBulkUpdate, input)
 
 	ctx := context.Background()
-	lock, err := a.E.Stack.Regional["api"].Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lock := firstChunkOnly(t, a, act, "held-bulk2")
 	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `SELECT 1 FROM customers WHERE project_id = $1 AND source_id = 'held-bulk2' FOR UPDATE`, a.P.ID); err != nil {
-		t.Fatal(err)
-	}
-	release(t, a, act)
-	stacktest.Eventually(t, 30*time.Second, "the first chunk committed", func() bool {
-		cp, _ := actionRow(t, a, act)
-		return strings.Contains(cp, `"next": 2000`)
-	})
 	if cp, _ := actionRow(t, a, act); len(holdsAny(cp, values)) == 0 {
 		t.Fatalf("the checkpoint should list her failed item before the deletion: %s", cp)
 	}
