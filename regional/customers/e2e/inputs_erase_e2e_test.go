@@ -10,47 +10,27 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/customers"
 )
 
 // heldJob queues a customer job with input as its route does (the CSV
-// import streams it, StartJobFrom), due only in an hour: it waits, with
-// its input stored, until release lets it run.
+// import streams it, StartJobFrom), held until release lets it run.
 func heldJob(t *testing.T, a stacktest.API, jobType string, input []byte) string {
 	t.Helper()
-	ctx := context.Background()
-	var id string
-	err := db.InTx(ctx, a.E.Stack.Regional["api"].Pool(), func(tx pgx.Tx) error {
-		var act async.Action
-		var err error
-		if jobType == customers.JobImportCSV {
-			act, _, err = async.StartJobFrom(ctx, tx, a.P.ID, jobType, nil, bytes.NewReader(input), customers.MaxInput)
-		} else {
-			act, err = async.StartJobWithInput(ctx, tx, a.P.ID, jobType, nil, input)
-		}
-		if err != nil {
-			return err
-		}
-		id = act.ID
-		_, err = tx.Exec(ctx, `UPDATE outbox SET run_after = now() + INTERVAL '1 hour' WHERE project_id = $1 AND payload->>'action_id' = $2`,
-			a.P.ID, id)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+	if jobType != customers.JobImportCSV {
+		return a.HoldJob(jobType, nil, input)
 	}
-	return id
+	return a.HoldJobMadeBy(func(ctx context.Context, tx pgx.Tx) (async.Action, error) {
+		act, _, err := async.StartJobFrom(ctx, tx, a.P.ID, jobType, nil, bytes.NewReader(input), customers.MaxInput)
+		return act, err
+	})
 }
 
 // release lets a held job run now.
 func release(t *testing.T, a stacktest.API, actionID string) {
 	t.Helper()
-	if _, err := a.E.Stack.Regional["api"].Pool().Exec(context.Background(), `UPDATE outbox SET run_after = now()
-		WHERE project_id = $1 AND payload->>'action_id' = $2 AND status = 'pending'`, a.P.ID, actionID); err != nil {
-		t.Fatal(err)
-	}
+	a.ReleaseJob(actionID)
 }
 
 // storedInput is a job's input as stored (its parts in order).

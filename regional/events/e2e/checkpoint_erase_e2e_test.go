@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/events"
 )
@@ -22,8 +21,6 @@ import (
 // one of a new customer. It is due only once released.
 func heldBulk(t *testing.T, a stacktest.API) (action, yara string) {
 	t.Helper()
-	ctx := context.Background()
-	pool := a.E.Stack.Regional["api"].Pool()
 	schema(a, "ping", map[string]any{})
 	send(a, map[string]any{"event": "ping", "customer": map[string]any{"source_id": "yara-ev", "name": "Yara Evented",
 		"birthdate": "1987-06-05"}})
@@ -32,19 +29,7 @@ func heldBulk(t *testing.T, a stacktest.API) (action, yara string) {
 	input := `[{"event":"ping","customer":{"source_id":"yara-ev","birthdate":"1987-06-05T10:00"}},` +
 		`{"event":"ping","customer":{"source_id":"held-ev","name":"Held Renamed"}},` +
 		`{"event":"ping","customer":{"source_id":"lee-ev"}}]`
-	err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
-		started, err := async.StartJobWithInput(ctx, tx, a.P.ID, events.BulkAction, map[string]int{"events": 3}, []byte(input))
-		if err != nil {
-			return err
-		}
-		action = started.ID
-		_, err = tx.Exec(ctx, `UPDATE outbox SET run_after = now() + INTERVAL '1 hour' WHERE project_id = $1 AND payload->>'action_id' = $2`,
-			a.P.ID, action)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	action = a.HoldJob(events.BulkAction, map[string]int{"events": 3}, []byte(input))
 	return action, yara
 }
 

@@ -5,10 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tallyhq/tally/devstack/stacktest"
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/events"
 )
@@ -27,22 +24,9 @@ func TestABulkOfEventsQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBack(
 	send(a, map[string]any{"event": "ping", "customer": map[string]any{"source_id": "zoe-ev", "name": "Zoe Evented",
 		"email": "zoe.ev@example.com"}})
 	zoe := a.OK("GET", "/v1/customers/zoe-ev", nil)["id"].(string)
-	var act string
-	err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
-		input := `[{"event":"ping","customer":{"source_id":"zoe-ev","email":"zoe.ev@example.com"}},` +
-			`{"event":"ping","customer":{"source_id":"kim-ev"}}]`
-		started, err := async.StartJobWithInput(ctx, tx, a.P.ID, events.BulkAction, map[string]int{"events": 2}, []byte(input))
-		if err != nil {
-			return err
-		}
-		act = started.ID
-		_, err = tx.Exec(ctx, `UPDATE outbox SET run_after = now() + INTERVAL '1 hour' WHERE project_id = $1 AND payload->>'action_id' = $2`,
-			a.P.ID, act)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	input := `[{"event":"ping","customer":{"source_id":"zoe-ev","email":"zoe.ev@example.com"}},` +
+		`{"event":"ping","customer":{"source_id":"kim-ev"}}]`
+	act := a.HoldJob(events.BulkAction, map[string]int{"events": 2}, []byte(input))
 	if d := a.OK("POST", "/v1/customers/"+zoe+"/permanent-deletion", nil); d["status"] != "DONE" {
 		t.Fatalf("deletion: %v", d)
 	}

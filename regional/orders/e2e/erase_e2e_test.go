@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tallyhq/tally/devstack/stacktest"
-	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/orders"
 )
@@ -30,20 +27,7 @@ func TestAnOrderImportQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBack(
 		"email": "olga.ord@example.com"})["id"].(string)
 	input := `[{"source_id":"ord-olga","amount":1000,"customer":{"source_id":"olga-ord","name":"Olga Ordered"}},` +
 		`{"source_id":"ord-kim","amount":500,"customer":{"source_id":"kim-ord"}}]`
-	var act string
-	err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
-		started, err := async.StartJobWithInput(ctx, tx, a.P.ID, orders.JobImport, nil, []byte(input))
-		if err != nil {
-			return err
-		}
-		act = started.ID
-		_, err = tx.Exec(ctx, `UPDATE outbox SET run_after = now() + INTERVAL '1 hour' WHERE project_id = $1 AND payload->>'action_id' = $2`,
-			a.P.ID, act)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	act := a.HoldJob(orders.JobImport, nil, []byte(input))
 	if d := a.OK("POST", "/v1/customers/"+olga+"/permanent-deletion", nil); d["status"] != "DONE" {
 		t.Fatalf("deletion: %v", d)
 	}
