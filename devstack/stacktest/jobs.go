@@ -2,6 +2,7 @@ package stacktest
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,4 +49,18 @@ func (a API) ReleaseJob(actionID string) {
 		WHERE project_id = $1 AND payload->>'action_id' = $2 AND status = 'pending'`, a.P.ID, actionID); err != nil {
 		a.T.Fatal(err)
 	}
+}
+
+// WaitErasures waits, at most 20 s, until the project's erasure tasks (the
+// asynchronous tail of its permanent deletions) are done.
+func (a API) WaitErasures() {
+	a.T.Helper()
+	Eventually(a.T, 20*time.Second, "the erasure task done", func() bool {
+		var n int
+		if err := a.E.Stack.Regional[a.P.Cluster].Pool().QueryRow(context.Background(), `SELECT count(*) FROM outbox
+			WHERE project_id = $1 AND kind = $2 AND status <> 'done'`, a.P.ID, async.ErasureKind).Scan(&n); err != nil {
+			a.T.Fatal(err)
+		}
+		return n == 0
+	})
 }

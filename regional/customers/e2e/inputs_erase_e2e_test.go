@@ -78,7 +78,7 @@ func eraseNow(t *testing.T, a stacktest.API, id string) {
 	if d := a.OK("POST", "/v1/customers/"+id+"/permanent-deletion", nil); d["status"] != "DONE" {
 		t.Fatalf("deletion: %v", d)
 	}
-	stacktest.Eventually(t, 20*time.Second, "the erasure task done", func() bool { return erasuresPending(t, a) == 0 })
+	a.WaitErasures()
 }
 
 func holdsAny(s string, values []string) []string {
@@ -243,5 +243,5 @@ func TestABulkUpdateRunDuringAnErasureSkipsTheCustomer(t *testing.T) {
 	if err := lock.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stacktest.Eventually(t, 20*time.Second, "the erasure task done", func() bool { return erasuresPending(t, a) == 0 })
+	a.WaitErasures()
 }

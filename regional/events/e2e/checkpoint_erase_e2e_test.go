@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
-	"github.com/tallyhq/tally/regional/async"
 	"github.com/tallyhq/tally/regional/events"
 )
 
@@ -49,10 +48,7 @@ func holdAfterHerRefusal(t *testing.T, a stacktest.API, action string) pgx.Tx {
 	if _, err := lock.Exec(ctx, `SELECT 1 FROM customers WHERE project_id = $1 AND source_id = 'held-ev' FOR UPDATE`, a.P.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `UPDATE outbox SET run_after = now() WHERE project_id = $1 AND payload->>'action_id' = $2`,
-		a.P.ID, action); err != nil {
-		t.Fatal(err)
-	}
+	a.ReleaseJob(action)
 	stacktest.Eventually(t, 30*time.Second, "her event refused", func() bool {
 		cp, _ := bulkRow(t, a, action)
 		return strings.Contains(cp, `"next": 1`)
@@ -91,15 +87,7 @@ func TestABulkOfEventsRunningDuringAPermanentDeletionKeepsNoneOfHerRefusal(t *te
 	if d := a.OK("POST", "/v1/customers/"+yara+"/permanent-deletion", nil); d["status"] != "DONE" {
 		t.Fatalf("deletion: %v", d)
 	}
-	pool := a.E.Stack.Regional["api"].Pool()
-	stacktest.Eventually(t, 20*time.Second, "the erasure task done", func() bool {
-		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE project_id = $1 AND kind = $2 AND status <> 'done'`,
-			a.P.ID, async.ErasureKind).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 0
-	})
+	a.WaitErasures()
 	if cp, _ := bulkRow(t, a, act); len(holdsAny(cp, values)) > 0 || !strings.Contains(cp, `"next": 1`) {
 		t.Errorf("the held job's checkpoint after the erasure: %s", cp)
 	}

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/regional/async"
@@ -30,17 +29,8 @@ func TestABulkOfEventsQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBack(
 	if d := a.OK("POST", "/v1/customers/"+zoe+"/permanent-deletion", nil); d["status"] != "DONE" {
 		t.Fatalf("deletion: %v", d)
 	}
-	stacktest.Eventually(t, 20*time.Second, "the erasure task done", func() bool {
-		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE project_id = $1 AND kind = $2 AND status <> 'done'`,
-			a.P.ID, async.ErasureKind).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 0
-	})
-	if _, err := pool.Exec(ctx, `UPDATE outbox SET run_after = now() WHERE project_id = $1 AND payload->>'action_id' = $2`, a.P.ID, act); err != nil {
-		t.Fatal(err)
-	}
+	a.WaitErasures()
+	a.ReleaseJob(act)
 	res := a.WaitAction(act)["result"].(map[string]any)
 	errs, _ := res["errors"].([]any)
 	if res["stored"] != 1.0 || res["failed"] != 1.0 || len(errs) != 1 || errs[0].(map[string]any)["index"] != 0.0 ||

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/regional/async"
@@ -31,14 +30,7 @@ func TestAnOrderImportQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBack(
 	if d := a.OK("POST", "/v1/customers/"+olga+"/permanent-deletion", nil); d["status"] != "DONE" {
 		t.Fatalf("deletion: %v", d)
 	}
-	stacktest.Eventually(t, 20*time.Second, "the erasure task done", func() bool {
-		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE project_id = $1 AND kind = $2 AND status <> 'done'`,
-			a.P.ID, async.ErasureKind).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n == 0
-	})
+	a.WaitErasures()
 	var stored string
 	if err := pool.QueryRow(ctx, `SELECT string_agg(convert_from(data, 'UTF8'), '' ORDER BY part) FROM async_inputs
 		WHERE project_id = $1 AND action_id = $2`, a.P.ID, act).Scan(&stored); err != nil {
@@ -49,9 +41,7 @@ func TestAnOrderImportQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBack(
 			t.Errorf("the stored import still holds %q: %s", v, stored)
 		}
 	}
-	if _, err := pool.Exec(ctx, `UPDATE outbox SET run_after = now() WHERE project_id = $1 AND payload->>'action_id' = $2`, a.P.ID, act); err != nil {
-		t.Fatal(err)
-	}
+	a.ReleaseJob(act)
 	res := a.WaitAction(act)["result"].(map[string]any)
 	failed, _ := res["failed"].([]any)
 	if res["done_count"] != 1.0 || res["failed_count"] != 1.0 || len(failed) != 1 {
