@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/md5"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,8 +30,8 @@ type hookReceiver struct {
 	mu       sync.Mutex
 	lags     []time.Duration // receipt minus the event's created_at
 	received []time.Time
-	seen     map[string]bool
-	types    map[string]int // deliveries by event type
+	seen     map[[16]byte]bool // webhook-ids received, by digest: a fixed-size key holds no string of its own
+	types    map[string]int    // deliveries by event type
 	url      string
 	srv      *http.Server
 }
@@ -39,7 +41,7 @@ func startReceiver() (*hookReceiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &hookReceiver{seen: map[string]bool{}, types: map[string]int{}, url: "http://" + l.Addr().String() + "/hooks"}
+	r := &hookReceiver{seen: map[[16]byte]bool{}, types: map[string]int{}, url: "http://" + l.Addr().String() + "/hooks"}
 	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		now := time.Now()
 		b, _ := io.ReadAll(req.Body)
@@ -49,7 +51,7 @@ func startReceiver() (*hookReceiver, error) {
 		}
 		_ = json.Unmarshal(b, &ev)
 		r.mu.Lock()
-		if id := req.Header.Get("webhook-id"); !r.seen[id] {
+		if id := md5.Sum([]byte(req.Header.Get("webhook-id"))); !r.seen[id] {
 			r.seen[id] = true
 			r.lags = append(r.lags, now.Sub(ev.CreatedAt))
 			r.received = append(r.received, now)
@@ -59,6 +61,21 @@ func startReceiver() (*hookReceiver, error) {
 	})}
 	go func() { _ = r.srv.Serve(l) }()
 	return r, nil
+}
+
+// expect sizes the receiver for n more deliveries, so that what it
+// notes of them takes no memory as they arrive: the mixed day measures
+// the memory of the process the receiver shares with the platform, and
+// a receiver growing by its notes of 27,000 deliveries (~3 MB live, five
+// times that in heap at GOGC 400) read as the platform's growth.
+func (r *hookReceiver) expect(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := make(map[[16]byte]bool, len(r.seen)+n)
+	maps.Copy(seen, r.seen)
+	r.seen = seen
+	r.lags = slices.Grow(r.lags, n)
+	r.received = slices.Grow(r.received, n)
 }
 
 func (r *hookReceiver) reset() {
