@@ -51,15 +51,16 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 		overlap = max(overlap, len(v))
 	}
 	for _, f := range files {
+		run := runRef{Project: projectID, Export: f.id, Run: f.run}
 		if f.object == ReportObject {
 			// A bulk job's report, finished or being written, keeps
 			// every row, the customer's values blanked.
-			if err := redactReport(ctx, tx, projectID, f.id, f.run, s); err != nil {
+			if err := redactReport(ctx, tx, run, s); err != nil {
 				return err
 			}
 			continue
 		}
-		held, err := fileHolds(ctx, tx, projectID, f.id, f.run, s, overlap)
+		held, err := fileHolds(ctx, tx, run, s, overlap)
 		if err != nil {
 			return err
 		}
@@ -112,10 +113,10 @@ func StopRunning(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Sub
 	return err
 }
 
-// fileHolds says whether run's file of export id holds one of s's values.
-func fileHolds(ctx context.Context, tx pgx.Tx, projectID, id, run string, s erasure.Subject, overlap int) (bool, error) {
+// fileHolds says whether run's file holds one of s's values.
+func fileHolds(ctx context.Context, tx pgx.Tx, run runRef, s erasure.Subject, overlap int) (bool, error) {
 	rows, err := tx.Query(ctx, `SELECT part, data FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id = $3
-		ORDER BY part, offset_bytes`, projectID, id, run)
+		ORDER BY part, offset_bytes`, run.Project, run.Export, run.Run)
 	if err != nil {
 		return false, err
 	}

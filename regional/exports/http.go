@@ -215,7 +215,7 @@ func (h handler) download(c echo.Context) error {
 	hdr.Set("ETag", etag)
 	hdr.Set("Cache-Control", "private, no-store")
 	hdr.Add(echo.HeaderVary, echo.HeaderAccept+", "+echo.HeaderAcceptEncoding)
-	r := &partReader{ctx: ctx, svc: h.svc, projectID: projectID, exportID: e.ID, run: *e.RunID, part: part - 1, size: size}
+	r := &partReader{ctx: ctx, svc: h.svc, run: runRef{Project: projectID, Export: e.ID, Run: *e.RunID}, part: part - 1, size: size}
 	modified := e.CreatedAt
 	if e.UpdatedAt != nil {
 		modified = *e.UpdatedAt
@@ -304,8 +304,7 @@ func acceptsGzip(r *http.Request) bool {
 type partReader struct {
 	ctx                  context.Context
 	svc                  *Service
-	projectID, exportID  string
-	run                  string
+	run                  runRef
 	part                 int
 	size, pos            int64
 	chunk                []byte
@@ -333,7 +332,7 @@ func (r *partReader) Read(p []byte) (int, error) {
 	}
 	if r.chunk == nil || r.pos < r.chunkStart || r.pos >= r.chunkEnd {
 		var err error
-		if r.chunkStart, r.chunk, err = r.svc.chunkAt(r.ctx, r.projectID, r.exportID, r.run, r.part, r.pos); err != nil {
+		if r.chunkStart, r.chunk, err = r.svc.chunkAt(r.ctx, r.run, r.part, r.pos); err != nil {
 			return 0, err
 		}
 		r.chunkEnd = r.chunkStart + int64(len(r.chunk))

@@ -52,11 +52,11 @@ func (s *Service) run(ctx context.Context, job *async.Job) (any, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	run := ids.New("run_")
-	parts, err := s.produce(ctx, job, e, run)
+	run := runRef{Project: job.ProjectID, Export: e.ID, Run: ids.New("run_")}
+	parts, err := s.produce(ctx, job, e, run.Run)
 	if errors.Is(err, errGone) {
 		// Deleted, or taken over by a later run: drop what this run stored.
-		return map[string]any{"export_id": e.ID, "superseded": true}, s.dropRun(context.WithoutCancel(ctx), job.ProjectID, e.ID, run)
+		return map[string]any{"export_id": e.ID, "superseded": true}, s.dropRun(context.WithoutCancel(ctx), run)
 	}
 	var failure *Failure
 	if err != nil {
@@ -69,12 +69,12 @@ func (s *Service) run(ctx context.Context, job *async.Job) (any, error) {
 		if try > 0 {
 			time.Sleep(time.Duration(try) * time.Second)
 		}
-		if ferr = s.finish(context.WithoutCancel(ctx), job.ProjectID, e.ID, run, parts, failure); ferr == nil || errors.Is(ferr, errGone) {
+		if ferr = s.finish(context.WithoutCancel(ctx), run, parts, failure); ferr == nil || errors.Is(ferr, errGone) {
 			break
 		}
 	}
 	if errors.Is(ferr, errGone) {
-		return map[string]any{"export_id": e.ID, "superseded": true}, s.dropRun(context.WithoutCancel(ctx), job.ProjectID, e.ID, run)
+		return map[string]any{"export_id": e.ID, "superseded": true}, s.dropRun(context.WithoutCancel(ctx), run)
 	}
 	if ferr != nil {
 		return nil, ferr
@@ -102,7 +102,8 @@ func failureMessage(err error) string {
 
 // finish marks the export DONE with its parts, or ERROR, and raises its
 // webhook notice, in one transaction.
-func (s *Service) finish(ctx context.Context, projectID, id, run string, parts []Part, failure *Failure) error {
+func (s *Service) finish(ctx context.Context, run runRef, parts []Part, failure *Failure) error {
+	projectID, id := run.Project, run.Export
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		status, event := Done, EventCompleted
 		var partsJSON, failJSON []byte
@@ -116,7 +117,7 @@ func (s *Service) finish(ctx context.Context, projectID, id, run string, parts [
 			return err
 		}
 		tag, err := tx.Exec(ctx, `UPDATE exports SET status = $3, parts = $4, error = $5, updated_at = $6
-			WHERE project_id = $1 AND id = $2 AND run_id = $7`, projectID, id, status, partsJSON, failJSON, s.now(), run)
+			WHERE project_id = $1 AND id = $2 AND run_id = $7`, projectID, id, status, partsJSON, failJSON, s.now(), run.Run)
 		if err != nil {
 			return err
 		}
@@ -133,7 +134,7 @@ func (s *Service) finish(ctx context.Context, projectID, id, run string, parts [
 		}
 		// What an earlier, superseded run left.
 		if _, err := tx.Exec(ctx, `DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id <> $3`,
-			projectID, id, run); err != nil {
+			projectID, id, run.Run); err != nil {
 			return err
 		}
 		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: event, Entity: id, Object: map[string]any{"export": v}})
@@ -141,8 +142,8 @@ func (s *Service) finish(ctx context.Context, projectID, id, run string, parts [
 }
 
 // dropRun deletes what one run of an export stored.
-func (s *Service) dropRun(ctx context.Context, projectID, id, run string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id = $3`, projectID, id, run)
+func (s *Service) dropRun(ctx context.Context, run runRef) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id = $3`, run.Project, run.Export, run.Run)
 	return err
 }
 

@@ -21,7 +21,7 @@ type reportChunk struct {
 	data   []byte
 }
 
-// redactReport takes s's values out of the file of report id (run run), in
+// redactReport takes s's values out of the file of a report's run, in
 // progress or finished, instead of deleting it as an export's file is: a
 // report is the outcome of every item of its job, which the job's result
 // links, and its other rows are no one's personal data. Every field that
@@ -31,9 +31,10 @@ type reportChunk struct {
 // appending to it reads the file's end from its chunks (Append), and the
 // two are serializable transactions over the same chunks: one of them is
 // tried again after the other, so no append lands at a stale offset.
-func redactReport(ctx context.Context, tx pgx.Tx, projectID, id, run string, s erasure.Subject) error {
+func redactReport(ctx context.Context, tx pgx.Tx, run runRef, s erasure.Subject) error {
+	projectID, id := run.Project, run.Export
 	rows, err := tx.Query(ctx, `SELECT offset_bytes, data FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id = $3
-		AND part = 0 ORDER BY offset_bytes`, projectID, id, run)
+		AND part = 0 ORDER BY offset_bytes`, projectID, id, run.Run)
 	if err != nil {
 		return err
 	}
@@ -66,17 +67,17 @@ func redactReport(ctx context.Context, tx pgx.Tx, projectID, id, run string, s e
 	}
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM export_chunks WHERE project_id = $1 AND export_id = $2 AND run_id = $3 AND part = 0 AND offset_bytes >= $4`,
-		projectID, id, run, chunks[first].offset)
+		projectID, id, run.Run, chunks[first].offset)
 	at := chunks[first].offset
 	for _, c := range chunks[first:] {
 		b.Queue(`INSERT INTO export_chunks (project_id, export_id, run_id, part, offset_bytes, data) VALUES ($1, $2, $3, 0, $4, $5)`,
-			projectID, id, run, at, c.data)
+			projectID, id, run.Run, at, c.data)
 		at += int64(len(c.data))
 	}
 	// A finished report's one part is the file: its size is the new one.
 	b.Queue(`UPDATE exports SET updated_at = $4, parts = CASE WHEN parts IS NULL THEN NULL ELSE
 		jsonb_build_array(jsonb_build_object('rows', total_rows, 'bytes', $5::INT8)) END
-		WHERE project_id = $1 AND id = $2 AND run_id = $3`, projectID, id, run, time.Now().UTC().Truncate(time.Millisecond), at)
+		WHERE project_id = $1 AND id = $2 AND run_id = $3`, projectID, id, run.Run, time.Now().UTC().Truncate(time.Millisecond), at)
 	return tx.SendBatch(ctx, b).Close()
 }
 
