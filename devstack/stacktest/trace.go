@@ -35,8 +35,8 @@ const otelpgx = "github.com/exaring/otelpgx"
 var otelpgxPrepared = exaring.PrepareStmtNameKey
 
 // RoundTrips sends a traced request and returns its answer and the SQL of
-// each round trip to the database made under the span named under (the
-// first query of a batch standing for the batch), leaving out what is
+// each round trip to the database made under the span named under (a
+// batch's statements joined by "; "), leaving out what is
 // made under a span named in skip (work a request starts for later ones,
 // such as a cache's refresh). Statements prepared on a connection for the
 // first time are not counted.
@@ -83,14 +83,14 @@ func (a API) RoundTrips(method, path string, body any, under string, skip ...str
 		if s.InstrumentationScope.Name != otelpgx || !within(s) || prepared(s) {
 			continue
 		}
+		// A batch is one round trip and one span, its statements in its
+		// db.query.text (internal/dbtrace).
 		switch s.Name {
-		case "pool.acquire", "connect":
+		case "connect":
 		case "batch start":
-			trips = append(trips, "batch: "+sqlOf(firstChild(mine, s.SpanContext.SpanID())))
+			trips = append(trips, "batch: "+sqlOf(s))
 		default:
-			if byID[s.Parent.SpanID()].Name != "batch start" {
-				trips = append(trips, sqlOf(s))
-			}
+			trips = append(trips, sqlOf(s))
 		}
 	}
 	return r, trips
@@ -115,15 +115,4 @@ func prepared(s tracetest.SpanStub) bool {
 		}
 	}
 	return false
-}
-
-// firstChild is the earliest started span of those whose parent is id.
-func firstChild(spans []tracetest.SpanStub, id trace.SpanID) tracetest.SpanStub {
-	var first tracetest.SpanStub
-	for _, s := range spans {
-		if s.Parent.SpanID() == id && (!first.SpanContext.IsValid() || s.StartTime.Before(first.StartTime)) {
-			first = s
-		}
-	}
-	return first
 }

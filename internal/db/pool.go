@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tallyhq/tally/internal/dbtrace"
 )
 
 // Querier is what store functions take: a pool and a transaction both satisfy it.
@@ -45,9 +46,8 @@ func Open(ctx context.Context, url string, o Options) (*Pool, error) {
 	if o.Name != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = o.Name
 	}
-	// Connection details (host, port, database) would be the same on every
-	// span, and reading them copies the connection's whole config each time.
-	cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName(), otelpgx.WithDisableConnectionDetailsInAttributes())
+	// A span per query and per batch (not per batched statement).
+	cfg.ConnConfig.Tracer = dbtrace.New()
 	cfg.HealthCheckPeriod = 5 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
