@@ -62,6 +62,9 @@ type Candidate struct {
 	counted     bool
 	held        int64
 	readsCounts bool
+	// pre is what judging's Prefetched holds of the tier and its
+	// campaign, when it made the candidate (Prefetched.TierCandidate).
+	pre *tierObjects
 }
 
 // ObjectID is the id of what the redeemable names: the voucher's or the tier's.
@@ -176,9 +179,9 @@ type Prefetched struct {
 	// (SegmentsRead): a request's own copy, not the catalogue's.
 	Segments     []string
 	SegmentsRead bool
+	objects      map[string]preObject // by Intern
+	tiers        []tierObjects        // by Intern, in its tiers' order
 }
-
-func (p *Prefetched) hasCampaign(id string) bool { _, ok := p.Windows[id]; return ok || p.Known[id] }
 
 // Screen is which of idx's entries (qualifications' tiers, each with its
 // own and its campaign's rules) may pass their rules for the order, the

@@ -32,12 +32,24 @@ func (e *Engine) judge(ctx context.Context, q db.Querier, projectID string, orde
 // reading of the rules' conditions those scope names.
 func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, order *orders.Request, meta map[string]any,
 	cust *customers.Customer, cs []*Candidate, sessionKey string, now time.Time, pre *Prefetched, scope rules.Scope) error {
+	// What pre holds of each candidate's object and campaign, read once.
+	var objs, camps []preObject
+	if pre != nil {
+		objs, camps = make([]preObject, len(cs)), make([]preObject, len(cs))
+		for i, c := range cs {
+			if c.pre != nil {
+				objs[i], camps[i] = c.pre.tier, c.pre.campaign
+			} else {
+				objs[i], camps[i] = pre.object(c.ObjectID()), pre.object(c.wantsCampaign())
+			}
+		}
+	}
 	var campaignIDs, voucherIDs []string
-	for _, c := range cs {
+	for i, c := range cs {
 		if c.voucher != nil {
 			voucherIDs = append(voucherIDs, c.voucher.ID)
 		}
-		if id := c.wantsCampaign(); id != "" && (pre == nil || !pre.hasCampaign(id)) {
+		if id := c.wantsCampaign(); id != "" && (pre == nil || !camps[i].hasCampaign()) {
 			campaignIDs = append(campaignIDs, id)
 		}
 	}
@@ -45,21 +57,28 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 	// vouchers, the rules of every candidate and campaign (some may be
 	// refused by the checks below and their rules go unused) and those
 	// rules' versions, which evaluating them checks its compiled rules by.
-	windows, held, assigned := map[string]campaigns.Window{}, map[string]int64{}, map[string][]string{}
+	windows, held := map[string]campaigns.Window{}, map[string]int64{}
+	assigned := map[string][]string{}
 	var ask, known []string
-	for _, c := range cs {
+	need := func(o string, p preObject) {
+		switch {
+		case o == "":
+		case pre == nil || !p.known:
+			ask = append(ask, o)
+		default:
+			known = append(known, p.rules...)
+		}
+	}
+	for i, c := range cs {
 		if c.refusal != nil {
 			continue
 		}
-		for _, o := range []string{c.ObjectID(), c.wantsCampaign()} {
-			switch {
-			case o == "":
-			case pre == nil || !pre.Known[o]:
-				ask = append(ask, o)
-			default:
-				known = append(known, pre.Rules[o]...)
-			}
+		var obj, camp preObject
+		if pre != nil {
+			obj, camp = objs[i], camps[i]
 		}
+		need(c.ObjectID(), obj)
+		need(c.wantsCampaign(), camp)
 	}
 	b := &pgx.Batch{}
 	if len(campaignIDs) > 0 {
@@ -86,23 +105,26 @@ func (e *Engine) judgeWith(ctx context.Context, q db.Querier, projectID string, 
 		// tier, campaign and rule assignment. Windows are read from it in
 		// place below (a copy of each candidate's was a fifth of judging's
 		// CPU at 1,000 tiers).
-		for _, c := range cs {
-			for _, o := range []string{c.ObjectID(), c.wantsCampaign()} {
-				if rs, ok := pre.Rules[o]; ok && o != "" {
-					assigned[o] = rs
-				}
+		for i, c := range cs {
+			// An object without rules is left out: evaluating reads it
+			// the same, and most of a catalogue's tiers have none.
+			if o := c.ObjectID(); len(objs[i].rules) > 0 && o != "" {
+				assigned[o] = objs[i].rules
+			}
+			if o := c.wantsCampaign(); len(camps[i].rules) > 0 && o != "" {
+				assigned[o] = camps[i].rules
 			}
 		}
 	}
 	var objects []string
-	for _, c := range cs {
+	for i, c := range cs {
 		if c.refusal != nil {
 			continue
 		}
 		if cid := c.wantsCampaign(); cid != "" {
 			k, ok := windows[cid]
-			if !ok && pre != nil {
-				k, ok = pre.Windows[cid]
+			if !ok && pre != nil && camps[i].window != nil {
+				k, ok = *camps[i].window, true
 			}
 			if !ok {
 				c.refusal = &Refusal{Code: 404, Key: "not_found", Message: "Resource not found",

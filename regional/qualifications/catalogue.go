@@ -126,6 +126,7 @@ func (s *Service) read(ctx context.Context, q db.Querier, projectID string, slot
 	for _, o := range objects {
 		c.Known[o] = true
 	}
+	c.Intern(c.tiers)
 	if err = s.indexOf(ctx, q, projectID, c, prev); err != nil {
 		return nil, err
 	}

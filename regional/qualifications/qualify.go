@@ -193,7 +193,7 @@ func (s *Service) candidates(ctx context.Context, projectID string, sc scenario,
 	if cat.index == nil || fullEvaluation.Load() {
 		for i := range cat.tiers {
 			t := cat.tiers[i] // each candidate its own copy
-			cs = append(cs, engine.TierCandidate(&t))
+			cs = append(cs, pre.TierCandidate(i, &t))
 		}
 		judgedTiers.Add(int64(len(cat.tiers)))
 		return cs, &pre, nil
@@ -204,7 +204,7 @@ func (s *Service) candidates(ctx context.Context, projectID string, sc scenario,
 	}
 	for _, i := range keep {
 		t := cat.tiers[i]
-		cs = append(cs, engine.TierCandidate(&t))
+		cs = append(cs, pre.TierCandidate(i, &t))
 	}
 	judgedTiers.Add(int64(len(keep)))
 	return cs, &pre, nil
