@@ -3,7 +3,9 @@ package dbtrace_test
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
@@ -114,4 +116,54 @@ func TestABatchsFailedStatementIsRecordedOnItsSpan(t *testing.T) {
 		t.Fatalf("no event names the failed statement: %+v", s.Events)
 	}
 	t.Fatalf("no batch span: %v", run(spans))
+}
+
+// BenchmarkBatch sends a batch of four statements from a sampled request,
+// the spans going to a batching processor as the services' do, traced by
+// otelpgx alone and by this package: the CPU its spans save (issue 39), as the process's CPU a batch.
+//
+//	go test -run - -bench Batch -benchtime 2000x ./internal/dbtrace
+func BenchmarkBatch(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		tracer func(tp *sdktrace.TracerProvider) pgx.QueryTracer
+	}{
+		{"otelpgx", func(tp *sdktrace.TracerProvider) pgx.QueryTracer {
+			return otelpgx.NewTracer(otelpgx.WithTracerProvider(tp), otelpgx.WithDisableConnectionDetailsInAttributes())
+		}},
+		{"dbtrace", func(tp *sdktrace.TracerProvider) pgx.QueryTracer { return dbtrace.New(otelpgx.WithTracerProvider(tp)) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+			defer func() { _ = tp.Shutdown(context.Background()) }()
+			cfg, err := pgxpool.ParseConfig(dbtest.Shared(b, "main").NewDatabase(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.ConnConfig.Tracer = tc.tracer(tp)
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			ctx, root := tp.Tracer("test").Start(context.Background(), "request")
+			defer root.End()
+			var before syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+			for b.Loop() {
+				batch := &pgx.Batch{}
+				batch.Queue(`SELECT 1`)
+				batch.Queue(`SELECT $1::int`, 2)
+				batch.Queue(`SELECT $1::text`, "three")
+				batch.Queue(`SELECT 4 WHERE $1`, true)
+				if err := pool.SendBatch(ctx, batch).Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var after syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+			cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
 }
