@@ -318,9 +318,17 @@ func (s *Service) Create(ctx context.Context, projectID string, r Request, key s
 	if err != nil {
 		return nil, err
 	}
-	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		v, err = s.store(ctx, tx, projectID, r, sc, key, hash, counted)
-		return err
+	// Two round trips (TestAnEventIsStoredInTwoRoundTrips): the BEGIN with
+	// the reads of the customer and the card, and the writes with the
+	// COMMIT.
+	err = db.InPipe(ctx, s.pool, pgx.Serializable, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+		var pre prefetch
+		if err := p.Send(ctx, pre.queue(s.loyalty, projectID, r)).Close(); err != nil {
+			return nil, err
+		}
+		var b *pgx.Batch
+		v, b, err = s.store(ctx, p.Tx(), projectID, r, sc, key, hash, counted, &pre)
+		return b, err
 	})
 	if key != "" && errors.Is(err, db.ErrConflict) {
 		// The same key committed meanwhile: its answer, or a conflict.
@@ -369,18 +377,18 @@ func (s *Service) counted(ctx context.Context, projectID, name string) (bool, er
 // the webhook notice in tx; with counted (a filter segment counts events
 // of its name), the evaluation of its customer too.
 func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Request, sc tenancy.EventSchema, key, hash string,
-	counted bool) (json.RawMessage, error) {
-	cust, err := s.customerOf(ctx, tx, projectID, r.Customer)
+	counted bool, pre *prefetch) (json.RawMessage, *pgx.Batch, error) {
+	cust, err := s.customerIn(ctx, tx, projectID, r.Customer, pre)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var code *string
 	var cardID, holderID string
 	if r.Loyalty != nil && r.Loyalty.Code != nil {
 		code = r.Loyalty.Code
-		card, _, err := s.loyalty.Card(ctx, tx, loyalty.CardRef{Project: projectID, Member: *code})
+		card, err := s.cardIn(ctx, tx, projectID, *code, pre)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cardID = card.ID
 		if card.HolderID != nil {
@@ -396,7 +404,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 		CreatedAt: jsonx.Time{Time: now}}
 	answer, err := json.Marshal(v)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var referral, referralView, loyaltyView, converted any
 	if r.Referral != nil && (r.Referral.Code != nil || r.Referral.ReferrerID != nil) {
@@ -406,7 +414,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 			if converted, err = s.referrals.ConvertEvent(ctx, tx, projectID, Referral{Code: r.Referral.Code, ReferrerID: r.Referral.ReferrerID,
 				CustomerID: cust.ID, EventID: v.ID, EventType: v.Type, SchemaID: sc.ID, SchemaName: sc.Name, Metadata: meta,
 				CreatedAt: now}); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -416,12 +424,12 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 	var refJSON []byte
 	if referral != nil {
 		if refJSON, err = json.Marshal(referral); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var keyArg, hashArg *string
 	if key != "" {
@@ -438,7 +446,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 		// project cost the events path a fifth of its throughput and
 		// tripled its p99 (docs/benchmarks.md, custom events).
 		if err := s.watch.Changed(ctx, b, projectID, []string{cust.ID}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// The activity, in the reference's shape of customer.custom_event.
@@ -448,7 +456,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 		"customer": cust.Simple(), "referral": converted, "loyalty": nil}
 	activity, err := json.Marshal(map[string]any{"data": data, "event_source": map[string]any{"channel": "API"}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	groupID := telemetry.RequestID(ctx)
 	b.Queue(`INSERT INTO customer_activities (project_id, customer_id, id, type, data, group_id, created_at)
@@ -456,12 +464,12 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 	acc := earning.CustomEvent{ID: v.ID, Type: v.Type, CustomerID: cust.ID, LoyaltyCode: code, CardID: cardID, HolderID: holderID,
 		SchemaID: sc.ID, SchemaName: sc.Name, Metadata: meta, CreatedAt: now}
 	if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindAccrue, Payload: acc}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventCustom, Entity: cust.ID, Object: data}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return answer, tx.SendBatch(ctx, b).Close()
+	return answer, b, nil
 }
 
 func nilIfEmpty(s string) *string {

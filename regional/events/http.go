@@ -242,7 +242,11 @@ func (s *Service) bulkOne(ctx context.Context, job *async.Job, raw json.RawMessa
 			if sk.Doc(i, raw) {
 				return apierr.InvalidPayload(async.ErasedItem)
 			}
-			if _, err := s.store(ctx, tx, job.ProjectID, r, schema, "", "", counted); err != nil {
+			_, b, err := s.store(ctx, tx, job.ProjectID, r, schema, "", "", counted, nil)
+			if err != nil {
+				return err
+			}
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
 				return err
 			}
 			return job.Advance(ctx, tx, from, stored, (i+1)*100/n)

@@ -17,7 +17,10 @@ import (
 	"github.com/tallyhq/tally/regional/events"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	stacktest.TraceRequests() // TestAnEventIsStoredInTwoRoundTrips counts them
+	dbtest.Main(m)
+}
 
 // schema defines a custom event of the project through the management API.
 func schema(a stacktest.API, name string, props map[string]any) map[string]any {
