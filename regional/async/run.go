@@ -13,6 +13,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/runtimex"
+	"github.com/tallyhq/tally/internal/txshared"
 )
 
 // startBatch runs a batch of database-effect tasks the gate admitted, then,
@@ -65,6 +66,7 @@ func (w *Worker) runTxGroup(ctx context.Context, ts []Task, inTx func(context.Co
 	if len(ts) > 1 {
 		ts = w.inLockOrder(ts)
 		err := inTx(ctx, w.pool, func(tx pgx.Tx) error {
+			ctx := txshared.With(ctx) // the batch's shared values (txshared.Get)
 			for _, t := range ts {
 				if err := w.runTx(ctx, tx, t); err != nil {
 					return err
