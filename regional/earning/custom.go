@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/internal/txshared"
 	"github.com/tallyhq/tally/regional/customers"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/rules"
@@ -141,23 +142,41 @@ func (r RulePoints) pointsFor(meta map[string]any) int64 {
 	return pts.Int64()
 }
 
+// eventRulesKey names, in a batch of accrual tasks (txshared.Get), the
+// active rules of a project's custom event type.
+type eventRulesKey struct{ projectID, event string }
+
+// eventRules are the active rules of the project's event type by campaign,
+// each campaign's in id order. Read once for a batch of accruals
+// (txshared.Get): at 500 events/s, one read a task was a fifth of the
+// accruals' statements.
+func eventRules(ctx context.Context, q pgx.Tx, projectID, event string) (map[string][]EarningRule, error) {
+	rows, err := q.Query(ctx, `SELECT `+ruleColumns+` FROM earning_rules WHERE project_id = $1 AND event = $2 AND active
+		ORDER BY campaign_id, id`, projectID, event)
+	if err != nil {
+		return nil, err
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (EarningRule, error) { return scanRule(r) })
+	if err != nil {
+		return nil, err
+	}
+	byCampaign := map[string][]EarningRule{}
+	for _, r := range all {
+		byCampaign[r.CampaignID] = append(byCampaign[r.CampaignID], r)
+	}
+	return byCampaign, nil
+}
+
 // AccrueEvent earns for a custom event, in tx (READ COMMITTED, the card
 // rows locked in id order): on the card loyalty.code names, or else on
 // each of the customer's cards in a campaign with a live rule for the
 // event, each rule once per (event, rule, card) whatever runs it again.
 func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, ev CustomEvent) error {
-	rows, err := tx.Query(ctx, `SELECT `+ruleColumns+` FROM earning_rules WHERE project_id = $1 AND event = $2 AND active
-		ORDER BY campaign_id, id`, projectID, ev.Type)
-	if err != nil {
+	byCampaign, err := txshared.Get(ctx, eventRulesKey{projectID, ev.Type}, func() (map[string][]EarningRule, error) {
+		return eventRules(ctx, tx, projectID, ev.Type)
+	})
+	if err != nil || len(byCampaign) == 0 {
 		return err
-	}
-	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (EarningRule, error) { return scanRule(r) })
-	if err != nil || len(all) == 0 {
-		return err
-	}
-	byCampaign := map[string][]EarningRule{}
-	for _, r := range all {
-		byCampaign[r.CampaignID] = append(byCampaign[r.CampaignID], r)
 	}
 	var keys []string
 	switch {
@@ -183,17 +202,25 @@ func (s *Service) AccrueEvent(ctx context.Context, tx pgx.Tx, projectID string, 
 	})
 	evRef := map[string]any{"id": ev.ID, "type": ev.Type}
 	schemaRef := map[string]any{"id": ev.SchemaID, "name": ev.SchemaName}
-	return s.eachLockedCard(ctx, tx, projectID, keys, now, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
+	var earned map[string]bool // the rules that earned for the event on the card locked, by id
+	readEarned := func(b *pgx.Batch, key string) {
+		earned = map[string]bool{}
+		queueEarned(b, eventOf{projectID, ev.ID}, key, earned)
+	}
+	return s.eachLockedCard(ctx, tx, projectID, keys, now, readEarned, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		for _, r := range byCampaign[card.CampaignID] {
 			pts := r.earns(at, holder, func(p RulePoints) int64 { return p.pointsFor(ev.Metadata) })
-			ok, err := accrues(ctx, tx, r, pts, pass, claimEventAccrual, projectID, ev.ID, r.ID, card.ID, now)
-			if err != nil {
-				return err
-			}
-			if !ok {
+			if pts <= 0 || earned[r.ID] {
 				continue
 			}
+			if ok, err := pass(r); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue // the event's context does not meet the rule's validation rule
+			}
+			queueClaim(w, eventOf{projectID, ev.ID}, r.ID, card.ID, now)
 			if err := s.credit(ctx, w, l, projectID, card, r, pts, now, nil,
 				map[string]any{"custom_event": evRef, "event_schema": schemaRef, "earning_rule": ruleRef(r)}, holder); err != nil {
 				return err

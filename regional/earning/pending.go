@@ -96,7 +96,7 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 	})
 	event := map[string]any{"id": task.EventID, "type": orders.EventPaid}
 	orderRef := map[string]any{"id": o.ID, "source_id": o.SourceID}
-	return s.eachLockedCard(ctx, tx, t.ProjectID, cardIDs, now, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
+	return s.eachLockedCard(ctx, tx, t.ProjectID, cardIDs, now, nil, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
 		rules, err := rulesOf(ctx, tx, t.ProjectID, card.CampaignID, "order.paid")
 		if err != nil {
 			return err
@@ -146,13 +146,17 @@ func (s *Service) accrue(ctx context.Context, tx pgx.Tx, t async.Task) error {
 // eachLockedCard locks the cards keys name (codes or ids) one at a time, in
 // tx and in the order given, and runs fn on each found with a ledger write
 // at now on a batch of its own, sent when fn queued anything: the accruals
-// of an order and of a custom event alike.
+// of an order and of a custom event alike. also, when not nil, queues
+// reads of the card key names after its lock, in the same round trip.
 func (s *Service) eachLockedCard(ctx context.Context, tx pgx.Tx, projectID string, keys []string, now time.Time,
-	fn func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error) error {
+	also func(b *pgx.Batch, key string), fn func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error) error {
 	for _, key := range keys {
 		var card loyalty.LockedCard
 		b := &pgx.Batch{}
 		s.prog.QueueLockCard(b, projectID, "", key, &card)
+		if also != nil {
+			also(b, key)
+		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}

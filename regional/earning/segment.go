@@ -64,7 +64,7 @@ func (s *Service) accrueSegment(ctx context.Context, tx pgx.Tx, t async.Task) er
 	}
 	now := s.Now()
 	segRef := map[string]any{"id": e.SegmentID, "name": e.Segment}
-	return s.eachLockedCard(ctx, tx, t.ProjectID, keys, now, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
+	return s.eachLockedCard(ctx, tx, t.ProjectID, keys, now, nil, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		for _, r := range byCampaign[card.CampaignID] {
 			// Only a customer who entered while the rule was live earns.

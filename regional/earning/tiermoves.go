@@ -161,7 +161,7 @@ func (s *Service) accrueTierMove(ctx context.Context, tx pgx.Tx, t async.Task) e
 		return err // !ok: the customer does not meet the rule's validation rule
 	}
 	now := s.Now()
-	return s.eachLockedCard(ctx, tx, t.ProjectID, []string{m.CardID}, now, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
+	return s.eachLockedCard(ctx, tx, t.ProjectID, []string{m.CardID}, now, nil, func(card *loyalty.LockedCard, w *pgx.Batch, l *loyalty.LedgerWrite) error {
 		holder := tiers.Of(card.Campaign.Tiers, card.Balance)
 		pts := r.tierPoints(holder)
 		if pts <= 0 || card.CampaignID != m.CampaignID {
