@@ -33,17 +33,35 @@ type Chunked[F any] struct {
 	DoneCount   int `json:"done_count"`
 	FailedCount int `json:"failed_count"`
 	Failed      []F `json:"failed"`
+	// FailedItems are the input's items of Failed, at the same places
+	// (FailItem; -1 where a job did not say), as the erasure numbers them
+	// (async_input_erasures): a permanent deletion makes the failures of
+	// the items it redacted say erasure.ErasedItem (EraseCustomer). Kept
+	// in the checkpoint only, never in a result.
+	FailedItems []int `json:"failed_items,omitempty"`
 	// ReportBytes is the size of the job's report so far, for a job that
 	// writes one (its next lines go after them).
 	ReportBytes int64 `json:"report_bytes,omitempty"`
 }
 
 // Fail counts a failed item, listing it while fewer than MaxReported are.
-func (c *Chunked[F]) Fail(f F) {
+func (c *Chunked[F]) Fail(f F) { c.FailItem(-1, f) }
+
+// FailItem is Fail for the input's item (its index in the JSON input's
+// array, or its data row in a CSV file counted from 0), which a permanent
+// deletion may mark as hers.
+func (c *Chunked[F]) FailItem(item int, f F) {
 	c.FailedCount++
-	if len(c.Failed) < MaxReported {
-		c.Failed = append(c.Failed, f)
+	if len(c.Failed) >= MaxReported {
+		return
 	}
+	if item >= 0 || c.FailedItems != nil {
+		for len(c.FailedItems) < len(c.Failed) {
+			c.FailedItems = append(c.FailedItems, -1)
+		}
+		c.FailedItems = append(c.FailedItems, item)
+	}
+	c.Failed = append(c.Failed, f)
 }
 
 // Listed is Failed, never nil: a result shows [] when nothing failed.
@@ -68,7 +86,7 @@ func CommitChunk[F any](ctx context.Context, job *Job, st *Chunked[F], next, pct
 	seen := job.seen
 	err := db.InTx(ctx, job.w.pool, func(tx pgx.Tx) error {
 		out = *st
-		out.Failed = slices.Clone(st.Failed)
+		out.Failed, out.FailedItems = slices.Clone(st.Failed), slices.Clone(st.FailedItems)
 		if err := do(ctx, tx, &out); err != nil {
 			return err
 		}
@@ -107,6 +125,9 @@ func takeStoredFailures[F any](ctx context.Context, tx pgx.Tx, job *Job, seen []
 	}
 	added := out.Failed[len(st.Failed):]
 	out.Failed = append(failed, added[:min(len(added), max(0, MaxReported-len(failed)))]...)
+	// The erasure rewrites the failures' texts, never their places: the
+	// run's items stand for the stored ones.
+	out.FailedItems = out.FailedItems[:min(len(out.FailedItems), len(out.Failed))]
 	return nil
 }
 

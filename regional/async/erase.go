@@ -180,15 +180,19 @@ func redactParked(ctx context.Context, q db.Querier, rows []Row, payloads [][]by
 	return nil
 }
 
-// redactActions is redactClaimed for the async results a read returns.
+// redactActions is redactClaimed for the async results a read returns,
+// each redacted as a job's list of failed items (Subject.RedactJob).
 func redactActions(ctx context.Context, q db.Querier, projectID string, as []Action) error {
 	subjects, err := Erasing(ctx, q, projectID)
 	if err != nil || len(subjects) == 0 {
 		return err
 	}
 	for i := range as {
-		if as[i].Result != nil {
-			if as[i].Result, err = redactAll(as[i].Result, subjects); err != nil {
+		for _, s := range subjects {
+			if as[i].Result == nil {
+				break
+			}
+			if as[i].Result, _, err = s.RedactJob(as[i].Result, "", nil); err != nil {
 				return fmt.Errorf("async: action %s: %w", as[i].ID, err)
 			}
 		}
@@ -204,6 +208,16 @@ func redactActions(ctx context.Context, q db.Querier, projectID string, as []Act
 // id or values in their text: a scan of the project's outbox and actions,
 // which the purge keeps short. The erasure tasks' own rows are left: they
 // hold their subjects until they finish (ForgetErasure).
+//
+// A job's result or checkpoint is redacted as a job's list of failed
+// items (Subject.RedactJob): an item that named her says only ErasedItem
+// why it failed, as its why may quote what it asked to write for her (a
+// metadata value a schema refused), which is none of her values. A
+// checkpoint's items that EraseInputs marked (it runs before this, in the
+// same transaction) say so too, though they do not name her any more (an
+// order whose customer she was, an event of hers): the checkpoints of the
+// jobs with marks are read as well. A result's job has no input left to
+// mark: its items are known by what they name.
 func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject, _ *erasure.Counts) error {
 	cond, args := s.Mention("payload::TEXT", []any{projectID})
 	if _, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, payload FROM outbox WHERE project_id = $1 AND kind <> '`+
@@ -211,8 +225,14 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 		return err
 	}
 	cond, args = s.Mention("result::TEXT", []any{projectID})
-	if _, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, result FROM async_actions WHERE project_id = $1 AND result IS NOT NULL AND `+cond,
+	if _, err := erasure.RowsBy(ctx, tx, projectID, func(_ string, doc []byte) ([]byte, bool, error) {
+		return s.RedactJob(doc, "", nil)
+	}, `SELECT id, result FROM async_actions WHERE project_id = $1 AND result IS NOT NULL AND `+cond,
 		args, `UPDATE async_actions SET result = $3 WHERE project_id = $1 AND id = $2`); err != nil {
+		return err
+	}
+	marks, err := inputMarks(ctx, tx, projectID)
+	if err != nil {
 		return err
 	}
 	// The checkpoints of jobs not finished: a chunked job's failures list
@@ -225,13 +245,39 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 	// fenced on its checkpoint (Advance) tells it from another run's,
 	// and takes it (RedactedError).
 	cond, args = s.Mention("checkpoint::TEXT", []any{projectID})
-	_, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, checkpoint FROM async_actions WHERE project_id = $1
-		AND checkpoint IS NOT NULL AND `+cond+` FOR UPDATE`,
+	_, err = erasure.RowsBy(ctx, tx, projectID, func(id string, doc []byte) ([]byte, bool, error) {
+		var marked func(int64) bool
+		if m := marks[id]; m != nil {
+			marked = func(i int64) bool { return m[i] }
+		}
+		return s.RedactJob(doc, "", marked)
+	}, `SELECT id, checkpoint FROM async_actions WHERE project_id = $1 AND checkpoint IS NOT NULL
+		AND (`+cond+` OR id IN (SELECT action_id FROM async_input_erasures WHERE project_id = $1)) FOR UPDATE`,
 		args, `UPDATE async_actions SET checkpoint = CASE WHEN jsonb_typeof($3::JSONB) = 'object'
 			THEN $3::JSONB || jsonb_build_object('`+erasedFrom+`', COALESCE(checkpoint->'`+erasedFrom+`', '[]'::JSONB) ||
 				jsonb_build_array(md5(`+unmarked("checkpoint")+`::TEXT)))
 			ELSE $3::JSONB END WHERE project_id = $1 AND id = $2`)
 	return err
+}
+
+// inputMarks are the items of the project's unfinished jobs' inputs that
+// erasures redacted (EraseInputs), by job.
+func inputMarks(ctx context.Context, tx pgx.Tx, projectID string) (map[string]map[int64]bool, error) {
+	rows, err := tx.Query(ctx, `SELECT action_id, item FROM async_input_erasures WHERE project_id = $1`, projectID)
+	if err != nil {
+		return nil, err
+	}
+	marks := map[string]map[int64]bool{}
+	var action string
+	var item int64
+	_, err = pgx.ForEachRow(rows, []any{&action, &item}, func() error {
+		if marks[action] == nil {
+			marks[action] = map[int64]bool{}
+		}
+		marks[action][item] = true
+		return nil
+	})
+	return marks, err
 }
 
 // ForgetErasure blanks the erasure task t's subject in tx, the transaction

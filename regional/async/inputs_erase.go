@@ -12,8 +12,9 @@ import (
 )
 
 // ErasedItem is the reason a job gives for an item it did not apply
-// because it names a customer permanently deleted (Skips).
-const ErasedItem = "The item names a customer who was permanently deleted: it was not applied."
+// because it names a customer permanently deleted (Skips), and the one
+// the erasure gives an item of hers refused before it (EraseCustomer).
+const ErasedItem = erasure.ErasedItem
 
 // EraseInputs is the erasure.Eraser of the inputs of jobs not finished
 // (async_inputs: imported files, bulk updates' items), run by the erasure

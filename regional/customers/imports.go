@@ -396,11 +396,11 @@ func (s *Service) importRows(ctx context.Context, tx pgx.Tx, job *async.Job, st 
 	var of []*csvRow
 	for _, rw := range rows {
 		if sk.Fields(rw.n-1, rw.rec) {
-			st.Fail(failure{Row: rw.n, Line: rw.line, Reason: async.ErasedItem})
+			st.FailItem(rw.n-1, failure{Row: rw.n, Line: rw.line, Reason: async.ErasedItem})
 			continue
 		}
 		if rw.bad != "" {
-			st.Fail(failure{Row: rw.n, Line: rw.line, SourceID: rw.src, Reason: rw.bad})
+			st.FailItem(rw.n-1, failure{Row: rw.n, Line: rw.line, SourceID: rw.src, Reason: rw.bad})
 			continue
 		}
 		ps, of = append(ps, rw.patch), append(of, rw)
@@ -411,7 +411,7 @@ func (s *Service) importRows(ctx context.Context, tx pgx.Tx, job *async.Job, st 
 	}
 	for i, e := range errs {
 		if e != nil {
-			st.Fail(failure{Row: of[i].n, Line: of[i].line, SourceID: of[i].src, Reason: Refusal(e)})
+			st.FailItem(of[i].n-1, failure{Row: of[i].n, Line: of[i].line, SourceID: of[i].src, Reason: Refusal(e)})
 			continue
 		}
 		st.DoneCount++
@@ -471,7 +471,7 @@ func (s *Service) bulkJob(jobType string) async.JobFunc {
 				row := from + i + 1
 				if e != nil {
 					src := failedSource(ps[from+i], e)
-					st.Fail(failure{Row: row, SourceID: src, Reason: Refusal(e)})
+					st.FailItem(row-1, failure{Row: row, SourceID: src, Reason: Refusal(e)})
 					lines = append(lines, reportLine(row, src, Refusal(e)))
 					continue
 				}

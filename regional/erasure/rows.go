@@ -14,6 +14,13 @@ import (
 // The owner of the table writes both statements; it answers how many rows
 // changed.
 func Rows(ctx context.Context, tx pgx.Tx, projectID string, s Subject, sel string, args []any, upd string) (int, error) {
+	return RowsBy(ctx, tx, projectID, func(_ string, doc []byte) ([]byte, bool, error) { return s.Redact(doc) }, sel, args, upd)
+}
+
+// RowsBy is Rows with the redaction of a row's document given (by its
+// key): a job's result or checkpoint is redacted with Subject.RedactJob.
+func RowsBy(ctx context.Context, tx pgx.Tx, projectID string, redact func(key string, doc []byte) ([]byte, bool, error),
+	sel string, args []any, upd string) (int, error) {
 	type row struct {
 		key string
 		doc []byte
@@ -25,7 +32,7 @@ func Rows(ctx context.Context, tx pgx.Tx, projectID string, s Subject, sel strin
 	var changed []row
 	var r row
 	_, err = pgx.ForEachRow(rows, []any{&r.key, &r.doc}, func() error {
-		out, did, err := s.Redact(r.doc)
+		out, did, err := redact(r.key, r.doc)
 		if err != nil {
 			return fmt.Errorf("erasure: %s: %w", r.key, err)
 		}

@@ -81,7 +81,8 @@ func redactReport(ctx context.Context, tx pgx.Tx, run runRef, s erasure.Subject)
 	return tx.SendBatch(ctx, b).Close()
 }
 
-// redactCSV is data (whole CSV records) without s's values in any field.
+// redactCSV is data (whole CSV records) without s's values in any field,
+// and without the reason of a failed item that named her.
 func redactCSV(data []byte, s erasure.Subject) ([]byte, bool, error) {
 	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1
@@ -95,11 +96,19 @@ func redactCSV(data []byte, s erasure.Subject) ([]byte, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
+		named := false
 		for i, f := range rec {
 			if x, did := s.RedactText(f); did {
-				rec[i], changed = x, true
+				rec[i], named = x, true
 			}
 		}
+		// A failed item of hers (async.ReportLine: row, key, FAILED,
+		// reason) says only that she was erased: its reason may quote what
+		// it asked to write for her (a metadata value a schema refused).
+		if named && len(rec) == 4 && rec[2] == "FAILED" {
+			rec[3] = erasure.ErasedItem
+		}
+		changed = changed || named
 		out = appendRecord(out, rec)
 	}
 }

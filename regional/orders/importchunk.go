@@ -38,7 +38,7 @@ func (s *Service) importChunk(ctx context.Context, tx pgx.Tx, projectID string, 
 	st *importProgress) error {
 	fail := func(e *imported, err error) {
 		e.failed = true
-		st.Fail(importFailure{Row: e.row, SourceID: e.r.SourceID, Reason: customers.Refusal(err)})
+		st.FailItem(e.row-1, importFailure{Row: e.row, SourceID: e.r.SourceID, Reason: customers.Refusal(err)})
 	}
 	es, names, refs := parseChunk(items, first, func(i int) bool { return sk.Doc(first+i, items[i]) }, fail)
 	known, err := customers.Resolve(ctx, tx, projectID, names)
