@@ -20,7 +20,8 @@ import (
 // run wrote is a RedactedError holding the redacted one (not
 // ErrSuperseded), Advance from a checkpoint the stored one was not
 // redacted from (a run whose lease lapsed) is still ErrSuperseded, and
-// Advance from the stored one moves it on.
+// Advance from the stored one moves it on. An erasure whose value only
+// matches inside the mark's digests leaves the checkpoint as it is.
 func TestAdvanceTakesACheckpointRedactedUnderItsRun(t *testing.T) {
 	url := database(t)
 	p := open(t, url)
@@ -76,6 +77,30 @@ func TestAdvanceTakesACheckpointRedactedUnderItsRun(t *testing.T) {
 		if err := db.InTx(ctx, p, func(tx pgx.Tx) error { return async.EraseCustomer(ctx, tx, "proj_a", s, nil) }); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A third customer's value is hex digits found inside the mark's
+	// digest: the mark is the store's bookkeeping, not redacted, and the
+	// checkpoint is left as it was.
+	checkpoint := func() (raw string, mark []string) {
+		if err := p.QueryRow(ctx, `SELECT checkpoint::TEXT FROM async_actions WHERE project_id = 'proj_a' AND id = $1`,
+			act.ID).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
+		var cp struct {
+			Mark []string `json:"_erased_from"`
+		}
+		if err := json.Unmarshal([]byte(raw), &cp); err != nil || len(cp.Mark) != 2 {
+			t.Fatalf("the checkpoint's mark: %s, %v", raw, err)
+		}
+		return raw, cp.Mark
+	}
+	before, mark := checkpoint()
+	hex := erasure.Subject{CustomerID: "cust_hex", Values: []string{mark[0][3:11]}}
+	if err := db.InTx(ctx, p, func(tx pgx.Tx) error { return async.EraseCustomer(ctx, tx, "proj_a", hex, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := checkpoint(); after != before {
+		t.Errorf("an erasure whose value is inside the mark rewrote the checkpoint: %s, was %s", after, before)
 	}
 	close(erased)
 

@@ -243,14 +243,15 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 	// checkpoint object is marked with a digest of the one found (added
 	// to those of earlier erasures the run has not moved past): a job
 	// fenced on its checkpoint (Advance) tells it from another run's,
-	// and takes it (RedactedError).
+	// and takes it (RedactedError). The mark itself is not redacted (a
+	// value of hex digits could match inside a digest).
 	cond, args = s.Mention("checkpoint::TEXT", []any{projectID})
 	_, err = erasure.RowsBy(ctx, tx, projectID, func(id string, doc []byte) ([]byte, bool, error) {
 		var marked func(int64) bool
 		if m := marks[id]; m != nil {
 			marked = func(i int64) bool { return m[i] }
 		}
-		return s.RedactJob(doc, "", marked)
+		return s.RedactJob(doc, erasedFrom, marked)
 	}, `SELECT id, checkpoint FROM async_actions WHERE project_id = $1 AND checkpoint IS NOT NULL
 		AND (`+cond+` OR id IN (SELECT action_id FROM async_input_erasures WHERE project_id = $1)) FOR UPDATE`,
 		args, `UPDATE async_actions SET checkpoint = CASE WHEN jsonb_typeof($3::JSONB) = 'object'
