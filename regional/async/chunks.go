@@ -33,11 +33,8 @@ type Chunked[F any] struct {
 	DoneCount   int `json:"done_count"`
 	FailedCount int `json:"failed_count"`
 	Failed      []F `json:"failed"`
-	// FailedItems are the input's items of Failed, at the same places
-	// (FailItem; -1 where a job did not say), as the erasure numbers them
-	// (async_input_erasures): a permanent deletion makes the failures of
-	// the items it redacted say erasure.ErasedItem (EraseCustomer). Kept
-	// in the checkpoint only, never in a result.
+	// FailedItems are Failed's items in the input (FailItem; -1 unknown),
+	// which a permanent deletion marks (EraseCustomer). Checkpoint only.
 	FailedItems []int `json:"failed_items,omitempty"`
 	// ReportBytes is the size of the job's report so far, for a job that
 	// writes one (its next lines go after them).

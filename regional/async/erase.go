@@ -208,16 +208,10 @@ func redactActions(ctx context.Context, q db.Querier, projectID string, as []Act
 // id or values in their text: a scan of the project's outbox and actions,
 // which the purge keeps short. The erasure tasks' own rows are left: they
 // hold their subjects until they finish (ForgetErasure).
-//
-// A job's result or checkpoint is redacted as a job's list of failed
-// items (Subject.RedactJob): an item that named her says only ErasedItem
-// why it failed, as its why may quote what it asked to write for her (a
-// metadata value a schema refused), which is none of her values. A
-// checkpoint's items that EraseInputs marked (it runs before this, in the
-// same transaction) say so too, though they do not name her any more (an
-// order whose customer she was, an event of hers): the checkpoints of the
-// jobs with marks are read as well. A result's job has no input left to
-// mark: its items are known by what they name.
+// Results and checkpoints are redacted as jobs' lists of failed items
+// (Subject.RedactJob): an item that named her, or (in a checkpoint) that
+// EraseInputs marked just before, says only ErasedItem why it failed, as
+// its reason may quote a value it asked for her (a metadata schema's).
 func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject, _ *erasure.Counts) error {
 	cond, args := s.Mention("payload::TEXT", []any{projectID})
 	if _, err := erasure.Rows(ctx, tx, projectID, s, `SELECT id, payload FROM outbox WHERE project_id = $1 AND kind <> '`+

@@ -111,71 +111,33 @@ func queueRewrite(b *pgx.Batch, projectID, action string, lens []int, data []byt
 }
 
 // Skips is what a chunk of a job's items must leave out because of a
-// permanent deletion: the items the erasure redacted in its input
-// (EraseInputs), and the subjects of the project's erasures not finished,
-// whose values an item the job read before the erasure may still hold.
-// Read in the chunk's transaction, it sees one or the other: an erasure
-// that committed before the chunk's snapshot has marked the items, one
-// that did not is still unfinished there.
-type Skips struct {
-	marked   map[int]bool
-	subjects []erasure.Subject
-}
+// permanent deletion (erasure.Skips), read in the chunk's transaction
+// (Job.Skips): it sees one or the other of an erasure's marks and its
+// subject, whichever committed before the chunk's snapshot.
+type Skips = erasure.Skips
 
 // Skips reads the skips of the job's items [from, to) in q (the chunk's
 // transaction).
 func (j *Job) Skips(ctx context.Context, q db.Querier, from, to int) (Skips, error) {
-	var s Skips
+	var marked map[int]bool
+	var subjects []erasure.Subject
 	b := &pgx.Batch{}
 	b.Queue(erasingSQL, []string{j.ProjectID}).Query(func(rows pgx.Rows) error {
 		by, err := scanErasing(rows)
-		s.subjects = by[j.ProjectID]
+		subjects = by[j.ProjectID]
 		return err
 	})
 	b.Queue(`SELECT item FROM async_input_erasures WHERE project_id = $1 AND action_id = $2 AND item >= $3 AND item < $4`,
 		j.ProjectID, j.ActionID, from, to).Query(func(rows pgx.Rows) error {
 		items, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		for _, i := range items {
-			if s.marked == nil {
-				s.marked = map[int]bool{}
+			if marked == nil {
+				marked = map[int]bool{}
 			}
-			s.marked[int(i)] = true
+			marked[int(i)] = true
 		}
 		return err
 	})
-	return s, q.SendBatch(ctx, b).Close()
-}
-
-// Marked says whether the erasure redacted item i.
-func (s Skips) Marked(i int) bool { return s.marked[i] }
-
-// Doc says whether item i, a JSON document, must be left out: it was
-// redacted, or it names a customer being erased (Subject.Redact would
-// change it).
-func (s Skips) Doc(i int, doc []byte) bool {
-	if s.marked[i] {
-		return true
-	}
-	for _, subj := range s.subjects {
-		if _, did, err := subj.Redact(doc); did || err != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// Fields is Doc for item i, a CSV row: one of its fields is or holds a
-// value of a customer being erased, or is their id.
-func (s Skips) Fields(i int, fields []string) bool {
-	if s.marked[i] {
-		return true
-	}
-	for _, subj := range s.subjects {
-		for _, f := range fields {
-			if subj.Names(f) {
-				return true
-			}
-		}
-	}
-	return false
+	err := q.SendBatch(ctx, b).Close()
+	return erasure.NewSkips(marked, subjects), err
 }
