@@ -56,10 +56,8 @@ func (s Subject) Redact(doc []byte) ([]byte, bool, error) {
 	if !s.Mentions(doc) {
 		return doc, false, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(doc))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
+	v, err := decode(doc)
+	if err != nil {
 		return nil, false, err
 	}
 	v, changed := s.redact(v)
@@ -68,6 +66,15 @@ func (s Subject) Redact(doc []byte) ([]byte, bool, error) {
 	}
 	out, err := json.Marshal(v)
 	return out, true, err
+}
+
+// decode reads a JSON document, its numbers kept as written.
+func decode(doc []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
 }
 
 // Mentions says whether doc may hold s's data: its id or one of its values

@@ -1,9 +1,6 @@
 package erasure
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "encoding/json"
 
 // ErasedItem is the reason a job gives for an item that names a customer
 // permanently deleted: one it did not apply (the job's skips), and one it
@@ -25,10 +22,8 @@ func (s Subject) RedactJob(doc []byte, skip string, marked func(item int64) bool
 	if marked == nil && !s.Mentions(doc) {
 		return doc, false, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(doc))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
+	v, err := decode(doc)
+	if err != nil {
 		return nil, false, err
 	}
 	changed := false
