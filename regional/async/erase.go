@@ -78,7 +78,7 @@ func Current(ctx context.Context, q db.Querier, ts []Task) ([][]byte, error) {
 	}
 	for i, t := range ts {
 		var err error
-		if payloads[i], err = redactAll(payloads[i], by[t.ProjectID]); err != nil {
+		if payloads[i], err = erasure.RedactAll(payloads[i], by[t.ProjectID]); err != nil {
 			return nil, fmt.Errorf("async: task %s: %w", t.ID, err)
 		}
 	}
@@ -115,18 +115,6 @@ func projectsOf[T any](xs []T, project func(T) string) []string {
 	return out
 }
 
-// redactAll returns doc without the data of any of subjects.
-func redactAll(doc []byte, subjects []erasure.Subject) ([]byte, error) {
-	for _, s := range subjects {
-		out, _, err := s.Redact(doc)
-		if err != nil {
-			return nil, err
-		}
-		doc = out
-	}
-	return doc, nil
-}
-
 // redactClaimed takes from the payloads of claimed tasks the data of the
 // subjects whose erasure has not reached them yet: a webhook delivery (or
 // any task) run meanwhile sends and uses what the erasure will leave.
@@ -141,7 +129,7 @@ func redactClaimed(ctx context.Context, q db.Querier, ts []Task) error {
 	}
 	for i, t := range ts {
 		if subjects := by[t.ProjectID]; len(subjects) > 0 && t.Kind != ErasureKind {
-			if ts[i].Payload, err = redactAll(t.Payload, subjects); err != nil {
+			if ts[i].Payload, err = erasure.RedactAll(t.Payload, subjects); err != nil {
 				return fmt.Errorf("async: task %s: %w", t.ID, err)
 			}
 		}
@@ -172,7 +160,7 @@ func redactParked(ctx context.Context, q db.Querier, rows []Row, payloads [][]by
 			continue
 		}
 		if subjects := by[r.ProjectID]; len(subjects) > 0 {
-			if payloads[i], err = redactAll(payloads[i], subjects); err != nil {
+			if payloads[i], err = erasure.RedactAll(payloads[i], subjects); err != nil {
 				return fmt.Errorf("async: parked task %s: %w", r.ID, err)
 			}
 		}

@@ -77,6 +77,18 @@ func decode(doc []byte) (any, error) {
 	return v, err
 }
 
+// RedactAll returns doc without the data of any of subjects.
+func RedactAll(doc []byte, subjects []Subject) ([]byte, error) {
+	for _, s := range subjects {
+		out, _, err := s.Redact(doc)
+		if err != nil {
+			return nil, err
+		}
+		doc = out
+	}
+	return doc, nil
+}
+
 // Mentions says whether doc may hold s's data: its id or one of its values
 // appears in it.
 func (s Subject) Mentions(doc []byte) bool {
