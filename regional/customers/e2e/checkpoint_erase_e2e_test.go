@@ -101,7 +101,7 @@ func TestACustomerImportRunningDuringAPermanentDeletionKeepsNoneOfHerFailedRow(t
 		t.Fatalf("the checkpoint should list her failed row before the deletion: %s", cp)
 	}
 
-	eraseNow(t, a, xena)
+	a.EraseNow(xena)
 	if cp, _ := actionRow(t, a, act); len(holdsAny(cp, values)) > 0 || !strings.Contains(cp, `"next": 2000`) {
 		t.Errorf("the held job's checkpoint after the erasure holds %v: %s", holdsAny(cp, values), cp)
 	}
@@ -196,7 +196,7 @@ func TestABulkUpdateRunningDuringAPermanentDeletionKeepsNoneOfHerFailedItem(t *t
 	if cp, _ := actionRow(t, a, act); len(holdsAny(cp, values)) == 0 {
 		t.Fatalf("the checkpoint should list her failed item before the deletion: %s", cp)
 	}
-	eraseNow(t, a, xena)
+	a.EraseNow(xena)
 	if cp, _ := actionRow(t, a, act); len(holdsAny(cp, values)) > 0 {
 		t.Errorf("the held job's checkpoint after the erasure holds %v: %s", holdsAny(cp, values), cp)
 	}

@@ -71,16 +71,6 @@ func customersNaming(t *testing.T, a stacktest.API, values []string) int {
 	return n
 }
 
-// eraseNow deletes the customer permanently and waits for the erasure's
-// task to be done.
-func eraseNow(t *testing.T, a stacktest.API, id string) {
-	t.Helper()
-	if d := a.OK("POST", "/v1/customers/"+id+"/permanent-deletion", nil); d["status"] != "DONE" {
-		t.Fatalf("deletion: %v", d)
-	}
-	a.WaitErasures()
-}
-
 func holdsAny(s string, values []string) []string {
 	var held []string
 	for _, v := range values {
@@ -109,7 +99,7 @@ func TestABulkUpdateQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBack(t 
 		t.Fatalf("the held job's input should name her: %v", held)
 	}
 
-	eraseNow(t, a, xena)
+	a.EraseNow(xena)
 	if held := holdsAny(storedInput(t, a, act), values); len(held) > 0 {
 		t.Errorf("the job's stored input still holds %v after the erasure: %s", held, storedInput(t, a, act))
 	}
@@ -157,7 +147,7 @@ func TestACustomerImportQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBac
 		"amy-csv,Amy,,,\n"
 	act := heldJob(t, a, customers.JobImportCSV, []byte(file))
 
-	eraseNow(t, a, xena)
+	a.EraseNow(xena)
 	stored := storedInput(t, a, act)
 	if held := holdsAny(stored, values); len(held) > 0 {
 		t.Errorf("the stored file still holds %v after the erasure: %q", held, stored)
@@ -221,9 +211,7 @@ func TestABulkUpdateRunDuringAnErasureSkipsTheCustomer(t *testing.T) {
 	if _, err := lock.Exec(ctx, `SELECT 1 FROM exports WHERE project_id = $1 AND id = $2 FOR UPDATE`, a.P.ID, exp); err != nil {
 		t.Fatal(err)
 	}
-	if d := a.OK("POST", "/v1/customers/"+xena+"/permanent-deletion", nil); d["status"] != "DONE" {
-		t.Fatalf("deletion: %v", d)
-	}
+	a.DeletePermanently(xena)
 	release(t, a, act)
 	res := a.WaitAction(act)["result"].(map[string]any)
 	if erasuresPending(t, a) != 1 {

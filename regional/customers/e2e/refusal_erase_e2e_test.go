@@ -73,7 +73,7 @@ func TestFinishedJobsKeepNoneOfTheMetadataTheyRefusedForAnErasedCustomer(t *test
 		jobs[jobType] = act
 	}
 
-	eraseNow(t, a, xena)
+	a.EraseNow(xena)
 	for jobType, act := range jobs {
 		got := a.OK("GET", "/v1/async-actions/"+act, nil)
 		if held := holdsAny(fmt.Sprint(got), hers); len(held) > 0 {
@@ -138,7 +138,7 @@ func TestACustomerImportRunningDuringAPermanentDeletionKeepsNoneOfTheMetadataItR
 	if cp, _ := actionRow(t, a, act); !strings.Contains(cp, "opal-xr") {
 		t.Fatalf("the checkpoint should list her refused row before the deletion: %s", cp)
 	}
-	eraseNow(t, a, xena)
+	a.EraseNow(xena)
 	if cp, _ := actionRow(t, a, act); strings.Contains(cp, "opal-xr") || !strings.Contains(cp, "onyx-br") {
 		t.Errorf("the held job's checkpoint after the erasure: %s", cp)
 	}

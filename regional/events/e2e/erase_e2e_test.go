@@ -26,10 +26,7 @@ func TestABulkOfEventsQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBack(
 	input := `[{"event":"ping","customer":{"source_id":"zoe-ev","email":"zoe.ev@example.com"}},` +
 		`{"event":"ping","customer":{"source_id":"kim-ev"}}]`
 	act := a.HoldJob(events.BulkAction, map[string]int{"events": 2}, []byte(input))
-	if d := a.OK("POST", "/v1/customers/"+zoe+"/permanent-deletion", nil); d["status"] != "DONE" {
-		t.Fatalf("deletion: %v", d)
-	}
-	a.WaitErasures()
+	a.EraseNow(zoe)
 	a.ReleaseJob(act)
 	res := a.WaitAction(act)["result"].(map[string]any)
 	errs, _ := res["errors"].([]any)

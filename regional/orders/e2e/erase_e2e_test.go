@@ -27,10 +27,7 @@ func TestAnOrderImportQueuedBeforeAPermanentDeletionDoesNotBringTheCustomerBack(
 	input := `[{"source_id":"ord-olga","amount":1000,"customer":{"source_id":"olga-ord","name":"Olga Ordered"}},` +
 		`{"source_id":"ord-kim","amount":500,"customer":{"source_id":"kim-ord"}}]`
 	act := a.HoldJob(orders.JobImport, nil, []byte(input))
-	if d := a.OK("POST", "/v1/customers/"+olga+"/permanent-deletion", nil); d["status"] != "DONE" {
-		t.Fatalf("deletion: %v", d)
-	}
-	a.WaitErasures()
+	a.EraseNow(olga)
 	var stored string
 	if err := pool.QueryRow(ctx, `SELECT string_agg(convert_from(data, 'UTF8'), '' ORDER BY part) FROM async_inputs
 		WHERE project_id = $1 AND action_id = $2`, a.P.ID, act).Scan(&stored); err != nil {
