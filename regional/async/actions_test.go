@@ -120,21 +120,10 @@ func TestJobRunAgainGoesOnFromItsCheckpoint(t *testing.T) {
 		}
 		return st, nil
 	})
-	var act async.Action
-	if err := db.InTx(ctx, p, func(tx pgx.Tx) error {
-		var err error
-		act, err = async.StartJobWithInput(ctx, tx, "proj_a", "PRODUCTS.IMPORT_CSV", nil, input)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	get := func() async.Action {
-		a, err := async.GetAction(ctx, p, "proj_a", act.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
+	act := started(t, p, func(ctx context.Context, tx pgx.Tx) (async.Action, error) {
+		return async.StartJobWithInput(ctx, tx, "proj_a", "PRODUCTS.IMPORT_CSV", nil, input)
+	})
+	get := func() async.Action { return action(t, p, act.ID) }
 	w1ctx, stop1 := context.WithCancel(ctx)
 	p1 := open(t, url)
 	go async.NewWorker(p1, reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(w1ctx)
@@ -147,9 +136,7 @@ func TestJobRunAgainGoesOnFromItsCheckpoint(t *testing.T) {
 	if _, err := p.Exec(ctx, `UPDATE outbox SET run_after = now() WHERE project_id = 'proj_a'`); err != nil {
 		t.Fatal(err) // the lease lapses
 	}
-	w2ctx, stop2 := context.WithCancel(ctx)
-	defer stop2()
-	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(w2ctx)
+	runWorker(t, url, reg)
 	// Generous: under a parallel `make test` with the race detector, claims
 	// and commits on the shared servers can be slow.
 	waitFor(t, 20*time.Second, func() bool { return get().Status == async.Done })

@@ -56,17 +56,10 @@ func TestAdvanceTakesACheckpointRedactedUnderItsRun(t *testing.T) {
 		errs <- job.Advance(ctx, p, json.RawMessage(stored), state{Next: 2, Reasons: st.Reasons}, 20)
 		return map[string]any{}, nil
 	})
-	var act async.Action
-	if err := db.InTx(ctx, p, func(tx pgx.Tx) error {
-		var err error
-		act, err = async.StartJob(ctx, tx, "proj_a", "EVENTS.BULK_CREATE", nil)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(wctx)
+	act := started(t, p, func(ctx context.Context, tx pgx.Tx) (async.Action, error) {
+		return async.StartJob(ctx, tx, "proj_a", "EVENTS.BULK_CREATE", nil)
+	})
+	runWorker(t, url, reg)
 	select {
 	case <-advanced:
 	case <-time.After(20 * time.Second):

@@ -51,17 +51,10 @@ func TestAJobResultIsNotRecordedFromACheckpointRedactedAfterItsLastChunk(t *test
 		}
 		return map[string]any{"done_count": st.DoneCount, "failed": st.Listed()}, nil
 	})
-	var act async.Action
-	if err := db.InTx(ctx, p, func(tx pgx.Tx) error {
-		var err error
-		act, err = async.StartJob(ctx, tx, "proj_a", "CUSTOMERS.BULK_UPDATE", nil)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(wctx)
+	act := started(t, p, func(ctx context.Context, tx pgx.Tx) (async.Action, error) {
+		return async.StartJob(ctx, tx, "proj_a", "CUSTOMERS.BULK_UPDATE", nil)
+	})
+	runWorker(t, url, reg)
 
 	select {
 	case <-chunked:

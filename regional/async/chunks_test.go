@@ -23,7 +23,6 @@ import (
 func TestChunkedJobOverAStreamedInputGoesOnAfterACrash(t *testing.T) {
 	url := database(t)
 	p := open(t, url)
-	ctx := context.Background()
 	input := bytes.Repeat([]byte("0123456789"), 120_000) // 1.2 MB: three parts
 	reg := async.NewRegistry()
 	var runs atomic.Int32
@@ -62,24 +61,12 @@ func TestChunkedJobOverAStreamedInputGoesOnAfterACrash(t *testing.T) {
 		}
 		return st, nil
 	})
-	var act async.Action
-	if err := db.InTx(ctx, p, func(tx pgx.Tx) error {
-		var err error
-		act, _, err = async.StartJobFrom(ctx, tx, "proj_a", "CUSTOMERS.IMPORT_CSV", nil, bytes.NewReader(input), int64(len(input)))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	get := func() async.Action {
-		a, err := async.GetAction(ctx, p, "proj_a", act.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(wctx)
+	act := started(t, p, func(ctx context.Context, tx pgx.Tx) (async.Action, error) {
+		act, _, err := async.StartJobFrom(ctx, tx, "proj_a", "CUSTOMERS.IMPORT_CSV", nil, bytes.NewReader(input), int64(len(input)))
+		return act, err
+	})
+	get := func() async.Action { return action(t, p, act.ID) }
+	runWorker(t, url, reg)
 	// The retry comes after its backoff (a second); the lease is left alone,
 	// so no two runs overlap.
 	waitFor(t, 20*time.Second, func() bool { return get().Status == async.Done })
