@@ -53,33 +53,37 @@ func (w *Worker) runTxBatch(ctx context.Context, ts []Task) {
 		}
 	}
 	if len(rc) > 0 {
-		w.runTxGroup(ctx, rc, db.InTxReadCommitted)
+		w.runTxGroup(ctx, rc, pgx.ReadCommitted)
 	}
 	if len(ser) > 0 {
-		w.runTxGroup(ctx, ser, db.InTx)
+		w.runTxGroup(ctx, ser, pgx.Serializable)
 	}
 }
 
-// runTxGroup runs tasks in one transaction of inTx, or, when that fails,
-// each in its own.
-func (w *Worker) runTxGroup(ctx context.Context, ts []Task, inTx func(context.Context, db.Beginner, func(pgx.Tx) error) error) {
+// runTxGroup runs tasks in one transaction at iso, or, when that fails,
+// each in its own. The batch's transaction is a db.InPipe: its BEGIN goes
+// with the first task's first statement and its COMMIT with the finishes,
+// each of which fails it when the task's lease was lost (one-by-one below
+// sorts out which): two round trips a batch fewer than InTx's.
+func (w *Worker) runTxGroup(ctx context.Context, ts []Task, iso pgx.TxIsoLevel) {
+	inTx := db.InTx
+	if iso == pgx.ReadCommitted {
+		inTx = db.InTxReadCommitted
+	}
 	if len(ts) > 1 {
 		ts = w.inLockOrder(ts)
-		err := inTx(ctx, w.pool, func(tx pgx.Tx) error {
-			ctx := txshared.With(ctx) // the batch's shared values (txshared.Get)
+		err := db.InPipe(ctx, w.pool, iso, func(ctx context.Context, p *db.Pipe) (*pgx.Batch, error) {
+			ctx = txshared.With(ctx) // the batch's shared values (txshared.Get)
 			for _, t := range ts {
-				if err := w.runTx(ctx, tx, t); err != nil {
-					return err
+				if err := w.runTx(ctx, p.Tx(), t); err != nil {
+					return nil, err
 				}
 			}
-			held, err := finishMany(ctx, tx, ts)
-			if err != nil {
-				return err
+			b := &pgx.Batch{}
+			for _, t := range ts {
+				db.QueueChange(b, errLeaseLost, finishSQL, t.ProjectID, t.ID, t.owner, t.Attempt)
 			}
-			if len(held) < len(ts) {
-				return errLeaseLost // one-by-one below sorts out which
-			}
-			return nil
+			return b, nil
 		})
 		if err == nil {
 			for _, t := range ts {
