@@ -68,16 +68,16 @@ type CardEvent struct {
 	Data map[string]any
 }
 
-// ActivityKeyOf is the place of the cursor's activity id on card cardID:
-// 400 when it is none of the card's.
-func (s *Service) ActivityKeyOf(ctx context.Context, projectID, cardID, id string) (ActivityKey, error) {
+// ActivityKeyOf is the place of the cursor's activity id on card: 400 when
+// it is none of the card's.
+func (s *Service) ActivityKeyOf(ctx context.Context, projectID string, card *Card, id string) (ActivityKey, error) {
 	k := ActivityKey{Rank: RankLedger, ID: id}
 	sql := `SELECT created_at FROM loyalty_transactions WHERE project_id = $1 AND id = $2 AND card_id = $3`
 	if strings.HasPrefix(id, cardEventPrefix) {
 		k.Rank = RankCardEvent
 		sql = `SELECT created_at FROM loyalty_card_events WHERE project_id = $1 AND id = $2 AND card_id = $3`
 	}
-	err := s.pool.QueryRow(ctx, sql, projectID, id, cardID).Scan(&k.At)
+	err := s.pool.QueryRow(ctx, sql, projectID, id, card.ID).Scan(&k.At)
 	if errors.Is(err, db.ErrNotFound) {
 		return k, apierr.InvalidQuery("starting_after_id", "is not an activity id of this member: give the more_starting_after of the page before")
 	}
@@ -131,17 +131,17 @@ func (s *Service) PageOfCardEvents(ctx context.Context, projectID, cardID string
 	})
 }
 
-// queueCardEvent queues recording an event of card cardID for its
-// member's activity: typ is the reference's activity type, data what the
-// event adds to the card's customer, campaign and voucher.
-func queueCardEvent(b *pgx.Batch, projectID, cardID, typ string, data map[string]any, now time.Time) {
+// queueCardEvent queues recording an event of card for its member's
+// activity: typ is the reference's activity type, data what the event adds
+// to the card's customer, campaign and voucher.
+func queueCardEvent(b *pgx.Batch, projectID string, card *Card, typ string, data map[string]any, now time.Time) {
 	raw, _ := json.Marshal(data)
 	b.Queue(`INSERT INTO loyalty_card_events (project_id, card_id, id, type, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		projectID, cardID, ids.New(cardEventPrefix), typ, raw, now)
+		projectID, card.ID, ids.New(cardEventPrefix), typ, raw, now)
 }
 
 // Event queues recording an event of card for its member's activity in
 // the write's transaction (regional/earning's pending points).
 func (l *LedgerWrite) Event(card *Card, typ string, data map[string]any) {
-	queueCardEvent(l.b, l.projectID, card.ID, typ, data, l.now)
+	queueCardEvent(l.b, l.projectID, card, typ, data, l.now)
 }

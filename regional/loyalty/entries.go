@@ -37,18 +37,18 @@ func QueueDropEntries(b *pgx.Batch, projectID string, voucherIDs []string) {
 	b.Queue(`DELETE FROM loyalty_transactions WHERE project_id = $1 AND card_id = ANY($2::TEXT[])`, projectID, voucherIDs)
 }
 
-// ListEntries returns a page of a voucher's entries (voucherID) or of a
-// campaign's (campaignID), both ids the caller has resolved, with tq's
-// cursor, order and filters.
-func ListEntries(ctx context.Context, q db.Querier, projectID, voucherID, campaignID string, tq TxQuery, now time.Time) ([]Transaction, bool, string, error) {
-	args := []any{projectID}
+// ListEntries returns a page of a voucher's entries (ref.Member, a loyalty
+// or gift card's id) or of a campaign's (ref.Campaign, its id), both ids
+// the caller has resolved, with tq's cursor, order and filters.
+func ListEntries(ctx context.Context, q db.Querier, ref CardRef, tq TxQuery, now time.Time) ([]Transaction, bool, string, error) {
+	args := []any{ref.Project}
 	where := `project_id = $1`
-	if voucherID != "" {
-		args = append(args, voucherID)
+	if ref.Member != "" {
+		args = append(args, ref.Member)
 		where += fmt.Sprintf(` AND card_id = $%d`, len(args))
 	}
-	if campaignID != "" {
-		args = append(args, campaignID)
+	if ref.Campaign != "" {
+		args = append(args, ref.Campaign)
 		where += fmt.Sprintf(` AND campaign_id = $%d`, len(args))
 	}
 	ts, err := pageOfTransactions(ctx, q, tq, where, args, now)

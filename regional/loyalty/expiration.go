@@ -64,7 +64,7 @@ func (s *Service) expireCard(ctx context.Context, projectID, cardID string, toda
 		var card LockedCard
 		var buckets []Bucket
 		b := &pgx.Batch{}
-		queueLockCard(b, s.attrs, projectID, "", cardID, &card)
+		queueLockCard(b, s.attrs, CardRef{Project: projectID, Member: cardID}, &card)
 		queueBuckets(b, projectID, cardID, &buckets)
 		if err := p.Send(ctx, b).Close(); err != nil {
 			return nil, err

@@ -166,7 +166,7 @@ func (s *Service) LockCard(ctx context.Context, send func(*pgx.Batch) error, ref
 	buckets *[]Bucket, also ...func(b *pgx.Batch, key string)) (LockedCard, error) {
 	var card LockedCard
 	b := &pgx.Batch{}
-	queueLockCard(b, s.attrs, ref.Project, ref.Campaign, ref.Member, &card)
+	queueLockCard(b, s.attrs, ref, &card)
 	if buckets != nil {
 		queueBuckets(b, ref.Project, ref.Member, buckets)
 	}
@@ -233,7 +233,7 @@ func (s *Service) queueTierShift(ctx context.Context, b *pgx.Batch, projectID st
 		if card.UpdatedAt != nil { // the write's instant (LedgerWrite.touch)
 			at = *card.UpdatedAt
 		}
-		queueCardEvent(b, projectID, card.ID, event, act, at)
+		queueCardEvent(b, projectID, &card, event, act, at)
 		return s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: event, Entity: card.ID, Object: o})
 	})
 	return moves, err
@@ -302,7 +302,7 @@ func (s *Service) Transfer(ctx context.Context, ref CardRef, rs Transfers) (_ Ca
 		bks := make([][]Bucket, len(keys))
 		b := &pgx.Batch{}
 		for i, k := range keys {
-			queueLockCard(b, s.attrs, projectID, "", k, &locked[i])
+			queueLockCard(b, s.attrs, CardRef{Project: projectID, Member: k}, &locked[i])
 			queueBuckets(b, projectID, k, &bks[i])
 		}
 		if err := p.Send(ctx, b).Close(); err != nil {

@@ -91,7 +91,7 @@ func (s *Service) Join(ctx context.Context, tx pgx.Tx, projectID string, camp Ca
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE loyalty_cards SET holder_id = $3, metadata = $4, updated_at = $5 WHERE project_id = $1 AND id = $2`,
 		projectID, card.ID, custID, meta, now)
-	queueCardEvent(b, projectID, card.ID, EventPublishedActivity, map[string]any{}, now)
+	queueCardEvent(b, projectID, &card, EventPublishedActivity, map[string]any{}, now)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return Card{}, err
 	}

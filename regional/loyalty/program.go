@@ -59,7 +59,7 @@ func NewCampaignPart[T any](table, columns, resource string, scan func(pgx.Row) 
 
 // QueueLockCard queues the locking read of the card named by key into dst.
 func (s *Service) QueueLockCard(b *pgx.Batch, projectID, campaignID, key string, dst *LockedCard) {
-	queueLockCard(b, s.attrs, projectID, campaignID, key, dst)
+	queueLockCard(b, s.attrs, CardRef{Project: projectID, Campaign: campaignID, Member: key}, dst)
 }
 
 // QueueCard queues reading the card key names (its code, or else its id)
@@ -70,7 +70,7 @@ func (s *Service) QueueCard(b *pgx.Batch, projectID, key string, lock bool, dst 
 	if lock {
 		sql = lockCardSQL(key, s.attrs.earnCol)
 	}
-	queueCard(b, s.attrs, sql, projectID, "", key, dst)
+	queueCard(b, s.attrs, sql, CardRef{Project: projectID, Member: key}, dst)
 	if buckets != nil {
 		queueBuckets(b, projectID, key, buckets)
 	}

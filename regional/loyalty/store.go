@@ -188,14 +188,14 @@ func (a attrsCache) parse(id string, raw []byte) (Attrs, error) {
 }
 
 // queueLockCard queues the read that locks the card with code or id key of
-// a live campaign (campaignID, its id or name, when not empty) into dst, and
-// the campaign's tiers; dst.Found says whether there was one.
-func queueLockCard(b *pgx.Batch, cache attrsCache, projectID, campaignID, key string, dst *LockedCard) {
-	queueCard(b, cache, lockCardSQL(key, cache.earnCol), projectID, campaignID, key, dst)
+// a live campaign (ref.Campaign, its id or name, when not empty) into dst,
+// and the campaign's tiers; dst.Found says whether there was one.
+func queueLockCard(b *pgx.Batch, cache attrsCache, ref CardRef, dst *LockedCard) {
+	queueCard(b, cache, lockCardSQL(ref.Member, cache.earnCol), ref, dst)
 }
 
-func queueCard(b *pgx.Batch, cache attrsCache, sql, projectID, campaignID, key string, dst *LockedCard) {
-	b.Queue(sql, projectID, key, campaignID).Query(func(rows pgx.Rows) error {
+func queueCard(b *pgx.Batch, cache attrsCache, sql string, ref CardRef, dst *LockedCard) {
+	b.Queue(sql, ref.Project, ref.Member, ref.Campaign).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			if err := scanLocked(rows, cache, dst); err != nil {
 				return err

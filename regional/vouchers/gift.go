@@ -190,7 +190,7 @@ func (s *Service) Transactions(ctx context.Context, projectID, code string, tq l
 	if err != nil {
 		return nil, false, "", err
 	}
-	return loyalty.ListEntries(ctx, s.pool, projectID, v.ID, "", tq, s.now())
+	return loyalty.ListEntries(ctx, s.pool, loyalty.CardRef{Project: projectID, Member: v.ID}, tq, s.now())
 }
 
 // openingDetails is the details of a new gift card's opening entry: its

@@ -92,7 +92,7 @@ func (s *Service) MemberActivity(ctx context.Context, ref loyalty.CardRef, lq li
 	}
 	var after *loyalty.ActivityKey
 	if lq.After != "" {
-		k, err := s.cards.ActivityKeyOf(ctx, ref.Project, card.ID, lq.After)
+		k, err := s.cards.ActivityKeyOf(ctx, ref.Project, &card, lq.After)
 		if err != nil {
 			return nil, false, "", err
 		}

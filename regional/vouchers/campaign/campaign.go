@@ -325,7 +325,7 @@ func (s *Service) CampaignTransactions(ctx context.Context, projectID, idOrName 
 		}
 		return nil, false, "", false, err
 	}
-	ts, more, next, err = loyalty.ListEntries(ctx, s.pool, projectID, "", c.ID, tq, s.now())
+	ts, more, next, err = loyalty.ListEntries(ctx, s.pool, loyalty.CardRef{Project: projectID, Campaign: c.ID}, tq, s.now())
 	return ts, more, next, true, err
 }
 
