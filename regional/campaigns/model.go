@@ -37,6 +37,13 @@ const (
 	DeleteJob   = "CAMPAIGN.VOUCHERS_DELETE"
 )
 
+// HolderRef names a customer's place in a campaign, in a project: the
+// card, gift card or voucher of Campaign that Customer holds or is given.
+// Campaign is the campaign's id, or its name where a function says so.
+type HolderRef struct {
+	Project, Campaign, Customer string
+}
+
 // Campaign is a campaign of any type, a row of the campaigns table; V is
 // its voucher template, the only part its kind's package adds.
 type Campaign[V any] struct {

@@ -18,16 +18,16 @@ import (
 	"github.com/tallyhq/tally/regional/webhooks"
 )
 
-// JoinIn gives customerID a card of campaignID in tx, as Join does
+// JoinIn gives at.Customer a card of at.Campaign in tx, as Join does
 // without a named card: the one they hold, a free one, or (AUTO_UPDATE) a
 // new one. Packages that reward customers with points (regional/referrals)
 // join them to the program first.
-func (s *Service) JoinIn(ctx context.Context, tx pgx.Tx, projectID, campaignID, customerID string) (Card, Campaign, error) {
-	camp, err := s.Campaign(ctx, tx, projectID, campaignID)
+func (s *Service) JoinIn(ctx context.Context, tx pgx.Tx, at campaigns.HolderRef) (Card, Campaign, error) {
+	camp, err := s.Campaign(ctx, tx, at.Project, at.Campaign)
 	if err != nil {
 		return Card{}, Campaign{}, err
 	}
-	card, err := s.Join(ctx, tx, projectID, camp, customerID, nil, nil)
+	card, err := s.Join(ctx, tx, at.Project, camp, at.Customer, nil, nil)
 	return card, camp, err
 }
 

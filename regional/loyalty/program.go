@@ -119,13 +119,13 @@ func HeldCardsFrom(holderSQL string) string {
 	return ` FROM loyalty_cards c` + campaigns.JoinLive("k", "c") + ` WHERE c.project_id = $1 AND c.holder_id = ` + holderSQL + ` AND c.balance > 0`
 }
 
-// HeldCardKey is the id and code of the card of campaignID that holderID
-// holds (their first), read without a lock ("" when they hold none): where
-// a transaction that locks it beside another card finds which to take
-// first (docs/architecture.md, Lock order).
-func HeldCardKey(ctx context.Context, q db.Querier, projectID, campaignID, holderID string) (id, code string, err error) {
+// HeldCardKey is the id and code of the card at names (the holder's
+// first), read without a lock ("" when they hold none): where a
+// transaction that locks it beside another card finds which to take first
+// (docs/architecture.md, Lock order).
+func HeldCardKey(ctx context.Context, q db.Querier, at campaigns.HolderRef) (id, code string, err error) {
 	err = q.QueryRow(ctx, `SELECT c.id, c.code FROM loyalty_cards c WHERE c.project_id = $1 AND c.campaign_id = $2 AND c.holder_id = $3
-		ORDER BY c.id LIMIT 1`, projectID, campaignID, holderID).Scan(&id, &code)
+		ORDER BY c.id LIMIT 1`, at.Project, at.Campaign, at.Customer).Scan(&id, &code)
 	if errors.Is(err, db.ErrNotFound) {
 		return "", "", nil
 	}

@@ -307,21 +307,21 @@ func (s *Service) create(ctx context.Context, tx pgx.Tx, projectID string, r Req
 		Object: event})
 }
 
-// PublishIn publishes a voucher of campaignID (a card, for a loyalty
-// program) to customerID in tx as POST /v1/publications does, for a
+// PublishIn publishes a voucher of at.Campaign (a card, for a loyalty
+// program) to at.Customer in tx as POST /v1/publications does, for a
 // CAMPAIGN reward a member buys with points (regional/redemptions): a
 // refused publication is the error, which rolls the redemption back with
 // it. fresh is false when the publication is an earlier one answered again
 // (a join_once campaign the customer joined before).
-func (s *Service) PublishIn(ctx context.Context, tx pgx.Tx, projectID, campaignID, customerID string) (v View, fresh bool, err error) {
-	cust, _ := json.Marshal(customerID)
-	camp, _ := json.Marshal(campaignID)
+func (s *Service) PublishIn(ctx context.Context, tx pgx.Tx, at campaigns.HolderRef) (v View, fresh bool, err error) {
+	cust, _ := json.Marshal(at.Customer)
+	camp, _ := json.Marshal(at.Campaign)
 	r := Request{Customer: cust, Campaign: camp}
 	p, err := r.check()
 	if err != nil {
 		return View{}, false, err
 	}
-	v, refused, err := s.create(ctx, tx, projectID, r, p)
+	v, refused, err := s.create(ctx, tx, at.Project, r, p)
 	if err == nil {
 		err = refused
 	}
@@ -424,7 +424,7 @@ func (s *Service) createCard(ctx context.Context, tx pgx.Tx, projectID, campaign
 		return View{}, nil, apierr.InvalidPayload("expiration_date: " + p.campaign +
 			" is a loyalty program, whose cards expire as the program says; expiration_date is for discount, gift and referral vouchers")
 	}
-	card, camp, err := s.loyalty.JoinIn(ctx, tx, projectID, campaignID, cust.ID)
+	card, camp, err := s.loyalty.JoinIn(ctx, tx, campaigns.HolderRef{Project: projectID, Campaign: campaignID, Customer: cust.ID})
 	simple := func(c loyalty.Campaign) map[string]any {
 		return simpleCampaign(c.ID, c.Name, c.CampaignType, c.Attrs.Type, false)
 	}

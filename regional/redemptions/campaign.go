@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/apierr"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/rewards"
 )
@@ -46,11 +47,12 @@ func (s *Service) give(ctx context.Context, tx pgx.Tx, l *loyalty.LedgerWrite, p
 		return nil, issued{}, apierr.InvalidPayload(fmt.Sprintf("card %s is held by no customer: reward %s gives to the card's holder", card.Code, w.ID))
 	}
 	holder := *card.HolderID
+	at := campaigns.HolderRef{Project: projectID, Campaign: c.ID, Customer: holder}
 	details := map[string]any{"reward": map[string]any{"id": w.ID, "name": w.Name}, "redemption": map[string]any{"id": id},
 		"source_voucher": map[string]any{"id": card.ID, "code": card.Code, "object": "voucher"}}
 	switch c.Type {
 	case rewards.DiscountCoupons:
-		pub, fresh, err := s.pubs.PublishIn(ctx, tx, projectID, c.ID, holder)
+		pub, fresh, err := s.pubs.PublishIn(ctx, tx, at)
 		if err != nil {
 			return nil, issued{}, err
 		}
@@ -61,12 +63,12 @@ func (s *Service) give(ctx context.Context, tx pgx.Tx, l *loyalty.LedgerWrite, p
 		}
 		return pub.Voucher, issued{Type: c.Type, VoucherID: pub.VouchersID[0]}, nil
 	case rewards.GiftVouchers:
-		v, found, err := s.vouchers.HeldGiftCard(ctx, tx, projectID, c.ID, holder)
+		v, found, err := s.vouchers.HeldGiftCard(ctx, tx, at)
 		if err != nil {
 			return nil, issued{}, err
 		}
 		if !found {
-			pub, _, err := s.pubs.PublishIn(ctx, tx, projectID, c.ID, holder)
+			pub, _, err := s.pubs.PublishIn(ctx, tx, at)
 			if err != nil {
 				return nil, issued{}, err
 			}
@@ -86,7 +88,7 @@ func (s *Service) give(ctx context.Context, tx pgx.Tx, l *loyalty.LedgerWrite, p
 			return nil, issued{}, apierr.InvalidPayload(fmt.Sprintf(
 				"reward %s gives points in loyalty program %s, the card's own: a CAMPAIGN reward adds points in another program", w.ID, c.ID))
 		}
-		pub, _, err := s.pubs.PublishIn(ctx, tx, projectID, c.ID, holder)
+		pub, _, err := s.pubs.PublishIn(ctx, tx, at)
 		if err != nil {
 			return nil, issued{}, err
 		}

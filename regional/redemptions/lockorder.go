@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty"
 	"github.com/tallyhq/tally/regional/rewards"
 	"github.com/tallyhq/tally/regional/vouchers"
@@ -30,13 +31,13 @@ type target struct {
 // heldTarget is what reward campaign c would give to holder, when they
 // hold it already. A new discount voucher is always a fresh one.
 func heldTarget(ctx context.Context, tx db.Querier, projectID string, c *rewards.CampaignReward, holder string) (target, error) {
-	t := target{kind: c.Type}
+	t, at := target{kind: c.Type}, campaigns.HolderRef{Project: projectID, Campaign: c.ID, Customer: holder}
 	var err error
 	switch c.Type {
 	case rewards.GiftVouchers:
-		t.id, t.code, err = vouchers.HeldGiftCardKey(ctx, tx, projectID, c.ID, holder)
+		t.id, t.code, err = vouchers.HeldGiftCardKey(ctx, tx, at)
 	case rewards.LoyaltyProgram:
-		t.id, t.code, err = loyalty.HeldCardKey(ctx, tx, projectID, c.ID, holder)
+		t.id, t.code, err = loyalty.HeldCardKey(ctx, tx, at)
 	}
 	return t, err
 }

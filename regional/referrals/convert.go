@@ -236,7 +236,7 @@ func (s *Service) reward(ctx context.Context, tx pgx.Tx, projectID string, conv 
 	}
 	send := func(b *pgx.Batch) error { return tx.SendBatch(ctx, b).Close() }
 	if rw.Type == GiftVoucher {
-		v, claimed, err := s.vouchers.GiftCardOf(ctx, tx, projectID, rw.RelatedObjectParent.ID, to.ID)
+		v, claimed, err := s.vouchers.GiftCardOf(ctx, tx, campaigns.HolderRef{Project: projectID, Campaign: rw.RelatedObjectParent.ID, Customer: to.ID})
 		if err != nil {
 			return err
 		}
@@ -266,7 +266,7 @@ func (s *Service) reward(ctx context.Context, tx pgx.Tx, projectID string, conv 
 		ev["voucher"], ev["balance"] = view, map[string]any{"amount": rw.Amount}
 		return s.notify.Emit(ctx, tx, webhooks.Notice{Project: projectID, Type: EventRewarded, Entity: to.ID, Object: ev})
 	}
-	card, _, err := s.loyalty.JoinIn(ctx, tx, projectID, rw.RelatedObjectParent.ID, to.ID)
+	card, _, err := s.loyalty.JoinIn(ctx, tx, campaigns.HolderRef{Project: projectID, Campaign: rw.RelatedObjectParent.ID, Customer: to.ID})
 	if err != nil {
 		return err
 	}

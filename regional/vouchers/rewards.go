@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/campaigns"
 	"github.com/tallyhq/tally/regional/loyalty"
 )
 
@@ -15,12 +16,12 @@ import (
 // in a gift campaign and its credits, and the disabling of a discount
 // voucher the reward gave when the redemption is rolled back.
 
-// HeldGiftCard locks and reads the gift card of campaignID that holderID
-// holds in tx (their first), found false when they hold none.
-func (s *Service) HeldGiftCard(ctx context.Context, tx pgx.Tx, projectID, campaignID, holderID string) (v Voucher, found bool, err error) {
+// HeldGiftCard locks and reads the gift card at names in tx (the holder's
+// first), found false when they hold none.
+func (s *Service) HeldGiftCard(ctx context.Context, tx pgx.Tx, at campaigns.HolderRef) (v Voucher, found bool, err error) {
 	v, err = scanVoucher(tx.QueryRow(ctx, `SELECT `+voucherColumns+voucherFrom+`
 		WHERE v.project_id = $1 AND v.campaign_id = $2 AND v.holder_id = $3 AND v.bin_id IS NULL AND v.type = $4
-		ORDER BY v.id LIMIT 1 FOR UPDATE OF v`, projectID, campaignID, holderID, Gift))
+		ORDER BY v.id LIMIT 1 FOR UPDATE OF v`, at.Project, at.Campaign, at.Customer, Gift))
 	if errors.Is(err, db.ErrNotFound) {
 		return Voucher{}, false, nil
 	}
@@ -57,14 +58,13 @@ func (s *Service) DisableIn(ctx context.Context, tx pgx.Tx, projectID string, v 
 	return s.queueNotice(ctx, tx, &pgx.Batch{}, projectID, EventVoucherDisabled, v)
 }
 
-// HeldGiftCardKey is the id and code of the gift card HeldGiftCard would
-// lock, read without a lock ("" when holderID holds none): where a
-// transaction that locks it beside a loyalty card finds which to take
-// first (docs/architecture.md, Lock order).
-func HeldGiftCardKey(ctx context.Context, q db.Querier, projectID, campaignID, holderID string) (id, code string, err error) {
+// HeldGiftCardKey is the id and code HeldGiftCard would lock, read without
+// a lock ("" for none): where a transaction that locks it beside a loyalty
+// card finds which to take first (docs/architecture.md, Lock order).
+func HeldGiftCardKey(ctx context.Context, q db.Querier, at campaigns.HolderRef) (id, code string, err error) {
 	err = q.QueryRow(ctx, `SELECT v.id, v.code FROM vouchers v
 		WHERE v.project_id = $1 AND v.campaign_id = $2 AND v.holder_id = $3 AND v.bin_id IS NULL AND v.type = $4
-		ORDER BY v.id LIMIT 1`, projectID, campaignID, holderID, Gift).Scan(&id, &code)
+		ORDER BY v.id LIMIT 1`, at.Project, at.Campaign, at.Customer, Gift).Scan(&id, &code)
 	if errors.Is(err, db.ErrNotFound) {
 		return "", "", nil
 	}
