@@ -196,17 +196,18 @@ func (s *Service) DeleteAssignment(ctx context.Context, ref campaigns.ItemRef) e
 	})
 }
 
-// ListAssignments returns a page of a campaign's assignments.
-// With assignmentID, only that assignment (none if it is another campaign's).
-func (s *Service) ListAssignments(ctx context.Context, projectID, campaignID, assignmentID string, lq listq.Query) ([]AssignmentView, int, bool, string, error) {
-	camp, err := s.prog.Campaign(ctx, s.pool, projectID, campaignID)
+// ListAssignments returns a page of the assignments of campaign
+// ref.Campaign. With ref.ID, only that assignment (none if it is another
+// campaign's).
+func (s *Service) ListAssignments(ctx context.Context, ref campaigns.ItemRef, lq listq.Query) ([]AssignmentView, int, bool, string, error) {
+	camp, err := s.prog.Campaign(ctx, s.pool, ref.Project, ref.Campaign)
 	if err != nil {
 		return nil, 0, false, "", err
 	}
-	where, args := ` WHERE project_id = $1 AND campaign_id = $2`, []any{projectID, camp.ID}
-	if assignmentID != "" {
+	where, args := ` WHERE project_id = $1 AND campaign_id = $2`, []any{ref.Project, camp.ID}
+	if ref.ID != "" {
 		where += ` AND id = $3`
-		args = append(args, assignmentID)
+		args = append(args, ref.ID)
 	}
 	return s.assignmentPage(ctx, where, args, lq)
 }
@@ -276,7 +277,8 @@ func (h Handler) createAssignments(c echo.Context) error {
 
 func (h Handler) listAssignments(c echo.Context) error {
 	return httpx.WithList(c, listq.Spec{NoOrder: true, Pages: true}, func(lq listq.Query) (any, error) {
-		vs, total, more, next, err := h.svc.ListAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.QueryParam("assignment_id"), lq)
+		ref := campaigns.ItemRef{Project: httpx.ProjectID(c), Campaign: c.Param("campaignId"), ID: c.QueryParam("assignment_id")}
+		vs, total, more, next, err := h.svc.ListAssignments(c.Request().Context(), ref, lq)
 		return listq.List[AssignmentView]{Data: vs, Total: &total, More: more, Next: next}, err
 	})
 }

@@ -33,16 +33,26 @@ type RewardAssignmentRequest struct {
 	} `json:"parameters"`
 }
 
-// ofReward reads an assignment of rewardID (404 when the reward has no
-// such assignment, or is not there).
-func (s *Service) ofReward(ctx context.Context, q db.Querier, projectID, rewardID, assignmentID string) (Assignment, error) {
-	if _, err := rewards.Get(ctx, q, projectID, rewardID); err != nil {
+// rewardItem names an assignment the way a reward's path does:
+// /v1/rewards/{rewardId}/assignments/{assignmentId}, in a project.
+type rewardItem struct {
+	Project, Reward, ID string
+}
+
+func rewardItemOf(c echo.Context) rewardItem {
+	return rewardItem{Project: httpx.ProjectID(c), Reward: c.Param("rewardId"), ID: c.Param("assignmentId")}
+}
+
+// ofReward reads the assignment ref names (404 when the reward has no such
+// assignment, or is not there).
+func (s *Service) ofReward(ctx context.Context, q db.Querier, ref rewardItem) (Assignment, error) {
+	if _, err := rewards.Get(ctx, q, ref.Project, ref.Reward); err != nil {
 		return Assignment{}, err
 	}
 	a, err := scanAssignment(q.QueryRow(ctx, `SELECT `+assignmentColumns+` FROM reward_assignments
-		WHERE project_id = $1 AND reward_id = $2 AND id = $3`, projectID, rewardID, assignmentID))
+		WHERE project_id = $1 AND reward_id = $2 AND id = $3`, ref.Project, ref.Reward, ref.ID))
 	if errors.Is(err, db.ErrNotFound) {
-		return Assignment{}, apierr.NotFound("reward_assignment", assignmentID)
+		return Assignment{}, apierr.NotFound("reward_assignment", ref.ID)
 	}
 	return a, err
 }
@@ -77,7 +87,7 @@ func registerByReward(g *echo.Group, h Handler) {
 		})
 	})
 	g.GET("/rewards/:rewardId/assignments/:assignmentId", func(c echo.Context) error {
-		a, err := s.ofReward(c.Request().Context(), s.pool, httpx.ProjectID(c), c.Param("rewardId"), c.Param("assignmentId"))
+		a, err := s.ofReward(c.Request().Context(), s.pool, rewardItemOf(c))
 		if err != nil {
 			return err
 		}
@@ -85,21 +95,21 @@ func registerByReward(g *echo.Group, h Handler) {
 	})
 	g.PUT("/rewards/:rewardId/assignments/:assignmentId", func(c echo.Context) error {
 		return httpx.WithBody(c, func(r AssignmentRequest) (any, error) {
-			ctx, projectID := c.Request().Context(), httpx.ProjectID(c)
-			a, err := s.ofReward(ctx, s.pool, projectID, c.Param("rewardId"), c.Param("assignmentId"))
+			ctx, ref := c.Request().Context(), rewardItemOf(c)
+			a, err := s.ofReward(ctx, s.pool, ref)
 			if err != nil {
 				return nil, err
 			}
-			return s.UpdateAssignment(ctx, campaigns.ItemRef{Project: projectID, Campaign: a.CampaignID, ID: a.ID}, r)
+			return s.UpdateAssignment(ctx, campaigns.ItemRef{Project: ref.Project, Campaign: a.CampaignID, ID: a.ID}, r)
 		})
 	})
 	g.DELETE("/rewards/:rewardId/assignments/:assignmentId", func(c echo.Context) error {
-		ctx, projectID := c.Request().Context(), httpx.ProjectID(c)
-		a, err := s.ofReward(ctx, s.pool, projectID, c.Param("rewardId"), c.Param("assignmentId"))
+		ctx, ref := c.Request().Context(), rewardItemOf(c)
+		a, err := s.ofReward(ctx, s.pool, ref)
 		if err != nil {
 			return err
 		}
-		if err := s.DeleteAssignment(ctx, campaigns.ItemRef{Project: projectID, Campaign: a.CampaignID, ID: a.ID}); err != nil {
+		if err := s.DeleteAssignment(ctx, campaigns.ItemRef{Project: ref.Project, Campaign: a.CampaignID, ID: a.ID}); err != nil {
 			return err
 		}
 		return c.NoContent(http.StatusNoContent)
@@ -112,7 +122,8 @@ func registerByReward(g *echo.Group, h Handler) {
 			if only == "" {
 				only = c.QueryParam("assignmentId") // the reference's spelling of this list's filter
 			}
-			vs, total, more, next, err := s.ListAssignments(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), only, lq)
+			ref := campaigns.ItemRef{Project: httpx.ProjectID(c), Campaign: c.Param("campaignId"), ID: only}
+			vs, total, more, next, err := s.ListAssignments(c.Request().Context(), ref, lq)
 			return listq.List[AssignmentView]{Data: vs, Total: &total, More: more, Next: next}, err
 		})
 	})
