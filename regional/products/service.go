@@ -346,14 +346,14 @@ func (s *Service) CreateSKU(ctx context.Context, projectID, productRef string, p
 	return v, err
 }
 
-// CreateSKUIn adds a SKU with the id given to a live product in the
-// caller's transaction (as CreateProductIn).
-func (s *Service) CreateSKUIn(ctx context.Context, tx pgx.Tx, projectID, id, productRef string, patch Patch) (SKUView, error) {
-	k, err := s.newSKU(ctx, projectID, id, patch)
+// CreateSKUIn adds a SKU with the id ref.SKU to the live product
+// ref.Product in the caller's transaction (as CreateProductIn).
+func (s *Service) CreateSKUIn(ctx context.Context, tx pgx.Tx, ref SKURef, patch Patch) (SKUView, error) {
+	k, err := s.newSKU(ctx, ref.Project, ref.SKU, patch)
 	if err != nil {
 		return SKUView{}, err
 	}
-	return s.writeSKU(ctx, tx, projectID, productRef, k)
+	return s.writeSKU(ctx, tx, ref.Project, ref.Product, k)
 }
 
 // newSKU is the SKU a create body makes, checked.

@@ -350,7 +350,7 @@ func (s *Service) makeOne(ctx context.Context, tx pgx.Tx, projectID string, p pl
 			return err
 		}
 		delete(patch, "product_id")
-		_, err = o.Products.CreateSKUIn(ctx, tx, projectID, p.id, ref, patch)
+		_, err = o.Products.CreateSKUIn(ctx, tx, products.SKURef{Project: projectID, Product: ref, SKU: p.id}, patch)
 	case "products_collection":
 		var r collections.Request
 		if err := json.Unmarshal(p.body, &r); err != nil {
