@@ -84,7 +84,8 @@ func (h handler) assign(c echo.Context) error {
 }
 
 func (h handler) unassign(c echo.Context) error {
-	if err := h.svc.Unassign(c.Request().Context(), httpx.ProjectID(c), c.Param("validationRuleId"), c.Param("assignmentId")); err != nil {
+	if err := h.svc.Unassign(c.Request().Context(),
+		AssignmentRef{Project: httpx.ProjectID(c), Rule: c.Param("validationRuleId"), ID: c.Param("assignmentId")}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -80,6 +80,13 @@ type Assignment struct {
 	CreatedAt         time.Time
 }
 
+// AssignmentRef names an assignment the way its path does:
+// /v1/validation-rules/{validationRuleId}/assignments/{assignmentId}, in a
+// project.
+type AssignmentRef struct {
+	Project, Rule, ID string
+}
+
 // AssignmentView is the reference's ValidationRuleAssignment.
 type AssignmentView struct {
 	ID                string     `json:"id"`

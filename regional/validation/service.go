@@ -172,12 +172,12 @@ func (s *Service) Assign(ctx context.Context, projectID, ruleID string, b Body, 
 }
 
 // Unassign removes one of a rule's assignments.
-func (s *Service) Unassign(ctx context.Context, projectID, ruleID, id string) error {
+func (s *Service) Unassign(ctx context.Context, ref AssignmentRef) error {
 	return db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := getRule(ctx, tx, projectID, ruleID, false); err != nil {
+		if _, err := getRule(ctx, tx, ref.Project, ref.Rule, false); err != nil {
 			return err
 		}
-		return deleteAssignment(ctx, tx, projectID, ruleID, id)
+		return deleteAssignment(ctx, tx, ref)
 	})
 }
 

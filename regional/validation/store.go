@@ -221,14 +221,14 @@ func insertAssignment(ctx context.Context, q db.Querier, projectID string, a Ass
 }
 
 // deleteAssignment removes a rule's assignment, or answers its 404.
-func deleteAssignment(ctx context.Context, q db.Querier, projectID, ruleID, id string) error {
+func deleteAssignment(ctx context.Context, q db.Querier, ref AssignmentRef) error {
 	tag, err := q.Exec(ctx, `DELETE FROM validation_rule_assignments WHERE project_id = $1 AND rule_id = $2 AND id = $3`,
-		projectID, ruleID, id)
+		ref.Project, ref.Rule, ref.ID)
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return apierr.NotFound("validation_rules_assignment", id)
+		return apierr.NotFound("validation_rules_assignment", ref.ID)
 	}
 	return nil
 }
