@@ -15,11 +15,17 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 )
 
-// Take takes code for voucherID in the project's registry; false when
+// Held is a row of the registry: Code held by Voucher (the id of a
+// voucher, a gift card or a loyalty card) in Project.
+type Held struct {
+	Project, Code, Voucher string
+}
+
+// Take takes h.Code for h.Voucher in the project's registry; false when
 // another voucher holds it already.
-func Take(ctx context.Context, q db.Querier, projectID, code, voucherID string) (bool, error) {
+func Take(ctx context.Context, q db.Querier, h Held) (bool, error) {
 	tag, err := q.Exec(ctx, `INSERT INTO voucher_codes (project_id, code, voucher_id) VALUES ($1, $2, $3)
-		ON CONFLICT (project_id, code) DO NOTHING`, projectID, code, voucherID)
+		ON CONFLICT (project_id, code) DO NOTHING`, h.Project, h.Code, h.Voucher)
 	if err != nil {
 		return false, err
 	}

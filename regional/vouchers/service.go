@@ -317,7 +317,7 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 			}
 			for i := 0; ; i++ {
 				v.Code = gen.Next()
-				took, err := vouchercodes.Take(ctx, tx, projectID, v.Code, v.ID)
+				took, err := vouchercodes.Take(ctx, tx, vouchercodes.Held{Project: projectID, Code: v.Code, Voucher: v.ID})
 				if err != nil {
 					return err
 				}
@@ -328,7 +328,7 @@ func (s *Service) Create(ctx context.Context, projectID, pathCode string, r Requ
 					return apierr.InvalidPayload("code_config: no free code found in 20 tries; widen the charset or lengthen the code")
 				}
 			}
-		} else if err := registerCode(ctx, tx, projectID, v.Code, v.ID); err != nil {
+		} else if err := registerCode(ctx, tx, vouchercodes.Held{Project: projectID, Code: v.Code, Voucher: v.ID}); err != nil {
 			return err
 		}
 		if err := insertVoucher(ctx, tx, projectID, v); err != nil {
@@ -505,7 +505,7 @@ func (s *Service) Delete(ctx context.Context, projectID, code string, force bool
 			return err
 		}
 		if force {
-			return deleteForGood(ctx, tx, projectID, v.ID, v.Code)
+			return deleteForGood(ctx, tx, vouchercodes.Held{Project: projectID, Code: v.Code, Voucher: v.ID})
 		}
 		e := bin.Entry{ID: bin.NewID(), ResourceType: "voucher", ResourceID: v.ID, ResourceName: &v.Code, CreatedAt: s.now()}
 		b := &pgx.Batch{}
@@ -515,11 +515,11 @@ func (s *Service) Delete(ctx context.Context, projectID, code string, force bool
 	})
 }
 
-func deleteForGood(ctx context.Context, tx pgx.Tx, projectID, id, code string) error {
+func deleteForGood(ctx context.Context, tx pgx.Tx, h vouchercodes.Held) error {
 	b := &pgx.Batch{}
-	b.Queue(`DELETE FROM vouchers WHERE project_id = $1 AND id = $2`, projectID, id)
-	vouchercodes.QueueFree(b, projectID, []string{id}, []string{code})
-	loyalty.QueueDropEntries(b, projectID, []string{id})
+	b.Queue(`DELETE FROM vouchers WHERE project_id = $1 AND id = $2`, h.Project, h.Voucher)
+	vouchercodes.QueueFree(b, h.Project, []string{h.Voucher}, []string{h.Code})
+	loyalty.QueueDropEntries(b, h.Project, []string{h.Voucher})
 	return tx.SendBatch(ctx, b).Close()
 }
 
@@ -530,7 +530,7 @@ func (s *Service) RemoveBinned(ctx context.Context, tx pgx.Tx, projectID string,
 	if e.ResourceName != nil {
 		code = *e.ResourceName
 	}
-	return deleteForGood(ctx, tx, projectID, e.ResourceID, code)
+	return deleteForGood(ctx, tx, vouchercodes.Held{Project: projectID, Code: code, Voucher: e.ResourceID})
 }
 
 // ParseList reads GET /v1/vouchers' query.

@@ -91,13 +91,13 @@ func QueueAttrs(b *pgx.Batch, projectID string, v Voucher, now time.Time) error 
 
 // registerCode takes a code in the project's registry of codes, shared by
 // every voucher type; a taken code is 409.
-func registerCode(ctx context.Context, q db.Querier, projectID, code, voucherID string) error {
-	took, err := vouchercodes.Take(ctx, q, projectID, code, voucherID)
+func registerCode(ctx context.Context, q db.Querier, h vouchercodes.Held) error {
+	took, err := vouchercodes.Take(ctx, q, h)
 	if err != nil {
 		return err
 	}
 	if !took {
-		return errCodeTaken(code)
+		return errCodeTaken(h.Code)
 	}
 	return nil
 }
