@@ -143,7 +143,7 @@ func (r *Registry) generateJob(ctx context.Context, job *async.Job) (any, error)
 // campaign.vouchers.generation.completed with it, in one transaction.
 func (r *Registry) generationDone(ctx context.Context, projectID, campaignID string) error {
 	return db.InTx(ctx, r.svc.pool, func(tx pgx.Tx) error {
-		if err := SetGenerationStatus(ctx, tx, projectID, campaignID, "DONE", 0); err != nil {
+		if err := SetGenerationStatus(ctx, tx, projectID, campaignID, GenerationDone, 0); err != nil {
 			return err
 		}
 		c, err := Get[json.RawMessage](ctx, tx, projectID, campaignID, false)

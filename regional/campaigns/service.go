@@ -162,7 +162,7 @@ func (s *Service) Remove(ctx context.Context, projectID, idOrName string, force 
 			return err
 		}
 		now := s.Now().UTC()
-		if err := markDeleted(ctx, tx, projectID, c.ID, c.Name+" #deleted:"+c.ID, now); err != nil {
+		if err := markDeleted(ctx, tx, projectID, c, now); err != nil {
 			return err
 		}
 		if force {

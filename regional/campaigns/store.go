@@ -125,12 +125,21 @@ func ofTypes(types []string, args []any) (string, []any) {
 // failing that, by name; locked when lock is set. db.ErrNotFound when there
 // is none.
 func Get[V any](ctx context.Context, q db.Querier, projectID, idOrName string, lock bool, types ...string) (Campaign[V], error) {
-	lockSQL := ""
 	if lock {
-		lockSQL = " FOR UPDATE OF k" // the campaign, not its category
+		return get[V](ctx, q, projectID, idOrName, forUpdate, types)
 	}
-	return get[V](ctx, q, projectID, idOrName, lockSQL, types)
+	return get[V](ctx, q, projectID, idOrName, noLock, types)
 }
+
+// rowLock is the locking clause of get: the campaign's row, not its
+// category's.
+type rowLock string
+
+const (
+	noLock    rowLock = ""
+	forUpdate rowLock = " FOR UPDATE OF k"
+	forShare  rowLock = " FOR SHARE OF k"
+)
 
 // GetShared is Get with the campaign's row share-locked: for a writer that
 // adds to a live campaign (a voucher, an import's chunk), whom the
@@ -141,15 +150,15 @@ func Get[V any](ctx context.Context, q db.Querier, projectID, idOrName string, l
 // job then finds the voucher, or fails its refresh if the writer is pushed
 // past the deletion.)
 func GetShared[V any](ctx context.Context, q db.Querier, projectID, idOrName string, types ...string) (Campaign[V], error) {
-	return get[V](ctx, q, projectID, idOrName, " FOR SHARE OF k", types)
+	return get[V](ctx, q, projectID, idOrName, forShare, types)
 }
 
-func get[V any](ctx context.Context, q db.Querier, projectID, idOrName, lockSQL string, types []string) (Campaign[V], error) {
+func get[V any](ctx context.Context, q db.Querier, projectID, idOrName string, lock rowLock, types []string) (Campaign[V], error) {
 	for _, col := range []string{"id", "name"} {
 		cond, args := ofTypes(types, []any{projectID, idOrName})
 		c, err := scanWithCategory[V](q.QueryRow(ctx, `SELECT `+Columns("k")+`, `+vouchersCountOf("k")+`, `+categories.Columns("cat")+`
 			FROM campaigns k`+categories.LeftJoin("cat", "k", "k.attrs->>'category_id'")+`
-			WHERE k.project_id = $1 AND k.`+col+` = $2 AND k.deleted_at IS NULL`+cond+lockSQL, args...))
+			WHERE k.project_id = $1 AND k.`+col+` = $2 AND k.deleted_at IS NULL`+cond+string(lock), args...))
 		if !errors.Is(err, db.ErrNotFound) {
 			return c, err
 		}
@@ -360,9 +369,17 @@ func QueueDeferredCounts(ctx context.Context, b *pgx.Batch) {
 	d.adds = nil
 }
 
+// GenerationStatus is where a campaign's voucher generation is.
+type GenerationStatus string
+
+const (
+	GenerationInProgress GenerationStatus = "IN_PROGRESS"
+	GenerationDone       GenerationStatus = "DONE"
+)
+
 // SetGenerationStatus records where a campaign's voucher generation is;
 // with n > 0, n more vouchers are counted too (AddVouchersCount).
-func SetGenerationStatus(ctx context.Context, q db.Querier, projectID, campaignID, status string, n int64) error {
+func SetGenerationStatus(ctx context.Context, q db.Querier, projectID, campaignID string, status GenerationStatus, n int64) error {
 	if _, err := q.Exec(ctx, `UPDATE campaigns SET generation_status = $3 WHERE project_id = $1 AND id = $2`,
 		projectID, campaignID, status); err != nil {
 		return err
@@ -370,11 +387,11 @@ func SetGenerationStatus(ctx context.Context, q db.Querier, projectID, campaignI
 	return AddVouchersCount(ctx, q, projectID, campaignID, n)
 }
 
-// markDeleted takes a campaign out of every read: it is deleted at now,
-// and renamed to newName so that its name is free for a new campaign.
-func markDeleted(ctx context.Context, q db.Querier, projectID, campaignID, newName string, now time.Time) error {
+// markDeleted takes campaign c out of every read: it is deleted at now, and
+// renamed "<name> #deleted:<id>" so that its name is free for a new one.
+func markDeleted[V any](ctx context.Context, q db.Querier, projectID string, c Campaign[V], now time.Time) error {
 	_, err := q.Exec(ctx, `UPDATE campaigns SET deleted_at = $3, name = $4 WHERE project_id = $1 AND id = $2`,
-		projectID, campaignID, now, newName)
+		projectID, c.ID, now, c.Name+" #deleted:"+c.ID)
 	return err
 }
 

@@ -273,7 +273,7 @@ func (s *Service) AddVouchers(ctx context.Context, projectID, campaignKey, code 
 		if err := s.vs.CheckGenerated(ctx, projectID, c); err != nil {
 			return err
 		}
-		if err := campaigns.SetGenerationStatus(ctx, tx, projectID, c.ID, "IN_PROGRESS", n); err != nil {
+		if err := campaigns.SetGenerationStatus(ctx, tx, projectID, c.ID, campaigns.GenerationInProgress, n); err != nil {
 			return err
 		}
 		act, err := async.StartJob(ctx, tx, projectID, campaigns.GenerateJob, campaigns.GenerateParams{CampaignID: c.ID, Count: n})
