@@ -18,6 +18,13 @@ import (
 	"github.com/tallyhq/tally/regional/vouchers/campaign"
 )
 
+// setup is what a setup request names once checked: the template it makes
+// its object from, the object's name and, for a promotion tier, the
+// campaign it joins.
+type setup struct {
+	Project, Template, Name, Campaign string
+}
+
 // nameOf is the request's name, which a setup requires.
 func nameOf(req map[string]json.RawMessage, what string) (string, error) {
 	var name string
@@ -144,11 +151,12 @@ func (s *Service) CampaignSetup(ctx context.Context, projectID, id string, req m
 	if err != nil {
 		return CampaignSetup{}, err
 	}
-	return onceMore(func() (CampaignSetup, error) { return s.campaignSetup(ctx, projectID, id, name, req) })
+	st := setup{Project: projectID, Template: id, Name: name}
+	return onceMore(func() (CampaignSetup, error) { return s.campaignSetup(ctx, st, req) })
 }
 
-func (s *Service) campaignSetup(ctx context.Context, projectID, id, name string, req map[string]json.RawMessage) (CampaignSetup, error) {
-	t, plan, err := s.placed(ctx, projectID, id)
+func (s *Service) campaignSetup(ctx context.Context, st setup, req map[string]json.RawMessage) (CampaignSetup, error) {
+	t, plan, err := s.placed(ctx, st.Project, st.Template)
 	if err != nil {
 		return CampaignSetup{}, err
 	}
@@ -160,19 +168,19 @@ func (s *Service) campaignSetup(ctx context.Context, projectID, id, name string,
 		return CampaignSetup{}, err
 	}
 	var created []Resource
-	v, err := s.vcamps.Create(ctx, projectID, r, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
+	v, err := s.vcamps.Create(ctx, st.Project, r, func(ctx context.Context, tx pgx.Tx, c vouchers.Campaign) error {
 		var ruleIDs []string
 		var err error
-		if created, ruleIDs, err = s.carriedIn(ctx, tx, projectID, name, t, plan); err != nil { // a retried transaction starts again
+		if created, ruleIDs, err = s.carriedIn(ctx, tx, st.Project, st.Name, t, plan); err != nil { // a retried transaction starts again
 			return err
 		}
-		_, err = s.rules.AssignIn(ctx, tx, projectID, "campaign", c.ID, ruleIDs)
+		_, err = s.rules.AssignIn(ctx, tx, st.Project, "campaign", c.ID, ruleIDs)
 		return err
 	})
 	if err != nil {
 		return CampaignSetup{}, err
 	}
-	s.madeSegments(projectID, created)
+	s.madeSegments(st.Project, created)
 	return CampaignSetup{CreatedResources: created, Campaign: v, Object: "campaign_setup"}, nil
 }
 
@@ -204,11 +212,12 @@ func (s *Service) TierSetup(ctx context.Context, projectID, id string, req map[s
 	if raw, ok := req["campaign_id"]; !ok || json.Unmarshal(raw, &campaignID) != nil || campaignID == "" {
 		return TierSetup{}, apierr.InvalidPayload("campaign_id is required: the promotion campaign the tier joins")
 	}
-	return onceMore(func() (TierSetup, error) { return s.tierSetup(ctx, projectID, id, name, campaignID, req) })
+	st := setup{Project: projectID, Template: id, Name: name, Campaign: campaignID}
+	return onceMore(func() (TierSetup, error) { return s.tierSetup(ctx, st, req) })
 }
 
-func (s *Service) tierSetup(ctx context.Context, projectID, id, name, campaignID string, req map[string]json.RawMessage) (TierSetup, error) {
-	t, plan, err := s.placed(ctx, projectID, id)
+func (s *Service) tierSetup(ctx context.Context, st setup, req map[string]json.RawMessage) (TierSetup, error) {
+	t, plan, err := s.placed(ctx, st.Project, st.Template)
 	if err != nil {
 		return TierSetup{}, err
 	}
@@ -232,23 +241,23 @@ func (s *Service) tierSetup(ctx context.Context, projectID, id, name, campaignID
 	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var ruleIDs []string
 		var err error
-		if created, ruleIDs, err = s.carriedIn(ctx, tx, projectID, name, t, plan); err != nil { // a retried transaction starts again
+		if created, ruleIDs, err = s.carriedIn(ctx, tx, st.Project, st.Name, t, plan); err != nil { // a retried transaction starts again
 			return err
 		}
 		tr := r
 		tr.ValidationRules = append(slices.Clip(r.ValidationRules), ruleIDs...)
-		tierID, err = s.promos.AddTierIn(ctx, tx, projectID, campaignID, tr)
+		tierID, err = s.promos.AddTierIn(ctx, tx, st.Project, st.Campaign, tr)
 		return err
 	})
 	if err != nil {
 		return TierSetup{}, err
 	}
-	s.madeSegments(projectID, created)
-	tier, err := s.promos.GetTier(ctx, projectID, tierID)
+	s.madeSegments(st.Project, created)
+	tier, err := s.promos.GetTier(ctx, st.Project, tierID)
 	if err != nil {
 		return TierSetup{}, err
 	}
-	c, err := s.promos.GetCampaign(ctx, projectID, tier.CampaignID)
+	c, err := s.promos.GetCampaign(ctx, st.Project, tier.CampaignID)
 	if err != nil {
 		return TierSetup{}, err
 	}
