@@ -241,20 +241,39 @@ func (s *Service) Generate(ctx context.Context, job *async.Job, p campaigns.Gene
 	})
 }
 
-// AddVouchers adds n vouchers to a campaign: one at once (its voucher
-// answered), more by the async action (its id answered). code, when
-// given, is the one voucher's code; r overrides the template's
-// properties for a single voucher.
-func (s *Service) AddVouchers(ctx context.Context, projectID, campaignKey, code string, n int64, r vouchers.Request) (any, bool, error) {
-	if n < 1 || n > maxVouchers {
-		return nil, false, apierr.InvalidQuery("vouchers_count", fmt.Sprintf("must be from 1 to %d", maxVouchers))
+// AddRequest is POST /v1/campaigns/{campaignId}/vouchers[/{code}]: Count
+// vouchers for Campaign (its id or name). Code, when given, is the one
+// voucher's code; Voucher overrides the template's properties for a single
+// voucher.
+type AddRequest struct {
+	Campaign, Code string
+	Count          int64
+	Voucher        vouchers.Request
+}
+
+// Validate refuses a count out of range, and a code given for more than
+// one voucher.
+func (a AddRequest) Validate() error {
+	if a.Count < 1 || a.Count > maxVouchers {
+		return apierr.InvalidQuery("vouchers_count", fmt.Sprintf("must be from 1 to %d", maxVouchers))
 	}
-	if n == 1 || code != "" {
-		if n != 1 {
-			return nil, false, apierr.InvalidQuery("vouchers_count", "a voucher with a given code is one voucher")
-		}
+	if a.Code != "" && a.Count != 1 {
+		return apierr.InvalidQuery("vouchers_count", "a voucher with a given code is one voucher")
+	}
+	return nil
+}
+
+// AddVouchers adds a.Count vouchers to a campaign: one at once (its
+// voucher answered), more by the async action (its id answered).
+func (s *Service) AddVouchers(ctx context.Context, projectID string, a AddRequest) (any, bool, error) {
+	if err := a.Validate(); err != nil {
+		return nil, false, err
+	}
+	campaignKey, n := a.Campaign, a.Count
+	if n == 1 {
+		r := a.Voucher
 		r.Campaign, r.CampaignID = nil, &campaignKey
-		v, err := s.vs.Create(ctx, projectID, code, r)
+		v, err := s.vs.Create(ctx, projectID, a.Code, r)
 		return v, false, err
 	}
 	var actionID string

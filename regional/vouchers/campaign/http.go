@@ -10,7 +10,6 @@ import (
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/listq"
 	"github.com/tallyhq/tally/regional/loyalty"
-	"github.com/tallyhq/tally/regional/vouchers"
 )
 
 // Register mounts the campaign endpoints of vouchers on the /v1 group:
@@ -54,13 +53,13 @@ func (s *Service) addVouchers(c echo.Context) error {
 			return apierr.InvalidQuery("vouchers_count", "must be a whole number")
 		}
 	}
-	var r vouchers.Request
+	a := AddRequest{Campaign: c.Param("campaignId"), Code: c.Param("code"), Count: n}
 	if c.Request().ContentLength != 0 {
-		if err := httpx.Bind(c, &r); err != nil {
+		if err := httpx.Bind(c, &a.Voucher); err != nil {
 			return err
 		}
 	}
-	v, async, err := s.AddVouchers(c.Request().Context(), httpx.ProjectID(c), c.Param("campaignId"), c.Param("code"), n, r)
+	v, async, err := s.AddVouchers(c.Request().Context(), httpx.ProjectID(c), a)
 	if err != nil {
 		return err
 	}

@@ -81,3 +81,35 @@ func TestATemplateUpdateKeepsToTheVoucherType(t *testing.T) {
 		t.Fatal("a gift was put on a discount campaign's template")
 	}
 }
+
+// Adding vouchers to a campaign is checked before anything is read: one to
+// a million vouchers, and a code only for one voucher; each refusal is a
+// 400 that names vouchers_count.
+func TestAnAddRequestRefusesWhatItCannotMake(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		a       AddRequest
+		refused string
+	}{
+		{"one", AddRequest{Campaign: "camp", Count: 1}, ""},
+		{"one with its code", AddRequest{Campaign: "camp", Code: "SUMMER", Count: 1}, ""},
+		{"a million", AddRequest{Campaign: "camp", Count: maxVouchers}, ""},
+		{"none", AddRequest{Campaign: "camp"}, "vouchers_count: must be from 1 to"},
+		{"negative", AddRequest{Campaign: "camp", Count: -1}, "vouchers_count: must be from 1 to"},
+		{"over a million", AddRequest{Campaign: "camp", Count: maxVouchers + 1}, "vouchers_count: must be from 1 to"},
+		{"a code for two", AddRequest{Campaign: "camp", Code: "SUMMER", Count: 2}, "a voucher with a given code is one voucher"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.a.Validate()
+			if tc.refused == "" {
+				if err != nil {
+					t.Fatalf("refused with %v", err)
+				}
+				return
+			}
+			if ae := apierr.From(err); err == nil || ae.Status != 400 || !strings.Contains(ae.Details, tc.refused) {
+				t.Fatalf("answered %v, want a 400 saying %q", err, tc.refused)
+			}
+		})
+	}
+}
