@@ -154,7 +154,7 @@ func (s *Service) addTiers(ctx context.Context, tx pgx.Tx, projectID, campaignID
 		if err := writeTier(ctx, tx, projectID, t, true); err != nil {
 			return nil, err
 		}
-		if _, err := s.rules.AssignIn(ctx, tx, projectID, "promotion_tier", t.ID, r.ValidationRules); err != nil {
+		if _, err := s.rules.AssignIn(ctx, tx, projectID, validation.Object{Type: "promotion_tier", ID: t.ID}, r.ValidationRules); err != nil {
 			return nil, err
 		}
 		out = append(out, t)

@@ -174,7 +174,7 @@ func (s *Service) campaignSetup(ctx context.Context, st setup, req map[string]js
 		if created, ruleIDs, err = s.carriedIn(ctx, tx, st.Project, st.Name, t, plan); err != nil { // a retried transaction starts again
 			return err
 		}
-		_, err = s.rules.AssignIn(ctx, tx, st.Project, "campaign", c.ID, ruleIDs)
+		_, err = s.rules.AssignIn(ctx, tx, st.Project, validation.Object{Type: "campaign", ID: c.ID}, ruleIDs)
 		return err
 	})
 	if err != nil {

@@ -80,6 +80,12 @@ type Assignment struct {
 	CreatedAt         time.Time
 }
 
+// Object is what an assignment ties a rule to: a campaign, a promotion
+// tier, an earning rule… by its type (related_object_type) and id.
+type Object struct {
+	Type, ID string
+}
+
 // AssignmentRef names an assignment the way its path does:
 // /v1/validation-rules/{validationRuleId}/assignments/{assignmentId}, in a
 // project.

@@ -298,15 +298,15 @@ func ExportRuleIDs(idSQL string) string {
 		WHERE a.project_id = $1 AND a.related_object_id = ` + idSQL + `)`
 }
 
-// AssignIn assigns rules to an object in the caller's transaction (a
-// promotion tier created with its rules): each rule must exist.
-func (s *Service) AssignIn(ctx context.Context, tx pgx.Tx, projectID, objectType, objectID string, ruleIDs []string) ([]AssignmentView, error) {
+// AssignIn assigns rules to obj in the caller's transaction (a promotion
+// tier created with its rules): each rule must exist.
+func (s *Service) AssignIn(ctx context.Context, tx pgx.Tx, projectID string, obj Object, ruleIDs []string) ([]AssignmentView, error) {
 	out := make([]AssignmentView, 0, len(ruleIDs))
 	for _, id := range ruleIDs {
 		if _, err := getRule(ctx, tx, projectID, id, false); err != nil {
 			return nil, err
 		}
-		a := Assignment{ID: ids.New("asgm_"), RuleID: id, RelatedObjectType: objectType, RelatedObjectID: objectID, CreatedAt: s.clock.Now()}
+		a := Assignment{ID: ids.New("asgm_"), RuleID: id, RelatedObjectType: obj.Type, RelatedObjectID: obj.ID, CreatedAt: s.clock.Now()}
 		if err := insertAssignment(ctx, tx, projectID, a, false); err != nil {
 			return nil, err
 		}
