@@ -170,7 +170,7 @@ func (s *Service) checkTier(ctx context.Context, q db.Querier, projectID, campai
 		return nil
 	}
 	if isTierEvent(r.Event) {
-		return tiers.CheckRefOf(ctx, q, projectID, campaignID, ref.ID)
+		return tiers.CheckRefOf(ctx, q, campaigns.ItemRef{Project: projectID, Campaign: campaignID, ID: ref.ID})
 	}
 	return tiers.CheckRef(ctx, q, projectID, ref.ID)
 }

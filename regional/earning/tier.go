@@ -23,7 +23,7 @@ func (s *Service) TierRules(ctx context.Context, ref campaigns.ItemRef, lq listq
 	if err != nil {
 		return nil, 0, err
 	}
-	tier, err := tiers.Find(ctx, s.pool, ref.Project, camp.ID, ref.ID)
+	tier, err := tiers.Find(ctx, s.pool, campaigns.ItemRef{Project: ref.Project, Campaign: camp.ID, ID: ref.ID})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -29,7 +29,7 @@ func (s *Service) TierRewards(ctx context.Context, ref campaigns.ItemRef) ([]Tie
 	if err != nil {
 		return nil, err
 	}
-	tier, err := tiers.Find(ctx, s.pool, ref.Project, camp.ID, ref.ID)
+	tier, err := tiers.Find(ctx, s.pool, campaigns.ItemRef{Project: ref.Project, Campaign: camp.ID, ID: ref.ID})
 	if err != nil {
 		return nil, err
 	}

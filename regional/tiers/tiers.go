@@ -14,6 +14,7 @@ import (
 	"github.com/tallyhq/tally/internal/apierr"
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/campaigns"
 )
 
 // Mapping changes the points of an earning rule or the price of a reward
@@ -244,26 +245,27 @@ func CheckRef(ctx context.Context, q db.Querier, projectID, tierID string) error
 	return err
 }
 
-// Find reads tier tierID of campaignID (an id, already resolved), or
-// answers 404: the tier a tier's views (its earning rules, its rewards)
-// map their terms by.
-func Find(ctx context.Context, q db.Querier, projectID, campaignID, tierID string) (Tier, error) {
+// Find reads tier ref.ID of campaign ref.Campaign (an id, already
+// resolved), or answers 404: the tier a tier's views (its earning rules,
+// its rewards) map their terms by.
+func Find(ctx context.Context, q db.Querier, ref campaigns.ItemRef) (Tier, error) {
 	t, err := scanTier(q.QueryRow(ctx, `SELECT `+tierColumns+` FROM loyalty_tiers WHERE project_id = $1 AND campaign_id = $2 AND id = $3`,
-		projectID, campaignID, tierID))
+		ref.Project, ref.Campaign, ref.ID))
 	if errors.Is(err, db.ErrNotFound) {
-		return Tier{}, apierr.NotFound("loyalty_tier", tierID)
+		return Tier{}, apierr.NotFound("loyalty_tier", ref.ID)
 	}
 	return t, err
 }
 
-// CheckRefOf is CheckRef for a tier of one campaign: a tier event's rule
-// names a tier its own program's cards can move through.
-func CheckRefOf(ctx context.Context, q db.Querier, projectID, campaignID, tierID string) error {
+// CheckRefOf is CheckRef for a tier of one campaign (ref.Campaign, an
+// id): a tier event's rule names a tier its own program's cards can move
+// through.
+func CheckRefOf(ctx context.Context, q db.Querier, ref campaigns.ItemRef) error {
 	var one int
 	err := q.QueryRow(ctx, `SELECT 1 FROM loyalty_tiers WHERE project_id = $1 AND campaign_id = $2 AND id = $3`,
-		projectID, campaignID, tierID).Scan(&one)
+		ref.Project, ref.Campaign, ref.ID).Scan(&one)
 	if errors.Is(err, db.ErrNotFound) {
-		return apierr.NotFound("loyalty_tier", tierID)
+		return apierr.NotFound("loyalty_tier", ref.ID)
 	}
 	return err
 }
