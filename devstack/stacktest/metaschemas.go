@@ -20,3 +20,15 @@ func (a API) MetadataSchema(resource string, properties map[string]any) map[stri
 	})
 	return r.JSON(a.T)
 }
+
+// CustomerTiers is MetadataSchema for customers whose metadata key tier
+// must be one of tiers: a refusal quotes the tier refused ("actual value
+// is '…'"), as the permanent-deletion tests of refused items need.
+func (a API) CustomerTiers(tiers ...string) {
+	a.T.Helper()
+	eq := make([]any, len(tiers))
+	for i, t := range tiers {
+		eq[i] = t
+	}
+	a.MetadataSchema("customer", map[string]any{"tier": map[string]any{"type": "string", "eq": eq}})
+}

@@ -173,7 +173,7 @@ func TestACustomerImportHeldBetweenChunksListsAFailedRowAsBefore(t *testing.T) {
 func TestABulkUpdateRunningDuringAPermanentDeletionKeepsNoneOfHerFailedItem(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
-	a.MetadataSchema("customer", map[string]any{"tier": map[string]any{"type": "string", "eq": []any{"gold", "silver"}}})
+	a.CustomerTiers("gold", "silver")
 	values := []string{"xena-bulk2", "Xena Bulktwo", "xena.bulk2@example.com", "bronze"}
 	xena := a.OK("POST", "/v1/customers", map[string]any{"source_id": "xena-bulk2", "name": "Xena Bulktwo",
 		"email": "xena.bulk2@example.com"})["id"].(string)

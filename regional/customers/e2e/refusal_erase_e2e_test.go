@@ -12,13 +12,6 @@ import (
 	"github.com/tallyhq/tally/regional/customers"
 )
 
-// tierSchema makes the project's customer metadata schema allow only the
-// tiers gold and silver: a refusal quotes the value refused ("actual
-// value is '…'"), which is none of the customer's stored values.
-func tierSchema(a stacktest.API) {
-	a.MetadataSchema("customer", map[string]any{"tier": map[string]any{"type": "string", "eq": []any{"gold", "silver"}}})
-}
-
 // ranToEnd runs a held customer job to its end and answers its result.
 func ranToEnd(t *testing.T, a stacktest.API, jobType string, input []byte) (string, map[string]any) {
 	t.Helper()
@@ -52,7 +45,7 @@ func storedAction(t *testing.T, a stacktest.API, id string) string {
 func TestFinishedJobsKeepNoneOfTheMetadataTheyRefusedForAnErasedCustomer(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
-	tierSchema(a)
+	a.CustomerTiers("gold", "silver")
 	xena := a.OK("POST", "/v1/customers", map[string]any{"source_id": "xena-refused", "name": "Xena Refused",
 		"email": "xena.refused@example.com"})["id"].(string)
 	a.OK("POST", "/v1/customers", map[string]any{"source_id": "bob-refused"})
@@ -119,7 +112,7 @@ func TestFinishedJobsKeepNoneOfTheMetadataTheyRefusedForAnErasedCustomer(t *test
 func TestACustomerImportRunningDuringAPermanentDeletionKeepsNoneOfTheMetadataItRefusedForHer(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
-	tierSchema(a)
+	a.CustomerTiers("gold", "silver")
 	xena := a.OK("POST", "/v1/customers", map[string]any{"source_id": "xena-byid", "name": "Xena Byid"})["id"].(string)
 	a.OK("POST", "/v1/customers", map[string]any{"source_id": "held-byid"})
 	var b strings.Builder

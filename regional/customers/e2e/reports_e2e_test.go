@@ -18,7 +18,7 @@ import (
 func TestBulkUpdateReportListsEachRowsOutcome(t *testing.T) {
 	t.Parallel()
 	a := stacktest.NewAPI(t)
-	a.MetadataSchema("customer", map[string]any{"tier": map[string]any{"type": "string", "eq": []any{"gold", "silver"}}})
+	a.CustomerTiers("gold", "silver")
 	a.OK("POST", "/v1/customers", map[string]any{"source_id": "r-1", "name": "Ann"})
 	act := finished(a, a.Do("POST", "/v1/customers/bulk/async", []any{
 		map[string]any{"source_id": "r-1", "name": "Anne", "metadata": map[string]any{"tier": "gold"}},

@@ -22,7 +22,7 @@ func TestABulkOfEventsRunningDuringAPermanentDeletionKeepsNoneOfTheMetadataItRef
 	t.Parallel()
 	a := stacktest.NewAPI(t)
 	ctx := context.Background()
-	a.MetadataSchema("customer", map[string]any{"tier": map[string]any{"type": "string", "eq": []any{"gold", "silver"}}})
+	a.CustomerTiers("gold", "silver")
 	schema(a, "ping", map[string]any{})
 	send(a, map[string]any{"event": "ping", "customer": map[string]any{"source_id": "yara-evm", "name": "Yara Metaed"}})
 	send(a, map[string]any{"event": "ping", "customer": map[string]any{"source_id": "held-ev"}})

@@ -24,7 +24,7 @@ func TestAnOrderImportRunningDuringAPermanentDeletionKeepsNoneOfTheMetadataItRef
 	a := stacktest.NewAPI(t)
 	ctx := context.Background()
 	pool := a.E.Stack.Regional["api"].Pool()
-	a.MetadataSchema("customer", map[string]any{"tier": map[string]any{"type": "string", "eq": []any{"gold", "silver"}}})
+	a.CustomerTiers("gold", "silver")
 	olga := a.OK("POST", "/v1/customers", map[string]any{"source_id": "olga-ref", "name": "Olga Refused"})["id"].(string)
 	a.OK("POST", "/v1/customers", map[string]any{"source_id": "held-ord"})
 	var b strings.Builder
