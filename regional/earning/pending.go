@@ -153,7 +153,7 @@ func (s *Service) eachLockedCard(ctx context.Context, tx pgx.Tx, projectID strin
 	for _, key := range keys {
 		var card loyalty.LockedCard
 		b := &pgx.Batch{}
-		s.prog.QueueLockCard(b, projectID, "", key, &card)
+		s.prog.QueueLockCard(b, loyalty.CardRef{Project: projectID, Member: key}, &card)
 		if also != nil {
 			also(b, key)
 		}

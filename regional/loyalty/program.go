@@ -57,9 +57,9 @@ func NewCampaignPart[T any](table, columns, resource string, scan func(pgx.Row) 
 	return CampaignPart[T]{table: table, columns: columns, resource: resource, scan: scan}
 }
 
-// QueueLockCard queues the locking read of the card named by key into dst.
-func (s *Service) QueueLockCard(b *pgx.Batch, projectID, campaignID, key string, dst *LockedCard) {
-	queueLockCard(b, s.attrs, CardRef{Project: projectID, Campaign: campaignID, Member: key}, dst)
+// QueueLockCard queues the locking read of the card ref names into dst.
+func (s *Service) QueueLockCard(b *pgx.Batch, ref CardRef, dst *LockedCard) {
+	queueLockCard(b, s.attrs, ref, dst)
 }
 
 // QueueCard queues reading the card key names (its code, or else its id)

@@ -154,7 +154,7 @@ func (s *Service) GivenTargets(ctx context.Context, tx pgx.Tx, projectID string,
 // QueueLockTarget queues onto b the lock of t.
 func (s *Service) QueueLockTarget(b *pgx.Batch, projectID string, t Target) {
 	if t.t.kind == rewards.LoyaltyProgram {
-		s.prog.QueueLockCard(b, projectID, "", t.t.id, new(loyalty.LockedCard))
+		s.prog.QueueLockCard(b, loyalty.CardRef{Project: projectID, Member: t.t.id}, new(loyalty.LockedCard))
 		return
 	}
 	vouchers.QueueRead(b, projectID, t.t.id, true, new(vouchers.Found))
@@ -163,5 +163,5 @@ func (s *Service) QueueLockTarget(b *pgx.Batch, projectID string, t Target) {
 // QueueLockCardByID queues onto b the lock of the card with id: a stacked
 // rollback's child, locked among the targets by code (GivenTargets).
 func (s *Service) QueueLockCardByID(b *pgx.Batch, projectID, id string) {
-	s.prog.QueueLockCard(b, projectID, "", id, new(loyalty.LockedCard))
+	s.prog.QueueLockCard(b, loyalty.CardRef{Project: projectID, Member: id}, new(loyalty.LockedCard))
 }

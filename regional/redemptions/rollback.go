@@ -109,7 +109,7 @@ func (s *Service) rollbackIn(ctx context.Context, send func(*pgx.Batch) error, t
 	// rollback racing this one has committed or not started.
 	var card loyalty.LockedCard
 	b := &pgx.Batch{}
-	s.prog.QueueLockCard(b, projectID, "", cardID, &card)
+	s.prog.QueueLockCard(b, loyalty.CardRef{Project: projectID, Member: cardID}, &card)
 	var count rewards.Count
 	rewards.QueueCount(b, projectID, rb.rewardID, &count)
 	b.Queue(`SELECT status, reward_id, order_id, points, taken, view, issued FROM redemptions

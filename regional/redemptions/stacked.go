@@ -229,7 +229,7 @@ func (s *Service) Refund(ctx context.Context, tx pgx.Tx, b *pgx.Batch, projectID
 	var card loyalty.LockedCard
 	var count rewards.Count
 	lb := &pgx.Batch{}
-	s.prog.QueueLockCard(lb, projectID, "", k.CardID, &card)
+	s.prog.QueueLockCard(lb, loyalty.CardRef{Project: projectID, Member: k.CardID}, &card)
 	rewards.QueueCount(lb, projectID, k.RewardID, &count)
 	if err := tx.SendBatch(ctx, lb).Close(); err != nil {
 		return loyalty.CardView{}, count, err
