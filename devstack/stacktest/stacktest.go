@@ -49,7 +49,7 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// ExportPartRows is the most rows in one export file (default 1,000,000).
 	ExportPartRows int
-	// ExportChunkBytes is the largest stored chunk of an export (default 1 MiB).
+	// ExportChunkBytes is the largest stored chunk of an export (default 256 KiB).
 	ExportChunkBytes int
 	// Routers is how many router replicas run as one ring (default 1), and
 	// PeerDeadline their limit checks' wait on a peer.

@@ -156,8 +156,9 @@ type chunk struct {
 }
 
 // produce streams the export's rows from one snapshot into CSV chunks, and
-// the chunks into export_chunks: a reader and a writer, with at most a few
-// chunks between them, so memory stays bounded whatever the size.
+// the chunks into export_chunks: a reader and a writer passing the same
+// chunkBuffers buffers back and forth, so memory stays bounded whatever the
+// size.
 func (s *Service) produce(ctx context.Context, job *async.Job, e export, run string) ([]Part, error) {
 	// This run owns the export from here; an earlier one still going
 	// finds its run no longer named at its next chunk and stops.
@@ -216,16 +217,17 @@ func (s *Service) produce(ctx context.Context, job *async.Job, e export, run str
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	chunks := make(chan chunk, 2)
+	chunks := make(chan chunk, chunkBuffers-1)
+	bufs := newChunkPool(s.opt.ChunkBytes)
 	werr := make(chan error, 1)
 	go func() {
-		err := s.store(wctx, job, e.ID, run, total, chunks)
+		err := s.store(wctx, job, e.ID, run, total, chunks, bufs)
 		if err != nil {
 			cancel() // stops the reader at its next chunk
 		}
 		werr <- err
 	}()
-	parts, rerr := s.encode(ctx, tx, o, cs, exprs, cond, orderBy, args, chunks, wctx.Done())
+	parts, rerr := s.encode(ctx, tx, o, cs, exprs, cond, orderBy, args, bufs, chunks, wctx.Done())
 	if rerr != nil {
 		cancel()
 	}
@@ -240,7 +242,7 @@ func (s *Service) produce(ctx context.Context, job *async.Job, e export, run str
 
 // encode reads the rows and writes them as CSV chunks to out.
 func (s *Service) encode(ctx context.Context, tx pgx.Tx, o object, cs []column, exprs []string, cond, orderBy string,
-	args []any, out chan<- chunk, stop <-chan struct{}) ([]Part, error) {
+	args []any, bufs *chunkPool, out chan<- chunk, stop <-chan struct{}) ([]Part, error) {
 	rows, err := tx.Query(ctx, `SELECT `+strings.Join(exprs, ", ")+` `+o.from+` AND `+cond+` ORDER BY `+orderBy, args...)
 	if err != nil {
 		return nil, err
@@ -261,66 +263,39 @@ func (s *Service) encode(ctx context.Context, tx pgx.Tx, o object, cs []column, 
 	}
 	header = append(header, '\n')
 
-	limit := s.opt.ChunkBytes
-	var parts []Part
-	buf := make([]byte, 0, limit+limit/8)
-	var offset, all int64
+	w := newChunker(bufs, s.opt.ChunkBytes, header, out, stop)
+	if err := w.startPart(); err != nil {
+		return nil, err
+	}
 	var field []byte
-	send := func() error {
-		c := chunk{part: len(parts) - 1, offset: offset, data: buf, rows: all}
-		select {
-		case out <- c:
-		case <-stop:
-			return errors.New("exports: the chunk writer stopped")
-		}
-		parts[len(parts)-1].Bytes += int64(len(buf))
-		offset += int64(len(buf))
-		buf = make([]byte, 0, limit+limit/8)
-		return nil
-	}
-	startPart := func() {
-		parts = append(parts, Part{})
-		offset = 0
-		buf = append(buf, header...)
-	}
-	startPart()
 	for rows.Next() {
-		if parts[len(parts)-1].Rows == int64(s.opt.PartRows) {
-			if len(buf) > 0 {
-				if err := send(); err != nil {
-					return nil, err
-				}
+		if w.partRows() == int64(s.opt.PartRows) {
+			if err := w.startPart(); err != nil {
+				return nil, err
 			}
-			startPart()
 		}
 		if err := rows.Scan(dests...); err != nil {
 			return nil, err
 		}
 		for i := range cells {
 			if i > 0 {
-				buf = append(buf, ',')
+				w.buf = append(w.buf, ',')
 			}
 			field = cells[i].appendTo(field[:0])
-			buf = appendField(buf, field)
+			w.buf = appendField(w.buf, field)
 		}
-		buf = append(buf, '\n')
-		parts[len(parts)-1].Rows++
-		all++
-		if len(buf) >= limit {
-			if err := send(); err != nil {
-				return nil, err
-			}
+		w.buf = append(w.buf, '\n')
+		if err := w.endRow(); err != nil {
+			return nil, err
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(buf) > 0 {
-		if err := send(); err != nil {
-			return nil, err
-		}
+	if err := w.flush(); err != nil {
+		return nil, err
 	}
-	return parts, nil
+	return w.parts, nil
 }
 
 // appendField writes one CSV field, quoted when it holds a comma, a quote,
@@ -360,7 +335,7 @@ func needsQuotes(f []byte) bool {
 }
 
 // store writes chunks as they come, each with the export's progress.
-func (s *Service) store(ctx context.Context, job *async.Job, id, run string, total int64, in <-chan chunk) error {
+func (s *Service) store(ctx context.Context, job *async.Job, id, run string, total int64, in <-chan chunk, bufs *chunkPool) error {
 	for c := range in {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO export_chunks (project_id, export_id, run_id, part, offset_bytes, data) VALUES ($1, $2, $3, $4, $5, $6)`,
@@ -381,6 +356,7 @@ func (s *Service) store(ctx context.Context, job *async.Job, id, run string, tot
 		if err != nil {
 			return err
 		}
+		bufs.put(c.data) // sent: pgx copied it into its own buffers
 		pct := 0
 		if total > 0 {
 			pct = int(c.rows * 100 / total)

@@ -62,7 +62,9 @@ type Options struct {
 	// DownloadURL returns the base URL of the cluster's download host
 	// (https://download.example.com), where result.url points.
 	DownloadURL func(ctx context.Context) (string, error)
-	// ChunkBytes is the largest stored chunk (default 1 MiB).
+	// ChunkBytes is the largest stored chunk (default 256 KiB): an export
+	// holds a few chunks' worth, and pgx encodes each into its own
+	// buffer to send it.
 	ChunkBytes int
 	// Concurrent is how many exports one instance makes at once (default
 	// 2): each holds two database connections while it runs, a snapshot
@@ -105,7 +107,7 @@ func NewService(pool *db.Pool, notify Notifier, loy *loyalty.Service, gifts Gift
 		o.LinkTTL = time.Hour
 	}
 	if o.ChunkBytes <= 0 {
-		o.ChunkBytes = 1 << 20
+		o.ChunkBytes = 256 << 10
 	}
 	if o.Concurrent <= 0 {
 		o.Concurrent = 2

@@ -468,7 +468,7 @@ func TestAnExportHoldsExactlyItsSnapshot(t *testing.T) {
 
 func TestDownloadsFromTheClustersHosts(t *testing.T) {
 	t.Parallel()
-	// Chunks of 700 bytes: the file spans many, as a large one does 1 MiB chunks.
+	// Chunks of 700 bytes: the file spans many, as a large one does 256 KiB chunks.
 	e := stacktest.Start(t, stacktest.Options{ExportChunkBytes: 700, Clusters: stacktest.AllClusters})
 	a := stacktest.API{T: t, E: e, P: e.CreateProject(t, "api")}
 	other := stacktest.API{T: t, E: a.E, P: a.E.CreateProject(t, "api")}
