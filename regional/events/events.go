@@ -158,14 +158,14 @@ type Request struct {
 // View is the custom event object of the interface, with its id and
 // creation time (new properties, which clients ignore).
 type View struct {
-	ID        string         `json:"id"`
-	Object    string         `json:"object"`
-	Type      string         `json:"type"`
-	Customer  map[string]any `json:"customer"`
-	Referral  any            `json:"referral"`
-	Loyalty   any            `json:"loyalty"`
-	Metadata  map[string]any `json:"metadata"`
-	CreatedAt jsonx.Time     `json:"created_at"`
+	ID        string          `json:"id"`
+	Object    string          `json:"object"`
+	Type      string          `json:"type"`
+	Customer  json.RawMessage `json:"customer"`
+	Referral  any             `json:"referral"`
+	Loyalty   any             `json:"loyalty"`
+	Metadata  json.RawMessage `json:"metadata"`
+	CreatedAt jsonx.Time      `json:"created_at"`
 }
 
 func invalid(format string, args ...any) error {
@@ -400,16 +400,11 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	v := View{ID: ids.New("evcus_"), Object: "event", Type: sc.Name, Customer: cust.Simple(), Metadata: meta,
-		CreatedAt: jsonx.Time{Time: now}}
-	answer, err := json.Marshal(v)
-	if err != nil {
-		return nil, nil, err
-	}
-	var referral, referralView, loyaltyView, converted any
+	v := View{ID: ids.New("evcus_"), Object: "event", Type: sc.Name, CreatedAt: jsonx.Time{Time: now}}
+	simple := cust.Simple()
+	var referral, loyaltyView, converted any
 	if r.Referral != nil && (r.Referral.Code != nil || r.Referral.ReferrerID != nil) {
 		referral = map[string]any{"code": r.Referral.Code, "referrer_id": r.Referral.ReferrerID}
-		referralView = referral
 		if s.referrals != nil {
 			if converted, err = s.referrals.ConvertEvent(ctx, tx, projectID, Referral{Code: r.Referral.Code, ReferrerID: r.Referral.ReferrerID,
 				CustomerID: cust.ID, EventID: v.ID, EventType: v.Type, SchemaID: sc.ID, SchemaName: sc.Name, Metadata: meta,
@@ -427,10 +422,12 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 			return nil, nil, err
 		}
 	}
-	metaJSON, err := json.Marshal(meta)
+	out, err := eventParts{view: v, customer: simple, metadata: meta, schema: sc, referral: referral, loyalty: loyaltyView,
+		converted: converted}.write()
 	if err != nil {
 		return nil, nil, err
 	}
+	answer, metaJSON := out.answer, out.metadata
 	var keyArg, hashArg *string
 	if key != "" {
 		keyArg, hashArg = &key, &hash
@@ -449,24 +446,15 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 			return nil, nil, err
 		}
 	}
-	// The activity, in the reference's shape of customer.custom_event.
-	evObj := map[string]any{"id": v.ID, "object": "event", "type": v.Type, "customer": v.Customer, "referral": referralView,
-		"loyalty": loyaltyView, "metadata": meta, "created_at": v.CreatedAt}
-	data := map[string]any{"event": evObj, "event_schema": map[string]any{"id": sc.ID, "name": sc.Name},
-		"customer": cust.Simple(), "referral": converted, "loyalty": nil}
-	activity, err := json.Marshal(map[string]any{"data": data, "event_source": map[string]any{"channel": "API"}})
-	if err != nil {
-		return nil, nil, err
-	}
 	groupID := telemetry.RequestID(ctx)
 	b.Queue(`INSERT INTO customer_activities (project_id, customer_id, id, type, data, group_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, cust.ID, ids.New("evt_"), EventCustom, activity, nilIfEmpty(groupID), now)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, cust.ID, ids.New("evt_"), EventCustom, out.activity, nilIfEmpty(groupID), now)
 	acc := earning.CustomEvent{ID: v.ID, Type: v.Type, CustomerID: cust.ID, LoyaltyCode: code, CardID: cardID, HolderID: holderID,
 		SchemaID: sc.ID, SchemaName: sc.Name, Metadata: meta, CreatedAt: now}
 	if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindAccrue, Payload: acc}); err != nil {
 		return nil, nil, err
 	}
-	if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventCustom, Entity: cust.ID, Object: data}); err != nil {
+	if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventCustom, Entity: cust.ID, Object: out.data}); err != nil {
 		return nil, nil, err
 	}
 	return answer, b, nil
