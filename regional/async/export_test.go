@@ -4,7 +4,12 @@ import "context"
 
 // Claim claims up to n due tasks for w, as its Run loop does.
 func (w *Worker) Claim(ctx context.Context, n int) ([]Task, error) {
-	return claim(ctx, w.pool, w.id, n, w.o.Lease)
+	ts, err := claim(ctx, w.pool, w.id, n, w.o.Lease)
+	for i, t := range ts {
+		k, _ := w.kind(t.Kind)
+		ts[i] = withOrder(k, t)
+	}
+	return ts, err
 }
 
 // RunTxBatch runs claimed database-effect tasks as one batch, as Run does

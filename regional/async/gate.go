@@ -34,17 +34,13 @@ func (g *keyGate) keyOf(w *Worker, t Task) string {
 	if key, ok := g.keys[t.key()]; ok {
 		return key
 	}
-	key := lockKey(w, t)
+	key := lockKey(t)
 	g.keys[t.key()] = key
 	return key
 }
 
-func lockKey(w *Worker, t Task) string {
-	k, _ := w.kind(t.Kind)
-	if k.policy.LockOrder == nil {
-		return ""
-	}
-	key, _, _ := strings.Cut(k.policy.LockOrder(t), "|")
+func lockKey(t Task) string {
+	key, _, _ := strings.Cut(t.order, "|")
 	if key == "" {
 		return ""
 	}

@@ -83,3 +83,27 @@ func TestBatchesOfOneWorkerNeverHoldTheSameCustomerAtOnce(t *testing.T) {
 		t.Fatalf("%d of %d task runs found their customer held by another batch of the worker", o, ran.Load())
 	}
 }
+
+// A task's LockOrder, which decodes its payload, is worked out once: the
+// gate that holds a batch's keys and the batch's sort both read it. It was
+// worked out twice for every task of a batch (the events bench's accruals
+// each decoded their whole payload for it).
+func TestATasksLockOrderIsWorkedOutOnce(t *testing.T) {
+	url := database(t)
+	p := open(t, url)
+	enqueue(t, p, "test.ordered", 5)
+	var calls atomic.Int32
+	reg := async.NewRegistry()
+	reg.HandleTx("test.ordered", effect, async.Policy{ReadCommitted: true, LockOrder: func(task async.Task) string {
+		calls.Add(1)
+		return task.ID
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go async.NewWorker(open(t, url), reg, async.WorkerOptions{Poll: 10 * time.Millisecond}).Run(ctx)
+	waitFor(t, 10*time.Second, func() bool { return count(t, p, `SELECT count(*) FROM outbox WHERE status = 'done'`) == 5 })
+	cancel()
+	if n := calls.Load(); n != 5 {
+		t.Errorf("LockOrder called %d times for 5 tasks, want 5", n)
+	}
+}

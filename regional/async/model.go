@@ -21,6 +21,10 @@ type Task struct {
 	TraceParent string
 	CreatedAt   time.Time
 	owner       string
+	// order is its kind's Policy.LockOrder, worked out once when the task
+	// is claimed: the gate and the batch's sort both read it, and a
+	// LockOrder decodes the payload.
+	order string
 }
 
 type taskKey struct{ project, id string }

@@ -108,19 +108,23 @@ func (w *Worker) runTxGroup(ctx context.Context, ts []Task, iso pgx.TxIsoLevel) 
 	}
 }
 
-// inLockOrder returns ts sorted by their kinds' Policy.LockOrder.
-func (w *Worker) inLockOrder(ts []Task) []Task {
-	keys := make(map[taskKey]string, len(ts))
-	for _, t := range ts {
-		if k, _ := w.kind(t.Kind); k.policy.LockOrder != nil {
-			keys[t.key()] = k.policy.LockOrder(t)
-		}
+// withOrder is t with its kind's lock order worked out (Task.order): once
+// a task, when it is claimed.
+func withOrder(k kind, t Task) Task {
+	if k.policy.LockOrder != nil {
+		t.order = k.policy.LockOrder(t)
 	}
-	if len(keys) == 0 {
+	return t
+}
+
+// inLockOrder returns ts sorted by their kinds' Policy.LockOrder, worked
+// out when they were claimed (Task.order).
+func (w *Worker) inLockOrder(ts []Task) []Task {
+	if !slices.ContainsFunc(ts, func(t Task) bool { return t.order != "" }) {
 		return ts
 	}
 	sorted := slices.Clone(ts)
-	slices.SortStableFunc(sorted, func(a, b Task) int { return strings.Compare(keys[a.key()], keys[b.key()]) })
+	slices.SortStableFunc(sorted, func(a, b Task) int { return strings.Compare(a.order, b.order) })
 	return sorted
 }
 

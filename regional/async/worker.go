@@ -164,7 +164,7 @@ func (w *Worker) Run(ctx context.Context) {
 		for _, t := range tasks {
 			k, ok := w.kind(t.Kind)
 			if ok && k.tx != nil {
-				txTasks = append(txTasks, t)
+				txTasks = append(txTasks, withOrder(k, t))
 				continue
 			}
 			sem <- struct{}{}
