@@ -119,14 +119,7 @@ func NewService(d Deps) *Service {
 	// transaction, run by holder and then card, so every batch takes the
 	// locks in the same order (holder, card): a task for a customer's cards
 	// sorts before one for a single card of theirs.
-	s.tasks.HandleTx(KindAccrue, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: func(t async.Task) string {
-		var ev earning.CustomEvent
-		_ = json.Unmarshal(t.Payload, &ev)
-		if ev.CardID != "" {
-			return ev.HolderID + "|" + ev.CardID
-		}
-		return ev.CustomerID
-	}})
+	s.tasks.HandleTx(KindAccrue, s.accrue, async.Policy{MaxAttempts: 50, ReadCommitted: true, LockOrder: lockOrder})
 	s.tasks.HandleJob(BulkAction, s.bulk)
 	return s
 }
