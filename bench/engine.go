@@ -32,6 +32,7 @@ type engineResult struct {
 	satErrs                   int64
 	client                    clientVsServer
 	valCPU, redCPU, qualCPU   cpuShare // of the measured phases at 200/s
+	cpuRounds                 cpuRounds
 }
 
 // engineCall is one load thread of the engine section: it sends body(),
@@ -107,6 +108,14 @@ func benchEngine(stack *devstack.Stack, p devstack.ProjectCredentials, srv *pglo
 	if err := f.qualifications(&r, d, profile); err != nil {
 		return r, err
 	}
+	if engineCPUServe {
+		return r, f.serveCPURounds(d, f.redNext)
+	}
+	if engineCPURounds > 0 {
+		if r.cpuRounds, err = f.cpuRoundsRun(engineCPURounds, d, f.redNext); err != nil {
+			return r, err
+		}
+	}
 	if engineCPUOnly {
 		return r, nil
 	}
@@ -123,6 +132,7 @@ type engineFixture struct {
 	sats                     []string
 	items                    []any
 	next                     atomic.Int64 // the stacks' next vouchers
+	redNext                  int64        // the first the redemptions did not take
 }
 
 // engineSetup makes the section's campaigns and reads their codes: enough
@@ -130,6 +140,8 @@ type engineFixture struct {
 func engineSetup(c client, d time.Duration) (*engineFixture, error) {
 	f := &engineFixture{c: c}
 	perRun := int(200*(d+3*time.Second)/time.Second) + 100
+	// And the CPU rounds' redemptions (engine_cpu.go).
+	n := perRun*2 + engineCPURounds*cpuRoundVouchers(d)
 	satN := 60_000
 	campaign := func(name, typ string, n int, voucher map[string]any) (string, error) {
 		camp, err := c.must("POST", "/v1/campaigns", map[string]any{"name": name, "campaign_type": typ, "vouchers_count": n, "voucher": voucher})
@@ -143,17 +155,17 @@ func engineSetup(c client, d time.Duration) (*engineFixture, error) {
 		}
 		return camp["id"].(string), nil
 	}
-	amountID, err := campaign("Engine amounts", "DISCOUNT_COUPONS", perRun*2, map[string]any{"type": "DISCOUNT_VOUCHER",
+	amountID, err := campaign("Engine amounts", "DISCOUNT_COUPONS", n, map[string]any{"type": "DISCOUNT_VOUCHER",
 		"discount": map[string]any{"type": "AMOUNT", "amount_off": 500, "effect": "APPLY_TO_ITEMS_PROPORTIONALLY"}})
 	if err != nil {
 		return nil, err
 	}
-	percentID, err := campaign("Engine percents", "DISCOUNT_COUPONS", perRun*2, map[string]any{"type": "DISCOUNT_VOUCHER",
+	percentID, err := campaign("Engine percents", "DISCOUNT_COUPONS", n, map[string]any{"type": "DISCOUNT_VOUCHER",
 		"discount": map[string]any{"type": "PERCENT", "percent_off": 10, "amount_limit": 2000}})
 	if err != nil {
 		return nil, err
 	}
-	giftID, err := campaign("Engine gifts", "GIFT_VOUCHERS", perRun*2, map[string]any{"type": "GIFT_VOUCHER",
+	giftID, err := campaign("Engine gifts", "GIFT_VOUCHERS", n, map[string]any{"type": "GIFT_VOUCHER",
 		"gift": map[string]any{"amount": 100_000}})
 	if err != nil {
 		return nil, err
@@ -178,7 +190,7 @@ func engineSetup(c client, d time.Duration) (*engineFixture, error) {
 		id  string
 		n   int
 		dst *[]string
-	}{{amountID, perRun * 2, &f.amounts}, {percentID, perRun * 2, &f.percents}, {giftID, perRun * 2, &f.gifts}, {satID, satN, &f.sats}} {
+	}{{amountID, n, &f.amounts}, {percentID, n, &f.percents}, {giftID, n, &f.gifts}, {satID, satN, &f.sats}} {
 		if x.n == 0 {
 			continue
 		}
@@ -242,6 +254,7 @@ func (f *engineFixture) stacked(r *engineResult, stack *devstack.Stack, p devsta
 		return err
 	}
 	r.redCPU = cpu
+	f.redNext = f.next.Load()
 	fmt.Fprintf(os.Stderr, "bench: engine: CPU per redemption: %s\n", cpu)
 	r.redP50, r.redP95, _ = percentiles(red)
 	r.redQPS, r.redErrs = red.ActualQPS, redErrs.Load()
@@ -264,15 +277,11 @@ func (f *engineFixture) qualifications(r *engineResult, d time.Duration, profile
 	if err := f.promotions(r.qualCandidates); err != nil {
 		return err
 	}
-	qual := func() map[string]any {
-		return map[string]any{"customer": map[string]any{"source_id": "engine-wallet"}, "order": map[string]any{"items": f.items},
-			"options": map[string]any{"limit": 50}}
-	}
 	fmt.Fprintln(os.Stderr, "bench: engine: qualifications at 200/s")
 	var qualErrs atomic.Int64
 	// The profile file, when asked, is the qualifications', the slowest of
 	// the engine's calls.
-	q, cpu, err := atRateCPU(200, f.runners("/v1/qualifications", qual, &qualErrs, 16), d, profile)
+	q, cpu, err := atRateCPU(200, f.runners("/v1/qualifications", f.qualBody, &qualErrs, 16), d, profile)
 	if err != nil {
 		return err
 	}
@@ -281,6 +290,13 @@ func (f *engineFixture) qualifications(r *engineResult, d time.Duration, profile
 	r.qualP50, r.qualP95, _ = percentiles(q)
 	r.qualQPS, r.qualErrs = q.ActualQPS, qualErrs.Load()
 	return nil
+}
+
+// qualBody is a qualifications request: the wallet's customer, the
+// ten-item order, 50 a page.
+func (f *engineFixture) qualBody() map[string]any {
+	return map[string]any{"customer": map[string]any{"source_id": "engine-wallet"}, "order": map[string]any{"items": f.items},
+		"options": map[string]any{"limit": 50}}
 }
 
 // promotions makes n PROMOTION campaigns of a tier each, and the first
@@ -380,6 +396,10 @@ func engineReport(r engineResult) string {
 		"giving 10.00 of credits, on a ten-item order, for one of 200 customers; 16 clients at an even 200 requests/s after a 2 s "+
 		"warm-up. Qualifications: %d PROMOTION campaigns of one tier each (one in ten guarded by a validation rule) and a customer "+
 		"holding vouchers of ten discount campaigns, a ten-item order, 50 a page (the project's tiers are read at most once a second). "+
+		"CPU per request: each phase's CPU profile summed by the servers' pprof labels over the phase's requests; then the three "+
+		"paths in rounds (`-engine-cpu-rounds`, half a phase each, the paths' order rotating round by round, a profile each), "+
+		"reported as the median round with the least and the most, since one phase's figure moves between runs by more than a "+
+		"change of a fifth (`-engine-cpu-ab` compares two builds in one run). "+
 		"Saturation: redemptions of one distinct voucher each, 32 clients, alternating with pgbench's TPC-B-like (32 clients) on "+
 		"the same server, three rounds of each, each after a CHECKPOINT.\n\n", time.Now().UTC().Format("2006-01-02"), r.qualCandidates)
 	fmt.Fprintf(&b, "| measure | figure |\n|---|---|\n")
@@ -401,6 +421,7 @@ func engineReport(r engineResult) string {
 			"(with the load generator and the runtime) | %.2f / %.2f / %.2f / %.2f ms |\n", x.what, x.cpu.requests,
 			x.cpu.regional, x.cpu.router, x.cpu.service(), x.cpu.whole())
 	}
+	b.WriteString(r.cpuRounds.rows())
 	fmt.Fprintf(&b, "| redemptions at saturation, distinct vouchers, 32 clients | %.0f/s (rounds %s; %d errors) |\n", r.sat, joinRounds(r.satRounds), r.satErrs)
 	fmt.Fprintf(&b, "| pgbench TPC-B-like, 32 clients, same server | %.0f tps (rounds %s) |\n", r.pgbench, joinRounds(r.pgbRounds))
 	fmt.Fprintf(&b, "\n| goal | target | measured | |\n|---|---|---|---|\n")

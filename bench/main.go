@@ -50,6 +50,9 @@ func main() {
 	flag.Func("scale-engine-sizes", "campaigns and tiers of the scale section's engine passes, comma-separated (default 100,1000,10000; fewer to try it)",
 		setScaleEngineSizes)
 	flag.BoolVar(&engineCPUOnly, "engine-cpu-only", false, "the engine section measures only its three phases at 200/s, without the client-side rounds and the saturation (to profile them on a shared machine)")
+	flag.IntVar(&engineCPURounds, "engine-cpu-rounds", 5, "rounds of the engine's three paths, in turn, each under a CPU profile of its own (half a -duration each), after its phases; with -engine-cpu-ab, the pairs of rounds")
+	flag.BoolVar(&engineCPUServe, "engine-cpu-serve", false, "internal: a side of -engine-cpu-ab (runs a round per line on stdin)")
+	flag.StringVar(&engineCPUAB, "engine-cpu-ab", "", "compare the engine's CPU per request of the bench binary `OLD` (built from the old code with this bench) with this one's: both run side by side, their rounds alternating ABBA; the report goes to stderr")
 	hammer := flag.String("hammer", "", "internal: run the noisy neighbour's clients (ROUTER,APPID,TOKEN,CARD) until interrupted")
 	flag.Parse()
 	if *hammer != "" {
@@ -61,6 +64,12 @@ func main() {
 	}
 	flog.SetLogLevel(flog.Warning)
 	runtimex.TuneGC() // as `tally` itself does
+	if engineCPUAB != "" {
+		if err := benchEngineCPUAB(engineCPUAB, *duration, engineCPURounds); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if err := run(*duration, *out, *nginxBin, *only); err != nil {
 		log.Fatal(err)
 	}
