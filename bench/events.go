@@ -214,6 +214,10 @@ func (l *eventsLoad) fixed(r *eventsResult, d time.Duration, profile string) err
 	if len(lat) > 0 {
 		r.accrualP50, r.accrualP99 = quantile(lat, 0.5), quantile(lat, 0.99)
 	}
+	// Printed now too: a later phase that fails (pgbench on a busy machine)
+	// would take these figures with it.
+	fmt.Fprintf(os.Stderr, "bench: events at 500/s: %.0f/s, %d errors, p50 %.2f ms, p99 %.2f ms; accrual p50 %.0f ms, p99 %.0f ms (%d probes)\n",
+		r.fixedQPS, r.fixedErrs, r.fixedP50, r.fixedP99, r.accrualP50, r.accrualP99, r.accrualSamples)
 	return nil
 }
 
