@@ -444,7 +444,7 @@ func (s *Service) store(ctx context.Context, tx pgx.Tx, projectID string, r Requ
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, projectID, cust.ID, ids.New("evt_"), EventCustom, out.activity, nilIfEmpty(groupID), now)
 	acc := earning.CustomEvent{ID: v.ID, Type: v.Type, CustomerID: cust.ID, LoyaltyCode: code, CardID: cardID, HolderID: holderID,
 		SchemaID: sc.ID, SchemaName: sc.Name, Metadata: meta, CreatedAt: now}
-	if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindAccrue, Payload: acc}); err != nil {
+	if _, err := async.Queue(ctx, b, projectID, async.NewTask{Kind: KindAccrue, Payload: accrualPayload{acc, metaJSON}}); err != nil {
 		return nil, nil, err
 	}
 	if err := s.notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: EventCustom, Entity: cust.ID, Object: out.data}); err != nil {

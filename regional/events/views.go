@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 
+	"github.com/tallyhq/tally/regional/earning"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -17,6 +18,15 @@ type written struct {
 	metadata []byte
 	data     json.RawMessage // the activity's data and the notice's object
 	activity []byte
+}
+
+// accrualPayload is the accrual task's payload: the event as
+// earning.CustomEvent, with the bytes of its metadata already made (the
+// field shadows the embedded one's, which is last there too, so the
+// payload is json.Marshal's of the event: TestAnAccrualsPayloadIsTheEvent).
+type accrualPayload struct {
+	earning.CustomEvent
+	Metadata json.RawMessage `json:"metadata"`
 }
 
 // eventParts are what the event's JSON is made of.

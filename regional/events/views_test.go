@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/jsonx"
+	"github.com/tallyhq/tally/regional/earning"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -84,4 +85,22 @@ func must(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The accrual task's payload, made with the metadata's bytes, is the
+// bytes json.Marshal makes of the event (which the task decodes).
+func TestAnAccrualsPayloadIsTheEvent(t *testing.T) {
+	n := 0
+	code := "CARD-1"
+	ev := earning.CustomEvent{ID: "evcus_1", Type: "signup", CustomerID: "cust_1", LoyaltyCode: &code, CardID: "card_1",
+		HolderID: "cust_2", CreatedAt: time.Date(2026, 11, 28, 20, 0, 0, 5, time.UTC), SchemaID: "ms_1", SchemaName: "signup",
+		Metadata: map[string]any{"a": json.Number("1.50"), "b": "<x>", "c": counted{&n}}}
+	meta := must(t, ev.Metadata)
+	got, want := must(t, accrualPayload{ev, meta}), must(t, ev)
+	if !bytes.Equal(got, want) {
+		t.Errorf("payload:\n got %s\nwant %s", got, want)
+	}
+	if n != 2 {
+		t.Errorf("the metadata was marshaled %d times, want 2 (its bytes, and the event as it was)", n)
+	}
 }
