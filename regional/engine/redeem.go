@@ -271,9 +271,11 @@ func (e *Engine) storeFailure(ctx context.Context, projectID string, r *Request,
 	cust *customers.Customer, now time.Time) (*pgx.Batch, error) {
 	parent, kids := e.records(r, o, cust, o.order, now, "FAILURE", "FAILED")
 	b := &pgx.Batch{}
-	if err := stacked.QueueInsert(b, projectID, append([]stacked.Redemption{parent}, kids...)); err != nil {
+	all := append([]stacked.Redemption{parent}, kids...)
+	if err := stacked.QueueInsert(b, projectID, all); err != nil {
 		return nil, err
 	}
+	kids = all[1:] // with their views as stored
 	return b, e.queueNotices(ctx, b, projectID, EventRedemptionFailed, kids)
 }
 
@@ -283,7 +285,7 @@ func (e *Engine) queueNotices(ctx context.Context, b *pgx.Batch, projectID, even
 	}
 	for _, x := range rs {
 		if err := e.Notify.Queue(ctx, b, webhooks.Notice{Project: projectID, Type: event, Entity: x.ID,
-			Object: map[string]any{"redemption": x.View}}); err != nil {
+			Object: map[string]any{"redemption": x.Answer()}}); err != nil {
 			return err
 		}
 	}
@@ -374,9 +376,11 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	if len(held) > 0 {
 		queueEndSessions(b, projectID, held, key, now)
 	}
-	if err := stacked.QueueInsert(b, projectID, append([]stacked.Redemption{parent}, kids...)); err != nil {
+	all := append([]stacked.Redemption{parent}, kids...)
+	if err := stacked.QueueInsert(b, projectID, all); err != nil {
 		return nil, false, nil, err
 	}
+	parent, kids = all[0], all[1:] // with their views as stored, answered and notified as they are
 	if err := e.queueNotices(ctx, b, projectID, EventRedemptionSucceeded, kids); err != nil {
 		return nil, false, nil, err
 	}
@@ -396,10 +400,10 @@ func (e *Engine) storeSuccess(ctx context.Context, tx pgx.Tx, projectID string, 
 	}
 	views := make([]any, len(kids))
 	for i, k := range kids {
-		views[i] = k.View
+		views[i] = k.Answer()
 	}
 	answer := o.view(r)
-	return map[string]any{"redemptions": views, "parent_redemption": parent.View, "order": orderView,
+	return map[string]any{"redemptions": views, "parent_redemption": parent.Answer(), "order": orderView,
 		"inapplicable_redeemables": answer["inapplicable_redeemables"], "skipped_redeemables": answer["skipped_redeemables"]}, paid, b, nil
 }
 

@@ -37,6 +37,27 @@ type Redemption struct {
 	CardPayment *redemptions.CardTaking
 	View        map[string]any
 	CreatedAt   time.Time
+	// viewJSON is View as QueueInsert wrote it, which Answer gives.
+	viewJSON encodedView
+}
+
+// encodedView is a view's JSON, written once: jsonx writes its bytes as
+// they are (an answer), encoding/json compacts them, escaping HTML as it
+// would have in the view (a webhook notice).
+type encodedView []byte
+
+func (v encodedView) AppendJSON(b []byte) ([]byte, error) { return append(b, v...), nil }
+func (v encodedView) MarshalJSON() ([]byte, error)        { return v, nil }
+
+// Answer is the redemption's view to answer or notify with: the bytes
+// QueueInsert stored, once it has stored them, so that a stacked
+// redemption's views are encoded once, not again for its answer and its
+// notices; View until then. View must not change after QueueInsert.
+func (x Redemption) Answer() any {
+	if x.viewJSON != nil {
+		return x.viewJSON
+	}
+	return x.View
 }
 
 const redemptionColumns = `id, parent_id, object_type, object_id, code, campaign_id, campaign_name, customer_id, order_id,
@@ -59,9 +80,11 @@ func scanRedemption(r pgx.Row) (Redemption, error) {
 	return x, json.Unmarshal(view, &x.View)
 }
 
-// QueueInsert queues writing redemptions.
+// QueueInsert queues writing redemptions, and keeps each one's view as
+// written for its Answer.
 func QueueInsert(b *pgx.Batch, projectID string, rs []Redemption) error {
-	for _, x := range rs {
+	for i := range rs {
+		x := &rs[i]
 		// jsonx writes the view's tree without reflection (its order views
 		// write themselves); the column is JSONB, which reads encoding/json's
 		// bytes and these alike.
@@ -69,6 +92,7 @@ func QueueInsert(b *pgx.Batch, projectID string, rs []Redemption) error {
 		if err != nil {
 			return err
 		}
+		x.viewJSON = view
 		var card []byte
 		if x.CardPayment != nil {
 			if card, err = json.Marshal(x.CardPayment); err != nil {
