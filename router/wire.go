@@ -80,10 +80,17 @@ func writeRequest(w *bufio.Writer, req *http.Request) error {
 	if length == 0 {
 		return nil
 	}
-	// The upstream may need the headers before the body arrives (a body
-	// streamed by the client): send them now.
-	if err := w.Flush(); err != nil {
-		return err
+	// A body that fits in what is left of the write buffer (an event, an
+	// order: nearly every request) goes with the headers in one write when
+	// the caller flushes: flushed apart, the headers cost a write syscall
+	// of their own on the router and a read and a wake-up on the upstream,
+	// for an upstream that can do nothing with a known-length request
+	// before its body anyway. A longer one, or one streamed by the client,
+	// may take a while to arrive: the upstream gets the headers now.
+	if length < 0 || length > int64(w.Available()) {
+		if err := w.Flush(); err != nil {
+			return err
+		}
 	}
 	if length < 0 {
 		// Each chunk goes on as it comes, as net/http's Transport sends a

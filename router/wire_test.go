@@ -195,3 +195,41 @@ func (s *signalWriter) String() string {
 	defer s.mu.Unlock()
 	return s.buf.String()
 }
+
+// writes keeps the writes it is given, each apart. It has no ReadFrom, as
+// the pool's wireCounter has none.
+type writes struct{ each [][]byte }
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.each = append(w.each, bytes.Clone(p))
+	return len(p), nil
+}
+
+// A request whose body fits in the write buffer goes onto the connection
+// in one write with its headers (an event's POST took two: the headers,
+// then the body, each a syscall on the router and a read on the upstream);
+// a longer one still sends its headers alone before reading its body.
+func TestWriteRequestSendsASmallBodyWithItsHeadersInOneWrite(t *testing.T) {
+	for _, size := range []int{200, 15 << 10, 40 << 10} {
+		body := strings.Repeat("x", size)
+		r := &http.Request{Method: "POST", URL: &url.URL{Path: "/v1/events"}, Host: "regional", ContentLength: int64(size),
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body))}
+		var wire writes
+		w := bufio.NewWriterSize(&wire, 16<<10) // the pool's
+		if err := writeRequest(w, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		small := size < 15<<10+100
+		if headersAlone := bytes.HasSuffix(wire.each[0], []byte("\r\n\r\n")); small && len(wire.each) != 1 {
+			t.Errorf("a body of %d bytes went in %d writes, want 1 with its headers", size, len(wire.each))
+		} else if !small && !headersAlone {
+			t.Errorf("a body of %d bytes: the headers were not sent alone before it", size)
+		}
+		if got := readBack(t, bytes.Join(wire.each, nil)); got.Body != body {
+			t.Errorf("a body of %d bytes read back as %d bytes", size, len(got.Body))
+		}
+	}
+}
