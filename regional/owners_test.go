@@ -25,6 +25,7 @@ var owners = map[string]string{
 	"async_actions":               "async",
 	"async_inputs":                "async",
 	"async_input_erasures":        "async",
+	"async_failure_subjects":      "async",
 	"bin_entries":                 "bin",
 	"campaigns":                   "campaigns",
 	"campaign_voucher_counts":     "campaigns",

@@ -39,7 +39,14 @@ type Chunked[F any] struct {
 	// ReportBytes is the size of the job's report so far, for a job that
 	// writes one (its next lines go after them).
 	ReportBytes int64 `json:"report_bytes,omitempty"`
+	// subjects are the customers the failures listed since the last
+	// commit concern (FailItemOf), recorded with the chunk.
+	subjects []failureSubject
 }
+
+// chunkedList is the key of Chunked's failures, in its checkpoint and in
+// the jobs' results (which list Failed in its order, under the same key).
+const chunkedList = "failed"
 
 // Fail counts a failed item, listing it while fewer than MaxReported are.
 func (c *Chunked[F]) Fail(f F) { c.FailItem(-1, f) }
@@ -47,7 +54,14 @@ func (c *Chunked[F]) Fail(f F) { c.FailItem(-1, f) }
 // FailItem is Fail for the input's item (its index in the JSON input's
 // array, or its data row in a CSV file counted from 0), which a permanent
 // deletion may mark as hers.
-func (c *Chunked[F]) FailItem(item int, f F) {
+func (c *Chunked[F]) FailItem(item int, f F) { c.FailItemOf(item, nil, f) }
+
+// FailItemOf is FailItem for an item that named customers (their ids or
+// source_ids, as it gave them): recorded with the chunk as the customers
+// the failure concerns (recordFailures), so that a permanent deletion of
+// one of them finds it once the job is done, though it names nothing of
+// hers. A failure whose reason is ErasedItem needs none.
+func (c *Chunked[F]) FailItemOf(item int, customers []string, f F) {
 	c.FailedCount++
 	if len(c.Failed) >= MaxReported {
 		return
@@ -57,6 +71,9 @@ func (c *Chunked[F]) FailItem(item int, f F) {
 			c.FailedItems = append(c.FailedItems, -1)
 		}
 		c.FailedItems = append(c.FailedItems, item)
+	}
+	if len(customers) > 0 {
+		c.subjects = append(c.subjects, failureSubject{at: len(c.Failed), refs: customers})
 	}
 	c.Failed = append(c.Failed, f)
 }
@@ -83,11 +100,14 @@ func CommitChunk[F any](ctx context.Context, job *Job, st *Chunked[F], next, pct
 	seen := job.seen
 	err := db.InTx(ctx, job.w.pool, func(tx pgx.Tx) error {
 		out = *st
-		out.Failed, out.FailedItems = slices.Clone(st.Failed), slices.Clone(st.FailedItems)
+		out.Failed, out.FailedItems, out.subjects = slices.Clone(st.Failed), slices.Clone(st.FailedItems), nil
 		if err := do(ctx, tx, &out); err != nil {
 			return err
 		}
 		if err := takeStoredFailures(ctx, tx, job, seen, st, &out); err != nil {
+			return err
+		}
+		if err := recordChunkFailures(ctx, tx, job, &out); err != nil {
 			return err
 		}
 		out.Next = next
@@ -99,6 +119,15 @@ func CommitChunk[F any](ctx context.Context, job *Job, st *Chunked[F], next, pct
 	}
 	*st = out
 	return nil
+}
+
+// recordChunkFailures records the customers that the failures a chunk
+// listed concern, those still listed (takeStoredFailures may have cut
+// some past MaxReported), and forgets them in c.
+func recordChunkFailures[F any](ctx context.Context, tx pgx.Tx, job *Job, c *Chunked[F]) error {
+	fs := slices.DeleteFunc(c.subjects, func(f failureSubject) bool { return f.at >= len(c.Failed) })
+	c.subjects = nil
+	return recordFailures(ctx, tx, job.ProjectID, job.ActionID, chunkedList, fs)
 }
 
 // takeStoredFailures locks the job's checkpoint and, when it is no longer
@@ -122,6 +151,9 @@ func takeStoredFailures[F any](ctx context.Context, tx pgx.Tx, job *Job, seen []
 	}
 	added := out.Failed[len(st.Failed):]
 	out.Failed = append(failed, added[:min(len(added), max(0, MaxReported-len(failed)))]...)
+	for i := range out.subjects { // the chunk's failures follow the stored ones
+		out.subjects[i].at += len(failed) - len(st.Failed)
+	}
 	// The erasure rewrites the failures' texts, never their places: the
 	// run's items stand for the stored ones.
 	out.FailedItems = out.FailedItems[:min(len(out.FailedItems), len(out.Failed))]

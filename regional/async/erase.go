@@ -175,12 +175,22 @@ func redactActions(ctx context.Context, q db.Querier, projectID string, as []Act
 	if err != nil || len(subjects) == 0 {
 		return err
 	}
+	ids := make([]string, len(as))
+	for i := range as {
+		ids[i] = as[i].ID
+	}
+	// The failures that name nothing of theirs, which the erasure will
+	// find by what the jobs recorded they concern.
+	by, err := concerning(ctx, q, projectID, subjects, ids)
+	if err != nil {
+		return err
+	}
 	for i := range as {
 		for _, s := range subjects {
 			if as[i].Result == nil {
 				break
 			}
-			if as[i].Result, _, err = s.RedactJob(as[i].Result, "", nil); err != nil {
+			if as[i].Result, _, err = s.RedactJob(as[i].Result, "", nil, by[as[i].ID]); err != nil {
 				return fmt.Errorf("async: action %s: %w", as[i].ID, err)
 			}
 		}
@@ -206,10 +216,18 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 		ErasureKind+`' AND `+cond, args, `UPDATE outbox SET payload = $3 WHERE project_id = $1 AND id = $2`); err != nil {
 		return err
 	}
+	// The failures that concern her, recorded by the jobs that listed
+	// them: those of finished jobs name nothing else of hers.
+	by, err := concerning(ctx, tx, projectID, []erasure.Subject{s}, nil)
+	if err != nil {
+		return err
+	}
 	cond, args = s.Mention("result::TEXT", []any{projectID})
-	if _, err := erasure.RowsBy(ctx, tx, projectID, func(_ string, doc []byte) ([]byte, bool, error) {
-		return s.RedactJob(doc, "", nil)
-	}, `SELECT id, result FROM async_actions WHERE project_id = $1 AND result IS NOT NULL AND `+cond,
+	args = append(args, actionsOf(by))
+	concerned := fmt.Sprintf(" OR id = ANY($%d)", len(args))
+	if _, err := erasure.RowsBy(ctx, tx, projectID, func(id string, doc []byte) ([]byte, bool, error) {
+		return s.RedactJob(doc, "", nil, by[id])
+	}, `SELECT id, result FROM async_actions WHERE project_id = $1 AND result IS NOT NULL AND (`+cond+concerned+`)`,
 		args, `UPDATE async_actions SET result = $3 WHERE project_id = $1 AND id = $2`); err != nil {
 		return err
 	}
@@ -228,19 +246,24 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 	// and takes it (RedactedError). The mark itself is not redacted (a
 	// value of hex digits could match inside a digest).
 	cond, args = s.Mention("checkpoint::TEXT", []any{projectID})
+	args = append(args, actionsOf(by))
+	concerned = fmt.Sprintf(" OR id = ANY($%d)", len(args))
 	_, err = erasure.RowsBy(ctx, tx, projectID, func(id string, doc []byte) ([]byte, bool, error) {
 		var marked func(int64) bool
 		if m := marks[id]; m != nil {
 			marked = func(i int64) bool { return m[i] }
 		}
-		return s.RedactJob(doc, erasedFrom, marked)
+		return s.RedactJob(doc, erasedFrom, marked, by[id])
 	}, `SELECT id, checkpoint FROM async_actions WHERE project_id = $1 AND checkpoint IS NOT NULL
-		AND (`+cond+` OR id IN (SELECT action_id FROM async_input_erasures WHERE project_id = $1)) FOR UPDATE`,
+		AND (`+cond+concerned+` OR id IN (SELECT action_id FROM async_input_erasures WHERE project_id = $1)) FOR UPDATE`,
 		args, `UPDATE async_actions SET checkpoint = CASE WHEN jsonb_typeof($3::JSONB) = 'object'
 			THEN $3::JSONB || jsonb_build_object('`+erasedFrom+`', COALESCE(checkpoint->'`+erasedFrom+`', '[]'::JSONB) ||
 				jsonb_build_array(md5(`+unmarked("checkpoint")+`::TEXT)))
 			ELSE $3::JSONB END WHERE project_id = $1 AND id = $2`)
-	return err
+	if err != nil {
+		return err
+	}
+	return forgetConcerning(ctx, tx, projectID, s)
 }
 
 // inputMarks are the items of the project's unfinished jobs' inputs that

@@ -199,3 +199,9 @@ func (s Subject) RedactText(x string) (string, bool) {
 	}
 	return x, changed
 }
+
+// Refs are the strings by which a job's item may have named s as a
+// customer: the id, and the values (the source_id is one of them).
+func (s Subject) Refs() []string {
+	return append([]string{s.CustomerID}, s.Values...)
+}

@@ -18,8 +18,11 @@ const ErasedItem = "The item names a customer who was permanently deleted: it wa
 // "index" (a bulk of events). The document's property skip (the store's
 // own bookkeeping, whose digests a value of hex digits could match) is
 // left as it is. marked may be nil (a result: the job's input is gone).
-func (s Subject) RedactJob(doc []byte, skip string, marked func(item int64) bool) ([]byte, bool, error) {
-	if marked == nil && !s.Mentions(doc) {
+// So does an element that concerns says is hers, by its array's key and
+// its place in it: a failure the job recorded as naming her, though the
+// element does not (a finished job's, whose input is gone).
+func (s Subject) RedactJob(doc []byte, skip string, marked func(item int64) bool, concerns Listed) ([]byte, bool, error) {
+	if marked == nil && len(concerns) == 0 && !s.Mentions(doc) {
 		return doc, false, nil
 	}
 	v, err := decode(doc)
@@ -36,14 +39,14 @@ func (s Subject) RedactJob(doc []byte, skip string, marked func(item int64) bool
 			var c bool
 			if arr, ok := e.([]any); ok {
 				items, _ := x[k+"_items"].([]any)
-				c = s.redactItems(arr, items, marked)
+				c = s.redactItems(arr, items, marked, concerns[k])
 			} else {
 				x[k], c = s.redact(e)
 			}
 			changed = changed || c
 		}
 	case []any:
-		changed = s.redactItems(x, nil, marked)
+		changed = s.redactItems(x, nil, marked, nil)
 	default:
 		v, changed = s.redact(v)
 	}
@@ -54,14 +57,27 @@ func (s Subject) RedactJob(doc []byte, skip string, marked func(item int64) bool
 	return out, true, err
 }
 
+// Listed are the elements of a job's lists of failed items, by the list's
+// key and the element's place in it (from 0).
+type Listed map[string]map[int]bool
+
+// Add lists the element at place k of list.
+func (l Listed) Add(list string, k int) {
+	if l[list] == nil {
+		l[list] = map[int]bool{}
+	}
+	l[list][k] = true
+}
+
 // redactItems redacts the elements of a job's list of items in place, an
-// element that named s or is a marked item saying only ErasedItem why.
-func (s Subject) redactItems(arr, items []any, marked func(int64) bool) bool {
+// element that named s, is a marked item or is listed in at saying only
+// ErasedItem why.
+func (s Subject) redactItems(arr, items []any, marked func(int64) bool, at map[int]bool) bool {
 	changed := false
 	for k, e := range arr {
 		var did bool
 		arr[k], did = s.redact(e)
-		if obj, ok := arr[k].(map[string]any); ok && (did || marked != nil && marked(itemOf(obj, items, k))) {
+		if obj, ok := arr[k].(map[string]any); ok && (did || at[k] || marked != nil && marked(itemOf(obj, items, k))) {
 			did = erasedWhy(obj) || did
 		}
 		changed = changed || did

@@ -1,0 +1,1 @@
+DROP TABLE async_failure_subjects;
