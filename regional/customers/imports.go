@@ -342,6 +342,7 @@ func (s *Service) importJob(ctx context.Context, job *async.Job) (any, error) {
 type csvRow struct {
 	n, line int
 	src     *string
+	refs    []string // the id and source_id it names the customer by
 	rec     []string // its fields, which Skips.Fields reads
 	patch   *Patch
 	bad     string
@@ -372,9 +373,11 @@ func (rs *csvRows) next() (*csvRow, error) {
 	line, _ := rs.r.FieldPos(0)
 	rw := &csvRow{n: rs.n, line: line, rec: rec}
 	for i, prop := range rs.h {
-		if prop == "source_id" && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
-			src := strings.TrimSpace(rec[i])
-			rw.src = &src
+		if (prop == "source_id" || prop == "id") && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
+			v := strings.TrimSpace(rec[i])
+			if rw.refs = append(rw.refs, v); prop == "source_id" {
+				rw.src = &v
+			}
 		}
 	}
 	if rw.patch, err = rs.h.patch(rec, rs.cell); err != nil {
@@ -400,7 +403,7 @@ func (s *Service) importRows(ctx context.Context, tx pgx.Tx, job *async.Job, st 
 			continue
 		}
 		if rw.bad != "" {
-			st.FailItem(rw.n-1, failure{Row: rw.n, Line: rw.line, SourceID: rw.src, Reason: rw.bad})
+			st.FailItemOf(rw.n-1, rw.refs, failure{Row: rw.n, Line: rw.line, SourceID: rw.src, Reason: rw.bad})
 			continue
 		}
 		ps, of = append(ps, rw.patch), append(of, rw)
@@ -411,7 +414,7 @@ func (s *Service) importRows(ctx context.Context, tx pgx.Tx, job *async.Job, st 
 	}
 	for i, e := range errs {
 		if e != nil {
-			st.FailItem(of[i].n-1, failure{Row: of[i].n, Line: of[i].line, SourceID: of[i].src, Reason: Refusal(e)})
+			st.FailItemOf(of[i].n-1, of[i].refs, failure{Row: of[i].n, Line: of[i].line, SourceID: of[i].src, Reason: Refusal(e)})
 			continue
 		}
 		st.DoneCount++

@@ -176,8 +176,7 @@ func (s *Service) bulk(ctx context.Context, job *async.Job) (any, error) {
 		case err == nil:
 			s.tasks.Wake()
 		case errors.As(err, &ae) && ae.Status < 500 && !errors.Is(err, async.ErrSuperseded):
-			next = st.refused(i, ae)
-			err = job.Advance(ctx, s.pool, from, next, (i+1)*100/len(rs))
+			next, err = s.refuse(ctx, job, st, from, rs[i], i, ae, len(rs))
 		}
 		if re := (*async.RedactedError)(nil); errors.As(err, &re) {
 			// A permanent deletion redacted the refusals listed so far

@@ -27,6 +27,27 @@ type imported struct {
 	failed bool
 }
 
+// customers are the ids and source_ids by which e named customers (its
+// customer object, customer_id, referrer_id), which its failure concerns:
+// listed by the order's source_id, it may quote a value asked for one of
+// them (async.Chunked.FailItemOf).
+func (e *imported) customers() []string {
+	var out []string
+	for _, p := range []*string{e.r.CustomerID, e.r.ReferrerID} {
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	if e.patch != nil {
+		for _, p := range []*string{e.patch.ID, e.patch.SourceID} {
+			if p != nil {
+				out = append(out, *p)
+			}
+		}
+	}
+	return out
+}
+
 // importChunk writes items (the request's orders from first on) in tx,
 // set-based: the chunk's known orders and customers are read in one query
 // each, its customers written by customers.ImportMany, its new orders by
@@ -38,7 +59,7 @@ func (s *Service) importChunk(ctx context.Context, tx pgx.Tx, projectID string, 
 	st *importProgress) error {
 	fail := func(e *imported, err error) {
 		e.failed = true
-		st.FailItem(e.row-1, importFailure{Row: e.row, SourceID: e.r.SourceID, Reason: customers.Refusal(err)})
+		st.FailItemOf(e.row-1, e.customers(), importFailure{Row: e.row, SourceID: e.r.SourceID, Reason: customers.Refusal(err)})
 	}
 	es, names, refs := parseChunk(items, first, func(i int) bool { return sk.Doc(first+i, items[i]) }, fail)
 	known, err := customers.Resolve(ctx, tx, projectID, names)
