@@ -18,6 +18,7 @@ import (
 
 	"github.com/tallyhq/tally/devstack"
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/internal/pglocal"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/tenancy"
@@ -210,6 +211,7 @@ func startRing(servers []*pglocal.Server, secret []byte) (*ringStack, error) {
 		IdentitySecret: secret, Log: telemetry.NewLogger(logFile, 8),
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 		Routers:        ringRouters,
+		StartRing:      peerlimit.StartMember,
 	})
 	if err != nil {
 		logFile.Close()

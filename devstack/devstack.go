@@ -25,7 +25,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
-	"github.com/tallyhq/tally/internal/peerlimit"
+	"github.com/tallyhq/tally/internal/peerlimit/ring"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/management"
 	"github.com/tallyhq/tally/regional"
@@ -94,6 +94,11 @@ type Config struct {
 	// PeerDeadline is how long the replicas' limit checks wait on a peer
 	// (default peerlimit's, 20 ms).
 	PeerDeadline time.Duration
+	// StartRing starts a member of the replicas' ring (peerlimit.StartMember);
+	// needed with more than one router. It is handed in so that the
+	// stack, and every test built on it, does not link the ring's
+	// gubernator, gRPC and Kubernetes client (internal/peerlimit/ring).
+	StartRing ring.Start
 }
 
 // Stack is a running platform.
@@ -115,7 +120,7 @@ type Stack struct {
 	RouterURLs []string
 	// Ring is each replica's member of the ring, in the order of
 	// RouterURLs (none with one replica).
-	Ring []*peerlimit.Limiter
+	Ring []ring.Member
 
 	stopRouter []context.CancelFunc // each replica's, from the second
 
@@ -331,10 +336,12 @@ func (s *Stack) startRing(runCtx context.Context) error {
 	if cfg.Routers <= 1 {
 		return nil
 	}
+	if cfg.StartRing == nil {
+		return fmt.Errorf("devstack: %d routers need Config.StartRing to form their ring", cfg.Routers)
+	}
 	var addrs []string
 	for range cfg.Routers {
-		pl, err := peerlimit.Start(runCtx, peerlimit.Config{Addr: "127.0.0.1:0", Deadline: cfg.PeerDeadline,
-			Log: cfg.Log.With("service", "router", "component", "peerlimit")})
+		pl, err := cfg.StartRing(runCtx, "127.0.0.1:0", cfg.PeerDeadline, cfg.Log.With("service", "router", "component", "peerlimit"))
 		if err != nil {
 			return err
 		}
@@ -350,7 +357,7 @@ func (s *Stack) startRing(runCtx context.Context) error {
 
 // newRouter builds a router instance with its own tenancy pool and resolver,
 // sharing nothing with other instances but the database.
-func (s *Stack) newRouter(runCtx context.Context, ring *peerlimit.Limiter) (*router.Router, *tenancy.Resolver, *telemetry.Metrics, error) {
+func (s *Stack) newRouter(runCtx context.Context, member ring.Ring) (*router.Router, *tenancy.Resolver, *telemetry.Metrics, error) {
 	cfg := s.cfg
 	pool, err := db.Open(runCtx, cfg.TenancyURL, db.Options{Name: "tally-router"})
 	if err != nil {
@@ -366,16 +373,16 @@ func (s *Stack) newRouter(runCtx context.Context, ring *peerlimit.Limiter) (*rou
 	loopback, _ := ClusterHosts("api", cfg.BaseDomain)
 	rt, err := router.New(router.Config{BaseDomain: cfg.BaseDomain, PublicScheme: cfg.PublicScheme, PublicPort: s.RouterPort,
 		ManagementURL: s.mgmtURL, TrustedProxies: cfg.TrustedProxies, IdentitySecret: cfg.IdentitySecret,
-		LoopbackHost: loopback, PublicURLs: s.ClusterURLs, Resolver: resolver, Log: log, Metrics: m, PeerLimits: ring})
+		LoopbackHost: loopback, PublicURLs: s.ClusterURLs, Resolver: resolver, Log: log, Metrics: m, PeerLimits: member})
 	return rt, resolver, m, err
 }
 
 // member is replica i's member of the ring, nil without one.
-func (s *Stack) member(i int) *peerlimit.Limiter {
+func (s *Stack) member(i int) ring.Ring {
 	if i < len(s.Ring) {
 		return s.Ring[i]
 	}
-	return nil
+	return nil // a nil interface: a nil member in one would not be nil
 }
 
 // StopRouter stops replica i (from 1; the first serves the clusters' ports

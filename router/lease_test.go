@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/tallyhq/tally/internal/peerlimit"
+	"github.com/tallyhq/tally/internal/peerlimit/ring"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -22,7 +22,7 @@ type fakeRing struct {
 	takes   int
 }
 
-func (f *fakeRing) Take(_ context.Context, b peerlimit.Bucket, key string, hits int64) peerlimit.Result {
+func (f *fakeRing) Take(_ context.Context, b ring.Bucket, key string, hits int64) ring.Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.takes++
@@ -33,7 +33,7 @@ func (f *fakeRing) Take(_ context.Context, b peerlimit.Bucket, key string, hits 
 	}
 	now := f.now()
 	ok := lim.AllowN(now, int(hits))
-	return peerlimit.Result{Allowed: ok, Remaining: int64(lim.TokensAt(now)), Reset: now}
+	return ring.Result{Allowed: ok, Remaining: int64(lim.TokensAt(now)), Reset: now}
 }
 
 func (f *fakeRing) Size() int { return f.size }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tallyhq/tally/internal/lrux"
-	"github.com/tallyhq/tally/internal/peerlimit"
+	"github.com/tallyhq/tally/internal/peerlimit/ring"
 	"github.com/tallyhq/tally/tenancy"
 )
 
@@ -18,9 +18,9 @@ import (
 // times. Without a ring, each replica keeps its own (client and
 // lookupBudget in ratelimit.go).
 
-// peerRing is the region's ring of replicas (peerlimit.Limiter).
+// peerRing is the region's ring of replicas (ring.Ring, less its metrics).
 type peerRing interface {
-	Take(ctx context.Context, b peerlimit.Bucket, key string, hits int64) peerlimit.Result
+	Take(ctx context.Context, b ring.Bucket, key string, hits int64) ring.Result
 	Size() int
 }
 
@@ -65,7 +65,7 @@ func leaseSize(burst int64, ring int) int64 {
 func (l *limiter) clientCentral(projectID, ip string, lim tenancy.IPLimit) verdict {
 	key := projectID + "|" + addrKey(ip) + "|" + strconv.Itoa(lim.Requests) + "/" + strconv.Itoa(lim.Seconds)
 	per := time.Duration(lim.Seconds) * time.Second
-	b := peerlimit.Bucket{Name: "client_ip", Rate: int64(lim.Requests), Per: per, Burst: int64(lim.Requests)}
+	b := ring.Bucket{Name: "client_ip", Rate: int64(lim.Requests), Per: per, Burst: int64(lim.Requests)}
 	v := verdict{name: "client", limit: int64(lim.Requests), window: per}
 	if b.Burst >= 2*4 {
 		ls := lrux.GetOrAdd(l.leases, key, func() *lease { return &lease{} })
@@ -97,7 +97,7 @@ func (l *limiter) clientCentral(projectID, ip string, lim tenancy.IPLimit) verdi
 
 // lookupBucket is an address's lookup budget on the ring: lookupBurst at
 // once, then lookupRate a second.
-var lookupBucket = peerlimit.Bucket{Name: "directory_lookups", Rate: lookupRate, Per: time.Second, Burst: lookupBurst}
+var lookupBucket = ring.Bucket{Name: "directory_lookups", Rate: lookupRate, Per: time.Second, Burst: lookupBurst}
 
 // takeCentral is Take on the ring. A lookup is charged to the address's
 // counter before its query and given back when the name exists: charged

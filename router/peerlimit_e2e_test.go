@@ -11,6 +11,7 @@ import (
 
 	"github.com/tallyhq/tally/devstack/stacktest"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/peerlimit"
 )
 
 // ringEnv is a stack of three router replicas as one ring, a project with
@@ -23,13 +24,13 @@ type ringEnv struct {
 
 func startRing(t *testing.T, deadline time.Duration) ringEnv {
 	t.Helper()
-	e := stacktest.Start(t, stacktest.Options{Routers: 3, PeerDeadline: deadline,
+	e := stacktest.Start(t, stacktest.Options{Routers: 3, PeerDeadline: deadline, StartRing: peerlimit.StartMember,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	if len(e.Stack.RouterURLs) != 3 || len(e.Stack.Ring) != 3 {
 		t.Fatalf("routers %v, ring of %d", e.Stack.RouterURLs, len(e.Stack.Ring))
 	}
 	for _, pl := range e.Stack.Ring {
-		if n := len(pl.Peers()); n != 3 {
+		if n := len(pl.(*peerlimit.Limiter).Peers()); n != 3 {
 			t.Fatalf("a replica sees a ring of %d", n)
 		}
 	}
@@ -82,7 +83,7 @@ func (r ringEnv) roundRobin(t *testing.T, routers []string, addr string, n int) 
 func failedOpen(e *stacktest.Env, name string) float64 {
 	n := 0.0
 	for _, pl := range e.Stack.Ring {
-		n += pl.FailedOpen(name)
+		n += pl.(*peerlimit.Limiter).FailedOpen(name)
 	}
 	return n
 }
@@ -176,7 +177,7 @@ func TestARouterCutOffFromThePeersFailsOpenWithinTheDeadline(t *testing.T) {
 	for _, u := range routers { // each replica's caches warm: the key and project known
 		r.send(t, u, "198.51.100.1", r.appID, r.token)
 	}
-	r.Stack.Ring[2].StopServingPeers()
+	r.Stack.Ring[2].(*peerlimit.Limiter).StopServingPeers()
 	var mu sync.Mutex
 	var slowest time.Duration
 	var wg sync.WaitGroup

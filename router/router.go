@@ -18,7 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/dltoken"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/identity"
-	"github.com/tallyhq/tally/internal/peerlimit"
+	"github.com/tallyhq/tally/internal/peerlimit/ring"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/tenancy"
 )
@@ -60,9 +60,9 @@ type Config struct {
 	Log       *slog.Logger
 	Metrics   *telemetry.Metrics
 	// PeerLimits, when set, is the region's ring of router replicas that
-	// keeps the per-address limits (peerlimit.go); nil, each replica keeps
-	// its own.
-	PeerLimits *peerlimit.Limiter
+	// keeps the per-address limits (peerlimit.go; internal/peerlimit starts
+	// one); nil, each replica keeps its own.
+	PeerLimits ring.Ring
 }
 
 // Router is an edge instance.
@@ -104,9 +104,7 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{cfg: cfg, proxies: proxies(cfg.TrustedProxies), limits: newLimiter(cfg.Resolver),
 		tokens: dltoken.New(cfg.IdentitySecret, cfg.IdentitySecretPrevious)}
-	if cfg.PeerLimits != nil { // a nil *Limiter in the interface would not be nil
-		r.limits.peers = cfg.PeerLimits
-	}
+	r.limits.peers = cfg.PeerLimits
 	if cfg.Metrics != nil {
 		cfg.Metrics.Register(r.limits.limited, r.limits.failOpen)
 		if cfg.PeerLimits != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tallyhq/tally/devstack"
 	"github.com/tallyhq/tally/internal/ids"
+	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/internal/pglocal"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional/bin"
@@ -96,7 +97,7 @@ func runDev(ctx context.Context, args []string) error {
 		Regions: regions, IdentitySecret: key, OperatorSecret: operator, AdminBasePort: *adminPort, Log: log,
 		// Local receivers are the point of trying webhooks on one machine.
 		Webhooks: webhooks.Options{AllowPrivateTargets: true}, BinRetention: *retention, ClusterBasePort: *clusterPort,
-		Routers: *routers})
+		Routers: *routers, StartRing: peerlimit.StartMember})
 	if err != nil {
 		return err
 	}

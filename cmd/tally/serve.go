@@ -18,6 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/db"
 	"github.com/tallyhq/tally/internal/httpx"
 	"github.com/tallyhq/tally/internal/peerlimit"
+	"github.com/tallyhq/tally/internal/peerlimit/ring"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/management"
 	"github.com/tallyhq/tally/regional"
@@ -125,7 +126,8 @@ func runRouter(ctx context.Context, args []string) error {
 		return fmt.Errorf("router: %w", err)
 	}
 	m.Register(resolver.Collectors()...)
-	var ring *peerlimit.Limiter
+	var member *peerlimit.Limiter
+	var theRing ring.Ring // nil: each replica its own limits (a nil *Limiter in it would not be nil)
 	if *peerAddr != "" {
 		pc := peerlimit.Config{Addr: *peerAddr, Advertise: *peerAdvertise, DNS: *peersDNS, DNSInterval: *peersDNSEvery,
 			Deadline: *peerDeadline, Log: logger().With("component", "peerlimit")}
@@ -137,17 +139,18 @@ func runRouter(ctx context.Context, args []string) error {
 			// client-go logs through klog: into this process's JSON log.
 			klog.SetSlogLogger(logger().With("component", "kubernetes"))
 		}
-		if ring, err = peerlimit.Start(ctx, pc); err != nil {
+		if member, err = peerlimit.Start(ctx, pc); err != nil {
 			return err
 		}
-		defer ring.Close()
-		logger().Info("per-address limits kept by the ring", "peer_addr", ring.Addr(), "peers", ring.Peers())
+		defer member.Close()
+		theRing = member
+		logger().Info("per-address limits kept by the ring", "peer_addr", member.Addr(), "peers", member.Peers())
 	} else if *peers != "" || *peersDNS != "" || *peersK8s != "" {
 		return errors.New("--peers, --peers-dns and --peers-k8s need --peer-addr, this replica's peer listener")
 	}
 	rt, err := router.New(router.Config{BaseDomain: *domain, PublicScheme: *scheme, PublicPort: *port, ManagementURL: *mgmtURL,
 		TrustedProxies: trusted, IdentitySecret: key, IdentitySecretPrevious: prevKey, Resolver: resolver, Log: logger(), Metrics: m,
-		PeerLimits: ring})
+		PeerLimits: theRing})
 	if err != nil {
 		return err
 	}
@@ -169,11 +172,11 @@ func runRouter(ctx context.Context, args []string) error {
 		extra = append(extra, func(ctx context.Context) error { return httpx.ServePublic(ctx, l, router.RedirectToHTTPS(), plain) })
 	}
 	ready := rt.Ready
-	if ring != nil {
+	if member != nil {
 		// Not ready before the ring is known: a replica serving alone
 		// would give each address its whole limit again.
 		ready = func(ctx context.Context) error {
-			if err := ring.Ready(); err != nil {
+			if err := member.Ready(); err != nil {
 				return err
 			}
 			return rt.Ready(ctx)

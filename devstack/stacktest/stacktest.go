@@ -27,6 +27,7 @@ import (
 	"github.com/tallyhq/tally/devstack"
 	"github.com/tallyhq/tally/internal/dbtest"
 	"github.com/tallyhq/tally/internal/httpx"
+	"github.com/tallyhq/tally/internal/peerlimit/ring"
 	"github.com/tallyhq/tally/internal/telemetry"
 	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/regional/async"
@@ -51,10 +52,12 @@ type Options struct {
 	ExportPartRows int
 	// ExportChunkBytes is the largest stored chunk of an export (default 256 KiB).
 	ExportChunkBytes int
-	// Routers is how many router replicas run as one ring (default 1), and
-	// PeerDeadline their limit checks' wait on a peer.
+	// Routers is how many router replicas run as one ring (default 1),
+	// PeerDeadline their limit checks' wait on a peer, and StartRing what
+	// starts a member of the ring (peerlimit.StartMember; devstack.Config).
 	Routers      int
 	PeerDeadline time.Duration
+	StartRing    ring.Start
 	// Clusters are the shared clusters started, of AllClusters (default
 	// api alone: most tests need one region, and each one more is a
 	// database and an instance to start). PrivateClusters are started too.
@@ -170,6 +173,7 @@ func Start(t testing.TB, o Options) *Env {
 		ExportChunkBytes: o.ExportChunkBytes,
 		Routers:          o.Routers,
 		PeerDeadline:     o.PeerDeadline,
+		StartRing:        o.StartRing,
 		Worker:           worker,
 		TenancyURL:       tenancyURL,
 		Regions:          regions,

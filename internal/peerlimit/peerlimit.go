@@ -42,6 +42,7 @@ import (
 
 	"github.com/tallyhq/tally/internal/clock"
 	"github.com/tallyhq/tally/internal/lrux"
+	"github.com/tallyhq/tally/internal/peerlimit/ring"
 )
 
 // Config of a replica's limiter.
@@ -332,21 +333,13 @@ func (l *Limiter) Close() {
 	_ = l.inst.Close()
 }
 
-// Bucket is a token bucket: Burst at once, refilled at Rate per Per.
-type Bucket struct {
-	Name  string // the limit's name: the counters' namespace and the metric's label
-	Rate  int64
-	Per   time.Duration
-	Burst int64
-}
-
-// Result is a check's answer.
-type Result struct {
-	Allowed    bool
-	Remaining  int64
-	Reset      time.Time // when the bucket is full again (refused: when the next token comes)
-	FailedOpen bool      // decided on this replica's share
-}
+// Bucket and Result are the ring's contract's (internal/peerlimit/ring),
+// which the router and the development stack import without this
+// package's dependencies.
+type (
+	Bucket = ring.Bucket
+	Result = ring.Result
+)
 
 // Take takes hits tokens of key's bucket (a negative hits gives tokens
 // back, up to the burst) at the counter's owner; past the deadline, on
@@ -434,4 +427,12 @@ func (l *Limiter) share(b Bucket, key string, hits int64, now time.Time, why str
 	left := lim.TokensAt(now)
 	return Result{Allowed: true, Remaining: int64(left), FailedOpen: true,
 		Reset: now.Add(time.Duration((float64(burst) - left) / float64(r) * float64(b.Per)))}
+}
+
+var _ ring.Member = (*Limiter)(nil)
+
+// StartMember is Start as a ring.Start: a member listening on addr that is
+// told its peers (SetPeers), as the development stack's replicas are.
+func StartMember(ctx context.Context, addr string, deadline time.Duration, log *slog.Logger) (ring.Member, error) {
+	return Start(ctx, Config{Addr: addr, Deadline: deadline, Log: log})
 }

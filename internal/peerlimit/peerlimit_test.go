@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// ring starts n replicas on loopback ports, each knowing all. Checks wait
+// startRing starts n replicas on loopback ports, each knowing all. Checks wait
 // on their owner up to deadline: more than production's 20 ms where a
 // test counts on every check reaching its owner, the race detector
 // making a loaded machine's calls slower.
-func ring(t *testing.T, n int, deadline time.Duration) []*Limiter {
+func startRing(t *testing.T, n int, deadline time.Duration) []*Limiter {
 	t.Helper()
 	ls := make([]*Limiter, n)
 	var addrs []string
@@ -49,7 +49,7 @@ func roundRobin(ls []*Limiter, key string, count int) int {
 // Three replicas, one address round-robin across them: the burst, not
 // three bursts (each replica keeping its own bucket let 15 through).
 func TestOneAddressOverThreeReplicasGetsOneLimit(t *testing.T) {
-	ls := ring(t, 3, time.Second)
+	ls := startRing(t, 3, time.Second)
 	for _, l := range ls {
 		if got := len(l.Peers()); got != 3 {
 			t.Fatalf("ring of %d", got)
@@ -92,7 +92,7 @@ func TestOneAddressOverThreeReplicasGetsOneLimit(t *testing.T) {
 // the others keep limiting every address. The addresses it owned start
 // afresh on their new owner: at most one more burst, once.
 func TestAReplicaLeavingMovesOnlyItsCounters(t *testing.T) {
-	ls := ring(t, 3, time.Second)
+	ls := startRing(t, 3, time.Second)
 	keys := make([]string, 30)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("p1|198.51.100.%d", i)
@@ -137,7 +137,7 @@ func TestAReplicaLeavingMovesOnlyItsCounters(t *testing.T) {
 // others' ring): checks of the addresses it owns are answered within the
 // deadline on each asking replica's share, and counted.
 func TestAnUnreachableOwnerFailsOpenOnTheShareWithinTheDeadline(t *testing.T) {
-	ls := ring(t, 3, 20*time.Millisecond)
+	ls := startRing(t, 3, 20*time.Millisecond)
 	cut := ls[2]
 	cut.srv.Stop() // the port closed; the replica is still named in the ring
 	// Addresses the cut replica owns, found by asking it: the owner is
