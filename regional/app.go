@@ -110,7 +110,7 @@ type Config struct {
 	ExportRetention time.Duration
 	DownloadBaseURL string
 	// ExportChunkBytes is the largest stored chunk of an export's file
-	// (default 1 MiB; tests make it small).
+	// (default 256 KiB; tests make it small).
 	ExportChunkBytes int
 }
 
