@@ -18,7 +18,7 @@ import (
 	"github.com/tallyhq/tally/internal/ids"
 	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/internal/pglocal"
-	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/internal/telemetry/tracing"
 	"github.com/tallyhq/tally/regional/bin"
 	"github.com/tallyhq/tally/regional/webhooks"
 	"github.com/tallyhq/tally/tenancy"
@@ -42,7 +42,7 @@ func runDev(ctx context.Context, args []string) error {
 		return errors.New("--routers: at least 1")
 	}
 	log := logger()
-	shutdown, err := telemetry.SetupTracing(ctx, "tally-dev")
+	shutdown, err := tracing.Setup(ctx, "tally-dev")
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tallyhq/tally/internal/peerlimit"
 	"github.com/tallyhq/tally/internal/peerlimit/ring"
 	"github.com/tallyhq/tally/internal/telemetry"
+	"github.com/tallyhq/tally/internal/telemetry/tracing"
 	"github.com/tallyhq/tally/management"
 	"github.com/tallyhq/tally/regional"
 	"github.com/tallyhq/tally/regional/bin"
@@ -35,7 +36,7 @@ import (
 func serve(ctx context.Context, role, addr, adminAddr string, h http.Handler, public *httpx.PublicOptions, m *telemetry.Metrics,
 	ready func(context.Context) error, extra ...func(context.Context) error) error {
 	log := logger()
-	shutdown, err := telemetry.SetupTracing(ctx, "tally-"+role)
+	shutdown, err := tracing.Setup(ctx, "tally-"+role)
 	if err != nil {
 		return err
 	}
