@@ -152,36 +152,9 @@ func Start(t testing.TB, o Options) *Env {
 		servers[regions[i].Cluster].DropAtEnd(t, regions[i].DatabaseURL)
 	}
 	ctx := context.Background()
-	hooks := webhooks.Options{AllowPrivateTargets: true, BackoffBase: 200 * time.Millisecond, Timeout: 2 * time.Second}
-	if o.Webhooks != nil {
-		hooks = *o.Webhooks
-	}
-	clk := &clock.Clock{}
-	// Hundreds of stacks run in a test run, most of each one's life idle:
-	// its sweeps run at once when the test moves the clock (Clock.Every),
-	// so their interval is only for what falls due by itself; its workers
-	// poll quickly while tasks are about (queued or claimed in the last
-	// seconds) and slowly when there are none.
-	const sweep = time.Second
-	worker := async.WorkerOptions{Poll: 20 * time.Millisecond, IdlePoll: time.Second}
-	stack, err := devstack.Start(ctx, devstack.Config{
-		Clock:            clk,
-		SweepInterval:    sweep,
-		Webhooks:         hooks,
-		TrustedProxies:   o.TrustedProxies,
-		ExportPartRows:   o.ExportPartRows,
-		ExportChunkBytes: o.ExportChunkBytes,
-		Routers:          o.Routers,
-		PeerDeadline:     o.PeerDeadline,
-		StartRing:        o.StartRing,
-		Worker:           worker,
-		TenancyURL:       tenancyURL,
-		Regions:          regions,
-		Migrated:         true,
-		IdentitySecret:   Secret,
-		WatchInterval:    200 * time.Millisecond,
-		Log:              telemetry.NewLogger(io.Discard, 0),
-	})
+	cfg := o.config(tenancyURL, regions)
+	clk := cfg.Clock
+	stack, err := devstack.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("stacktest: start: %v", err)
 	}
@@ -203,6 +176,40 @@ func Start(t testing.TB, o Options) *Env {
 	rec := &recorder{}
 	t.Cleanup(func() { checkConformance(t, rec) })
 	return &Env{Stack: stack, Mgmt: mgmt, Client: ClientFor(stack.RouterURL), Servers: servers, Clock: clk, rec: rec}
+}
+
+// config is the development stack's configuration of a test's stack.
+func (o Options) config(tenancyURL string, regions []devstack.Region) devstack.Config {
+	hooks := webhooks.Options{AllowPrivateTargets: true, BackoffBase: 200 * time.Millisecond, Timeout: 2 * time.Second}
+	if o.Webhooks != nil {
+		hooks = *o.Webhooks
+	}
+	clk := &clock.Clock{}
+	// Hundreds of stacks run in a test run, most of each one's life idle:
+	// its sweeps run at once when the test moves the clock (Clock.Every),
+	// so their interval is only for what falls due by itself; its workers
+	// poll quickly while tasks are about (queued or claimed in the last
+	// seconds) and slowly when there are none.
+	const sweep = time.Second
+	worker := async.WorkerOptions{Poll: 20 * time.Millisecond, IdlePoll: time.Second}
+	return devstack.Config{
+		Clock:            clk,
+		SweepInterval:    sweep,
+		Webhooks:         hooks,
+		TrustedProxies:   o.TrustedProxies,
+		ExportPartRows:   o.ExportPartRows,
+		ExportChunkBytes: o.ExportChunkBytes,
+		Routers:          o.Routers,
+		PeerDeadline:     o.PeerDeadline,
+		StartRing:        o.StartRing,
+		Worker:           worker,
+		TenancyURL:       tenancyURL,
+		Regions:          regions,
+		Migrated:         true,
+		IdentitySecret:   Secret,
+		WatchInterval:    200 * time.Millisecond,
+		Log:              telemetry.NewLogger(io.Discard, 0),
+	}
 }
 
 // ClientFor returns a client that sends every request to the router at
