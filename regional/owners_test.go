@@ -25,7 +25,7 @@ var owners = map[string]string{
 	"async_actions":               "async",
 	"async_inputs":                "async",
 	"async_input_erasures":        "async",
-	"async_failure_subjects":      "async",
+	"async_failure_subjects":      "async/concerns",
 	"bin_entries":                 "bin",
 	"campaigns":                   "campaigns",
 	"campaign_voucher_counts":     "campaigns",

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/async/concerns"
 )
 
 // The jobs that write many items (imports, bulk updates) write them in
@@ -41,7 +42,7 @@ type Chunked[F any] struct {
 	ReportBytes int64 `json:"report_bytes,omitempty"`
 	// subjects are the customers the failures listed since the last
 	// commit concern (FailItemOf), recorded with the chunk.
-	subjects []failureSubject
+	subjects []concerns.Failure
 }
 
 // chunkedList is the key of Chunked's failures, in its checkpoint and in
@@ -58,7 +59,7 @@ func (c *Chunked[F]) FailItem(item int, f F) { c.FailItemOf(item, nil, f) }
 
 // FailItemOf is FailItem for an item that named customers (their ids or
 // source_ids, as it gave them): recorded with the chunk as the customers
-// the failure concerns (recordFailures), so that a permanent deletion of
+// the failure concerns (concerns.Record), so that a permanent deletion of
 // one of them finds it once the job is done, though it names nothing of
 // hers. A failure whose reason is ErasedItem needs none.
 func (c *Chunked[F]) FailItemOf(item int, customers []string, f F) {
@@ -73,7 +74,7 @@ func (c *Chunked[F]) FailItemOf(item int, customers []string, f F) {
 		c.FailedItems = append(c.FailedItems, item)
 	}
 	if len(customers) > 0 {
-		c.subjects = append(c.subjects, failureSubject{at: len(c.Failed), refs: customers})
+		c.subjects = append(c.subjects, concerns.Failure{At: len(c.Failed), Refs: customers})
 	}
 	c.Failed = append(c.Failed, f)
 }
@@ -125,9 +126,9 @@ func CommitChunk[F any](ctx context.Context, job *Job, st *Chunked[F], next, pct
 // listed concern, those still listed (takeStoredFailures may have cut
 // some past MaxReported), and forgets them in c.
 func recordChunkFailures[F any](ctx context.Context, tx pgx.Tx, job *Job, c *Chunked[F]) error {
-	fs := slices.DeleteFunc(c.subjects, func(f failureSubject) bool { return f.at >= len(c.Failed) })
+	fs := slices.DeleteFunc(c.subjects, func(f concerns.Failure) bool { return f.At >= len(c.Failed) })
 	c.subjects = nil
-	return recordFailures(ctx, tx, job.ProjectID, job.ActionID, chunkedList, fs)
+	return concerns.Record(ctx, tx, concerns.List{ProjectID: job.ProjectID, ActionID: job.ActionID, Name: chunkedList}, fs)
 }
 
 // takeStoredFailures locks the job's checkpoint and, when it is no longer
@@ -152,7 +153,7 @@ func takeStoredFailures[F any](ctx context.Context, tx pgx.Tx, job *Job, seen []
 	added := out.Failed[len(st.Failed):]
 	out.Failed = append(failed, added[:min(len(added), max(0, MaxReported-len(failed)))]...)
 	for i := range out.subjects { // the chunk's failures follow the stored ones
-		out.subjects[i].at += len(failed) - len(st.Failed)
+		out.subjects[i].At += len(failed) - len(st.Failed)
 	}
 	// The erasure rewrites the failures' texts, never their places: the
 	// run's items stand for the stored ones.

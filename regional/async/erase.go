@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
+	"github.com/tallyhq/tally/regional/async/concerns"
 	"github.com/tallyhq/tally/regional/erasure"
 )
 
@@ -181,7 +182,7 @@ func redactActions(ctx context.Context, q db.Querier, projectID string, as []Act
 	}
 	// The failures that name nothing of theirs, which the erasure will
 	// find by what the jobs recorded they concern.
-	by, err := concerning(ctx, q, projectID, subjects, ids)
+	by, err := concerns.Of(ctx, q, projectID, subjects, ids)
 	if err != nil {
 		return err
 	}
@@ -218,12 +219,12 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 	}
 	// The failures that concern her, recorded by the jobs that listed
 	// them: those of finished jobs name nothing else of hers.
-	by, err := concerning(ctx, tx, projectID, []erasure.Subject{s}, nil)
+	by, err := concerns.Of(ctx, tx, projectID, []erasure.Subject{s}, nil)
 	if err != nil {
 		return err
 	}
 	cond, args = s.Mention("result::TEXT", []any{projectID})
-	args = append(args, actionsOf(by))
+	args = append(args, concerns.Actions(by))
 	concerned := fmt.Sprintf(" OR id = ANY($%d)", len(args))
 	if _, err := erasure.RowsBy(ctx, tx, projectID, func(id string, doc []byte) ([]byte, bool, error) {
 		return s.RedactJob(doc, "", nil, by[id])
@@ -246,7 +247,7 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 	// and takes it (RedactedError). The mark itself is not redacted (a
 	// value of hex digits could match inside a digest).
 	cond, args = s.Mention("checkpoint::TEXT", []any{projectID})
-	args = append(args, actionsOf(by))
+	args = append(args, concerns.Actions(by))
 	concerned = fmt.Sprintf(" OR id = ANY($%d)", len(args))
 	_, err = erasure.RowsBy(ctx, tx, projectID, func(id string, doc []byte) ([]byte, bool, error) {
 		var marked func(int64) bool
@@ -263,7 +264,7 @@ func EraseCustomer(ctx context.Context, tx pgx.Tx, projectID string, s erasure.S
 	if err != nil {
 		return err
 	}
-	return forgetConcerning(ctx, tx, projectID, s)
+	return concerns.Forget(ctx, tx, projectID, s)
 }
 
 // inputMarks are the items of the project's unfinished jobs' inputs that

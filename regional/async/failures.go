@@ -2,62 +2,10 @@ package async
 
 import (
 	"context"
-	"slices"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/tallyhq/tally/internal/db"
-	"github.com/tallyhq/tally/regional/erasure"
+	"github.com/tallyhq/tally/regional/async/concerns"
 )
-
-// A failure a job lists may concern a customer its item named by id or
-// source_id, and quote in its reason a value asked for her (a metadata
-// schema's "actual value is 'X'") though it names nothing of hers: an
-// order's failure is listed by the order's source_id, a bulk of events'
-// refusal by its index, a CSV row by its line. Once the job is done its
-// input is gone, and nothing else ties that failure to her. So the job
-// records, in the transaction that lists it, the customers each failure
-// concerns (async_failure_subjects, migration 57), by the failure's list
-// and place; a permanent deletion finds her failures by them
-// (EraseCustomer, redactActions) and deletes the rows. They are never
-// shown, and live as long as the job's row.
-
-// failureSubject is a listed failure's place and the customers (ids or
-// source_ids, as the item gave them) its item named.
-type failureSubject struct {
-	at   int
-	refs []string
-}
-
-// subjectsOf is the customers an item named, without empty and repeated ones.
-func subjectsOf(refs []string) []string {
-	var out []string
-	for _, r := range refs {
-		if r != "" && !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// recordFailures records in tx that the job's failures fs, listed in its
-// result and checkpoint under list, concern their customers.
-func recordFailures(ctx context.Context, tx db.Querier, projectID, actionID, list string, fs []failureSubject) error {
-	var refs []string
-	var at []int64
-	for _, f := range fs {
-		for _, r := range subjectsOf(f.refs) {
-			refs, at = append(refs, r), append(at, int64(f.at))
-		}
-	}
-	if len(refs) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO async_failure_subjects (project_id, customer_ref, action_id, list, failure)
-		SELECT $1, r, $2, $3, f FROM unnest($4::TEXT[], $5::INT8[]) AS t (r, f) ON CONFLICT DO NOTHING`,
-		projectID, actionID, list, refs, at)
-	return err
-}
 
 // RecordFailure records in tx, the transaction that lists it, that the
 // job's failure at place at of its result's (and checkpoint's) list
@@ -65,49 +13,6 @@ func recordFailures(ctx context.Context, tx db.Querier, projectID, actionID, lis
 // for a job that lists failures on its own (a bulk of events), where a
 // Chunked job uses FailItemOf.
 func (j *Job) RecordFailure(ctx context.Context, tx db.Querier, list string, at int, refs ...string) error {
-	return recordFailures(ctx, tx, j.ProjectID, j.ActionID, list, []failureSubject{{at: at, refs: refs}})
-}
-
-// concerning reads the failures of the project's jobs (among actions,
-// or all when nil) that concern one of subjects, by job.
-func concerning(ctx context.Context, q db.Querier, projectID string, subjects []erasure.Subject, actions []string) (
-	map[string]erasure.Listed, error) {
-	var refs []string
-	for _, s := range subjects {
-		refs = append(refs, s.Refs()...)
-	}
-	rows, err := q.Query(ctx, `SELECT action_id, list, failure FROM async_failure_subjects
-		WHERE project_id = $1 AND customer_ref = ANY($2) AND ($3::TEXT[] IS NULL OR action_id = ANY($3))`,
-		projectID, subjectsOf(refs), actions)
-	if err != nil {
-		return nil, err
-	}
-	by := map[string]erasure.Listed{}
-	var action, list string
-	var at int64
-	_, err = pgx.ForEachRow(rows, []any{&action, &list, &at}, func() error {
-		if by[action] == nil {
-			by[action] = erasure.Listed{}
-		}
-		by[action].Add(list, int(at))
-		return nil
-	})
-	return by, err
-}
-
-// forgetConcerning deletes the rows that tie failures to s: her erasure
-// leaves none of her ids and values behind.
-func forgetConcerning(ctx context.Context, tx pgx.Tx, projectID string, s erasure.Subject) error {
-	_, err := tx.Exec(ctx, `DELETE FROM async_failure_subjects WHERE project_id = $1 AND customer_ref = ANY($2)`,
-		projectID, subjectsOf(s.Refs()))
-	return err
-}
-
-// actionsOf are the jobs of by.
-func actionsOf(by map[string]erasure.Listed) []string {
-	out := make([]string, 0, len(by))
-	for a := range by {
-		out = append(out, a)
-	}
-	return out
+	return concerns.Record(ctx, tx, concerns.List{ProjectID: j.ProjectID, ActionID: j.ActionID, Name: list},
+		[]concerns.Failure{{At: at, Refs: refs}})
 }

@@ -28,7 +28,7 @@ func (w *Worker) startBatch(ctx context.Context, running *sync.WaitGroup, releas
 		defer running.Done()
 		for len(ts) > 0 {
 			w.runTxBatch(ctx, ts)
-			next := w.gate.done(w, ts)
+			next := w.gate.Done(ts)
 			release(len(ts))
 			ts = next
 		}

@@ -73,7 +73,7 @@ func NewWorker(pool *db.Pool, reg *Registry, o WorkerOptions) *Worker {
 		o.Log = slog.Default()
 	}
 	return &Worker{
-		pool: pool, reg: reg, o: o, id: ids.New("wrk_"),
+		pool: pool, reg: reg, o: o, id: ids.New("wrk_"), gate: newKeyGate(),
 		tracer: otel.Tracer("github.com/tallyhq/tally/regional/async"),
 		ran: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tally_outbox_tasks_total",
 			Help: "Outbox task runs by kind and outcome (done, retry, parked, lease_lost)."}, []string{"kind", "outcome"}),
@@ -179,7 +179,7 @@ func (w *Worker) Run(ctx context.Context) {
 			for range txTasks {
 				sem <- struct{}{}
 			}
-			w.startBatch(context.WithoutCancel(ctx), &running, release, w.gate.admit(w, txTasks))
+			w.startBatch(context.WithoutCancel(ctx), &running, release, w.gate.Admit(txTasks))
 		}
 		if len(tasks) > 0 {
 			active = time.Now()
